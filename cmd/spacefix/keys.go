@@ -1,0 +1,216 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spacefix/spacefix/internal/auth"
+	"github.com/spacefix/spacefix/internal/store"
+	"github.com/spacefix/spacefix/internal/store/sqlite"
+)
+
+func keys(ctx context.Context, args []string, stdout io.Writer) error {
+	if len(args) == 0 {
+		return usageError{"keys: want create, list or revoke"}
+	}
+	switch args[0] {
+	case "create":
+		return keysCreate(ctx, args[1:], stdout)
+	case "list":
+		return keysList(ctx, args[1:], stdout)
+	case "revoke":
+		return keysRevoke(ctx, args[1:], stdout)
+	default:
+		return usageError{fmt.Sprintf("keys: unknown command %q; want create, list or revoke", args[0])}
+	}
+}
+
+func keysCreate(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := newFlagSet("keys create", stdout)
+	data := dataFlag(fs)
+	project := fs.String("project", "default", "the project `name`")
+	kind := fs.String("kind", "", "agent or client (required)")
+	name := fs.String("name", "", "a `label` for people")
+	readOnly := fs.Bool("read-only", false, "client key sees and calls only tools that count as reads")
+	tools := fs.String("tools", "", "client key may use only these tools (comma-separated `names`)")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *kind != store.KindAgent && *kind != store.KindClient {
+		return usageError{fmt.Sprintf("keys create: --kind must be agent or client, not %q", *kind)}
+	}
+	if *kind == store.KindAgent && (*readOnly || *tools != "") {
+		return usageError{"keys create: --read-only and --tools apply to client keys only"}
+	}
+	var allow []string
+	for _, t := range strings.Split(*tools, ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			allow = append(allow, t)
+		}
+	}
+	return withStore(ctx, *data, func(st store.Store) error {
+		p, err := st.Project(ctx, *project)
+		if errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("no project %q; create it with: spacefix projects create %s", *project, *project)
+		}
+		if err != nil {
+			return err
+		}
+		k, secret, err := auth.CreateKey(ctx, st, store.Key{ProjectID: p.ID, Kind: *kind, Name: *name, ReadOnly: *readOnly, Tools: allow})
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return json.NewEncoder(stdout).Encode(map[string]any{"id": k.ID, "key": secret, "kind": k.Kind, "project": p.Name})
+		}
+		fmt.Fprintf(stdout, "Created %s key %s in project %q.\nSave it now; it cannot be shown again:\n\n  %s\n", k.Kind, k.ID, p.Name, secret)
+		return nil
+	})
+}
+
+func keysList(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := newFlagSet("keys list", stdout)
+	data := dataFlag(fs)
+	project := fs.String("project", "", "only keys of this project `name`")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	return withStore(ctx, *data, func(st store.Store) error {
+		var pid int64
+		if *project != "" {
+			p, err := st.Project(ctx, *project)
+			if err != nil {
+				return fmt.Errorf("project %q: %w", *project, err)
+			}
+			pid = p.ID
+		}
+		ks, err := st.Keys(ctx, pid)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			out := make([]map[string]any, 0, len(ks))
+			for _, k := range ks {
+				out = append(out, map[string]any{
+					"id": k.ID, "project": k.ProjectName, "kind": k.Kind, "name": k.Name,
+					"readOnly": k.ReadOnly, "tools": k.Tools, "createdAt": k.CreatedAt, "revoked": k.Revoked(),
+				})
+			}
+			return json.NewEncoder(stdout).Encode(out)
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ID\tPROJECT\tKIND\tNAME\tACCESS\tCREATED\tSTATE")
+		for _, k := range ks {
+			access := "read and write"
+			if k.ReadOnly {
+				access = "read only"
+			}
+			if len(k.Tools) > 0 {
+				access += "; tools " + strings.Join(k.Tools, ",")
+			}
+			if k.Kind == store.KindAgent {
+				access = "-"
+			}
+			state := "live"
+			if k.Revoked() {
+				state = "revoked"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k.ID, k.ProjectName, k.Kind, k.Name, access, k.CreatedAt.Format(time.DateTime), state)
+		}
+		return tw.Flush()
+	})
+}
+
+func keysRevoke(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := newFlagSet("keys revoke", stdout)
+	data := dataFlag(fs)
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usageError{"keys revoke: want one key ID (see spacefix keys list)"}
+	}
+	return withStore(ctx, *data, func(st store.Store) error {
+		if err := st.RevokeKey(ctx, pos[0]); errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("no key %q; see spacefix keys list", pos[0])
+		} else if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "Revoked %s. Running gateways refuse it within a second.\n", pos[0])
+		return nil
+	})
+}
+
+func projects(ctx context.Context, args []string, stdout io.Writer) error {
+	if len(args) == 0 {
+		return usageError{"projects: want create or list"}
+	}
+	fs := newFlagSet("projects "+args[0], stdout)
+	data := dataFlag(fs)
+	asJSON := fs.Bool("json", false, "print JSON")
+	pos, err := parseArgs(fs, args[1:])
+	if err != nil {
+		return err
+	}
+	switch args[0] {
+	case "create":
+		if len(pos) != 1 {
+			return usageError{"projects create: want one project name"}
+		}
+		return withStore(ctx, *data, func(st store.Store) error {
+			p, err := st.CreateProject(ctx, pos[0])
+			if errors.Is(err, store.ErrExists) {
+				return fmt.Errorf("a project named %q exists already", pos[0])
+			}
+			if err != nil {
+				return err
+			}
+			if *asJSON {
+				return json.NewEncoder(stdout).Encode(map[string]any{"id": p.ID, "name": p.Name})
+			}
+			fmt.Fprintf(stdout, "Created project %q. Give it keys with: spacefix keys create --project %s --kind agent|client\n", p.Name, p.Name)
+			return nil
+		})
+	case "list":
+		return withStore(ctx, *data, func(st store.Store) error {
+			ps, err := st.Projects(ctx)
+			if err != nil {
+				return err
+			}
+			if *asJSON {
+				out := make([]map[string]any, 0, len(ps))
+				for _, p := range ps {
+					out = append(out, map[string]any{"id": p.ID, "name": p.Name, "createdAt": p.CreatedAt})
+				}
+				return json.NewEncoder(stdout).Encode(out)
+			}
+			tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "NAME\tCREATED")
+			for _, p := range ps {
+				fmt.Fprintf(tw, "%s\t%s\n", p.Name, p.CreatedAt.Format(time.DateTime))
+			}
+			return tw.Flush()
+		})
+	default:
+		return usageError{fmt.Sprintf("projects: unknown command %q; want create or list", args[0])}
+	}
+}
+
+// withStore opens the store for one command and closes it after.
+func withStore(ctx context.Context, path string, fn func(store.Store) error) error {
+	st, err := sqlite.Open(ctx, path)
+	if err != nil {
+		return fmt.Errorf("open store %s: %w", path, err)
+	}
+	defer st.Close()
+	return fn(st)
+}

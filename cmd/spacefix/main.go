@@ -1,0 +1,79 @@
+// Command spacefix is the Spacefix gateway and its administration CLI.
+//
+//	spacefix serve [--addr HOST:PORT] [--data FILE]
+//	spacefix keys create --project NAME --kind agent|client [--read-only] [--tools a,b] [--name LABEL] [--json]
+//	spacefix keys list [--project NAME] [--json]
+//	spacefix keys revoke ID
+//	spacefix projects create NAME
+//	spacefix projects list [--json]
+//	spacefix version
+//
+// Every command takes --data (env SPACEFIX_DATA, default ./spacefix.db) and is
+// safe to run while serve runs on the same file.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+)
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "dev"
+
+// usageError is a mistake in the command line: exit code 2.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func main() {
+	err := run(context.Background(), os.Args[1:], os.Stdout, os.Stderr)
+	var ue usageError
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+	case errors.As(err, &ue):
+		fmt.Fprintln(os.Stderr, "spacefix:", err)
+		fmt.Fprintln(os.Stderr, "Run 'spacefix help' for usage.")
+		os.Exit(2)
+	default:
+		fmt.Fprintln(os.Stderr, "spacefix:", err)
+		os.Exit(1)
+	}
+}
+
+const usage = `Spacefix: an MCP gateway for tools that live in your own services.
+
+Usage:
+  spacefix serve     [--addr HOST:PORT] [--data FILE]   run the gateway
+  spacefix keys      create|list|revoke                 manage agent and client keys
+  spacefix projects  create|list                        manage projects
+  spacefix version                                      print the version
+
+Run 'spacefix COMMAND --help' for a command's flags.
+`
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stdout, usage)
+		return nil
+	}
+	switch args[0] {
+	case "serve":
+		return serve(ctx, args[1:], stdout, stderr)
+	case "keys":
+		return keys(ctx, args[1:], stdout)
+	case "projects":
+		return projects(ctx, args[1:], stdout)
+	case "version":
+		fmt.Fprintln(stdout, "spacefix", version)
+		return nil
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	default:
+		return usageError{fmt.Sprintf("unknown command %q", args[0])}
+	}
+}

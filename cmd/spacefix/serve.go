@@ -1,0 +1,146 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spacefix/spacefix/internal/gateway"
+	"github.com/spacefix/spacefix/internal/store/sqlite"
+)
+
+func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	cfg := gateway.DefaultConfig()
+	cfg.Version = version
+	fs := newFlagSet("serve", stderr)
+	fs.StringVar(&cfg.Addr, "addr", envOr("SPACEFIX_ADDR", cfg.Addr), "listen `address` (env SPACEFIX_ADDR)")
+	fs.StringVar(&cfg.PublicURL, "public-url", os.Getenv("SPACEFIX_PUBLIC_URL"), "base `URL` clients reach the gateway at, if not http://ADDR (env SPACEFIX_PUBLIC_URL)")
+	fs.DurationVar(&cfg.ShutdownGrace, "shutdown-grace", cfg.ShutdownGrace, "how long calls in flight may finish on shutdown")
+	data := dataFlag(fs)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	cfg.DataPath = *data
+	cfg.Logger = slog.New(slog.NewTextHandler(stderr, nil))
+
+	st, err := sqlite.Open(ctx, cfg.DataPath)
+	if err != nil {
+		return fmt.Errorf("open store %s: %w", cfg.DataPath, err)
+	}
+	first, err := gateway.Bootstrap(ctx, st)
+	if err != nil {
+		st.Close()
+		return err
+	}
+	g, err := gateway.New(cfg, st)
+	if err != nil {
+		st.Close()
+		return err
+	}
+	if err := g.Start(); err != nil {
+		g.Close()
+		return err
+	}
+	printStart(stdout, g.URL(), cfg.DataPath, first)
+
+	// The first signal drains; a second one forces exit.
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	select {
+	case <-sigs:
+	case <-ctx.Done():
+	}
+	cfg.Logger.Info("shutting down; press Ctrl-C again to stop at once")
+	done := make(chan error, 1)
+	go func() { done <- g.Shutdown(context.Background()) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			return fmt.Errorf("shutdown: %w", err)
+		}
+		cfg.Logger.Info("stopped")
+		return nil
+	case <-sigs:
+		return errors.New("stopped at once on a second signal; calls in flight were cut off")
+	}
+}
+
+func printStart(w io.Writer, base, data string, first *gateway.FirstStart) {
+	mcpURL := base + "/mcp"
+	fmt.Fprintf(w, "Spacefix is running.\n\n  MCP endpoint  %s\n  Store         %s\n\n", mcpURL, data)
+	if first == nil {
+		fmt.Fprintf(w, "Make keys with: spacefix keys create --data %s --project default --kind client|agent\n", data)
+		return
+	}
+	fmt.Fprintf(w, `This was the first start: project %q and two keys were created.
+Save the keys now. They are stored hashed and cannot be shown again.
+
+  Agent key   %s
+  Client key  %s
+
+Connect Claude Code:
+  claude mcp add --transport http spacefix %s --header "Authorization: Bearer %s"
+
+Or look around with the MCP Inspector:
+  npx @modelcontextprotocol/inspector --cli %s --transport http --header "Authorization: Bearer %s" --method tools/list
+
+Run the example agent, in another terminal of this repository:
+  SPACEFIX_API_KEY=%s SPACEFIX_URL=%s go run ./examples/orders
+`, first.Project, first.AgentKey, first.ClientKey, mcpURL, first.ClientKey, mcpURL, first.ClientKey, first.AgentKey, base)
+}
+
+// Shared flag helpers.
+
+func newFlagSet(name string, out io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(out)
+	return fs
+}
+
+func dataFlag(fs *flag.FlagSet) *string {
+	return fs.String("data", envOr("SPACEFIX_DATA", "spacefix.db"), "the store `file` (env SPACEFIX_DATA)")
+}
+
+// parse parses flags, turning mistakes into usage errors. No positional
+// arguments are allowed.
+func parse(fs *flag.FlagSet, args []string) error {
+	rest, err := parseArgs(fs, args)
+	if err == nil && len(rest) > 0 {
+		err = usageError{fmt.Sprintf("%s: unexpected argument %q", fs.Name(), rest[0])}
+	}
+	return err
+}
+
+// parseArgs parses flags wherever they stand among the arguments and returns
+// the positional ones. -h yields flag.ErrHelp, which main treats as success.
+func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, usageError{err.Error()}
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}

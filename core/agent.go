@@ -1,0 +1,309 @@
+package core
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+
+	"github.com/spacefix/spacefix/internal/agentproto"
+)
+
+// SDKVersion is this SDK's version, sent to the gateway as "go/<version>"
+// and shown in the dashboard.
+const SDKVersion = "0.1.0"
+
+// DefaultURL is the gateway an agent connects to when neither
+// [Options.URL] nor SPACEFIX_URL says otherwise.
+const DefaultURL = "http://127.0.0.1:8080"
+
+// Options configure an [Agent]. The zero value is usable when the
+// environment variable SPACEFIX_API_KEY holds an agent key.
+type Options struct {
+	// APIKey is the agent key the gateway knows this agent by. Empty means
+	// the environment variable SPACEFIX_API_KEY; when both are empty, [New]
+	// fails. Create a key with `spacefix keys create --kind agent`.
+	APIKey string
+	// URL is the gateway's base URL, http:// or https:// (ws:// and wss://
+	// are accepted too). Empty means the environment variable SPACEFIX_URL,
+	// else DefaultURL (http://127.0.0.1:8080).
+	URL string
+	// Name is the agent's name, 1 to 64 characters from A-Z a-z 0-9 _ -,
+	// shown in the dashboard and, with Namespace, put in front of tool
+	// names. Empty leaves the agent unnamed (the dashboard shows its key).
+	Name string
+	// DisplayName is the name people read, for example in the dashboard and
+	// in the prefix of a community agent's descriptions. Empty leaves it to
+	// the gateway, which shows Name.
+	DisplayName string
+	// Author says who wrote the agent, for the same places. Empty means
+	// unknown.
+	Author string
+	// Namespace exposes the tools as <Name with - turned to _>_<tool>
+	// ("test-radar" + "run_tests" → "test_radar_run_tests"); it needs Name.
+	// False exposes them as registered.
+	Namespace bool
+	// Instance names this replica ("eu-1", at most 64 characters) so that a
+	// caller may pick it. Empty means an unnamed replica.
+	Instance string
+	// Version is the agent's own version, shown in the dashboard. Empty
+	// means none.
+	Version string
+	// Logger receives connection failures, reconnects and recovered panics.
+	// Nil means slog.Default().
+	Logger *slog.Logger
+	// HTTPClient makes the registration request and the WebSocket handshake;
+	// its Timeout, if set, bounds each of them. Nil means http.DefaultClient.
+	HTTPClient *http.Client
+}
+
+// An Agent offers tools, resources and prompts to a Spacefix gateway. Make
+// one with [New], register everything with [AddTool], [Agent.Resource] and
+// [Agent.Prompt], then call [Agent.Run]. Its methods are safe for concurrent
+// use.
+type Agent struct {
+	opts        Options // resolved: APIKey and URL set
+	registerURL string
+	connectURL  string
+	log         *slog.Logger
+	client      *http.Client
+
+	// enableMu orders set_enabled messages: held from a change of state
+	// until its message is written.
+	enableMu sync.Mutex
+
+	mu        sync.Mutex
+	started   bool // Run was called: no more registration
+	tools     []*tool
+	resources []*resource
+	prompts   []*prompt
+	sess      *session // the welcomed connection, or nil
+
+	calls sync.WaitGroup // running handlers, across connections
+
+	// testFinished, when set by tests, is told when a call ends and whether
+	// its answer was sent.
+	testFinished func(id string, sent bool)
+}
+
+// New returns an agent configured by opts. It fails when no API key is set
+// or an option is invalid; it does not contact the gateway ([Agent.Run]
+// does).
+func New(opts Options) (*Agent, error) {
+	if opts.APIKey == "" {
+		opts.APIKey = os.Getenv("SPACEFIX_API_KEY")
+	}
+	if opts.APIKey == "" {
+		return nil, errors.New("core: no API key: set Options.APIKey or SPACEFIX_API_KEY to an agent key; create one with `spacefix keys create --kind agent`")
+	}
+	if opts.URL == "" {
+		opts.URL = os.Getenv("SPACEFIX_URL")
+	}
+	if opts.URL == "" {
+		opts.URL = DefaultURL
+	}
+	registerURL, connectURL, err := gatewayURLs(opts.URL)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Name != "" && !agentproto.ValidName(opts.Name) {
+		return nil, fmt.Errorf("core: invalid agent name %q: use 1 to 64 characters from A-Z a-z 0-9 _ -", opts.Name)
+	}
+	if opts.Namespace && opts.Name == "" {
+		return nil, errors.New("core: Options.Namespace needs Options.Name: tools are exposed as <name>_<tool>")
+	}
+	if len(opts.Instance) > agentproto.MaxNameLen {
+		return nil, fmt.Errorf("core: instance name %q is longer than %d characters", opts.Instance, agentproto.MaxNameLen)
+	}
+	a := &Agent{
+		opts:        opts,
+		registerURL: registerURL,
+		connectURL:  connectURL,
+		log:         opts.Logger,
+		client:      opts.HTTPClient,
+	}
+	if a.log == nil {
+		a.log = slog.Default()
+	}
+	if a.client == nil {
+		a.client = http.DefaultClient
+	}
+	return a, nil
+}
+
+// gatewayURLs returns the registration URL (http or https) and the
+// WebSocket URL (ws or wss) of the gateway at base.
+func gatewayURLs(base string) (register, connect string, err error) {
+	u, err := url.Parse(base)
+	if err != nil {
+		return "", "", fmt.Errorf("core: gateway URL %q: %v", base, err)
+	}
+	var httpScheme, wsScheme string
+	switch strings.ToLower(u.Scheme) {
+	case "http", "ws":
+		httpScheme, wsScheme = "http", "ws"
+	case "https", "wss":
+		httpScheme, wsScheme = "https", "wss"
+	default:
+		return "", "", fmt.Errorf("core: gateway URL %q: use http:// or https://", base)
+	}
+	if u.Host == "" {
+		return "", "", fmt.Errorf("core: gateway URL %q has no host", base)
+	}
+	u.RawQuery, u.Fragment = "", ""
+	u.Scheme = httpScheme
+	register = u.JoinPath(agentproto.RegisterPath).String()
+	u.Scheme = wsScheme
+	connect = u.JoinPath(agentproto.ConnectPath).String()
+	return register, connect, nil
+}
+
+// SetEnabled switches the tool registered as name on or off for every
+// replica of this agent's key; clients see the change in their tool lists.
+// Before Run it decides how the tool is registered; while connected it
+// tells the gateway at once. The setting is remembered across reconnects.
+// An unknown name is an error.
+func (a *Agent) SetEnabled(name string, on bool) error {
+	a.enableMu.Lock()
+	defer a.enableMu.Unlock()
+	a.mu.Lock()
+	t := a.toolNamed(name)
+	if t == nil {
+		a.mu.Unlock()
+		return fmt.Errorf("core: set enabled %q: no tool of that name is registered", name)
+	}
+	changed := t.disabled == on
+	t.disabled = !on
+	s := a.sess
+	a.mu.Unlock()
+	if s != nil && changed {
+		s.sendSetEnabled(name, on)
+	}
+	return nil
+}
+
+// toolNamed returns the tool registered as name, or nil. a.mu is held.
+func (a *Agent) toolNamed(name string) *tool {
+	for _, t := range a.tools {
+		if t.def.Name == name {
+			return t
+		}
+	}
+	return nil
+}
+
+// checkOpen returns an error when registration is over because Run started.
+// a.mu is held.
+func (a *Agent) checkOpen(what string) error {
+	if a.started {
+		return fmt.Errorf("core: %s: the agent is already running; register everything before Run", what)
+	}
+	return nil
+}
+
+// registration is the body of the POST that opens a connection. DisplayName
+// and Author are not (yet) fields of agentproto.Registration; the protocol
+// lets a peer add optional fields, and the gateway ignores them until it
+// reads them.
+type registration struct {
+	agentproto.Registration
+	DisplayName string `json:"displayName,omitempty"`
+	Author      string `json:"author,omitempty"`
+}
+
+// registration snapshots what the agent offers, and which tools are
+// disabled in that snapshot.
+func (a *Agent) registration() (registration, map[string]bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	reg := registration{
+		Registration: agentproto.Registration{
+			Protocol:  agentproto.Version,
+			SDK:       "go/" + SDKVersion,
+			Name:      a.opts.Name,
+			Namespace: a.opts.Namespace,
+			Instance:  a.opts.Instance,
+			Version:   a.opts.Version,
+			Tools:     make([]agentproto.Tool, 0, len(a.tools)),
+		},
+		DisplayName: a.opts.DisplayName,
+		Author:      a.opts.Author,
+	}
+	disabled := make(map[string]bool, len(a.tools))
+	for _, t := range a.tools {
+		def := t.def
+		def.Disabled = t.disabled
+		reg.Tools = append(reg.Tools, def)
+		disabled[def.Name] = t.disabled
+	}
+	for _, r := range a.resources {
+		reg.Resources = append(reg.Resources, r.def)
+	}
+	for _, p := range a.prompts {
+		reg.Prompts = append(reg.Prompts, p.def)
+	}
+	return reg, disabled
+}
+
+// attach makes s the connection SetEnabled talks to, and tells the gateway
+// of every change made since the registration snapshot was taken.
+func (a *Agent) attach(s *session, registered map[string]bool) {
+	a.enableMu.Lock()
+	defer a.enableMu.Unlock()
+	a.mu.Lock()
+	a.sess = s
+	type change struct {
+		name string
+		on   bool
+	}
+	var changes []change
+	for _, t := range a.tools {
+		if t.disabled != registered[t.def.Name] {
+			changes = append(changes, change{t.def.Name, !t.disabled})
+		}
+	}
+	a.mu.Unlock()
+	for _, c := range changes {
+		s.sendSetEnabled(c.name, c.on)
+	}
+}
+
+// detach forgets s as the current connection.
+func (a *Agent) detach(s *session) {
+	a.enableMu.Lock()
+	defer a.enableMu.Unlock()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.sess == s {
+		a.sess = nil
+	}
+}
+
+// lookup returns the handler for a call of kind and name, or nil.
+func (a *Agent) lookup(kind, name string) *handler {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	switch kind {
+	case agentproto.KindTool:
+		if t := a.toolNamed(name); t != nil {
+			return t.h
+		}
+	case agentproto.KindResource:
+		for _, r := range a.resources {
+			if r.def.URI == name {
+				return r.h
+			}
+		}
+	case agentproto.KindPrompt:
+		for _, p := range a.prompts {
+			if p.def.Name == name {
+				return p.h
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,158 @@
+package core
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/spacefix/spacefix/internal/agentproto"
+)
+
+// Call describes the call a handler is serving; see [CallFrom].
+type Call struct {
+	// ID is the gateway's id of the call, as in its call log.
+	ID string
+	// Kind is "tool", "resource" or "prompt".
+	Kind string
+	// Tool is the tool or prompt name as registered, or the resource URI.
+	Tool string
+	// KeyID and KeyName identify the client key that made the call.
+	KeyID   string
+	KeyName string
+	// Deadline is when the gateway stops waiting for the result; zero when
+	// the gateway sent none. The handler's context may end earlier (see
+	// [CallTimeout]).
+	Deadline time.Time
+}
+
+// CallFrom returns the call that the handler holding ctx is serving, and
+// false outside a handler.
+func CallFrom(ctx context.Context) (Call, bool) {
+	c, ok := ctx.Value(callKey{}).(*call)
+	if !ok {
+		return Call{}, false
+	}
+	return c.info, true
+}
+
+// Progress sends a short progress line for the call that the handler
+// holding ctx is serving; the client sees it if it asked for progress, and
+// the dashboard's log shows it. A line is cut to 200 characters. At most 4
+// lines a second go out per call: extra lines are held back and only the
+// latest is sent when the second allows, unless the result went first.
+// Outside a handler, Progress does nothing.
+func Progress(ctx context.Context, msg string) {
+	if c, ok := ctx.Value(callKey{}).(*call); ok {
+		c.progress.line(msg)
+	}
+}
+
+type callKey struct{}
+
+// call is one running call.
+type call struct {
+	info     Call
+	cancel   context.CancelCauseFunc
+	progress *throttle
+
+	cancelled atomic.Bool // by the gateway: its answer is not wanted
+}
+
+// throttle passes progress lines to send at most MaxProgressPerSec in any
+// second, holding back the latest extra line until the window allows.
+type throttle struct {
+	mu      sync.Mutex
+	send    func(string) // called with mu held, so lines go out in order
+	sent    [agentproto.MaxProgressPerSec]time.Time
+	n       int // lines sent so far; sent[n%len] is the oldest of the last few
+	pending string
+	held    bool
+	timer   *time.Timer
+	done    bool
+}
+
+func newThrottle(send func(string)) *throttle { return &throttle{send: send} }
+
+// line sends msg now, or holds it back if the window is full.
+func (t *throttle) line(msg string) {
+	msg = cut(msg, agentproto.MaxProgressLen)
+	if msg == "" {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.done {
+		return
+	}
+	if t.held {
+		t.pending = msg // the latest wins
+		return
+	}
+	now := time.Now()
+	wait := t.wait(now)
+	if wait <= 0 {
+		t.emit(now, msg)
+		return
+	}
+	t.pending, t.held = msg, true
+	t.timer = time.AfterFunc(wait, t.flush)
+}
+
+// wait returns how long until another line may go out.
+func (t *throttle) wait(now time.Time) time.Duration {
+	if t.n < len(t.sent) {
+		return 0
+	}
+	return t.sent[t.n%len(t.sent)].Add(time.Second).Sub(now)
+}
+
+func (t *throttle) emit(now time.Time, msg string) {
+	t.sent[t.n%len(t.sent)] = now
+	t.n++
+	t.send(msg)
+}
+
+// flush sends the held line when its time has come.
+func (t *throttle) flush() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.done || !t.held {
+		return
+	}
+	now := time.Now()
+	if wait := t.wait(now); wait > 0 {
+		t.timer = time.AfterFunc(wait, t.flush)
+		return
+	}
+	t.held, t.timer = false, nil
+	t.emit(now, t.pending)
+	t.pending = ""
+}
+
+// stop drops any held line; no line goes out after stop returns.
+func (t *throttle) stop() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.done = true
+	if t.timer != nil {
+		t.timer.Stop()
+	}
+	t.held, t.pending = false, ""
+}
+
+// cut shortens s to at most n characters.
+func cut(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	i := 0
+	for j := range s {
+		if i == n {
+			return s[:j]
+		}
+		i++
+	}
+	return s
+}

@@ -1,0 +1,242 @@
+package core
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/spacefix/spacefix/internal/agentproto"
+)
+
+type emptyIn struct{}
+
+// answerCase registers one tool and says what calling it must answer.
+type answerCase struct {
+	name    string
+	add     func(a *Agent, name string) error
+	kind    string // of the call; tool when empty
+	args    string
+	want    string // the result's JSON, for a result
+	wantErr string // the message, for an error
+}
+
+func returns[Out any](v Out, err error) func(a *Agent, name string) error {
+	return func(a *Agent, name string) error {
+		return AddTool(a, name, "d", func(context.Context, emptyIn) (Out, error) { return v, err })
+	}
+}
+
+func TestResults(t *testing.T) {
+	big := strings.Repeat("x", agentproto.MaxResultBytes)
+	bigLen := len(big) + len(`{"content":[{"type":"text","text":""}]}`)
+	png := []byte{0x89, 'P', 'N', 'G'}
+	cases := []answerCase{
+		{name: "string", add: returns("a <b> & \"c\"", nil),
+			want: `{"content":[{"type":"text","text":"a <b> & \"c\""}]}`},
+		{name: "nil any", add: returns[any](nil, nil),
+			want: `{"content":[{"type":"text","text":"null"}]}`},
+		{name: "nil struct pointer", add: returns[*order](nil, nil),
+			want: `{"content":[{"type":"text","text":"null"}]}`},
+		{name: "struct", add: returns(order{ID: "1042", Total: 1999}, nil),
+			want: `{"content":[{"type":"text","text":"{\"id\":\"1042\",\"total\":1999}"}],"structuredContent":{"id":"1042","total":1999}}`},
+		{name: "struct pointer", add: returns(&order{ID: "7", Tags: []string{"<a>"}}, nil),
+			want: `{"content":[{"type":"text","text":"{\"id\":\"7\",\"total\":0,\"tags\":[\"<a>\"]}"}],"structuredContent":{"id":"7","total":0,"tags":["<a>"]}}`},
+		{name: "slice", add: returns([]order{{ID: "1"}}, nil),
+			want: `{"content":[{"type":"text","text":"[{\"id\":\"1\",\"total\":0}]"}]}`},
+		{name: "nil slice", add: returns[[]order](nil, nil),
+			want: `{"content":[{"type":"text","text":"null"}]}`},
+		{name: "map", add: returns(map[string]int{"b": 2, "a": 1}, nil),
+			want: `{"content":[{"type":"text","text":"{\"a\":1,\"b\":2}"}]}`},
+		{name: "number", add: returns(42, nil),
+			want: `{"content":[{"type":"text","text":"42"}]}`},
+		{name: "struct in any has no structuredContent", add: returns[any](order{ID: "1"}, nil),
+			want: `{"content":[{"type":"text","text":"{\"id\":\"1\",\"total\":0}"}]}`},
+		{name: "ToolResult passes through", add: returns(ToolResult{Content: []Content{Text("a"), EmbeddedText("orders://1", "text/plain", "b")}, IsError: true}, nil),
+			want: `{"content":[{"type":"text","text":"a"},{"type":"resource","resource":{"uri":"orders://1","mimeType":"text/plain","text":"b"}}],"isError":true}`},
+		{name: "ToolResult pointer in any", add: returns[any](&ToolResult{Content: []Content{Text("p")}}, nil),
+			want: `{"content":[{"type":"text","text":"p"}]}`},
+		{name: "TextResult", add: returns(TextResult("hi"), nil),
+			want: `{"content":[{"type":"text","text":"hi"}]}`},
+		{name: "ErrorResult", add: returns(ErrorResult("No order 1042."), nil),
+			want: `{"content":[{"type":"text","text":"No order 1042."}],"isError":true}`},
+		{name: "ImageResult", add: returns(ImageResult(png, "image/png", "A barcode"), nil),
+			want: `{"content":[{"type":"image","data":"iVBORw==","mimeType":"image/png"},{"type":"text","text":"A barcode"}]}`},
+		{name: "ImageResult without caption", add: returns(ImageResult(png, "image/png", ""), nil),
+			want: `{"content":[{"type":"image","data":"iVBORw==","mimeType":"image/png"}]}`},
+		{name: "AudioResult", add: returns(AudioResult([]byte("RIFF"), "audio/wav", "Hello"), nil),
+			want: `{"content":[{"type":"audio","data":"UklGRg==","mimeType":"audio/wav"},{"type":"text","text":"Hello"}]}`},
+		{name: "ToolResult without parts", add: returns(ToolResult{}, nil),
+			wantErr: "Result has 0 content parts; a tool result carries 1 to 16."},
+		{name: "ToolResult with 17 parts", add: returns(ToolResult{Content: make([]Content, 17)}, nil),
+			wantErr: "Result has 17 content parts; a tool result carries 1 to 16."},
+		{name: "unknown content type", add: returns(ToolResult{Content: []Content{{Type: "video"}}}, nil),
+			wantErr: `Result could not be serialised: error calling MarshalJSON for type core.Content: content type "video" is not text, image, audio or resource`},
+		{name: "channel", add: returns[any](make(chan int), nil),
+			wantErr: "Result could not be serialised: unsupported type: chan int"},
+		{name: "NaN", add: returns(math.NaN(), nil),
+			wantErr: "Result could not be serialised: unsupported value: NaN"},
+		{name: "over 4 MiB", add: returns(big, nil),
+			wantErr: fmt.Sprintf("Result is too large: %s bytes; the limit is 4 MiB (4,194,304 bytes). Return less, or page through it.", agentproto.Thousands(bigLen))},
+		{name: "handler error", add: returns("ignored", fmt.Errorf("no order with id 1042: ask the user to confirm the id")),
+			wantErr: "no order with id 1042: ask the user to confirm the id"},
+		{name: "wrapped error sends its message only", add: returns(0, fmt.Errorf("lookup: %w", errors.New("timeout"))),
+			wantErr: "lookup: timeout"},
+		{name: "panic", add: func(a *Agent, name string) error {
+			return AddTool(a, name, "d", func(context.Context, emptyIn) (string, error) { panic("boom") })
+		}, wantErr: "panic: boom"},
+		{name: "panic with an error", add: func(a *Agent, name string) error {
+			return AddTool(a, name, "d", func(context.Context, emptyIn) (string, error) {
+				var m map[string]int
+				m["x"] = 1
+				return "", nil
+			})
+		}, wantErr: "panic: assignment to entry in nil map"},
+		{name: "arguments decoded", args: `{"id":"1042"}`, add: func(a *Agent, name string) error {
+			return AddTool(a, name, "d", func(_ context.Context, in *getOrderInput) (string, error) { return "got " + in.ID, nil })
+		}, want: `{"content":[{"type":"text","text":"got 1042"}]}`},
+		{name: "absent arguments", add: func(a *Agent, name string) error {
+			return AddTool(a, name, "d", func(_ context.Context, in *getOrderInput) (string, error) { return fmt.Sprint(in != nil), nil })
+		}, want: `{"content":[{"type":"text","text":"true"}]}`},
+		{name: "arguments of the wrong type", args: `{"id":5}`, add: func(a *Agent, name string) error {
+			return AddTool(a, name, "d", func(_ context.Context, in getOrderInput) (string, error) { return "", nil })
+		}, wantErr: "Invalid arguments for tool arguments_of_the_wrong_type: json: cannot unmarshal number into Go struct field getOrderInput.id of type string"},
+
+		{name: "resource string", kind: agentproto.KindResource, add: resourceOf("csv,text", nil, "text/csv"),
+			want: `{"text":"csv,text","mimeType":"text/csv"}`},
+		{name: "resource value", kind: agentproto.KindResource, add: resourceOf([]order{{ID: "1"}}, nil, ""),
+			want: `{"text":"[{\"id\":\"1\",\"total\":0}]","mimeType":"application/json"}`},
+		{name: "resource nil", kind: agentproto.KindResource, add: resourceOf(nil, nil, ""),
+			want: `{"text":"null","mimeType":"application/json"}`},
+		{name: "resource error", kind: agentproto.KindResource, add: resourceOf(nil, errors.New("store down"), ""),
+			wantErr: "store down"},
+		{name: "resource unserialisable", kind: agentproto.KindResource, add: resourceOf(func() {}, nil, ""),
+			wantErr: "Result could not be serialised: unsupported type: func()"},
+
+		{name: "prompt text", kind: agentproto.KindPrompt, args: `{"id":"1042"}`, add: func(a *Agent, name string) error {
+			return a.Prompt(name, PromptOptions{}, func(_ context.Context, args map[string]string) (PromptResult, error) {
+				return PromptText("Summarise " + args["id"]), nil
+			})
+		}, want: `{"messages":[{"role":"user","content":{"type":"text","text":"Summarise 1042"}}]}`},
+		{name: "prompt exchange", kind: agentproto.KindPrompt, add: func(a *Agent, name string) error {
+			return a.Prompt(name, PromptOptions{}, func(context.Context, map[string]string) (PromptResult, error) {
+				return PromptResult{Description: "d", Messages: []PromptMessage{UserMessage("q"), AssistantMessage("a")}}, nil
+			})
+		}, want: `{"description":"d","messages":[{"role":"user","content":{"type":"text","text":"q"}},{"role":"assistant","content":{"type":"text","text":"a"}}]}`},
+		{name: "prompt without messages", kind: agentproto.KindPrompt, add: func(a *Agent, name string) error {
+			return a.Prompt(name, PromptOptions{}, func(context.Context, map[string]string) (PromptResult, error) { return PromptResult{}, nil })
+		}, wantErr: "The prompt rendered no messages; return at least one."},
+		{name: "prompt error", kind: agentproto.KindPrompt, add: func(a *Agent, name string) error {
+			return a.Prompt(name, PromptOptions{}, func(context.Context, map[string]string) (PromptResult, error) {
+				return PromptResult{}, errors.New("no such order")
+			})
+		}, wantErr: "no such order"},
+		{name: "unknown tool", kind: agentproto.KindTool, add: nil,
+			wantErr: `This agent has no tool "unknown tool".`},
+	}
+
+	g := newFakeGateway(t)
+	a, _ := newTestAgent(t, g)
+	names := map[string]string{}
+	for i, c := range cases {
+		name := strings.ReplaceAll(c.name, " ", "_")
+		if c.kind == agentproto.KindResource {
+			name = fmt.Sprintf("test://r%d", i)
+		}
+		names[c.name] = name
+		if c.add == nil {
+			names[c.name] = c.name
+			continue
+		}
+		if err := c.add(a, name); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+	}
+	run(t, a)
+	conn := g.accept(t)
+
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			kind := c.kind
+			if kind == "" {
+				kind = agentproto.KindTool
+			}
+			id := conn.call(kind, names[c.name], c.args)
+			m, _ := conn.answer(t, id)
+			switch {
+			case c.wantErr != "":
+				if m.Type != agentproto.TypeError {
+					t.Fatalf("got %s %.300s, want error %q", m.Type, m.Result, c.wantErr)
+				}
+				if diff := cmp.Diff(c.wantErr, m.Message); diff != "" {
+					t.Errorf("error message mismatch (-want +got):\n%s", diff)
+				}
+			default:
+				if m.Type != agentproto.TypeResult {
+					t.Fatalf("got %s %q, want a result", m.Type, m.Message)
+				}
+				if diff := cmp.Diff(c.want, string(m.Result)); diff != "" {
+					t.Errorf("result mismatch (-want +got):\n%s", diff)
+				}
+			}
+		})
+	}
+}
+
+func resourceOf(v any, err error, mime string) func(a *Agent, uri string) error {
+	return func(a *Agent, uri string) error {
+		return a.Resource(uri, ResourceOptions{Name: "r", MimeType: mime}, func(context.Context) (any, error) { return v, err })
+	}
+}
+
+func TestStructuredContentMatchesOutputSchema(t *testing.T) {
+	// The outputSchema allows null where encoding/json writes it, so a
+	// struct with a nil slice still matches what clients check.
+	raw, ok := outputSchema[order](&Agent{log: discard()}, "x")
+	if !ok {
+		t.Fatal("no output schema for a struct")
+	}
+	var s struct {
+		Properties map[string]struct {
+			Type any `json:"type"`
+		} `json:"properties"`
+	}
+	must(t, json.Unmarshal(raw, &s))
+	if diff := cmp.Diff([]any{"array", "null"}, s.Properties["tags"].Type); diff != "" {
+		t.Errorf("tags type mismatch (-want +got):\n%s", diff)
+	}
+	for _, tc := range []struct {
+		name string
+		fn   func() (json.RawMessage, bool)
+	}{
+		{"ToolResult", func() (json.RawMessage, bool) { return outputSchema[ToolResult](&Agent{log: discard()}, "x") }},
+		{"slice", func() (json.RawMessage, bool) { return outputSchema[[]order](&Agent{log: discard()}, "x") }},
+		{"string", func() (json.RawMessage, bool) { return outputSchema[string](&Agent{log: discard()}, "x") }},
+	} {
+		if raw, ok := tc.fn(); ok || raw != nil {
+			t.Errorf("%s: outputSchema = %s, %v; want none", tc.name, raw, ok)
+		}
+	}
+}
+
+func TestCut(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"abc", 5, "abc"},
+		{"abcdef", 3, "abc"},
+		{"ééééé", 2, "éé"},
+		{"", 2, ""},
+	} {
+		if got := cut(tc.in, tc.n); got != tc.want {
+			t.Errorf("cut(%q, %d) = %q, want %q", tc.in, tc.n, got, tc.want)
+		}
+	}
+}

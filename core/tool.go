@@ -1,0 +1,244 @@
+package core
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"time"
+
+	"github.com/spacefix/spacefix/internal/agentproto"
+	"github.com/spacefix/spacefix/internal/schema"
+)
+
+// MaxTimeout is the longest wait a tool may declare with [Timeout]; it is
+// the protocol's limit.
+const MaxTimeout = 120 * time.Second
+
+// tool is one registered tool.
+type tool struct {
+	def      agentproto.Tool // Disabled is kept in the field below
+	disabled bool
+	h        *handler
+}
+
+// handler serves one kind of call. run returns the JSON of the result, or
+// an error whose message is sent to the gateway as it is.
+type handler struct {
+	run         func(ctx context.Context, args json.RawMessage) (json.RawMessage, error)
+	callTimeout time.Duration // zero: none
+}
+
+// AddTool registers a tool named name that the model calls with arguments
+// of type In and that returns Out. In must be a struct (or a pointer to
+// one): its fields and struct tags become the tool's input schema (see the
+// package documentation). When Out is a struct or a pointer to one (other
+// than [ToolResult]), its schema is advertised as the tool's outputSchema and
+// each result also goes as structuredContent.
+//
+// The description is what the model reads to choose the tool: say what it
+// returns, what it returns when nothing matches, and which tool to use
+// instead for related jobs.
+//
+// AddTool fails on a name that is not 1 to 64 characters from
+// A-Z a-z 0-9 _ - (or that contains "__"), on a name already registered, on
+// an input type that has no schema, and once [Agent.Run] has started.
+func AddTool[In, Out any](a *Agent, name, description string, h func(context.Context, In) (Out, error), opts ...ToolOption) error {
+	if msg := agentproto.CheckToolName("tool", name); msg != "" {
+		return fmt.Errorf("core: add tool %q: %s", name, msg)
+	}
+	if h == nil {
+		return fmt.Errorf("core: add tool %q: the handler is nil", name)
+	}
+	var cfg toolConfig
+	for _, o := range opts {
+		if err := o.applyTool(&cfg); err != nil {
+			return fmt.Errorf("core: add tool %q: %w", name, err)
+		}
+	}
+	if cfg.readOnly && cfg.destructive {
+		return fmt.Errorf("core: add tool %q: ReadOnly and Destructive contradict each other", name)
+	}
+
+	inType := reflect.TypeFor[In]()
+	in, err := schema.For(inType, schema.ForOptions{Strict: cfg.strict})
+	if errors.Is(err, schema.ErrNotStruct) {
+		return fmt.Errorf("core: tool input must be a struct (tool %q takes %v)", name, inType)
+	}
+	if err != nil {
+		return fmt.Errorf("core: add tool %q: input: %w", name, err)
+	}
+	out, structured := outputSchema[Out](a, name)
+
+	t := &tool{
+		def: agentproto.Tool{
+			Name:         name,
+			Title:        cfg.title,
+			Description:  description,
+			InputSchema:  in,
+			OutputSchema: out,
+			Annotations:  cfg.annotations(),
+			TimeoutMs:    cfg.timeoutMs,
+		},
+		h: &handler{
+			callTimeout: cfg.callTimeout,
+			run: func(ctx context.Context, args json.RawMessage) (json.RawMessage, error) {
+				var in In
+				if len(args) == 0 || string(args) == "null" {
+					args = json.RawMessage("{}")
+				}
+				if err := json.Unmarshal(args, &in); err != nil {
+					return nil, fmt.Errorf("Invalid arguments for tool %s: %v", name, err)
+				}
+				v, err := h(ctx, in)
+				if err != nil {
+					return nil, handlerError(err)
+				}
+				return toolResult(v, structured)
+			},
+		},
+	}
+
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if err := a.checkOpen(fmt.Sprintf("add tool %q", name)); err != nil {
+		return err
+	}
+	if a.toolNamed(name) != nil {
+		return fmt.Errorf("core: add tool %q: a tool of that name is already registered; each tool needs its own name", name)
+	}
+	a.tools = append(a.tools, t)
+	return nil
+}
+
+// outputSchema returns the outputSchema for results of type Out, and
+// whether they go as structuredContent: only for structs (or pointers to
+// them) whose JSON is an object we can describe.
+func outputSchema[Out any](a *Agent, name string) (json.RawMessage, bool) {
+	t := reflect.TypeFor[Out]()
+	base := t
+	if base.Kind() == reflect.Pointer {
+		base = base.Elem()
+	}
+	if base.Kind() != reflect.Struct || base == reflect.TypeFor[ToolResult]() {
+		return nil, false
+	}
+	s, err := schema.For(t, schema.ForOptions{Output: true})
+	if err != nil {
+		if !errors.Is(err, schema.ErrNotStruct) { // e.g. time.Time: not an object
+			a.log.Warn("core: no output schema for tool; its results go as JSON text only",
+				"tool", name, "type", t.String(), "err", err)
+		}
+		return nil, false
+	}
+	return s, true
+}
+
+// handlerError is the message a handler's error sends: its text only.
+func handlerError(err error) error {
+	if err.Error() == "" {
+		return fmt.Errorf("the tool failed with an empty %T error", err)
+	}
+	return err
+}
+
+// A ToolOption refines a tool registered with [AddTool].
+type ToolOption interface {
+	applyTool(*toolConfig) error
+}
+
+type toolConfig struct {
+	strict                                     bool
+	readOnly, destructive, idempotent, openWld bool
+	title                                      string
+	timeoutMs                                  int
+	callTimeout                                time.Duration
+}
+
+func (c *toolConfig) annotations() *agentproto.Annotations {
+	if !c.readOnly && !c.destructive && !c.idempotent && !c.openWld && c.title == "" {
+		return nil
+	}
+	yes := func(b bool) *bool {
+		if !b {
+			return nil
+		}
+		return &b
+	}
+	return &agentproto.Annotations{
+		Title:           c.title,
+		ReadOnlyHint:    yes(c.readOnly),
+		DestructiveHint: yes(c.destructive),
+		IdempotentHint:  yes(c.idempotent),
+		OpenWorldHint:   yes(c.openWld),
+	}
+}
+
+type toolOptionFunc func(*toolConfig) error
+
+func (f toolOptionFunc) applyTool(c *toolConfig) error { return f(c) }
+
+// StrictInput refuses arguments the input struct does not declare: every
+// object in the input schema gets "additionalProperties": false.
+func StrictInput() ToolOption {
+	return toolOptionFunc(func(c *toolConfig) error { c.strict = true; return nil })
+}
+
+// ReadOnly marks a tool that only reads (readOnlyHint). Read-only clients
+// see only such tools; a tool without it counts as a write.
+func ReadOnly() ToolOption {
+	return toolOptionFunc(func(c *toolConfig) error { c.readOnly = true; return nil })
+}
+
+// Destructive marks a tool that may destroy or overwrite data
+// (destructiveHint).
+func Destructive() ToolOption {
+	return toolOptionFunc(func(c *toolConfig) error { c.destructive = true; return nil })
+}
+
+// Idempotent marks a tool that is safe to call again with the same
+// arguments (idempotentHint).
+func Idempotent() ToolOption {
+	return toolOptionFunc(func(c *toolConfig) error { c.idempotent = true; return nil })
+}
+
+// OpenWorld marks a tool that reaches outside systems, such as the web
+// (openWorldHint).
+func OpenWorld() ToolOption {
+	return toolOptionFunc(func(c *toolConfig) error { c.openWld = true; return nil })
+}
+
+// Title gives the tool a name for people to read, as the tool's title and
+// its title annotation.
+func Title(title string) ToolOption {
+	return toolOptionFunc(func(c *toolConfig) error { c.title = title; return nil })
+}
+
+// Timeout declares how long the gateway waits for this tool's result, up to
+// [MaxTimeout] (120 s), instead of the project's call wait (30 s by
+// default). It does not end the handler's context by itself before the
+// gateway's deadline; see [CallTimeout].
+func Timeout(d time.Duration) ToolOption {
+	return toolOptionFunc(func(c *toolConfig) error {
+		if d <= 0 || d > MaxTimeout {
+			return fmt.Errorf("Timeout(%v): use a duration above 0 and at most %v", d, MaxTimeout)
+		}
+		c.timeoutMs = int((d + time.Millisecond - 1) / time.Millisecond)
+		return nil
+	})
+}
+
+// CallTimeout ends each handler's context d after its call arrives. Set it
+// just below the gateway's wait for the tool (its [Timeout], else the
+// project's call wait), so that the handler stops and can still answer
+// before the gateway gives up on it.
+func CallTimeout(d time.Duration) ToolOption {
+	return toolOptionFunc(func(c *toolConfig) error {
+		if d <= 0 {
+			return fmt.Errorf("CallTimeout(%v): use a duration above 0", d)
+		}
+		c.callTimeout = d
+		return nil
+	})
+}

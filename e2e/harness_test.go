@@ -1,0 +1,274 @@
+// Package e2e drives the real thing: a gateway on a loopback port with a
+// SQLite store, agents built with the core SDK, and the official go-sdk MCP
+// client at every protocol version the gateway serves.
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/spacefix/spacefix/core"
+	"github.com/spacefix/spacefix/internal/auth"
+	"github.com/spacefix/spacefix/internal/gateway"
+	"github.com/spacefix/spacefix/internal/store"
+	"github.com/spacefix/spacefix/internal/store/sqlite"
+)
+
+// versions are the MCP protocol versions every client-facing behaviour is
+// tested at.
+var versions = []string{"2025-06-18", "2025-11-25", "2026-07-28"}
+
+// env is one running gateway with a project and keys.
+type env struct {
+	t         *testing.T
+	gw        *gateway.Gateway
+	store     store.Store
+	url       string
+	project   store.Project
+	agentKey  string
+	clientKey string
+}
+
+type envOptions struct {
+	grace     time.Duration
+	heartbeat time.Duration
+	settings  *store.ProjectSettings
+}
+
+func newEnv(t *testing.T, opts ...func(*envOptions)) *env {
+	t.Helper()
+	var o envOptions
+	for _, f := range opts {
+		f(&o)
+	}
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "spacefix.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := gateway.Bootstrap(ctx, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := st.Project(ctx, first.Project)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.settings != nil {
+		if err := st.UpdateProjectSettings(ctx, p.ID, *o.settings); err != nil {
+			t.Fatal(err)
+		}
+		p.Settings = *o.settings
+	}
+	cfg := gateway.DefaultConfig()
+	cfg.Addr = "127.0.0.1:0"
+	cfg.Logger = testLogger(t)
+	cfg.Grace = o.grace
+	if cfg.Grace == 0 {
+		cfg.Grace = 200 * time.Millisecond // most tests want a gone tool to go quickly
+	}
+	cfg.ShutdownGrace = 5 * time.Second
+	if o.heartbeat > 0 {
+		cfg.Heartbeat = o.heartbeat
+	}
+	g, err := gateway.New(cfg, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := g.Close(); err != nil {
+			t.Errorf("close gateway: %v", err)
+		}
+	})
+	return &env{t: t, gw: g, store: st, url: g.URL(), project: p, agentKey: first.AgentKey, clientKey: first.ClientKey}
+}
+
+func testLogger(t *testing.T) *slog.Logger {
+	if testing.Verbose() {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+// newKey makes another key in the env's project.
+func (e *env) newKey(k store.Key) (store.Key, string) {
+	e.t.Helper()
+	k.ProjectID = e.project.ID
+	stored, secret, err := auth.CreateKey(context.Background(), e.store, k)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return stored, secret
+}
+
+// agent runs a core agent built by setup until the test ends or stop is
+// called, and waits until the gateway lists its first tool.
+type runningAgent struct {
+	agent *core.Agent
+	stop  func()
+}
+
+func (e *env) startAgent(opts core.Options, setup func(a *core.Agent)) *runningAgent {
+	e.t.Helper()
+	if opts.APIKey == "" {
+		opts.APIKey = e.agentKey
+	}
+	opts.URL = e.url
+	if opts.Logger == nil {
+		opts.Logger = testLogger(e.t)
+	}
+	a, err := core.New(opts)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	setup(a)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	before := len(e.gw.Registry().All())
+	go func() { done <- a.Run(ctx) }()
+	stopped := false
+	stop := func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				e.t.Errorf("agent Run: %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			e.t.Errorf("agent Run did not return within 10s of its context ending")
+		}
+	}
+	e.t.Cleanup(stop)
+	waitFor(e.t, "agent to connect", func() bool { return len(e.gw.Registry().All()) > before })
+	return &runningAgent{agent: a, stop: stop}
+}
+
+// waitFor polls cond until it holds, failing the test after 10s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// bearer adds an Authorization header to every request.
+type bearer struct {
+	key  string
+	base http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.key)
+	return b.base.RoundTrip(r)
+}
+
+// connect opens an MCP client session at protocol version v with key.
+func (e *env) connect(v, key string, opts *mcp.ClientOptions) *mcp.ClientSession {
+	e.t.Helper()
+	cs, err := e.tryConnect(v, key, opts)
+	if err != nil {
+		e.t.Fatalf("connect at %s: %v", v, err)
+	}
+	e.t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+func (e *env) tryConnect(v, key string, opts *mcp.ClientOptions) (*mcp.ClientSession, error) {
+	client := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, opts)
+	tr := &mcp.StreamableClientTransport{
+		Endpoint:   e.url + "/mcp",
+		HTTPClient: &http.Client{Transport: bearer{key: key, base: http.DefaultTransport}},
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return client.Connect(ctx, tr, &mcp.ClientSessionOptions{ProtocolVersion: v})
+}
+
+func toolNames(t *testing.T, cs *mcp.ClientSession) []string {
+	t.Helper()
+	res, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatalf("tools/list: %v", err)
+	}
+	var names []string
+	for _, tl := range res.Tools {
+		names = append(names, tl.Name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// call calls a tool and returns its result; a protocol error fails the test.
+func call(t *testing.T, cs *mcp.ClientSession, name string, args any) *mcp.CallToolResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("tools/call %s: %v", name, err)
+	}
+	return res
+}
+
+// text joins the text parts of a result.
+func text(r *mcp.CallToolResult) string {
+	var parts []string
+	for _, c := range r.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			parts = append(parts, tc.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// calls returns the call log after flushing it.
+func (e *env) calls() []store.Call {
+	e.t.Helper()
+	ctx := context.Background()
+	if err := e.gw.CallLog().Flush(ctx); err != nil {
+		e.t.Fatal(err)
+	}
+	cs, err := e.store.Calls(ctx, store.CallFilter{ProjectID: e.project.ID, Limit: 1000})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return cs
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func forEachVersion(t *testing.T, f func(t *testing.T, v string)) {
+	for _, v := range versions {
+		t.Run(v, func(t *testing.T) { f(t, v) })
+	}
+}
+
+var _ = fmt.Sprintf

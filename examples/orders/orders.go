@@ -1,0 +1,135 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	_ "modernc.org/sqlite"
+)
+
+// Order is one order of the example's service.
+type Order struct {
+	ID        string    `json:"id"`
+	Customer  string    `json:"customer"`
+	Status    string    `json:"status"`
+	Total     int       `json:"total" desc:"Total in cents"`
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+// OrderService stands for the service code you already have. It keeps orders
+// in SQLite, so a create_order retried on another replica finds the order
+// made by the first attempt.
+type OrderService struct {
+	db *sql.DB
+}
+
+// OpenOrderService opens (and on first use fills) the order database.
+func OpenOrderService(path string) (*OrderService, error) {
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)")
+	if err != nil {
+		return nil, err
+	}
+	s := &OrderService{db: db}
+	if err := s.init(); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open orders %s: %w", path, err)
+	}
+	return s, nil
+}
+
+func (s *OrderService) init() error {
+	_, err := s.db.Exec(`
+CREATE TABLE IF NOT EXISTS orders (
+	id TEXT PRIMARY KEY,
+	customer TEXT NOT NULL,
+	status TEXT NOT NULL,
+	total INTEGER NOT NULL,
+	created_at INTEGER NOT NULL,
+	request_id TEXT UNIQUE
+);
+INSERT OR IGNORE INTO orders (id, customer, status, total, created_at) VALUES
+	('1040', 'ada',   'shipped',   1250, 1764000000000),
+	('1041', 'grace', 'open',      8900, 1764100000000),
+	('1042', 'ada',   'open',      4200, 1764200000000),
+	('1043', 'ada',   'cancelled', 1999, 1764300000000),
+	('1044', 'linus', 'open',       500, 1764400000000);`)
+	return err
+}
+
+// Close closes the database.
+func (s *OrderService) Close() error { return s.db.Close() }
+
+const orderCols = `id, customer, status, total, created_at`
+
+func scanOrders(rows *sql.Rows, err error) []Order {
+	if err != nil {
+		return nil
+	}
+	defer rows.Close()
+	out := []Order{}
+	for rows.Next() {
+		var o Order
+		var ms int64
+		if rows.Scan(&o.ID, &o.Customer, &o.Status, &o.Total, &ms) == nil {
+			o.CreatedAt = time.UnixMilli(ms).UTC()
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// FindByID returns the order with that id.
+func (s *OrderService) FindByID(id string) (Order, bool) {
+	found := scanOrders(s.db.Query(`SELECT `+orderCols+` FROM orders WHERE id = ?`, id))
+	if len(found) == 0 {
+		return Order{}, false
+	}
+	return found[0], true
+}
+
+// Search lists a customer's orders, newest first.
+func (s *OrderService) Search(customer, status string, limit int) []Order {
+	return scanOrders(s.db.Query(`SELECT `+orderCols+` FROM orders
+		WHERE customer = ? AND (? = '' OR status = ?) ORDER BY created_at DESC LIMIT ?`, customer, status, status, limit))
+}
+
+// Open lists every order that has not shipped yet.
+func (s *OrderService) Open() []Order {
+	return scanOrders(s.db.Query(`SELECT ` + orderCols + ` FROM orders WHERE status = 'open' ORDER BY created_at DESC`))
+}
+
+// CreateOnce creates an order under requestID, or returns the order an
+// earlier attempt with the same requestID created.
+func (s *OrderService) CreateOnce(requestID, customer string, total int) (Order, error) {
+	if requestID == "" {
+		return Order{}, errors.New("requestId is empty: pass a unique id, for example a UUID, and reuse it when retrying")
+	}
+	ctx := context.Background()
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return Order{}, err
+	}
+	defer tx.Rollback()
+	var id string
+	err = tx.QueryRow(`SELECT id FROM orders WHERE request_id = ?`, requestID).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		var next int
+		if err := tx.QueryRow(`SELECT COALESCE(MAX(CAST(id AS INTEGER)), 1000) + 1 FROM orders`).Scan(&next); err != nil {
+			return Order{}, err
+		}
+		id = fmt.Sprint(next)
+		_, err = tx.Exec(`INSERT INTO orders (id, customer, status, total, created_at, request_id) VALUES (?, ?, 'open', ?, ?, ?)`,
+			id, customer, total, time.Now().UnixMilli(), requestID)
+	}
+	if err != nil {
+		return Order{}, err
+	}
+	if err := tx.Commit(); err != nil {
+		return Order{}, err
+	}
+	o, _ := s.FindByID(id)
+	return o, nil
+}

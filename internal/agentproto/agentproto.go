@@ -1,0 +1,212 @@
+// Package agentproto holds the wire types of the Spacefix agent protocol: the
+// registration an agent posts when it opens a connection, and the JSON
+// messages that travel both ways over the WebSocket afterwards.
+//
+// The protocol is described for SDK authors in docs/agent-protocol.md; this
+// package and that page must change together, and [Version] goes up with any
+// change an older peer could misread.
+package agentproto
+
+import "encoding/json"
+
+// Version is the agent protocol version this package speaks.
+const Version = 1
+
+// Paths of the agent endpoint.
+const (
+	// RegisterPath takes a POSTed [Registration] and answers with a [Ticket]
+	// (200) or a plain-text reason (400, 401, 413).
+	RegisterPath = "/v1/agent/register"
+	// ConnectPath upgrades to the WebSocket; the ticket goes in the query
+	// parameter "ticket".
+	ConnectPath = "/v1/agent"
+)
+
+// Limits of one registration, as documented in SPEC.md. A project's admin may
+// change the per-agent figures; these are the defaults.
+const (
+	MaxNameLen          = 64
+	DefaultMaxTools     = 256
+	DefaultMaxSchema    = 65536 // bytes of JSON per tool input schema
+	DefaultMaxResources = 1000
+	DefaultMaxRegister  = 512 << 10 // bytes of one whole registration
+	MaxToolTimeoutMs    = 120_000
+	MaxResultBytes      = 4 << 20 // one result
+	MaxProgressLen      = 200     // characters of one progress line
+	MaxProgressPerSec   = 4       // progress lines per second per call
+	MaxErrorLogLen      = 300     // characters of an error kept in the call log
+	MaxContentParts     = 16
+	MaxFrameBytes       = 8 << 20 // WebSocket read limit on both sides
+)
+
+// Registration is what an agent offers. It is the JSON body of the POST to
+// [RegisterPath].
+type Registration struct {
+	// Protocol is the [Version] the agent speaks.
+	Protocol int `json:"protocol"`
+	// SDK names the SDK and its version, for the dashboard ("go/0.1.0").
+	SDK string `json:"sdk,omitempty"`
+	// Name is the agent's name; with Namespace it prefixes tool names.
+	Name string `json:"name,omitempty"`
+	// Namespace exposes tools as <Name with - turned to _>_<tool>.
+	Namespace bool `json:"namespace,omitempty"`
+	// Instance names this replica so callers can pick it ("eu-1").
+	Instance string `json:"instance,omitempty"`
+	// Version is the agent's own version, shown in the dashboard.
+	Version string `json:"version,omitempty"`
+
+	Tools     []Tool     `json:"tools"`
+	Resources []Resource `json:"resources,omitempty"`
+	Prompts   []Prompt   `json:"prompts,omitempty"`
+}
+
+// Tool is one registered tool.
+type Tool struct {
+	Name         string          `json:"name"`
+	Title        string          `json:"title,omitempty"`
+	Description  string          `json:"description"`
+	InputSchema  json.RawMessage `json:"inputSchema"`
+	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
+	Annotations  *Annotations    `json:"annotations,omitempty"`
+	// TimeoutMs is the tool's own wait, up to [MaxToolTimeoutMs]; zero means
+	// the project's call wait.
+	TimeoutMs int `json:"timeoutMs,omitempty"`
+	// Disabled registers the tool switched off (see [TypeSetEnabled]).
+	Disabled bool `json:"disabled,omitempty"`
+}
+
+// Annotations are the MCP tool annotations; they travel to clients as given.
+type Annotations struct {
+	Title           string `json:"title,omitempty"`
+	ReadOnlyHint    *bool  `json:"readOnlyHint,omitempty"`
+	DestructiveHint *bool  `json:"destructiveHint,omitempty"`
+	IdempotentHint  *bool  `json:"idempotentHint,omitempty"`
+	OpenWorldHint   *bool  `json:"openWorldHint,omitempty"`
+}
+
+// Resource is one registered resource, named by its URI.
+type Resource struct {
+	URI         string `json:"uri"`
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	MimeType    string `json:"mimeType,omitempty"`
+}
+
+// Prompt is one registered prompt template.
+type Prompt struct {
+	Name        string      `json:"name"`
+	Title       string      `json:"title,omitempty"`
+	Description string      `json:"description,omitempty"`
+	Arguments   []PromptArg `json:"arguments,omitempty"`
+}
+
+// PromptArg is one string argument of a prompt.
+type PromptArg struct {
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	Required    bool   `json:"required,omitempty"`
+}
+
+// Ticket answers a successful registration. The agent opens the WebSocket
+// at [ConnectPath]?ticket=<Ticket> within ExpiresInMs, with the same key.
+type Ticket struct {
+	Ticket      string `json:"ticket"`
+	ExpiresInMs int    `json:"expiresInMs"`
+}
+
+// Message types. Direction: G→A gateway to agent, A→G agent to gateway.
+const (
+	TypeWelcome    = "welcome"     // G→A, first message: [Welcome]
+	TypeCall       = "call"        // G→A: run a tool, read a resource, get a prompt
+	TypeCancel     = "cancel"      // G→A: stop call ID; drop its result
+	TypeProgress   = "progress"    // A→G: a progress line for call ID
+	TypeResult     = "result"      // A→G: the result of call ID
+	TypeError      = "error"       // A→G: call ID failed with Message
+	TypeSetEnabled = "set_enabled" // A→G: switch tool Name on or off for every replica
+	TypeGoodbye    = "goodbye"     // G→A: the gateway is going away; reconnect later
+)
+
+// Call kinds.
+const (
+	KindTool     = "tool"
+	KindResource = "resource"
+	KindPrompt   = "prompt"
+)
+
+// Cancel reasons.
+const (
+	ReasonCancelled = "cancelled" // the client cancelled the request
+	ReasonTimeout   = "timeout"   // the call's wait expired
+	ReasonShutdown  = "shutdown"  // the gateway is shutting down
+)
+
+// Message is the one envelope of every WebSocket frame; Type says which of the
+// optional fields are set.
+type Message struct {
+	Type string `json:"type"`
+	// ID is the call id, on call, cancel, progress, result and error.
+	ID string `json:"id,omitempty"`
+
+	// Kind, Name, Args, Deadline and Caller describe a call. Name is the
+	// tool or prompt name as registered, or the resource URI.
+	Kind     string          `json:"kind,omitempty"`
+	Name     string          `json:"name,omitempty"`
+	Args     json.RawMessage `json:"args,omitempty"`
+	Deadline int64           `json:"deadline,omitempty"` // Unix milliseconds
+	Caller   *Caller         `json:"caller,omitempty"`
+
+	// Message is the progress line, the error message or the goodbye text.
+	Message string `json:"message,omitempty"`
+	// Reason says why a call was cancelled.
+	Reason string `json:"reason,omitempty"`
+	// Result is a tool's [ToolResult], a resource's [ResourceResult] or a
+	// prompt's [PromptResult].
+	Result json.RawMessage `json:"result,omitempty"`
+	// Enabled goes with set_enabled.
+	Enabled *bool `json:"enabled,omitempty"`
+	// Welcome goes with welcome.
+	Welcome *Welcome `json:"welcome,omitempty"`
+}
+
+// Caller says who made a call.
+type Caller struct {
+	KeyID   string `json:"keyId,omitempty"`
+	KeyName string `json:"keyName,omitempty"`
+}
+
+// Welcome is the gateway's first message on a new connection.
+type Welcome struct {
+	Protocol    int    `json:"protocol"`
+	Replica     string `json:"replica"`     // this connection's replica id
+	Project     string `json:"project"`     // the key's project
+	Agent       string `json:"agent"`       // the key's id
+	CallWaitMs  int    `json:"callWaitMs"`  // the project's call wait
+	HeartbeatMs int    `json:"heartbeatMs"` // how often each side pings
+}
+
+// ToolResult is the MCP CallToolResult an SDK builds from a handler's value.
+type ToolResult struct {
+	Content           []json.RawMessage `json:"content"`
+	StructuredContent json.RawMessage   `json:"structuredContent,omitempty"`
+	IsError           bool              `json:"isError,omitempty"`
+}
+
+// ResourceResult is what a resource handler produced: Text is the string as
+// is, or the JSON of any other value.
+type ResourceResult struct {
+	Text     string `json:"text"`
+	MimeType string `json:"mimeType,omitempty"`
+}
+
+// PromptResult is a rendered prompt.
+type PromptResult struct {
+	Description string          `json:"description,omitempty"`
+	Messages    []PromptMessage `json:"messages"`
+}
+
+// PromptMessage is one message of a rendered prompt; Content is an MCP
+// content block ({"type":"text","text":…}).
+type PromptMessage struct {
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+}

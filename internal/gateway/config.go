@@ -1,0 +1,89 @@
+// Package gateway wires Spacefix together: the HTTP server with the MCP
+// endpoint, the agent endpoint and health checks, the store, the live
+// registry, and the order in which they start and stop.
+package gateway
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"time"
+)
+
+// Config is everything `spacefix serve` can be told. Flags and environment
+// variables map onto it in cmd/spacefix, and nowhere else.
+type Config struct {
+	// Addr is the host:port to listen on. Default 127.0.0.1:8080; port 0
+	// picks a free port (tests).
+	Addr string
+	// DataPath is the SQLite file. Default ./spacefix.db. Used by
+	// cmd/spacefix to open the store; the gateway itself gets a store.Store.
+	DataPath string
+	// PublicURL is the base URL clients and agents use to reach the gateway,
+	// as printed in set-up instructions. Empty means http://<listen address>.
+	PublicURL string
+	// ShutdownGrace is how long in-flight calls may take to finish once
+	// shutdown starts; after it they fail with a message saying the gateway
+	// is shutting down. Default 10s.
+	ShutdownGrace time.Duration
+	// Heartbeat is how often the gateway pings agents and how long it waits
+	// for the pong. Default 5s.
+	Heartbeat time.Duration
+	// Grace is how long a tool stays listed after its last replica left.
+	// Default 10s.
+	Grace time.Duration
+	// Logger receives operator logs. Nil means slog.Default().
+	Logger *slog.Logger
+	// Version is reported to clients and agents.
+	Version string
+}
+
+// DefaultConfig returns the defaults documented on each field.
+func DefaultConfig() Config {
+	return Config{
+		Addr:          "127.0.0.1:8080",
+		DataPath:      "spacefix.db",
+		ShutdownGrace: 10 * time.Second,
+		Heartbeat:     5 * time.Second,
+		Grace:         10 * time.Second,
+		Version:       "dev",
+	}
+}
+
+// Validate names the first field that is wrong.
+func (c *Config) Validate() error {
+	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
+		return fmt.Errorf("config: addr %q: want host:port, for example 127.0.0.1:8080", c.Addr)
+	}
+	if c.ShutdownGrace < 0 {
+		return fmt.Errorf("config: shutdown grace %v must not be negative", c.ShutdownGrace)
+	}
+	if c.Heartbeat < 0 || c.Grace < 0 {
+		return fmt.Errorf("config: heartbeat and grace must not be negative")
+	}
+	return nil
+}
+
+func (c *Config) withDefaults() Config {
+	d := DefaultConfig()
+	out := *c
+	if out.Addr == "" {
+		out.Addr = d.Addr
+	}
+	if out.ShutdownGrace == 0 {
+		out.ShutdownGrace = d.ShutdownGrace
+	}
+	if out.Heartbeat == 0 {
+		out.Heartbeat = d.Heartbeat
+	}
+	if out.Grace == 0 {
+		out.Grace = d.Grace
+	}
+	if out.Logger == nil {
+		out.Logger = slog.Default()
+	}
+	if out.Version == "" {
+		out.Version = d.Version
+	}
+	return out
+}

@@ -1,0 +1,154 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/spacefix/spacefix/internal/agentproto"
+	"github.com/spacefix/spacefix/internal/agents"
+	"github.com/spacefix/spacefix/internal/auth"
+	"github.com/spacefix/spacefix/internal/mcpfront"
+	"github.com/spacefix/spacefix/internal/store"
+)
+
+// Gateway is one running gateway process.
+type Gateway struct {
+	cfg      Config
+	log      *slog.Logger
+	store    store.Store
+	reg      *agents.Registry
+	front    *mcpfront.Front
+	calls    *store.CallLog
+	verifier *auth.Verifier
+	tickets  *tickets
+
+	srv *http.Server
+	ln  net.Listener
+
+	ctx    context.Context // ends when the gateway closes; agent connections live in it
+	cancel context.CancelFunc
+	conns  sync.WaitGroup // agent connections being served
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// New builds a gateway over an open store. It does not listen yet.
+func New(cfg Config, st store.Store) (*Gateway, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	g := &Gateway{cfg: cfg, log: cfg.Logger, store: st, tickets: newTickets(30 * time.Second)}
+	g.ctx, g.cancel = context.WithCancel(context.Background())
+	g.verifier = auth.NewVerifier(st, 500*time.Millisecond)
+	g.calls = store.NewCallLog(st, &store.CallLogOptions{Logger: g.log})
+	g.reg = agents.New(&agents.Options{
+		Grace:    cfg.Grace,
+		OnChange: func(projectID int64) { g.front.ProjectChanged(projectID) },
+	})
+	g.front = mcpfront.New(mcpfront.Options{
+		Registry: g.reg, Store: st, Verifier: g.verifier, CallLog: g.calls,
+		Logger: g.log, Version: cfg.Version,
+	})
+
+	mux := http.NewServeMux()
+	mux.Handle(mcpfront.Path, g.front)
+	mux.HandleFunc("POST "+agentproto.RegisterPath, g.handleRegister)
+	mux.HandleFunc("GET "+agentproto.ConnectPath, g.handleConnect)
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		fmt.Fprintln(w, "ok")
+	})
+	g.srv = &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(g.log.Handler(), slog.LevelWarn),
+	}
+	return g, nil
+}
+
+// Start listens and serves in the background; it returns once the listener
+// is open, so /healthz answers as soon as Start returns.
+func (g *Gateway) Start() error {
+	ln, err := net.Listen("tcp", g.cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", g.cfg.Addr, err)
+	}
+	g.ln = ln
+	go func() {
+		if err := g.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			g.log.Error("http server stopped", "err", err)
+		}
+	}()
+	g.log.Info("gateway listening", "addr", ln.Addr().String())
+	return nil
+}
+
+// Addr returns the address the gateway listens on.
+func (g *Gateway) Addr() string {
+	if g.ln == nil {
+		return g.cfg.Addr
+	}
+	return g.ln.Addr().String()
+}
+
+// URL returns the base URL clients and agents use.
+func (g *Gateway) URL() string {
+	if g.cfg.PublicURL != "" {
+		return g.cfg.PublicURL
+	}
+	return "http://" + g.Addr()
+}
+
+// Registry returns the live registry (for the dashboard and tests).
+func (g *Gateway) Registry() *agents.Registry { return g.reg }
+
+// CallLog returns the call log writer.
+func (g *Gateway) CallLog() *store.CallLog { return g.calls }
+
+// Shutdown stops the gateway gracefully: it stops accepting connections,
+// lets calls in flight finish within the configured grace (or ctx, whichever
+// ends first), fails the rest with a message that says why, tells agents
+// goodbye, flushes the call log and closes the store.
+func (g *Gateway) Shutdown(ctx context.Context) error {
+	var err error
+	g.closeOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(ctx, g.cfg.ShutdownGrace)
+		defer cancel()
+		g.front.StartDrain()
+		srvDone := make(chan error, 1)
+		go func() { srvDone <- g.srv.Shutdown(ctx) }()
+		g.front.WaitIdle(ctx)
+		g.front.CloseSessions()
+		for _, rep := range g.reg.All() {
+			rep.Conn.Close("gateway shutting down")
+		}
+		g.cancel()
+		g.conns.Wait()
+		if e := <-srvDone; e != nil {
+			g.srv.Close()
+		}
+		// Fresh contexts: the drain context may have ended, and the log and
+		// the store must still be closed properly.
+		flushCtx, cancelFlush := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancelFlush()
+		err = errors.Join(err, g.calls.Close(flushCtx))
+		err = errors.Join(err, g.store.Close())
+		g.closeErr = err
+	})
+	return g.closeErr
+}
+
+// Close shuts down at once, without waiting for calls in flight.
+func (g *Gateway) Close() error {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return g.Shutdown(ctx)
+}

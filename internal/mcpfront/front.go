@@ -1,0 +1,269 @@
+// Package mcpfront is the gateway's MCP endpoint. It serves every protocol
+// era on one URL through the official go-sdk — 2025-06-18 and 2025-11-25 with
+// sessions, 2026-07-28 stateless — keeps one *mcp.Server per client key whose
+// tools mirror what that key may see, and runs the tools/call flow: lookup,
+// validation, delivery to one replica, result checks and the call log.
+package mcpfront
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/spacefix/spacefix/internal/agents"
+	sfauth "github.com/spacefix/spacefix/internal/auth"
+	"github.com/spacefix/spacefix/internal/store"
+)
+
+// Path is where the endpoint is mounted.
+const Path = "/mcp"
+
+// modernVersion is the first stateless protocol revision.
+const modernVersion = "2026-07-28"
+
+// Options configure a [Front].
+type Options struct {
+	// Registry is the live registry of agents. Required.
+	Registry *agents.Registry
+	// Store holds projects and keys. Required.
+	Store store.Store
+	// Verifier checks client keys. Required.
+	Verifier *sfauth.Verifier
+	// CallLog records calls that reached an agent. Required.
+	CallLog *store.CallLog
+	// Logger; nil means slog.Default().
+	Logger *slog.Logger
+	// Version is the gateway version reported to clients.
+	Version string
+}
+
+// Front is the MCP endpoint. It is an http.Handler.
+type Front struct {
+	reg      *agents.Registry
+	store    store.Store
+	verifier *sfauth.Verifier
+	calls    *store.CallLog
+	log      *slog.Logger
+	version  string
+	settings *settingsCache
+
+	stateful  *mcp.StreamableHTTPHandler
+	stateless *mcp.StreamableHTTPHandler
+	handler   http.Handler
+
+	mu    sync.Mutex
+	views map[string]*view // by client key id
+
+	draining atomic.Bool
+	inflight atomic.Int64 // tools/call, resources/read and prompts/get in flight
+}
+
+// New returns the endpoint. Call [Front.ProjectChanged] whenever the
+// registry's snapshot of a project changes.
+func New(opts Options) *Front {
+	if opts.Registry == nil || opts.Store == nil || opts.Verifier == nil || opts.CallLog == nil {
+		panic("mcpfront.New: Registry, Store, Verifier and CallLog are required")
+	}
+	f := &Front{
+		reg: opts.Registry, store: opts.Store, verifier: opts.Verifier, calls: opts.CallLog,
+		log: opts.Logger, version: opts.Version, settings: newSettingsCache(opts.Store, time.Second),
+		views: make(map[string]*view),
+	}
+	if f.log == nil {
+		f.log = slog.Default()
+	}
+	f.stateful = mcp.NewStreamableHTTPHandler(f.getServer, &mcp.StreamableHTTPOptions{
+		Logger:         f.log,
+		SessionTimeout: 30 * time.Minute,
+	})
+	f.stateless = mcp.NewStreamableHTTPHandler(f.getServer, &mcp.StreamableHTTPOptions{
+		Stateless:                    true,
+		PropagateRequestCancellation: true,
+		Logger:                       f.log,
+	})
+	bearer := auth.RequireBearerToken(f.verifyToken, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})
+	f.handler = http.NewCrossOriginProtection().Handler(bearer(http.HandlerFunc(f.dispatch)))
+	return f
+}
+
+// ServeHTTP serves the MCP endpoint.
+func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// Proxies must not buffer the SSE responses that carry progress.
+	w.Header().Set("X-Accel-Buffering", "no")
+	f.handler.ServeHTTP(w, r)
+}
+
+// dispatch sends a request to the handler of its protocol era: go-sdk serves
+// one era per handler, so sessions and the stateless protocol share the URL
+// here.
+func (f *Front) dispatch(w http.ResponseWriter, r *http.Request) {
+	if f.isModern(r) {
+		f.stateless.ServeHTTP(w, r)
+		return
+	}
+	f.stateful.ServeHTTP(w, r)
+}
+
+const metaProtocolVersion = "io.modelcontextprotocol/protocolVersion"
+
+// isModern reports whether a request speaks 2026-07-28 or later: by its
+// MCP-Protocol-Version header, or, on a POST outside any session, by the
+// protocol version in the body's _meta.
+func (f *Front) isModern(r *http.Request) bool {
+	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" {
+		return v >= modernVersion
+	}
+	if r.Method != http.MethodPost || r.Header.Get("Mcp-Session-Id") != "" || r.Body == nil {
+		return false
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, mcp.DefaultMaxRequestBodyBytes+1))
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	if err != nil || !bytes.Contains(body, []byte(metaProtocolVersion)) {
+		return false
+	}
+	var probe struct {
+		Params struct {
+			Meta map[string]any `json:"_meta"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(body, &probe) != nil {
+		return false
+	}
+	v, _ := probe.Params.Meta[metaProtocolVersion].(string)
+	return v >= modernVersion
+}
+
+// keyError is the 401 text a client reads; it unwraps to auth.ErrInvalidToken
+// so go-sdk answers 401.
+type keyError string
+
+func (e keyError) Error() string { return string(e) }
+func (e keyError) Unwrap() error { return auth.ErrInvalidToken }
+
+func (f *Front) verifyToken(ctx context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
+	k, err := f.verifier.Verify(ctx, token)
+	if errors.Is(err, sfauth.ErrUnknownKey) {
+		return nil, keyError("Unknown or revoked client key. Create one with: spacefix keys create --kind client")
+	}
+	if err != nil {
+		f.log.Error("verify client key", "err", err)
+		return nil, fmt.Errorf("the gateway could not check the key; try again")
+	}
+	if k.Kind != store.KindClient {
+		return nil, keyError("This is an agent key. MCP clients need a client key: spacefix keys create --kind client")
+	}
+	return &auth.TokenInfo{UserID: k.ID, Extra: map[string]any{tokenKey: k}}, nil
+}
+
+const tokenKey = "spacefix.key"
+
+// keyFrom returns the client key a request was made with.
+func keyFrom(ti *auth.TokenInfo) (store.Key, bool) {
+	if ti == nil {
+		return store.Key{}, false
+	}
+	k, ok := ti.Extra[tokenKey].(store.Key)
+	return k, ok
+}
+
+// getServer returns the server of the calling key's view. go-sdk calls it
+// for every request, so it must be cheap.
+func (f *Front) getServer(r *http.Request) *mcp.Server {
+	k, ok := keyFrom(auth.TokenInfoFromContext(r.Context()))
+	if !ok {
+		return nil
+	}
+	return f.viewFor(r.Context(), k).server
+}
+
+// ProjectChanged brings every view of a project up to date with the
+// registry and the project's settings. Views send list_changed to their
+// sessions when what they show changed.
+func (f *Front) ProjectChanged(projectID int64) {
+	f.mu.Lock()
+	var vs []*view
+	for _, v := range f.views {
+		if v.key.ProjectID == projectID {
+			vs = append(vs, v)
+		}
+	}
+	f.mu.Unlock()
+	settings := f.settings.get(context.Background(), projectID)
+	snap := f.reg.Snapshot(projectID)
+	for _, v := range vs {
+		v.sync(snap, settings)
+	}
+}
+
+// SettingsChanged drops cached settings of a project and resyncs its views.
+func (f *Front) SettingsChanged(projectID int64) {
+	f.settings.forget(projectID)
+	f.ProjectChanged(projectID)
+}
+
+// trimName keeps a name printable in messages.
+func trimName(s string) string {
+	if len(s) > 100 {
+		s = s[:100] + "…"
+	}
+	return strings.ToValidUTF8(s, "?")
+}
+
+// StartDrain marks the endpoint as shutting down: calls that lose their agent
+// from now on say so.
+func (f *Front) StartDrain() { f.draining.Store(true) }
+
+// WaitIdle returns when no call is in flight, or when ctx ends.
+func (f *Front) WaitIdle(ctx context.Context) {
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	for f.inflight.Load() > 0 {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// CloseSessions ends every MCP session, so long-lived streams let the HTTP
+// server stop.
+func (f *Front) CloseSessions() {
+	f.mu.Lock()
+	vs := make([]*view, 0, len(f.views))
+	for _, v := range f.views {
+		vs = append(vs, v)
+	}
+	f.mu.Unlock()
+	for _, v := range vs {
+		for s := range v.server.Sessions() {
+			s.Close()
+		}
+	}
+}
+
+// track counts a call in flight until the returned func runs.
+func (f *Front) track() func() {
+	f.inflight.Add(1)
+	return func() { f.inflight.Add(-1) }
+}
+
+// disconnectedMessage says why a call lost its agent.
+func (f *Front) disconnectedMessage() string {
+	if f.draining.Load() {
+		return msgShutdown
+	}
+	return msgDisconnected
+}

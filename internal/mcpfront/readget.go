@@ -1,0 +1,133 @@
+package mcpfront
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/spacefix/spacefix/internal/agentproto"
+	"github.com/spacefix/spacefix/internal/agents"
+	"github.com/spacefix/spacefix/internal/route"
+	"github.com/spacefix/spacefix/internal/store"
+)
+
+// resourceHandler reads a resource through its agent. A read is a call:
+// logged, counted and bounded by the project's call wait. A failure reaches
+// the client as JSON-RPC error -32603 with the handler's message.
+func (f *Front) resourceHandler(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	key, _ := keyFrom(req.Extra.TokenInfo)
+	uri := req.Params.URI
+	r := f.reg.Snapshot(key.ProjectID).Resources[uri]
+	if r == nil {
+		return nil, mcp.ResourceNotFoundError(uri)
+	}
+	target := func(s *agents.Snapshot) ([]*agents.Replica, time.Time, bool) {
+		r := s.Resources[uri]
+		if r == nil {
+			return nil, time.Time{}, false
+		}
+		return r.Replicas, r.GraceUntil, true
+	}
+	raw, err := f.deliverRead(ctx, key, agentproto.KindResource, uri, uri, r.AgentKey, nil, target)
+	if err != nil {
+		return nil, err
+	}
+	var rr agentproto.ResourceResult
+	if err := json.Unmarshal(raw, &rr); err != nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "The agent sent a resource the gateway could not read: " + err.Error()}
+	}
+	mime := rr.MimeType
+	if mime == "" {
+		mime = resourceMime(r.Def.MimeType)
+	}
+	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: mime, Text: rr.Text}}}, nil
+}
+
+// promptHandler renders a prompt through its agent, after checking that
+// every required argument is there.
+func (f *Front) promptHandler(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+	key, _ := keyFrom(req.Extra.TokenInfo)
+	name := req.Params.Name
+	p := f.reg.Snapshot(key.ProjectID).Prompts[name]
+	if p == nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "Prompt " + trimName(name) + " not found"}
+	}
+	for _, a := range p.Def.Arguments {
+		if _, ok := req.Params.Arguments[a.Name]; a.Required && !ok {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
+				Message: fmt.Sprintf("Invalid arguments for prompt %s: data must have required property '%s'", name, a.Name)}
+		}
+	}
+	args, _ := json.Marshal(req.Params.Arguments)
+	if req.Params.Arguments == nil {
+		args = []byte("{}")
+	}
+	target := func(s *agents.Snapshot) ([]*agents.Replica, time.Time, bool) {
+		p := s.Prompts[name]
+		if p == nil {
+			return nil, time.Time{}, false
+		}
+		return p.Replicas, p.GraceUntil, true
+	}
+	raw, err := f.deliverRead(ctx, key, agentproto.KindPrompt, name, p.Def.Name, p.AgentKey, args, target)
+	if err != nil {
+		return nil, err
+	}
+	out := new(mcp.GetPromptResult)
+	if err := json.Unmarshal(raw, out); err != nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "The agent sent a prompt the gateway could not read: " + err.Error()}
+	}
+	return out, nil
+}
+
+// deliverRead delivers a resource read or prompt get and logs it. Failures
+// come back as JSON-RPC errors.
+func (f *Front) deliverRead(ctx context.Context, key store.Key, kind, exposed, registered, agentKey string, args json.RawMessage, target route.Target) (json.RawMessage, error) {
+	defer f.track()()
+	wait := f.settings.get(ctx, key.ProjectID).CallWait()
+	start := time.Now()
+	res := route.Deliver(ctx, f.reg, key.ProjectID, target, route.Request{
+		Kind: kind, Name: registered, Args: args, Wait: wait,
+		Caller: agentproto.Caller{KeyID: key.ID, KeyName: key.Name},
+	})
+	var errText, outcome = "", store.OutcomeOK
+	switch {
+	case res.NotFound:
+		errText = fmt.Sprintf("%s %s not found", kindWord(kind), exposed)
+	case res.NoReplica:
+		errText = fmt.Sprintf("No replica of the agent that offers %q can take calls right now. Try again in a few seconds.", exposed)
+	case res.TimedOut:
+		errText, outcome = fmt.Sprintf("Request for %s %q timed out after %dms", kind, exposed, wait.Milliseconds()), store.OutcomeTimeout
+	case res.Cancelled:
+		outcome = store.OutcomeCancelled
+	case res.Disconnected:
+		errText, outcome = f.disconnectedMessage(), store.OutcomeDisconnected
+	case res.Err != "":
+		errText, outcome = res.Err, store.OutcomeError
+	}
+	if res.Reached() {
+		f.calls.Add(store.Call{
+			Time: start, ProjectID: key.ProjectID, Kind: kind, Name: exposed, KeyID: key.ID,
+			Agent: agentKey, Replica: res.Replica.ID, Duration: time.Since(start), Outcome: outcome,
+			Error: truncate(errText, agentproto.MaxErrorLogLen), Progress: res.Progress, Billable: true,
+		})
+	}
+	if res.Cancelled {
+		return nil, ctx.Err()
+	}
+	if errText != "" {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: errText}
+	}
+	return res.Result, nil
+}
+
+func kindWord(kind string) string {
+	if kind == agentproto.KindPrompt {
+		return "Prompt"
+	}
+	return "Resource"
+}

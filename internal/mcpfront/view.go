@@ -1,0 +1,212 @@
+package mcpfront
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/spacefix/spacefix/internal/agents"
+	"github.com/spacefix/spacefix/internal/store"
+)
+
+// view is what one client key sees: an *mcp.Server whose tools, resources and
+// prompts are kept equal to the key's share of its project. Mutating the
+// server in place is what makes go-sdk send list_changed to the key's
+// sessions.
+type view struct {
+	f      *Front
+	key    store.Key
+	server *mcp.Server
+
+	mu        sync.Mutex
+	tools     map[string][]byte // exposed name → JSON of the advertised tool
+	resources map[string][]byte // URI → JSON of the advertised resource
+	prompts   map[string][]byte // name → JSON of the advertised prompt
+}
+
+func (f *Front) viewFor(ctx context.Context, k store.Key) *view {
+	f.mu.Lock()
+	v := f.views[k.ID]
+	if v != nil {
+		f.mu.Unlock()
+		return v
+	}
+	v = &view{f: f, key: k, tools: map[string][]byte{}, resources: map[string][]byte{}, prompts: map[string][]byte{}}
+	v.server = mcp.NewServer(&mcp.Implementation{Name: "spacefix", Title: "Spacefix", Version: f.version}, &mcp.ServerOptions{
+		Capabilities: &mcp.ServerCapabilities{
+			Tools:     &mcp.ToolCapabilities{ListChanged: true},
+			Resources: &mcp.ResourceCapabilities{ListChanged: true},
+			Prompts:   &mcp.PromptCapabilities{ListChanged: true},
+		},
+		Logger: f.log,
+		// What a key sees depends on the key: never share lists between
+		// callers.
+		SetCacheable: func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) {
+			c.CacheScope = "private"
+		},
+		KeepAlive: 30 * time.Second,
+	})
+	v.server.AddReceivingMiddleware(v.resolve)
+	f.views[k.ID] = v
+	f.mu.Unlock()
+	v.sync(f.reg.Snapshot(k.ProjectID), f.settings.get(ctx, k.ProjectID))
+	return v
+}
+
+// policy says which tools a key may see and call.
+type policy struct {
+	readOnly bool
+	allow    []string // empty: every tool
+}
+
+func (v *view) policy(s store.ProjectSettings) policy {
+	return policy{readOnly: v.key.ReadOnly || s.ReadOnlyClients, allow: v.key.Tools}
+}
+
+// permits reports whether the key may see and call t.
+func (p policy) permits(t *agents.Tool) bool {
+	if !t.Enabled {
+		return false
+	}
+	if p.readOnly && !t.ReadOnly() {
+		return false
+	}
+	return len(p.allow) == 0 || slices.Contains(p.allow, t.Name)
+}
+
+// sync makes the server advertise exactly what snap offers this key.
+func (v *view) sync(snap *agents.Snapshot, settings store.ProjectSettings) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	pol := v.policy(settings)
+
+	want := make(map[string]bool, len(snap.ToolList))
+	for _, t := range snap.ToolList {
+		if !pol.permits(t) {
+			continue
+		}
+		want[t.Name] = true
+		mt := advertisedTool(t)
+		b, _ := json.Marshal(mt)
+		if old, ok := v.tools[t.Name]; ok && string(old) == string(b) {
+			continue
+		}
+		v.tools[t.Name] = b
+		v.server.AddTool(mt, v.f.toolHandler)
+	}
+	var gone []string
+	for name := range v.tools {
+		if !want[name] {
+			gone = append(gone, name)
+			delete(v.tools, name)
+		}
+	}
+	if len(gone) > 0 {
+		v.server.RemoveTools(gone...)
+	}
+
+	wantRes := make(map[string]bool, len(snap.ResList))
+	for _, r := range snap.ResList {
+		wantRes[r.Def.URI] = true
+		mr := &mcp.Resource{URI: r.Def.URI, Name: r.Def.Name, Description: r.Def.Description, MIMEType: resourceMime(r.Def.MimeType)}
+		b, _ := json.Marshal(mr)
+		if old, ok := v.resources[r.Def.URI]; ok && string(old) == string(b) {
+			continue
+		}
+		v.resources[r.Def.URI] = b
+		v.server.AddResource(mr, v.f.resourceHandler)
+	}
+	gone = gone[:0]
+	for uri := range v.resources {
+		if !wantRes[uri] {
+			gone = append(gone, uri)
+			delete(v.resources, uri)
+		}
+	}
+	if len(gone) > 0 {
+		v.server.RemoveResources(gone...)
+	}
+
+	wantPr := make(map[string]bool, len(snap.PromptLst))
+	for _, p := range snap.PromptLst {
+		wantPr[p.Name] = true
+		mp := &mcp.Prompt{Name: p.Name, Title: p.Def.Title, Description: p.Def.Description}
+		for _, a := range p.Def.Arguments {
+			mp.Arguments = append(mp.Arguments, &mcp.PromptArgument{Name: a.Name, Description: a.Description, Required: a.Required})
+		}
+		b, _ := json.Marshal(mp)
+		if old, ok := v.prompts[p.Name]; ok && string(old) == string(b) {
+			continue
+		}
+		v.prompts[p.Name] = b
+		v.server.AddPrompt(mp, v.f.promptHandler)
+	}
+	gone = gone[:0]
+	for name := range v.prompts {
+		if !wantPr[name] {
+			gone = append(gone, name)
+			delete(v.prompts, name)
+		}
+	}
+	if len(gone) > 0 {
+		v.server.RemovePrompts(gone...)
+	}
+}
+
+// advertisedTool is the MCP tool a client sees for t.
+func advertisedTool(t *agents.Tool) *mcp.Tool {
+	mt := &mcp.Tool{
+		Name:        t.Name,
+		Title:       t.Def.Title,
+		Description: t.Def.Description,
+		InputSchema: t.Def.InputSchema,
+	}
+	if len(t.Def.OutputSchema) > 0 {
+		mt.OutputSchema = t.Def.OutputSchema
+	}
+	if a := t.Def.Annotations; a != nil {
+		mt.Annotations = &mcp.ToolAnnotations{
+			Title:           a.Title,
+			ReadOnlyHint:    a.ReadOnlyHint != nil && *a.ReadOnlyHint,
+			DestructiveHint: a.DestructiveHint,
+			IdempotentHint:  a.IdempotentHint != nil && *a.IdempotentHint,
+			OpenWorldHint:   a.OpenWorldHint,
+		}
+	}
+	return mt
+}
+
+func resourceMime(m string) string {
+	if m == "" {
+		return "application/json"
+	}
+	return m
+}
+
+type toolCtxKey struct{}
+
+// resolve runs before go-sdk's own dispatch of tools/call: it looks the name
+// up in the project as it is now and answers "Tool <name> not found" for
+// anything this key may not call, in the same words whether the tool is
+// unknown, disabled or filtered out.
+func (v *view) resolve(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if method != "tools/call" {
+			return next(ctx, method, req)
+		}
+		ctr, ok := req.(*mcp.CallToolRequest)
+		if !ok || ctr.Params == nil {
+			return next(ctx, method, req)
+		}
+		t := v.f.reg.Snapshot(v.key.ProjectID).Tools[ctr.Params.Name]
+		if t == nil || !v.policy(v.f.settings.get(ctx, v.key.ProjectID)).permits(t) {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "Tool " + trimName(ctr.Params.Name) + " not found"}
+		}
+		return next(context.WithValue(ctx, toolCtxKey{}, t), method, req)
+	}
+}

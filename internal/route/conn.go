@@ -1,0 +1,239 @@
+// Package route carries calls to agent replicas: it chooses one replica,
+// delivers the call at most once, enforces the wait, passes cancels and
+// progress, and turns what comes back into an [Outcome].
+//
+// [Conn] is the gateway's end of one replica's WebSocket; [Deliver] is the
+// flow of one call over it.
+package route
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/spacefix/spacefix/internal/agentproto"
+)
+
+// ErrDisconnected means the replica's connection ended before the result.
+var ErrDisconnected = errors.New("agent disconnected")
+
+// Heartbeat is how often the gateway pings a replica, and how long it waits
+// for the pong.
+const Heartbeat = 5 * time.Second
+
+// Conn is the gateway's end of one replica's connection. Start, Cancel and
+// Close may be called from any goroutine; Serve runs once and returns when
+// the connection ends, after failing every pending call.
+type Conn struct {
+	ws        *websocket.Conn
+	log       *slog.Logger
+	heartbeat time.Duration
+	// OnSetEnabled handles the agent's set_enabled messages.
+	onSetEnabled func(name string, on bool) error
+
+	mu      sync.Mutex
+	pending map[string]*Pending
+	closed  bool
+	done    chan struct{}
+}
+
+// Pending is a call delivered and not yet answered.
+type Pending struct {
+	// Result receives exactly one Outcome.
+	Result chan Outcome
+	// Progress receives progress lines; a line that finds it full is
+	// dropped here and the caller's throttle keeps the latest.
+	Progress chan string
+}
+
+// Outcome is how a delivered call ended on the agent's side.
+type Outcome struct {
+	Result json.RawMessage // set on success
+	Err    string          // the handler's message, on error
+	// Disconnected: the connection ended first.
+	Disconnected bool
+}
+
+// NewConn wraps an accepted WebSocket. onSetEnabled may be nil.
+func NewConn(ws *websocket.Conn, log *slog.Logger, heartbeat time.Duration, onSetEnabled func(name string, on bool) error) *Conn {
+	if heartbeat <= 0 {
+		heartbeat = Heartbeat
+	}
+	ws.SetReadLimit(agentproto.MaxFrameBytes)
+	return &Conn{
+		ws: ws, log: log, heartbeat: heartbeat, onSetEnabled: onSetEnabled,
+		pending: make(map[string]*Pending), done: make(chan struct{}),
+	}
+}
+
+// Done is closed when the connection has ended.
+func (c *Conn) Done() <-chan struct{} { return c.done }
+
+// Send writes one message.
+func (c *Conn) Send(ctx context.Context, m *agentproto.Message) error {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	return c.ws.Write(ctx, websocket.MessageText, b)
+}
+
+// Start registers a pending call and sends it. The caller must eventually
+// receive from Result, or call Cancel.
+func (c *Conn) Start(ctx context.Context, m *agentproto.Message) (*Pending, error) {
+	p := &Pending{Result: make(chan Outcome, 1), Progress: make(chan string, 8)}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil, ErrDisconnected
+	}
+	c.pending[m.ID] = p
+	c.mu.Unlock()
+	if err := c.Send(ctx, m); err != nil {
+		c.forget(m.ID)
+		return nil, ErrDisconnected
+	}
+	return p, nil
+}
+
+// Cancel tells the agent to stop call id and forgets it: a late answer is
+// dropped.
+func (c *Conn) Cancel(id, reason string) {
+	if c.forget(id) {
+		// Best effort and off the caller's path: the caller has already
+		// given up on this call.
+		go c.Send(context.Background(), &agentproto.Message{Type: agentproto.TypeCancel, ID: id, Reason: reason})
+	}
+}
+
+// Forget drops a pending call without telling the agent.
+func (c *Conn) forget(id string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.pending[id]
+	delete(c.pending, id)
+	return ok
+}
+
+// Close says goodbye and ends the connection; pending calls fail as
+// disconnected once Serve notices.
+func (c *Conn) Close(reason string) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	c.mu.Lock()
+	ids := make([]string, 0, len(c.pending))
+	for id := range c.pending {
+		ids = append(ids, id)
+	}
+	c.mu.Unlock()
+	for _, id := range ids {
+		c.Send(ctx, &agentproto.Message{Type: agentproto.TypeCancel, ID: id, Reason: agentproto.ReasonShutdown})
+	}
+	c.Send(ctx, &agentproto.Message{Type: agentproto.TypeGoodbye, Message: reason})
+	c.ws.Close(websocket.StatusGoingAway, reason)
+}
+
+// Serve reads the agent's messages until the connection ends, pinging it
+// every heartbeat. It fails every pending call as disconnected on the way
+// out.
+func (c *Conn) Serve(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go c.pinger(ctx)
+	err := c.read(ctx)
+	c.mu.Lock()
+	c.closed = true
+	pending := c.pending
+	c.pending = nil
+	c.mu.Unlock()
+	for _, p := range pending {
+		p.Result <- Outcome{Disconnected: true}
+	}
+	c.ws.CloseNow()
+	close(c.done)
+	return err
+}
+
+func (c *Conn) pinger(ctx context.Context) {
+	t := time.NewTicker(c.heartbeat)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		pctx, cancel := context.WithTimeout(ctx, c.heartbeat)
+		err := c.ws.Ping(pctx)
+		cancel()
+		if err != nil {
+			if ctx.Err() == nil {
+				c.log.Warn("agent missed a heartbeat; closing its connection", "err", err)
+			}
+			c.ws.CloseNow()
+			return
+		}
+	}
+}
+
+func (c *Conn) read(ctx context.Context) error {
+	for {
+		_, data, err := c.ws.Read(ctx)
+		if err != nil {
+			return err
+		}
+		var m agentproto.Message
+		if err := json.Unmarshal(data, &m); err != nil {
+			c.log.Warn("agent sent a message that is not JSON; ignored", "err", err)
+			continue
+		}
+		switch m.Type {
+		case agentproto.TypeResult:
+			out := Outcome{Result: m.Result}
+			if len(m.Result) > agentproto.MaxResultBytes {
+				out = Outcome{Err: TooLarge(len(m.Result))}
+			}
+			c.deliver(m.ID, out)
+		case agentproto.TypeError:
+			c.deliver(m.ID, Outcome{Err: m.Message})
+		case agentproto.TypeProgress:
+			c.mu.Lock()
+			p := c.pending[m.ID]
+			c.mu.Unlock()
+			if p != nil {
+				select {
+				case p.Progress <- m.Message:
+				default:
+				}
+			}
+		case agentproto.TypeSetEnabled:
+			if c.onSetEnabled != nil && m.Enabled != nil {
+				if err := c.onSetEnabled(m.Name, *m.Enabled); err != nil {
+					c.log.Warn("agent set_enabled refused", "tool", m.Name, "err", err)
+				}
+			}
+		}
+	}
+}
+
+func (c *Conn) deliver(id string, out Outcome) {
+	c.mu.Lock()
+	p := c.pending[id]
+	delete(c.pending, id)
+	c.mu.Unlock()
+	if p != nil {
+		p.Result <- out
+	}
+}
+
+// TooLarge is the message for a result over the limit.
+func TooLarge(n int) string {
+	return "Result is too large: " + agentproto.Thousands(n) + " bytes; the limit is 4 MiB (4,194,304 bytes). Return less, or page through it."
+}

@@ -1,0 +1,245 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// CallLogOptions configure a [CallLog]. The zero value of each field means
+// the default given in its comment.
+type CallLogOptions struct {
+	// BatchSize is the most records one AppendCalls writes; 0 means 256.
+	BatchSize int
+	// FlushInterval is the longest a record waits in memory before it is
+	// written; 0 means 250ms.
+	FlushInterval time.Duration
+	// QueueSize is how many records may wait to be written; once it is
+	// full, Add drops records. 0 means 8192.
+	QueueSize int
+	// Logger receives warnings about dropped records and failed writes;
+	// nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// warnEvery is the least time between two warnings of one kind.
+const warnEvery = 10 * time.Second
+
+// CallLog writes call log records to a [Store] in batches, off the request
+// path: [CallLog.Add] only queues a record, and a background goroutine
+// writes what is queued every FlushInterval or every BatchSize records,
+// whichever comes first.
+//
+// Records are lost, and counted by [CallLog.Dropped], when the queue is full
+// or a write fails: the log must never slow calls down or hold memory
+// without bound while the store is unwell.
+//
+// Every method is safe for concurrent use.
+type CallLog struct {
+	s    Store
+	opts CallLogOptions
+
+	queue   chan Call
+	flushes chan chan error // Flush requests; the reply is the first write error
+	stop    chan struct{}   // closed by Close
+	done    chan struct{}   // closed when the goroutine has returned
+
+	ctx    context.Context // for writes; cancelled when Close gives up
+	cancel context.CancelFunc
+
+	mu       sync.RWMutex // Add holds it for reading; Close sets closed under it
+	closed   bool
+	stopOnce sync.Once
+	closeErr error // the final flush's error; read after done
+
+	dropped   atomic.Int64
+	dropWarn  rateLimit
+	writeWarn rateLimit
+}
+
+// NewCallLog starts a call log writing to s. Call [CallLog.Close] to stop it.
+func NewCallLog(s Store, opts *CallLogOptions) *CallLog {
+	if s == nil {
+		panic("store: NewCallLog with a nil Store")
+	}
+	var o CallLogOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.BatchSize <= 0 {
+		o.BatchSize = 256
+	}
+	if o.FlushInterval <= 0 {
+		o.FlushInterval = 250 * time.Millisecond
+	}
+	if o.QueueSize <= 0 {
+		o.QueueSize = 8192
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	l := &CallLog{
+		s:       s,
+		opts:    o,
+		queue:   make(chan Call, o.QueueSize),
+		flushes: make(chan chan error),
+		stop:    make(chan struct{}),
+		done:    make(chan struct{}),
+	}
+	l.ctx, l.cancel = context.WithCancel(context.Background())
+	go l.run()
+	return l
+}
+
+// Add queues c to be written. It never blocks: when the queue is full, or
+// the log is closed, the record is dropped and counted.
+func (l *CallLog) Add(c Call) {
+	// The read lock makes Close wait for Adds in progress, so that no
+	// record lands in the queue after the final drain.
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.closed {
+		l.drop("call log closed; dropping records")
+		return
+	}
+	select {
+	case l.queue <- c:
+	default:
+		l.drop("call log queue full; dropping records")
+	}
+}
+
+func (l *CallLog) drop(msg string) {
+	n := l.dropped.Add(1)
+	if l.dropWarn.allow(time.Now()) {
+		l.opts.Logger.Warn(msg, "dropped", n, "queueSize", l.opts.QueueSize)
+	}
+}
+
+// Dropped returns how many records have been lost so far: dropped by Add
+// or lost in a failed write.
+func (l *CallLog) Dropped() int64 { return l.dropped.Load() }
+
+// Flush writes every record added before it was called and not written
+// yet, and returns the first error of those writes (earlier background
+// failures are only logged and counted), or ctx's error if ctx ends first. After Close
+// it returns nil: Close has written everything.
+func (l *CallLog) Flush(ctx context.Context) error {
+	reply := make(chan error, 1)
+	select {
+	case l.flushes <- reply:
+	case <-l.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case err := <-reply:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Close writes what is queued and stops the log. If ctx ends first, the
+// write in progress is abandoned, the rest is lost, and Close returns ctx's
+// error. It is safe to call twice; later calls wait like the first and
+// return the error of the final write.
+func (l *CallLog) Close(ctx context.Context) error {
+	l.stopOnce.Do(func() {
+		l.mu.Lock()
+		l.closed = true
+		l.mu.Unlock()
+		close(l.stop)
+	})
+	select {
+	case <-l.done:
+		return l.closeErr
+	case <-ctx.Done():
+		l.cancel()
+		<-l.done
+		return ctx.Err()
+	}
+}
+
+// run is the writer goroutine: it owns the batch.
+func (l *CallLog) run() {
+	defer close(l.done)
+	defer l.cancel()
+	batch := make([]Call, 0, l.opts.BatchSize)
+	timer := time.NewTimer(l.opts.FlushInterval)
+	timer.Stop()
+	for {
+		select {
+		case c := <-l.queue:
+			if len(batch) == 0 {
+				timer.Reset(l.opts.FlushInterval)
+			}
+			batch = append(batch, c)
+			if len(batch) == l.opts.BatchSize {
+				l.write(batch)
+				batch = batch[:0]
+				timer.Stop()
+			}
+		case <-timer.C:
+			l.write(batch)
+			batch = batch[:0]
+		case reply := <-l.flushes:
+			reply <- l.drain(batch)
+			batch = batch[:0]
+			timer.Stop()
+		case <-l.stop:
+			timer.Stop()
+			l.closeErr = l.drain(batch)
+			return
+		}
+	}
+}
+
+// drain writes batch and everything queued now, and returns the first
+// error. Records added while it runs may or may not be included.
+func (l *CallLog) drain(batch []Call) error {
+	var first error
+	for n := len(l.queue); ; n-- {
+		if len(batch) == l.opts.BatchSize || (n <= 0 && len(batch) > 0) {
+			if err := l.write(batch); first == nil {
+				first = err
+			}
+			batch = batch[:0]
+		}
+		if n <= 0 {
+			return first
+		}
+		batch = append(batch, <-l.queue)
+	}
+}
+
+// write writes batch; a failed batch is counted as dropped and logged.
+func (l *CallLog) write(batch []Call) error {
+	if len(batch) == 0 {
+		return nil
+	}
+	err := l.s.AppendCalls(l.ctx, batch)
+	if err == nil {
+		return nil
+	}
+	n := l.dropped.Add(int64(len(batch)))
+	if l.writeWarn.allow(time.Now()) && !errors.Is(err, context.Canceled) {
+		l.opts.Logger.Error("call log write failed; records lost", "records", len(batch), "dropped", n, "err", err)
+	}
+	return err
+}
+
+// rateLimit lets one event through per warnEvery.
+type rateLimit struct{ last atomic.Int64 } // UnixNano of the last event let through; 0: none yet
+
+func (r *rateLimit) allow(now time.Time) bool {
+	last := r.last.Load()
+	if last != 0 && now.UnixNano()-last < int64(warnEvery) {
+		return false
+	}
+	return r.last.CompareAndSwap(last, now.UnixNano())
+}

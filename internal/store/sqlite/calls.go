@@ -1,0 +1,233 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spacefix/spacefix/internal/store"
+)
+
+// MaxErrorRunes is how many characters of a call's error the log keeps.
+const MaxErrorRunes = 300
+
+// pruneChunk is how many log rows one PruneCalls transaction deletes, so a
+// large prune never holds the write lock for long. A variable for tests.
+var pruneChunk = 5000
+
+const insertCall = `INSERT INTO calls
+(started_at, project_id, kind, name, key_id, agent, replica, duration_us, outcome, error, progress, billable)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+
+const upsertUsage = `INSERT INTO usage_daily (project_id, day, kind, name, calls) VALUES (?, ?, ?, ?, ?)
+ON CONFLICT (project_id, day, kind, name) DO UPDATE SET calls = usage_daily.calls + excluded.calls`
+
+// usageKey is one usage counter.
+type usageKey struct {
+	project    int64
+	day        int64
+	kind, name string
+}
+
+// AppendCalls implements [store.Store]. Errors longer than [MaxErrorRunes]
+// characters are cut to that length.
+func (s *Store) AppendCalls(ctx context.Context, calls []store.Call) error {
+	if len(calls) == 0 {
+		return nil
+	}
+	usage := make(map[usageKey]int64)
+	for _, c := range calls {
+		if c.Billable {
+			usage[usageKey{c.ProjectID, day(c.Time), c.Kind, c.Name}]++
+		}
+	}
+	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+		ins, err := tx.PrepareContext(ctx, insertCall)
+		if err != nil {
+			return err
+		}
+		defer ins.Close()
+		for _, c := range calls {
+			progress, err := json.Marshal(nonNil(c.Progress))
+			if err != nil {
+				return err
+			}
+			if _, err := ins.ExecContext(ctx, millis(c.Time), c.ProjectID, c.Kind, c.Name, c.KeyID, c.Agent, c.Replica,
+				c.Duration.Microseconds(), c.Outcome, truncate(c.Error, MaxErrorRunes), string(progress), c.Billable); err != nil {
+				return err
+			}
+		}
+		if len(usage) == 0 {
+			return nil
+		}
+		up, err := tx.PrepareContext(ctx, upsertUsage)
+		if err != nil {
+			return err
+		}
+		defer up.Close()
+		for k, n := range usage {
+			if _, err := up.ExecContext(ctx, k.project, k.day, k.kind, k.name, n); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("append %d calls: %w", len(calls), err)
+	}
+	return nil
+}
+
+// Calls implements [store.Store].
+func (s *Store) Calls(ctx context.Context, f store.CallFilter) ([]store.Call, error) {
+	q, args := callsQuery(f)
+	rows, err := s.r.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list calls: %w", err)
+	}
+	defer rows.Close()
+	var cs []store.Call
+	for rows.Next() {
+		c, err := scanCall(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list calls: %w", err)
+		}
+		cs = append(cs, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list calls: %w", err)
+	}
+	return cs, nil
+}
+
+// callsQuery returns the query for f and its arguments.
+func callsQuery(f store.CallFilter) (string, []any) {
+	var (
+		where []string
+		args  []any
+	)
+	add := func(cond string, arg any) {
+		where = append(where, cond)
+		args = append(args, arg)
+	}
+	if f.ProjectID != 0 {
+		add("project_id = ?", f.ProjectID)
+	}
+	if f.Name != "" {
+		add("name = ?", f.Name)
+	}
+	if f.Outcome != "" {
+		add("outcome = ?", f.Outcome)
+	}
+	if f.KeyID != "" {
+		add("key_id = ?", f.KeyID)
+	}
+	if !f.Since.IsZero() {
+		add("started_at >= ?", millis(f.Since))
+	}
+	q := `SELECT id, started_at, project_id, kind, name, key_id, agent, replica, duration_us, outcome, error, progress, billable FROM calls`
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	limit := f.Limit
+	if limit <= 0 {
+		limit = 100
+	}
+	return q + ` ORDER BY started_at DESC, id DESC LIMIT ?`, append(args, limit)
+}
+
+func scanCall(sc scanner) (store.Call, error) {
+	var (
+		c          store.Call
+		started    int64
+		durationUS int64
+		progress   string
+	)
+	if err := sc.Scan(&c.ID, &started, &c.ProjectID, &c.Kind, &c.Name, &c.KeyID, &c.Agent, &c.Replica,
+		&durationUS, &c.Outcome, &c.Error, &progress, &c.Billable); err != nil {
+		return store.Call{}, err
+	}
+	c.Time = fromMillis(started)
+	c.Duration = time.Duration(durationUS) * time.Microsecond
+	if err := decodeList(progress, &c.Progress); err != nil {
+		return store.Call{}, fmt.Errorf("decode progress of call %d: %w", c.ID, err)
+	}
+	return c, nil
+}
+
+// Usage implements [store.Store]. A projectID of 0 sums over every project.
+func (s *Store) Usage(ctx context.Context, projectID int64, from, to time.Time) ([]store.Usage, error) {
+	q, args := `SELECT day, kind, name, SUM(calls) FROM usage_daily WHERE day >= ? AND day <= ?`, []any{day(from), day(to)}
+	if projectID != 0 {
+		q += ` AND project_id = ?`
+		args = append(args, projectID)
+	}
+	rows, err := s.r.QueryContext(ctx, q+` GROUP BY day, kind, name ORDER BY day, name, kind`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("usage of project %d: %w", projectID, err)
+	}
+	defer rows.Close()
+	var us []store.Usage
+	for rows.Next() {
+		var (
+			u  store.Usage
+			ms int64
+		)
+		if err := rows.Scan(&ms, &u.Kind, &u.Name, &u.Calls); err != nil {
+			return nil, fmt.Errorf("usage of project %d: %w", projectID, err)
+		}
+		u.Day = fromMillis(ms)
+		us = append(us, u)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("usage of project %d: %w", projectID, err)
+	}
+	return us, nil
+}
+
+// PruneCalls implements [store.Store]. It deletes in chunks of a few
+// thousand rows, one transaction each, so call log writes and key changes
+// from other processes are not held up by a large prune.
+func (s *Store) PruneCalls(ctx context.Context, before time.Time) (int64, error) {
+	var total int64
+	for {
+		var n int64
+		err := s.writeTx(ctx, func(tx *sql.Tx) error {
+			res, err := tx.ExecContext(ctx, `DELETE FROM calls WHERE id IN
+(SELECT id FROM calls WHERE started_at < ? ORDER BY started_at LIMIT ?)`, millis(before), pruneChunk)
+			if err != nil {
+				return err
+			}
+			n, err = res.RowsAffected()
+			return err
+		})
+		total += n
+		if err != nil {
+			return total, fmt.Errorf("prune calls before %s: %w", before.UTC().Format(time.RFC3339), err)
+		}
+		if n < int64(pruneChunk) {
+			return total, nil
+		}
+	}
+}
+
+// day returns the Unix milliseconds of midnight UTC of the day t falls on.
+func day(t time.Time) int64 {
+	u := t.UTC()
+	return time.Date(u.Year(), u.Month(), u.Day(), 0, 0, 0, 0, time.UTC).UnixMilli()
+}
+
+// truncate cuts s to at most n characters (runes, not bytes).
+func truncate(s string, n int) string {
+	i := 0
+	for j := range s {
+		if i == n {
+			return s[:j]
+		}
+		i++
+	}
+	return s
+}

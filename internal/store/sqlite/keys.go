@@ -1,0 +1,180 @@
+package sqlite
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spacefix/spacefix/internal/store"
+)
+
+const selectKey = `SELECT k.id, k.project_id, p.name, k.kind, k.name, k.read_only, k.tools, k.created_at, k.revoked_at
+FROM keys k JOIN projects p ON p.id = k.project_id`
+
+// CreateKey implements [store.Store]. It returns [store.ErrNotFound] if the
+// project does not exist and [store.ErrExists] if the id or the hash is taken.
+func (s *Store) CreateKey(ctx context.Context, k store.Key, hash []byte) (store.Key, error) {
+	if err := checkNewKey(k, hash); err != nil {
+		return store.Key{}, fmt.Errorf("create key %q: %w", k.ID, err)
+	}
+	tools, err := json.Marshal(nonNil(k.Tools))
+	if err != nil {
+		return store.Key{}, fmt.Errorf("create key %q: %w", k.ID, err)
+	}
+	k.Tools = clone(k.Tools)
+	k.CreatedAt = now()
+	k.RevokedAt = time.Time{}
+	err = s.writeTx(ctx, func(tx *sql.Tx) error {
+		err := tx.QueryRowContext(ctx, `SELECT name FROM projects WHERE id = ?`, k.ProjectID).Scan(&k.ProjectName)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("project %d: %w", k.ProjectID, store.ErrNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO keys (id, project_id, kind, name, hash, read_only, tools, created_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+			k.ID, k.ProjectID, k.Kind, k.Name, hash, k.ReadOnly, string(tools), millis(k.CreatedAt))
+		if isUnique(err) {
+			return store.ErrExists
+		}
+		return err
+	})
+	if err != nil {
+		return store.Key{}, fmt.Errorf("create key %q: %w", k.ID, err)
+	}
+	return k, nil
+}
+
+func checkNewKey(k store.Key, hash []byte) error {
+	switch {
+	case k.ID == "":
+		return errors.New("empty id")
+	case k.ProjectID == 0:
+		return errors.New("no project id")
+	case k.Kind != store.KindAgent && k.Kind != store.KindClient:
+		return fmt.Errorf("kind %q is neither %q nor %q", k.Kind, store.KindAgent, store.KindClient)
+	case len(hash) != sha256.Size:
+		return fmt.Errorf("hash has %d bytes, want a SHA-256 of %d", len(hash), sha256.Size)
+	}
+	return nil
+}
+
+// KeyByHash implements [store.Store].
+func (s *Store) KeyByHash(ctx context.Context, hash []byte) (store.Key, error) {
+	k, err := scanKey(s.keyByHash.QueryRowContext(ctx, hash))
+	if err != nil {
+		return store.Key{}, fmt.Errorf("key by hash: %w", err)
+	}
+	return k, nil
+}
+
+// Key implements [store.Store].
+func (s *Store) Key(ctx context.Context, id string) (store.Key, error) {
+	k, err := scanKey(s.r.QueryRowContext(ctx, selectKey+` WHERE k.id = ?`, id))
+	if err != nil {
+		return store.Key{}, fmt.Errorf("key %q: %w", id, err)
+	}
+	return k, nil
+}
+
+// Keys implements [store.Store].
+func (s *Store) Keys(ctx context.Context, projectID int64) ([]store.Key, error) {
+	q, args := selectKey, []any{}
+	if projectID != 0 {
+		q += ` WHERE k.project_id = ?`
+		args = append(args, projectID)
+	}
+	rows, err := s.r.QueryContext(ctx, q+` ORDER BY k.seq`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list keys: %w", err)
+	}
+	defer rows.Close()
+	var ks []store.Key
+	for rows.Next() {
+		k, err := scanKey(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list keys: %w", err)
+		}
+		ks = append(ks, k)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list keys: %w", err)
+	}
+	return ks, nil
+}
+
+// RevokeKey implements [store.Store]. A second revocation keeps the time of
+// the first.
+func (s *Store) RevokeKey(ctx context.Context, id string) error {
+	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL`, millis(now()), id)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n > 0 {
+			return err
+		}
+		var one int
+		return tx.QueryRowContext(ctx, `SELECT 1 FROM keys WHERE id = ?`, id).Scan(&one)
+	})
+	if errors.Is(err, sql.ErrNoRows) {
+		err = store.ErrNotFound
+	}
+	if err != nil {
+		return fmt.Errorf("revoke key %q: %w", id, err)
+	}
+	return nil
+}
+
+func scanKey(sc scanner) (store.Key, error) {
+	var (
+		k       store.Key
+		tools   string
+		created int64
+		revoked sql.NullInt64
+	)
+	err := sc.Scan(&k.ID, &k.ProjectID, &k.ProjectName, &k.Kind, &k.Name, &k.ReadOnly, &tools, &created, &revoked)
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.Key{}, store.ErrNotFound
+	}
+	if err != nil {
+		return store.Key{}, err
+	}
+	if err := decodeList(tools, &k.Tools); err != nil {
+		return store.Key{}, fmt.Errorf("decode tools of key %q: %w", k.ID, err)
+	}
+	k.CreatedAt = fromMillis(created)
+	if revoked.Valid {
+		k.RevokedAt = fromMillis(revoked.Int64)
+	}
+	return k, nil
+}
+
+// decodeList decodes a JSON array of strings; an empty one becomes nil.
+func decodeList(s string, dst *[]string) error {
+	if s == "" || s == "[]" {
+		*dst = nil
+		return nil
+	}
+	return json.Unmarshal([]byte(s), dst)
+}
+
+// nonNil makes a nil list encode as [] rather than null.
+func nonNil(l []string) []string {
+	if l == nil {
+		return []string{}
+	}
+	return l
+}
+
+func clone(l []string) []string {
+	if len(l) == 0 {
+		return nil
+	}
+	return append([]string(nil), l...)
+}

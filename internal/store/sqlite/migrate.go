@@ -1,0 +1,122 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// ErrSchemaTooNew means the file was migrated by a newer build of spacefix
+// than this one; this build cannot safely use it.
+var ErrSchemaTooNew = errors.New("database schema is newer than this build of spacefix")
+
+// migrations are the schema steps, applied in order; step i brings the file
+// to version i+1. Append only: never edit a step that has shipped.
+//
+// The SQL stays close to what PostgreSQL accepts (BIGINT, BOOLEAN, TEXT,
+// ON CONFLICT, RETURNING) so a PostgreSQL store can follow it line by line;
+// the differences are INTEGER PRIMARY KEY (an identity column there) and
+// BLOB (BYTEA there). Times are Unix milliseconds; days are the Unix
+// milliseconds of midnight UTC.
+var migrations = []string{
+	// 1: projects, keys, the call log and daily usage.
+	`
+CREATE TABLE projects (
+	id         INTEGER PRIMARY KEY,
+	name       TEXT    NOT NULL UNIQUE,
+	created_at BIGINT  NOT NULL,
+	settings   TEXT    NOT NULL DEFAULT '{}'
+);
+
+CREATE TABLE keys (
+	seq        INTEGER PRIMARY KEY, -- insertion order, for "oldest first"
+	id         TEXT    NOT NULL UNIQUE,
+	project_id BIGINT  NOT NULL REFERENCES projects (id),
+	kind       TEXT    NOT NULL,
+	name       TEXT    NOT NULL DEFAULT '',
+	hash       BLOB    NOT NULL,
+	read_only  BOOLEAN NOT NULL DEFAULT FALSE,
+	tools      TEXT    NOT NULL DEFAULT '[]', -- JSON array of tool names
+	created_at BIGINT  NOT NULL,
+	revoked_at BIGINT                          -- NULL while live
+);
+CREATE UNIQUE INDEX keys_hash ON keys (hash);
+CREATE INDEX keys_project ON keys (project_id);
+
+-- No foreign keys on the log: a record must never fail a whole batch.
+CREATE TABLE calls (
+	id          INTEGER PRIMARY KEY,
+	started_at  BIGINT  NOT NULL,
+	project_id  BIGINT  NOT NULL,
+	kind        TEXT    NOT NULL,
+	name        TEXT    NOT NULL,
+	key_id      TEXT    NOT NULL,
+	agent       TEXT    NOT NULL,
+	replica     TEXT    NOT NULL,
+	duration_us BIGINT  NOT NULL,
+	outcome     TEXT    NOT NULL,
+	error       TEXT    NOT NULL,
+	progress    TEXT    NOT NULL, -- JSON array of lines
+	billable    BOOLEAN NOT NULL
+);
+CREATE INDEX calls_project_started ON calls (project_id, started_at);
+CREATE INDEX calls_started ON calls (started_at);
+
+CREATE TABLE usage_daily (
+	project_id BIGINT NOT NULL,
+	day        BIGINT NOT NULL,
+	kind       TEXT   NOT NULL,
+	name       TEXT   NOT NULL,
+	calls      BIGINT NOT NULL,
+	PRIMARY KEY (project_id, day, kind, name)
+);
+`,
+}
+
+// migrate brings the schema up to date, one step per transaction. Each step
+// takes the write lock first and rereads the version under it, so processes
+// that open a new file at the same time apply every step exactly once.
+func migrate(ctx context.Context, db *sql.DB) error {
+	for {
+		done, err := migrateStep(ctx, db)
+		if err != nil || done {
+			return err
+		}
+	}
+}
+
+func migrateStep(ctx context.Context, db *sql.DB) (done bool, err error) {
+	tx, err := db.BeginTx(ctx, nil) // IMMEDIATE: see dsn
+	if err != nil {
+		return false, err
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+	version    INTEGER PRIMARY KEY,
+	applied_at BIGINT  NOT NULL
+)`); err != nil {
+		return false, fmt.Errorf("create schema_migrations: %w", err)
+	}
+	var v int
+	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&v); err != nil {
+		return false, fmt.Errorf("read schema version: %w", err)
+	}
+	switch {
+	case v > len(migrations):
+		return false, fmt.Errorf("%w: the file is at version %d, this build knows up to %d; upgrade spacefix", ErrSchemaTooNew, v, len(migrations))
+	case v == len(migrations):
+		return true, nil
+	}
+	if _, err := tx.ExecContext(ctx, migrations[v]); err != nil {
+		return false, fmt.Errorf("migrate to version %d: %w", v+1, err)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`, v+1, time.Now().UnixMilli()); err != nil {
+		return false, fmt.Errorf("record version %d: %w", v+1, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return false, fmt.Errorf("migrate to version %d: %w", v+1, err)
+	}
+	return false, nil
+}

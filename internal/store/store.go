@@ -1,0 +1,170 @@
+// Package store defines what Spacefix keeps on disk: projects, hashed keys,
+// the call log and daily usage. Implementations live in sub-packages
+// (store/sqlite, later store/postgres) and are wired only in cmd/spacefix;
+// every implementation passes the contract suite in store/storetest.
+//
+// The package knows no HTTP and no MCP.
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Sentinel errors callers branch on.
+var (
+	// ErrNotFound: no row matched.
+	ErrNotFound = errors.New("not found")
+	// ErrExists: a row with that unique name already exists.
+	ErrExists = errors.New("already exists")
+)
+
+// Key kinds.
+const (
+	KindAgent  = "agent"
+	KindClient = "client"
+)
+
+// Store is the persistence the gateway and the CLI use. Every method is safe
+// for concurrent use, and several processes (serve and the CLI) may open the
+// same store at once.
+type Store interface {
+	// CreateProject creates a project with default settings; ErrExists if
+	// the name is taken.
+	CreateProject(ctx context.Context, name string) (Project, error)
+	// Project returns the project with that name, or ErrNotFound.
+	Project(ctx context.Context, name string) (Project, error)
+	// ProjectByID returns the project with that id, or ErrNotFound.
+	ProjectByID(ctx context.Context, id int64) (Project, error)
+	// Projects lists every project, oldest first.
+	Projects(ctx context.Context) ([]Project, error)
+	// UpdateProjectSettings replaces a project's settings.
+	UpdateProjectSettings(ctx context.Context, id int64, s ProjectSettings) error
+
+	// CreateKey stores a new key. k.ID, k.ProjectID, k.Kind and hash are
+	// required; k.CreatedAt is set by the store. hash is the SHA-256 of the
+	// secret; the secret itself is never stored.
+	CreateKey(ctx context.Context, k Key, hash []byte) (Key, error)
+	// KeyByHash returns the key whose secret hashes to hash, revoked or not,
+	// or ErrNotFound.
+	KeyByHash(ctx context.Context, hash []byte) (Key, error)
+	// Key returns a key by id, or ErrNotFound.
+	Key(ctx context.Context, id string) (Key, error)
+	// Keys lists the keys of a project (all projects when projectID is 0),
+	// oldest first, revoked ones included.
+	Keys(ctx context.Context, projectID int64) ([]Key, error)
+	// RevokeKey marks a key revoked; ErrNotFound if there is no such key.
+	// Revoking twice is not an error.
+	RevokeKey(ctx context.Context, id string) error
+
+	// AppendCalls writes call log records and, for the billable ones,
+	// increments the daily usage counts, in one transaction.
+	AppendCalls(ctx context.Context, calls []Call) error
+	// Calls returns log records matching f, newest first.
+	Calls(ctx context.Context, f CallFilter) ([]Call, error)
+	// Usage returns billable calls per UTC day and name for a project, for
+	// days in [from, to], ordered by day then name.
+	Usage(ctx context.Context, projectID int64, from, to time.Time) ([]Usage, error)
+	// PruneCalls deletes call log records older than before and returns how
+	// many went.
+	PruneCalls(ctx context.Context, before time.Time) (int64, error)
+
+	// Close releases the store. It is safe to call twice.
+	Close() error
+}
+
+// Project is a tenant.
+type Project struct {
+	ID        int64
+	Name      string
+	CreatedAt time.Time
+	Settings  ProjectSettings
+}
+
+// ProjectSettings are a project's knobs. The zero value of each field means
+// the default given in its comment.
+type ProjectSettings struct {
+	// CallWaitMs is how long a call waits for its result when the tool
+	// declares no timeout of its own: 1000–30000; 0 means 30000.
+	CallWaitMs int `json:"callWaitMs,omitempty"`
+	// ReadOnlyClients makes every client of the project read-only.
+	ReadOnlyClients bool `json:"readOnlyClients,omitempty"`
+	// MaxTools, MaxSchemaBytes, MaxResources and MaxRegistrationBytes
+	// override the per-agent limits; 0 means the default of SPEC.md.
+	MaxTools             int `json:"maxTools,omitempty"`
+	MaxSchemaBytes       int `json:"maxSchemaBytes,omitempty"`
+	MaxResources         int `json:"maxResources,omitempty"`
+	MaxRegistrationBytes int `json:"maxRegistrationBytes,omitempty"`
+}
+
+// CallWait returns the project's call wait.
+func (s ProjectSettings) CallWait() time.Duration {
+	if s.CallWaitMs <= 0 {
+		return 30 * time.Second
+	}
+	return time.Duration(s.CallWaitMs) * time.Millisecond
+}
+
+// Key is an agent or client key, without its secret.
+type Key struct {
+	ID          string // public id, "key_…"
+	ProjectID   int64
+	ProjectName string // filled on reads
+	Kind        string // KindAgent or KindClient
+	Name        string // a label for people
+	// ReadOnly limits a client key to tools that count as reads.
+	ReadOnly bool
+	// Tools, when non-empty, is the client key's tool allow-list.
+	Tools     []string
+	CreatedAt time.Time
+	RevokedAt time.Time // zero while the key is live
+}
+
+// Revoked reports whether the key has been revoked.
+func (k Key) Revoked() bool { return !k.RevokedAt.IsZero() }
+
+// Call outcomes.
+const (
+	OutcomeOK           = "ok"
+	OutcomeError        = "error"        // the handler failed or returned isError
+	OutcomeTimeout      = "timeout"      // the wait expired
+	OutcomeCancelled    = "cancelled"    // the client cancelled
+	OutcomeDisconnected = "disconnected" // the replica went away mid-call
+)
+
+// Call is one call log record: a call that reached an agent.
+type Call struct {
+	ID        int64
+	Time      time.Time // when the call started
+	ProjectID int64
+	Kind      string // "tool", "resource" or "prompt"
+	Name      string // exposed tool or prompt name, or resource URI
+	KeyID     string // the calling client key
+	Agent     string // the agent key id that served it
+	Replica   string // the replica id that served it
+	Duration  time.Duration
+	Outcome   string
+	Error     string   // first 300 characters of the error, if any
+	Progress  []string // progress lines, in order
+	// Billable is true for every call that reached an agent.
+	Billable bool
+}
+
+// CallFilter selects call log records. Zero fields match everything.
+type CallFilter struct {
+	ProjectID int64
+	Name      string
+	Outcome   string
+	KeyID     string
+	Since     time.Time
+	Limit     int // 0 means 100
+}
+
+// Usage is the count of billable calls of one name on one UTC day.
+type Usage struct {
+	Day   time.Time // midnight UTC
+	Kind  string
+	Name  string
+	Calls int64
+}

@@ -1,0 +1,748 @@
+import WebSocket from 'ws';
+import type { IncomingMessage } from 'node:http';
+
+import type { Call, Caller, Prompt, Registrable, Resource, Tool } from './define.js';
+import { checkName } from './names.js';
+import { ProgressThrottle } from './progress.js';
+import { CallFailure, MAX_RESULT_BYTES, encodePromptResult, encodeResourceResult, encodeToolResult } from './result.js';
+
+/** This SDK's version, sent to the gateway as `node/<version>`. */
+export const SDK_VERSION = '0.1.0';
+/** The gateway an agent connects to when neither `url` nor SPACEFIX_URL says otherwise. */
+export const DEFAULT_URL = 'http://127.0.0.1:8080';
+/** The agent protocol version this SDK speaks (docs/agent-protocol.md). */
+export const PROTOCOL_VERSION = 1;
+
+const REGISTER_PATH = '/v1/agent/register';
+const CONNECT_PATH = '/v1/agent';
+const BACKOFF_MIN_MS = 250;
+const BACKOFF_MAX_MS = 30_000;
+/** Bounds each step of opening a connection: the registration, the handshake, the wait for welcome. */
+const OPEN_TIMEOUT_MS = 30_000;
+const DEFAULT_HEARTBEAT_MS = 5_000;
+const MAX_FRAME_BYTES = 8 * 1024 * 1024;
+/** How long close() waits for the gateway to answer the close handshake. */
+const CLOSE_WAIT_MS = 2_000;
+
+/**
+ * Where the agent writes what happens to its connection and its handlers.
+ * `console` is one; the default writes info, warnings and errors to the
+ * console.
+ */
+export interface Logger {
+  debug?(message: string, ...meta: unknown[]): void;
+  info(message: string, ...meta: unknown[]): void;
+  warn(message: string, ...meta: unknown[]): void;
+  error(message: string, ...meta: unknown[]): void;
+}
+
+/** What `new Agent` takes. Every field is optional. */
+export interface AgentOptions {
+  /** The agent key. Absent means the environment variable SPACEFIX_API_KEY. Create one with `spacefix keys create --kind agent`. */
+  apiKey?: string;
+  /** The gateway's base URL (http, https, ws or wss). Absent means SPACEFIX_URL, else http://127.0.0.1:8080. */
+  url?: string;
+  /** The agent's name (1 to 64 of A-Z a-z 0-9 _ -), shown in the dashboard; with `namespace`, put in front of tool names. */
+  name?: string;
+  /** The name people read, in the dashboard and in the prefix of a community agent's descriptions. Absent means name. */
+  displayName?: string;
+  /** Who wrote the agent. */
+  author?: string;
+  /** Expose tools as `<name with - turned to _>_<tool>` ("test-radar" + "run_tests" → "test_radar_run_tests"). Needs `name`. */
+  namespace?: boolean;
+  /** This replica's instance name ("eu-1", at most 64 characters), so a caller may pick it. */
+  instance?: string;
+  /** The agent's own version, shown in the dashboard. */
+  version?: string;
+  /** Where to log. Absent means the console. */
+  logger?: Logger;
+}
+
+/**
+ * backoffDelay returns the wait in ms before retry number `attempt` (from 0):
+ * 250 ms doubling up to 30 s, each with ±20 % jitter chosen by rnd in [0, 1).
+ */
+export function backoffDelay(attempt: number, rnd: () => number = Math.random): number {
+  const base = attempt < 20 ? Math.min(BACKOFF_MIN_MS * 2 ** attempt, BACKOFF_MAX_MS) : BACKOFF_MAX_MS;
+  return Math.round(base * (0.8 + 0.4 * rnd()));
+}
+
+/** A 4xx answer from the gateway: its text says what to fix. */
+export class RefusedError extends Error {
+  override name = 'RefusedError';
+  constructor(
+    readonly step: 'register' | 'connect',
+    readonly status: number,
+    readonly text: string,
+  ) {
+    super(`${step}: ${status}${STATUS_TEXT[status] ? ' ' + STATUS_TEXT[status] : ''}: ${text}`);
+  }
+}
+
+const STATUS_TEXT: Record<number, string> = {
+  400: 'Bad Request',
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  404: 'Not Found',
+  413: 'Request Entity Too Large',
+  429: 'Too Many Requests',
+};
+
+/** The gateway said goodbye: it is going away, and the agent reconnects. */
+class GoodbyeError extends Error {
+  override name = 'GoodbyeError';
+}
+
+const consoleLogger: Logger = {
+  debug() {},
+  info: (m, ...a) => console.info(m, ...a),
+  warn: (m, ...a) => console.warn(m, ...a),
+  error: (m, ...a) => console.error(m, ...a),
+};
+
+interface RegisteredTool {
+  tool: Tool<any>;
+  disabled: boolean;
+}
+
+interface WireMessage {
+  type: string;
+  id?: string;
+  kind?: string;
+  name?: string;
+  args?: unknown;
+  deadline?: number;
+  caller?: { keyId?: string; keyName?: string };
+  message?: string;
+  reason?: string;
+  welcome?: { protocol?: number; replica?: string; project?: string; agent?: string; callWaitMs?: number; heartbeatMs?: number };
+}
+
+interface Outcome {
+  welcomed: boolean;
+  error: Error;
+}
+
+/**
+ * An Agent offers tools, resources and prompts to a Spacefix gateway.
+ * Register everything, then connect:
+ *
+ * ```js
+ * const agent = new Agent({ apiKey: process.env.SPACEFIX_API_KEY });
+ * agent.register([getOrder, searchOrders, openOrders, summariseOrder]);
+ * void agent.connect();
+ * ```
+ */
+export class Agent {
+  readonly #apiKey: string;
+  readonly #registerURL: string;
+  readonly #connectURL: string;
+  readonly #opts: AgentOptions;
+  readonly #log: Logger;
+
+  readonly #tools = new Map<string, RegisteredTool>();
+  readonly #resources = new Map<string, Resource>();
+  readonly #prompts = new Map<string, Prompt<any>>();
+
+  #started = false;
+  #closed = false;
+  #loop: Promise<void> | undefined;
+  #welcomed: Promise<void>;
+  #resolveWelcomed!: () => void;
+  readonly #stop = new AbortController();
+  #wake: (() => void) | undefined;
+  /** The connection being opened or served, if any. */
+  #current: Session | undefined;
+  /** The welcomed connection, if any: calls and set_enabled go there. */
+  #session: Session | undefined;
+
+  constructor(options: AgentOptions = {}) {
+    const opts = { ...options };
+    const apiKey = opts.apiKey || process.env.SPACEFIX_API_KEY || '';
+    if (apiKey === '') {
+      throw new TypeError(
+        'new Agent: no API key: set apiKey or SPACEFIX_API_KEY to an agent key; create one with `spacefix keys create --kind agent`',
+      );
+    }
+    if (opts.namespace && !opts.name) {
+      throw new TypeError('new Agent: namespace needs a name: tools are exposed as <name>_<tool>');
+    }
+    const base = opts.url || process.env.SPACEFIX_URL || DEFAULT_URL;
+    [this.#registerURL, this.#connectURL] = gatewayURLs(base);
+    this.#apiKey = apiKey;
+    this.#opts = opts;
+    this.#log = opts.logger ?? consoleLogger;
+    this.#welcomed = new Promise((resolve) => (this.#resolveWelcomed = resolve));
+  }
+
+  /**
+   * register adds tools, resources and prompts, in any mix. A tool or prompt
+   * with the name of one registered earlier replaces it, as does a resource
+   * with the same URI. Register everything before connect(): what the agent
+   * offers is sent when each connection opens. A name the gateway will
+   * refuse is logged here; the gateway's refusal is logged again at each
+   * attempt to connect.
+   */
+  register(items: Registrable | readonly Registrable[]): this {
+    if (this.#started) {
+      throw new Error('agent.register: the agent is already connected; register everything before connect()');
+    }
+    const list = Array.isArray(items) ? items : [items as Registrable];
+    for (const item of list) {
+      switch (item?.kind) {
+        case 'tool':
+          this.#warnName('tool', item.name);
+          this.#tools.delete(item.name);
+          this.#tools.set(item.name, { tool: item, disabled: false });
+          break;
+        case 'resource':
+          this.#resources.delete(item.uri);
+          this.#resources.set(item.uri, item);
+          break;
+        case 'prompt':
+          this.#warnName('prompt', item.name);
+          this.#prompts.delete(item.name);
+          this.#prompts.set(item.name, item);
+          break;
+        default:
+          throw new TypeError('agent.register: pass what defineTool, defineResource and definePrompt return');
+      }
+    }
+    return this;
+  }
+
+  /**
+   * connect registers with the gateway and opens the connection, then keeps
+   * it open: when it fails or drops, running handlers are aborted and the
+   * agent connects again, forever, with backoff (250 ms doubling to 30 s,
+   * ±20 % jitter). Every failure is logged, with the gateway's reason when it
+   * refused the registration. The promise resolves once the gateway has
+   * welcomed the agent (or when close() is called first); it never rejects.
+   */
+  connect(): Promise<void> {
+    if (this.#closed) return Promise.resolve();
+    if (!this.#started) {
+      this.#started = true;
+      this.#loop = this.#run();
+    }
+    return this.#welcomed;
+  }
+
+  /** True while the gateway has welcomed the agent's current connection. */
+  get connected(): boolean {
+    return this.#session !== undefined;
+  }
+
+  /**
+   * close stops the agent: it closes the connection, aborts the signals of
+   * running handlers (their results are not sent) and stops reconnecting.
+   * Safe to call more than once.
+   */
+  async close(): Promise<void> {
+    if (!this.#closed) {
+      this.#closed = true;
+      this.#stop.abort(new Error('the agent is closing'));
+      this.#wake?.();
+      this.#current?.close(1000, 'the agent is stopping');
+      this.#resolveWelcomed();
+    }
+    await this.#loop;
+  }
+
+  /**
+   * setEnabled switches a registered tool off or on for every replica of
+   * this agent's key; clients get `notifications/tools/list_changed`. Before
+   * connect() it decides how the tool is registered; the setting holds across
+   * reconnects. The promise resolves once the change is sent (or remembered
+   * for the next connection); an unknown name rejects.
+   */
+  async setEnabled(name: string, enabled: boolean): Promise<void> {
+    const t = this.#tools.get(name);
+    if (!t) throw new Error(`agent.setEnabled: no tool named ${JSON.stringify(name)} is registered`);
+    const changed = t.disabled === Boolean(enabled);
+    t.disabled = !enabled;
+    const s = this.#session;
+    if (s && changed) await s.send(JSON.stringify({ type: 'set_enabled', name, enabled: Boolean(enabled) }));
+  }
+
+  #warnName(kind: 'tool' | 'prompt', name: string): void {
+    const msg = checkName(kind, name);
+    if (msg) this.#log.warn(`spacefix: ${msg} The gateway will refuse the connection until the name is fixed.`);
+  }
+
+  // Connection loop.
+
+  async #run(): Promise<void> {
+    let attempt = 0;
+    while (!this.#closed) {
+      const { welcomed, error } = await this.#once();
+      if (this.#closed) break;
+      if (welcomed) attempt = 0;
+      const delay = backoffDelay(attempt);
+      attempt++;
+      this.#logFailure(error, welcomed, attempt, delay);
+      await this.#sleep(delay);
+    }
+    this.#resolveWelcomed();
+  }
+
+  #sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const t = setTimeout(done, ms);
+      function done() {
+        clearTimeout(t);
+        resolve();
+      }
+      this.#wake = () => {
+        this.#wake = undefined;
+        done();
+      };
+    });
+  }
+
+  #logFailure(err: Error, welcomed: boolean, attempt: number, delay: number): void {
+    const when = `in ${(delay / 1000).toFixed(1)} s`;
+    if (err instanceof GoodbyeError) {
+      this.#log.info(`spacefix: the gateway is going away (${err.message}); reconnecting ${when}`);
+    } else if (welcomed) {
+      this.#log.warn(`spacefix: lost the connection to the gateway (${err.message}); reconnecting ${when}`);
+    } else if (err instanceof RefusedError) {
+      this.#log.error(`spacefix: the gateway refused the agent: ${err.message} Retrying ${when} (attempt ${attempt}).`);
+    } else {
+      this.#log.warn(`spacefix: cannot connect to the gateway (${err.message}); retrying ${when} (attempt ${attempt})`);
+    }
+  }
+
+  /** #once opens one connection and serves it until it ends. */
+  async #once(): Promise<Outcome> {
+    const { body, disabled } = this.#registration();
+    let ticket: string;
+    try {
+      ticket = await this.#register(body);
+    } catch (err) {
+      return { welcomed: false, error: asError(err) };
+    }
+    if (this.#closed) return { welcomed: false, error: new Error('the agent is closing') };
+    return this.#serve(ticket, disabled);
+  }
+
+  #registration(): { body: string; disabled: Map<string, boolean> } {
+    const o = this.#opts;
+    const disabled = new Map<string, boolean>();
+    const tools = [...this.#tools.values()].map(({ tool, disabled: off }) => {
+      disabled.set(tool.name, off);
+      return {
+        name: tool.name,
+        title: tool.title,
+        description: tool.description,
+        inputSchema: tool.inputSchema,
+        annotations: tool.annotations,
+        timeoutMs: tool.timeoutMs || undefined,
+        disabled: off || undefined,
+      };
+    });
+    const resources = [...this.#resources.values()].map((r) => ({
+      uri: r.uri,
+      name: r.name,
+      description: r.description,
+      mimeType: r.mimeType,
+    }));
+    const prompts = [...this.#prompts.values()].map((p) => ({
+      name: p.name,
+      title: p.title,
+      description: p.description,
+      arguments: p.arguments.length > 0 ? p.arguments : undefined,
+    }));
+    const reg = {
+      protocol: PROTOCOL_VERSION,
+      sdk: `node/${SDK_VERSION}`,
+      name: o.name || undefined,
+      namespace: o.namespace || undefined,
+      instance: o.instance || undefined,
+      version: o.version || undefined,
+      // Not (yet) fields of the protocol's registration; a peer may add
+      // optional fields, and the gateway ignores them until it reads them.
+      displayName: o.displayName || undefined,
+      author: o.author || undefined,
+      tools,
+      resources: resources.length > 0 ? resources : undefined,
+      prompts: prompts.length > 0 ? prompts : undefined,
+    };
+    return { body: JSON.stringify(reg), disabled };
+  }
+
+  /** #register posts the registration and returns the ticket to connect with. */
+  async #register(body: string): Promise<string> {
+    let res: Response;
+    try {
+      res = await fetch(this.#registerURL, {
+        method: 'POST',
+        headers: {
+          Authorization: `Bearer ${this.#apiKey}`,
+          'Content-Type': 'application/json',
+          'User-Agent': `spacefix-node/${SDK_VERSION}`,
+        },
+        body,
+        signal: AbortSignal.any([this.#stop.signal, AbortSignal.timeout(OPEN_TIMEOUT_MS)]),
+      });
+    } catch (err) {
+      throw new Error(`register: ${describeFetchError(err)}`);
+    }
+    const text = (await res.text().catch(() => '')).trim();
+    if (res.status !== 200) {
+      if (res.status >= 400 && res.status < 500) throw new RefusedError('register', res.status, text);
+      throw new Error(`register: ${res.status} ${res.statusText}${text ? ': ' + text.slice(0, 300) : ''}`);
+    }
+    let ticket: unknown;
+    try {
+      ticket = (JSON.parse(text) as { ticket?: unknown }).ticket;
+    } catch {
+      // handled below
+    }
+    if (typeof ticket !== 'string' || ticket === '') {
+      throw new Error(`register: the gateway answered 200 without a ticket: ${JSON.stringify(text.slice(0, 200))}`);
+    }
+    return ticket;
+  }
+
+  /** #serve opens the WebSocket with ticket and serves it until it closes. */
+  #serve(ticket: string, registered: Map<string, boolean>): Promise<Outcome> {
+    return new Promise((resolve) => {
+      const ws = new WebSocket(`${this.#connectURL}?ticket=${encodeURIComponent(ticket)}`, {
+        headers: { Authorization: `Bearer ${this.#apiKey}`, 'User-Agent': `spacefix-node/${SDK_VERSION}` },
+        maxPayload: MAX_FRAME_BYTES,
+        handshakeTimeout: OPEN_TIMEOUT_MS,
+        perMessageDeflate: false,
+      });
+      const s = new Session(ws, this.#log);
+      this.#current = s;
+      let welcomeTimer: NodeJS.Timeout | undefined;
+
+      ws.on('unexpected-response', (_req, res: IncomingMessage) => {
+        readBody(res).then((text) => {
+          s.fail(res.statusCode && res.statusCode >= 400 && res.statusCode < 500
+            ? new RefusedError('connect', res.statusCode, text)
+            : new Error(`connect: ${res.statusCode} ${res.statusMessage ?? ''}${text ? ': ' + text.slice(0, 300) : ''}`));
+        });
+      });
+      ws.on('open', () => {
+        welcomeTimer = setTimeout(
+          () => s.fail(new Error(`connect: no welcome from the gateway within ${OPEN_TIMEOUT_MS / 1000} s`)),
+          OPEN_TIMEOUT_MS,
+        );
+      });
+      ws.on('message', (data, isBinary) => {
+        let m: WireMessage;
+        try {
+          m = JSON.parse(isBinary ? Buffer.from(data as Buffer).toString('utf8') : data.toString());
+        } catch (err) {
+          this.#log.warn(`spacefix: ignoring a message that is not JSON: ${asError(err).message}`);
+          return;
+        }
+        if (!m || typeof m !== 'object') return;
+        if (!s.welcomed) {
+          if (m.type !== 'welcome' || !m.welcome) {
+            s.fail(new Error(`connect: the gateway's first message is ${JSON.stringify(m.type)}, not a welcome`));
+            return;
+          }
+          clearTimeout(welcomeTimer);
+          this.#onWelcome(s, m.welcome, registered);
+          return;
+        }
+        switch (m.type) {
+          case 'call':
+            this.#startCall(s, m);
+            break;
+          case 'cancel':
+            s.cancel(m.id, m.reason);
+            break;
+          case 'goodbye':
+            s.fail(new GoodbyeError(m.message || 'goodbye'));
+            break;
+        }
+      });
+      ws.on('pong', () => s.pong());
+      ws.on('error', (err) => s.fail(new Error(`connection: ${err.message}`), false));
+      ws.on('close', (code, reason) => {
+        clearTimeout(welcomeTimer);
+        s.ended();
+        if (this.#session === s) this.#session = undefined;
+        if (this.#current === s) this.#current = undefined;
+        const why = reason.toString();
+        resolve({
+          welcomed: s.welcomed,
+          error: s.error ?? new Error(`the gateway closed the connection (${code}${why ? ' ' + why : ''})`),
+        });
+      });
+    });
+  }
+
+  #onWelcome(s: Session, w: NonNullable<WireMessage['welcome']>, registered: Map<string, boolean>): void {
+    s.welcomed = true;
+    this.#session = s;
+    s.startHeartbeat(w.heartbeatMs && w.heartbeatMs > 0 ? w.heartbeatMs : DEFAULT_HEARTBEAT_MS);
+    this.#log.info(
+      `spacefix: connected to the gateway (project ${w.project ?? '?'}, replica ${w.replica ?? '?'}, ` +
+        `${this.#tools.size} tools, ${this.#resources.size} resources, ${this.#prompts.size} prompts)`,
+    );
+    // Tell the gateway of setEnabled calls made since the registration was taken.
+    for (const [name, t] of this.#tools) {
+      const was = registered.get(name);
+      if (was !== undefined && was !== t.disabled) {
+        void s.send(JSON.stringify({ type: 'set_enabled', name, enabled: !t.disabled }));
+      }
+    }
+    this.#resolveWelcomed();
+  }
+
+  // Calls.
+
+  #startCall(s: Session, m: WireMessage): void {
+    const id = m.id;
+    if (typeof id !== 'string' || id === '' || s.calls.has(id)) {
+      this.#log.warn(`spacefix: ignoring a call with an empty or repeated id ${JSON.stringify(id)}`);
+      return;
+    }
+    const kind = m.kind as Call['kind'];
+    const name = String(m.name ?? '');
+    const run = this.#handlerFor(kind, name, m.args);
+    if (!run) {
+      void s.send(JSON.stringify({ type: 'error', id, message: `This agent has no ${kind} ${JSON.stringify(name)}.` }));
+      return;
+    }
+
+    const ac = new AbortController();
+    const throttle = new ProgressThrottle((line) => void s.send(JSON.stringify({ type: 'progress', id, message: line })));
+    ac.signal.addEventListener('abort', () => throttle.stop(), { once: true });
+    const deadline = typeof m.deadline === 'number' && m.deadline > 0 ? m.deadline : 0;
+    let timer: NodeJS.Timeout | undefined;
+    if (deadline > 0) {
+      const ms = Math.min(Math.max(deadline - Date.now(), 0), 2 ** 31 - 1);
+      timer = setTimeout(() => ac.abort(abortError('TimeoutError', "The call's deadline passed: the gateway has given up on it.")), ms);
+    }
+    const caller: Caller = {
+      keyId: m.caller?.keyId ?? '',
+      keyName: m.caller?.keyName ?? '',
+      id: m.caller?.keyId ?? '',
+      name: m.caller?.keyName ?? '',
+    };
+    const call: Call = Object.freeze({
+      callId: id,
+      kind,
+      tool: name,
+      caller,
+      agent: caller,
+      deadline,
+      signal: ac.signal,
+      progress: (message: string) => throttle.line(message),
+    });
+    s.calls.set(id, ac);
+
+    void (async () => {
+      let answer: string;
+      try {
+        const result = await run(call);
+        answer = `{"type":"result","id":${JSON.stringify(id)},"result":${result}}`;
+      } catch (err) {
+        const message = errorMessage(err, kind);
+        this.#log.warn(`spacefix: ${kind} ${JSON.stringify(name)} failed: ${message}`, ...(err instanceof CallFailure ? [] : [err]));
+        answer = JSON.stringify({ type: 'error', id, message });
+      } finally {
+        clearTimeout(timer);
+        throttle.stop();
+        s.calls.delete(id);
+      }
+      // A late answer is not wanted: the gateway cancelled the call, gave up
+      // at the deadline, or the connection it came on has ended.
+      if (!ac.signal.aborted) await s.send(answer);
+    })();
+  }
+
+  /** #handlerFor returns a function that runs the call's handler and encodes its result, or undefined. */
+  #handlerFor(kind: string, name: string, args: unknown): ((call: Call) => Promise<string>) | undefined {
+    const a = args !== null && typeof args === 'object' && !Array.isArray(args) ? args : {};
+    switch (kind) {
+      case 'tool': {
+        const t = this.#tools.get(name)?.tool;
+        return t && (async (call) => encodeToolResult(await t.handler(a, call)));
+      }
+      case 'resource': {
+        const r = this.#resources.get(name);
+        return r && (async (call) => encodeResourceResult(await r.handler(call), r.mimeType));
+      }
+      case 'prompt': {
+        const p = this.#prompts.get(name);
+        return p && (async (call) => encodePromptResult(await p.handler(a, call)));
+      }
+    }
+    return undefined;
+  }
+}
+
+/**
+ * Session is one WebSocket connection to the gateway. It owns the calls that
+ * arrived on it: their signals abort when it ends.
+ */
+class Session {
+  welcomed = false;
+  error: Error | undefined;
+  readonly calls = new Map<string, AbortController>();
+  #heartbeat: NodeJS.Timeout | undefined;
+  #awaitingPong = false;
+  #closeTimer: NodeJS.Timeout | undefined;
+
+  constructor(
+    readonly ws: WebSocket,
+    readonly log: Logger,
+  ) {}
+
+  /** send writes one message; it resolves false when the connection is not open. */
+  send(data: string): Promise<boolean> {
+    return new Promise((resolve) => {
+      if (this.ws.readyState !== WebSocket.OPEN) return resolve(false);
+      this.ws.send(data, (err) => {
+        if (err) this.log.debug?.(`spacefix: message not sent: ${err.message}`);
+        resolve(!err);
+      });
+    });
+  }
+
+  /** fail records why the connection ends and, if terminate, drops it. */
+  fail(err: Error, terminate = true): void {
+    this.error ??= err;
+    if (terminate) this.ws.terminate();
+  }
+
+  /** close starts the close handshake, dropping the socket if the gateway does not answer in time. */
+  close(code: number, reason: string): void {
+    this.error ??= new Error('the agent is closing');
+    if (this.ws.readyState === WebSocket.CONNECTING) {
+      this.ws.terminate();
+      return;
+    }
+    this.ws.close(code, reason);
+    this.#closeTimer = setTimeout(() => this.ws.terminate(), CLOSE_WAIT_MS);
+  }
+
+  cancel(id: string | undefined, reason: string | undefined): void {
+    const ac = id === undefined ? undefined : this.calls.get(id);
+    if (!ac) return; // finished already, or never ours
+    const r = reason ?? 'cancelled';
+    ac.abort(
+      r === 'timeout'
+        ? abortError('TimeoutError', "The call's wait expired: the gateway has given up on it.")
+        : r === 'shutdown'
+          ? abortError('AbortError', 'The gateway is shutting down and stopped the call.')
+          : abortError('AbortError', 'The client cancelled the call.'),
+    );
+  }
+
+  /** startHeartbeat pings every ms and drops the connection when a pong does not come within another ms. */
+  startHeartbeat(ms: number): void {
+    this.#heartbeat = setInterval(() => {
+      if (this.#awaitingPong) {
+        this.fail(new Error(`no pong from the gateway within ${ms} ms`));
+        return;
+      }
+      this.#awaitingPong = true;
+      try {
+        this.ws.ping();
+      } catch {
+        // The close event follows.
+      }
+    }, ms);
+  }
+
+  pong(): void {
+    this.#awaitingPong = false;
+  }
+
+  /** ended stops the heartbeat and aborts every call that arrived on this connection. */
+  ended(): void {
+    clearInterval(this.#heartbeat);
+    clearTimeout(this.#closeTimer);
+    const reason = this.error?.message === 'the agent is closing'
+      ? abortError('AbortError', 'The agent is closing.')
+      : abortError('AbortError', 'The connection to the gateway ended.');
+    for (const ac of this.calls.values()) ac.abort(reason);
+    this.calls.clear();
+  }
+}
+
+function abortError(name: 'AbortError' | 'TimeoutError', message: string): Error {
+  const e = new Error(message);
+  e.name = name;
+  return e;
+}
+
+/** errorMessage is the message a failed call sends: the error's message only, never its stack. */
+function errorMessage(err: unknown, kind: string): string {
+  let msg: string;
+  if (err instanceof Error) msg = err.message;
+  else if (typeof err === 'string') msg = err;
+  else if (err !== null && typeof err === 'object' && typeof (err as { message?: unknown }).message === 'string') {
+    msg = (err as { message: string }).message;
+  } else msg = String(err);
+  if (msg === '') {
+    const what = err instanceof Error ? `an ${err.name}` : `a ${typeof err} value`;
+    msg = `The ${kind} handler threw ${what} with no message.`;
+  }
+  if (msg.length > MAX_RESULT_BYTES / 4) msg = msg.slice(0, MAX_RESULT_BYTES / 4);
+  return msg;
+}
+
+function asError(err: unknown): Error {
+  return err instanceof Error ? err : new Error(String(err));
+}
+
+function describeFetchError(err: unknown): string {
+  const e = asError(err);
+  if (e.name === 'TimeoutError') return `no answer within ${OPEN_TIMEOUT_MS / 1000} s`;
+  const cause = (e as { cause?: unknown }).cause;
+  if (cause instanceof Error) {
+    const nested = (cause as { errors?: unknown }).errors;
+    if (Array.isArray(nested) && nested[0] instanceof Error) return nested[0].message;
+    return cause.message;
+  }
+  return e.message;
+}
+
+function readBody(res: IncomingMessage): Promise<string> {
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    res.on('data', (c: Buffer) => {
+      if (size < 64 * 1024) chunks.push(c);
+      size += c.length;
+    });
+    res.on('end', () => resolve(Buffer.concat(chunks).toString('utf8').trim()));
+    res.on('error', () => resolve(Buffer.concat(chunks).toString('utf8').trim()));
+  });
+}
+
+/** gatewayURLs returns the registration URL (http or https) and the WebSocket URL (ws or wss) of the gateway at base. */
+export function gatewayURLs(base: string): [string, string] {
+  let u: URL;
+  try {
+    u = new URL(base);
+  } catch {
+    throw new TypeError(`new Agent: gateway URL ${JSON.stringify(base)} is not a URL; use http://HOST:PORT or https://HOST`);
+  }
+  let httpScheme: string, wsScheme: string;
+  switch (u.protocol) {
+    case 'http:':
+    case 'ws:':
+      [httpScheme, wsScheme] = ['http:', 'ws:'];
+      break;
+    case 'https:':
+    case 'wss:':
+      [httpScheme, wsScheme] = ['https:', 'wss:'];
+      break;
+    default:
+      throw new TypeError(`new Agent: gateway URL ${JSON.stringify(base)}: use http:// or https://`);
+  }
+  const prefix = u.pathname.replace(/\/+$/, '');
+  const host = u.host;
+  const auth = u.username ? `${u.username}${u.password ? ':' + u.password : ''}@` : '';
+  return [`${httpScheme}//${auth}${host}${prefix}${REGISTER_PATH}`, `${wsScheme}//${auth}${host}${prefix}${CONNECT_PATH}`];
+}

@@ -1,0 +1,236 @@
+import { toJSONSchema, type InferArgs, type InputSchema } from './schema.js';
+
+/** Who made a call: the client key, as named in the project. */
+export interface Caller {
+  /** The client key's id (`key_…`). */
+  keyId: string;
+  /** The client key's name, as in the dashboard. */
+  keyName: string;
+  /** The same as keyId, for code written against the app's card SDK (`call.agent.id`). */
+  id: string;
+  /** The same as keyName, for code written against the app's card SDK (`call.agent.name`). */
+  name: string;
+}
+
+/** What a handler learns about the call it serves, and how it talks back. */
+export interface Call {
+  /** The gateway's id of the call, as in its call log. */
+  readonly callId: string;
+  /** `tool`, `resource` or `prompt`. */
+  readonly kind: 'tool' | 'resource' | 'prompt';
+  /** The tool or prompt name as registered (without a namespace), or the resource URI. */
+  readonly tool: string;
+  /** The client key that made the call. */
+  readonly caller: Caller;
+  /** The same as caller. */
+  readonly agent: Caller;
+  /** Epoch milliseconds after which the gateway has given up on the call; 0 when it sent none. */
+  readonly deadline: number;
+  /**
+   * Aborted when the client cancels, at the deadline, when the connection to
+   * the gateway ends, or when the agent closes. Whatever the handler returns
+   * after that is not sent.
+   */
+  readonly signal: AbortSignal;
+  /**
+   * Sends a short progress line (cut to 200 characters); the client sees it
+   * if it asked for progress, and the dashboard's log shows it. At most 4
+   * lines a second go out: extra lines are held back and only the latest is
+   * sent when the second allows. Nothing is sent after the result.
+   */
+  progress(message: string): void;
+}
+
+/** The context a tool handler receives. */
+export type ToolCall = Call;
+
+/** MCP tool annotations; they travel to clients as given. No readOnlyHint means the tool counts as a write. */
+export interface ToolAnnotations {
+  title?: string;
+  readOnlyHint?: boolean;
+  destructiveHint?: boolean;
+  idempotentHint?: boolean;
+  openWorldHint?: boolean;
+}
+
+/** What defineTool takes. */
+export interface ToolOptions<S extends InputSchema> {
+  /** 1 to 64 characters from A-Z a-z 0-9 _ -; a verb and a noun: `get_order`. */
+  name: string;
+  /** A name for people. */
+  title?: string;
+  /** What the tool does, what it returns, what it returns when nothing matches, which sibling to use instead. */
+  description: string;
+  /**
+   * The arguments: plain JSON Schema, a Zod 4 object, or any Standard Schema
+   * that can describe itself as JSON Schema (ArkType, Valibot with
+   * toStandardJsonSchema). Converted to JSON Schema once; the gateway
+   * validates every call against it. Refinements, transforms and `.regex()`
+   * are not run on calls.
+   */
+  inputSchema: S;
+  annotations?: ToolAnnotations;
+  /** The gateway's wait for this tool, 1 to 120000 ms; absent means the project's call wait. */
+  timeoutMs?: number;
+  /**
+   * Serves a call. Return a string (sent as text), any other JSON value (sent
+   * as JSON text; undefined as `null`), or a result with a `content` array
+   * (`toolText`, `toolImage`, `toolError`). Throw an Error to fail the call
+   * with its message.
+   */
+  handler: (args: InferArgs<S>, call: Call) => unknown;
+}
+
+/** A tool, ready for agent.register. */
+export interface Tool<Args = Record<string, unknown>> {
+  readonly kind: 'tool';
+  readonly name: string;
+  readonly title?: string;
+  readonly description: string;
+  /** The JSON Schema sent to the gateway. */
+  readonly inputSchema: Record<string, unknown>;
+  readonly annotations?: ToolAnnotations;
+  readonly timeoutMs?: number;
+  readonly handler: (args: Args, call: Call) => unknown;
+}
+
+/** What defineResource takes. */
+export interface ResourceOptions {
+  /** An absolute URI, such as `orders://open`. */
+  uri: string;
+  /** The display name. */
+  name: string;
+  description?: string;
+  /** The type of the resource's text; default `application/json`. */
+  mimeType?: string;
+  /**
+   * Reads the resource; it takes no arguments (the call is passed for its
+   * signal). A string is sent as is, anything else as JSON. A throw reaches
+   * the client as a JSON-RPC error with the message.
+   */
+  handler: (call: Call) => unknown;
+}
+
+/** A resource, ready for agent.register. */
+export interface Resource {
+  readonly kind: 'resource';
+  readonly uri: string;
+  readonly name: string;
+  readonly description?: string;
+  readonly mimeType: string;
+  readonly handler: (call: Call) => unknown;
+}
+
+/** What definePrompt takes. */
+export interface PromptOptions<S extends InputSchema> {
+  /** 1 to 64 characters from A-Z a-z 0-9 _ -. */
+  name: string;
+  /** The name people see in a client's menu. */
+  title?: string;
+  description?: string;
+  /**
+   * The arguments, all strings: a Zod 4 object, a Standard Schema, or plain
+   * JSON Schema. Their names, descriptions and which are required are sent;
+   * the gateway refuses a request that lacks a required one.
+   */
+  argsSchema?: S;
+  /** Renders the prompt: a string (one user message) or `{ messages: [{ role, content }] }`. */
+  handler: (args: InferArgs<S>, call: Call) => unknown;
+}
+
+/** One argument of a prompt. */
+export interface PromptArgument {
+  readonly name: string;
+  readonly description?: string;
+  readonly required?: boolean;
+}
+
+/** A prompt, ready for agent.register. */
+export interface Prompt<Args = Record<string, string>> {
+  readonly kind: 'prompt';
+  readonly name: string;
+  readonly title?: string;
+  readonly description?: string;
+  readonly arguments: readonly PromptArgument[];
+  readonly handler: (args: Args, call: Call) => unknown;
+}
+
+/** Anything agent.register takes. */
+export type Registrable = Tool<any> | Resource | Prompt<any>;
+
+/**
+ * defineTool defines a tool. Its handler's argument type is inferred from
+ * inputSchema, which is converted to JSON Schema here, once.
+ */
+export function defineTool<const S extends InputSchema>(options: ToolOptions<S>): Tool<InferArgs<S>> {
+  const o = options ?? ({} as ToolOptions<S>);
+  const what = `defineTool ${JSON.stringify(o.name)}`;
+  if (typeof o.name !== 'string') throw new TypeError(`${what}: name must be a string`);
+  if (typeof o.description !== 'string') throw new TypeError(`${what}: description must be a string`);
+  if (typeof o.handler !== 'function') throw new TypeError(`${what}: handler must be a function`);
+  if (o.timeoutMs !== undefined && (!Number.isInteger(o.timeoutMs) || o.timeoutMs < 0)) {
+    throw new TypeError(`${what}: timeoutMs must be a whole number of milliseconds (1 to 120000)`);
+  }
+  const tool: Tool<InferArgs<S>> = {
+    kind: 'tool',
+    name: o.name,
+    description: o.description,
+    inputSchema: toJSONSchema(o.inputSchema, what),
+    handler: o.handler,
+    ...(o.title !== undefined && { title: o.title }),
+    ...(o.annotations !== undefined && { annotations: { ...o.annotations } }),
+    ...(o.timeoutMs !== undefined && { timeoutMs: o.timeoutMs }),
+  };
+  return Object.freeze(tool);
+}
+
+/** defineResource defines a resource: a current view of something, read by URI with no arguments. */
+export function defineResource(options: ResourceOptions): Resource {
+  const o = options ?? ({} as ResourceOptions);
+  const what = `defineResource ${JSON.stringify(o.uri)}`;
+  if (typeof o.uri !== 'string' || !/^[A-Za-z][A-Za-z0-9+.-]*:/.test(o.uri)) {
+    throw new TypeError(`${what}: uri must be an absolute URI such as orders://open`);
+  }
+  if (typeof o.name !== 'string' || o.name === '') throw new TypeError(`${what}: name (the display name) is required`);
+  if (typeof o.handler !== 'function') throw new TypeError(`${what}: handler must be a function`);
+  const resource: Resource = {
+    kind: 'resource',
+    uri: o.uri,
+    name: o.name,
+    mimeType: o.mimeType || 'application/json',
+    handler: o.handler,
+    ...(o.description !== undefined && { description: o.description }),
+  };
+  return Object.freeze(resource);
+}
+
+/** definePrompt defines a prompt: a message template users pick from a client's menu. */
+export function definePrompt<const S extends InputSchema = Record<string, never>>(
+  options: PromptOptions<S>,
+): Prompt<InferArgs<S>> {
+  const o = options ?? ({} as PromptOptions<S>);
+  const what = `definePrompt ${JSON.stringify(o.name)}`;
+  if (typeof o.name !== 'string') throw new TypeError(`${what}: name must be a string`);
+  if (typeof o.handler !== 'function') throw new TypeError(`${what}: handler must be a function`);
+  const args: PromptArgument[] = [];
+  if (o.argsSchema !== undefined) {
+    const schema = toJSONSchema(o.argsSchema, what);
+    const props = (schema.properties ?? {}) as Record<string, { description?: unknown }>;
+    const required = new Set(Array.isArray(schema.required) ? (schema.required as string[]) : []);
+    for (const [name, prop] of Object.entries(props)) {
+      const arg: { name: string; description?: string; required?: boolean } = { name };
+      if (prop && typeof prop.description === 'string') arg.description = prop.description;
+      if (required.has(name)) arg.required = true;
+      args.push(Object.freeze(arg));
+    }
+  }
+  const prompt: Prompt<InferArgs<S>> = {
+    kind: 'prompt',
+    name: o.name,
+    arguments: Object.freeze(args),
+    handler: o.handler,
+    ...(o.title !== undefined && { title: o.title }),
+    ...(o.description !== undefined && { description: o.description }),
+  };
+  return Object.freeze(prompt);
+}

@@ -1,0 +1,39 @@
+/**
+ * `@spacefix/core`: the Node.js SDK for Spacefix agents. Define tools,
+ * resources and prompts, register them on an {@link Agent} and connect it to a
+ * Spacefix gateway, which offers them to MCP clients.
+ *
+ * The wire protocol is docs/agent-protocol.md in the Spacefix repository.
+ */
+export { Agent, DEFAULT_URL, PROTOCOL_VERSION, RefusedError, SDK_VERSION, backoffDelay } from './agent.js';
+export type { AgentOptions, Logger } from './agent.js';
+export { defineTool, defineResource, definePrompt } from './define.js';
+export type {
+  Call,
+  Caller,
+  Prompt,
+  PromptArgument,
+  PromptOptions,
+  Registrable,
+  Resource,
+  ResourceOptions,
+  Tool,
+  ToolAnnotations,
+  ToolCall,
+  ToolOptions,
+} from './define.js';
+export { toolAudio, toolError, toolImage, toolText, MAX_CONTENT_PARTS, MAX_RESULT_BYTES } from './result.js';
+export type {
+  AudioContent,
+  Content,
+  EmbeddedResource,
+  ImageContent,
+  PromptMessage,
+  PromptResult,
+  TextContent,
+  ToolResult,
+} from './result.js';
+export { checkName, MAX_NAME_LENGTH } from './names.js';
+export { MAX_PROGRESS_LENGTH, MAX_PROGRESS_PER_SECOND } from './progress.js';
+export { toJSONSchema } from './schema.js';
+export type { FromJSONSchema, InferArgs, InputSchema, JSONSchema, StandardSchemaLike } from './schema.js';

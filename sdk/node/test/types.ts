@@ -1,0 +1,103 @@
+// Compile-time checks of what a handler's arguments are inferred as. Run by
+// `npm run typecheck` (part of `npm test`); nothing here executes.
+import { z } from 'zod';
+import { type } from 'arktype';
+import { Agent, defineTool, definePrompt, defineResource, toolError, type Call } from '../dist/index.js';
+
+type Equal<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ? 1 : 2 ? true : false;
+function assertType<T extends true>(_: T): void {}
+
+// Zod 4: the input type, so a field with .default() is optional.
+defineTool({
+  name: 'search_orders',
+  description: 'd',
+  inputSchema: z.object({
+    customer: z.string(),
+    status: z.enum(['open', 'shipped', 'cancelled']).optional(),
+    limit: z.number().int().min(1).max(50).default(10),
+  }),
+  handler: (args, call) => {
+    assertType<Equal<typeof args.customer, string>>(true);
+    assertType<Equal<typeof args.status, 'open' | 'shipped' | 'cancelled' | undefined>>(true);
+    assertType<Equal<typeof args.limit, number | undefined>>(true);
+    assertType<Equal<typeof call, Call>>(true);
+    // @ts-expect-error not a field of the schema
+    args.nope;
+    return null;
+  },
+});
+
+// A transform: the handler gets the input, not the output.
+defineTool({
+  name: 't',
+  description: 'd',
+  inputSchema: z.object({ n: z.string().transform((s) => s.length) }),
+  handler: ({ n }) => {
+    assertType<Equal<typeof n, string>>(true);
+  },
+});
+
+// ArkType, through Standard Schema.
+defineTool({
+  name: 'ark',
+  description: 'd',
+  inputSchema: type({ id: 'string', 'count?': 'number' }),
+  handler: (args) => {
+    assertType<Equal<typeof args.id, string>>(true);
+    assertType<Equal<typeof args.count, number | undefined>>(true);
+  },
+});
+
+// Plain JSON Schema written inline: read for its properties.
+defineTool({
+  name: 'plain',
+  description: 'd',
+  inputSchema: {
+    type: 'object',
+    properties: {
+      id: { type: 'string' },
+      limit: { type: 'integer' },
+      status: { enum: ['open', 'shipped'] },
+      tags: { type: 'array', items: { type: 'string' } },
+    },
+    required: ['id'],
+  },
+  handler: (args) => {
+    assertType<Equal<typeof args.id, string>>(true);
+    assertType<Equal<typeof args.limit, number | undefined>>(true);
+    assertType<Equal<typeof args.status, 'open' | 'shipped' | undefined>>(true);
+    assertType<Equal<typeof args.tags, string[] | undefined>>(true);
+  },
+});
+
+// A JSON Schema held in a variable without `as const`: a record.
+const loose: { type: string; properties: Record<string, unknown> } = { type: 'object', properties: {} };
+defineTool({
+  name: 'loose',
+  description: 'd',
+  inputSchema: loose,
+  handler: (args) => {
+    assertType<Equal<typeof args, Record<string, unknown>>>(true);
+  },
+});
+
+// Prompts: string arguments from the schema.
+definePrompt({
+  name: 'summarise_order',
+  title: 'Summarise an order',
+  description: 'd',
+  argsSchema: z.object({ id: z.string(), tone: z.string().optional() }),
+  handler: ({ id, tone }) => {
+    assertType<Equal<typeof id, string>>(true);
+    assertType<Equal<typeof tone, string | undefined>>(true);
+    return { messages: [{ role: 'user', content: id }] };
+  },
+});
+
+defineResource({ uri: 'orders://open', name: 'Open orders', handler: (call) => call.signal.aborted });
+
+const agent = new Agent({ apiKey: 'k', namespace: true, name: 'orders', instance: 'eu-1', logger: console });
+agent.register([defineTool({ name: 'x', description: 'd', inputSchema: { type: 'object' }, handler: () => toolError('no') })]);
+const p: Promise<void> = agent.connect();
+void p;
+void agent.setEnabled('x', false);
