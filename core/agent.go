@@ -205,33 +205,21 @@ func (a *Agent) checkOpen(what string) error {
 	return nil
 }
 
-// registration is the body of the POST that opens a connection. DisplayName
-// and Author are not (yet) fields of agentproto.Registration; the protocol
-// lets a peer add optional fields, and the gateway ignores them until it
-// reads them.
-type registration struct {
-	agentproto.Registration
-	DisplayName string `json:"displayName,omitempty"`
-	Author      string `json:"author,omitempty"`
-}
-
 // registration snapshots what the agent offers, and which tools are
 // disabled in that snapshot.
-func (a *Agent) registration() (registration, map[string]bool) {
+func (a *Agent) registration() (agentproto.Registration, map[string]bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	reg := registration{
-		Registration: agentproto.Registration{
-			Protocol:  agentproto.Version,
-			SDK:       "go/" + SDKVersion,
-			Name:      a.opts.Name,
-			Namespace: a.opts.Namespace,
-			Instance:  a.opts.Instance,
-			Version:   a.opts.Version,
-			Tools:     make([]agentproto.Tool, 0, len(a.tools)),
-		},
+	reg := agentproto.Registration{
+		Protocol:    agentproto.Version,
+		SDK:         "go/" + SDKVersion,
+		Name:        a.opts.Name,
+		Namespace:   a.opts.Namespace,
+		Instance:    a.opts.Instance,
+		Version:     a.opts.Version,
 		DisplayName: a.opts.DisplayName,
 		Author:      a.opts.Author,
+		Tools:       make([]agentproto.Tool, 0, len(a.tools)),
 	}
 	disabled := make(map[string]bool, len(a.tools))
 	for _, t := range a.tools {

@@ -27,9 +27,10 @@ const (
 	backoffMax = 30 * time.Second
 )
 
-// drainTimeout bounds how long Run waits, once its context has ended, for
-// handlers to return after their contexts were cancelled.
-const drainTimeout = 10 * time.Second
+// drainTimeout bounds each of the two waits of a stopping agent: for running
+// calls to finish (their contexts still live), then for handlers to return
+// after their contexts were cancelled. A variable for tests.
+var drainTimeout = 10 * time.Second
 
 // openTimeout bounds each step of opening a connection: the registration,
 // the handshake and the wait for welcome.
@@ -149,7 +150,7 @@ func (a *Agent) connect(ctx context.Context) (welcomed bool, err error) {
 }
 
 // register POSTs the registration and returns the ticket to connect with.
-func (a *Agent) register(ctx context.Context, reg registration) (string, error) {
+func (a *Agent) register(ctx context.Context, reg agentproto.Registration) (string, error) {
 	body, err := json.Marshal(reg)
 	if err != nil {
 		return "", fmt.Errorf("register: %w", err)

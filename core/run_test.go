@@ -83,7 +83,47 @@ func TestBackoff(t *testing.T) {
 	}
 }
 
-func TestRunStopsCleanly(t *testing.T) {
+func TestStopDrainsRunningCalls(t *testing.T) {
+	g := newFakeGateway(t)
+	a, _ := newTestAgent(t, g)
+	release := make(chan struct{})
+	started := make(chan struct{})
+	must(t, AddTool(a, "finishing", "d", func(ctx context.Context, _ emptyIn) (string, error) {
+		close(started)
+		<-release
+		if ctx.Err() != nil {
+			return "", ctx.Err()
+		}
+		return "finished", nil
+	}))
+	stop := run(t, a)
+	conn := g.accept(t)
+	id := conn.call(agentproto.KindTool, "finishing", "")
+	receive(t, started, "the handler to start")
+
+	stopped := make(chan struct{})
+	go func() { stop(); close(stopped) }()
+	if m := conn.next(t); m.Type != agentproto.TypeDrain {
+		t.Fatalf("first message after stop = %s, want drain", m.Type)
+	}
+	close(release)
+	m, _ := conn.answer(t, id)
+	if m.Type != agentproto.TypeResult || !strings.Contains(string(m.Result), "finished") {
+		t.Errorf("answer while draining = %s %s %q; want the result, its context alive", m.Type, m.Result, m.Message)
+	}
+	if err := conn.closed(t); websocket.CloseStatus(err) != websocket.StatusNormalClosure {
+		t.Errorf("the gateway saw %v, want a normal closure", err)
+	}
+	receive(t, stopped, "Run to return")
+	if leaked := leakedGoroutines(2 * time.Second); leaked != "" {
+		t.Errorf("goroutines left after Run returned:\n%s", leaked)
+	}
+}
+
+func TestStopCancelsCallsAfterDrainTimeout(t *testing.T) {
+	old := drainTimeout
+	drainTimeout = 200 * time.Millisecond
+	t.Cleanup(func() { drainTimeout = old })
 	g := newFakeGateway(t)
 	a, _ := newTestAgent(t, g)
 	started, reports := blockingTool(t, a, "wait")

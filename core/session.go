@@ -59,10 +59,13 @@ func newSession(a *Agent, conn *websocket.Conn) *session {
 // When serve returns, the socket is closed, every handler started on it has
 // had its context cancelled, and the heartbeat has stopped.
 func (s *session) serve(ctx context.Context, registered map[string]bool) (welcomed bool, err error) {
-	s.ctx, s.cancel = context.WithCancelCause(ctx)
+	// Handlers outlive ctx: when the agent stops, the calls it has finish
+	// (see drainCalls) before their contexts end.
+	s.ctx, s.cancel = context.WithCancelCause(context.WithoutCancel(ctx))
 	closed := make(chan struct{})
 	stopClosing := context.AfterFunc(ctx, func() {
 		defer close(closed)
+		s.drainCalls()
 		s.conn.Close(websocket.StatusNormalClosure, "the agent is stopping")
 	})
 	defer func() {
@@ -113,6 +116,31 @@ func (s *session) serve(ctx context.Context, registered map[string]bool) (welcom
 			return true, fmt.Errorf("%w: %s", errGoodbye, m.Message)
 		}
 	}
+}
+
+// drainSettle is how long a stopping agent keeps reading after it said
+// drain, for calls the gateway sent before it heard.
+const drainSettle = 100 * time.Millisecond
+
+// drainCalls tells the gateway to send no new calls and waits, up to
+// drainTimeout, for the running ones to finish, so that a restart loses
+// none.
+func (s *session) drainCalls() {
+	if err := s.send(agentproto.Message{Type: agentproto.TypeDrain}); err != nil {
+		return // the connection is gone; its calls end with it
+	}
+	settle := time.Now().Add(drainSettle)
+	deadline := time.Now().Add(drainTimeout)
+	for time.Now().Before(deadline) {
+		s.mu.Lock()
+		idle := len(s.calls) == 0
+		s.mu.Unlock()
+		if idle && time.Now().After(settle) {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	s.a.log.Warn("core: calls still running when the agent stopped; they are cancelled", "waited", drainTimeout)
 }
 
 // welcome reads the gateway's first message.

@@ -320,31 +320,6 @@ func TestProjectCallWait(t *testing.T) {
 	}
 }
 
-func TestAgentDisconnectMidCall(t *testing.T) {
-	e := newEnv(t)
-	forEachVersion(t, func(t *testing.T, v string) {
-		started := make(chan struct{}, 1)
-		ra := e.startAgent(core.Options{}, func(a *core.Agent) {
-			must(t, core.AddTool(a, "hang", "Never returns on its own.", func(ctx context.Context, in Empty) (string, error) {
-				started <- struct{}{}
-				<-ctx.Done()
-				time.Sleep(50 * time.Millisecond)
-				return "too late", nil
-			}))
-		})
-		cs := e.connect(v, e.clientKey, nil)
-		go func() {
-			<-started
-			ra.stop()
-		}()
-		res := call(t, cs, "hang", nil)
-		if want := "Agent disconnected before returning a result."; !res.IsError || text(res) != want {
-			t.Errorf("hang = isError %v %q, want %q", res.IsError, text(res), want)
-		}
-		waitFor(t, "the tool to leave the list", func() bool { return len(toolNames(t, cs)) == 0 })
-	})
-}
-
 func TestReplicasShareCalls(t *testing.T) {
 	e := newEnv(t)
 	var hits [2]atomic.Int64

@@ -54,6 +54,10 @@ type Registration struct {
 	Instance string `json:"instance,omitempty"`
 	// Version is the agent's own version, shown in the dashboard.
 	Version string `json:"version,omitempty"`
+	// DisplayName and Author describe the agent to people (the dashboard,
+	// and the prefix of community agents' descriptions).
+	DisplayName string `json:"displayName,omitempty"`
+	Author      string `json:"author,omitempty"`
 
 	Tools     []Tool     `json:"tools"`
 	Resources []Resource `json:"resources,omitempty"`
@@ -124,6 +128,7 @@ const (
 	TypeError      = "error"       // A→G: call ID failed with Message
 	TypeSetEnabled = "set_enabled" // A→G: switch tool Name on or off for every replica
 	TypeGoodbye    = "goodbye"     // G→A: the gateway is going away; reconnect later
+	TypeDrain      = "drain"       // A→G: send no new calls; the agent stops after the running ones
 )
 
 // Call kinds.

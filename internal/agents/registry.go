@@ -200,7 +200,8 @@ func (r *Registry) Add(rep *Replica, schemas map[string]*schema.Schema) {
 	r.changed(rep.ProjectID)
 }
 
-// Remove unregisters a replica whose connection ended.
+// Remove takes a replica out: its connection ended, or it is draining. A
+// second Remove of the same replica does nothing.
 func (r *Registry) Remove(rep *Replica) {
 	r.mu.Lock()
 	p := r.projects[rep.ProjectID]
@@ -209,9 +210,9 @@ func (r *Registry) Remove(rep *Replica) {
 		return
 	}
 	a := p.agents[rep.AgentKey]
-	if a == nil {
+	if a == nil || !slices.Contains(a.replicas, rep) {
 		r.mu.Unlock()
-		return
+		return // gone already: a draining replica is removed twice
 	}
 	a.replicas = slices.DeleteFunc(a.replicas, func(x *Replica) bool { return x == rep })
 	if len(a.replicas) == 0 {

@@ -108,8 +108,13 @@ func (g *Gateway) handleConnect(w http.ResponseWriter, r *http.Request) {
 		ID: "r-" + rand.Text()[:10], ProjectID: key.ProjectID, AgentKey: key.ID,
 		Instance: t.reg.Instance, Since: time.Now(), Reg: t.reg,
 	}
-	conn := route.NewConn(ws, g.log.With("replica", rep.ID, "agent", key.ID), g.cfg.Heartbeat,
-		func(name string, on bool) error { return g.reg.SetEnabled(rep.ProjectID, rep.AgentKey, name, on) })
+	conn := route.NewConn(ws, g.log.With("replica", rep.ID, "agent", key.ID), g.cfg.Heartbeat, route.Events{
+		SetEnabled: func(name string, on bool) error { return g.reg.SetEnabled(rep.ProjectID, rep.AgentKey, name, on) },
+		Drain: func() {
+			g.log.Info("agent draining", "replica", rep.ID, "agent", key.ID)
+			g.reg.Remove(rep)
+		},
+	})
 	rep.Conn = conn
 	g.reg.Add(rep, t.schemas)
 	defer g.reg.Remove(rep)

@@ -33,8 +33,7 @@ type Conn struct {
 	ws        *websocket.Conn
 	log       *slog.Logger
 	heartbeat time.Duration
-	// OnSetEnabled handles the agent's set_enabled messages.
-	onSetEnabled func(name string, on bool) error
+	events    Events
 
 	mu      sync.Mutex
 	pending map[string]*Pending
@@ -59,14 +58,24 @@ type Outcome struct {
 	Disconnected bool
 }
 
-// NewConn wraps an accepted WebSocket. onSetEnabled may be nil.
-func NewConn(ws *websocket.Conn, log *slog.Logger, heartbeat time.Duration, onSetEnabled func(name string, on bool) error) *Conn {
+// Events are the agent's own requests; nil funcs ignore them. They run on
+// the connection's read goroutine.
+type Events struct {
+	// SetEnabled switches one of the agent's tools on or off.
+	SetEnabled func(name string, on bool) error
+	// Drain takes the replica out of rotation: it is stopping and serves
+	// only the calls it has.
+	Drain func()
+}
+
+// NewConn wraps an accepted WebSocket.
+func NewConn(ws *websocket.Conn, log *slog.Logger, heartbeat time.Duration, events Events) *Conn {
 	if heartbeat <= 0 {
 		heartbeat = Heartbeat
 	}
 	ws.SetReadLimit(agentproto.MaxFrameBytes)
 	return &Conn{
-		ws: ws, log: log, heartbeat: heartbeat, onSetEnabled: onSetEnabled,
+		ws: ws, log: log, heartbeat: heartbeat, events: events,
 		pending: make(map[string]*Pending), done: make(chan struct{}),
 	}
 }
@@ -214,10 +223,14 @@ func (c *Conn) read(ctx context.Context) error {
 				}
 			}
 		case agentproto.TypeSetEnabled:
-			if c.onSetEnabled != nil && m.Enabled != nil {
-				if err := c.onSetEnabled(m.Name, *m.Enabled); err != nil {
+			if c.events.SetEnabled != nil && m.Enabled != nil {
+				if err := c.events.SetEnabled(m.Name, *m.Enabled); err != nil {
 					c.log.Warn("agent set_enabled refused", "tool", m.Name, "err", err)
 				}
+			}
+		case agentproto.TypeDrain:
+			if c.events.Drain != nil {
+				c.events.Drain()
 			}
 		}
 	}

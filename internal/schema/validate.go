@@ -581,6 +581,26 @@ func (p *jsonParser) unicodeEscape() (rune, error) {
 	return r, nil
 }
 
+// elemsOrNil returns the elements of an array value (nil for nil or others).
+func (v *jsonValue) elemsOrNil() []jsonValue {
+	if v == nil {
+		return nil
+	}
+	return v.elems
+}
+
+// firstDuplicate finds two equal values (compile time only: quadratic).
+func firstDuplicate(vs []jsonValue) (int, int, bool) {
+	for i := range vs {
+		for j := i + 1; j < len(vs); j++ {
+			if equal(&vs[i], &vs[j]) {
+				return i, j, true
+			}
+		}
+	}
+	return 0, 0, false
+}
+
 // equal is deep equality as ajv's fast-deep-equal sees parsed JSON.
 func equal(a, b *jsonValue) bool {
 	if a.kind != b.kind {
@@ -769,6 +789,7 @@ type schemaNode struct {
 
 	// untyped keywords, in ajv's rule order
 	ref                  *schemaNode
+	refInline            bool // ajv inlines the target: what it evaluated counts even if it fails
 	hasConst             bool
 	constVal             *jsonValue
 	enum                 []jsonValue
@@ -1168,6 +1189,9 @@ func (k *keywordCompiler) typeKeyword() error {
 	default:
 		return k.errorf("type must be a type name or an array of type names")
 	}
+	if t != nil && len(names) == 0 {
+		return k.errorf("type must not be an empty array")
+	}
 	count := 0
 	for _, name := range names {
 		m, ok := typeNames[name]
@@ -1175,7 +1199,7 @@ func (k *keywordCompiler) typeKeyword() error {
 			return k.errorf("type %q is not a JSON Schema type", name)
 		}
 		if k.n.types&m != 0 {
-			return k.errorf("type %q is listed twice", name)
+			return k.errorf("type must not list %q twice", name)
 		}
 		count++
 		k.n.types |= m
@@ -1252,8 +1276,33 @@ func (k *keywordCompiler) refKeyword() error {
 	if target.kind != jsonObject && target.kind != jsonBool {
 		return k.errorf("%s %q does not point to a schema", kw, r.str)
 	}
+	k.n.refInline = target.kind == jsonBool || !hasRef(target)
 	k.n.ref, err = k.c.node(target, at)
 	return err
+}
+
+// hasRef is ajv's test for a schema it cannot inline: a reference keyword
+// anywhere inside.
+func hasRef(v *jsonValue) bool {
+	switch v.kind {
+	case jsonObject:
+		for i := range v.members {
+			switch v.members[i].key {
+			case "$ref", "$recursiveRef", "$recursiveAnchor", "$dynamicRef", "$dynamicAnchor":
+				return true
+			}
+			if hasRef(&v.members[i].val) {
+				return true
+			}
+		}
+	case jsonArray:
+		for i := range v.elems {
+			if hasRef(&v.elems[i]) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func (k *keywordCompiler) constEnum() error {
@@ -1263,6 +1312,9 @@ func (k *keywordCompiler) constEnum() error {
 	if e := k.v.get("enum"); e != nil {
 		if e.kind != jsonArray || len(e.elems) == 0 {
 			return k.errorf("enum must be a non-empty array")
+		}
+		if i, j, dup := firstDuplicate(e.elems); dup && !k.c.draft2020 {
+			return k.errorf("enum must not repeat a value (items %d and %d are equal)", i, j)
 		}
 		k.n.enum = e.elems
 	}
@@ -1476,6 +1528,9 @@ func (k *keywordCompiler) objectKeywords() error {
 	if n.required, _, err = k.strings("required"); err != nil {
 		return err
 	}
+	if i, j, dup := firstDuplicate(k.v.get("required").elemsOrNil()); dup {
+		return k.errorf("required must not repeat a name (items %d and %d are equal)", i, j)
+	}
 	if n.propertyNames, err = k.sub("propertyNames"); err != nil {
 		return err
 	}
@@ -1568,6 +1623,9 @@ func (k *keywordCompiler) propDeps(kw string, all bool) ([]propDeps, error) {
 				return nil, k.errorf("%s/%s must be an array of strings", kw, escapePointer(m.key))
 			}
 			continue
+		}
+		if i, j, dup := firstDuplicate(m.val.elems); dup {
+			return nil, k.errorf("%s/%s must not repeat a name (items %d and %d are equal)", kw, escapePointer(m.key), i, j)
 		}
 		deps := make([]string, len(m.val.elems))
 		for j, e := range m.val.elems {
@@ -1970,11 +2028,11 @@ func (vs *vstate) untyped(n *schemaNode, v *jsonValue, ev *evaluated) bool {
 	var buf evaluated
 	if n.ref != nil {
 		sub := child(ev, &buf)
-		if vs.validate(n.ref, v, sub) {
+		valid := vs.validate(n.ref, v, sub)
+		if valid || n.refInline {
 			ev.mergeFrom(sub)
-		} else {
-			ok = false
 		}
+		ok = valid && ok
 	}
 	if n.hasConst && !equal(v, n.constVal) {
 		vs.report("must be equal to constant")

@@ -70,6 +70,69 @@ type Store interface {
 	// many went.
 	PruneCalls(ctx context.Context, before time.Time) (int64, error)
 
+	// SetKeyMeta replaces what people read about an agent key (display
+	// name, author, community flag); ErrNotFound if there is no such key.
+	SetKeyMeta(ctx context.Context, id string, m KeyMeta) error
+
+	// ToolSettings lists a project's saved per-tool settings, by tool name.
+	ToolSettings(ctx context.Context, projectID int64) ([]ToolSettings, error)
+	// SaveToolSettings stores the settings of ts.ProjectID and ts.Tool,
+	// replacing earlier ones, and returns them with UpdatedAt set. Settings
+	// that are all defaults ([ToolSettings.IsZero]) delete the row instead.
+	// ErrNotFound if the project does not exist.
+	SaveToolSettings(ctx context.Context, ts ToolSettings) (ToolSettings, error)
+
+	// Approvals lists a project's consent decisions, by tool name.
+	Approvals(ctx context.Context, projectID int64) ([]Approval, error)
+	// ApproveTool records def as the approved definition of a tool and
+	// clears an earlier rejection. ErrNotFound if the project does not exist.
+	ApproveTool(ctx context.Context, projectID int64, tool string, def []byte) (Approval, error)
+	// RejectTool records def as rejected: the approved definition, if any,
+	// stays. ErrNotFound if the project does not exist.
+	RejectTool(ctx context.Context, projectID int64, tool string, def []byte) (Approval, error)
+
+	// CreateUser stores a new user with a password hash (a PHC string, never
+	// the password); ErrExists if the email is taken, compared without case.
+	CreateUser(ctx context.Context, u User, passwordHash string) (User, error)
+	// UserByEmail returns a user and its password hash, or ErrNotFound.
+	UserByEmail(ctx context.Context, email string) (User, string, error)
+	// UserByID returns a user, or ErrNotFound.
+	UserByID(ctx context.Context, id int64) (User, error)
+	// Users lists every user, oldest first.
+	Users(ctx context.Context) ([]User, error)
+	// SetPassword replaces a user's password hash and ends its sessions.
+	SetPassword(ctx context.Context, userID int64, passwordHash string) error
+
+	// CreateSession stores a sign-in session under the SHA-256 of its
+	// token; ErrNotFound if the user does not exist.
+	CreateSession(ctx context.Context, sess Session, hash []byte) (Session, error)
+	// SessionByHash returns the live session whose token hashes to hash;
+	// ErrNotFound if there is none or it expired.
+	SessionByHash(ctx context.Context, hash []byte) (Session, error)
+	// DeleteSession ends a session; ending an unknown one is not an error.
+	DeleteSession(ctx context.Context, hash []byte) error
+
+	// CreateInvite stores a one-time sign-up token (the first-run setup
+	// link is an invite with Admin set) under the SHA-256 of its secret.
+	CreateInvite(ctx context.Context, inv Invite, hash []byte) (Invite, error)
+	// UseInvite marks an invite used and returns it, once: ErrNotFound if
+	// the hash matches no invite, or one that is used or expired.
+	UseInvite(ctx context.Context, hash []byte) (Invite, error)
+	// InviteByHash returns an unused, unexpired invite without using it, or
+	// ErrNotFound.
+	InviteByHash(ctx context.Context, hash []byte) (Invite, error)
+
+	// CreateAPIToken stores an admin API token under the SHA-256 of its
+	// secret; ErrExists if the id or hash is taken.
+	CreateAPIToken(ctx context.Context, tok APIToken, hash []byte) (APIToken, error)
+	// APITokenByHash returns the token whose secret hashes to hash, revoked
+	// or not, or ErrNotFound.
+	APITokenByHash(ctx context.Context, hash []byte) (APIToken, error)
+	// APITokens lists every admin API token, oldest first.
+	APITokens(ctx context.Context) ([]APIToken, error)
+	// RevokeAPIToken marks a token revoked; ErrNotFound if there is none.
+	RevokeAPIToken(ctx context.Context, id string) error
+
 	// Close releases the store. It is safe to call twice.
 	Close() error
 }
@@ -96,6 +159,13 @@ type ProjectSettings struct {
 	MaxSchemaBytes       int `json:"maxSchemaBytes,omitempty"`
 	MaxResources         int `json:"maxResources,omitempty"`
 	MaxRegistrationBytes int `json:"maxRegistrationBytes,omitempty"`
+	// ApproveToolChanges holds new tools and changed definitions as
+	// pending until someone approves them; clients see the last approved
+	// definition meanwhile.
+	ApproveToolChanges bool `json:"approveToolChanges,omitempty"`
+	// RateLimitPerMinute is how many calls one client key may make per
+	// minute; 0 means no limit.
+	RateLimitPerMinute int `json:"rateLimitPerMinute,omitempty"`
 }
 
 // CallWait returns the project's call wait.
@@ -116,13 +186,26 @@ type Key struct {
 	// ReadOnly limits a client key to tools that count as reads.
 	ReadOnly bool
 	// Tools, when non-empty, is the client key's tool allow-list.
-	Tools     []string
+	Tools []string
+	// KeyMeta describes an agent key's code to people and models.
+	KeyMeta
 	CreatedAt time.Time
 	RevokedAt time.Time // zero while the key is live
 }
 
 // Revoked reports whether the key has been revoked.
 func (k Key) Revoked() bool { return !k.RevokedAt.IsZero() }
+
+// KeyMeta is what the dashboard says about an agent key.
+type KeyMeta struct {
+	// DisplayName is the agent's name for people; empty means the key name.
+	DisplayName string
+	// Author says who wrote the agent's code; empty means unknown.
+	Author string
+	// Community marks code the project owner did not write: its tools'
+	// descriptions reach models with a prefix that says so.
+	Community bool
+}
 
 // Call outcomes.
 const (
@@ -158,7 +241,10 @@ type CallFilter struct {
 	Outcome   string
 	KeyID     string
 	Since     time.Time
-	Limit     int // 0 means 100
+	// AfterID selects records with a larger ID, that is written later: a
+	// live tail passes the largest ID it has seen.
+	AfterID int64
+	Limit   int // 0 means 100
 }
 
 // Usage is the count of billable calls of one name on one UTC day.

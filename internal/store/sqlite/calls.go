@@ -128,6 +128,9 @@ func callsQuery(f store.CallFilter) (string, []any) {
 	if !f.Since.IsZero() {
 		add("started_at >= ?", millis(f.Since))
 	}
+	if f.AfterID > 0 {
+		add("id > ?", f.AfterID)
+	}
 	q := `SELECT id, started_at, project_id, kind, name, key_id, agent, replica, duration_us, outcome, error, progress, billable FROM calls`
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")

@@ -12,7 +12,8 @@ import (
 	"github.com/spacefix/spacefix/internal/store"
 )
 
-const selectKey = `SELECT k.id, k.project_id, p.name, k.kind, k.name, k.read_only, k.tools, k.created_at, k.revoked_at
+const selectKey = `SELECT k.id, k.project_id, p.name, k.kind, k.name, k.read_only, k.tools,
+k.display_name, k.author, k.community, k.created_at, k.revoked_at
 FROM keys k JOIN projects p ON p.id = k.project_id`
 
 // CreateKey implements [store.Store]. It returns [store.ErrNotFound] if the
@@ -36,9 +37,11 @@ func (s *Store) CreateKey(ctx context.Context, k store.Key, hash []byte) (store.
 		if err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO keys (id, project_id, kind, name, hash, read_only, tools, created_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-			k.ID, k.ProjectID, k.Kind, k.Name, hash, k.ReadOnly, string(tools), millis(k.CreatedAt))
+		_, err = tx.ExecContext(ctx, `INSERT INTO keys
+(id, project_id, kind, name, hash, read_only, tools, display_name, author, community, created_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			k.ID, k.ProjectID, k.Kind, k.Name, hash, k.ReadOnly, string(tools),
+			k.DisplayName, k.Author, k.Community, millis(k.CreatedAt))
 		if isUnique(err) {
 			return store.ErrExists
 		}
@@ -131,6 +134,22 @@ func (s *Store) RevokeKey(ctx context.Context, id string) error {
 	return nil
 }
 
+// SetKeyMeta implements [store.Store].
+func (s *Store) SetKeyMeta(ctx context.Context, id string, m store.KeyMeta) error {
+	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE keys SET display_name = ?, author = ?, community = ? WHERE id = ?`,
+			m.DisplayName, m.Author, m.Community, id)
+		if err != nil {
+			return err
+		}
+		return mustAffect(res)
+	})
+	if err != nil {
+		return fmt.Errorf("set metadata of key %q: %w", id, err)
+	}
+	return nil
+}
+
 func scanKey(sc scanner) (store.Key, error) {
 	var (
 		k       store.Key
@@ -138,7 +157,8 @@ func scanKey(sc scanner) (store.Key, error) {
 		created int64
 		revoked sql.NullInt64
 	)
-	err := sc.Scan(&k.ID, &k.ProjectID, &k.ProjectName, &k.Kind, &k.Name, &k.ReadOnly, &tools, &created, &revoked)
+	err := sc.Scan(&k.ID, &k.ProjectID, &k.ProjectName, &k.Kind, &k.Name, &k.ReadOnly, &tools,
+		&k.DisplayName, &k.Author, &k.Community, &created, &revoked)
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Key{}, store.ErrNotFound
 	}

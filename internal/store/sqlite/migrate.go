@@ -73,6 +73,74 @@ CREATE TABLE usage_daily (
 	PRIMARY KEY (project_id, day, kind, name)
 );
 `,
+	// 2: the dashboard: agent key metadata, per-tool settings, consent,
+	// users, sessions, invites and admin API tokens. Secrets are stored as
+	// SHA-256 hashes, passwords as argon2id PHC strings.
+	`
+ALTER TABLE keys ADD COLUMN display_name TEXT    NOT NULL DEFAULT '';
+ALTER TABLE keys ADD COLUMN author       TEXT    NOT NULL DEFAULT '';
+ALTER TABLE keys ADD COLUMN community    BOOLEAN NOT NULL DEFAULT FALSE;
+
+CREATE TABLE tool_settings (
+	project_id    BIGINT  NOT NULL REFERENCES projects (id),
+	tool          TEXT    NOT NULL,
+	description   TEXT    NOT NULL DEFAULT '',
+	cache_seconds INTEGER NOT NULL DEFAULT 0,
+	access        TEXT    NOT NULL DEFAULT '',
+	disabled      BOOLEAN NOT NULL DEFAULT FALSE,
+	updated_at    BIGINT  NOT NULL,
+	PRIMARY KEY (project_id, tool)
+);
+
+CREATE TABLE approvals (
+	project_id  BIGINT NOT NULL REFERENCES projects (id),
+	tool        TEXT   NOT NULL,
+	definition  BLOB,   -- NULL: never approved
+	approved_at BIGINT,
+	rejected    BLOB,   -- NULL: nothing rejected
+	rejected_at BIGINT,
+	PRIMARY KEY (project_id, tool)
+);
+
+CREATE TABLE users (
+	id            INTEGER PRIMARY KEY,
+	email         TEXT    NOT NULL,
+	email_key     TEXT    NOT NULL UNIQUE, -- lower-cased email
+	password_hash TEXT    NOT NULL,
+	admin         BOOLEAN NOT NULL DEFAULT FALSE,
+	created_at    BIGINT  NOT NULL
+);
+
+CREATE TABLE sessions (
+	hash       BLOB   PRIMARY KEY,
+	user_id    BIGINT NOT NULL REFERENCES users (id),
+	created_at BIGINT NOT NULL,
+	expires_at BIGINT NOT NULL
+);
+CREATE INDEX sessions_user ON sessions (user_id);
+
+CREATE TABLE invites (
+	seq        INTEGER PRIMARY KEY,
+	id         TEXT    NOT NULL UNIQUE,
+	hash       BLOB    NOT NULL UNIQUE,
+	email      TEXT    NOT NULL DEFAULT '',
+	admin      BOOLEAN NOT NULL DEFAULT FALSE,
+	created_by BIGINT  NOT NULL DEFAULT 0,
+	created_at BIGINT  NOT NULL,
+	expires_at BIGINT  NOT NULL,
+	used_at    BIGINT
+);
+
+CREATE TABLE api_tokens (
+	seq        INTEGER PRIMARY KEY,
+	id         TEXT    NOT NULL UNIQUE,
+	hash       BLOB    NOT NULL UNIQUE,
+	name       TEXT    NOT NULL DEFAULT '',
+	created_by BIGINT  NOT NULL DEFAULT 0,
+	created_at BIGINT  NOT NULL,
+	revoked_at BIGINT
+);
+`,
 }
 
 // migrate brings the schema up to date, one step per transaction. Each step

@@ -86,7 +86,9 @@ const DRAFT_2020_12 = 'https://json-schema.org/draft/2020-12/schema';
  * definition in error messages ("tool \"get_order\"").
  */
 export function toJSONSchema(schema: unknown, what: string): Record<string, unknown> {
-  if (schema === null || typeof schema !== 'object' || Array.isArray(schema)) {
+  // ArkType's types are functions that carry ~standard.
+  const isObject = schema !== null && (typeof schema === 'object' || typeof schema === 'function') && !Array.isArray(schema);
+  if (!isObject || (typeof schema === 'function' && !('~standard' in schema))) {
     throw new TypeError(
       `${what}: the schema must be a JSON Schema object, a Zod 4 schema or a Standard Schema with JSON Schema support; got ${describe(schema)}.`,
     );

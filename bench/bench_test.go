@@ -1,0 +1,96 @@
+package bench
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// warmup is how many calls each target and shape gets before it is timed.
+const warmup = 500
+
+// BenchmarkToolCall times tools/call of echo, direct and through the
+// gateway, with 1 caller, 16 callers on one session and 16 callers on a
+// session each. Besides ns/op (wall time per call, the inverse of
+// throughput) it reports p50-µs, p99-µs, calls/s and cpu-µs/call
+// (CPU time of the whole process per call). Fix the count for
+// comparable runs:
+//
+//	go test ./bench -run '^$' -bench ToolCall -benchtime 5000x -count 5
+func BenchmarkToolCall(b *testing.B) {
+	if testing.Short() {
+		b.Skip("starts a gateway and a server; skipped under -short")
+	}
+	ctx := context.Background()
+	direct, err := StartDirect()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { closeTarget(b, direct) })
+	gw, err := StartGateway(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { closeTarget(b, gw) })
+
+	for _, t := range []*Target{direct, gw} {
+		b.Run(t.Name, func(b *testing.B) {
+			for _, cfg := range Configs {
+				b.Run(cfg.Name, func(b *testing.B) {
+					ss := sessionsFor(b, t, cfg)
+					b.ReportAllocs()
+					b.ResetTimer()
+					res, err := Run(ctx, ss, cfg.Callers, b.N)
+					b.StopTimer()
+					if err != nil {
+						b.Fatal(err)
+					}
+					b.ReportMetric(micros(res.P50), "p50-µs")
+					b.ReportMetric(micros(res.P99), "p99-µs")
+					b.ReportMetric(res.PerSec(), "calls/s")
+					b.ReportMetric(micros(res.CPUPerCall()), "cpu-µs/call")
+				})
+			}
+		})
+	}
+}
+
+// sessionsFor opens and warms up the sessions a shape uses, once per target
+// and shape: the benchmark function runs several times with growing b.N.
+func sessionsFor(b *testing.B, t *Target, cfg Config) []*mcp.ClientSession {
+	b.Helper()
+	key := t.Name + "/" + cfg.Name
+	if ss, ok := opened[key]; ok {
+		return ss
+	}
+	n := 1
+	if cfg.PerCaller {
+		n = cfg.Callers
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ss, err := t.Sessions(ctx, n)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := Run(ctx, ss, cfg.Callers, warmup); err != nil {
+		b.Fatal(err)
+	}
+	opened[key] = ss
+	return ss
+}
+
+// opened holds the sessions of the current BenchmarkToolCall run; they
+// close with their target.
+var opened = map[string][]*mcp.ClientSession{}
+
+func closeTarget(b *testing.B, t *Target) {
+	for k := range opened {
+		delete(opened, k)
+	}
+	if err := t.Close(); err != nil {
+		b.Errorf("close %s: %v", t.Name, err)
+	}
+}

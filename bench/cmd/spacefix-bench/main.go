@@ -1,0 +1,122 @@
+// Command spacefix-bench compares tools/call through the gateway with the
+// same tool served directly by a go-sdk MCP server, in one process over
+// loopback, and prints a markdown table of medians: p50 and p99 latency and
+// calls/s per shape, with the ratios gateway/direct.
+//
+//	go run ./bench/cmd/spacefix-bench                 # 5 reps × 5,000 calls per shape
+//	go run ./bench/cmd/spacefix-bench -reps 1 -calls 1000
+//
+// Each repetition runs every shape on both targets back to back (alternating
+// which goes first), after a warm-up per target and shape. It stops by
+// itself.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"runtime"
+	"slices"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/spacefix/spacefix/bench"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "spacefix-bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string) (err error) {
+	fs := flag.NewFlagSet("spacefix-bench", flag.ContinueOnError)
+	calls := fs.Int("calls", 5000, "timed calls per target, shape and repetition")
+	warmup := fs.Int("warmup", 500, "untimed calls per target and shape before the first repetition")
+	reps := fs.Int("reps", 5, "repetitions; the table shows medians")
+	only := fs.String("configs", "c1,c16,c16-sessions", "shapes to run, comma-separated")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *calls <= 0 || *reps <= 0 || *warmup < 0 {
+		return errors.New("-calls and -reps must be positive, -warmup not negative")
+	}
+	var cfgs []bench.Config
+	for _, name := range strings.Split(*only, ",") {
+		i := slices.IndexFunc(bench.Configs, func(c bench.Config) bool { return c.Name == name })
+		if i < 0 {
+			return fmt.Errorf("unknown shape %q", name)
+		}
+		cfgs = append(cfgs, bench.Configs[i])
+	}
+
+	direct, err := bench.StartDirect()
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, direct.Close()) }()
+	tmp, err := os.MkdirTemp("", "spacefix-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	gw, err := bench.StartGateway(tmp)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, gw.Close()) }()
+
+	fmt.Fprintf(os.Stderr, "GOMAXPROCS=%d, %s, %d calls per run after %d warm-up, %d reps\n",
+		runtime.GOMAXPROCS(0), runtime.Version(), *calls, *warmup, *reps)
+	sessions := map[string][2][]*mcp.ClientSession{}
+	for _, c := range cfgs {
+		var ss [2][]*mcp.ClientSession
+		for i, t := range []*bench.Target{direct, gw} {
+			n := 1
+			if c.PerCaller {
+				n = c.Callers
+			}
+			if ss[i], err = t.Sessions(ctx, n); err != nil {
+				return err
+			}
+			if _, err := bench.Run(ctx, ss[i], c.Callers, *warmup); err != nil {
+				return fmt.Errorf("warm-up %s %s: %w", t.Name, c.Name, err)
+			}
+		}
+		sessions[c.Name] = ss
+	}
+
+	var pairs []bench.Pair
+	for rep := 1; rep <= *reps; rep++ {
+		for _, c := range cfgs {
+			p := bench.Pair{Config: c, Rep: rep}
+			order := []int{0, 1}
+			if rep%2 == 0 {
+				order = []int{1, 0}
+			}
+			for _, i := range order {
+				runtime.GC() // each run starts from the same heap state
+				res, err := bench.Run(ctx, sessions[c.Name][i], c.Callers, *calls)
+				if err != nil {
+					return fmt.Errorf("rep %d %s: %w", rep, c.Name, err)
+				}
+				if i == 0 {
+					p.Direct = res
+				} else {
+					p.Gateway = res
+				}
+			}
+			bench.WritePair(os.Stderr, p)
+			pairs = append(pairs, p)
+		}
+	}
+	bench.WriteTable(os.Stdout, bench.Summarize(cfgs, pairs))
+	return nil
+}

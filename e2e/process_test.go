@@ -1,0 +1,158 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+var testAgent struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// testAgentBinary builds ./testagent once per test run.
+func testAgentBinary(t *testing.T) string {
+	t.Helper()
+	testAgent.once.Do(func() {
+		dir, err := os.MkdirTemp("", "spacefix-testagent")
+		if err != nil {
+			testAgent.err = err
+			return
+		}
+		testAgent.path = filepath.Join(dir, "testagent")
+		out, err := exec.Command("go", "build", "-o", testAgent.path, "./testagent").CombinedOutput()
+		if err != nil {
+			testAgent.err = fmt.Errorf("build testagent: %v\n%s", err, out)
+		}
+	})
+	if testAgent.err != nil {
+		t.Fatal(testAgent.err)
+	}
+	return testAgent.path
+}
+
+// proc is an agent running as its own process.
+type proc struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+// startProcess runs the test agent against the env's gateway and waits until
+// it is connected.
+func (e *env) startProcess(instance string) *proc {
+	e.t.Helper()
+	before := len(e.gw.Registry().All())
+	cmd := exec.Command(testAgentBinary(e.t))
+	cmd.Env = append(os.Environ(), "SPACEFIX_API_KEY="+e.agentKey, "SPACEFIX_URL="+e.url, "TESTAGENT_INSTANCE="+instance)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		e.t.Fatal(err)
+	}
+	p := &proc{cmd: cmd, done: make(chan struct{})}
+	go func() { cmd.Wait(); close(p.done) }()
+	e.t.Cleanup(func() { p.kill() })
+	waitFor(e.t, "the agent process to connect", func() bool { return len(e.gw.Registry().All()) > before })
+	return p
+}
+
+func (p *proc) kill() {
+	p.cmd.Process.Kill()
+	<-p.done
+}
+
+// term asks the agent to stop, as a deployment's rolling restart does.
+func (p *proc) term() { p.cmd.Process.Signal(syscall.SIGTERM) }
+
+func (p *proc) wait(t *testing.T) {
+	t.Helper()
+	select {
+	case <-p.done:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the agent process did not exit")
+	}
+}
+
+func TestAgentDisconnectMidCall(t *testing.T) {
+	e := newEnv(t)
+	forEachVersion(t, func(t *testing.T, v string) {
+		p := e.startProcess("")
+		cs := e.connect(v, e.clientKey, nil)
+		go func() {
+			waitFor(t, "the call to reach the agent", func() bool {
+				for _, r := range e.gw.Registry().All() {
+					if r.Inflight() > 0 {
+						return true
+					}
+				}
+				return false
+			})
+			p.kill() // the replica's connection drops mid-call
+		}()
+		res := call(t, cs, "hang", nil)
+		if want := "Agent disconnected before returning a result."; !res.IsError || text(res) != want {
+			t.Errorf("hang = isError %v %q, want %q", res.IsError, text(res), want)
+		}
+		waitFor(t, "the tool to leave the list", func() bool { return len(toolNames(t, cs)) == 0 })
+	})
+}
+
+// A rolling restart: the agent process is stopped and started again in the
+// middle of a stream of calls, and every call succeeds.
+func TestRestartLosesNoCalls(t *testing.T) {
+	e := newEnv(t, func(o *envOptions) { o.grace = 10 * time.Second })
+	first := e.startProcess("")
+	cs := e.connect("2025-11-25", e.clientKey, nil)
+
+	const callers, perCaller = 4, 40
+	var (
+		mu     sync.Mutex
+		failed []string
+		pids   = map[string]int{}
+	)
+	var wg sync.WaitGroup
+	for c := range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range perCaller {
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "work", Arguments: map[string]any{"ms": 20, "tag": fmt.Sprint(c, "-", i)}})
+				cancel()
+				mu.Lock()
+				switch {
+				case err != nil:
+					failed = append(failed, err.Error())
+				case res.IsError:
+					failed = append(failed, text(res))
+				default:
+					_, pid, _ := strings.Cut(text(res), " by ")
+					pids[pid]++
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	time.Sleep(300 * time.Millisecond) // calls are flowing
+	first.term()
+	first.wait(t)
+	e.startProcess("")
+	wg.Wait()
+
+	if len(failed) > 0 {
+		t.Errorf("%d of %d calls failed across the restart; first: %q", len(failed), callers*perCaller, failed[0])
+	}
+	if len(pids) != 2 {
+		t.Errorf("calls were served by %d processes (%v), want both the old and the new one", len(pids), pids)
+	}
+}

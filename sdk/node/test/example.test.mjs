@@ -1,0 +1,125 @@
+// End-to-end: the complete example of the guide "Building tools"
+// (examples/orders-node), run as its own process against a real gateway.
+import assert from 'node:assert/strict';
+import { execFile, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { promisify } from 'node:util';
+
+import { Gateway, repoRoot, textOf, toolNames, waitFor } from './harness.mjs';
+
+const exampleDir = join(repoRoot, 'examples', 'orders-node');
+
+describe('examples/orders-node', () => {
+  let gw;
+  let client;
+  let proc;
+  let output = '';
+
+  before(async () => {
+    if (!existsSync(join(exampleDir, 'node_modules', 'zod'))) {
+      await promisify(execFile)('npm', ['ci', '--no-audit', '--no-fund'], { cwd: exampleDir, timeout: 120_000 });
+    }
+    gw = await Gateway.start();
+    const apiKey = await gw.newKey('agent');
+    proc = spawn(process.execPath, ['agent.mjs'], {
+      cwd: exampleDir,
+      env: { ...process.env, SPACEFIX_API_KEY: apiKey, SPACEFIX_URL: gw.url },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    proc.stdout.setEncoding('utf8').on('data', (d) => (output += d));
+    proc.stderr.setEncoding('utf8').on('data', (d) => (output += d));
+    client = await gw.client();
+    await waitFor(async () => (await toolNames(client)).includes('get_order'), { what: `the example's tools (output: ${output})` });
+  });
+
+  after(async () => {
+    await client?.close();
+    if (proc && proc.exitCode === null) {
+      const exited = new Promise((r) => proc.once('exit', r));
+      proc.kill('SIGTERM');
+      await exited;
+    }
+    await gw?.dispose();
+  });
+
+  const call = (name, args) => client.callTool({ name, arguments: args });
+
+  it('connects and offers its three tools with their schemas', async () => {
+    assert.match(output, /spacefix: connected to the gateway \(project default, replica r-\w+, 3 tools, 1 resources, 1 prompts\)/);
+    const { tools } = await client.listTools();
+    assert.deepEqual(tools.map((t) => t.name).sort(), ['create_order', 'get_order', 'search_orders']);
+    const search = tools.find((t) => t.name === 'search_orders');
+    assert.equal(search.description, 'List orders for a customer, newest first. Returns an empty list when nothing matches.');
+    assert.deepEqual(search.inputSchema.required, ['customer']);
+    assert.deepEqual(search.inputSchema.properties.limit, {
+      type: 'integer', minimum: 1, maximum: 50, default: 10, description: 'How many orders to return (1 to 50)',
+    });
+    assert.deepEqual(tools.find((t) => t.name === 'get_order').inputSchema, {
+      type: 'object',
+      properties: { id: { type: 'string', description: 'The order id, for example "1042"' } },
+      required: ['id'],
+    });
+  });
+
+  it('get_order returns the order, or the error the guide shows', async () => {
+    const order = JSON.parse(textOf(await call('get_order', { id: '1042' })));
+    assert.equal(order.id, '1042');
+    assert.equal(order.customer, 'ada');
+    assert.deepEqual(await call('get_order', { id: '9999' }), {
+      content: [{ type: 'text', text: 'No order with id 9999. Ask the user to confirm the id, or use search_orders.' }],
+      isError: true,
+    });
+    assert.equal(
+      textOf(await call('get_order', {})),
+      "Input validation error: Invalid arguments for tool get_order: data must have required property 'id'",
+    );
+  });
+
+  it('search_orders lists newest first, applies the handler default, and is validated', async () => {
+    const orders = JSON.parse(textOf(await call('search_orders', { customer: 'ada' })));
+    assert.deepEqual(orders.map((o) => o.id), ['1042', '1040']);
+    assert.deepEqual(JSON.parse(textOf(await call('search_orders', { customer: 'ada', status: 'shipped' }))).map((o) => o.id), ['1040']);
+    assert.deepEqual(JSON.parse(textOf(await call('search_orders', { customer: 'ada', limit: 1 }))).map((o) => o.id), ['1042']);
+    assert.deepEqual(JSON.parse(textOf(await call('search_orders', { customer: 'nobody' }))), []);
+    assert.equal(
+      textOf(await call('search_orders', { customer: 'ada', limit: 51 })),
+      'Input validation error: Invalid arguments for tool search_orders: data/limit must be <= 50',
+    );
+    assert.equal(
+      textOf(await call('search_orders', { customer: 'ada', status: 'lost' })),
+      'Input validation error: Invalid arguments for tool search_orders: data/status must be equal to one of the allowed values',
+    );
+  });
+
+  it('create_order creates once per requestId', async () => {
+    const first = JSON.parse(textOf(await call('create_order', { requestId: 'req-1', customer: 'ada', total: 1999 })));
+    const again = JSON.parse(textOf(await call('create_order', { requestId: 'req-1', customer: 'ada', total: 1999 })));
+    const other = JSON.parse(textOf(await call('create_order', { requestId: 'req-2', customer: 'ada', total: 500 })));
+    assert.deepEqual(again, first);
+    assert.notEqual(other.id, first.id);
+    assert.equal(first.status, 'open');
+    assert.equal(
+      textOf(await call('create_order', { requestId: 'req-3', customer: 'ada', total: 1.5 })),
+      'Input validation error: Invalid arguments for tool create_order: data/total must be integer',
+    );
+  });
+
+  it('offers orders://open and summarise_order', async () => {
+    const { contents } = await client.readResource({ uri: 'orders://open' });
+    assert.equal(contents[0].mimeType, 'application/json');
+    const open = JSON.parse(contents[0].text);
+    assert.ok(open.length >= 2);
+    assert.ok(open.every((o) => o.status === 'open'));
+    assert.ok(open.some((o) => o.id === '1042'));
+
+    const { messages } = await client.getPrompt({ name: 'summarise_order', arguments: { id: '1042' } });
+    assert.equal(messages.length, 1);
+    assert.equal(messages[0].role, 'user');
+    assert.match(messages[0].content.text, /^Summarise this order politely, in two sentences:\n\{"id":"1042","customer":"ada",/);
+    await assert.rejects(client.getPrompt({ name: 'summarise_order', arguments: {} }), {
+      message: "MCP error -32602: Invalid arguments for prompt summarise_order: data must have required property 'id'",
+    });
+  });
+});

@@ -1,0 +1,657 @@
+// End-to-end: a real gateway built from this repository, real agents using
+// this SDK, and the official MCP TypeScript client.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+
+import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { type } from 'arktype';
+import { z } from 'zod';
+
+import { Agent, definePrompt, defineResource, defineTool, toolError, toolImage, toolText } from '../dist/index.js';
+import { Gateway, memoryLogger, startAgent, textOf, toolNames, waitFor } from './harness.mjs';
+
+const DOT_PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==';
+
+let gw;
+let client;
+const agents = [];
+
+before(async () => {
+  gw = await Gateway.start();
+  client = await gw.client();
+});
+
+after(async () => {
+  await client?.close();
+  await Promise.all(agents.map((a) => a.close()));
+  await gw?.dispose();
+});
+
+/** connect starts an agent and closes it after the file. */
+async function connect(items, options) {
+  const a = await startAgent(gw, items, options);
+  agents.push(a.agent);
+  return a;
+}
+
+/** untilTool waits until the client's tool list has (or, with present false, lacks) name. */
+function untilTool(name, present = true) {
+  return waitFor(async () => (await toolNames(client)).includes(name) === present, {
+    what: `tool ${name} to be ${present ? 'listed' : 'gone'}`,
+  });
+}
+
+const obj = { type: 'object' };
+
+describe('tools/list', () => {
+  it('shows names, titles, descriptions, schemas and annotations as defined', async () => {
+    const searchSchema = z.object({
+      customer: z.string().describe('Customer handle, for example "ada"'),
+      status: z.enum(['open', 'shipped', 'cancelled']).optional().describe('Only orders in this status'),
+      limit: z.number().int().min(1).max(50).default(10).describe('How many orders to return (1 to 50)'),
+    });
+    await connect([
+      defineTool({
+        name: 'list_lookup',
+        title: 'Look up an order',
+        description: 'Look up one order by its id.',
+        inputSchema: { type: 'object', properties: { id: { type: 'string', description: 'The order id' } }, required: ['id'] },
+        annotations: { title: 'Lookup', readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+        handler: () => 'x',
+      }),
+      defineTool({ name: 'list_search', description: 'List orders for a customer.', inputSchema: searchSchema, handler: () => [] }),
+    ]);
+    const { tools } = await client.listTools();
+    const lookup = tools.find((t) => t.name === 'list_lookup');
+    const search = tools.find((t) => t.name === 'list_search');
+    assert.deepEqual(lookup, {
+      name: 'list_lookup',
+      title: 'Look up an order',
+      description: 'Look up one order by its id.',
+      inputSchema: { type: 'object', properties: { id: { type: 'string', description: 'The order id' } }, required: ['id'] },
+      annotations: { title: 'Lookup', readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+    });
+    const { $schema, ...want } = z.toJSONSchema(searchSchema, { io: 'input' });
+    assert.deepEqual(search, { name: 'list_search', description: 'List orders for a customer.', inputSchema: want });
+    assert.deepEqual(search.inputSchema.required, ['customer']);
+  });
+});
+
+describe('results', () => {
+  const big = 'x'.repeat(4 * 1024 * 1024);
+  const cycle = { name: 'loop' };
+  cycle.self = cycle;
+  const tools = {
+    res_string: () => 'hello',
+    res_undefined: () => undefined,
+    res_null: async () => null,
+    res_object: async () => ({ id: '1042', items: ['mouse', 'pad'], total: 2599, open: true }),
+    res_number: () => 42,
+    res_content: () => ({ content: [{ type: 'text', text: 'one' }, { type: 'text', text: 'two' }] }),
+    res_content_error: () => ({ content: [{ type: 'text', text: 'Shaped failure.' }], isError: true }),
+    res_text: () => toolText('plain text'),
+    res_image: () => toolImage(DOT_PNG, 'image/png', 'a red dot'),
+    res_tool_error: () => toolError('The warehouse is closed. Try again after 8:00.'),
+    res_throw: () => {
+      throw new Error('No order with id 7. Ask the user to confirm the id, or use search_orders.');
+    },
+    res_reject: async () => {
+      throw new RangeError('limit too high for this customer');
+    },
+    res_bigint: () => ({ n: 10n }),
+    res_cycle: () => cycle,
+    res_too_large: () => big,
+    res_seventeen: () => ({ content: Array.from({ length: 17 }, (_, i) => ({ type: 'text', text: String(i) })) }),
+  };
+  let logs;
+
+  before(async () => {
+    ({ logs } = await connect(
+      Object.entries(tools).map(([name, handler]) => defineTool({ name, description: name, inputSchema: obj, handler })),
+    ));
+  });
+
+  const call = (name) => client.callTool({ name, arguments: {} });
+
+  it('sends a string as text, undefined and null as null, other values as JSON text', async () => {
+    assert.deepEqual(await call('res_string'), { content: [{ type: 'text', text: 'hello' }] });
+    assert.deepEqual(await call('res_undefined'), { content: [{ type: 'text', text: 'null' }] });
+    assert.deepEqual(await call('res_null'), { content: [{ type: 'text', text: 'null' }] });
+    assert.deepEqual(await call('res_object'), {
+      content: [{ type: 'text', text: '{"id":"1042","items":["mouse","pad"],"total":2599,"open":true}' }],
+    });
+    assert.deepEqual(await call('res_number'), { content: [{ type: 'text', text: '42' }] });
+  });
+
+  it('passes a value with a content array through, with isError', async () => {
+    assert.deepEqual(await call('res_content'), { content: [{ type: 'text', text: 'one' }, { type: 'text', text: 'two' }] });
+    assert.deepEqual(await call('res_content_error'), { content: [{ type: 'text', text: 'Shaped failure.' }], isError: true });
+  });
+
+  it('builds results with toolText, toolImage and toolError', async () => {
+    assert.deepEqual(await call('res_text'), { content: [{ type: 'text', text: 'plain text' }] });
+    assert.deepEqual(await call('res_image'), {
+      content: [
+        { type: 'image', data: DOT_PNG, mimeType: 'image/png' },
+        { type: 'text', text: 'a red dot' },
+      ],
+    });
+    assert.deepEqual(await call('res_tool_error'), {
+      content: [{ type: 'text', text: 'The warehouse is closed. Try again after 8:00.' }],
+      isError: true,
+    });
+  });
+
+  it('sends a thrown error as isError with the message only, and logs it', async () => {
+    assert.deepEqual(await call('res_throw'), {
+      content: [{ type: 'text', text: 'No order with id 7. Ask the user to confirm the id, or use search_orders.' }],
+      isError: true,
+    });
+    assert.deepEqual(await call('res_reject'), { content: [{ type: 'text', text: 'limit too high for this customer' }], isError: true });
+    assert.ok(
+      logs.some((l) => l.level === 'warn' && l.msg === 'spacefix: tool "res_throw" failed: No order with id 7. Ask the user to confirm the id, or use search_orders.'),
+    );
+  });
+
+  it('fails a result that cannot be serialised', async () => {
+    assert.deepEqual(await call('res_bigint'), {
+      content: [{ type: 'text', text: 'Result could not be serialised: Do not know how to serialize a BigInt' }],
+      isError: true,
+    });
+    const r = await call('res_cycle');
+    assert.equal(r.isError, true);
+    assert.equal(
+      textOf(r),
+      "Result could not be serialised: Converting circular structure to JSON --> starting at object with constructor 'Object' --- property 'self' closes the circle",
+    );
+  });
+
+  it('fails a result over 4 MiB, and one with 17 parts', async () => {
+    const n = Buffer.byteLength(JSON.stringify({ content: [{ type: 'text', text: big }] }));
+    assert.deepEqual(await call('res_too_large'), {
+      content: [{ type: 'text', text: `Result is too large: ${n.toLocaleString('en-US')} bytes; the limit is 4 MiB (4,194,304 bytes). Return less, or page through it.` }],
+      isError: true,
+    });
+    assert.deepEqual(await call('res_seventeen'), {
+      content: [{ type: 'text', text: 'Result has 17 content parts; a tool result carries 1 to 16.' }],
+      isError: true,
+    });
+  });
+});
+
+describe('schemas and validation', () => {
+  const seen = {};
+  before(async () => {
+    await connect([
+      defineTool({
+        name: 'search_orders',
+        description: 'List orders for a customer, newest first.',
+        inputSchema: z.object({
+          customer: z.string(),
+          status: z.enum(['open', 'shipped', 'cancelled']).optional(),
+          limit: z.number().int().min(1).max(50).default(10),
+          code: z.string().regex(/^[0-9]+$/).optional(),
+          note: z.string().refine((s) => s !== 'forbidden').optional(),
+          size: z.string().transform((s) => s.length).optional(),
+        }),
+        handler: (args) => {
+          seen.search = args;
+          return 'ok';
+        },
+      }),
+      defineTool({
+        name: 'get_order',
+        description: 'Look up one order.',
+        inputSchema: z.object({ id: z.string() }),
+        handler: ({ id }) => id,
+      }),
+      defineTool({
+        name: 'plain_schema',
+        description: 'Plain JSON Schema.',
+        inputSchema: { type: 'object', properties: { n: { type: 'integer', minimum: 1 } }, required: ['n'], additionalProperties: false },
+        handler: (args) => {
+          seen.plain = args;
+          return args.n * 2;
+        },
+      }),
+      defineTool({
+        name: 'ark_tool',
+        description: 'ArkType through Standard Schema.',
+        inputSchema: type({ id: 'string', 'count?': '1<=number<=5' }),
+        handler: (args) => {
+          seen.ark = args;
+          return `${args.id}:${args.count ?? 'none'}`;
+        },
+      }),
+    ]);
+  });
+
+  it('is validated by the gateway with its exact messages', async () => {
+    const bad = async (name, args) => {
+      const r = await client.callTool({ name, arguments: args });
+      assert.equal(r.isError, true);
+      return textOf(r);
+    };
+    assert.equal(
+      await bad('search_orders', { customer: 'ada', limit: 51 }),
+      'Input validation error: Invalid arguments for tool search_orders: data/limit must be <= 50',
+    );
+    assert.equal(
+      await bad('search_orders', { customer: 'ada', status: 'lost' }),
+      'Input validation error: Invalid arguments for tool search_orders: data/status must be equal to one of the allowed values',
+    );
+    assert.equal(await bad('get_order', {}), "Input validation error: Invalid arguments for tool get_order: data must have required property 'id'");
+    assert.equal(
+      await bad('search_orders', { customer: 'ada', code: '12a' }),
+      'Input validation error: Invalid arguments for tool search_orders: data/code must match pattern "^[0-9]+$"',
+    );
+    assert.equal(await bad('plain_schema', { n: 0 }), 'Input validation error: Invalid arguments for tool plain_schema: data/n must be >= 1');
+    assert.equal(
+      await bad('plain_schema', { n: 1, extra: true }),
+      'Input validation error: Invalid arguments for tool plain_schema: data must NOT have additional properties',
+    );
+    assert.equal(await bad('ark_tool', { id: 'a', count: 9 }), 'Input validation error: Invalid arguments for tool ark_tool: data/count must be <= 5');
+    assert.equal(seen.search, undefined, 'no invalid call reached the handler');
+  });
+
+  it('hands the arguments over as sent: no defaults, refinements or transforms', async () => {
+    const r = await client.callTool({ name: 'search_orders', arguments: { customer: 'ada', note: 'forbidden', size: 'large' } });
+    assert.equal(textOf(r), 'ok');
+    assert.deepEqual(seen.search, { customer: 'ada', note: 'forbidden', size: 'large' });
+    assert.equal(textOf(await client.callTool({ name: 'plain_schema', arguments: { n: 21 } })), '42');
+    assert.deepEqual(seen.plain, { n: 21 });
+    assert.equal(textOf(await client.callTool({ name: 'ark_tool', arguments: { id: 'a', count: 3 } })), 'a:3');
+    assert.deepEqual(seen.ark, { id: 'a', count: 3 });
+  });
+
+  it('advertises the Standard Schema as its JSON Schema', async () => {
+    const { tools } = await client.listTools();
+    assert.deepEqual(tools.find((t) => t.name === 'ark_tool').inputSchema, {
+      type: 'object',
+      properties: { id: { type: 'string' }, count: { type: 'number', minimum: 1, maximum: 5 } },
+      required: ['id'],
+    });
+  });
+});
+
+describe('the call', () => {
+  it('tells the handler its id, tool, caller and deadline', async () => {
+    let got;
+    await connect([
+      defineTool({
+        name: 'whoami',
+        description: 'd',
+        inputSchema: obj,
+        handler: (_args, call) => {
+          got = call;
+          return 'me';
+        },
+      }),
+      defineTool({ name: 'whoami_quick', description: 'd', inputSchema: obj, timeoutMs: 5000, handler: (_a, call) => call.deadline }),
+    ]);
+    const t0 = Date.now();
+    await client.callTool({ name: 'whoami', arguments: {} });
+    const t1 = Date.now();
+    assert.match(got.callId, /^c-/);
+    assert.equal(got.tool, 'whoami');
+    assert.equal(got.kind, 'tool');
+    assert.match(got.caller.keyId, /^key_/);
+    assert.equal(got.caller.id, got.caller.keyId);
+    assert.equal(typeof got.caller.keyName, 'string');
+    assert.equal(got.agent, got.caller);
+    assert.ok(got.deadline >= t0 + 30_000 - 50 && got.deadline <= t1 + 30_000 + 50, `deadline ${got.deadline - t0} ms after the call`);
+    assert.equal(got.signal.aborted, false);
+
+    const s0 = Date.now();
+    const deadline = Number(textOf(await client.callTool({ name: 'whoami_quick', arguments: {} })));
+    const s1 = Date.now();
+    assert.ok(deadline >= s0 + 5000 - 50 && deadline <= s1 + 5000 + 50, `deadline ${deadline - s0} ms after the call`);
+  });
+
+  it('passes progress lines to the client: 4 a second, the latest wins, cut to 200 characters', async () => {
+    await connect([
+      defineTool({
+        name: 'progress_burst',
+        description: 'd',
+        inputSchema: obj,
+        handler: async (_args, call) => {
+          for (let i = 1; i <= 10; i++) call.progress(`line ${i}`);
+          await new Promise((r) => setTimeout(r, 1300));
+          return 'done';
+        },
+      }),
+      defineTool({
+        name: 'progress_long',
+        description: 'd',
+        inputSchema: obj,
+        handler: async (_args, call) => {
+          call.progress('€'.repeat(250));
+          await new Promise((r) => setTimeout(r, 100));
+          return 'done';
+        },
+      }),
+      defineTool({
+        name: 'progress_then_result',
+        description: 'd',
+        inputSchema: obj,
+        handler: (_args, call) => {
+          for (let i = 1; i <= 6; i++) call.progress(`step ${i}`);
+          return 'done';
+        },
+      }),
+    ]);
+    const run = async (name) => {
+      const lines = [];
+      const r = await client.callTool({ name, arguments: {} }, undefined, { onprogress: (p) => lines.push(p.message) });
+      assert.equal(textOf(r), 'done');
+      return lines;
+    };
+    assert.deepEqual(await run('progress_burst'), ['line 1', 'line 2', 'line 3', 'line 4', 'line 10']);
+    assert.deepEqual(await run('progress_long'), ['€'.repeat(200)]);
+    // The held line (step 6) never follows the result.
+    assert.deepEqual(await run('progress_then_result'), ['step 1', 'step 2', 'step 3', 'step 4']);
+  });
+
+  it('aborts call.signal when the client cancels', async () => {
+    const started = [];
+    let reason;
+    await connect([
+      defineTool({
+        name: 'cancel_me',
+        description: 'd',
+        inputSchema: obj,
+        handler: async (_args, call) => {
+          started.push(call.callId);
+          await new Promise((r) => call.signal.addEventListener('abort', r));
+          reason = call.signal.reason;
+          return 'late';
+        },
+      }),
+    ]);
+    const ac = new AbortController();
+    const pending = client.callTool({ name: 'cancel_me', arguments: {} }, undefined, { signal: ac.signal });
+    await waitFor(() => started.length === 1, { what: 'the handler to start' });
+    ac.abort('the user pressed stop');
+    await assert.rejects(pending);
+    await waitFor(() => reason, { what: 'the signal to abort' });
+    assert.equal(reason.message, 'The client cancelled the call.');
+  });
+
+  it('times out after timeoutMs: the client is told, call.signal aborts', async () => {
+    let reason;
+    await connect([
+      defineTool({
+        name: 'too_slow',
+        description: 'd',
+        inputSchema: obj,
+        timeoutMs: 300,
+        handler: async (_args, call) => {
+          await new Promise((r) => call.signal.addEventListener('abort', r));
+          reason = call.signal.reason;
+          return 'late';
+        },
+      }),
+    ]);
+    const r = await client.callTool({ name: 'too_slow', arguments: {} });
+    assert.deepEqual(r, { content: [{ type: 'text', text: 'Request for tool "too_slow" timed out after 300ms' }], isError: true });
+    await waitFor(() => reason, { what: 'the signal to abort' });
+    assert.equal(reason.name, 'TimeoutError');
+  });
+});
+
+describe('resources', () => {
+  before(async () => {
+    await connect([
+      defineResource({
+        uri: 'orders://open',
+        name: 'Open orders',
+        description: 'Every order that has not shipped yet',
+        mimeType: 'application/json',
+        handler: async () => [{ id: '1042', status: 'open' }],
+      }),
+      defineResource({ uri: 'notes://readme', name: 'Readme', handler: () => 'Read me first.' }),
+      defineResource({ uri: 'notes://plain', name: 'Plain', mimeType: 'text/plain', handler: () => 'hi' }),
+      defineResource({
+        uri: 'broken://catalogue',
+        name: 'Catalogue',
+        handler: () => {
+          throw new Error('The catalogue is offline; try again in a minute.');
+        },
+      }),
+    ]);
+  });
+
+  it('lists resources with their mimeType, application/json by default', async () => {
+    const { resources } = await client.listResources();
+    const byUri = Object.fromEntries(resources.map((r) => [r.uri, r]));
+    assert.deepEqual(byUri['orders://open'], {
+      uri: 'orders://open', name: 'Open orders', description: 'Every order that has not shipped yet', mimeType: 'application/json',
+    });
+    assert.deepEqual(byUri['notes://readme'], { uri: 'notes://readme', name: 'Readme', mimeType: 'application/json' });
+    assert.deepEqual(byUri['notes://plain'], { uri: 'notes://plain', name: 'Plain', mimeType: 'text/plain' });
+  });
+
+  it('reads a value as JSON and a string as is', async () => {
+    assert.deepEqual((await client.readResource({ uri: 'orders://open' })).contents, [
+      { uri: 'orders://open', mimeType: 'application/json', text: '[{"id":"1042","status":"open"}]' },
+    ]);
+    assert.deepEqual((await client.readResource({ uri: 'notes://readme' })).contents, [
+      { uri: 'notes://readme', mimeType: 'application/json', text: 'Read me first.' },
+    ]);
+    assert.deepEqual((await client.readResource({ uri: 'notes://plain' })).contents, [{ uri: 'notes://plain', mimeType: 'text/plain', text: 'hi' }]);
+  });
+
+  it('fails a throwing read with JSON-RPC error -32603 and the message', async () => {
+    await assert.rejects(client.readResource({ uri: 'broken://catalogue' }), (err) => {
+      assert.equal(err.code, -32603);
+      assert.equal(err.message, 'MCP error -32603: The catalogue is offline; try again in a minute.');
+      return true;
+    });
+  });
+});
+
+describe('prompts', () => {
+  before(async () => {
+    await connect([
+      definePrompt({
+        name: 'summarise_order',
+        title: 'Summarise an order',
+        description: 'Write a short, polite summary of an order for a support reply.',
+        argsSchema: z.object({ id: z.string().describe('The order id'), tone: z.string().optional().describe('How formal') }),
+        handler: ({ id, tone }) => `Summarise order ${id}${tone ? ` in a ${tone} tone` : ''}.`,
+      }),
+      definePrompt({
+        name: 'support_chat',
+        description: 'A short exchange.',
+        handler: () => ({
+          messages: [
+            { role: 'user', content: 'My order is late.' },
+            { role: 'assistant', content: { type: 'text', text: 'Sorry to hear that. What is the order id?' } },
+          ],
+        }),
+      }),
+      definePrompt({
+        name: 'prompt_throws',
+        handler: () => {
+          throw new Error('The template store is down.');
+        },
+      }),
+    ]);
+  });
+
+  it('lists prompts with their arguments', async () => {
+    const { prompts } = await client.listPrompts();
+    assert.deepEqual(prompts.find((p) => p.name === 'summarise_order'), {
+      name: 'summarise_order',
+      title: 'Summarise an order',
+      description: 'Write a short, polite summary of an order for a support reply.',
+      arguments: [
+        { name: 'id', description: 'The order id', required: true },
+        { name: 'tone', description: 'How formal' },
+      ],
+    });
+  });
+
+  it('renders a string as one user message, and a messages form', async () => {
+    assert.deepEqual(await client.getPrompt({ name: 'summarise_order', arguments: { id: '1042', tone: 'warm' } }), {
+      messages: [{ role: 'user', content: { type: 'text', text: 'Summarise order 1042 in a warm tone.' } }],
+    });
+    assert.deepEqual((await client.getPrompt({ name: 'support_chat' })).messages, [
+      { role: 'user', content: { type: 'text', text: 'My order is late.' } },
+      { role: 'assistant', content: { type: 'text', text: 'Sorry to hear that. What is the order id?' } },
+    ]);
+  });
+
+  it('refuses a missing required argument before the handler', async () => {
+    await assert.rejects(client.getPrompt({ name: 'summarise_order', arguments: {} }), {
+      code: -32602,
+      message: "MCP error -32602: Invalid arguments for prompt summarise_order: data must have required property 'id'",
+    });
+  });
+
+  it('fails a throwing prompt with the message', async () => {
+    await assert.rejects(client.getPrompt({ name: 'prompt_throws' }), {
+      code: -32603,
+      message: 'MCP error -32603: The template store is down.',
+    });
+  });
+});
+
+describe('registration', () => {
+  it('setEnabled hides and shows a tool, with tools/list_changed', async () => {
+    const changes = [];
+    const c = await gw.client();
+    after(() => c.close());
+    c.setNotificationHandler(ToolListChangedNotificationSchema, () => changes.push(Date.now()));
+    const { agent } = await connect([
+      defineTool({ name: 'toggle_me', description: 'd', inputSchema: obj, handler: () => 'on' }),
+    ]);
+    await waitFor(async () => (await toolNames(c)).includes('toggle_me'));
+    const before = changes.length;
+
+    await agent.setEnabled('toggle_me', false);
+    await waitFor(() => changes.length > before, { what: 'tools/list_changed' });
+    assert.equal((await toolNames(c)).includes('toggle_me'), false);
+    await assert.rejects(c.callTool({ name: 'toggle_me', arguments: {} }), {
+      code: -32602,
+      message: 'MCP error -32602: Tool toggle_me not found',
+    });
+
+    const mid = changes.length;
+    await agent.setEnabled('toggle_me', true);
+    await waitFor(() => changes.length > mid, { what: 'tools/list_changed' });
+    assert.equal(textOf(await c.callTool({ name: 'toggle_me', arguments: {} })), 'on');
+  });
+
+  it('registers a tool switched off before connect', async () => {
+    const logger = memoryLogger();
+    const agent = new Agent({ apiKey: await gw.newKey(), url: gw.url, logger });
+    agents.push(agent);
+    agent.register(defineTool({ name: 'starts_off', description: 'd', inputSchema: obj, handler: () => 'on now' }));
+    await agent.setEnabled('starts_off', false);
+    agent.register(defineTool({ name: 'beside_it', description: 'd', inputSchema: obj, handler: () => 1 }));
+    await agent.connect();
+    await untilTool('beside_it');
+    assert.equal((await toolNames(client)).includes('starts_off'), false);
+    await agent.setEnabled('starts_off', true);
+    await untilTool('starts_off');
+    assert.equal(textOf(await client.callTool({ name: 'starts_off', arguments: {} })), 'on now');
+  });
+
+  it('replaces an earlier definition of the same name', async () => {
+    const agent = new Agent({ apiKey: await gw.newKey(), url: gw.url, logger: memoryLogger() });
+    agents.push(agent);
+    agent.register([
+      defineTool({ name: 'replace_me', description: 'first', inputSchema: obj, handler: () => 'one' }),
+      defineResource({ uri: 'replace://me', name: 'First', handler: () => 'one' }),
+      definePrompt({ name: 'replace_prompt', description: 'first', handler: () => 'one' }),
+    ]);
+    agent.register([
+      defineTool({ name: 'replace_me', description: 'second', inputSchema: obj, handler: () => 'two' }),
+      defineResource({ uri: 'replace://me', name: 'Second', handler: () => 'two' }),
+      definePrompt({ name: 'replace_prompt', description: 'second', handler: () => 'two' }),
+    ]);
+    await agent.connect();
+    const { tools } = await client.listTools();
+    assert.deepEqual(tools.filter((t) => t.name === 'replace_me').map((t) => t.description), ['second']);
+    assert.equal(textOf(await client.callTool({ name: 'replace_me', arguments: {} })), 'two');
+    const { resources } = await client.listResources();
+    assert.deepEqual(resources.filter((r) => r.uri === 'replace://me').map((r) => r.name), ['Second']);
+    assert.equal((await client.readResource({ uri: 'replace://me' })).contents[0].text, 'two');
+    const { prompts } = await client.listPrompts();
+    assert.deepEqual(prompts.filter((p) => p.name === 'replace_prompt').map((p) => p.description), ['second']);
+    assert.equal((await client.getPrompt({ name: 'replace_prompt' })).messages[0].content.text, 'two');
+  });
+
+  it('logs the refusal of an invalid name and keeps retrying', async () => {
+    const logger = memoryLogger();
+    const agent = new Agent({ apiKey: await gw.newKey(), url: gw.url, logger });
+    agent.register([
+      defineTool({ name: 'fine_tool', description: 'd', inputSchema: obj, handler: () => 1 }),
+      defineTool({ name: 'bad name', description: 'd', inputSchema: obj, handler: () => 1 }),
+    ]);
+    const connected = agent.connect();
+    const refusals = () => logger.lines.filter((l) => l.level === 'error' && l.msg.includes('400 Bad Request: Invalid tool name "bad name".'));
+    await waitFor(() => refusals().length >= 2, { what: 'two logged refusals' });
+    await agent.close();
+    await connected;
+    assert.match(refusals()[0].msg, /^spacefix: the gateway refused the agent: register: 400 Bad Request: Invalid tool name "bad name"\. Retrying in 0\.\d s \(attempt 1\)\.$/);
+    assert.equal(logger.lines[0].msg, 'spacefix: Invalid tool name "bad name". The gateway will refuse the connection until the name is fixed.');
+    assert.equal((await toolNames(client)).includes('fine_tool'), false);
+
+    const reserved = memoryLogger();
+    const a2 = new Agent({ apiKey: await gw.newKey(), url: gw.url, logger: reserved });
+    a2.register(defineTool({ name: 'github__search', description: 'd', inputSchema: obj, handler: () => 1 }));
+    void a2.connect();
+    await waitFor(() => reserved.lines.some((l) => l.level === 'error'), { what: 'a logged refusal' });
+    await a2.close();
+    assert.ok(
+      reserved.lines.some((l) => l.msg.includes('400 Bad Request: Invalid tool name "github__search": names containing "__" are reserved for bridged MCP servers.')),
+      JSON.stringify(reserved.lines),
+    );
+  });
+});
+
+describe('namespaces and instances', () => {
+  it('exposes a namespaced agent\'s tools as <name>_<tool>', async () => {
+    let seenTool;
+    await connect(
+      [
+        defineTool({
+          name: 'run_tests',
+          description: 'Runs the tests.',
+          inputSchema: obj,
+          handler: (_args, call) => {
+            seenTool = call.tool;
+            return 'All tests passed';
+          },
+        }),
+      ],
+      { name: 'test-radar', namespace: true },
+    );
+    await untilTool('test_radar_run_tests');
+    assert.equal((await toolNames(client)).includes('run_tests'), false);
+    assert.equal(textOf(await client.callTool({ name: 'test_radar_run_tests', arguments: {} })), 'All tests passed');
+    assert.equal(seenTool, 'run_tests');
+  });
+
+  it(
+    'lets a caller pick an instance when replicas name theirs',
+    { todo: 'needs gateway: the exposed tool has no `instance` argument and calls do not route by it yet' },
+    async () => {
+      const apiKey = await gw.newKey();
+      const mk = (instance) =>
+        connect([defineTool({ name: 'where_am_i', description: 'd', inputSchema: obj, handler: () => instance })], { apiKey, instance });
+      await mk('eu-1');
+      await mk('us-1');
+      const { tools } = await client.listTools();
+      const t = tools.find((x) => x.name === 'where_am_i');
+      assert.deepEqual(t.inputSchema.properties?.instance?.enum?.slice().sort(), ['eu-1', 'us-1']);
+      assert.equal(t.inputSchema.required?.includes('instance') ?? false, false);
+      for (let i = 0; i < 4; i++) {
+        assert.equal(textOf(await client.callTool({ name: 'where_am_i', arguments: { instance: 'us-1' } })), 'us-1');
+        assert.equal(textOf(await client.callTool({ name: 'where_am_i', arguments: { instance: 'eu-1' } })), 'eu-1');
+      }
+    },
+  );
+});

@@ -1,0 +1,102 @@
+// End-to-end: the agent survives the gateway going away and coming back.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+
+import { defineTool } from '../dist/index.js';
+import { Gateway, startAgent, textOf, waitFor } from './harness.mjs';
+
+describe('reconnecting', () => {
+  let gw;
+  let agent;
+  let logs;
+  const inFlight = { started: false, reason: undefined };
+
+  before(async () => {
+    gw = await Gateway.start();
+    ({ agent, logs } = await startAgent(gw, [
+      defineTool({ name: 'ping_me', description: 'd', inputSchema: { type: 'object' }, handler: () => 'pong' }),
+      defineTool({
+        name: 'hang',
+        description: 'd',
+        inputSchema: { type: 'object' },
+        handler: async (_args, call) => {
+          inFlight.started = true;
+          await new Promise((r) => call.signal.addEventListener('abort', r));
+          inFlight.reason = call.signal.reason;
+          return 'late';
+        },
+      }),
+    ]));
+  });
+
+  after(async () => {
+    await agent?.close();
+    await gw?.dispose();
+  });
+
+  /** callWhenBack calls ping_me with a new client until the agent is back. */
+  const callWhenBack = () =>
+    waitFor(
+      async () => {
+        const c = await gw.client();
+        try {
+          const r = await c.callTool({ name: 'ping_me', arguments: {} });
+          return !r.isError && textOf(r) === 'pong';
+        } finally {
+          await c.close();
+        }
+      },
+      { ms: 15_000, every: 100, what: 'ping_me to answer through the restarted gateway' },
+    );
+
+  it('reconnects after the gateway restarts', async () => {
+    const c = await gw.client();
+    assert.equal(textOf(await c.callTool({ name: 'ping_me', arguments: {} })), 'pong');
+    await c.close();
+    await gw.restart();
+    assert.ok(
+      logs.some((l) => l.level === 'info' && /^spacefix: the gateway is going away \(gateway shutting down\); reconnecting in 0\.[23] s$/.test(l.msg)),
+      JSON.stringify(logs),
+    );
+    await callWhenBack();
+    assert.equal(agent.connected, true);
+  });
+
+  it('keeps retrying with growing backoff while the gateway is down, and connects when it is back', async () => {
+    await gw.stop();
+    const refused = () => logs.filter((l) => l.level === 'warn' && l.msg.startsWith('spacefix: cannot connect to the gateway (register: connect ECONNREFUSED'));
+    await waitFor(() => refused().length >= 2, { what: 'two failed attempts' });
+    // After the goodbye (attempt 1): about 500 ms, then about 1 s.
+    assert.match(refused()[0].msg, /; retrying in 0\.[4-6] s \(attempt 2\)$/);
+    assert.match(refused()[1].msg, /; retrying in (0\.[89]|1\.[0-2]) s \(attempt 3\)$/);
+    assert.equal(agent.connected, false);
+    await gw.start();
+    await callWhenBack();
+    assert.equal(agent.connected, true);
+  });
+
+  it(
+    'cancels a call in flight with reason shutdown when the gateway stops',
+    { todo: 'needs gateway: on SIGTERM with a call in flight it waits out the call (30 s), ignoring --shutdown-grace, and sends no cancel/goodbye' },
+    async () => {
+      const c = await gw.client();
+      const pending = c.callTool({ name: 'hang', arguments: {} }).then(
+        (r) => r,
+        (err) => err,
+      );
+      await waitFor(() => inFlight.started, { what: 'the handler to start' });
+      gw.proc.kill('SIGTERM');
+      try {
+        await waitFor(() => inFlight.reason, { ms: 4000, what: 'the signal to abort within the 1 s grace' });
+        assert.equal(inFlight.reason.message, 'The gateway is shutting down and stopped the call.');
+        assert.deepEqual(await pending, {
+          content: [{ type: 'text', text: 'The gateway is shutting down and stopped this call. Try again in a moment.' }],
+          isError: true,
+        });
+      } finally {
+        await gw.stop();
+        await c.close().catch(() => {});
+      }
+    },
+  );
+});
