@@ -37,6 +37,14 @@ func tool(name string) agentproto.Tool {
 	return agentproto.Tool{Name: name, Description: "d", InputSchema: json.RawMessage(`{"type":"object"}`)}
 }
 
+func regWith(tools ...string) agentproto.Registration {
+	var r agentproto.Registration
+	for _, n := range tools {
+		r.Tools = append(r.Tools, tool(n))
+	}
+	return r
+}
+
 func regJSON(t *testing.T, r agentproto.Registration) []byte {
 	t.Helper()
 	if r.Protocol == 0 {

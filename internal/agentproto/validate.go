@@ -52,6 +52,19 @@ func CheckToolName(kind, name string) string {
 	if strings.Contains(name, "__") {
 		return fmt.Sprintf("Invalid %s name %q: names containing \"__\" are reserved for bridged MCP servers.", kind, name)
 	}
+	return CheckReserved(kind, name)
+}
+
+// ReservedPrefix starts the names of the gateway's own tools; agents may
+// not expose a name that starts with it.
+const ReservedPrefix = "spacefix_"
+
+// CheckReserved returns the message for an exposed name the gateway keeps
+// for itself, or "".
+func CheckReserved(kind, exposed string) string {
+	if strings.HasPrefix(strings.ToLower(exposed), ReservedPrefix) {
+		return fmt.Sprintf("Invalid %s name %q: names starting with %q are reserved for the gateway's own tools.", kind, exposed, ReservedPrefix)
+	}
 	return ""
 }
 

@@ -7,6 +7,8 @@
 package agents
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -129,12 +131,28 @@ type Tool struct {
 	Def      agentproto.Tool // as registered; Def.Name is the registered name
 	Schema   *schema.Schema
 	Enabled  bool
+	// OwnsInstance: the tool's own schema has an "instance" property, so the
+	// gateway does not add its instance argument.
+	OwnsInstance bool
 	// Replicas are the connected replicas that offer the tool; empty while
 	// the tool is listed only because of the grace period.
 	Replicas []*Replica
 	// GraceUntil, while Replicas is empty, is when the tool stops being
 	// listed.
 	GraceUntil time.Time
+}
+
+// Instances returns the sorted, distinct instance names of the replicas
+// that serve t.
+func (t *Tool) Instances() []string {
+	var out []string
+	for _, r := range t.Replicas {
+		if r.Instance != "" && !slices.Contains(out, r.Instance) {
+			out = append(out, r.Instance)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // ReadOnly reports whether the agent declares the tool a read.
@@ -373,6 +391,7 @@ func (r *Registry) rebuildLocked(p *project) {
 			t := &Tool{
 				Name: exp, AgentKey: a.keyID, Def: def, Schema: a.schemas[def.Name],
 				Enabled: !a.disabled[def.Name], Replicas: reps, GraceUntil: graceUntil,
+				OwnsInstance: hasProperty(def.InputSchema, "instance"),
 			}
 			s.Tools[exp] = t
 			s.ToolList = append(s.ToolList, t)
@@ -401,6 +420,19 @@ func (r *Registry) rebuildLocked(p *project) {
 	if old := p.snap.Swap(s); old != nil {
 		close(old.Changed)
 	}
+}
+
+// hasProperty reports whether an object schema declares property name.
+func hasProperty(schema json.RawMessage, name string) bool {
+	if !bytes.Contains(schema, []byte(`"`+name+`"`)) {
+		return false
+	}
+	var s struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	json.Unmarshal(schema, &s)
+	_, ok := s.Properties[name]
+	return ok
 }
 
 // liveReplicas returns the replicas the dashboard has not disabled.

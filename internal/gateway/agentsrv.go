@@ -64,8 +64,13 @@ func (g *Gateway) handleRegister(w http.ResponseWriter, r *http.Request) {
 	}
 	schemas := make(map[string]*schema.Schema, len(reg.Tools))
 	for _, t := range reg.Tools {
-		if exp := agents.ExposedName(reg, t.Name); len(exp) > agentproto.MaxNameLen {
+		exp := agents.ExposedName(reg, t.Name)
+		if len(exp) > agentproto.MaxNameLen {
 			http.Error(w, fmt.Sprintf("Tool name %q becomes %q with the namespace, longer than %d characters. Shorten the agent or tool name.", t.Name, exp, agentproto.MaxNameLen), http.StatusBadRequest)
+			return
+		}
+		if msg := agentproto.CheckReserved("tool", exp); msg != "" {
+			http.Error(w, msg, http.StatusBadRequest)
 			return
 		}
 		s, err := schema.Compile(t.InputSchema)

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -40,12 +42,24 @@ func (f *Front) toolHandler(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 	if len(args) == 0 || string(args) == "null" {
 		args = json.RawMessage("{}")
 	}
+	var instance string
+	if !t.OwnsInstance {
+		var problem string
+		if args, instance, problem = splitInstance(args); problem != "" {
+			return errorResult(fmt.Sprintf("Input validation error: Invalid arguments for tool %s: %s", t.Name, problem)), nil
+		}
+	}
 	if err := t.Schema.Validate(args); err != nil {
 		var ve *schema.ValidationError
 		if errors.As(err, &ve) {
 			return errorResult(fmt.Sprintf("Input validation error: Invalid arguments for tool %s: %s", t.Name, ve.Error())), nil
 		}
 		return errorResult(fmt.Sprintf("Input validation error: Invalid arguments for tool %s: %v", t.Name, err)), nil
+	}
+
+	if instance != "" && !slices.Contains(t.Instances(), instance) {
+		return errorResult(fmt.Sprintf("Instance %q of tool %s is not connected. Connected instances: %s. Leave instance out to let the gateway choose.",
+			instance, t.Name, strings.Join(t.Instances(), ", "))), nil
 	}
 
 	// Delivery to one replica, within the tool's wait.
@@ -60,6 +74,7 @@ func (f *Front) toolHandler(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 		Args:     args,
 		Caller:   agentproto.Caller{KeyID: key.ID, KeyName: key.Name},
 		Wait:     wait,
+		Instance: instance,
 		Progress: progressSender(ctx, req),
 	})
 

@@ -164,7 +164,7 @@ func advertisedTool(t *agents.Tool) *mcp.Tool {
 		Name:        t.Name,
 		Title:       t.Def.Title,
 		Description: t.Def.Description,
-		InputSchema: t.Def.InputSchema,
+		InputSchema: withInstanceArg(t),
 	}
 	if len(t.Def.OutputSchema) > 0 {
 		mt.OutputSchema = t.Def.OutputSchema

@@ -1,0 +1,65 @@
+package mcpfront
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/spacefix/spacefix/internal/agents"
+)
+
+// instanceArg is the optional argument the gateway adds to a tool whose
+// replicas have instance names, to let the caller pick one.
+const instanceArg = "instance"
+
+// withInstanceArg returns the tool's input schema with the instance argument
+// added, when it has named replicas and no "instance" of its own.
+func withInstanceArg(t *agents.Tool) json.RawMessage {
+	instances := t.Instances()
+	if len(instances) == 0 || t.OwnsInstance {
+		return t.Def.InputSchema
+	}
+	var s map[string]any
+	if err := json.Unmarshal(t.Def.InputSchema, &s); err != nil {
+		return t.Def.InputSchema
+	}
+	props, _ := s["properties"].(map[string]any)
+	if props == nil {
+		props = map[string]any{}
+		s["properties"] = props
+	}
+	props[instanceArg] = map[string]any{
+		"type": "string",
+		"enum": instances,
+		"description": fmt.Sprintf("Which instance of the agent runs this call: %s. Leave it out to let the gateway choose any.",
+			strings.Join(instances, ", ")),
+	}
+	b, err := json.Marshal(s)
+	if err != nil {
+		return t.Def.InputSchema
+	}
+	return b
+}
+
+// splitInstance takes the instance argument out of args. It returns a
+// validation message (ajv-worded) when the argument is not a string.
+func splitInstance(args json.RawMessage) (rest json.RawMessage, instance, problem string) {
+	if !bytes.Contains(args, []byte(`"`+instanceArg+`"`)) {
+		return args, "", ""
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(args, &m) != nil {
+		return args, "", ""
+	}
+	raw, ok := m[instanceArg]
+	if !ok {
+		return args, "", ""
+	}
+	if json.Unmarshal(raw, &instance) != nil {
+		return args, "", "data/instance must be string"
+	}
+	delete(m, instanceArg)
+	rest, _ = json.Marshal(m)
+	return rest, instance, ""
+}
