@@ -58,6 +58,12 @@ type call struct {
 	progress *throttle
 
 	cancelled atomic.Bool // by the gateway: its answer is not wanted
+
+	// Questions to the user (Confirm).
+	sess      *session
+	confirmed chan agentproto.Message // the gateway's answers
+	mu        sync.Mutex
+	inputs    int // questions asked so far
 }
 
 // throttle passes progress lines to send at most MaxProgressPerSec in any

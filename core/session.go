@@ -112,6 +112,16 @@ func (s *session) serve(ctx context.Context, registered map[string]bool) (welcom
 			s.start(m)
 		case agentproto.TypeCancel:
 			s.cancelCall(m.ID, m.Reason)
+		case agentproto.TypeConfirmed:
+			s.mu.Lock()
+			c := s.calls[m.ID]
+			s.mu.Unlock()
+			if c != nil {
+				select {
+				case c.confirmed <- m:
+				default: // nobody asked, or an answer is already waiting
+				}
+			}
 		case agentproto.TypeGoodbye:
 			return true, fmt.Errorf("%w: %s", errGoodbye, m.Message)
 		}
@@ -213,7 +223,7 @@ func (s *session) start(m agentproto.Message) {
 			Message: fmt.Sprintf("This agent has no %s %q.", m.Kind, m.Name)})
 		return
 	}
-	c := &call{info: Call{ID: m.ID, Kind: m.Kind, Tool: m.Name}}
+	c := &call{info: Call{ID: m.ID, Kind: m.Kind, Tool: m.Name}, sess: s, confirmed: make(chan agentproto.Message, 1)}
 	if m.Caller != nil {
 		c.info.KeyID, c.info.KeyName = m.Caller.KeyID, m.Caller.KeyName
 	}

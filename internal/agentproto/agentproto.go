@@ -129,6 +129,8 @@ const (
 	TypeSetEnabled = "set_enabled" // A→G: switch tool Name on or off for every replica
 	TypeGoodbye    = "goodbye"     // G→A: the gateway is going away; reconnect later
 	TypeDrain      = "drain"       // A→G: send no new calls; the agent stops after the running ones
+	TypeConfirm    = "confirm"     // A→G: ask the user a yes/no question for call ID
+	TypeConfirmed  = "confirmed"   // G→A: the user's answer (Accepted) or why there is none (Message)
 )
 
 // Call kinds.
@@ -169,6 +171,10 @@ type Message struct {
 	Result json.RawMessage `json:"result,omitempty"`
 	// Enabled goes with set_enabled.
 	Enabled *bool `json:"enabled,omitempty"`
+	// Input names one question of a call, on confirm and confirmed.
+	Input string `json:"input,omitempty"`
+	// Accepted is the user's answer, on confirmed.
+	Accepted *bool `json:"accepted,omitempty"`
 	// Welcome goes with welcome.
 	Welcome *Welcome `json:"welcome,omitempty"`
 }

@@ -121,17 +121,18 @@ func (g *Gateway) handleConnect(w http.ResponseWriter, r *http.Request) {
 		},
 	})
 	rep.Conn = conn
-	g.reg.Add(rep, t.schemas)
-	defer g.reg.Remove(rep)
-	g.log.Info("agent connected", "replica", rep.ID, "agent", key.ID, "project", project.Name,
-		"instance", rep.Instance, "tools", len(t.reg.Tools), "sdk", t.reg.SDK)
-
+	// The welcome goes first: once the replica is in the registry, calls
+	// (some may be waiting for it) can go out at once.
 	err = conn.Send(g.ctx, &agentproto.Message{Type: agentproto.TypeWelcome, Welcome: &agentproto.Welcome{
 		Protocol: agentproto.Version, Replica: rep.ID, Project: project.Name, Agent: key.ID,
 		CallWaitMs: int(project.Settings.CallWait().Milliseconds()), HeartbeatMs: int(g.cfg.Heartbeat.Milliseconds()),
 	}})
 	if err == nil {
+		g.reg.Add(rep, t.schemas)
+		g.log.Info("agent connected", "replica", rep.ID, "agent", key.ID, "project", project.Name,
+			"instance", rep.Instance, "tools", len(t.reg.Tools), "sdk", t.reg.SDK)
 		err = conn.Serve(g.ctx)
+		g.reg.Remove(rep)
 	}
 	g.log.Info("agent disconnected", "replica", rep.ID, "agent", key.ID, "reason", closeReason(err))
 }

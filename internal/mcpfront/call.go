@@ -36,49 +36,104 @@ func (f *Front) toolHandler(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 	if t == nil {
 		return nil, fmt.Errorf("Tool %s not found", trimName(req.Params.Name))
 	}
+	progress := progressSender(ctx, req)
+
+	// A retry that carries the user's answer to the agent's question: the
+	// call is still running on its replica.
+	if req.Params.RequestState != "" {
+		h, err := f.held.resume(req.Params.RequestState, key.ID)
+		if err != nil {
+			return errorResult(err.Error()), nil
+		}
+		accepted, problem := answer(req, h.input)
+		h.call.Answer(h.input, accepted, problem)
+		return f.await(ctx, req, t, key, h.call, h.call.Wait(ctx, progress), h.start)
+	}
 
 	// Validation: before any agent sees the call; not logged, not billed.
-	args := req.Params.Arguments
-	if len(args) == 0 || string(args) == "null" {
-		args = json.RawMessage("{}")
+	args, instance, problem := f.checkArgs(t, req.Params.Arguments)
+	if problem != "" {
+		return errorResult(fmt.Sprintf("Input validation error: Invalid arguments for tool %s: %s", t.Name, problem)), nil
 	}
-	var instance string
-	if !t.OwnsInstance {
-		var problem string
-		if args, instance, problem = splitInstance(args); problem != "" {
-			return errorResult(fmt.Sprintf("Input validation error: Invalid arguments for tool %s: %s", t.Name, problem)), nil
-		}
-	}
-	if err := t.Schema.Validate(args); err != nil {
-		var ve *schema.ValidationError
-		if errors.As(err, &ve) {
-			return errorResult(fmt.Sprintf("Input validation error: Invalid arguments for tool %s: %s", t.Name, ve.Error())), nil
-		}
-		return errorResult(fmt.Sprintf("Input validation error: Invalid arguments for tool %s: %v", t.Name, err)), nil
-	}
-
 	if instance != "" && !slices.Contains(t.Instances(), instance) {
 		return errorResult(fmt.Sprintf("Instance %q of tool %s is not connected. Connected instances: %s. Leave instance out to let the gateway choose.",
 			instance, t.Name, strings.Join(t.Instances(), ", "))), nil
 	}
 
 	// Delivery to one replica, within the tool's wait.
-	wait := f.settings.get(ctx, key.ProjectID).CallWait()
-	if t.Def.TimeoutMs > 0 {
-		wait = time.Duration(t.Def.TimeoutMs) * time.Millisecond
-	}
 	start := time.Now()
-	res := route.Deliver(ctx, f.reg, key.ProjectID, toolTarget(t.Name, t.AgentKey), route.Request{
+	call, res := route.Start(ctx, f.reg, key.ProjectID, toolTarget(t.Name, t.AgentKey), route.Request{
 		Kind:     agentproto.KindTool,
 		Name:     t.Def.Name,
 		Args:     args,
 		Caller:   agentproto.Caller{KeyID: key.ID, KeyName: key.Name},
-		Wait:     wait,
+		Wait:     f.wait(ctx, t, key),
 		Instance: instance,
-		Progress: progressSender(ctx, req),
 	})
+	if call != nil {
+		res = call.Wait(ctx, progress)
+	}
+	return f.await(ctx, req, t, key, call, res, start)
+}
 
-	// Result or error.
+// checkArgs takes out the gateway's instance argument and validates the
+// rest against the tool's schema. problem is the ajv-worded reason when
+// they do not match.
+func (f *Front) checkArgs(t *agents.Tool, args json.RawMessage) (_ json.RawMessage, instance, problem string) {
+	if len(args) == 0 || string(args) == "null" {
+		args = json.RawMessage("{}")
+	}
+	if !t.OwnsInstance {
+		if args, instance, problem = splitInstance(args); problem != "" {
+			return nil, "", problem
+		}
+	}
+	if err := t.Schema.Validate(args); err != nil {
+		var ve *schema.ValidationError
+		if errors.As(err, &ve) {
+			return nil, "", ve.Error()
+		}
+		return nil, "", err.Error()
+	}
+	return args, instance, ""
+}
+
+// wait is how long a call to t waits for its result.
+func (f *Front) wait(ctx context.Context, t *agents.Tool, key store.Key) time.Duration {
+	if t.Def.TimeoutMs > 0 {
+		return time.Duration(t.Def.TimeoutMs) * time.Millisecond
+	}
+	return f.settings.get(ctx, key.ProjectID).CallWait()
+}
+
+// await passes the agent's questions to the user until the call ends, then
+// logs it and turns how it ended into the client's answer.
+func (f *Front) await(ctx context.Context, req *mcp.CallToolRequest, t *agents.Tool, key store.Key, call *route.Call, res route.Result, start time.Time) (*mcp.CallToolResult, error) {
+	for res.Question != nil {
+		q := res.Question
+		if !canElicit(req) {
+			call.Answer(q.Input, false, msgCannotAsk)
+			res = call.Wait(ctx, progressSender(ctx, req))
+			continue
+		}
+		state := f.held.hold(&held{call: call, input: q.Input, keyID: key.ID, start: start}, func(h *held, res route.Result) {
+			f.toolResult(t, key, res, h.start) // the user never answered: log the timeout
+		})
+		return &mcp.CallToolResult{InputRequests: question(q), RequestState: state}, nil
+	}
+	out := f.toolResult(t, key, res, start)
+	if res.Cancelled {
+		return nil, ctx.Err()
+	}
+	if res.NotFound {
+		return nil, fmt.Errorf("Tool %s not found", t.Name)
+	}
+	return out, nil
+}
+
+// toolResult turns how a call ended into the client's result, and logs the
+// call if it reached an agent.
+func (f *Front) toolResult(t *agents.Tool, key store.Key, res route.Result, start time.Time) *mcp.CallToolResult {
 	var (
 		out     *mcp.CallToolResult
 		errText string
@@ -86,11 +141,12 @@ func (f *Front) toolHandler(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 	)
 	switch {
 	case res.NotFound:
-		return nil, fmt.Errorf("Tool %s not found", t.Name)
+		return nil
 	case res.NoReplica:
 		out, outcome = errorResult(fmt.Sprintf(msgNoReplica, t.Name)), store.OutcomeError
 	case res.TimedOut:
-		errText = fmt.Sprintf("Request for tool %q timed out after %dms", t.Name, wait.Milliseconds())
+		wait := res.Wait.Milliseconds()
+		errText = fmt.Sprintf("Request for tool %q timed out after %dms", t.Name, wait)
 		out, outcome = errorResult(errText), store.OutcomeTimeout
 	case res.Cancelled:
 		outcome = store.OutcomeCancelled
@@ -109,8 +165,6 @@ func (f *Front) toolHandler(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 			outcome, errText = store.OutcomeError, firstText(out)
 		}
 	}
-
-	// Call log and usage, for calls that reached an agent.
 	if res.Reached() {
 		f.calls.Add(store.Call{
 			Time: start, ProjectID: key.ProjectID, Kind: agentproto.KindTool, Name: t.Name,
@@ -118,10 +172,7 @@ func (f *Front) toolHandler(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 			Outcome: outcome, Error: truncate(errText, agentproto.MaxErrorLogLen), Progress: res.Progress, Billable: true,
 		})
 	}
-	if res.Cancelled {
-		return nil, ctx.Err()
-	}
-	return out, nil
+	return out
 }
 
 // toolTarget finds the replicas behind an exposed tool name, as long as the
@@ -137,7 +188,8 @@ func toolTarget(name, agentKey string) route.Target {
 }
 
 // progressSender passes progress lines to the client when it asked for them
-// with a progress token.
+// with a progress token. Progress is best effort: a line the client cannot
+// take is dropped, and the call goes on.
 func progressSender(ctx context.Context, req *mcp.CallToolRequest) func(string) {
 	token := req.Params.GetProgressToken()
 	if token == nil || req.Session == nil {
@@ -146,11 +198,7 @@ func progressSender(ctx context.Context, req *mcp.CallToolRequest) func(string) 
 	n := 0
 	return func(line string) {
 		n++
-		err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: float64(n), Message: line})
-		if err != nil && ctx.Err() == nil {
-			// The client will still get its result; progress is best effort.
-			_ = err
-		}
+		req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: float64(n), Message: line})
 	}
 }
 

@@ -58,6 +58,7 @@ type Front struct {
 	log      *slog.Logger
 	version  string
 	settings *settingsCache
+	held     *heldCalls // calls waiting for the user's answer
 
 	stateful  *mcp.StreamableHTTPHandler
 	stateless *mcp.StreamableHTTPHandler
@@ -79,7 +80,7 @@ func New(opts Options) *Front {
 	f := &Front{
 		reg: opts.Registry, store: opts.Store, verifier: opts.Verifier, calls: opts.CallLog,
 		log: opts.Logger, version: opts.Version, settings: newSettingsCache(opts.Store, time.Second),
-		views: make(map[string]*view),
+		views: make(map[string]*view), held: newHeldCalls(),
 	}
 	if f.log == nil {
 		f.log = slog.Default()

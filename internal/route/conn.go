@@ -48,6 +48,8 @@ type Pending struct {
 	// Progress receives progress lines; a line that finds it full is
 	// dropped here and the caller's throttle keeps the latest.
 	Progress chan string
+	// Confirm receives the agent's questions for the user.
+	Confirm chan agentproto.Message
 }
 
 // Outcome is how a delivered call ended on the agent's side.
@@ -97,7 +99,7 @@ func (c *Conn) Send(ctx context.Context, m *agentproto.Message) error {
 // Start registers a pending call and sends it. The caller must eventually
 // receive from Result, or call Cancel.
 func (c *Conn) Start(ctx context.Context, m *agentproto.Message) (*Pending, error) {
-	p := &Pending{Result: make(chan Outcome, 1), Progress: make(chan string, 8)}
+	p := &Pending{Result: make(chan Outcome, 1), Progress: make(chan string, 8), Confirm: make(chan agentproto.Message, 1)}
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -213,13 +215,20 @@ func (c *Conn) read(ctx context.Context) error {
 		case agentproto.TypeError:
 			c.deliver(m.ID, Outcome{Err: m.Message})
 		case agentproto.TypeProgress:
-			c.mu.Lock()
-			p := c.pending[m.ID]
-			c.mu.Unlock()
-			if p != nil {
+			if p := c.lookup(m.ID); p != nil {
 				select {
 				case p.Progress <- m.Message:
 				default:
+				}
+			}
+		case agentproto.TypeConfirm:
+			if p := c.lookup(m.ID); p != nil {
+				select {
+				case p.Confirm <- m:
+				default:
+					// One question at a time: the SDK waits for each answer.
+					c.Send(ctx, &agentproto.Message{Type: agentproto.TypeConfirmed, ID: m.ID, Input: m.Input,
+						Message: "another question of this call is still waiting for the user"})
 				}
 			}
 		case agentproto.TypeSetEnabled:
@@ -234,6 +243,12 @@ func (c *Conn) read(ctx context.Context) error {
 			}
 		}
 	}
+}
+
+func (c *Conn) lookup(id string) *Pending {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.pending[id]
 }
 
 func (c *Conn) deliver(id string, out Outcome) {

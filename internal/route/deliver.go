@@ -32,10 +32,12 @@ type Request struct {
 	Progress func(line string)
 }
 
-// Result is how a call ended, from the gateway's side.
+// Result is how a call ended, from the gateway's side — or, with Question
+// set, that it waits for the user.
 type Result struct {
 	Outcome
 	ID       string
+	Wait     time.Duration   // how long the caller waits in all
 	Replica  *agents.Replica // nil if no replica was reached
 	Progress []string        // the lines passed on, for the call log
 	// NotFound: the target is not offered (any more).
@@ -45,6 +47,9 @@ type Result struct {
 	// TimedOut: the wait expired; Cancelled: the caller gave up.
 	TimedOut  bool
 	Cancelled bool
+	// Question, when set, is the agent asking the user to confirm something:
+	// the call is still running; answer with [Call.Answer], then Wait again.
+	Question *agentproto.Message
 }
 
 // Reached reports whether the call reached an agent (and so is billable).
@@ -56,64 +61,134 @@ var (
 	rrSeq    atomic.Uint64
 )
 
-// Deliver sends req to one replica chosen by target from reg's snapshot of
-// the project, at most once, and waits for the outcome, the wait, or ctx.
-// While the target is in its grace period with no replica, it waits for one
-// to come back, within the wait.
+// Call is one call delivered to a replica and not yet over. Wait may be
+// called again after it returned a Question; Call is not safe for
+// concurrent use.
+type Call struct {
+	res      Result
+	conn     *Conn
+	p        *Pending
+	deadline time.Time
+	timer    *time.Timer
+	th       throttle
+	over     bool
+}
+
+// Deliver sends req to one replica and waits for how it ends; see [Start].
 func Deliver(ctx context.Context, reg *agents.Registry, projectID int64, target Target, req Request) Result {
+	c, res := Start(ctx, reg, projectID, target, req)
+	if c == nil {
+		return res
+	}
+	return c.Wait(ctx, req.Progress)
+}
+
+// Start sends req to one replica chosen by target from reg's snapshot of
+// the project, at most once. While the target is in its grace period with
+// no replica, it waits for one to come back, within the wait. If the call
+// could not be delivered, Start returns a nil Call and how it ended.
+func Start(ctx context.Context, reg *agents.Registry, projectID int64, target Target, req Request) (*Call, Result) {
 	start := time.Now()
-	timer := time.NewTimer(req.Wait)
-	defer timer.Stop()
-	res := Result{ID: idPrefix + strconv.FormatUint(idSeq.Add(1), 36)}
+	c := &Call{deadline: start.Add(req.Wait), timer: time.NewTimer(req.Wait)}
+	c.res.ID = idPrefix + strconv.FormatUint(idSeq.Add(1), 36)
+	c.res.Wait = req.Wait
 
-	rep, stop := pick(ctx, reg, projectID, target, req.Instance, timer.C, &res)
+	rep, stop := pick(ctx, reg, projectID, target, req.Instance, c.timer.C, &c.res)
 	if stop {
-		return res
+		c.timer.Stop()
+		return nil, c.res
 	}
-	conn := rep.Conn.(*Conn)
+	c.conn = rep.Conn.(*Conn)
 	rep.Begin()
-	defer rep.End()
-	deadline := start.Add(req.Wait)
-	p, err := conn.Start(ctx, &agentproto.Message{
-		Type: agentproto.TypeCall, ID: res.ID, Kind: req.Kind, Name: req.Name, Args: req.Args,
+	c.res.Replica = rep
+	p, err := c.conn.Start(ctx, &agentproto.Message{
+		Type: agentproto.TypeCall, ID: c.res.ID, Kind: req.Kind, Name: req.Name, Args: req.Args,
 		// Rounded up, so an agent never gives up before the gateway does.
-		Deadline: deadline.Add(time.Millisecond - 1).UnixMilli(), Caller: &req.Caller,
+		Deadline: c.deadline.Add(time.Millisecond - 1).UnixMilli(), Caller: &req.Caller,
 	})
-	res.Replica = rep
 	if err != nil {
-		res.Disconnected = true
-		return res
+		c.res.Disconnected = true
+		c.finish()
+		return nil, c.res
 	}
+	c.p = p
+	return c, c.res
+}
 
-	var th throttle
+// ID returns the call id.
+func (c *Call) ID() string { return c.res.ID }
+
+// Deadline returns when the gateway stops waiting for the call.
+func (c *Call) Deadline() time.Time { return c.deadline }
+
+// Wait waits for the outcome, the wait's end, ctx, or a question from the
+// agent. progress (may be nil) receives the progress lines meanwhile.
+func (c *Call) Wait(ctx context.Context, progress func(string)) Result {
+	c.res.Question = nil
 	for {
 		select {
-		case out := <-p.Result:
-			if !time.Now().Before(deadline) {
+		case out := <-c.p.Result:
+			if !time.Now().Before(c.deadline) {
 				// The handler saw the same deadline and answered at it
 				// (typically with its context's error): the wait is over all
 				// the same, and the caller is told so.
-				res.TimedOut = true
-				return res
+				c.res.TimedOut = true
+			} else {
+				c.res.Outcome = out
 			}
-			res.Outcome = out
-			return res
-		case line := <-p.Progress:
-			if l, ok := th.admit(line, time.Now()); ok {
-				res.Progress = deliverLine(req.Progress, res.Progress, l)
+			return c.finish()
+		case q := <-c.p.Confirm:
+			c.res.Question = &q
+			return c.res
+		case line := <-c.p.Progress:
+			if l, ok := c.th.admit(line, time.Now()); ok {
+				c.res.Progress = deliverLine(progress, c.res.Progress, l)
 			}
-		case <-th.flush():
-			res.Progress = deliverLine(req.Progress, res.Progress, th.take(time.Now()))
-		case <-timer.C:
-			conn.Cancel(res.ID, agentproto.ReasonTimeout)
-			res.TimedOut = true
-			return res
+		case <-c.th.flush():
+			c.res.Progress = deliverLine(progress, c.res.Progress, c.th.take(time.Now()))
+		case <-c.timer.C:
+			return c.Abandon(agentproto.ReasonTimeout)
 		case <-ctx.Done():
-			conn.Cancel(res.ID, agentproto.ReasonCancelled)
-			res.Cancelled = true
-			return res
+			return c.Abandon(agentproto.ReasonCancelled)
 		}
 	}
+}
+
+// Answer gives the agent the user's answer to question input; a non-empty
+// problem says why there is none.
+func (c *Call) Answer(input string, accepted bool, problem string) {
+	m := &agentproto.Message{Type: agentproto.TypeConfirmed, ID: c.res.ID, Input: input, Message: problem}
+	if problem == "" {
+		m.Accepted = &accepted
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c.conn.Send(ctx, m)
+}
+
+// Abandon gives up on the call — the wait expired (reason timeout) or the
+// caller left (cancelled) — tells the agent, and returns how it ended.
+func (c *Call) Abandon(reason string) Result {
+	if c.over {
+		return c.res
+	}
+	c.conn.Cancel(c.res.ID, reason)
+	if reason == agentproto.ReasonTimeout {
+		c.res.TimedOut = true
+	} else {
+		c.res.Cancelled = true
+	}
+	return c.finish()
+}
+
+func (c *Call) finish() Result {
+	if !c.over {
+		c.over = true
+		c.timer.Stop()
+		c.res.Replica.End()
+	}
+	c.res.Question = nil
+	return c.res
 }
 
 // pick chooses a replica, waiting through a grace period if need be. stop is

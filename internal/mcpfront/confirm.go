@@ -1,0 +1,144 @@
+package mcpfront
+
+import (
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/spacefix/spacefix/internal/agentproto"
+	"github.com/spacefix/spacefix/internal/route"
+)
+
+// Asking the user (core.Confirm): the agent's question becomes an MCP input
+// request. Clients of 2026-07-28 get an input_required result and retry the
+// call with the answer; for older sessions go-sdk turns the same result into
+// elicitation/create and calls the handler again with the answer. Either
+// way the agent's call keeps running meanwhile, held here between the two
+// requests, and the answer reaches it as a "confirmed" message.
+
+const msgCannotAsk = "the MCP client cannot ask the user: it does not support elicitation. Explain what you are about to do and ask the user in the conversation instead."
+
+// held is a call waiting for the user's answer between two requests.
+type held struct {
+	call   *route.Call
+	input  string // the question's id
+	keyID  string
+	start  time.Time
+	expire *time.Timer
+}
+
+// heldCalls keeps calls that wait for an answer, until their deadline.
+type heldCalls struct {
+	aead cipher.AEAD
+	mu   sync.Mutex
+	m    map[string]*held // by call id
+}
+
+func newHeldCalls() *heldCalls {
+	key := make([]byte, 32)
+	rand.Read(key)
+	block, _ := aes.NewCipher(key)
+	aead, _ := cipher.NewGCM(block)
+	return &heldCalls{aead: aead, m: make(map[string]*held)}
+}
+
+// hold keeps h until its call's deadline, then gives up on the call and
+// passes how it ended to expired. It returns the request state to hand the
+// client: sealed, so a client can neither read nor forge it.
+func (hc *heldCalls) hold(h *held, expired func(*held, route.Result)) string {
+	hc.mu.Lock()
+	hc.m[h.call.ID()] = h
+	hc.mu.Unlock()
+	h.expire = time.AfterFunc(time.Until(h.call.Deadline()), func() {
+		if hc.take(h.call.ID()) != nil {
+			expired(h, h.call.Abandon(agentproto.ReasonTimeout))
+		}
+	})
+	nonce := make([]byte, hc.aead.NonceSize())
+	rand.Read(nonce)
+	sealed := hc.aead.Seal(nonce, nonce, []byte(h.call.ID()+"\n"+h.keyID), nil)
+	return base64.RawURLEncoding.EncodeToString(sealed)
+}
+
+// take removes and returns a held call, or nil.
+func (hc *heldCalls) take(callID string) *held {
+	hc.mu.Lock()
+	defer hc.mu.Unlock()
+	h := hc.m[callID]
+	delete(hc.m, callID)
+	if h != nil && h.expire != nil {
+		h.expire.Stop()
+	}
+	return h
+}
+
+var errBadState = errors.New("this confirmation is not pending any more: the call ended or timed out. Call the tool again")
+
+// resume returns the held call a request state names, if keyID holds it.
+func (hc *heldCalls) resume(state, keyID string) (*held, error) {
+	sealed, err := base64.RawURLEncoding.DecodeString(state)
+	ns := hc.aead.NonceSize()
+	if err != nil || len(sealed) < ns {
+		return nil, errBadState
+	}
+	plain, err := hc.aead.Open(nil, sealed[:ns], sealed[ns:], nil)
+	if err != nil {
+		return nil, errBadState
+	}
+	callID, owner, _ := strings.Cut(string(plain), "\n")
+	if owner != keyID {
+		return nil, errBadState
+	}
+	h := hc.take(callID)
+	if h == nil {
+		return nil, errBadState
+	}
+	return h, nil
+}
+
+// canElicit reports whether the client can ask its user: a session's
+// declared capabilities, or a 2026-07-28 request's own.
+func canElicit(req *mcp.CallToolRequest) bool {
+	if ss := req.Session; ss != nil {
+		if ip := ss.InitializeParams(); ip != nil && ip.Capabilities != nil {
+			return ip.Capabilities.Elicitation != nil
+		}
+	}
+	caps, _ := req.Params.Meta[mcp.MetaKeyClientCapabilities].(map[string]any)
+	return caps["elicitation"] != nil
+}
+
+// question is the input request a client gets for the agent's question.
+func question(q *agentproto.Message) mcp.InputRequestMap {
+	return mcp.InputRequestMap{q.Input: &mcp.ElicitParams{
+		Mode:    "form",
+		Message: q.Message,
+		RequestedSchema: map[string]any{
+			"type": "object",
+			"properties": map[string]any{
+				"confirm": map[string]any{"type": "boolean", "title": "Confirm", "description": q.Message},
+			},
+			"required": []string{"confirm"},
+		},
+	}}
+}
+
+// answer reads the user's answer to question input from a retried call.
+func answer(req *mcp.CallToolRequest, input string) (accepted bool, problem string) {
+	r, ok := req.Params.InputResponses[input].(*mcp.ElicitResult)
+	if !ok {
+		return false, "the client retried the call without an answer to the question"
+	}
+	if r.Action != "accept" {
+		return false, ""
+	}
+	v, ok := r.Content["confirm"].(bool)
+	return !ok || v, ""
+}
