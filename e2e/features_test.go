@@ -26,7 +26,9 @@ func TestResources(t *testing.T) {
 		must(t, a.Resource("notes://readme", core.ResourceOptions{Name: "Readme", MimeType: "text/markdown"},
 			func(ctx context.Context) (any, error) { return "# Orders\nSee get_order.", nil }))
 		must(t, a.Resource("orders://broken", core.ResourceOptions{Name: "Broken"},
-			func(ctx context.Context) (any, error) { return nil, errors.New("the order database is down; try again in a minute") }))
+			func(ctx context.Context) (any, error) {
+				return nil, errors.New("the order database is down; try again in a minute")
+			}))
 	})
 	forEachVersion(t, func(t *testing.T, v string) {
 		cs := e.connect(v, e.clientKey, nil)
