@@ -179,7 +179,13 @@ func TestCancellation(t *testing.T) {
 			_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "long", Arguments: map[string]any{}})
 			errc <- err
 		}()
-		<-started
+		select {
+		case <-started:
+		case err := <-errc:
+			t.Fatalf("the call ended before it started: %v", err)
+		case <-time.After(10 * time.Second):
+			t.Fatal("the call did not reach the handler")
+		}
 		cancel()
 		select {
 		case err := <-cancelled:
@@ -190,8 +196,13 @@ func TestCancellation(t *testing.T) {
 			t.Fatal("the client's cancellation did not reach the handler")
 		}
 		<-late
-		if err := <-errc; err == nil {
-			t.Errorf("the cancelled call returned no error")
+		select {
+		case err := <-errc:
+			if err == nil {
+				t.Errorf("the cancelled call returned no error")
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("the cancelled call did not return")
 		}
 	})
 	waitFor(t, "the cancelled calls in the log", func() bool {

@@ -15,31 +15,43 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-var testAgent struct {
-	once sync.Once
-	path string
-	err  error
+var builds struct {
+	sync.Mutex
+	dir  string
+	bins map[string]string // package → binary
 }
 
-// testAgentBinary builds ./testagent once per test run.
-func testAgentBinary(t *testing.T) string {
+// binary builds a main package of this module once per test run and
+// returns its path.
+func binary(t *testing.T, pkg string) string {
 	t.Helper()
-	testAgent.once.Do(func() {
-		dir, err := os.MkdirTemp("", "spacefix-testagent")
-		if err != nil {
-			testAgent.err = err
-			return
-		}
-		testAgent.path = filepath.Join(dir, "testagent")
-		out, err := exec.Command("go", "build", "-o", testAgent.path, "./testagent").CombinedOutput()
-		if err != nil {
-			testAgent.err = fmt.Errorf("build testagent: %v\n%s", err, out)
-		}
-	})
-	if testAgent.err != nil {
-		t.Fatal(testAgent.err)
+	builds.Lock()
+	defer builds.Unlock()
+	if p, ok := builds.bins[pkg]; ok {
+		return p
 	}
-	return testAgent.path
+	if builds.dir == "" {
+		dir, err := os.MkdirTemp("", "spacefix-e2e-bin")
+		if err != nil {
+			t.Fatal(err)
+		}
+		builds.dir, builds.bins = dir, map[string]string{}
+	}
+	path := filepath.Join(builds.dir, filepath.Base(pkg))
+	out, err := exec.Command("go", "build", "-o", path, pkg).CombinedOutput()
+	if err != nil {
+		t.Fatalf("build %s: %v\n%s", pkg, err, out)
+	}
+	builds.bins[pkg] = path
+	return path
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if builds.dir != "" {
+		os.RemoveAll(builds.dir)
+	}
+	os.Exit(code)
 }
 
 // proc is an agent running as its own process.
@@ -52,9 +64,17 @@ type proc struct {
 // it is connected.
 func (e *env) startProcess(instance string) *proc {
 	e.t.Helper()
+	return e.run("./testagent", "TESTAGENT_INSTANCE="+instance)
+}
+
+// run runs a main package as an agent process with the env's agent key and
+// waits until it is connected.
+func (e *env) run(pkg string, env ...string) *proc {
+	e.t.Helper()
 	before := len(e.gw.Registry().All())
-	cmd := exec.Command(testAgentBinary(e.t))
-	cmd.Env = append(os.Environ(), "SPACEFIX_API_KEY="+e.agentKey, "SPACEFIX_URL="+e.url, "TESTAGENT_INSTANCE="+instance)
+	cmd := exec.Command(binary(e.t, pkg))
+	cmd.Env = append(os.Environ(), "SPACEFIX_API_KEY="+e.agentKey, "SPACEFIX_URL="+e.url)
+	cmd.Env = append(cmd.Env, env...)
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		e.t.Fatal(err)

@@ -1,0 +1,76 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"image/png"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The seed guide's complete example, run as its own process.
+func TestOrdersExample(t *testing.T) {
+	e := newEnv(t)
+	e.run("../examples/orders", "ORDERS_DB="+filepath.Join(t.TempDir(), "orders.db"))
+	forEachVersion(t, func(t *testing.T, v string) {
+		cs := e.connect(v, e.clientKey, nil)
+		if got := strings.Join(toolNames(t, cs), " "); got != "create_order get_order search_orders" {
+			t.Fatalf("tools = %s", got)
+		}
+		if got := text(call(t, cs, "get_order", map[string]any{"id": "1042"})); !strings.Contains(got, `"customer":"ada"`) {
+			t.Errorf("get_order 1042 = %s", got)
+		}
+		res := call(t, cs, "get_order", map[string]any{"id": "7"})
+		if want := "no order with id 7: ask the user to confirm the id, or use search_orders"; !res.IsError || text(res) != want {
+			t.Errorf("get_order 7 = %q", text(res))
+		}
+		res = call(t, cs, "search_orders", map[string]any{"customer": "ada", "limit": 51})
+		if want := "Input validation error: Invalid arguments for tool search_orders: data/limit must be <= 50"; text(res) != want {
+			t.Errorf("search_orders limit 51 = %q", text(res))
+		}
+		if got := text(call(t, cs, "search_orders", map[string]any{"customer": "ada", "status": "open"})); !strings.Contains(got, `"id":"1042"`) || strings.Contains(got, "1043") {
+			t.Errorf("search_orders ada open = %s", got)
+		}
+		rid := "req-" + v
+		first := text(call(t, cs, "create_order", map[string]any{"requestId": rid, "customer": "ada", "total": 1200}))
+		again := text(call(t, cs, "create_order", map[string]any{"requestId": rid, "customer": "ada", "total": 1200}))
+		if first != again || !strings.Contains(first, `"total":1200`) {
+			t.Errorf("create_order twice with one requestId: %s then %s; want the same order", first, again)
+		}
+		rr, err := cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: "orders://open"})
+		must(t, err)
+		if !strings.Contains(rr.Contents[0].Text, `"id":"1042"`) {
+			t.Errorf("orders://open = %s", rr.Contents[0].Text)
+		}
+		gp, err := cs.GetPrompt(context.Background(), &mcp.GetPromptParams{Name: "summarise_order", Arguments: map[string]string{"id": "1042"}})
+		must(t, err)
+		if txt := gp.Messages[0].Content.(*mcp.TextContent).Text; !strings.HasPrefix(txt, "Summarise this order politely, in two sentences:\n{") {
+			t.Errorf("summarise_order = %q", txt)
+		}
+	})
+}
+
+func TestChartExample(t *testing.T) {
+	e := newEnv(t)
+	e.run("../examples/chart")
+	cs := e.connect("2025-11-25", e.clientKey, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) {},
+	})
+	params := &mcp.CallToolParams{Name: "plot_bars", Arguments: map[string]any{"title": "Sales", "values": []float64{3, 1, 4, 1, 5}}}
+	params.SetProgressToken("p")
+	res, err := cs.CallTool(context.Background(), params)
+	must(t, err)
+	img, ok := res.Content[0].(*mcp.ImageContent)
+	if !ok || img.MIMEType != "image/png" {
+		t.Fatalf("plot_bars = %#v", res.Content)
+	}
+	if _, err := png.Decode(bytes.NewReader(img.Data)); err != nil {
+		t.Errorf("the image is not a PNG: %v", err)
+	}
+	if text(res) != "Sales" {
+		t.Errorf("caption = %q", text(res))
+	}
+}
