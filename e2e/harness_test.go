@@ -41,9 +41,10 @@ type env struct {
 }
 
 type envOptions struct {
-	grace     time.Duration
-	heartbeat time.Duration
-	settings  *store.ProjectSettings
+	grace         time.Duration
+	heartbeat     time.Duration
+	shutdownGrace time.Duration
+	settings      *store.ProjectSettings
 }
 
 func newEnv(t *testing.T, opts ...func(*envOptions)) *env {
@@ -79,6 +80,9 @@ func newEnv(t *testing.T, opts ...func(*envOptions)) *env {
 		cfg.Grace = 200 * time.Millisecond // most tests want a gone tool to go quickly
 	}
 	cfg.ShutdownGrace = 5 * time.Second
+	if o.shutdownGrace > 0 {
+		cfg.ShutdownGrace = o.shutdownGrace
+	}
 	if o.heartbeat > 0 {
 		cfg.Heartbeat = o.heartbeat
 	}

@@ -124,12 +124,17 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 		defer cancel()
 		g.front.StartDrain()
 		srvDone := make(chan error, 1)
-		go func() { srvDone <- g.srv.Shutdown(ctx) }()
+		go func() { srvDone <- g.srv.Shutdown(ctx) }() // no new connections from here on
 		g.front.WaitIdle(ctx)
-		g.front.CloseSessions()
+		// Calls still running after the grace fail now, with a message that
+		// says why; give their answers a moment to reach the clients.
 		for _, rep := range g.reg.All() {
 			rep.Conn.Close("gateway shutting down")
 		}
+		answered, cancelAnswered := context.WithTimeout(context.Background(), 2*time.Second)
+		g.front.WaitIdle(answered)
+		cancelAnswered()
+		g.front.CloseSessions()
 		g.cancel()
 		g.conns.Wait()
 		if e := <-srvDone; e != nil {

@@ -1,0 +1,144 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// runCLI runs one command as the binary would and returns its output.
+func runCLI(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	err := run(context.Background(), args, &out, &errOut)
+	return out.String() + errOut.String(), err
+}
+
+func TestKeysAndProjects(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "s.db")
+	if out, err := runCLI(t, "projects", "create", "shop", "--data", data); err != nil || !strings.Contains(out, `Created project "shop"`) {
+		t.Fatalf("projects create: %v %s", err, out)
+	}
+	if _, err := runCLI(t, "projects", "create", "shop", "--data", data); err == nil || !strings.Contains(err.Error(), `a project named "shop" exists already`) {
+		t.Errorf("duplicate project: %v", err)
+	}
+	out, err := runCLI(t, "keys", "create", "--data", data, "--project", "shop", "--kind", "client", "--read-only", "--tools", "get_order, search_orders", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var k struct{ ID, Key, Kind, Project string }
+	if err := json.Unmarshal([]byte(out), &k); err != nil {
+		t.Fatalf("keys create --json printed %q: %v", out, err)
+	}
+	if !strings.HasPrefix(k.ID, "key_") || !strings.HasPrefix(k.Key, "sfx_client_") || k.Kind != "client" || k.Project != "shop" {
+		t.Errorf("keys create --json = %+v", k)
+	}
+	out, err = runCLI(t, "keys", "list", "--data", data, "--project", "shop")
+	if err != nil || !strings.Contains(out, k.ID) || !strings.Contains(out, "read only; tools get_order,search_orders") || strings.Contains(out, k.Key) {
+		t.Errorf("keys list = %v\n%s", err, out)
+	}
+	if out, err := runCLI(t, "keys", "revoke", k.ID, "--data", data); err != nil || !strings.Contains(out, "Revoked "+k.ID) {
+		t.Errorf("keys revoke: %v %s", err, out)
+	}
+	if out, _ := runCLI(t, "keys", "list", "--data", data, "--json"); !strings.Contains(out, `"revoked":true`) {
+		t.Errorf("keys list --json after revoke = %s", out)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"keys", "create", "--data", data, "--kind", "robot"}, `--kind must be agent or client, not "robot"`},
+		{[]string{"keys", "create", "--data", data, "--project", "nope", "--kind", "agent"}, `no project "nope"; create it with: spacefix projects create nope`},
+		{[]string{"keys", "revoke", "key_nope", "--data", data}, `no key "key_nope"`},
+		{[]string{"keys", "create", "--data", data, "--kind", "agent", "--read-only"}, "--read-only and --tools apply to client keys only"},
+		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
+	} {
+		if _, err := runCLI(t, c.args...); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: err = %v, want %q", c.args, err, c.want)
+		}
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe to read while serve writes to it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// serveOnce runs serve until it printed its start text, checks /healthz,
+// stops it and returns what it printed.
+func serveOnce(t *testing.T, data string) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var out, logs syncBuffer
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--data", data}, &out, &logs) }()
+	url := regexp.MustCompile(`MCP endpoint  (http://\S+)/mcp`)
+	deadline := time.Now().Add(10 * time.Second)
+	for !url.MatchString(out.String()) {
+		if time.Now().After(deadline) {
+			t.Fatalf("serve printed no MCP endpoint:\n%s\n%s", out.String(), logs.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	base := url.FindStringSubmatch(out.String())[1]
+	resp, err := http.Get(base + "/healthz")
+	if err != nil || resp.StatusCode != 200 {
+		t.Errorf("GET /healthz: %v %v", err, resp)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("serve returned %v", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("serve did not stop")
+	}
+	return out.String()
+}
+
+func TestServeFirstStart(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "s.db")
+	first := serveOnce(t, data)
+	for _, want := range []string{
+		"This was the first start",
+		"  Agent key   sfx_agent_",
+		"  Client key  sfx_client_",
+		"claude mcp add --transport http spacefix http://127.0.0.1:",
+		`--header "Authorization: Bearer sfx_client_`,
+		"npx @modelcontextprotocol/inspector --cli http://127.0.0.1:",
+		"go run ./examples/orders",
+	} {
+		if !strings.Contains(first, want) {
+			t.Errorf("first start output lacks %q:\n%s", want, first)
+		}
+	}
+	second := serveOnce(t, data)
+	if strings.Contains(second, "sfx_") || !strings.Contains(second, "Make keys with: spacefix keys create") {
+		t.Errorf("second start output:\n%s", second)
+	}
+	out, _ := runCLI(t, "keys", "list", "--data", data)
+	if n := strings.Count(out, "key_"); n != 2 {
+		t.Errorf("after two starts there are %d keys, want the 2 of the first start:\n%s", n, out)
+	}
+}
