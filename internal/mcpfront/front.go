@@ -201,10 +201,8 @@ func (f *Front) ProjectChanged(projectID int64) {
 		}
 	}
 	f.mu.Unlock()
-	settings := f.settings.get(context.Background(), projectID)
-	snap := f.reg.Snapshot(projectID)
 	for _, v := range vs {
-		v.sync(snap, settings)
+		v.sync()
 	}
 }
 

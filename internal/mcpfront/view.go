@@ -54,7 +54,7 @@ func (f *Front) viewFor(ctx context.Context, k store.Key) *view {
 	v.server.AddReceivingMiddleware(v.resolve)
 	f.views[k.ID] = v
 	f.mu.Unlock()
-	v.sync(f.reg.Snapshot(k.ProjectID), f.settings.get(ctx, k.ProjectID))
+	v.sync()
 	return v
 }
 
@@ -79,11 +79,14 @@ func (p policy) permits(t *agents.Tool) bool {
 	return len(p.allow) == 0 || slices.Contains(p.allow, t.Name)
 }
 
-// sync makes the server advertise exactly what snap offers this key.
-func (v *view) sync(snap *agents.Snapshot, settings store.ProjectSettings) {
+// sync makes the server advertise exactly what the project offers this key
+// now. The snapshot is read under the view's lock, so concurrent syncs can
+// only end with the newest one.
+func (v *view) sync() {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	pol := v.policy(settings)
+	snap := v.f.reg.Snapshot(v.key.ProjectID)
+	pol := v.policy(v.f.settings.get(context.Background(), v.key.ProjectID))
 
 	want := make(map[string]bool, len(snap.ToolList))
 	for _, t := range snap.ToolList {

@@ -128,6 +128,7 @@ func (c *Call) Wait(ctx context.Context, progress func(string)) Result {
 	for {
 		select {
 		case out := <-c.p.Result:
+			c.drainProgress(progress)
 			if !time.Now().Before(c.deadline) {
 				// The handler saw the same deadline and answered at it
 				// (typically with its context's error): the wait is over all
@@ -150,6 +151,26 @@ func (c *Call) Wait(ctx context.Context, progress func(string)) Result {
 			return c.Abandon(agentproto.ReasonTimeout)
 		case <-ctx.Done():
 			return c.Abandon(agentproto.ReasonCancelled)
+		}
+	}
+}
+
+// drainProgress passes on the lines that arrived before the result: the
+// agent sent them first, so the client sees them first. A line held back by
+// the throttle goes too — the result is the last word, not the throttle.
+func (c *Call) drainProgress(progress func(string)) {
+	for {
+		select {
+		case line := <-c.p.Progress:
+			if l, ok := c.th.admit(line, time.Now()); ok {
+				c.res.Progress = deliverLine(progress, c.res.Progress, l)
+			}
+		default:
+			if c.th.timer != nil {
+				c.th.timer.Stop()
+				c.res.Progress = deliverLine(progress, c.res.Progress, c.th.take(time.Now()))
+			}
+			return
 		}
 	}
 }
