@@ -156,8 +156,8 @@ func (c *Call) Wait(ctx context.Context, progress func(string)) Result {
 }
 
 // drainProgress passes on the lines that arrived before the result: the
-// agent sent them first, so the client sees them first. A line held back by
-// the throttle goes too — the result is the last word, not the throttle.
+// agent sent them first, so the client sees them first. A line the throttle
+// holds back is dropped: none follows the result, and none exceeds the rate.
 func (c *Call) drainProgress(progress func(string)) {
 	for {
 		select {
@@ -168,7 +168,6 @@ func (c *Call) drainProgress(progress func(string)) {
 		default:
 			if c.th.timer != nil {
 				c.th.timer.Stop()
-				c.res.Progress = deliverLine(progress, c.res.Progress, c.th.take(time.Now()))
 			}
 			return
 		}
@@ -286,7 +285,6 @@ type throttle struct {
 	sent  [agentproto.MaxProgressPerSec]time.Time // ring of the last send times
 	next  int
 	held  string
-	has   bool
 	timer *time.Timer
 }
 
@@ -297,7 +295,7 @@ func (t *throttle) admit(line string, now time.Time) (string, bool) {
 		t.record(now)
 		return line, true
 	}
-	t.held, t.has = line, true
+	t.held = line
 	if t.timer == nil {
 		t.timer = time.NewTimer(oldest.Add(time.Second).Sub(now))
 	}
@@ -316,7 +314,7 @@ func (t *throttle) flush() <-chan time.Time {
 func (t *throttle) take(now time.Time) string {
 	t.timer = nil
 	line := t.held
-	t.held, t.has = "", false
+	t.held = ""
 	t.record(now)
 	return line
 }

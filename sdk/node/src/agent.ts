@@ -1,5 +1,6 @@
 import WebSocket from 'ws';
-import type { IncomingMessage } from 'node:http';
+import http, { type IncomingMessage } from 'node:http';
+import https from 'node:https';
 
 import type { Call, Caller, Prompt, Registrable, Resource, Tool } from './define.js';
 import { checkName } from './names.js';
@@ -275,7 +276,13 @@ export class Agent {
   async #run(): Promise<void> {
     let attempt = 0;
     while (!this.#closed) {
-      const { welcomed, error } = await this.#once();
+      let outcome: Outcome;
+      try {
+        outcome = await this.#once();
+      } catch (err) {
+        outcome = { welcomed: false, error: asError(err) }; // a bug of ours: log it and go on
+      }
+      const { welcomed, error } = outcome;
       if (this.#closed) break;
       if (welcomed) attempt = 0;
       const delay = backoffDelay(attempt);
@@ -301,15 +308,15 @@ export class Agent {
   }
 
   #logFailure(err: Error, welcomed: boolean, attempt: number, delay: number): void {
-    const when = `in ${(delay / 1000).toFixed(1)} s`;
+    const when = `${(delay / 1000).toFixed(1)} s`;
     if (err instanceof GoodbyeError) {
-      this.#log.info(`spacefix: the gateway is going away (${err.message}); reconnecting ${when}`);
+      this.#log.info(`spacefix: the gateway is going away (reconnecting in ${when}): ${err.message}`);
     } else if (welcomed) {
-      this.#log.warn(`spacefix: lost the connection to the gateway (${err.message}); reconnecting ${when}`);
+      this.#log.warn(`spacefix: lost the connection to the gateway (reconnecting in ${when}): ${err.message}`);
     } else if (err instanceof RefusedError) {
-      this.#log.error(`spacefix: the gateway refused the agent: ${err.message} Retrying ${when} (attempt ${attempt}).`);
+      this.#log.error(`spacefix: the gateway refused the agent (retrying in ${when}, attempt ${attempt}): ${err.message}`);
     } else {
-      this.#log.warn(`spacefix: cannot connect to the gateway (${err.message}); retrying ${when} (attempt ${attempt})`);
+      this.#log.warn(`spacefix: cannot connect to the gateway (retrying in ${when}, attempt ${attempt}): ${err.message}`);
     }
   }
 
@@ -336,6 +343,7 @@ export class Agent {
         title: tool.title,
         description: tool.description,
         inputSchema: tool.inputSchema,
+        outputSchema: tool.outputSchema,
         annotations: tool.annotations,
         timeoutMs: tool.timeoutMs || undefined,
         disabled: off || undefined,
@@ -371,27 +379,39 @@ export class Agent {
     return { body: JSON.stringify(reg), disabled };
   }
 
-  /** #register posts the registration and returns the ticket to connect with. */
+  /**
+   * #register posts the registration and returns the ticket to connect with.
+   * It uses its own connection (no keep-alive), so that nothing holds the
+   * process open after close().
+   */
   async #register(body: string): Promise<string> {
-    let res: Response;
-    try {
-      res = await fetch(this.#registerURL, {
-        method: 'POST',
-        headers: {
-          Authorization: `Bearer ${this.#apiKey}`,
-          'Content-Type': 'application/json',
-          'User-Agent': `spacefix-node/${SDK_VERSION}`,
+    const url = new URL(this.#registerURL);
+    const { status, statusText, text } = await new Promise<{ status: number; statusText: string; text: string }>((resolve, reject) => {
+      const req = (url.protocol === 'https:' ? https : http).request(
+        url,
+        {
+          method: 'POST',
+          agent: false,
+          headers: {
+            Authorization: `Bearer ${this.#apiKey}`,
+            'Content-Type': 'application/json',
+            'Content-Length': Buffer.byteLength(body),
+            'User-Agent': `spacefix-node/${SDK_VERSION}`,
+          },
+          signal: this.#stop.signal,
+          timeout: OPEN_TIMEOUT_MS,
         },
-        body,
-        signal: AbortSignal.any([this.#stop.signal, AbortSignal.timeout(OPEN_TIMEOUT_MS)]),
-      });
-    } catch (err) {
-      throw new Error(`register: ${describeFetchError(err)}`);
-    }
-    const text = (await res.text().catch(() => '')).trim();
-    if (res.status !== 200) {
-      if (res.status >= 400 && res.status < 500) throw new RefusedError('register', res.status, text);
-      throw new Error(`register: ${res.status} ${res.statusText}${text ? ': ' + text.slice(0, 300) : ''}`);
+        (res) => {
+          readBody(res).then((text) => resolve({ status: res.statusCode ?? 0, statusText: res.statusMessage ?? '', text }), reject);
+        },
+      );
+      req.on('timeout', () => req.destroy(new Error(`no answer within ${OPEN_TIMEOUT_MS / 1000} s`)));
+      req.on('error', (err) => reject(new Error(`register: ${describeError(err)}`)));
+      req.end(body);
+    });
+    if (status !== 200) {
+      if (status >= 400 && status < 500) throw new RefusedError('register', status, text);
+      throw new Error(`register: ${status} ${statusText}${text ? ': ' + text.slice(0, 300) : ''}`);
     }
     let ticket: unknown;
     try {
@@ -564,7 +584,7 @@ export class Agent {
     switch (kind) {
       case 'tool': {
         const t = this.#tools.get(name)?.tool;
-        return t && (async (call) => encodeToolResult(await t.handler(a, call)));
+        return t && (async (call) => encodeToolResult(await t.handler(a, call), t.outputSchema !== undefined));
       }
       case 'resource': {
         const r = this.#resources.get(name);
@@ -695,15 +715,10 @@ function asError(err: unknown): Error {
   return err instanceof Error ? err : new Error(String(err));
 }
 
-function describeFetchError(err: unknown): string {
+function describeError(err: unknown): string {
   const e = asError(err);
-  if (e.name === 'TimeoutError') return `no answer within ${OPEN_TIMEOUT_MS / 1000} s`;
-  const cause = (e as { cause?: unknown }).cause;
-  if (cause instanceof Error) {
-    const nested = (cause as { errors?: unknown }).errors;
-    if (Array.isArray(nested) && nested[0] instanceof Error) return nested[0].message;
-    return cause.message;
-  }
+  const nested = (e as { errors?: unknown }).errors; // AggregateError of a dual-stack connect
+  if (Array.isArray(nested) && nested[0] instanceof Error) return nested[0].message;
   return e.message;
 }
 

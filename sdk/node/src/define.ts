@@ -1,4 +1,4 @@
-import { toJSONSchema, type InferArgs, type InputSchema } from './schema.js';
+import { toJSONSchema, type InferArgs, type InputSchema, type NoSchema, type PromptArgs } from './schema.js';
 
 /** Who made a call: the client key, as named in the project. */
 export interface Caller {
@@ -69,6 +69,13 @@ export interface ToolOptions<S extends InputSchema> {
    * are not run on calls.
    */
   inputSchema: S;
+  /**
+   * The JSON Schema of the tool's structured result (any schema inputSchema
+   * takes; a library schema is converted for its output type). With it, a
+   * handler's object result also goes as `structuredContent`, and clients
+   * check it against this schema.
+   */
+  outputSchema?: InputSchema;
   annotations?: ToolAnnotations;
   /** The gateway's wait for this tool, 1 to 120000 ms; absent means the project's call wait. */
   timeoutMs?: number;
@@ -89,6 +96,8 @@ export interface Tool<Args = Record<string, unknown>> {
   readonly description: string;
   /** The JSON Schema sent to the gateway. */
   readonly inputSchema: Record<string, unknown>;
+  /** The JSON Schema of structuredContent, if the tool declared one. */
+  readonly outputSchema?: Record<string, unknown>;
   readonly annotations?: ToolAnnotations;
   readonly timeoutMs?: number;
   readonly handler: (args: Args, call: Call) => unknown;
@@ -135,7 +144,7 @@ export interface PromptOptions<S extends InputSchema> {
    */
   argsSchema?: S;
   /** Renders the prompt: a string (one user message) or `{ messages: [{ role, content }] }`. */
-  handler: (args: InferArgs<S>, call: Call) => unknown;
+  handler: (args: PromptArgs<S>, call: Call) => unknown;
 }
 
 /** One argument of a prompt. */
@@ -178,6 +187,7 @@ export function defineTool<const S extends InputSchema>(options: ToolOptions<S>)
     inputSchema: toJSONSchema(o.inputSchema, what),
     handler: o.handler,
     ...(o.title !== undefined && { title: o.title }),
+    ...(o.outputSchema !== undefined && { outputSchema: toJSONSchema(o.outputSchema, `${what} outputSchema`, 'output') }),
     ...(o.annotations !== undefined && { annotations: { ...o.annotations } }),
     ...(o.timeoutMs !== undefined && { timeoutMs: o.timeoutMs }),
   };
@@ -205,9 +215,7 @@ export function defineResource(options: ResourceOptions): Resource {
 }
 
 /** definePrompt defines a prompt: a message template users pick from a client's menu. */
-export function definePrompt<const S extends InputSchema = Record<string, never>>(
-  options: PromptOptions<S>,
-): Prompt<InferArgs<S>> {
+export function definePrompt<const S extends InputSchema = NoSchema>(options: PromptOptions<S>): Prompt<PromptArgs<S>> {
   const o = options ?? ({} as PromptOptions<S>);
   const what = `definePrompt ${JSON.stringify(o.name)}`;
   if (typeof o.name !== 'string') throw new TypeError(`${what}: name must be a string`);
@@ -224,7 +232,7 @@ export function definePrompt<const S extends InputSchema = Record<string, never>
       args.push(Object.freeze(arg));
     }
   }
-  const prompt: Prompt<InferArgs<S>> = {
+  const prompt: Prompt<PromptArgs<S>> = {
     kind: 'prompt',
     name: o.name,
     arguments: Object.freeze(args),

@@ -36,4 +36,4 @@ export type {
 export { checkName, MAX_NAME_LENGTH } from './names.js';
 export { MAX_PROGRESS_LENGTH, MAX_PROGRESS_PER_SECOND } from './progress.js';
 export { toJSONSchema } from './schema.js';
-export type { FromJSONSchema, InferArgs, InputSchema, JSONSchema, StandardSchemaLike } from './schema.js';
+export type { FromJSONSchema, InferArgs, InputSchema, JSONSchema, NoSchema, PromptArgs, StandardSchemaLike } from './schema.js';

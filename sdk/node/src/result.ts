@@ -99,8 +99,12 @@ export class CallFailure extends Error {
   override name = 'CallFailure';
 }
 
-/** encodeToolResult turns a tool handler's value into the JSON of an MCP CallToolResult. */
-export function encodeToolResult(value: unknown): string {
+/**
+ * encodeToolResult turns a tool handler's value into the JSON of an MCP
+ * CallToolResult. structured says whether an object value also goes as
+ * structuredContent (the tool declared an outputSchema).
+ */
+export function encodeToolResult(value: unknown, structured = false): string {
   if (isShaped(value)) {
     const n = value.content.length;
     if (n < 1 || n > MAX_CONTENT_PARTS) {
@@ -109,6 +113,9 @@ export function encodeToolResult(value: unknown): string {
     return sized(json(value));
   }
   const text = typeof value === 'string' ? value : json(value);
+  if (structured && value !== null && typeof value === 'object' && !Array.isArray(value)) {
+    return sized(`{"content":[${json({ type: 'text', text })}],"structuredContent":${text}}`);
+  }
   return sized(json({ content: [{ type: 'text', text }] }));
 }
 

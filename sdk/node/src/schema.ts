@@ -17,6 +17,7 @@ export interface StandardSchemaLike<Input = unknown, Output = Input> {
     readonly types?: { readonly input: Input; readonly output: Output } | undefined;
     readonly jsonSchema?: {
       readonly input: (options: { readonly target: string; readonly libraryOptions?: Record<string, unknown> }) => Record<string, unknown>;
+      readonly output: (options: { readonly target: string; readonly libraryOptions?: Record<string, unknown> }) => Record<string, unknown>;
     };
   };
 }
@@ -41,6 +42,13 @@ export type InferArgs<S> = S extends { readonly '~standard': { readonly types?: 
     ? I
     : Record<string, unknown>
   : FromJSONSchema<S>;
+
+declare const noSchema: unique symbol;
+/** NoSchema stands for a prompt defined without argsSchema. */
+export type NoSchema = { readonly [noSchema]: true };
+
+/** PromptArgs is what a prompt handler receives: the schema's input type, or string arguments. */
+export type PromptArgs<S> = [S] extends [NoSchema] ? Record<string, string> : InferArgs<S>;
 
 /** FromJSONSchema reads an object JSON Schema's properties into a type. */
 export type FromJSONSchema<S> = S extends { readonly properties: infer P extends object }
@@ -85,7 +93,7 @@ const DRAFT_2020_12 = 'https://json-schema.org/draft/2020-12/schema';
  * library is never run on a call's arguments afterwards. `what` names the
  * definition in error messages ("tool \"get_order\"").
  */
-export function toJSONSchema(schema: unknown, what: string): Record<string, unknown> {
+export function toJSONSchema(schema: unknown, what: string, io: 'input' | 'output' = 'input'): Record<string, unknown> {
   // ArkType's types are functions that carry ~standard.
   const isObject = schema !== null && (typeof schema === 'object' || typeof schema === 'function') && !Array.isArray(schema);
   if (!isObject || (typeof schema === 'function' && !('~standard' in schema))) {
@@ -96,10 +104,11 @@ export function toJSONSchema(schema: unknown, what: string): Record<string, unkn
   const std = (schema as Partial<StandardSchemaLike>)['~standard'];
   let out: unknown;
   if (std && typeof std === 'object') {
-    if (typeof std.jsonSchema?.input === 'function') {
-      out = convert(() => std.jsonSchema!.input({ target: 'draft-2020-12' }), std.vendor, what);
+    const converter = std.jsonSchema?.[io];
+    if (typeof converter === 'function') {
+      out = convert(() => converter({ target: 'draft-2020-12' }), std.vendor, what);
     } else if ('_zod' in schema) {
-      out = convert(() => zodToJSONSchema(schema), 'zod', what);
+      out = convert(() => zodToJSONSchema(schema, io), 'zod', what);
     } else {
       throw new TypeError(
         `${what}: the ${std.vendor} schema cannot describe itself as JSON Schema (it has no ~standard.jsonSchema). ` +
@@ -107,7 +116,7 @@ export function toJSONSchema(schema: unknown, what: string): Record<string, unkn
       );
     }
   } else if ('_zod' in schema) {
-    out = convert(() => zodToJSONSchema(schema), 'zod', what);
+    out = convert(() => zodToJSONSchema(schema, io), 'zod', what);
   } else {
     // Plain JSON Schema: copy it, so later changes to the object do not
     // change what was registered, and so it is known to be JSON.
@@ -136,10 +145,10 @@ function convert(f: () => unknown, vendor: string, what: string): unknown {
 /**
  * zodToJSONSchema converts a Zod 4 schema from a release without the
  * Standard JSON Schema converter (before 4.2) with Zod's own toJSONSchema, as
- * `z.toJSONSchema(schema, { io: 'input' })`: fields with a `.default()` are
+ * `z.toJSONSchema(schema, { io })`: for input, fields with a `.default()` are
  * optional, as callers may leave them out.
  */
-function zodToJSONSchema(schema: object): unknown {
+function zodToJSONSchema(schema: object, io: 'input' | 'output'): unknown {
   const bases = [import.meta.url, `${process.cwd()}/`];
   for (const base of bases) {
     let core: { toJSONSchema?: (s: unknown, o: unknown) => unknown };
@@ -149,7 +158,7 @@ function zodToJSONSchema(schema: object): unknown {
       continue;
     }
     if (typeof core.toJSONSchema === 'function') {
-      return core.toJSONSchema(schema, { io: 'input', target: 'draft-2020-12' });
+      return core.toJSONSchema(schema, { io, target: 'draft-2020-12' });
     }
   }
   throw new Error('this Zod release has no JSON Schema support; install zod 4.2 or later');

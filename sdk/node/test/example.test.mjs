@@ -31,7 +31,11 @@ describe('examples/orders-node', () => {
     proc.stdout.setEncoding('utf8').on('data', (d) => (output += d));
     proc.stderr.setEncoding('utf8').on('data', (d) => (output += d));
     client = await gw.client();
-    await waitFor(async () => (await toolNames(client)).includes('get_order'), { what: `the example's tools (output: ${output})` });
+    await waitFor(async () => output.includes('spacefix: connected to the gateway') && (await toolNames(client)).includes('get_order'), {
+      what: "the example's tools",
+    }).catch((err) => {
+      throw new Error(`${err.message}; the example wrote: ${output}`);
+    });
   });
 
   after(async () => {

@@ -1,6 +1,7 @@
 // End-to-end: a real gateway built from this repository, real agents using
 // this SDK, and the official MCP TypeScript client.
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
 
 import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
@@ -8,7 +9,7 @@ import { type } from 'arktype';
 import { z } from 'zod';
 
 import { Agent, definePrompt, defineResource, defineTool, toolError, toolImage, toolText } from '../dist/index.js';
-import { Gateway, memoryLogger, startAgent, textOf, toolNames, waitFor } from './harness.mjs';
+import { Gateway, memoryLogger, startAgent, textOf, toolNames, untilVisible, waitFor } from './harness.mjs';
 
 const DOT_PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==';
 
@@ -27,10 +28,11 @@ after(async () => {
   await gw?.dispose();
 });
 
-/** connect starts an agent and closes it after the file. */
+/** connect starts an agent, closes it after the file, and waits until the client sees what it offers. */
 async function connect(items, options) {
   const a = await startAgent(gw, items, options);
   agents.push(a.agent);
+  await untilVisible(client, items, options);
   return a;
 }
 
@@ -334,8 +336,9 @@ describe('the call', () => {
         name: 'progress_then_result',
         description: 'd',
         inputSchema: obj,
-        handler: (_args, call) => {
+        handler: async (_args, call) => {
           for (let i = 1; i <= 6; i++) call.progress(`step ${i}`);
+          await new Promise((r) => setTimeout(r, 200));
           return 'done';
         },
       }),
@@ -351,6 +354,29 @@ describe('the call', () => {
     // The held line (step 6) never follows the result.
     assert.deepEqual(await run('progress_then_result'), ['step 1', 'step 2', 'step 3', 'step 4']);
   });
+
+  it(
+    'delivers the progress lines sent just before the result',
+    async () => {
+      await connect([
+        defineTool({
+          name: 'progress_sync',
+          description: 'd',
+          inputSchema: obj,
+          handler: (_args, call) => {
+            for (let i = 1; i <= 4; i++) call.progress(`step ${i}`);
+            return 'done';
+          },
+        }),
+      ]);
+      for (let round = 0; round < 5; round++) {
+        const lines = [];
+        const r = await client.callTool({ name: 'progress_sync', arguments: {} }, undefined, { onprogress: (p) => lines.push(p.message) });
+        assert.equal(textOf(r), 'done');
+        assert.deepEqual(lines, ['step 1', 'step 2', 'step 3', 'step 4'], `round ${round}`);
+      }
+    },
+  );
 
   it('aborts call.signal when the client cancels', async () => {
     const started = [];
@@ -396,6 +422,32 @@ describe('the call', () => {
     assert.deepEqual(r, { content: [{ type: 'text', text: 'Request for tool "too_slow" timed out after 300ms' }], isError: true });
     await waitFor(() => reason, { what: 'the signal to abort' });
     assert.equal(reason.name, 'TimeoutError');
+  });
+});
+
+describe('structured results', () => {
+  it('advertises outputSchema and sends structuredContent beside the JSON text', async () => {
+    await connect([
+      defineTool({
+        name: 'order_summary',
+        description: 'd',
+        inputSchema: obj,
+        outputSchema: z.object({ id: z.string(), total: z.number().int() }),
+        annotations: { readOnlyHint: true },
+        handler: () => ({ id: '1042', total: 2599 }),
+      }),
+    ]);
+    const { tools } = await client.listTools();
+    assert.deepEqual(tools.find((t) => t.name === 'order_summary').outputSchema, {
+      type: 'object',
+      properties: { id: { type: 'string' }, total: { type: 'integer', minimum: -9007199254740991, maximum: 9007199254740991 } },
+      required: ['id', 'total'],
+      additionalProperties: false,
+    });
+    assert.deepEqual(await client.callTool({ name: 'order_summary', arguments: {} }), {
+      content: [{ type: 'text', text: '{"id":"1042","total":2599}' }],
+      structuredContent: { id: '1042', total: 2599 },
+    });
   });
 });
 
@@ -518,10 +570,10 @@ describe('prompts', () => {
 });
 
 describe('registration', () => {
-  it('setEnabled hides and shows a tool, with tools/list_changed', async () => {
+  it('setEnabled hides and shows a tool, with tools/list_changed', async (t) => {
     const changes = [];
     const c = await gw.client();
-    after(() => c.close());
+    t.after(() => c.close());
     c.setNotificationHandler(ToolListChangedNotificationSchema, () => changes.push(Date.now()));
     const { agent } = await connect([
       defineTool({ name: 'toggle_me', description: 'd', inputSchema: obj, handler: () => 'on' }),
@@ -572,6 +624,11 @@ describe('registration', () => {
       definePrompt({ name: 'replace_prompt', description: 'second', handler: () => 'two' }),
     ]);
     await agent.connect();
+    await untilVisible(client, [
+      defineTool({ name: 'replace_me', description: 'd', inputSchema: obj, handler: () => 0 }),
+      defineResource({ uri: 'replace://me', name: 'd', handler: () => 0 }),
+      definePrompt({ name: 'replace_prompt', handler: () => 0 }),
+    ]);
     const { tools } = await client.listTools();
     assert.deepEqual(tools.filter((t) => t.name === 'replace_me').map((t) => t.description), ['second']);
     assert.equal(textOf(await client.callTool({ name: 'replace_me', arguments: {} })), 'two');
@@ -595,7 +652,7 @@ describe('registration', () => {
     await waitFor(() => refusals().length >= 2, { what: 'two logged refusals' });
     await agent.close();
     await connected;
-    assert.match(refusals()[0].msg, /^spacefix: the gateway refused the agent: register: 400 Bad Request: Invalid tool name "bad name"\. Retrying in 0\.\d s \(attempt 1\)\.$/);
+    assert.equal(refusals()[0].msg.replace(/in 0\.[23] s/, 'in 0.x s'), 'spacefix: the gateway refused the agent (retrying in 0.x s, attempt 1): register: 400 Bad Request: Invalid tool name "bad name".');
     assert.equal(logger.lines[0].msg, 'spacefix: Invalid tool name "bad name". The gateway will refuse the connection until the name is fixed.');
     assert.equal((await toolNames(client)).includes('fine_tool'), false);
 
@@ -609,6 +666,46 @@ describe('registration', () => {
       reserved.lines.some((l) => l.msg.includes('400 Bad Request: Invalid tool name "github__search": names containing "__" are reserved for bridged MCP servers.')),
       JSON.stringify(reserved.lines),
     );
+  });
+});
+
+describe('keys and lifecycle', () => {
+  it('logs a wrong key, and a client key, with the gateway\'s text and keeps retrying', async () => {
+    for (const [apiKey, want] of [
+      ['sfx_agent_WRONG', 'register: 401 Unauthorized: Unknown or revoked agent key. Create one with: spacefix keys create --kind agent'],
+      [gw.clientKey, 'register: 403 Forbidden: This is a client key. Agents connect with an agent key: spacefix keys create --kind agent'],
+    ]) {
+      const logger = memoryLogger();
+      const agent = new Agent({ apiKey, url: gw.url, logger });
+      const connected = agent.connect();
+      const refusals = () => logger.lines.filter((l) => l.level === 'error' && l.msg.endsWith(`): ${want}`));
+      await waitFor(() => refusals().length >= 2, { what: `two refusals ending in ${want}` });
+      await agent.close();
+      await connected;
+      assert.equal(agent.connected, false);
+    }
+  });
+
+  it('lets the process exit once the agent is closed', async () => {
+    const apiKey = await gw.newKey();
+    const script = `
+      import { Agent, defineTool } from ${JSON.stringify(new URL('../dist/index.js', import.meta.url).href)};
+      const agent = new Agent({ apiKey: ${JSON.stringify(apiKey)}, url: ${JSON.stringify(gw.url)} });
+      agent.register(defineTool({ name: 'exit_probe', description: 'd', inputSchema: { type: 'object' }, handler: () => 1 }));
+      await agent.connect();
+      await agent.close();
+      console.log('closed');`;
+    const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.setEncoding('utf8').on('data', (d) => (out += d));
+    child.stderr.setEncoding('utf8').on('data', (d) => (out += d));
+    const code = await Promise.race([
+      new Promise((r) => child.once('exit', r)),
+      new Promise((r) => setTimeout(() => r('still running after 2 s'), 2000).unref()),
+    ]);
+    child.kill('SIGKILL');
+    assert.equal(code, 0, out);
+    assert.match(out, /spacefix: connected to the gateway .*\nclosed\n$/);
   });
 });
 
@@ -635,23 +732,24 @@ describe('namespaces and instances', () => {
     assert.equal(seenTool, 'run_tests');
   });
 
-  it(
-    'lets a caller pick an instance when replicas name theirs',
-    { todo: 'needs gateway: the exposed tool has no `instance` argument and calls do not route by it yet' },
-    async () => {
-      const apiKey = await gw.newKey();
-      const mk = (instance) =>
-        connect([defineTool({ name: 'where_am_i', description: 'd', inputSchema: obj, handler: () => instance })], { apiKey, instance });
-      await mk('eu-1');
-      await mk('us-1');
-      const { tools } = await client.listTools();
-      const t = tools.find((x) => x.name === 'where_am_i');
-      assert.deepEqual(t.inputSchema.properties?.instance?.enum?.slice().sort(), ['eu-1', 'us-1']);
-      assert.equal(t.inputSchema.required?.includes('instance') ?? false, false);
-      for (let i = 0; i < 4; i++) {
-        assert.equal(textOf(await client.callTool({ name: 'where_am_i', arguments: { instance: 'us-1' } })), 'us-1');
-        assert.equal(textOf(await client.callTool({ name: 'where_am_i', arguments: { instance: 'eu-1' } })), 'eu-1');
-      }
-    },
-  );
+  it('lets a caller pick an instance when replicas name theirs', async () => {
+    const apiKey = await gw.newKey();
+    const mk = (instance) =>
+      connect([defineTool({ name: 'where_am_i', description: 'd', inputSchema: obj, handler: (args) => `${instance} ${JSON.stringify(args)}` })], { apiKey, instance });
+    await mk('eu-1');
+    await mk('us-1');
+    const t = await waitFor(
+      async () => {
+        const found = (await client.listTools()).tools.find((x) => x.name === 'where_am_i');
+        return found?.inputSchema.properties?.instance?.enum?.length === 2 && found;
+      },
+      { what: 'the instance argument to list both instances' },
+    );
+    assert.deepEqual(t.inputSchema.properties.instance.enum.slice().sort(), ['eu-1', 'us-1']);
+    assert.equal(t.inputSchema.required?.includes('instance') ?? false, false);
+    for (let i = 0; i < 4; i++) {
+      assert.equal(textOf(await client.callTool({ name: 'where_am_i', arguments: { instance: 'us-1' } })), 'us-1 {}');
+      assert.equal(textOf(await client.callTool({ name: 'where_am_i', arguments: { instance: 'eu-1' } })), 'eu-1 {}');
+    }
+  });
 });

@@ -178,6 +178,37 @@ export async function startAgent(gw, items, options = {}) {
   return { agent, logs: logger.lines, apiKey };
 }
 
+/**
+ * untilVisible waits until client sees every tool, resource and prompt of
+ * items. The gateway welcomes an agent a moment before its tools reach the
+ * clients' lists, so a test that calls at once may meet "unknown tool".
+ */
+export async function untilVisible(client, items, { name, namespace } = {}) {
+  const list = Array.isArray(items) ? items : [items];
+  const prefix = namespace ? `${name.replaceAll('-', '_')}_` : '';
+  const tools = list.filter((i) => i.kind === 'tool').map((t) => prefix + t.name);
+  const uris = list.filter((i) => i.kind === 'resource').map((r) => r.uri);
+  const prompts = list.filter((i) => i.kind === 'prompt').map((p) => p.name);
+  await waitFor(
+    async () => {
+      if (tools.length > 0) {
+        const seen = new Set((await client.listTools()).tools.map((t) => t.name));
+        if (!tools.every((n) => seen.has(n))) return false;
+      }
+      if (uris.length > 0) {
+        const seen = new Set((await client.listResources()).resources.map((r) => r.uri));
+        if (!uris.every((u) => seen.has(u))) return false;
+      }
+      if (prompts.length > 0) {
+        const seen = new Set((await client.listPrompts()).prompts.map((p) => p.name));
+        if (!prompts.every((n) => seen.has(n))) return false;
+      }
+      return true;
+    },
+    { what: `${[...tools, ...uris, ...prompts].join(', ')} to be listed` },
+  );
+}
+
 /** textOf returns the text of a tool result's only part. */
 export function textOf(result) {
   if (result.content.length !== 1 || result.content[0].type !== 'text') {

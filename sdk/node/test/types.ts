@@ -101,3 +101,12 @@ agent.register([defineTool({ name: 'x', description: 'd', inputSchema: { type: '
 const p: Promise<void> = agent.connect();
 void p;
 void agent.setEnabled('x', false);
+
+// A prompt without argsSchema gets string arguments.
+definePrompt({
+  name: 'no_args',
+  handler: (args) => {
+    assertType<Equal<typeof args, Record<string, string>>>(true);
+    return 'x';
+  },
+});
