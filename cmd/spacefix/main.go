@@ -67,6 +67,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return keys(ctx, args[1:], stdout)
 	case "projects":
 		return projects(ctx, args[1:], stdout)
+	case "tokens":
+		return tokens(ctx, args[1:], stdout)
+	case "tools":
+		return tools(ctx, args[1:], stdout)
+	case "settings":
+		return settings(ctx, args[1:], stdout)
+	case "users":
+		return usersCmd(ctx, args[1:], stdout)
 	case "version":
 		fmt.Fprintln(stdout, "spacefix", version)
 		return nil

@@ -122,6 +122,7 @@ func TestServeFirstStart(t *testing.T) {
 	first := serveOnce(t, data)
 	for _, want := range []string{
 		"This was the first start",
+		"Set up the dashboard (one-time link; the first person to use it becomes admin):\n  http://127.0.0.1:",
 		"  Agent key   sfx_agent_",
 		"  Client key  sfx_client_",
 		"claude mcp add --transport http spacefix http://127.0.0.1:",

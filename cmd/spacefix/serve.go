@@ -47,7 +47,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		g.Close()
 		return err
 	}
-	printStart(stdout, g.URL(), cfg.DataPath, first)
+	setup, err := g.SetupURL(ctx)
+	if err != nil {
+		cfg.Logger.Warn("could not make the dashboard's setup link", "err", err)
+	}
+	printStart(stdout, g.URL(), cfg.DataPath, first, setup)
 
 	// The first signal drains; a second one forces exit.
 	sigs := make(chan os.Signal, 2)
@@ -72,9 +76,12 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 }
 
-func printStart(w io.Writer, base, data string, first *gateway.FirstStart) {
+func printStart(w io.Writer, base, data string, first *gateway.FirstStart, setupURL string) {
 	mcpURL := base + "/mcp"
-	fmt.Fprintf(w, "Spacefix is running.\n\n  MCP endpoint  %s\n  Store         %s\n\n", mcpURL, data)
+	fmt.Fprintf(w, "Spacefix is running.\n\n  MCP endpoint  %s\n  Dashboard     %s/\n  Store         %s\n\n", mcpURL, base, data)
+	if setupURL != "" {
+		fmt.Fprintf(w, "Set up the dashboard (one-time link; the first person to use it becomes admin):\n  %s\n\n", setupURL)
+	}
 	if first == nil {
 		fmt.Fprintf(w, "Make keys with: spacefix keys create --data %s --project default --kind client|agent\n", data)
 		return

@@ -126,11 +126,14 @@ var emptySnapshot = &Snapshot{Changed: make(chan struct{})}
 
 // Tool is one exposed tool.
 type Tool struct {
-	Name     string          // exposed name
-	AgentKey string          // the agent key that offers it
-	Def      agentproto.Tool // as registered; Def.Name is the registered name
-	Schema   *schema.Schema
-	Enabled  bool
+	Name     string // exposed name
+	AgentKey string // the agent key that offers it
+	// Reg is the offering agent's newest registration (its name, display
+	// name and author).
+	Reg     *agentproto.Registration
+	Def     agentproto.Tool // as registered; Def.Name is the registered name
+	Schema  *schema.Schema
+	Enabled bool
 	// OwnsInstance: the tool's own schema has an "instance" property, so the
 	// gateway does not add its instance argument.
 	OwnsInstance bool
@@ -390,6 +393,7 @@ func (r *Registry) rebuildLocked(p *project) {
 			}
 			t := &Tool{
 				Name: exp, AgentKey: a.keyID, Def: def, Schema: a.schemas[def.Name],
+				Reg:     a.reg,
 				Enabled: !a.disabled[def.Name], Replicas: reps, GraceUntil: graceUntil,
 				OwnsInstance: hasProperty(def.InputSchema, "instance"),
 			}

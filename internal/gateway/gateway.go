@@ -66,6 +66,7 @@ func New(cfg Config, st store.Store) (*Gateway, error) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		fmt.Fprintln(w, "ok")
 	})
+	g.mountDashboard(mux)
 	g.srv = &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -109,6 +110,10 @@ func (g *Gateway) URL() string {
 
 // Registry returns the live registry (for the dashboard and tests).
 func (g *Gateway) Registry() *agents.Registry { return g.reg }
+
+// SettingsChanged applies settings saved for a project to the next MCP
+// request (the dashboard and admin API call it after every save).
+func (g *Gateway) SettingsChanged(projectID int64) { g.front.SettingsChanged(projectID) }
 
 // CallLog returns the call log writer.
 func (g *Gateway) CallLog() *store.CallLog { return g.calls }

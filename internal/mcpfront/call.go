@@ -60,6 +60,22 @@ func (f *Front) toolHandler(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 			instance, t.Name, strings.Join(t.Instances(), ", "))), nil
 	}
 
+	// The cache: a hit never reaches an agent and is neither logged nor
+	// billed; it has passed the key check, the rate limit and validation.
+	c, _ := ctx.Value(controlsCtxKey{}).(*controls)
+	var cacheFor time.Duration
+	if c != nil {
+		cacheFor = time.Duration(c.tools[t.Name].CacheSeconds) * time.Second
+	}
+	if cacheFor > 0 {
+		if b, ok := f.cache.Get(key.ProjectID, t.Name, args); ok {
+			out := new(mcp.CallToolResult)
+			if json.Unmarshal(b, out) == nil {
+				return out, nil
+			}
+		}
+	}
+
 	// Delivery to one replica, within the tool's wait.
 	start := time.Now()
 	call, res := route.Start(ctx, f.reg, key.ProjectID, toolTarget(t.Name, t.AgentKey), route.Request{
@@ -73,7 +89,11 @@ func (f *Front) toolHandler(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 	if call != nil {
 		res = call.Wait(ctx, progress)
 	}
-	return f.await(ctx, req, t, key, call, res, start)
+	out, err := f.await(ctx, req, t, key, call, res, start)
+	if cacheFor > 0 && err == nil && out != nil && !out.IsError && out.InputRequests == nil && res.Err == "" && len(res.Result) > 0 {
+		f.cache.Put(key.ProjectID, t.Name, args, res.Result, cacheFor)
+	}
+	return out, err
 }
 
 // checkArgs takes out the gateway's instance argument and validates the
@@ -103,7 +123,7 @@ func (f *Front) wait(ctx context.Context, t *agents.Tool, key store.Key) time.Du
 	if t.Def.TimeoutMs > 0 {
 		return time.Duration(t.Def.TimeoutMs) * time.Millisecond
 	}
-	return f.settings.get(ctx, key.ProjectID).CallWait()
+	return f.controls.get(ctx, key.ProjectID).settings.CallWait()
 }
 
 // await passes the agent's questions to the user until the call ends, then

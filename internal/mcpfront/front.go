@@ -24,6 +24,8 @@ import (
 
 	"github.com/spacefix/spacefix/internal/agents"
 	sfauth "github.com/spacefix/spacefix/internal/auth"
+	"github.com/spacefix/spacefix/internal/cache"
+	"github.com/spacefix/spacefix/internal/ratelimit"
 	"github.com/spacefix/spacefix/internal/store"
 )
 
@@ -47,6 +49,8 @@ type Options struct {
 	Logger *slog.Logger
 	// Version is the gateway version reported to clients.
 	Version string
+	// CacheBytes bounds the memory of cached tool results; 0 means 64 MiB.
+	CacheBytes int64
 }
 
 // Front is the MCP endpoint. It is an http.Handler.
@@ -57,8 +61,10 @@ type Front struct {
 	calls    *store.CallLog
 	log      *slog.Logger
 	version  string
-	settings *settingsCache
+	controls *controlsCache
 	held     *heldCalls // calls waiting for the user's answer
+	cache    *cache.Cache
+	limiter  *ratelimit.Limiter
 
 	stateful  *mcp.StreamableHTTPHandler
 	stateless *mcp.StreamableHTTPHandler
@@ -79,12 +85,17 @@ func New(opts Options) *Front {
 	}
 	f := &Front{
 		reg: opts.Registry, store: opts.Store, verifier: opts.Verifier, calls: opts.CallLog,
-		log: opts.Logger, version: opts.Version, settings: newSettingsCache(opts.Store, time.Second),
-		views: make(map[string]*view), held: newHeldCalls(),
+		log: opts.Logger, version: opts.Version, controls: newControlsCache(opts.Store, time.Second),
+		limiter: ratelimit.New(),
+		views:   make(map[string]*view), held: newHeldCalls(),
 	}
 	if f.log == nil {
 		f.log = slog.Default()
 	}
+	if opts.CacheBytes <= 0 {
+		opts.CacheBytes = 64 << 20
+	}
+	f.cache = cache.New(opts.CacheBytes)
 	f.stateful = mcp.NewStreamableHTTPHandler(f.getServer, &mcp.StreamableHTTPOptions{
 		Logger:         f.log,
 		SessionTimeout: 30 * time.Minute,
@@ -206,10 +217,19 @@ func (f *Front) ProjectChanged(projectID int64) {
 	}
 }
 
-// SettingsChanged drops cached settings of a project and resyncs its views.
+// SettingsChanged applies what the dashboard saved for a project on the next
+// request: it drops the project's cached controls and cached results, and
+// brings its views up to date (sending list_changed where they changed).
 func (f *Front) SettingsChanged(projectID int64) {
-	f.settings.forget(projectID)
+	f.controls.forget(projectID)
+	f.cache.ClearProject(projectID)
 	f.ProjectChanged(projectID)
+}
+
+// AgentConnected empties a project's result cache: a new agent may answer
+// differently.
+func (f *Front) AgentConnected(projectID int64) {
+	f.cache.ClearProject(projectID)
 }
 
 // trimName keeps a name printable in messages.

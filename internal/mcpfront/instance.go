@@ -13,16 +13,16 @@ import (
 // replicas have instance names, to let the caller pick one.
 const instanceArg = "instance"
 
-// withInstanceArg returns the tool's input schema with the instance argument
-// added, when it has named replicas and no "instance" of its own.
-func withInstanceArg(t *agents.Tool) json.RawMessage {
+// withInstanceArg returns the input schema with the instance argument added,
+// when t has named replicas and no "instance" of its own.
+func withInstanceArg(t *agents.Tool, schema json.RawMessage) json.RawMessage {
 	instances := t.Instances()
 	if len(instances) == 0 || t.OwnsInstance {
-		return t.Def.InputSchema
+		return schema
 	}
 	var s map[string]any
-	if err := json.Unmarshal(t.Def.InputSchema, &s); err != nil {
-		return t.Def.InputSchema
+	if err := json.Unmarshal(schema, &s); err != nil {
+		return schema
 	}
 	props, _ := s["properties"].(map[string]any)
 	if props == nil {
@@ -37,7 +37,7 @@ func withInstanceArg(t *agents.Tool) json.RawMessage {
 	}
 	b, err := json.Marshal(s)
 	if err != nil {
-		return t.Def.InputSchema
+		return schema
 	}
 	return b
 }

@@ -11,7 +11,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/spacefix/spacefix/internal/agents"
+	"github.com/spacefix/spacefix/internal/ratelimit"
 	"github.com/spacefix/spacefix/internal/store"
+	"github.com/spacefix/spacefix/internal/toolctl"
 )
 
 // view is what one client key sees: an *mcp.Server whose tools, resources and
@@ -58,25 +60,32 @@ func (f *Front) viewFor(ctx context.Context, k store.Key) *view {
 	return v
 }
 
-// policy says which tools a key may see and call.
+// policy says which tools a key may see and call, and how they look.
 type policy struct {
 	readOnly bool
 	allow    []string // empty: every tool
+	c        *controls
 }
 
-func (v *view) policy(s store.ProjectSettings) policy {
-	return policy{readOnly: v.key.ReadOnly || s.ReadOnlyClients, allow: v.key.Tools}
+func (v *view) policy(c *controls) policy {
+	return policy{readOnly: v.key.ReadOnly || c.settings.ReadOnlyClients, allow: v.key.Tools, c: c}
 }
 
-// permits reports whether the key may see and call t.
+// permits reports whether the key may see and call t: enabled by its
+// agent and the dashboard, approved if the project wants approval, a read
+// for a read-only key, and on the key's allow-list if it has one.
 func (p policy) permits(t *agents.Tool) bool {
-	if !t.Enabled {
+	if !t.Enabled || p.c.tools[t.Name].Disabled {
 		return false
 	}
-	if p.readOnly && !t.ReadOnly() {
+	if p.readOnly && !p.c.readOnly(t) {
 		return false
 	}
-	return len(p.allow) == 0 || slices.Contains(p.allow, t.Name)
+	if len(p.allow) > 0 && !slices.Contains(p.allow, t.Name) {
+		return false
+	}
+	visible, _ := p.c.consent(t)
+	return visible
 }
 
 // sync makes the server advertise exactly what the project offers this key
@@ -86,7 +95,7 @@ func (v *view) sync() {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	snap := v.f.reg.Snapshot(v.key.ProjectID)
-	pol := v.policy(v.f.settings.get(context.Background(), v.key.ProjectID))
+	pol := v.policy(v.f.controls.get(context.Background(), v.key.ProjectID))
 
 	want := make(map[string]bool, len(snap.ToolList))
 	for _, t := range snap.ToolList {
@@ -94,7 +103,7 @@ func (v *view) sync() {
 			continue
 		}
 		want[t.Name] = true
-		mt := advertisedTool(t)
+		mt := advertisedTool(t, pol.c)
 		b, _ := json.Marshal(mt)
 		if old, ok := v.tools[t.Name]; ok && string(old) == string(b) {
 			continue
@@ -161,18 +170,26 @@ func (v *view) sync() {
 	}
 }
 
-// advertisedTool is the MCP tool a client sees for t.
-func advertisedTool(t *agents.Tool) *mcp.Tool {
+// advertisedTool is the MCP tool a client sees for t: the approved
+// definition while a change waits for approval, the dashboard's description
+// if it has one, with the community prefix for community agents.
+func advertisedTool(t *agents.Tool, c *controls) *mcp.Tool {
+	def := t.Def
+	if _, approved := c.consent(t); approved != nil {
+		if d, err := toolctl.ApprovedTool(def, approved); err == nil {
+			def = d
+		}
+	}
 	mt := &mcp.Tool{
 		Name:        t.Name,
-		Title:       t.Def.Title,
-		Description: t.Def.Description,
-		InputSchema: withInstanceArg(t),
+		Title:       def.Title,
+		Description: toolctl.Description(def.Description, c.tools[t.Name], c.agentKeys[t.AgentKey], t.Reg),
+		InputSchema: withInstanceArg(t, def.InputSchema),
 	}
-	if len(t.Def.OutputSchema) > 0 {
-		mt.OutputSchema = t.Def.OutputSchema
+	if len(def.OutputSchema) > 0 {
+		mt.OutputSchema = def.OutputSchema
 	}
-	if a := t.Def.Annotations; a != nil {
+	if a := def.Annotations; a != nil {
 		mt.Annotations = &mcp.ToolAnnotations{
 			Title:           a.Title,
 			ReadOnlyHint:    a.ReadOnlyHint != nil && *a.ReadOnlyHint,
@@ -191,7 +208,10 @@ func resourceMime(m string) string {
 	return m
 }
 
-type toolCtxKey struct{}
+type (
+	toolCtxKey     struct{}
+	controlsCtxKey struct{}
+)
 
 // resolve runs before go-sdk's own dispatch of tools/call: it looks the name
 // up in the project as it is now and answers "Tool <name> not found" for
@@ -199,17 +219,33 @@ type toolCtxKey struct{}
 // unknown, disabled or filtered out.
 func (v *view) resolve(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		if method != "tools/call" {
+		switch method {
+		case "resources/read", "prompts/get":
+			if n := v.f.controls.get(ctx, v.key.ProjectID).settings.RateLimitPerMinute; n > 0 {
+				if ok, retry := v.f.limiter.Allow(v.key.ID, n); !ok {
+					return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: ratelimit.Message(n, retry)}
+				}
+			}
+			return next(ctx, method, req)
+		case "tools/call":
+		default:
 			return next(ctx, method, req)
 		}
 		ctr, ok := req.(*mcp.CallToolRequest)
 		if !ok || ctr.Params == nil {
 			return next(ctx, method, req)
 		}
+		c := v.f.controls.get(ctx, v.key.ProjectID)
+		if n := c.settings.RateLimitPerMinute; n > 0 {
+			if ok, retry := v.f.limiter.Allow(v.key.ID, n); !ok {
+				return errorResult(ratelimit.Message(n, retry)), nil
+			}
+		}
 		t := v.f.reg.Snapshot(v.key.ProjectID).Tools[ctr.Params.Name]
-		if t == nil || !v.policy(v.f.settings.get(ctx, v.key.ProjectID)).permits(t) {
+		if t == nil || !v.policy(c).permits(t) {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "Tool " + trimName(ctr.Params.Name) + " not found"}
 		}
-		return next(context.WithValue(ctx, toolCtxKey{}, t), method, req)
+		ctx = context.WithValue(ctx, toolCtxKey{}, t)
+		return next(context.WithValue(ctx, controlsCtxKey{}, c), method, req)
 	}
 }

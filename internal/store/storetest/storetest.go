@@ -7,7 +7,9 @@
 //   - records of the same time come back newest-inserted first;
 //   - empty lists (Tools, Progress) may come back as nil;
 //   - UpdateProjectSettings on an unknown project returns [store.ErrNotFound];
-//   - a second RevokeKey keeps the time of the first.
+//   - a second RevokeKey keeps the time of the first, and so does a second
+//     RevokeAPIToken;
+//   - tool settings and approvals come back sorted by tool name.
 package storetest
 
 import (
@@ -49,6 +51,16 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"PruneCalls", testPruneCalls},
 		{"ConcurrentAppendCalls", testConcurrentAppendCalls},
 		{"CloseTwice", testCloseTwice},
+		{"CallAfterID", testCallAfterID},
+		{"KeyMeta", testKeyMeta},
+		{"ToolSettings", testToolSettings},
+		{"ToolSettingsErrors", testToolSettingsErrors},
+		{"Approvals", testApprovals},
+		{"Users", testUsers},
+		{"Sessions", testSessions},
+		{"Invites", testInvites},
+		{"InviteUsedOnce", testInviteUsedOnce},
+		{"APITokens", testAPITokens},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -176,6 +188,7 @@ func testProjectSettings(t *testing.T, s store.Store) {
 		{"every field", store.ProjectSettings{
 			CallWaitMs: 5000, ReadOnlyClients: true, MaxTools: 10,
 			MaxSchemaBytes: 1024, MaxResources: 20, MaxRegistrationBytes: 4096,
+			ApproveToolChanges: true, RateLimitPerMinute: 60,
 		}},
 		{"one field", store.ProjectSettings{CallWaitMs: 1000}},
 		{"back to defaults", store.ProjectSettings{}},

@@ -1,0 +1,141 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spacefix/spacefix/internal/gateway"
+	"github.com/spacefix/spacefix/internal/store"
+	"github.com/spacefix/spacefix/internal/store/sqlite"
+)
+
+// adminGateway runs a gateway on a store file and returns its URL and an
+// admin API token made with the CLI on the same file.
+func adminGateway(t *testing.T) (data, url, token string, st store.Store) {
+	t.Helper()
+	data = filepath.Join(t.TempDir(), "s.db")
+	st, err := sqlite.Open(context.Background(), data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := gateway.Bootstrap(context.Background(), st); err != nil {
+		t.Fatal(err)
+	}
+	cfg := gateway.DefaultConfig()
+	cfg.Addr, cfg.Logger = "127.0.0.1:0", slog.New(slog.NewTextHandler(io.Discard, nil))
+	g, err := gateway.New(cfg, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close() })
+	out, err := runCLI(t, "tokens", "create", "--data", data, "--name", "ci", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tok struct{ ID, Token string }
+	if err := json.Unmarshal([]byte(out), &tok); err != nil || !strings.HasPrefix(tok.Token, "sfx_admin_") {
+		t.Fatalf("tokens create --json printed %q: %v", out, err)
+	}
+	return data, g.URL(), tok.Token, st
+}
+
+func TestToolsCommands(t *testing.T) {
+	_, url, token, st := adminGateway(t)
+	api := []string{"--url", url, "--token", token, "--project", "default"}
+	out, err := runCLI(t, append([]string{"tools", "set", "get_order", "--description", "Find one order.", "--cache", "30", "--access", "read", "--disabled=true"}, api...)...)
+	if err != nil || !strings.Contains(out, "Saved get_order") || !strings.Contains(out, "Not registered, Edited, Cached 30s, Treated as read, Disabled") {
+		t.Fatalf("tools set: %v\n%s", err, out)
+	}
+	got, _ := st.ToolSettings(context.Background(), 1)
+	if len(got) != 1 || got[0].Description != "Find one order." || got[0].CacheSeconds != 30 || got[0].Access != store.AccessRead || !got[0].Disabled {
+		t.Errorf("stored settings = %+v", got)
+	}
+	// Only the flags given change.
+	if _, err := runCLI(t, append([]string{"tools", "set", "get_order", "--disabled=false"}, api...)...); err != nil {
+		t.Fatal(err)
+	}
+	got, _ = st.ToolSettings(context.Background(), 1)
+	if len(got) != 1 || got[0].Disabled || got[0].CacheSeconds != 30 {
+		t.Errorf("after --disabled=false: %+v; want only Disabled changed", got)
+	}
+	out, err = runCLI(t, append([]string{"tools", "list"}, api...)...)
+	if err != nil || !strings.Contains(out, "get_order") || !strings.Contains(out, "Find one order.") {
+		t.Errorf("tools list: %v\n%s", err, out)
+	}
+	out, err = runCLI(t, append([]string{"tools", "list", "--json"}, api...)...)
+	if err != nil || !strings.Contains(out, `"cacheSeconds": 30`) {
+		t.Errorf("tools list --json: %v\n%s", err, out)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"tools", "set", "get_order", "--cache", "4000"}, "cacheSeconds: a whole number from 0 (off) to 3600, not 4000"},
+		{[]string{"tools", "set", "get_order", "--approve"}, `No connected agent registers a tool "get_order"`},
+		{[]string{"tools", "set", "get_order"}, "nothing to change"},
+		{[]string{"tools", "list", "--project", "nope"}, `There is no project "nope"`},
+	} {
+		if _, err := runCLI(t, append(c.args, "--url", url, "--token", token)...); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: err = %v, want %q", c.args, err, c.want)
+		}
+	}
+	if _, err := runCLI(t, "tools", "list", "--url", url, "--token", "sfx_admin_wrong"); err == nil || !strings.Contains(err.Error(), "spacefix tokens create") {
+		t.Errorf("wrong token: %v, want a hint to make one", err)
+	}
+	t.Setenv("SPACEFIX_TOKEN", "")
+	if _, err := runCLI(t, "tools", "list", "--url", url); err == nil || !strings.Contains(err.Error(), "no admin API token") {
+		t.Errorf("no token: %v", err)
+	}
+}
+
+func TestSettingsCommand(t *testing.T) {
+	_, url, token, st := adminGateway(t)
+	t.Setenv("SPACEFIX_TOKEN", token)
+	out, err := runCLI(t, "settings", "set", "--url", url, "--call-wait", "5", "--client-access", "read", "--rate-limit", "60", "--approve-tool-changes")
+	if err != nil || !strings.Contains(out, "Call wait") || !strings.Contains(out, "5 s") || !strings.Contains(out, "60 calls per minute per key") {
+		t.Fatalf("settings set: %v\n%s", err, out)
+	}
+	p, _ := st.Project(context.Background(), "default")
+	want := store.ProjectSettings{CallWaitMs: 5000, ReadOnlyClients: true, RateLimitPerMinute: 60, ApproveToolChanges: true}
+	if p.Settings != want {
+		t.Errorf("stored settings = %+v, want %+v", p.Settings, want)
+	}
+	if _, err := runCLI(t, "settings", "set", "--url", url, "--call-wait", "31"); err == nil || !strings.Contains(err.Error(), "1 to 30 seconds") {
+		t.Errorf("call wait 31: %v", err)
+	}
+	out, err = runCLI(t, "settings", "show", "--url", url)
+	if err != nil || !strings.Contains(out, "read only") {
+		t.Errorf("settings show: %v\n%s", err, out)
+	}
+}
+
+func TestTokensAndUsers(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "s.db")
+	out, err := runCLI(t, "users", "setup-link", "--data", data, "--url", "https://gw.example/")
+	if err != nil || !strings.Contains(out, "https://gw.example/setup/") {
+		t.Fatalf("users setup-link: %v\n%s", err, out)
+	}
+	out, err = runCLI(t, "tokens", "create", "--data", data, "--name", "deploy")
+	if err != nil || !strings.Contains(out, "sfx_admin_") || !strings.Contains(out, "cannot be shown again") {
+		t.Fatalf("tokens create: %v\n%s", err, out)
+	}
+	out, _ = runCLI(t, "tokens", "list", "--data", data)
+	id := strings.Fields(strings.Split(out, "\n")[1])[0]
+	if !strings.HasPrefix(id, "tok_") || strings.Contains(out, "sfx_admin_") {
+		t.Fatalf("tokens list:\n%s", out)
+	}
+	if out, err := runCLI(t, "tokens", "revoke", id, "--data", data); err != nil || !strings.Contains(out, "Revoked "+id) {
+		t.Errorf("tokens revoke: %v %s", err, out)
+	}
+	if _, err := runCLI(t, "tokens", "revoke", "tok_nope", "--data", data); err == nil || !strings.Contains(err.Error(), `no token "tok_nope"`) {
+		t.Errorf("revoke unknown: %v", err)
+	}
+}

@@ -1,0 +1,163 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"unicode/utf8"
+)
+
+func tools(ctx context.Context, args []string, stdout io.Writer) error {
+	if len(args) == 0 {
+		return usageError{"tools: want list or set"}
+	}
+	switch args[0] {
+	case "list":
+		return toolsList(ctx, args[1:], stdout)
+	case "set":
+		return toolsSet(ctx, args[1:], stdout)
+	default:
+		return usageError{fmt.Sprintf("tools: unknown command %q; want list or set", args[0])}
+	}
+}
+
+// toolRow is what the admin API says about a tool.
+type toolRow struct {
+	Name        string `json:"name"`
+	Registered  bool   `json:"registered"`
+	Agent       string `json:"agent"`
+	Description string `json:"description"`
+	ReadOnly    bool   `json:"readOnly"`
+	Consent     string `json:"consent"`
+	Pills       []struct {
+		Text string `json:"text"`
+	} `json:"pills"`
+}
+
+func toolsList(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := newFlagSet("tools list", stdout)
+	client := apiFlags(fs)
+	asJSON := fs.Bool("json", false, "print the admin API's JSON")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	c, err := client()
+	if err != nil {
+		return err
+	}
+	var raw json.RawMessage
+	if err := c.do(ctx, "GET", c.projectPath("/tools"), nil, &raw); err != nil {
+		return err
+	}
+	if *asJSON {
+		return printJSON(stdout, raw)
+	}
+	var rows []toolRow
+	if err := json.Unmarshal(raw, &rows); err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TOOL\tCOUNTS AS\tSTATE\tDESCRIPTION MODELS SEE")
+	for _, r := range rows {
+		counts := "write"
+		if r.ReadOnly {
+			counts = "read"
+		}
+		if !r.Registered {
+			counts = "-"
+		}
+		var state []string
+		for _, p := range r.Pills {
+			state = append(state, p.Text)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Name, counts, orDash(strings.Join(state, ", ")), clip(r.Description, 60))
+	}
+	return tw.Flush()
+}
+
+func toolsSet(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := newFlagSet("tools set", stdout)
+	client := apiFlags(fs)
+	desc := fs.String("description", "", "the description models see, up to 1000 characters; \"\" restores the registered one")
+	cache := fs.Int("cache", 0, "cache results for `SECONDS`, 0 (off) to 3600")
+	access := fs.String("access", "", "follow, read or write: whether read-only clients may see and call the tool")
+	disabled := fs.Bool("disabled", false, "hide the tool from every client and refuse its calls (--disabled=false brings it back)")
+	approve := fs.Bool("approve", false, "approve the tool's current definition (with Approve tool changes on)")
+	reject := fs.Bool("reject", false, "reject the tool's current definition")
+	asJSON := fs.Bool("json", false, "print the admin API's JSON")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usageError{"tools set: want one tool name, for example: spacefix tools set get_order --cache 30"}
+	}
+	given := setFlags(fs)
+	patch := map[string]any{}
+	for _, f := range []struct {
+		flag, field string
+		v           any
+	}{{"description", "description", *desc}, {"cache", "cacheSeconds", *cache}, {"access", "access", *access}, {"disabled", "disabled", *disabled}} {
+		if given[f.flag] {
+			patch[f.field] = f.v
+		}
+	}
+	if *approve && *reject {
+		return usageError{"tools set: --approve and --reject exclude each other"}
+	}
+	if len(patch) == 0 && !*approve && !*reject {
+		return usageError{"tools set: nothing to change; pass --description, --cache, --access, --disabled, --approve or --reject"}
+	}
+	c, err := client()
+	if err != nil {
+		return err
+	}
+	var raw json.RawMessage
+	tool := pos[0]
+	if len(patch) > 0 {
+		if err := c.do(ctx, "PATCH", c.projectPath("/tools/%s", tool), patch, &raw); err != nil {
+			return err
+		}
+	}
+	if *approve || *reject {
+		verb := "reject"
+		if *approve {
+			verb = "approve"
+		}
+		if err := c.do(ctx, "POST", c.projectPath("/tools/%s/%s", tool, verb), map[string]any{}, &raw); err != nil {
+			return err
+		}
+	}
+	if *asJSON {
+		return printJSON(stdout, raw)
+	}
+	var row toolRow
+	if err := json.Unmarshal(raw, &row); err != nil {
+		return err
+	}
+	var state []string
+	for _, p := range row.Pills {
+		state = append(state, p.Text)
+	}
+	fmt.Fprintf(stdout, "Saved %s in project %q: %s. MCP clients see it on their next request.\n", tool, c.project, orDash(strings.Join(state, ", ")))
+	return nil
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// clip shortens s to n characters for a table.
+func clip(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n-1]) + "…"
+}

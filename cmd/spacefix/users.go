@@ -1,0 +1,59 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spacefix/spacefix/internal/store"
+	"github.com/spacefix/spacefix/internal/users"
+)
+
+// usersCmd manages dashboard users on the store file.
+func usersCmd(ctx context.Context, args []string, stdout io.Writer) error {
+	if len(args) == 0 {
+		return usageError{"users: want list or setup-link"}
+	}
+	fs := newFlagSet("users "+args[0], stdout)
+	data := dataFlag(fs)
+	base := fs.String("url", envOr("SPACEFIX_URL", "http://127.0.0.1:8080"), "the gateway's base `URL`, to print links with (env SPACEFIX_URL)")
+	if err := parse(fs, args[1:]); err != nil {
+		return err
+	}
+	switch args[0] {
+	case "list":
+		return withStore(ctx, *data, func(st store.Store) error {
+			us, err := st.Users(ctx)
+			if err != nil {
+				return err
+			}
+			tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "EMAIL\tROLE\tSINCE")
+			for _, u := range us {
+				role := "member"
+				if u.Admin {
+					role = "admin"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\n", u.Email, role, u.CreatedAt.Format(time.DateTime))
+			}
+			return tw.Flush()
+		})
+	case "setup-link":
+		return withStore(ctx, *data, func(st store.Store) error {
+			path, err := users.SetupPath(ctx, st)
+			if err != nil {
+				return err
+			}
+			if path == "" {
+				return fmt.Errorf("the dashboard has users already; ask an admin for an invite (Users and tokens page)")
+			}
+			fmt.Fprintf(stdout, "Open this link within 24 hours to set the first admin's password (it works once):\n\n  %s%s\n", strings.TrimRight(*base, "/"), path)
+			return nil
+		})
+	default:
+		return usageError{fmt.Sprintf("users: unknown command %q; want list or setup-link", args[0])}
+	}
+}

@@ -1,0 +1,185 @@
+// Package cache is the gateway's in-memory cache of tool results.
+//
+// A result is keyed by project, tool name and the call's arguments in
+// canonical form (object key order does not matter, array order does,
+// 1.0 equals 1), and never by caller: one cached result serves every client
+// of the project. The cache holds at most a configured number of bytes and
+// evicts the least recently used entries past it; an entry is dropped once
+// its time to live has passed.
+//
+// What may be cached (successful tool results of tools whose settings allow
+// it; never resources or prompts) is the caller's decision; the cache only
+// refuses results larger than [MaxResultBytes].
+package cache
+
+import (
+	"container/list"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/json"
+	"sync"
+	"time"
+
+	"github.com/spacefix/spacefix/internal/canonjson"
+)
+
+// MaxResultBytes is the largest result the cache keeps.
+const MaxResultBytes = 256 << 10
+
+// entryOverhead approximates the memory of an entry beyond its result: the
+// list element, the map slot and the entry struct.
+const entryOverhead = 160
+
+// sweepEvery is how often Put walks the whole cache to drop expired
+// entries that nobody asked for again.
+const sweepEvery = time.Minute
+
+// key identifies one cached result: the SHA-256 of the project, the tool
+// name and the canonical arguments.
+type key [sha256.Size]byte
+
+type entry struct {
+	key     key
+	project int64
+	result  []byte
+	expires time.Time
+	size    int64
+}
+
+// Cache is a bounded cache of tool results. Its methods are safe for
+// concurrent use. The zero value is not usable; call [New].
+type Cache struct {
+	max int64
+
+	mu        sync.Mutex
+	items     map[key]*list.Element
+	lru       list.List // of *entry, most recently used first
+	size      int64
+	lastSweep time.Time
+}
+
+// New returns a cache that holds at most maxBytes of results and keys.
+// maxBytes must be positive.
+func New(maxBytes int64) *Cache {
+	if maxBytes <= 0 {
+		panic("cache.New: maxBytes must be positive")
+	}
+	return &Cache{max: maxBytes, items: make(map[key]*list.Element), lastSweep: time.Now()}
+}
+
+// makeKey returns the key of a call; ok is false when args is not valid
+// JSON. Missing or null arguments count as {}.
+func makeKey(projectID int64, tool string, args json.RawMessage) (key, bool) {
+	canon := []byte("{}")
+	if len(args) > 0 && string(args) != "null" {
+		c, err := canonjson.Canonical(args)
+		if err != nil {
+			return key{}, false
+		}
+		canon = c
+	}
+	h := sha256.New()
+	var id [8]byte
+	binary.BigEndian.PutUint64(id[:], uint64(projectID))
+	h.Write(id[:])
+	h.Write([]byte(tool))
+	h.Write([]byte{0})
+	h.Write(canon)
+	var k key
+	h.Sum(k[:0])
+	return k, true
+}
+
+// Get returns the cached result of a call, if there is a live one. The
+// caller must not modify the returned slice.
+func (c *Cache) Get(projectID int64, tool string, args json.RawMessage) (result []byte, ok bool) {
+	k, ok := makeKey(projectID, tool, args)
+	if !ok {
+		return nil, false
+	}
+	now := time.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	el := c.items[k]
+	if el == nil {
+		return nil, false
+	}
+	e := el.Value.(*entry)
+	if !now.Before(e.expires) {
+		c.removeLocked(el)
+		return nil, false
+	}
+	c.lru.MoveToFront(el)
+	return e.result, true
+}
+
+// Put caches result for ttl. It does nothing when ttl is not positive, the
+// result is larger than [MaxResultBytes] or than the whole cache, or args
+// is not valid JSON. result is copied.
+func (c *Cache) Put(projectID int64, tool string, args json.RawMessage, result []byte, ttl time.Duration) {
+	if ttl <= 0 || len(result) > MaxResultBytes {
+		return
+	}
+	size := int64(len(result)) + entryOverhead
+	if size > c.max {
+		return
+	}
+	k, ok := makeKey(projectID, tool, args)
+	if !ok {
+		return
+	}
+	now := time.Now()
+	e := &entry{key: k, project: projectID, result: append([]byte(nil), result...), expires: now.Add(ttl), size: size}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if now.Sub(c.lastSweep) >= sweepEvery {
+		c.sweepLocked(now)
+	}
+	if old := c.items[k]; old != nil {
+		c.removeLocked(old)
+	}
+	c.items[k] = c.lru.PushFront(e)
+	c.size += size
+	for c.size > c.max {
+		c.removeLocked(c.lru.Back())
+	}
+}
+
+// ClearProject drops every cached result of a project, as a settings save
+// or a connecting agent requires.
+func (c *Cache) ClearProject(projectID int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for el := c.lru.Front(); el != nil; {
+		next := el.Next()
+		if el.Value.(*entry).project == projectID {
+			c.removeLocked(el)
+		}
+		el = next
+	}
+}
+
+// Stats returns how many results the cache holds and the bytes it counts
+// for them.
+func (c *Cache) Stats() (entries int, bytes int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.items), c.size
+}
+
+func (c *Cache) sweepLocked(now time.Time) {
+	c.lastSweep = now
+	for el := c.lru.Front(); el != nil; {
+		next := el.Next()
+		if !now.Before(el.Value.(*entry).expires) {
+			c.removeLocked(el)
+		}
+		el = next
+	}
+}
+
+func (c *Cache) removeLocked(el *list.Element) {
+	e := c.lru.Remove(el).(*entry)
+	delete(c.items, e.key)
+	c.size -= e.size
+}

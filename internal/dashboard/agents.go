@@ -1,0 +1,197 @@
+package dashboard
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/spacefix/spacefix/internal/agents"
+	"github.com/spacefix/spacefix/internal/store"
+	"github.com/spacefix/spacefix/internal/toolctl"
+)
+
+// maxMetaRunes bounds a display name or author.
+const maxMetaRunes = 100
+
+// agentKeyJSON is an agent key with what people read about it.
+type agentKeyJSON struct {
+	ID          string    `json:"id"`
+	Name        string    `json:"name"`
+	DisplayName string    `json:"displayName"`
+	Author      string    `json:"author"`
+	Community   bool      `json:"community"`
+	CreatedAt   time.Time `json:"createdAt"`
+	Revoked     bool      `json:"revoked"`
+	Connected   int       `json:"connected"` // replicas
+}
+
+// replicaJSON is one connected agent process.
+type replicaJSON struct {
+	ID       string    `json:"id"`
+	AgentKey string    `json:"agentKey"`
+	Agent    string    `json:"agent"`
+	Instance string    `json:"instance"`
+	Version  string    `json:"version"`
+	SDK      string    `json:"sdk"`
+	Since    time.Time `json:"since"`
+	Inflight int64     `json:"inflight"`
+	Tools    int       `json:"tools"`
+	Disabled bool      `json:"disabled"`
+}
+
+type agentsJSON struct {
+	Keys     []agentKeyJSON `json:"keys"`
+	Replicas []replicaJSON  `json:"replicas"`
+}
+
+// agentsOf lists a project's agent keys and connected replicas.
+func (d *Dashboard) agentsOf(ctx context.Context, projectID int64) (agentsJSON, error) {
+	keys, err := d.st.Keys(ctx, projectID)
+	if err != nil {
+		return agentsJSON{}, err
+	}
+	reps := d.reg.Replicas(projectID)
+	out := agentsJSON{Keys: []agentKeyJSON{}, Replicas: make([]replicaJSON, 0, len(reps))}
+	byID := make(map[string]store.Key)
+	count := make(map[string]int)
+	for _, rep := range reps {
+		count[rep.AgentKey]++
+	}
+	for _, k := range keys {
+		if k.Kind != store.KindAgent {
+			continue
+		}
+		byID[k.ID] = k
+		out.Keys = append(out.Keys, agentKeyJSON{
+			ID: k.ID, Name: k.Name, DisplayName: k.DisplayName, Author: k.Author, Community: k.Community,
+			CreatedAt: k.CreatedAt, Revoked: k.Revoked(), Connected: count[k.ID],
+		})
+	}
+	for _, rep := range reps {
+		out.Replicas = append(out.Replicas, replicaOut(rep, byID[rep.AgentKey]))
+	}
+	return out, nil
+}
+
+func replicaOut(rep *agents.Replica, k store.Key) replicaJSON {
+	out := replicaJSON{
+		ID: rep.ID, AgentKey: rep.AgentKey, Instance: rep.Instance, Since: rep.Since,
+		Inflight: rep.Inflight(), Disabled: rep.Disabled(), Agent: toolctl.AgentName(k, rep.Reg),
+	}
+	if rep.Reg != nil {
+		out.Version, out.SDK, out.Tools = rep.Reg.Version, rep.Reg.SDK, len(rep.Reg.Tools)
+	}
+	return out
+}
+
+func (d *Dashboard) apiAgents(w http.ResponseWriter, r *http.Request) error {
+	p, err := d.project(r)
+	if err != nil {
+		return err
+	}
+	out, err := d.agentsOf(r.Context(), p.ID)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// keyMetaPatch changes the fields that are present.
+type keyMetaPatch struct {
+	DisplayName *string `json:"displayName"`
+	Author      *string `json:"author"`
+	Community   *bool   `json:"community"`
+}
+
+func (m keyMetaPatch) apply(k store.KeyMeta) (store.KeyMeta, error) {
+	for _, f := range []struct {
+		name string
+		v    *string
+		dst  *string
+	}{{"displayName", m.DisplayName, &k.DisplayName}, {"author", m.Author, &k.Author}} {
+		if f.v == nil {
+			continue
+		}
+		s := strings.TrimSpace(*f.v)
+		if utf8.RuneCountInString(s) > maxMetaRunes {
+			return k, fieldError(f.name, "at most %d characters", maxMetaRunes)
+		}
+		*f.dst = s
+	}
+	if m.Community != nil {
+		k.Community = *m.Community
+	}
+	return k, nil
+}
+
+func (d *Dashboard) apiPatchAgentKey(w http.ResponseWriter, r *http.Request) error {
+	p, err := d.project(r)
+	if err != nil {
+		return err
+	}
+	k, err := d.projectKey(r, p)
+	if err != nil {
+		return err
+	}
+	if k.Kind != store.KindAgent {
+		return errorf(http.StatusBadRequest, "Key %s is a client key; only agent keys have a display name, author and community flag.", k.ID)
+	}
+	var patch keyMetaPatch
+	if err := readJSON(r, &patch); err != nil {
+		return err
+	}
+	meta, err := patch.apply(k.KeyMeta)
+	if err != nil {
+		return err
+	}
+	if err := d.st.SetKeyMeta(r.Context(), k.ID, meta); err != nil {
+		return err
+	}
+	d.notify(p.ID) // a community flag changes descriptions
+	d.log.Info("agent key updated", "project", p.Name, "key", k.ID, "by", principalFrom(r.Context()).name())
+	k.KeyMeta = meta
+	writeJSON(w, http.StatusOK, keyOut(k))
+	return nil
+}
+
+// projectKey loads the key named in the path, if it belongs to p.
+func (d *Dashboard) projectKey(r *http.Request, p store.Project) (store.Key, error) {
+	id := r.PathValue("id")
+	k, err := d.st.Key(r.Context(), id)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && k.ProjectID != p.ID) {
+		return store.Key{}, errorf(http.StatusNotFound, "Project %q has no key %q. See the Keys and Agents pages, or GET /api/projects/%s/keys.", p.Name, id, p.Name)
+	}
+	return k, err
+}
+
+func (d *Dashboard) apiPatchReplica(w http.ResponseWriter, r *http.Request) error {
+	p, err := d.project(r)
+	if err != nil {
+		return err
+	}
+	var in struct {
+		Disabled *bool `json:"disabled"`
+	}
+	if err := readJSON(r, &in); err != nil {
+		return err
+	}
+	if in.Disabled == nil {
+		return fieldError("disabled", "send {\"disabled\": true} or {\"disabled\": false}")
+	}
+	id := r.PathValue("id")
+	for _, rep := range d.reg.Replicas(p.ID) {
+		if rep.ID != id {
+			continue
+		}
+		d.reg.SetReplicaDisabled(rep, *in.Disabled)
+		d.log.Info("replica disabled", "project", p.Name, "replica", id, "disabled", *in.Disabled, "by", principalFrom(r.Context()).name())
+		k, _ := d.st.Key(r.Context(), rep.AgentKey)
+		writeJSON(w, http.StatusOK, replicaOut(rep, k))
+		return nil
+	}
+	return errorf(http.StatusNotFound, "No replica %q is connected to project %q now. It may have disconnected; reload the Agents page.", id, p.Name)
+}

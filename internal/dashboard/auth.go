@@ -1,0 +1,239 @@
+package dashboard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/spacefix/spacefix/internal/auth"
+	"github.com/spacefix/spacefix/internal/ratelimit"
+	"github.com/spacefix/spacefix/internal/store"
+	"github.com/spacefix/spacefix/internal/users"
+)
+
+// sessionCookie holds the session token.
+const sessionCookie = "spacefix_session"
+
+// Sign-in attempts allowed per minute, per client address and per email.
+const (
+	signInsPerAddr  = 20
+	signInsPerEmail = 10
+)
+
+// principal is who makes a request: a signed-in user, or an admin API
+// token (which acts as an admin).
+type principal struct {
+	user  store.User      // zero ID for a token
+	token *store.APIToken // nil for a session
+}
+
+func (p principal) admin() bool { return p.token != nil || p.user.Admin }
+
+// name says who acted, for logs.
+func (p principal) name() string {
+	if p.token != nil {
+		return "token " + p.token.ID
+	}
+	return p.user.Email
+}
+
+type principalKey struct{}
+
+func withPrincipal(ctx context.Context, p principal) context.Context {
+	return context.WithValue(ctx, principalKey{}, p)
+}
+
+func principalFrom(ctx context.Context) principal {
+	p, _ := ctx.Value(principalKey{}).(principal)
+	return p
+}
+
+// authenticate finds the principal of a request: a Bearer admin token, else
+// the session cookie. ok is false when there is neither or it is not live;
+// err is set only when the store failed.
+func (d *Dashboard) authenticate(r *http.Request) (p principal, ok bool, err error) {
+	if h := r.Header.Get("Authorization"); h != "" {
+		tok, err := users.VerifyAPIToken(r.Context(), d.st, auth.BearerToken(h))
+		if errors.Is(err, users.ErrUnknownToken) {
+			return principal{}, false, nil
+		}
+		if err != nil {
+			return principal{}, false, err
+		}
+		return principal{token: &tok}, true, nil
+	}
+	c, err := r.Cookie(sessionCookie)
+	if err != nil {
+		return principal{}, false, nil
+	}
+	u, err := users.SessionUser(r.Context(), d.st, c.Value)
+	if errors.Is(err, users.ErrNoSession) {
+		return principal{}, false, nil
+	}
+	if err != nil {
+		return principal{}, false, err
+	}
+	return principal{user: u}, true, nil
+}
+
+// secureRequest reports whether the browser reached us over TLS, directly
+// or through a proxy that says so.
+func secureRequest(r *http.Request) bool {
+	return r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
+}
+
+func (d *Dashboard) setSession(w http.ResponseWriter, r *http.Request, token string, expires time.Time) {
+	http.SetCookie(w, &http.Cookie{
+		Name: sessionCookie, Value: token, Path: "/", Expires: expires,
+		HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: secureRequest(r),
+	})
+}
+
+func clearSession(w http.ResponseWriter, r *http.Request) {
+	http.SetCookie(w, &http.Cookie{
+		Name: sessionCookie, Value: "", Path: "/", MaxAge: -1,
+		HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: secureRequest(r),
+	})
+}
+
+// clientAddr is the address sign-in attempts are counted by.
+func clientAddr(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// allowSignIn counts an attempt; a refusal says when to try again.
+func (d *Dashboard) allowSignIn(r *http.Request, email string) (bool, string) {
+	for _, lim := range []struct {
+		key string
+		n   int
+	}{{"addr:" + clientAddr(r), signInsPerAddr}, {"email:" + strings.ToLower(email), signInsPerEmail}} {
+		if ok, retry := d.signIns.Allow(lim.key, lim.n); !ok {
+			return false, fmt.Sprintf("Too many sign-in attempts. Try again in %d seconds.", ratelimit.Seconds(retry))
+		}
+	}
+	return true, ""
+}
+
+type loginData struct {
+	Email, Error, Next string
+	Setup              bool // no user exists yet
+}
+
+func (d *Dashboard) loginPage(w http.ResponseWriter, r *http.Request) {
+	data := loginData{Next: safeNext(r.URL.Query().Get("next"))}
+	if us, err := d.st.Users(r.Context()); err == nil && len(us) == 0 {
+		data.Setup = true
+	}
+	d.renderBare(w, r, http.StatusOK, "login", "Sign in", data)
+}
+
+func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
+	email, password := strings.TrimSpace(r.PostFormValue("email")), r.PostFormValue("password")
+	data := loginData{Email: email, Next: safeNext(r.PostFormValue("next"))}
+	if ok, msg := d.allowSignIn(r, email); !ok {
+		data.Error = msg
+		d.renderBare(w, r, http.StatusTooManyRequests, "login", "Sign in", data)
+		return
+	}
+	u, err := users.SignIn(r.Context(), d.st, email, password)
+	if errors.Is(err, users.ErrBadCredentials) {
+		data.Error = err.Error()
+		d.renderBare(w, r, http.StatusUnauthorized, "login", "Sign in", data)
+		return
+	}
+	if err != nil {
+		d.serverError(w, r, "sign in", err)
+		return
+	}
+	d.startSession(w, r, u, data.Next)
+}
+
+func (d *Dashboard) startSession(w http.ResponseWriter, r *http.Request, u store.User, next string) {
+	token, expires, err := users.NewSession(r.Context(), d.st, u.ID)
+	if err != nil {
+		d.serverError(w, r, "start session", err)
+		return
+	}
+	d.setSession(w, r, token, expires)
+	d.log.Info("dashboard sign-in", "user", u.Email)
+	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+func (d *Dashboard) logout(w http.ResponseWriter, r *http.Request) {
+	if c, err := r.Cookie(sessionCookie); err == nil {
+		if err := users.EndSession(r.Context(), d.st, c.Value); err != nil {
+			d.log.Error("end session", "err", err)
+		}
+	}
+	clearSession(w, r)
+	http.Redirect(w, r, "/login", http.StatusSeeOther)
+}
+
+type joinData struct {
+	Email, Error string
+	Setup        bool // the first-run link: the user becomes admin
+	Fixed        bool // the invite is for Email only
+}
+
+func (d *Dashboard) joinPage(w http.ResponseWriter, r *http.Request) {
+	inv, err := users.CheckInvite(r.Context(), d.st, r.PathValue("secret"))
+	if errors.Is(err, users.ErrBadInvite) {
+		d.renderBare(w, r, http.StatusNotFound, "join", "Link expired", joinData{Error: err.Error()})
+		return
+	}
+	if err != nil {
+		d.serverError(w, r, "check invite", err)
+		return
+	}
+	d.renderBare(w, r, http.StatusOK, "join", "Create your account", joinData{Email: inv.Email, Setup: strings.HasPrefix(r.URL.Path, "/setup/"), Fixed: inv.Email != ""})
+}
+
+func (d *Dashboard) join(w http.ResponseWriter, r *http.Request) {
+	secret := r.PathValue("secret")
+	email, password := strings.TrimSpace(r.PostFormValue("email")), r.PostFormValue("password")
+	data := joinData{Email: email, Setup: strings.HasPrefix(r.URL.Path, "/setup/")}
+	if ok, msg := d.allowSignIn(r, email); !ok {
+		data.Error = msg
+		d.renderBare(w, r, http.StatusTooManyRequests, "join", "Create your account", data)
+		return
+	}
+	if password != r.PostFormValue("confirm") {
+		data.Error = "The two passwords differ. Type the same password twice."
+		d.renderBare(w, r, http.StatusBadRequest, "join", "Create your account", data)
+		return
+	}
+	u, err := users.SignUp(r.Context(), d.st, secret, email, password)
+	var problem users.Problem
+	if errors.As(err, &problem) {
+		data.Error = problem.Error()
+		if inv, err := users.CheckInvite(r.Context(), d.st, secret); err == nil {
+			data.Fixed = inv.Email != ""
+		}
+		d.renderBare(w, r, http.StatusBadRequest, "join", "Create your account", data)
+		return
+	}
+	if err != nil {
+		d.serverError(w, r, "sign up", err)
+		return
+	}
+	d.log.Info("dashboard user created", "user", u.Email, "admin", u.Admin)
+	d.startSession(w, r, u, "/")
+}
+
+// safeNext keeps a post-sign-in redirect on this site.
+func safeNext(next string) string {
+	u, err := url.Parse(next)
+	if next == "" || err != nil || u.IsAbs() || u.Host != "" || !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") {
+		return "/"
+	}
+	return next
+}

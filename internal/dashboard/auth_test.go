@@ -1,0 +1,184 @@
+package dashboard_test
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/spacefix/spacefix/internal/users"
+)
+
+func TestSetupLinkMakesFirstAdmin(t *testing.T) {
+	e := newEnv(t)
+	path, err := users.SetupPath(t.Context(), e.st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := e.client()
+	if res := c.get(path); res.StatusCode != http.StatusOK || !strings.Contains(res.text(), "Set up Spacefix") {
+		t.Fatalf("GET setup link: %d %s", res.StatusCode, res.body)
+	}
+	res := c.form(path, url.Values{"email": {"ada@example.com"}, "password": {"correct horse battery"}, "confirm": {"other password!!"}})
+	if res.StatusCode != http.StatusBadRequest || !strings.Contains(res.text(), "The two passwords differ") {
+		t.Fatalf("mismatched passwords: %d, want 400 saying they differ", res.StatusCode)
+	}
+	res = c.form(path, url.Values{"email": {"ada@example.com"}, "password": {"correct horse battery"}, "confirm": {"correct horse battery"}})
+	if res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("setup: %d %s", res.StatusCode, res.body)
+	}
+	cookie := res.Cookies()[0]
+	if !cookie.HttpOnly || cookie.SameSite != http.SameSiteLaxMode || cookie.Secure {
+		t.Errorf("session cookie %+v: want HttpOnly, SameSite=Lax, not Secure over plain HTTP", cookie)
+	}
+	var me map[string]any
+	c.mustCall(http.StatusOK, "GET", "/api/me", nil, &me)
+	if me["email"] != "ada@example.com" || me["admin"] != true {
+		t.Errorf("GET /api/me = %v, want ada as admin", me)
+	}
+	// The link worked once.
+	if res := e.client().get(path); res.StatusCode != http.StatusNotFound {
+		t.Errorf("setup link after use: %d, want 404", res.StatusCode)
+	}
+	if p, _ := users.SetupPath(t.Context(), e.st); p != "" {
+		t.Errorf("SetupPath once a user exists = %q, want none", p)
+	}
+}
+
+func TestSecureCookieBehindTLSProxy(t *testing.T) {
+	e := newEnv(t)
+	e.admin()
+	c := e.client()
+	req, _ := http.NewRequest(http.MethodPost, e.srv.URL+"/login", strings.NewReader(url.Values{
+		"email": {"ada@example.com"}, "password": {"correct horse battery"}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("X-Forwarded-Proto", "https")
+	res := c.do(req)
+	if res.StatusCode != http.StatusSeeOther || len(res.Cookies()) == 0 || !res.Cookies()[0].Secure {
+		t.Fatalf("sign-in behind an https proxy: %d, cookies %v; want a Secure cookie", res.StatusCode, res.Cookies())
+	}
+}
+
+func TestSignInAndOut(t *testing.T) {
+	e := newEnv(t)
+	e.admin()
+	c := e.client()
+	if res := c.get("/p/shop/tools"); res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/login?next=%2Fp%2Fshop%2Ftools" {
+		t.Fatalf("page without a session: %d to %q, want a redirect to sign-in", res.StatusCode, res.Header.Get("Location"))
+	}
+	if res := c.call("GET", "/api/projects", nil, nil); res.StatusCode != http.StatusUnauthorized || !strings.Contains(res.apiError(), "spacefix tokens create") {
+		t.Fatalf("API without a session: %d %q, want 401 saying how to get a token", res.StatusCode, res.apiError())
+	}
+	res := c.form("/login", url.Values{"email": {"ada@example.com"}, "password": {"wrong password"}})
+	if res.StatusCode != http.StatusUnauthorized || !strings.Contains(res.text(), "Wrong email or password.") {
+		t.Fatalf("wrong password: %d", res.StatusCode)
+	}
+	res = c.form("/login", url.Values{"email": {"ADA@example.com"}, "password": {"correct horse battery"}, "next": {"/p/shop/tools"}})
+	if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/p/shop/tools" {
+		t.Fatalf("sign-in: %d to %q, want back to the page asked for", res.StatusCode, res.Header.Get("Location"))
+	}
+	if res := c.get("/p/shop/tools"); res.StatusCode != http.StatusOK {
+		t.Fatalf("page after sign-in: %d", res.StatusCode)
+	}
+	c.form("/logout", nil)
+	if res := c.get("/p/shop/tools"); res.StatusCode != http.StatusSeeOther {
+		t.Errorf("page after sign-out: %d, want a redirect", res.StatusCode)
+	}
+}
+
+func TestSignInRedirectStaysOnSite(t *testing.T) {
+	e := newEnv(t)
+	e.admin()
+	for _, next := range []string{"https://evil.example/", "//evil.example/", "/\\evil.example", "javascript:alert(1)"} {
+		res := e.client().form("/login", url.Values{"email": {"ada@example.com"}, "password": {"correct horse battery"}, "next": {next}})
+		if loc := res.Header.Get("Location"); loc != "/" {
+			t.Errorf("next=%q redirected to %q, want /", next, loc)
+		}
+	}
+}
+
+func TestSignInRateLimited(t *testing.T) {
+	e := newEnv(t)
+	c := e.client()
+	var last response
+	for range 11 {
+		last = c.form("/login", url.Values{"email": {"ada@example.com"}, "password": {"guess"}})
+	}
+	if last.StatusCode != http.StatusTooManyRequests || !strings.Contains(last.text(), "Too many sign-in attempts. Try again in") {
+		t.Fatalf("11th attempt in a minute: %d, want 429 saying when to retry", last.StatusCode)
+	}
+}
+
+func TestCrossOriginWritesRefused(t *testing.T) {
+	e := newEnv(t)
+	c := e.admin()
+	for _, h := range []map[string]string{
+		{"Sec-Fetch-Site": "cross-site"},
+		{"Origin": "https://evil.example"},
+	} {
+		req, _ := http.NewRequest(http.MethodPatch, e.srv.URL+"/api/projects/shop/tools/get_order", strings.NewReader(`{"disabled":true}`))
+		req.Header.Set("Content-Type", "application/json")
+		for k, v := range h {
+			req.Header.Set(k, v)
+		}
+		if res := c.do(req); res.StatusCode != http.StatusForbidden {
+			t.Errorf("cross-origin PATCH with %v: %d, want 403", h, res.StatusCode)
+		}
+	}
+	req, _ := http.NewRequest(http.MethodPost, e.srv.URL+"/logout", nil)
+	req.Header.Set("Sec-Fetch-Site", "cross-site")
+	if res := c.do(req); res.StatusCode != http.StatusForbidden {
+		t.Errorf("cross-site sign-out form: %d, want 403", res.StatusCode)
+	}
+	if got, _ := e.st.ToolSettings(t.Context(), e.project.ID); len(got) != 0 {
+		t.Errorf("a refused cross-origin write saved %v", got)
+	}
+}
+
+func TestAPITokenAndAdminRights(t *testing.T) {
+	e := newEnv(t)
+	admin := e.admin()
+	var created struct {
+		Token  struct{ ID string }
+		Secret string
+	}
+	admin.mustCall(http.StatusCreated, "POST", "/api/tokens", map[string]string{"name": "ci"}, &created)
+	cli := e.client()
+	cli.bearer = created.Secret
+	cli.mustCall(http.StatusOK, "GET", "/api/projects/shop", nil, nil)
+	cli.mustCall(http.StatusOK, "GET", "/api/tokens", nil, nil)
+
+	// A member is not an admin.
+	var inv struct{ URL string }
+	admin.mustCall(http.StatusCreated, "POST", "/api/invites", map[string]any{"email": "bob@example.com"}, &inv)
+	u, _ := url.Parse(inv.URL)
+	bob := e.client()
+	if res := bob.form(u.Path, url.Values{"email": {"bob@example.com"}, "password": {"bobs password!"}, "confirm": {"bobs password!"}}); res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("bob joins: %d %s", res.StatusCode, res.body)
+	}
+	bob.mustCall(http.StatusOK, "GET", "/api/projects", nil, nil)
+	if res := bob.call("POST", "/api/tokens", map[string]string{}, nil); res.StatusCode != http.StatusForbidden {
+		t.Errorf("member creating a token: %d, want 403", res.StatusCode)
+	}
+
+	admin.mustCall(http.StatusOK, "POST", "/api/tokens/"+created.Token.ID+"/revoke", nil, nil)
+	if res := cli.call("GET", "/api/projects", nil, nil); res.StatusCode != http.StatusUnauthorized {
+		t.Errorf("revoked token: %d, want 401", res.StatusCode)
+	}
+}
+
+func TestSessionEndsWithPasswordChange(t *testing.T) {
+	e := newEnv(t)
+	c := e.admin()
+	u, _, err := e.st.UserByEmail(context.Background(), "ada@example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.st.SetPassword(context.Background(), u.ID, users.HashPassword("a new password")); err != nil {
+		t.Fatal(err)
+	}
+	if res := c.call("GET", "/api/me", nil, nil); res.StatusCode != http.StatusUnauthorized {
+		t.Errorf("old session after a password change: %d, want 401", res.StatusCode)
+	}
+}

@@ -1,0 +1,167 @@
+// Package dashboard is the gateway's management face: server-rendered pages
+// (html/template, a little hand-written JS, all embedded) and the JSON admin
+// API under /api that the pages' scripts and the CLI use.
+//
+// Pages read live state from the agents registry and saved state from the
+// store. Every write goes through the admin API, and every write that
+// changes what MCP clients see calls [Notifier.SettingsChanged], so the MCP
+// endpoint applies it on the next request.
+//
+// Sign-in: people have passwords (argon2id) and cookie sessions; scripts
+// and the CLI send an admin API token as a Bearer token. Every unsafe
+// request passes Go's [http.CrossOriginProtection], which is the CSRF
+// defence for cookie sessions.
+package dashboard
+
+import (
+	"context"
+	"embed"
+	"io/fs"
+	"log/slog"
+	"net/http"
+
+	"github.com/spacefix/spacefix/internal/agents"
+	"github.com/spacefix/spacefix/internal/ratelimit"
+	"github.com/spacefix/spacefix/internal/store"
+)
+
+//go:embed templates/*.html static/*
+var assets embed.FS
+
+// Notifier is told when saved state changes what a project's MCP clients
+// see: tool settings, project settings, approvals, keys and agent key
+// metadata. The MCP endpoint (*mcpfront.Front) implements it: it empties
+// the project's views and caches and sends list_changed.
+type Notifier interface {
+	SettingsChanged(projectID int64)
+}
+
+// Options configure a [Dashboard].
+type Options struct {
+	// Store holds projects, keys, settings, users and the call log.
+	// Required.
+	Store store.Store
+	// Registry is the live registry of connected agents. Required.
+	Registry *agents.Registry
+	// Notifier hears about every saved change; nil means nobody does.
+	Notifier Notifier
+	// BaseURL returns the URL clients reach the gateway at, for the MCP
+	// URL and set-up snippets; nil means http://<the request's Host>.
+	BaseURL func() string
+	// Context ends long-lived responses (the live log tail) when the
+	// gateway shuts down; nil means they end only with their request.
+	Context context.Context
+	// Logger receives operator logs; nil means slog.Default(). Secrets are
+	// never logged.
+	Logger *slog.Logger
+	// Version is shown in the footer.
+	Version string
+}
+
+// Dashboard serves the pages and the admin API. It is an http.Handler
+// meant for the root of the gateway's mux.
+type Dashboard struct {
+	st       store.Store
+	reg      *agents.Registry
+	notifier Notifier
+	baseURL  func() string
+	ctx      context.Context
+	log      *slog.Logger
+	version  string
+
+	pages   map[string]*pageTemplate
+	signIns *ratelimit.Limiter
+	handler http.Handler
+}
+
+// New returns the dashboard. It panics if a required option is missing.
+func New(opts Options) *Dashboard {
+	if opts.Store == nil || opts.Registry == nil {
+		panic("dashboard.New: Store and Registry are required")
+	}
+	d := &Dashboard{
+		st: opts.Store, reg: opts.Registry, notifier: opts.Notifier, baseURL: opts.BaseURL,
+		ctx: opts.Context, log: opts.Logger, version: opts.Version, signIns: ratelimit.New(),
+	}
+	if d.log == nil {
+		d.log = slog.Default()
+	}
+	if d.ctx == nil {
+		d.ctx = context.Background()
+	}
+	d.pages = parsePages()
+	mux := http.NewServeMux()
+	d.routes(mux)
+	d.handler = http.NewCrossOriginProtection().Handler(securityHeaders(mux))
+	return d
+}
+
+// ServeHTTP serves the dashboard and the admin API.
+func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) { d.handler.ServeHTTP(w, r) }
+
+func (d *Dashboard) routes(mux *http.ServeMux) {
+	static, _ := fs.Sub(assets, "static")
+	mux.Handle("GET /static/", http.StripPrefix("/static/", cacheStatic(http.FileServerFS(static))))
+
+	// Sign-in, sign-up and sign-out.
+	mux.HandleFunc("GET /login", d.loginPage)
+	mux.HandleFunc("POST /login", d.login)
+	mux.HandleFunc("POST /logout", d.logout)
+	mux.HandleFunc("GET /setup/{secret}", d.joinPage)
+	mux.HandleFunc("POST /setup/{secret}", d.join)
+	mux.HandleFunc("GET /join/{secret}", d.joinPage)
+	mux.HandleFunc("POST /join/{secret}", d.join)
+
+	// Pages.
+	mux.Handle("GET /{$}", d.page(d.projectsPage))
+	mux.Handle("GET /admin", d.page(d.adminPage))
+	mux.Handle("GET /p/{project}", d.page(d.overviewPage))
+	mux.Handle("GET /p/{project}/tools", d.page(d.toolsPage))
+	mux.Handle("GET /p/{project}/agents", d.page(d.agentsPage))
+	mux.Handle("GET /p/{project}/keys", d.page(d.keysPage))
+	mux.Handle("GET /p/{project}/logs", d.page(d.logsPage))
+	mux.Handle("GET /p/{project}/usage", d.page(d.usagePage))
+	mux.Handle("GET /p/{project}/settings", d.page(d.settingsPage))
+
+	d.apiRoutes(mux)
+}
+
+// notify tells the Notifier that a project's saved state changed.
+func (d *Dashboard) notify(projectID int64) {
+	if d.notifier != nil {
+		d.notifier.SettingsChanged(projectID)
+	}
+}
+
+// base returns the base URL clients use.
+func (d *Dashboard) base(r *http.Request) string {
+	if d.baseURL != nil {
+		if u := d.baseURL(); u != "" {
+			return u
+		}
+	}
+	scheme := "http"
+	if secureRequest(r) {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
+}
+
+// securityHeaders keeps pages out of frames and scripts to our own origin.
+func securityHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Referrer-Policy", "same-origin")
+		h.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; frame-ancestors 'none'")
+		next.ServeHTTP(w, r)
+	})
+}
+
+func cacheStatic(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-cache")
+		next.ServeHTTP(w, r)
+	})
+}

@@ -1,0 +1,233 @@
+package dashboard
+
+import (
+	"fmt"
+	"html/template"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/spacefix/spacefix/internal/store"
+)
+
+// keyPlaceholder stands for a client key in set-up snippets; the overview's
+// script replaces it with a key made on the spot.
+const keyPlaceholder = "YOUR_CLIENT_KEY"
+
+type projectCard struct {
+	store.Project
+	Tools, Replicas int
+}
+
+func (d *Dashboard) projectsPage(r *http.Request, v *view) (string, error) {
+	cards := make([]projectCard, 0, len(v.Projects))
+	for _, p := range v.Projects {
+		cards = append(cards, projectCard{p, len(d.reg.Snapshot(p.ID).ToolList), len(d.reg.Replicas(p.ID))})
+	}
+	v.Title, v.Data = "Projects", cards
+	return "projects", nil
+}
+
+type adminData struct {
+	Users  []store.User
+	Tokens []store.APIToken
+}
+
+func (d *Dashboard) adminPage(r *http.Request, v *view) (string, error) {
+	var data adminData
+	var err error
+	if data.Users, err = d.st.Users(r.Context()); err != nil {
+		return "", err
+	}
+	if v.Admin {
+		if data.Tokens, err = d.st.APITokens(r.Context()); err != nil {
+			return "", err
+		}
+	}
+	v.Title, v.Data = "Users and tokens", data
+	return "admin", nil
+}
+
+// snippet is one client's copy-ready set-up.
+type snippet struct {
+	Client, Where, Text string
+}
+
+func snippets(project, mcpURL string) []snippet {
+	name := "spacefix"
+	if project != "default" {
+		name = "spacefix-" + project
+	}
+	auth := "Bearer " + keyPlaceholder
+	return []snippet{
+		{"Claude Code", "in a terminal", fmt.Sprintf("claude mcp add --transport http %s %s --header \"Authorization: %s\"", name, mcpURL, auth)},
+		{"Codex", "~/.codex/config.toml", fmt.Sprintf("[mcp_servers.%s]\nurl = %q\nhttp_headers = { Authorization = %q }", name, mcpURL, auth)},
+		{"Cursor", ".cursor/mcp.json", fmt.Sprintf("{\n  \"mcpServers\": {\n    %q: {\n      \"url\": %q,\n      \"headers\": { \"Authorization\": %q }\n    }\n  }\n}", name, mcpURL, auth)},
+		{"VS Code", ".vscode/mcp.json", fmt.Sprintf("{\n  \"servers\": {\n    %q: {\n      \"type\": \"http\",\n      \"url\": %q,\n      \"headers\": { \"Authorization\": %q }\n    }\n  }\n}", name, mcpURL, auth)},
+		{"MCP Inspector", "in a terminal", fmt.Sprintf("npx @modelcontextprotocol/inspector --cli %s --transport http --header \"Authorization: %s\" --method tools/list", mcpURL, auth)},
+	}
+}
+
+type overviewData struct {
+	Snippets                 []snippet
+	Tools, Replicas, Pending int
+	CallsToday               int64
+	Settings                 settingsJSON
+}
+
+func (d *Dashboard) overviewPage(r *http.Request, v *view) (string, error) {
+	rows, err := d.toolRows(r.Context(), *v.Project)
+	if err != nil {
+		return "", err
+	}
+	data := overviewData{Snippets: snippets(v.Project.Name, v.MCPURL), Replicas: len(d.reg.Replicas(v.Project.ID)), Settings: settingsOut(v.Project.Settings)}
+	for _, row := range rows {
+		if row.Registered {
+			data.Tools++
+		}
+		if row.Pending() {
+			data.Pending++
+		}
+	}
+	today := time.Now().UTC()
+	us, err := d.usage(r.Context(), v.Project.ID, today, today)
+	if err != nil {
+		return "", err
+	}
+	data.CallsToday = us.Total
+	v.Title, v.Tab, v.Data = v.Project.Name, "overview", data
+	return "overview", nil
+}
+
+type toolsData struct {
+	Rows      []toolRow
+	ConsentOn bool
+}
+
+func (d *Dashboard) toolsPage(r *http.Request, v *view) (string, error) {
+	rows, err := d.toolRows(r.Context(), *v.Project)
+	if err != nil {
+		return "", err
+	}
+	v.Title, v.Tab, v.Data = "Tools · "+v.Project.Name, "tools", toolsData{rows, v.Project.Settings.ApproveToolChanges}
+	return "tools", nil
+}
+
+func (d *Dashboard) agentsPage(r *http.Request, v *view) (string, error) {
+	data, err := d.agentsOf(r.Context(), v.Project.ID)
+	if err != nil {
+		return "", err
+	}
+	v.Title, v.Tab, v.Data = "Agents · "+v.Project.Name, "agents", data
+	return "agents", nil
+}
+
+func (d *Dashboard) keysPage(r *http.Request, v *view) (string, error) {
+	ks, err := d.st.Keys(r.Context(), v.Project.ID)
+	if err != nil {
+		return "", err
+	}
+	var clients []keyJSON
+	for _, k := range ks {
+		if k.Kind == store.KindClient {
+			clients = append(clients, keyOut(k))
+		}
+	}
+	slices.Reverse(clients) // newest first
+	v.Title, v.Tab, v.Data = "Keys · "+v.Project.Name, "keys", clients
+	return "keys", nil
+}
+
+type logsData struct {
+	Calls                []callJSON
+	Tool, Outcome, Key   string
+	ToolNames, KeyIDs    []string
+	Outcomes             []string
+	StreamURL, LatestKey string
+}
+
+func (d *Dashboard) logsPage(r *http.Request, v *view) (string, error) {
+	f, err := callFilter(r, v.Project.ID)
+	if err != nil {
+		return "", err
+	}
+	cs, err := d.st.Calls(r.Context(), f)
+	if err != nil {
+		return "", err
+	}
+	data := logsData{Tool: f.Name, Outcome: f.Outcome, Key: f.KeyID, Calls: make([]callJSON, 0, len(cs)),
+		Outcomes: []string{store.OutcomeOK, store.OutcomeError, store.OutcomeTimeout, store.OutcomeCancelled, store.OutcomeDisconnected}}
+	for _, c := range cs {
+		data.Calls = append(data.Calls, callOut(c))
+	}
+	if data.ToolNames, data.KeyIDs, err = d.filterChoices(r, v.Project.ID); err != nil {
+		return "", err
+	}
+	data.StreamURL = fmt.Sprintf("/api/projects/%s/calls/stream?%s", v.Project.Name, r.URL.Query().Encode())
+	v.Title, v.Tab, v.Data = "Logs · "+v.Project.Name, "logs", data
+	return "logs", nil
+}
+
+// filterChoices are the tool names and client keys the Logs filters offer.
+func (d *Dashboard) filterChoices(r *http.Request, projectID int64) (tools, keys []string, err error) {
+	seen := map[string]bool{}
+	snap := d.reg.Snapshot(projectID)
+	for _, t := range snap.ToolList {
+		tools, seen[t.Name] = append(tools, t.Name), true
+	}
+	for _, res := range snap.ResList {
+		tools, seen[res.Def.URI] = append(tools, res.Def.URI), true
+	}
+	for _, p := range snap.PromptLst {
+		tools, seen[p.Name] = append(tools, p.Name), true
+	}
+	us, err := d.usage(r.Context(), projectID, time.Now().AddDate(0, 0, -30), time.Now())
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, u := range us.Tools {
+		if !seen[u.Name] {
+			tools, seen[u.Name] = append(tools, u.Name), true
+		}
+	}
+	slices.Sort(tools)
+	ks, err := d.st.Keys(r.Context(), projectID)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, k := range ks {
+		if k.Kind == store.KindClient {
+			keys = append(keys, k.ID)
+		}
+	}
+	return tools, keys, nil
+}
+
+type usageData struct {
+	usageJSON
+	Chart template.HTML
+}
+
+func (d *Dashboard) usagePage(r *http.Request, v *view) (string, error) {
+	from, to, err := usageRange(r)
+	if err != nil {
+		return "", err
+	}
+	u, err := d.usage(r.Context(), v.Project.ID, from, to)
+	if err != nil {
+		return "", err
+	}
+	v.Title, v.Tab, v.Data = "Usage · "+v.Project.Name, "usage", usageData{u, usageChart(u.Days)}
+	return "usage", nil
+}
+
+type settingsData struct {
+	settingsJSON
+	DefaultTools, DefaultSchema, DefaultResources, DefaultRegister int
+}
+
+func (d *Dashboard) settingsPage(r *http.Request, v *view) (string, error) {
+	v.Title, v.Tab = "Settings · "+v.Project.Name, "settings"
+	v.Data = settingsData{settingsOut(v.Project.Settings), defaultLimits.MaxTools, defaultLimits.MaxSchema, defaultLimits.MaxResources, defaultLimits.MaxRegister}
+	return "settings", nil
+}

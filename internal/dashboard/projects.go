@@ -1,0 +1,80 @@
+package dashboard
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/spacefix/spacefix/internal/agentproto"
+	"github.com/spacefix/spacefix/internal/store"
+)
+
+type projectJSON struct {
+	ID        int64        `json:"id"`
+	Name      string       `json:"name"`
+	CreatedAt time.Time    `json:"createdAt"`
+	MCPURL    string       `json:"mcpUrl"`
+	Settings  settingsJSON `json:"settings"`
+}
+
+func (d *Dashboard) projectOut(r *http.Request, p store.Project) projectJSON {
+	return projectJSON{ID: p.ID, Name: p.Name, CreatedAt: p.CreatedAt, MCPURL: d.base(r) + "/mcp", Settings: settingsOut(p.Settings)}
+}
+
+func (d *Dashboard) apiMe(w http.ResponseWriter, r *http.Request) error {
+	p := principalFrom(r.Context())
+	out := map[string]any{"admin": p.admin()}
+	if p.token != nil {
+		out["token"] = p.token.ID
+	} else {
+		out["email"] = p.user.Email
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (d *Dashboard) apiProjects(w http.ResponseWriter, r *http.Request) error {
+	ps, err := d.st.Projects(r.Context())
+	if err != nil {
+		return err
+	}
+	out := make([]projectJSON, 0, len(ps))
+	for _, p := range ps {
+		out = append(out, d.projectOut(r, p))
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (d *Dashboard) apiCreateProject(w http.ResponseWriter, r *http.Request) error {
+	var in struct {
+		Name string `json:"name"`
+	}
+	if err := readJSON(r, &in); err != nil {
+		return err
+	}
+	in.Name = strings.TrimSpace(in.Name)
+	if !agentproto.ValidName(in.Name) {
+		return fieldError("name", "a project name is 1 to 64 characters from A-Z a-z 0-9 _ -, not %q", in.Name)
+	}
+	p, err := d.st.CreateProject(r.Context(), in.Name)
+	if errors.Is(err, store.ErrExists) {
+		return errorf(http.StatusConflict, "A project named %q exists already. Choose another name.", in.Name)
+	}
+	if err != nil {
+		return err
+	}
+	d.log.Info("project created", "project", p.Name, "by", principalFrom(r.Context()).name())
+	writeJSON(w, http.StatusCreated, d.projectOut(r, p))
+	return nil
+}
+
+func (d *Dashboard) apiProject(w http.ResponseWriter, r *http.Request) error {
+	p, err := d.project(r)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, d.projectOut(r, p))
+	return nil
+}

@@ -1,0 +1,167 @@
+package dashboard
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/spacefix/spacefix/internal/agentproto"
+	"github.com/spacefix/spacefix/internal/store"
+	"github.com/spacefix/spacefix/internal/toolctl"
+)
+
+// Client access values.
+const (
+	accessRead      = "read"
+	accessReadWrite = "readwrite"
+)
+
+// Bounds of the project settings.
+const (
+	minCallWait        = 1
+	maxCallWait        = 30
+	maxRateLimit       = 10_000
+	maxToolsLimit      = 10_000
+	maxSchemaLimit     = 8 << 20
+	maxResourcesLimit  = 100_000
+	maxRegisterLimit   = 64 << 20
+	defaultCallWaitSec = 30
+)
+
+// settingsJSON is a project's settings as the admin API shows them. Limits
+// of 0 mean the default of SPEC.md.
+type settingsJSON struct {
+	CallWaitSeconds      int    `json:"callWaitSeconds"`
+	ClientAccess         string `json:"clientAccess"`
+	ApproveToolChanges   bool   `json:"approveToolChanges"`
+	RateLimitPerMinute   int    `json:"rateLimitPerMinute"`
+	MaxTools             int    `json:"maxTools"`
+	MaxSchemaBytes       int    `json:"maxSchemaBytes"`
+	MaxResources         int    `json:"maxResources"`
+	MaxRegistrationBytes int    `json:"maxRegistrationBytes"`
+}
+
+func settingsOut(s store.ProjectSettings) settingsJSON {
+	access := accessReadWrite
+	if s.ReadOnlyClients {
+		access = accessRead
+	}
+	return settingsJSON{
+		CallWaitSeconds: int(s.CallWait().Round(time.Second) / time.Second), ClientAccess: access,
+		ApproveToolChanges: s.ApproveToolChanges, RateLimitPerMinute: s.RateLimitPerMinute,
+		MaxTools: s.MaxTools, MaxSchemaBytes: s.MaxSchemaBytes, MaxResources: s.MaxResources,
+		MaxRegistrationBytes: s.MaxRegistrationBytes,
+	}
+}
+
+// settingsPatch changes the fields that are present.
+type settingsPatch struct {
+	CallWaitSeconds      *int    `json:"callWaitSeconds"`
+	ClientAccess         *string `json:"clientAccess"`
+	ApproveToolChanges   *bool   `json:"approveToolChanges"`
+	RateLimitPerMinute   *int    `json:"rateLimitPerMinute"`
+	MaxTools             *int    `json:"maxTools"`
+	MaxSchemaBytes       *int    `json:"maxSchemaBytes"`
+	MaxResources         *int    `json:"maxResources"`
+	MaxRegistrationBytes *int    `json:"maxRegistrationBytes"`
+}
+
+// apply returns s changed by the patch, or an error naming the first field
+// out of bounds.
+func (p settingsPatch) apply(s store.ProjectSettings) (store.ProjectSettings, error) {
+	if v := p.CallWaitSeconds; v != nil {
+		if *v < minCallWait || *v > maxCallWait {
+			return s, fieldError("callWaitSeconds", "the call wait is %d to %d seconds, not %d", minCallWait, maxCallWait, *v)
+		}
+		s.CallWaitMs = *v * 1000
+		if *v == defaultCallWaitSec {
+			s.CallWaitMs = 0
+		}
+	}
+	if v := p.ClientAccess; v != nil {
+		if *v != accessRead && *v != accessReadWrite {
+			return s, fieldError("clientAccess", "want %q or %q, not %q", accessRead, accessReadWrite, *v)
+		}
+		s.ReadOnlyClients = *v == accessRead
+	}
+	if p.ApproveToolChanges != nil {
+		s.ApproveToolChanges = *p.ApproveToolChanges
+	}
+	limits := []struct {
+		name string
+		v    *int
+		dst  *int
+		max  int
+	}{
+		{"rateLimitPerMinute", p.RateLimitPerMinute, &s.RateLimitPerMinute, maxRateLimit},
+		{"maxTools", p.MaxTools, &s.MaxTools, maxToolsLimit},
+		{"maxSchemaBytes", p.MaxSchemaBytes, &s.MaxSchemaBytes, maxSchemaLimit},
+		{"maxResources", p.MaxResources, &s.MaxResources, maxResourcesLimit},
+		{"maxRegistrationBytes", p.MaxRegistrationBytes, &s.MaxRegistrationBytes, maxRegisterLimit},
+	}
+	for _, l := range limits {
+		if l.v == nil {
+			continue
+		}
+		if *l.v < 0 || *l.v > l.max {
+			return s, fieldError(l.name, "want 0 (the default) to %d, not %d", l.max, *l.v)
+		}
+		*l.dst = *l.v
+	}
+	return s, nil
+}
+
+func (d *Dashboard) apiPatchSettings(w http.ResponseWriter, r *http.Request) error {
+	proj, err := d.project(r)
+	if err != nil {
+		return err
+	}
+	var patch settingsPatch
+	if err := readJSON(r, &patch); err != nil {
+		return err
+	}
+	next, err := patch.apply(proj.Settings)
+	if err != nil {
+		return err
+	}
+	if next.ApproveToolChanges && !proj.Settings.ApproveToolChanges {
+		// Switching consent on must not hide every tool clients use now:
+		// what is registered at this moment becomes the approved baseline.
+		if err := d.approveBaseline(r.Context(), proj.ID); err != nil {
+			return err
+		}
+	}
+	if err := d.st.UpdateProjectSettings(r.Context(), proj.ID, next); err != nil {
+		return err
+	}
+	d.notify(proj.ID)
+	d.log.Info("project settings saved", "project", proj.Name, "by", principalFrom(r.Context()).name())
+	proj.Settings = next
+	writeJSON(w, http.StatusOK, d.projectOut(r, proj))
+	return nil
+}
+
+// approveBaseline approves the current definition of every registered tool
+// of a project that has no approval record yet.
+func (d *Dashboard) approveBaseline(ctx context.Context, projectID int64) error {
+	as, err := d.st.Approvals(ctx, projectID)
+	if err != nil {
+		return err
+	}
+	have := make(map[string]bool, len(as))
+	for _, a := range as {
+		have[a.Tool] = true
+	}
+	for _, t := range d.reg.Snapshot(projectID).ToolList {
+		if have[t.Name] {
+			continue
+		}
+		if _, err := d.st.ApproveTool(ctx, projectID, t.Name, toolctl.Definition(t.Def)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// defaultLimits are shown beside the limit fields.
+var defaultLimits = agentproto.DefaultLimits()

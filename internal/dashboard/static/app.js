@@ -1,0 +1,252 @@
+// Spacefix dashboard: a little hand-written JS over the admin API.
+// Pages are rendered on the server; scripts only send writes to /api and
+// reload, fill dialogs, copy text and tail the log.
+"use strict";
+
+// api sends a JSON request to the admin API and returns the parsed answer,
+// or throws an Error with the API's message.
+async function api(method, path, body) {
+  const opts = { method, headers: { "Accept": "application/json" }, credentials: "same-origin" };
+  if (body !== undefined) {
+    opts.headers["Content-Type"] = "application/json";
+    opts.body = JSON.stringify(body);
+  }
+  const res = await fetch(path, opts);
+  const data = await res.json().catch(() => ({}));
+  if (!res.ok) throw new Error(data.error || `The gateway answered ${res.status}.`);
+  return data;
+}
+
+function toast(msg, bad) {
+  const t = document.getElementById("toast");
+  if (!t) return;
+  t.textContent = msg;
+  t.className = bad ? "bad" : "";
+  t.hidden = false;
+  clearTimeout(toast.timer);
+  toast.timer = setTimeout(() => { t.hidden = true; }, bad ? 8000 : 3000);
+}
+
+// formBody turns a form into the JSON the API takes: checkboxes are
+// booleans, data-type="int" numbers, data-type="list" comma-separated lists.
+function formBody(form) {
+  const body = {};
+  for (const el of form.elements) {
+    if (!el.name || el.disabled) continue;
+    if (el.type === "radio") { if (el.checked) body[el.name] = el.value; continue; }
+    if (el.type === "checkbox") { body[el.name] = el.checked; continue; }
+    const v = el.value.trim();
+    switch (el.dataset.type) {
+      case "int": body[el.name] = v === "" ? 0 : parseInt(v, 10); break;
+      case "list": body[el.name] = v === "" ? [] : v.split(",").map(s => s.trim()).filter(Boolean); break;
+      default: body[el.name] = el.value;
+    }
+  }
+  return body;
+}
+
+// After a form's write succeeds: data-then says what to do.
+const then = {
+  reload: () => location.reload(),
+  saved: () => toast("Saved. It applies to the next request."),
+  "goto-project": (data) => { location.href = "/p/" + encodeURIComponent(data.name); },
+  "show-secret": (data, form) => reveal(form, data.secret),
+  "show-url": (data, form) => reveal(form, data.url),
+};
+
+// reveal shows a secret once, in the box after its form.
+function reveal(form, text) {
+  const box = form.parentElement.querySelector("[data-reveal]");
+  box.querySelector("[data-secret]").textContent = text;
+  box.hidden = false;
+  form.reset();
+}
+
+function splitAction(s) {
+  const i = s.indexOf(" ");
+  return [s.slice(0, i), s.slice(i + 1)];
+}
+
+async function submitForm(ev) {
+  const form = ev.target.closest("form[data-api]");
+  if (!form) return;
+  ev.preventDefault();
+  const [method, path] = splitAction(form.dataset.api);
+  const err = form.querySelector("[data-error]");
+  if (err) err.hidden = true;
+  const button = form.querySelector("[type=submit]");
+  if (button) button.disabled = true;
+  try {
+    const data = await api(method, path + (form.dataset.target || ""), formBody(form));
+    (then[form.dataset.then] || then.reload)(data, form);
+  } catch (e) {
+    if (err) { err.textContent = e.message; err.hidden = false; } else toast(e.message, true);
+  } finally {
+    if (button) button.disabled = false;
+  }
+}
+
+async function clickAction(el) {
+  if (el.dataset.confirm && !confirm(el.dataset.confirm)) return;
+  const [method, path] = splitAction(el.dataset.api);
+  el.disabled = true;
+  try {
+    await api(method, path, el.dataset.body ? JSON.parse(el.dataset.body) : {});
+    location.reload();
+  } catch (e) {
+    toast(e.message, true);
+    el.disabled = false;
+  }
+}
+
+// openEditTool fills the Tools page's Edit dialog from a row's data.
+function openEditTool(tool) {
+  const dlg = document.getElementById("edit-tool");
+  const form = dlg.querySelector("form");
+  form.dataset.target = encodeURIComponent(tool.name);
+  dlg.querySelector("[data-field=name]").textContent = tool.name;
+  dlg.querySelector("[data-field=unregistered]").hidden = tool.registered;
+  const desc = form.elements.description;
+  desc.value = tool.settings.description;
+  desc.placeholder = tool.registeredDescription || "The agent registered no description.";
+  form.elements.cacheSeconds.value = tool.settings.cacheSeconds;
+  form.elements.access.value = tool.settings.access;
+  form.elements.disabled.checked = tool.settings.disabled;
+  dlg.querySelector("[data-field=declared]").textContent = !tool.registered
+    ? "No connected agent registers this tool, so what it declares is unknown."
+    : tool.declaredReadOnly
+      ? "The agent declares this tool a read (readOnlyHint: true)."
+      : "The agent declares no readOnlyHint, so the tool counts as a write.";
+  dlg.querySelector("[data-error]").hidden = true;
+  dlg.showModal();
+  desc.focus();
+}
+
+function openEditKey(key) {
+  const dlg = document.getElementById("edit-key");
+  const form = dlg.querySelector("form");
+  form.dataset.target = encodeURIComponent(key.id);
+  dlg.querySelector("[data-field=id]").textContent = key.id;
+  form.elements.displayName.value = key.displayName;
+  form.elements.author.value = key.author;
+  form.elements.community.checked = key.community;
+  dlg.showModal();
+}
+
+async function copy(text, button) {
+  try {
+    await navigator.clipboard.writeText(text);
+    const old = button.textContent;
+    button.textContent = "Copied";
+    setTimeout(() => { button.textContent = old; }, 1200);
+  } catch (e) {
+    toast("Copying needs a secure page (https or localhost). Select the text instead.", true);
+  }
+}
+
+// fillKey makes a client key and puts it into the set-up snippets.
+async function fillKey(button) {
+  button.disabled = true;
+  try {
+    const data = await api("POST", `/api/projects/${encodeURIComponent(button.dataset.fillKey)}/keys`,
+      { kind: "client", name: "made on the overview page" });
+    for (const pre of document.querySelectorAll("[data-snippet]")) {
+      pre.textContent = pre.textContent.replaceAll("YOUR_CLIENT_KEY", data.secret);
+    }
+    button.textContent = "Key filled in: save it now, it is shown once";
+  } catch (e) {
+    toast(e.message, true);
+    button.disabled = false;
+  }
+}
+
+document.addEventListener("submit", submitForm);
+
+document.addEventListener("click", (ev) => {
+  const el = ev.target.closest("button");
+  if (!el) return;
+  const d = el.dataset;
+  if (d.api && !el.closest("form[data-api]")) clickAction(el);
+  else if (d.edit) openEditTool(JSON.parse(d.edit));
+  else if (d.editKey) openEditKey(JSON.parse(d.editKey));
+  else if (d.close !== undefined) el.closest("dialog").close();
+  else if (d.copy) copy(d.copy, el);
+  else if (d.copyNext !== undefined) copy(el.closest(".snippet").querySelector("pre").textContent, el);
+  else if (d.copyPrev !== undefined) copy(el.previousElementSibling.textContent, el);
+  else if (d.fillKey) fillKey(el);
+});
+
+document.addEventListener("change", (ev) => {
+  if (ev.target.matches("select[data-nav]")) location.href = ev.target.value;
+  if (ev.target.matches("[data-live]")) ev.target.checked ? startTail(ev.target) : stopTail();
+});
+
+// The live tail: server-sent events from the call log.
+let source = null;
+
+function cell(text, cls) {
+  const td = document.createElement("td");
+  if (cls) td.className = cls;
+  td.textContent = text;
+  return td;
+}
+
+function codeCell(text) {
+  const td = document.createElement("td");
+  const c = document.createElement("code");
+  c.textContent = text;
+  td.append(c);
+  return td;
+}
+
+function logRow(c) {
+  const tr = document.createElement("tr");
+  tr.className = "new";
+  const outcome = document.createElement("td");
+  const pill = document.createElement("span");
+  pill.className = "pill outcome-" + c.outcome;
+  pill.textContent = c.outcome;
+  outcome.append(pill);
+  const detail = cell("", "desc");
+  if (c.error) {
+    const e = document.createElement("span");
+    e.className = "errtext";
+    e.textContent = c.error;
+    detail.append(e);
+  }
+  if (c.progress.length) {
+    const det = document.createElement("details");
+    const sum = document.createElement("summary");
+    sum.textContent = `${c.progress.length} progress line${c.progress.length === 1 ? "" : "s"}`;
+    const ol = document.createElement("ol");
+    for (const line of c.progress) { const li = document.createElement("li"); li.textContent = line; ol.append(li); }
+    det.append(sum, ol);
+    detail.append(det);
+  }
+  const when = new Date(c.time);
+  tr.append(cell(when.toLocaleString("sv-SE").replace("T", " "), "nowrap"), cell(c.kind), codeCell(c.name), codeCell(c.key),
+    codeCell(c.replica), cell(`${c.durationMs.toFixed(1)} ms`, "num"), outcome, detail);
+  return tr;
+}
+
+function startTail(box) {
+  stopTail();
+  const body = document.querySelector("[data-log-rows]");
+  source = new EventSource(box.dataset.live);
+  source.addEventListener("call", (ev) => {
+    const empty = body.querySelector(".empty-row");
+    if (empty) empty.remove();
+    body.prepend(logRow(JSON.parse(ev.data)));
+    while (body.rows.length > 500) body.lastElementChild.remove();
+  });
+}
+
+function stopTail() {
+  if (source) source.close();
+  source = null;
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  const live = document.querySelector("[data-live]");
+  if (live && live.checked) startTail(live);
+});

@@ -1,0 +1,335 @@
+package dashboard
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/spacefix/spacefix/internal/agentproto"
+	"github.com/spacefix/spacefix/internal/agents"
+	"github.com/spacefix/spacefix/internal/store"
+	"github.com/spacefix/spacefix/internal/toolctl"
+)
+
+// Consent states as the API names them.
+var consentNames = map[toolctl.Consent]string{
+	toolctl.Approved:       "",
+	toolctl.PendingNew:     "pending-new",
+	toolctl.PendingChange:  "pending-change",
+	toolctl.RejectedNew:    "rejected-new",
+	toolctl.RejectedChange: "rejected-change",
+}
+
+// pill is a label in the Tools table.
+type pill struct {
+	Text  string `json:"text"`
+	Class string `json:"class"` // "", "info", "warn", "off", "muted"
+}
+
+// toolSettingsJSON are the Edit dialog's fields.
+type toolSettingsJSON struct {
+	Description  string `json:"description"`
+	CacheSeconds int    `json:"cacheSeconds"`
+	Access       string `json:"access"` // follow, read or write
+	Disabled     bool   `json:"disabled"`
+}
+
+// toolRow is one row of the Tools table.
+type toolRow struct {
+	Name       string `json:"name"`
+	Registered bool   `json:"registered"`
+	Agent      string `json:"agent,omitempty"`
+	AgentKey   string `json:"agentKey,omitempty"`
+	// Description is what models see now; RegisteredDescription is what
+	// the agent registers.
+	Description           string           `json:"description"`
+	RegisteredDescription string           `json:"registeredDescription"`
+	ApprovedDescription   string           `json:"approvedDescription,omitempty"`
+	DeclaredReadOnly      bool             `json:"declaredReadOnly"`
+	ReadOnly              bool             `json:"readOnly"`
+	EnabledByAgent        bool             `json:"enabledByAgent"`
+	Replicas              int              `json:"replicas"`
+	Settings              toolSettingsJSON `json:"settings"`
+	Consent               string           `json:"consent,omitempty"`
+	DefinitionHash        string           `json:"definitionHash,omitempty"`
+	Pills                 []pill           `json:"pills"`
+}
+
+// Dimmed reports whether the row is shown dimmed: disabled from the
+// dashboard.
+func (t toolRow) Dimmed() bool { return t.Settings.Disabled }
+
+// Pending reports whether the row waits for approval.
+func (t toolRow) Pending() bool { return strings.HasPrefix(t.Consent, "pending") }
+
+func accessName(a string) string {
+	if a == store.AccessFollow {
+		return "follow"
+	}
+	return a
+}
+
+func definitionHash(def []byte) string {
+	h := sha256.Sum256(def)
+	return hex.EncodeToString(h[:8])
+}
+
+// toolRows lists the registered tools of a project, then the tools with
+// saved settings that no connected agent registers.
+func (d *Dashboard) toolRows(ctx context.Context, p store.Project) ([]toolRow, error) {
+	settings, err := d.st.ToolSettings(ctx, p.ID)
+	if err != nil {
+		return nil, err
+	}
+	approvals, err := d.st.Approvals(ctx, p.ID)
+	if err != nil {
+		return nil, err
+	}
+	keys, err := d.st.Keys(ctx, p.ID)
+	if err != nil {
+		return nil, err
+	}
+	byName := make(map[string]store.ToolSettings, len(settings))
+	for _, s := range settings {
+		byName[s.Tool] = s
+	}
+	apByName := make(map[string]*store.Approval, len(approvals))
+	for i := range approvals {
+		apByName[approvals[i].Tool] = &approvals[i]
+	}
+	keyByID := make(map[string]store.Key, len(keys))
+	for _, k := range keys {
+		keyByID[k.ID] = k
+	}
+	var rows []toolRow
+	snap := d.reg.Snapshot(p.ID)
+	for _, t := range snap.ToolList {
+		rows = append(rows, registeredRow(t, byName[t.Name], apByName[t.Name], keyByID[t.AgentKey], p.Settings.ApproveToolChanges))
+	}
+	for _, s := range settings {
+		if snap.Tools[s.Tool] == nil {
+			rows = append(rows, unregisteredRow(s))
+		}
+	}
+	return rows, nil
+}
+
+func registeredRow(t *agents.Tool, s store.ToolSettings, a *store.Approval, k store.Key, consentOn bool) toolRow {
+	var reg *agentproto.Registration
+	if len(t.Replicas) > 0 {
+		reg = t.Replicas[0].Reg
+	}
+	def := toolctl.Definition(t.Def)
+	row := toolRow{
+		Name: t.Name, Registered: true, Agent: toolctl.AgentName(k, reg), AgentKey: t.AgentKey,
+		RegisteredDescription: t.Def.Description, DeclaredReadOnly: toolctl.DeclaredReadOnly(t.Def),
+		EnabledByAgent: t.Enabled, Replicas: len(t.Replicas), Settings: settingsOf(s),
+		DefinitionHash: definitionHash(def),
+	}
+	shown := t.Def
+	if consentOn {
+		c := toolctl.State(def, a)
+		row.Consent = consentNames[c]
+		if a != nil && a.Definition != nil && c != toolctl.Approved {
+			if approved, err := toolctl.ApprovedTool(t.Def, a.Definition); err == nil {
+				shown = approved
+				row.ApprovedDescription = approved.Description
+			}
+		}
+	}
+	row.Description = toolctl.Description(shown.Description, s, k, reg)
+	row.ReadOnly = toolctl.ReadOnly(toolctl.DeclaredReadOnly(shown), s)
+	row.Pills = pills(row, s)
+	return row
+}
+
+func unregisteredRow(s store.ToolSettings) toolRow {
+	row := toolRow{Name: s.Tool, Settings: settingsOf(s), Description: s.Description}
+	row.Pills = pills(row, s)
+	return row
+}
+
+func settingsOf(s store.ToolSettings) toolSettingsJSON {
+	return toolSettingsJSON{Description: s.Description, CacheSeconds: s.CacheSeconds, Access: accessName(s.Access), Disabled: s.Disabled}
+}
+
+// pills are the labels SPEC.md gives each state, in a fixed order.
+func pills(row toolRow, s store.ToolSettings) []pill {
+	var ps []pill
+	add := func(cond bool, text, class string) {
+		if cond {
+			ps = append(ps, pill{text, class})
+		}
+	}
+	add(!row.Registered, "Not registered", "muted")
+	add(row.Pending(), "Pending", "warn")
+	add(strings.HasPrefix(row.Consent, "rejected"), "Rejected", "muted")
+	add(s.Description != "", "Edited", "info")
+	add(s.CacheSeconds > 0, fmt.Sprintf("Cached %ds", s.CacheSeconds), "info")
+	add(s.Access == store.AccessRead, "Treated as read", "info")
+	add(s.Access == store.AccessWrite, "Treated as write", "info")
+	add(s.Disabled, "Disabled", "off")
+	add(row.Registered && !row.EnabledByAgent, "Off in agent", "muted")
+	return ps
+}
+
+func (d *Dashboard) apiTools(w http.ResponseWriter, r *http.Request) error {
+	p, err := d.project(r)
+	if err != nil {
+		return err
+	}
+	rows, err := d.toolRows(r.Context(), p)
+	if err != nil {
+		return err
+	}
+	if rows == nil {
+		rows = []toolRow{}
+	}
+	writeJSON(w, http.StatusOK, rows)
+	return nil
+}
+
+// toolPatch changes the Edit dialog's fields that are present.
+type toolPatch struct {
+	Description  *string `json:"description"`
+	CacheSeconds *int    `json:"cacheSeconds"`
+	Access       *string `json:"access"`
+	Disabled     *bool   `json:"disabled"`
+}
+
+func (p toolPatch) apply(s store.ToolSettings) (store.ToolSettings, error) {
+	if p.Description != nil {
+		desc := strings.TrimSpace(*p.Description)
+		if n := utf8.RuneCountInString(desc); n > store.MaxDescriptionRunes {
+			return s, fieldError("description", "at most %d characters; this one has %d", store.MaxDescriptionRunes, n)
+		}
+		s.Description = desc
+	}
+	if v := p.CacheSeconds; v != nil {
+		if *v < 0 || *v > store.MaxCacheSeconds {
+			return s, fieldError("cacheSeconds", "a whole number from 0 (off) to %d, not %d", store.MaxCacheSeconds, *v)
+		}
+		s.CacheSeconds = *v
+	}
+	if v := p.Access; v != nil {
+		switch *v {
+		case "follow", "":
+			s.Access = store.AccessFollow
+		case store.AccessRead, store.AccessWrite:
+			s.Access = *v
+		default:
+			return s, fieldError("access", "want follow, read or write, not %q", *v)
+		}
+	}
+	if p.Disabled != nil {
+		s.Disabled = *p.Disabled
+	}
+	return s, nil
+}
+
+func (d *Dashboard) apiPatchTool(w http.ResponseWriter, r *http.Request) error {
+	p, err := d.project(r)
+	if err != nil {
+		return err
+	}
+	name := r.PathValue("tool")
+	if !agentproto.ValidName(name) {
+		return errorf(http.StatusBadRequest, "%q is not a tool name: 1 to 64 characters from A-Z a-z 0-9 _ -.", name)
+	}
+	var patch toolPatch
+	if err := readJSON(r, &patch); err != nil {
+		return err
+	}
+	cur, err := d.toolSettings(r.Context(), p.ID, name)
+	if err != nil {
+		return err
+	}
+	next, err := patch.apply(cur)
+	if err != nil {
+		return err
+	}
+	if _, err := d.st.SaveToolSettings(r.Context(), next); err != nil {
+		return err
+	}
+	d.notify(p.ID)
+	d.log.Info("tool settings saved", "project", p.Name, "tool", name, "by", principalFrom(r.Context()).name())
+	return d.writeToolRow(w, r, p, name)
+}
+
+// toolSettings returns a tool's saved settings, or the defaults.
+func (d *Dashboard) toolSettings(ctx context.Context, projectID int64, name string) (store.ToolSettings, error) {
+	all, err := d.st.ToolSettings(ctx, projectID)
+	if err != nil {
+		return store.ToolSettings{}, err
+	}
+	for _, s := range all {
+		if s.Tool == name {
+			return s, nil
+		}
+	}
+	return store.ToolSettings{ProjectID: projectID, Tool: name}, nil
+}
+
+// writeToolRow answers with a tool's row as it is now; a tool with neither
+// an agent nor settings any more answers {"name":…,"registered":false}.
+func (d *Dashboard) writeToolRow(w http.ResponseWriter, r *http.Request, p store.Project, name string) error {
+	rows, err := d.toolRows(r.Context(), p)
+	if err != nil {
+		return err
+	}
+	for _, row := range rows {
+		if row.Name == name {
+			writeJSON(w, http.StatusOK, row)
+			return nil
+		}
+	}
+	writeJSON(w, http.StatusOK, toolRow{Name: name, Pills: []pill{}})
+	return nil
+}
+
+func (d *Dashboard) apiApprove(w http.ResponseWriter, r *http.Request) error {
+	return d.decide(w, r, true)
+}
+
+func (d *Dashboard) apiReject(w http.ResponseWriter, r *http.Request) error {
+	return d.decide(w, r, false)
+}
+
+// decide approves or rejects a tool's current definition. With a
+// definitionHash in the body, it refuses if the tool changed since the
+// person looked at it.
+func (d *Dashboard) decide(w http.ResponseWriter, r *http.Request, approve bool) error {
+	p, err := d.project(r)
+	if err != nil {
+		return err
+	}
+	name := r.PathValue("tool")
+	var in struct {
+		DefinitionHash string `json:"definitionHash"`
+	}
+	if err := readJSON(r, &in); err != nil {
+		return err
+	}
+	t := d.reg.Snapshot(p.ID).Tools[name]
+	if t == nil {
+		return errorf(http.StatusNotFound, "No connected agent registers a tool %q in project %q, so there is nothing to approve.", name, p.Name)
+	}
+	def := toolctl.Definition(t.Def)
+	if in.DefinitionHash != "" && in.DefinitionHash != definitionHash(def) {
+		return errorf(http.StatusConflict, "Tool %q changed again since you looked at it. Reload and review it before deciding.", name)
+	}
+	decide, verb := d.st.RejectTool, "rejected"
+	if approve {
+		decide, verb = d.st.ApproveTool, "approved"
+	}
+	if _, err := decide(r.Context(), p.ID, name, def); err != nil {
+		return err
+	}
+	d.notify(p.ID)
+	d.log.Info("tool definition "+verb, "project", p.Name, "tool", name, "by", principalFrom(r.Context()).name())
+	return d.writeToolRow(w, r, p, name)
+}

@@ -1,0 +1,63 @@
+package gateway
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/spacefix/spacefix/internal/dashboard"
+	"github.com/spacefix/spacefix/internal/users"
+)
+
+// DefaultLogRetention is how long call log records are kept.
+const DefaultLogRetention = 7 * 24 * time.Hour
+
+// pruneEvery is how often old call log records are deleted.
+const pruneEvery = time.Hour
+
+// mountDashboard serves the dashboard and the admin API at the root of mux
+// (everything the MCP and agent endpoints do not claim), and starts pruning
+// the call log in the background for as long as the gateway runs.
+func (g *Gateway) mountDashboard(mux *http.ServeMux) {
+	mux.Handle("/", dashboard.New(dashboard.Options{
+		Store: g.store, Registry: g.reg, Notifier: g.front, BaseURL: g.URL,
+		Context: g.ctx, Logger: g.log, Version: g.cfg.Version,
+	}))
+	g.conns.Add(1) // Shutdown waits for it before closing the store
+	go func() {
+		defer g.conns.Done()
+		g.pruneCalls(DefaultLogRetention)
+	}()
+}
+
+// pruneCalls deletes call log records older than retention, now and every
+// pruneEvery, until the gateway closes.
+func (g *Gateway) pruneCalls(retention time.Duration) {
+	t := time.NewTicker(pruneEvery)
+	defer t.Stop()
+	for {
+		n, err := g.store.PruneCalls(g.ctx, time.Now().Add(-retention))
+		switch {
+		case err != nil && g.ctx.Err() == nil:
+			g.log.Warn("prune call log", "err", err)
+		case n > 0:
+			g.log.Info("pruned call log", "records", n, "olderThan", retention)
+		}
+		select {
+		case <-g.ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// SetupURL returns a one-time link for the first admin to set a password,
+// while the store has no dashboard user; "" once someone has one. serve
+// prints it at start.
+func (g *Gateway) SetupURL(ctx context.Context) (string, error) {
+	path, err := users.SetupPath(ctx, g.store)
+	if err != nil || path == "" {
+		return "", err
+	}
+	return g.URL() + path, nil
+}

@@ -1,0 +1,50 @@
+package sqlite
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"path/filepath"
+	"testing"
+
+	"github.com/spacefix/spacefix/internal/store"
+)
+
+// TestUpgradeFromVersion1 opens a file written by a build that knew only
+// the first schema step: its keys keep working and gain empty metadata.
+func TestUpgradeFromVersion1(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "spacefix.db")
+	db, err := sql.Open("sqlite", dsn(path, true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := migrations
+	migrations = all[:1]
+	err = migrate(ctx, db)
+	migrations = all
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := sha256.Sum256([]byte("secret"))
+	if _, err := db.ExecContext(ctx, `INSERT INTO projects (id, name, created_at) VALUES (1, 'default', 0)`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, `INSERT INTO keys (id, project_id, kind, hash, created_at) VALUES ('key_old', 1, 'agent', ?, 0)`, h[:]); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	k, err := s.KeyByHash(ctx, h[:])
+	if err != nil || k.ID != "key_old" || k.KeyMeta != (store.KeyMeta{}) {
+		t.Fatalf("old key after upgrade = %+v, %v; want key_old with empty metadata", k, err)
+	}
+	if err := s.SetKeyMeta(ctx, "key_old", store.KeyMeta{Community: true}); err != nil {
+		t.Fatal(err)
+	}
+}
