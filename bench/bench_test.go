@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,24 +19,13 @@ const warmup = 500
 // (CPU time of the whole process per call). Fix the count for
 // comparable runs:
 //
-//	go test ./bench -run '^$' -bench ToolCall -benchtime 5000x -count 5
+//	go test ./bench -run '^$' -bench 'ToolCall$' -benchtime 5000x -count 5
 func BenchmarkToolCall(b *testing.B) {
 	if testing.Short() {
 		b.Skip("starts a gateway and a server; skipped under -short")
 	}
 	ctx := context.Background()
-	direct, err := StartDirect()
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { closeTarget(b, direct) })
-	gw, err := StartGateway(b.TempDir())
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { closeTarget(b, gw) })
-
-	for _, t := range []*Target{direct, gw} {
+	for _, t := range startTargets(b) {
 		b.Run(t.Name, func(b *testing.B) {
 			for _, cfg := range Configs {
 				b.Run(cfg.Name, func(b *testing.B) {
@@ -55,6 +45,49 @@ func BenchmarkToolCall(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkToolCallSplit splits one caller's tools/call, direct and through
+// the gateway, into its legs (medians): in-µs from the client to the echo
+// handler, handler-µs, and out-µs from the handler back to the client.
+//
+//	go test ./bench -run '^$' -bench ToolCallSplit -benchtime 5000x
+func BenchmarkToolCallSplit(b *testing.B) {
+	if testing.Short() {
+		b.Skip("starts a gateway and a server; skipped under -short")
+	}
+	ctx := context.Background()
+	for _, t := range startTargets(b) {
+		b.Run(t.Name, func(b *testing.B) {
+			ss := sessionsFor(b, t, Configs[0])
+			b.ResetTimer()
+			sp, err := RunSplit(ctx, ss[0], b.N)
+			b.StopTimer()
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(micros(sp.In), "in-µs")
+			b.ReportMetric(micros(sp.Handler), "handler-µs")
+			b.ReportMetric(micros(sp.Out), "out-µs")
+		})
+	}
+}
+
+// startTargets starts both targets for the benchmark b; they stop when it
+// ends.
+func startTargets(b *testing.B) []*Target {
+	b.Helper()
+	direct, err := StartDirect()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { closeTarget(b, direct) })
+	gw, err := StartGateway(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { closeTarget(b, gw) })
+	return []*Target{direct, gw}
 }
 
 // sessionsFor opens and warms up the sessions a shape uses, once per target
@@ -82,13 +115,15 @@ func sessionsFor(b *testing.B, t *Target, cfg Config) []*mcp.ClientSession {
 	return ss
 }
 
-// opened holds the sessions of the current BenchmarkToolCall run; they
-// close with their target.
+// opened holds the sessions of the running benchmark by target and shape;
+// they close with their target.
 var opened = map[string][]*mcp.ClientSession{}
 
 func closeTarget(b *testing.B, t *Target) {
 	for k := range opened {
-		delete(opened, k)
+		if strings.HasPrefix(k, t.Name+"/") {
+			delete(opened, k)
+		}
 	}
 	if err := t.Close(); err != nil {
 		b.Errorf("close %s: %v", t.Name, err)

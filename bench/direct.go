@@ -55,5 +55,8 @@ func echoHandler(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResu
 	if err := json.Unmarshal(req.Params.Arguments, &in); err != nil {
 		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}}, nil
 	}
-	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, nil
+	stampIn() // where core's typed handler starts: after decoding
+	text := in.Text
+	stampOut()
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, nil
 }

@@ -59,7 +59,11 @@ func StartGateway(dir string) (_ *Target, err error) {
 	agent, err := core.New(core.Options{APIKey: first.AgentKey, URL: g.URL(), Logger: quiet})
 	if err == nil {
 		err = core.AddTool(agent, ToolName, "Returns its text.",
-			func(_ context.Context, in EchoIn) (string, error) { return in.Text, nil })
+			func(_ context.Context, in EchoIn) (string, error) {
+				stampIn()
+				defer stampOut()
+				return in.Text, nil
+			})
 	}
 	if err != nil {
 		g.Close()

@@ -102,3 +102,32 @@ func WritePair(w io.Writer, p Pair) {
 		micros(p.Gateway.P50), micros(p.Gateway.P99), p.Gateway.PerSec(), micros(p.Gateway.CPUPerCall()),
 		float64(p.Gateway.P50)/float64(p.Direct.P50), p.Gateway.PerSec()/p.Direct.PerSec())
 }
+
+// WriteSplit writes the legs of single-caller calls as a markdown table:
+// for each leg the median over repetitions of the per-repetition medians,
+// and the gateway's extra time.
+func WriteSplit(w io.Writer, direct, gateway []Split) {
+	leg := func(ss []Split, f func(Split) time.Duration) Stat {
+		xs := make([]float64, len(ss))
+		for i, s := range ss {
+			xs[i] = micros(f(s))
+		}
+		return stat(xs)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "One caller, leg by leg (median µs of %d repetitions, min–max):\n\n", len(direct))
+	fmt.Fprintln(w, "| leg | direct µs | gateway µs | gateway extra µs |")
+	fmt.Fprintln(w, "|---|--:|--:|--:|")
+	for _, l := range []struct {
+		name string
+		f    func(Split) time.Duration
+	}{
+		{"client → handler start", func(s Split) time.Duration { return s.In }},
+		{"handler", func(s Split) time.Duration { return s.Handler }},
+		{"handler return → client", func(s Split) time.Duration { return s.Out }},
+		{"sum", func(s Split) time.Duration { return s.In + s.Handler + s.Out }},
+	} {
+		d, g := leg(direct, l.f), leg(gateway, l.f)
+		fmt.Fprintf(w, "| %s | %.0f (%s) | %.0f (%s) | %+.0f |\n", l.name, d.Median, span(d), g.Median, span(g), g.Median-d.Median)
+	}
+}

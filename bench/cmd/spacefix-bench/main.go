@@ -42,6 +42,7 @@ func run(ctx context.Context, args []string) (err error) {
 	warmup := fs.Int("warmup", 500, "untimed calls per target and shape before the first repetition")
 	reps := fs.Int("reps", 5, "repetitions; the table shows medians")
 	only := fs.String("configs", "c1,c16,c16-sessions", "shapes to run, comma-separated")
+	split := fs.Bool("split", true, "also split one caller's calls into legs (client→handler, handler, handler→client)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -118,5 +119,38 @@ func run(ctx context.Context, args []string) (err error) {
 		}
 	}
 	bench.WriteTable(os.Stdout, bench.Summarize(cfgs, pairs))
+	if *split {
+		return writeSplit(ctx, direct, gw, *calls, *reps)
+	}
+	return nil
+}
+
+// writeSplit times single-caller calls leg by leg on a fresh session per
+// target, reps times each, alternating the targets, and prints the medians.
+func writeSplit(ctx context.Context, direct, gw *bench.Target, calls, reps int) error {
+	targets := []*bench.Target{direct, gw}
+	var sessions [2]*mcp.ClientSession
+	for i, t := range targets {
+		ss, err := t.Sessions(ctx, 1)
+		if err != nil {
+			return err
+		}
+		if _, err := bench.RunSplit(ctx, ss[0], calls/10+1); err != nil { // warm-up
+			return err
+		}
+		sessions[i] = ss[0]
+	}
+	var legs [2][]bench.Split
+	for rep := range reps {
+		for _, i := range []int{rep % 2, 1 - rep%2} {
+			runtime.GC()
+			sp, err := bench.RunSplit(ctx, sessions[i], calls)
+			if err != nil {
+				return fmt.Errorf("split %s: %w", targets[i].Name, err)
+			}
+			legs[i] = append(legs[i], sp)
+		}
+	}
+	bench.WriteSplit(os.Stdout, legs[0], legs[1])
 	return nil
 }
