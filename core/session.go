@@ -15,10 +15,6 @@ import (
 	"github.com/spacefix/spacefix/internal/agentproto"
 )
 
-// writeTimeout bounds one write to the socket; a write that takes longer
-// closes the connection, and the agent reconnects.
-const writeTimeout = 10 * time.Second
-
 // defaultHeartbeat is used when the welcome names no heartbeat.
 const defaultHeartbeat = 5 * time.Second
 
@@ -203,9 +199,10 @@ func (s *session) send(m agentproto.Message) error {
 	}
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
-	defer cancel()
-	return s.conn.Write(ctx, websocket.MessageText, data)
+	// No deadline on the write itself: a context ending mid-write makes
+	// coder/websocket close the connection, and a write to a dead gateway
+	// ends when the heartbeat closes the connection.
+	return s.conn.Write(context.Background(), websocket.MessageText, data)
 }
 
 func (s *session) sendSetEnabled(name string, on bool) {

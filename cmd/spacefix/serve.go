@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/spacefix/spacefix/internal/gateway"
@@ -28,6 +29,12 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	cfg.DataPath = *data
 	cfg.Logger = slog.New(slog.NewTextHandler(stderr, nil))
+	if os.Getenv("GOGC") == "" {
+		// Most of what a call allocates is short-lived JSON; collecting less
+		// often costs memory that a gateway has and saves CPU per call
+		// (docs/benchmarks.md). GOGC set in the environment wins.
+		debug.SetGCPercent(400)
+	}
 
 	st, err := sqlite.Open(ctx, cfg.DataPath)
 	if err != nil {

@@ -177,8 +177,8 @@ func (f *Front) toolResult(t *agents.Tool, key store.Key, res route.Result, star
 		errText, outcome = res.Err, store.OutcomeError
 		out = errorResult(res.Err)
 	default:
-		out = new(mcp.CallToolResult)
-		if err := json.Unmarshal(res.Result, out); err != nil {
+		var err error
+		if out, err = decodeResult(res.Result); err != nil {
 			errText, outcome = "The agent sent a result the gateway could not read: "+err.Error(), store.OutcomeError
 			out = errorResult(errText)
 		} else if out.IsError {
@@ -220,6 +220,47 @@ func progressSender(ctx context.Context, req *mcp.CallToolRequest) func(string) 
 		n++
 		req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: float64(n), Message: line})
 	}
+}
+
+// decodeResult reads an agent's CallToolResult. Results made only of plain
+// text parts, the common case, are read with encoding/json into the MCP
+// types directly; anything else goes through go-sdk's own decoding.
+func decodeResult(raw json.RawMessage) (*mcp.CallToolResult, error) {
+	var fast struct {
+		Content []struct {
+			Type        string          `json:"type"`
+			Text        string          `json:"text"`
+			Annotations json.RawMessage `json:"annotations"`
+			Meta        json.RawMessage `json:"_meta"`
+			Data        json.RawMessage `json:"data"`
+			Resource    json.RawMessage `json:"resource"`
+		} `json:"content"`
+		StructuredContent json.RawMessage `json:"structuredContent"`
+		IsError           bool            `json:"isError"`
+		Meta              json.RawMessage `json:"_meta"`
+	}
+	if err := json.Unmarshal(raw, &fast); err == nil && fast.Meta == nil {
+		out := &mcp.CallToolResult{IsError: fast.IsError, Content: make([]mcp.Content, 0, len(fast.Content))}
+		plain := true
+		for _, c := range fast.Content {
+			if c.Type != "text" || c.Annotations != nil || c.Meta != nil || c.Data != nil || c.Resource != nil {
+				plain = false
+				break
+			}
+			out.Content = append(out.Content, &mcp.TextContent{Text: c.Text})
+		}
+		if plain {
+			if len(fast.StructuredContent) > 0 && string(fast.StructuredContent) != "null" {
+				out.StructuredContent = fast.StructuredContent
+			}
+			return out, nil
+		}
+	}
+	out := new(mcp.CallToolResult)
+	if err := json.Unmarshal(raw, out); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 func errorResult(msg string) *mcp.CallToolResult {

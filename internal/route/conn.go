@@ -85,17 +85,17 @@ func NewConn(ws *websocket.Conn, log *slog.Logger, heartbeat time.Duration, even
 // Done is closed when the connection has ended.
 func (c *Conn) Done() <-chan struct{} { return c.done }
 
-// Send writes one message. A caller's cancellation does not cut a write
-// short: coder/websocket closes the whole connection when a write's context
-// ends during the write, and one client giving up must not drop an agent.
+// Send writes one message. ctx only carries values: a write is never cut
+// short by a context, because coder/websocket closes the whole connection
+// when a write's context ends during the write, and one client giving up
+// must not drop an agent. A write to a dead peer ends when the heartbeat
+// closes the connection.
 func (c *Conn) Send(ctx context.Context, m *agentproto.Message) error {
 	b, err := json.Marshal(m)
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	return c.ws.Write(ctx, websocket.MessageText, b)
+	return c.ws.Write(context.Background(), websocket.MessageText, b)
 }
 
 // Start registers a pending call and sends it. The caller must eventually
