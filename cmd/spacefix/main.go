@@ -6,6 +6,8 @@
 //	spacefix keys revoke ID
 //	spacefix projects create NAME
 //	spacefix projects list [--json]
+//	spacefix tokens create|list|revoke, spacefix users list|setup-link
+//	spacefix tools list|set, spacefix settings show|set (over the admin API: --url, --token)
 //	spacefix version
 //
 // Every command takes --data (env SPACEFIX_DATA, default ./spacefix.db) and is
@@ -50,6 +52,10 @@ Usage:
   spacefix serve     [--addr HOST:PORT] [--data FILE]   run the gateway
   spacefix keys      create|list|revoke                 manage agent and client keys
   spacefix projects  create|list                        manage projects
+  spacefix tokens    create|list|revoke                 admin API tokens (for scripts and CI)
+  spacefix users     list|setup-link                    dashboard users
+  spacefix tools     list|set                           per-tool controls, over the admin API
+  spacefix settings  show|set                           project settings, over the admin API
   spacefix version                                      print the version
 
 Run 'spacefix COMMAND --help' for a command's flags.
