@@ -97,76 +97,58 @@ func (v *view) sync() {
 	snap := v.f.reg.Snapshot(v.key.ProjectID)
 	pol := v.policy(v.f.controls.get(context.Background(), v.key.ProjectID))
 
-	want := make(map[string]bool, len(snap.ToolList))
+	var tools []*mcp.Tool
 	for _, t := range snap.ToolList {
-		if !pol.permits(t) {
-			continue
-		}
-		want[t.Name] = true
-		mt := advertisedTool(t, pol.c)
-		b, _ := json.Marshal(mt)
-		if old, ok := v.tools[t.Name]; ok && string(old) == string(b) {
-			continue
-		}
-		v.tools[t.Name] = b
-		v.server.AddTool(mt, v.f.toolHandler)
-	}
-	var gone []string
-	for name := range v.tools {
-		if !want[name] {
-			gone = append(gone, name)
-			delete(v.tools, name)
+		if pol.permits(t) {
+			tools = append(tools, advertisedTool(t, pol.c))
 		}
 	}
-	if len(gone) > 0 {
-		v.server.RemoveTools(gone...)
-	}
+	mirror(v.tools, tools, func(t *mcp.Tool) string { return t.Name },
+		func(t *mcp.Tool) { v.server.AddTool(t, v.f.toolHandler) }, v.server.RemoveTools)
 
-	wantRes := make(map[string]bool, len(snap.ResList))
+	resources := make([]*mcp.Resource, 0, len(snap.ResList))
 	for _, r := range snap.ResList {
-		wantRes[r.Def.URI] = true
-		mr := &mcp.Resource{URI: r.Def.URI, Name: r.Def.Name, Description: r.Def.Description, MIMEType: resourceMime(r.Def.MimeType)}
-		b, _ := json.Marshal(mr)
-		if old, ok := v.resources[r.Def.URI]; ok && string(old) == string(b) {
-			continue
-		}
-		v.resources[r.Def.URI] = b
-		v.server.AddResource(mr, v.f.resourceHandler)
+		resources = append(resources, &mcp.Resource{URI: r.Def.URI, Name: r.Def.Name, Description: r.Def.Description, MIMEType: resourceMime(r.Def.MimeType)})
 	}
-	gone = gone[:0]
-	for uri := range v.resources {
-		if !wantRes[uri] {
-			gone = append(gone, uri)
-			delete(v.resources, uri)
-		}
-	}
-	if len(gone) > 0 {
-		v.server.RemoveResources(gone...)
-	}
+	mirror(v.resources, resources, func(r *mcp.Resource) string { return r.URI },
+		func(r *mcp.Resource) { v.server.AddResource(r, v.f.resourceHandler) }, v.server.RemoveResources)
 
-	wantPr := make(map[string]bool, len(snap.PromptLst))
+	prompts := make([]*mcp.Prompt, 0, len(snap.PromptLst))
 	for _, p := range snap.PromptLst {
-		wantPr[p.Name] = true
 		mp := &mcp.Prompt{Name: p.Name, Title: p.Def.Title, Description: p.Def.Description}
 		for _, a := range p.Def.Arguments {
 			mp.Arguments = append(mp.Arguments, &mcp.PromptArgument{Name: a.Name, Description: a.Description, Required: a.Required})
 		}
-		b, _ := json.Marshal(mp)
-		if old, ok := v.prompts[p.Name]; ok && string(old) == string(b) {
+		prompts = append(prompts, mp)
+	}
+	mirror(v.prompts, prompts, func(p *mcp.Prompt) string { return p.Name },
+		func(p *mcp.Prompt) { v.server.AddPrompt(p, v.f.promptHandler) }, v.server.RemovePrompts)
+}
+
+// mirror makes one of a server's feature sets equal to want. have maps each
+// advertised name to the JSON it was advertised with, so that only what
+// changed is added again (each add or remove makes go-sdk send list_changed).
+func mirror[T any](have map[string][]byte, want []T, name func(T) string, add func(T), remove func(...string)) {
+	keep := make(map[string]bool, len(want))
+	for _, x := range want {
+		n := name(x)
+		keep[n] = true
+		b, _ := json.Marshal(x)
+		if old, ok := have[n]; ok && string(old) == string(b) {
 			continue
 		}
-		v.prompts[p.Name] = b
-		v.server.AddPrompt(mp, v.f.promptHandler)
+		have[n] = b
+		add(x)
 	}
-	gone = gone[:0]
-	for name := range v.prompts {
-		if !wantPr[name] {
-			gone = append(gone, name)
-			delete(v.prompts, name)
+	var gone []string
+	for n := range have {
+		if !keep[n] {
+			gone = append(gone, n)
+			delete(have, n)
 		}
 	}
 	if len(gone) > 0 {
-		v.server.RemovePrompts(gone...)
+		remove(gone...)
 	}
 }
 
