@@ -581,26 +581,6 @@ func (p *jsonParser) unicodeEscape() (rune, error) {
 	return r, nil
 }
 
-// elemsOrNil returns the elements of an array value (nil for nil or others).
-func (v *jsonValue) elemsOrNil() []jsonValue {
-	if v == nil {
-		return nil
-	}
-	return v.elems
-}
-
-// firstDuplicate finds two equal values (compile time only: quadratic).
-func firstDuplicate(vs []jsonValue) (int, int, bool) {
-	for i := range vs {
-		for j := i + 1; j < len(vs); j++ {
-			if equal(&vs[i], &vs[j]) {
-				return i, j, true
-			}
-		}
-	}
-	return 0, 0, false
-}
-
 // equal is deep equality as ajv's fast-deep-equal sees parsed JSON.
 func equal(a, b *jsonValue) bool {
 	if a.kind != b.kind {
@@ -1189,19 +1169,15 @@ func (k *keywordCompiler) typeKeyword() error {
 	default:
 		return k.errorf("type must be a type name or an array of type names")
 	}
-	if t != nil && len(names) == 0 {
-		return k.errorf("type must not be an empty array")
-	}
 	count := 0
 	for _, name := range names {
 		m, ok := typeNames[name]
 		if !ok {
 			return k.errorf("type %q is not a JSON Schema type", name)
 		}
-		if k.n.types&m != 0 {
-			return k.errorf("type must not list %q twice", name)
+		if k.n.types&m == 0 {
+			count++
 		}
-		count++
 		k.n.types |= m
 	}
 	k.n.typeMsg = "must be " + strings.Join(names, ",")
@@ -1312,9 +1288,6 @@ func (k *keywordCompiler) constEnum() error {
 	if e := k.v.get("enum"); e != nil {
 		if e.kind != jsonArray || len(e.elems) == 0 {
 			return k.errorf("enum must be a non-empty array")
-		}
-		if i, j, dup := firstDuplicate(e.elems); dup && !k.c.draft2020 {
-			return k.errorf("enum must not repeat a value (items %d and %d are equal)", i, j)
 		}
 		k.n.enum = e.elems
 	}
@@ -1528,9 +1501,6 @@ func (k *keywordCompiler) objectKeywords() error {
 	if n.required, _, err = k.strings("required"); err != nil {
 		return err
 	}
-	if i, j, dup := firstDuplicate(k.v.get("required").elemsOrNil()); dup {
-		return k.errorf("required must not repeat a name (items %d and %d are equal)", i, j)
-	}
 	if n.propertyNames, err = k.sub("propertyNames"); err != nil {
 		return err
 	}
@@ -1624,9 +1594,6 @@ func (k *keywordCompiler) propDeps(kw string, all bool) ([]propDeps, error) {
 			}
 			continue
 		}
-		if i, j, dup := firstDuplicate(m.val.elems); dup {
-			return nil, k.errorf("%s/%s must not repeat a name (items %d and %d are equal)", kw, escapePointer(m.key), i, j)
-		}
 		deps := make([]string, len(m.val.elems))
 		for j, e := range m.val.elems {
 			if e.kind != jsonString {
@@ -1696,9 +1663,13 @@ type pattern struct {
 	re2 *regexp2.Regexp
 }
 
-// patternTimeout bounds one backtracking match; a match that runs out of
-// time counts as not matching (the argument is refused).
-const patternTimeout = 100 * time.Millisecond
+// patternTimeout bounds one backtracking match, and patternBudget all of
+// them in one Validate call; a match that runs out of time counts as not
+// matching (the argument is refused).
+const (
+	patternTimeout = 100 * time.Millisecond
+	patternBudget  = 250 * time.Millisecond
+)
 
 func compilePattern(src string) (*pattern, error) {
 	if tr, ok := translateRE2(src); ok {
@@ -1714,11 +1685,17 @@ func compilePattern(src string) (*pattern, error) {
 	return &pattern{re2: re}, nil
 }
 
-func (p *pattern) match(s string) bool {
+// match reports whether s matches p anywhere, as RegExp.test does.
+func (vs *vstate) match(p *pattern, s string) bool {
 	if p.re != nil {
 		return p.re.MatchString(s)
 	}
+	if vs.regexpSpent >= patternBudget {
+		return false
+	}
+	start := time.Now()
 	ok, err := p.re2.MatchString(s)
+	vs.regexpSpent += time.Since(start)
 	return ok && err == nil
 }
 
@@ -1864,6 +1841,8 @@ type vstate struct {
 	path  []pathSeg
 	quiet int // > 0 inside not/if: only validity matters, no messages
 	depth int
+
+	regexpSpent time.Duration // in backtracking pattern matches
 }
 
 type pathSeg struct {
@@ -1874,11 +1853,18 @@ type pathSeg struct {
 var statePool = sync.Pool{New: func() any { return new(vstate) }}
 
 func (vs *vstate) release() {
+	if cap(vs.arena.members) > maxPooled || cap(vs.arena.elems) > maxPooled {
+		vs.arena = arena{} // do not keep a huge call's memory in the pool
+	}
 	vs.arena.reset()
 	clear(vs.errs)
-	vs.errs, vs.path, vs.quiet, vs.depth = vs.errs[:0], vs.path[:0], 0, 0
+	clear(vs.path)
+	vs.errs, vs.path, vs.quiet, vs.depth, vs.regexpSpent = vs.errs[:0], vs.path[:0], 0, 0, 0
 	statePool.Put(vs)
 }
+
+// maxPooled is the most members or elements a pooled state keeps room for.
+const maxPooled = 4096
 
 // maxValidateDepth stops a schema that refers to itself without consuming
 // the instance ({"$ref": "#"}), which would otherwise recurse forever.
@@ -2119,8 +2105,8 @@ func (vs *vstate) oneOf(n *schemaNode, v *jsonValue, ev *evaluated) bool {
 		if vs.validate(s, v, sub) {
 			passing++
 			ev.mergeFrom(sub)
-			if passing > 1 && vs.quiet > 0 {
-				return false
+			if passing > 1 { // ajv skips the branches after a second match
+				break
 			}
 		}
 	}
@@ -2204,7 +2190,7 @@ func (vs *vstate) stringGroup(n *schemaNode, v *jsonValue) bool {
 			ok = false
 		}
 	}
-	if n.pattern != nil && !n.pattern.match(v.str) {
+	if n.pattern != nil && !vs.match(n.pattern, v.str) {
 		vs.report(n.patternMsg)
 		ok = false
 	}
@@ -2501,7 +2487,7 @@ func (vs *vstate) isAdditional(n *schemaNode, key string) bool {
 		return false
 	}
 	for _, pp := range n.patternProps {
-		if pp.re.match(key) {
+		if vs.match(pp.re, key) {
 			return false
 		}
 	}
@@ -2596,7 +2582,7 @@ func (vs *vstate) patternProperties(n *schemaNode, v *jsonValue, ev *evaluated) 
 	for _, pp := range n.patternProps {
 		for i := range v.members {
 			m := &v.members[i]
-			if !pp.re.match(m.key) {
+			if !vs.match(pp.re, m.key) {
 				continue
 			}
 			ev.markProp(v, i)
