@@ -379,17 +379,29 @@ func TestToolListChanged(t *testing.T) {
 	for _, v := range []string{"2025-06-18", "2025-11-25"} {
 		t.Run(v, func(t *testing.T) {
 			changed := make(chan struct{}, 16)
+			resChanged := make(chan struct{}, 16)
+			promptsChanged := make(chan struct{}, 16)
 			cs := e.connect(v, e.clientKey, &mcp.ClientOptions{
-				ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
+				ToolListChangedHandler:     func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
+				ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { resChanged <- struct{}{} },
+				PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { promptsChanged <- struct{}{} },
 			})
 			if got := toolNames(t, cs); len(got) != 0 {
 				t.Fatalf("tools before any agent = %v", got)
 			}
-			ra := e.startAgent(core.Options{}, func(a *core.Agent) { must(t, addOrderTools(a)) })
-			select {
-			case <-changed:
-			case <-time.After(5 * time.Second):
-				t.Fatal("no notifications/tools/list_changed when an agent connected")
+			ra := e.startAgent(core.Options{}, func(a *core.Agent) {
+				must(t, addOrderTools(a))
+				must(t, a.Resource("orders://open", core.ResourceOptions{Name: "Open orders"}, func(context.Context) (any, error) { return nil, nil }))
+				must(t, a.Prompt("summarise_order", core.PromptOptions{}, func(context.Context, map[string]string) (core.PromptResult, error) {
+					return core.PromptText("x"), nil
+				}))
+			})
+			for what, ch := range map[string]chan struct{}{"tools": changed, "resources": resChanged, "prompts": promptsChanged} {
+				select {
+				case <-ch:
+				case <-time.After(5 * time.Second):
+					t.Fatalf("no notifications/%s/list_changed when an agent connected", what)
+				}
 			}
 			if diff := cmp.Diff([]string{"get_order", "search_orders"}, toolNames(t, cs)); diff != "" {
 				t.Errorf("tools after connect (-want +got):\n%s", diff)
