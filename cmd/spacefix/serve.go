@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"syscall"
+	"time"
 
 	"github.com/spacefix/spacefix/internal/gateway"
 	"github.com/spacefix/spacefix/internal/store/sqlite"
@@ -23,6 +24,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&cfg.Addr, "addr", envOr("SPACEFIX_ADDR", cfg.Addr), "listen `address` (env SPACEFIX_ADDR)")
 	fs.StringVar(&cfg.PublicURL, "public-url", os.Getenv("SPACEFIX_PUBLIC_URL"), "base `URL` clients reach the gateway at, if not http://ADDR (env SPACEFIX_PUBLIC_URL)")
 	fs.DurationVar(&cfg.ShutdownGrace, "shutdown-grace", cfg.ShutdownGrace, "how long calls in flight may finish on shutdown")
+	fs.DurationVar(&cfg.LogRetention, "log-retention", envDuration("SPACEFIX_LOG_RETENTION", cfg.LogRetention), "how long call log records are kept (env SPACEFIX_LOG_RETENTION)")
 	data := dataFlag(fs)
 	if err := parse(fs, args); err != nil {
 		return err
@@ -150,6 +152,13 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 		pos = append(pos, args[0])
 		args = args[1:]
 	}
+}
+
+func envDuration(name string, def time.Duration) time.Duration {
+	if d, err := time.ParseDuration(os.Getenv(name)); err == nil {
+		return d
+	}
+	return def
 }
 
 func envOr(name, def string) string {

@@ -32,11 +32,18 @@ type Config struct {
 	// Grace is how long a tool stays listed after its last replica left.
 	// Default 10s.
 	Grace time.Duration
+	// LogRetention is how long call log records are kept; older ones are
+	// pruned in the background every hour. Usage counts are kept. Default
+	// 7 days.
+	LogRetention time.Duration
 	// Logger receives operator logs. Nil means slog.Default().
 	Logger *slog.Logger
 	// Version is reported to clients and agents.
 	Version string
 }
+
+// DefaultLogRetention is how long call log records are kept by default.
+const DefaultLogRetention = 7 * 24 * time.Hour
 
 // DefaultConfig returns the defaults documented on each field.
 func DefaultConfig() Config {
@@ -46,6 +53,7 @@ func DefaultConfig() Config {
 		ShutdownGrace: 10 * time.Second,
 		Heartbeat:     5 * time.Second,
 		Grace:         10 * time.Second,
+		LogRetention:  DefaultLogRetention,
 		Version:       "dev",
 	}
 }
@@ -60,6 +68,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Heartbeat < 0 || c.Grace < 0 {
 		return fmt.Errorf("config: heartbeat and grace must not be negative")
+	}
+	if c.LogRetention < 0 || (c.LogRetention > 0 && c.LogRetention < time.Hour) {
+		return fmt.Errorf("config: log retention %v: use at least 1h, for example 168h for 7 days", c.LogRetention)
 	}
 	return nil
 }
@@ -78,6 +89,9 @@ func (c *Config) withDefaults() Config {
 	}
 	if out.Grace == 0 {
 		out.Grace = d.Grace
+	}
+	if out.LogRetention == 0 {
+		out.LogRetention = d.LogRetention
 	}
 	if out.Logger == nil {
 		out.Logger = slog.Default()

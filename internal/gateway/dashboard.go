@@ -9,9 +9,6 @@ import (
 	"github.com/spacefix/spacefix/internal/users"
 )
 
-// DefaultLogRetention is how long call log records are kept.
-const DefaultLogRetention = 7 * 24 * time.Hour
-
 // pruneEvery is how often old call log records are deleted.
 const pruneEvery = time.Hour
 
@@ -26,7 +23,7 @@ func (g *Gateway) mountDashboard(mux *http.ServeMux) {
 	g.conns.Add(1) // Shutdown waits for it before closing the store
 	go func() {
 		defer g.conns.Done()
-		g.pruneCalls(DefaultLogRetention)
+		g.pruneCalls(g.cfg.LogRetention)
 	}()
 }
 

@@ -1,0 +1,38 @@
+package gateway
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestConfigValidate(t *testing.T) {
+	cases := []struct {
+		name string
+		edit func(*Config)
+		want string // "" means valid
+	}{
+		{"defaults", func(*Config) {}, ""},
+		{"addr without port", func(c *Config) { c.Addr = "localhost" }, `config: addr "localhost": want host:port`},
+		{"negative grace", func(c *Config) { c.ShutdownGrace = -time.Second }, "config: shutdown grace -1s must not be negative"},
+		{"retention under an hour", func(c *Config) { c.LogRetention = time.Minute }, "config: log retention 1m0s: use at least 1h"},
+		{"zero retention means default", func(c *Config) { c.LogRetention = 0 }, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := DefaultConfig()
+			tc.edit(&c)
+			err := c.Validate()
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("Validate() = %v, want nil", err)
+			case tc.want != "" && (err == nil || !strings.HasPrefix(err.Error(), tc.want)):
+				t.Errorf("Validate() = %v, want %q…", err, tc.want)
+			}
+		})
+	}
+	c := Config{Addr: "127.0.0.1:0"}
+	if got := c.withDefaults(); got.LogRetention != DefaultLogRetention || got.Heartbeat != 5*time.Second {
+		t.Errorf("withDefaults() = %+v", got)
+	}
+}
