@@ -29,7 +29,7 @@ type Registry struct {
 	grace    time.Duration
 	onChange func(projectID int64)
 
-	mu       sync.Mutex
+	mu       sync.RWMutex
 	projects map[int64]*project
 	seq      uint64 // orders agents by first registration
 }
@@ -182,9 +182,9 @@ type Prompt struct {
 
 // Snapshot returns the current snapshot of a project. It never returns nil.
 func (r *Registry) Snapshot(projectID int64) *Snapshot {
-	r.mu.Lock()
+	r.mu.RLock()
 	p := r.projects[projectID]
-	r.mu.Unlock()
+	r.mu.RUnlock()
 	if p == nil {
 		return emptySnapshot
 	}

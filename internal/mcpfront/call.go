@@ -83,7 +83,7 @@ func (f *Front) toolHandler(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 		Name:     t.Def.Name,
 		Args:     args,
 		Caller:   agentproto.Caller{KeyID: key.ID, KeyName: key.Name},
-		Wait:     f.wait(ctx, t, key),
+		Wait:     f.wait(ctx, t, key, c),
 		Instance: instance,
 	})
 	if call != nil {
@@ -118,12 +118,15 @@ func (f *Front) checkArgs(t *agents.Tool, args json.RawMessage) (_ json.RawMessa
 	return args, instance, ""
 }
 
-// wait is how long a call to t waits for its result.
-func (f *Front) wait(ctx context.Context, t *agents.Tool, key store.Key) time.Duration {
+// wait is how long a call to t waits for its result. c may be nil.
+func (f *Front) wait(ctx context.Context, t *agents.Tool, key store.Key, c *controls) time.Duration {
 	if t.Def.TimeoutMs > 0 {
 		return time.Duration(t.Def.TimeoutMs) * time.Millisecond
 	}
-	return f.controls.get(ctx, key.ProjectID).settings.CallWait()
+	if c == nil {
+		c = f.controls.get(ctx, key.ProjectID)
+	}
+	return c.settings.CallWait()
 }
 
 // await passes the agent's questions to the user until the call ends, then
