@@ -27,6 +27,14 @@ package schema
 // walked in JavaScript property order: array-index keys ascending first, then
 // the others in document order. The result is deterministic for a given
 // schema and argument text.
+//
+// Known differences from ajv: where unevaluatedProperties/Items meets
+// if/then/else, ajv's generated code can forget what "if" or an earlier
+// keyword evaluated; we follow the specification there, so the number of
+// "must NOT have unevaluated properties" messages (rarely, validity) can
+// differ. Compile is more lenient than ajv's meta-schema check (duplicate
+// enum or required entries are accepted). Arguments deeper than 512 levels
+// are refused as invalid JSON.
 
 import (
 	"encoding/json"
