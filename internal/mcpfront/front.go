@@ -197,7 +197,7 @@ func (f *Front) getServer(r *http.Request) *mcp.Server {
 	if !ok {
 		return nil
 	}
-	return f.viewFor(r.Context(), k).server
+	return f.viewFor(k).server
 }
 
 // ProjectChanged brings every view of a project up to date with the

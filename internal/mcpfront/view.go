@@ -31,7 +31,8 @@ type view struct {
 	prompts   map[string][]byte // name → JSON of the advertised prompt
 }
 
-func (f *Front) viewFor(ctx context.Context, k store.Key) *view {
+// viewFor returns the view of client key k, making it on first use.
+func (f *Front) viewFor(k store.Key) *view {
 	f.mu.Lock()
 	v := f.views[k.ID]
 	if v != nil {
