@@ -3,6 +3,7 @@ import http, { type IncomingMessage } from 'node:http';
 import https from 'node:https';
 
 import type { Call, Caller, Prompt, Registrable, Resource, Tool } from './define.js';
+import { CannotConfirmError } from './confirm.js';
 import { checkName } from './names.js';
 import { ProgressThrottle } from './progress.js';
 import { CallFailure, MAX_RESULT_BYTES, encodePromptResult, encodeResourceResult, encodeToolResult } from './result.js';
@@ -24,6 +25,10 @@ const DEFAULT_HEARTBEAT_MS = 5_000;
 const MAX_FRAME_BYTES = 8 * 1024 * 1024;
 /** How long close() waits for the gateway to answer the close handshake. */
 const CLOSE_WAIT_MS = 2_000;
+/** How long close() waits, by default, for running calls to finish after the drain. */
+export const DEFAULT_DRAIN_TIMEOUT_MS = 10_000;
+/** How long close() keeps reading after the drain, for calls the gateway sent before it heard. */
+const DRAIN_SETTLE_MS = 100;
 
 /**
  * Where the agent writes what happens to its connection and its handlers.
@@ -57,6 +62,12 @@ export interface AgentOptions {
   version?: string;
   /** Where to log. Absent means the console. */
   logger?: Logger;
+  /**
+   * How long close() lets running calls finish after it told the gateway to
+   * drain, in ms; then their signals abort. Default 10000; 0 aborts them at
+   * once.
+   */
+  drainTimeoutMs?: number;
 }
 
 /**
@@ -116,6 +127,8 @@ interface WireMessage {
   caller?: { keyId?: string; keyName?: string };
   message?: string;
   reason?: string;
+  input?: string;
+  accepted?: unknown;
   welcome?: { protocol?: number; replica?: string; project?: string; agent?: string; callWaitMs?: number; heartbeatMs?: number };
 }
 
@@ -140,6 +153,7 @@ export class Agent {
   readonly #connectURL: string;
   readonly #opts: AgentOptions;
   readonly #log: Logger;
+  readonly #drainTimeoutMs: number;
 
   readonly #tools = new Map<string, RegisteredTool>();
   readonly #resources = new Map<string, Resource>();
@@ -148,6 +162,7 @@ export class Agent {
   #started = false;
   #closed = false;
   #loop: Promise<void> | undefined;
+  #closing: Promise<void> | undefined;
   #welcomed: Promise<void>;
   #resolveWelcomed!: () => void;
   readonly #stop = new AbortController();
@@ -168,6 +183,11 @@ export class Agent {
     if (opts.namespace && !opts.name) {
       throw new TypeError('new Agent: namespace needs a name: tools are exposed as <name>_<tool>');
     }
+    const drain = opts.drainTimeoutMs ?? DEFAULT_DRAIN_TIMEOUT_MS;
+    if (typeof drain !== 'number' || !Number.isFinite(drain) || drain < 0) {
+      throw new TypeError(`new Agent: drainTimeoutMs must be a number of milliseconds, 0 or more; got ${String(drain)}`);
+    }
+    this.#drainTimeoutMs = drain;
     const base = opts.url || process.env.SPACEFIX_URL || DEFAULT_URL;
     [this.#registerURL, this.#connectURL] = gatewayURLs(base);
     this.#apiKey = apiKey;
@@ -235,19 +255,63 @@ export class Agent {
   }
 
   /**
-   * close stops the agent: it closes the connection, aborts the signals of
-   * running handlers (their results are not sent) and stops reconnecting.
-   * Safe to call more than once.
+   * close stops the agent without losing calls, as a rolling restart needs.
+   * It tells the gateway to drain (send no new calls here), then keeps the
+   * connection open while the calls already running finish, their signals
+   * untouched, and keeps serving calls the gateway sent before it heard: at
+   * least 100 ms, at most `drainTimeoutMs` (10 s). Then it aborts the
+   * signals of handlers still running (their results are not sent), closes
+   * the connection with status 1000 and stops reconnecting. It resolves when
+   * all that is done. Safe to call more than once.
    */
   async close(): Promise<void> {
     if (!this.#closed) {
       this.#closed = true;
       this.#stop.abort(new Error('the agent is closing'));
       this.#wake?.();
-      this.#current?.close(1000, 'the agent is stopping');
       this.#resolveWelcomed();
+      this.#closing = this.#stopSession(this.#current);
     }
+    await this.#closing;
     await this.#loop;
+  }
+
+  /** #stopSession drains s if it is welcomed, then closes it. */
+  async #stopSession(s: Session | undefined): Promise<void> {
+    if (!s) return;
+    if (s.welcomed && !s.isEnded) {
+      try {
+        await this.#drain(s);
+      } catch (err) {
+        this.#log.error(`spacefix: drain: ${asError(err).message}`); // a bug of ours: close anyway
+      }
+    }
+    s.close(1000, 'the agent is stopping');
+  }
+
+  /**
+   * #drain tells the gateway to send no new calls, then waits until no call
+   * is running (and at least DRAIN_SETTLE_MS has passed, for calls sent
+   * before the gateway heard), the connection ends, or the drain timeout.
+   */
+  async #drain(s: Session): Promise<void> {
+    if (!(await s.send(JSON.stringify({ type: 'drain' })))) return; // gone: its calls end with it
+    const start = Date.now();
+    const limit = this.#drainTimeoutMs;
+    const settle = Math.min(DRAIN_SETTLE_MS, limit);
+    for (;;) {
+      if (s.isEnded) return;
+      const waited = Date.now() - start;
+      if (s.calls.size === 0 && waited >= settle) return;
+      if (waited >= limit) {
+        this.#log.warn(
+          `spacefix: ${s.calls.size} ${s.calls.size === 1 ? 'call was' : 'calls were'} still running ` +
+            `${(limit / 1000).toFixed(1)} s after the drain; aborting ${s.calls.size === 1 ? 'it' : 'them'}`,
+        );
+        return;
+      }
+      await s.changed(s.calls.size === 0 ? settle - waited : limit - waited);
+    }
   }
 
   /**
@@ -476,6 +540,9 @@ export class Agent {
           case 'cancel':
             s.cancel(m.id, m.reason);
             break;
+          case 'confirmed':
+            s.confirmed(m);
+            break;
           case 'goodbye':
             s.fail(new GoodbyeError(m.message || 'goodbye'));
             break;
@@ -546,6 +613,7 @@ export class Agent {
       id: m.caller?.keyId ?? '',
       name: m.caller?.keyName ?? '',
     };
+    const running: RunningCall = { ac, done: false, asked: 0, question: undefined };
     const call: Call = Object.freeze({
       callId: id,
       kind,
@@ -555,8 +623,9 @@ export class Agent {
       deadline,
       signal: ac.signal,
       progress: (message: string) => throttle.line(message),
+      confirm: (question: string) => confirm(s, id, running, question),
     });
-    s.calls.set(id, ac);
+    s.calls.set(id, running);
 
     void (async () => {
       let answer: string;
@@ -570,7 +639,9 @@ export class Agent {
       } finally {
         clearTimeout(timer);
         throttle.stop();
-        s.calls.delete(id);
+        running.done = true;
+        running.question?.fail(new Error('call.confirm: the call is over: its handler has returned'));
+        s.finished(id);
       }
       // A late answer is not wanted: the gateway cancelled the call, gave up
       // at the deadline, or the connection it came on has ended.
@@ -606,10 +677,13 @@ export class Agent {
 class Session {
   welcomed = false;
   error: Error | undefined;
-  readonly calls = new Map<string, AbortController>();
+  readonly calls = new Map<string, RunningCall>();
   #heartbeat: NodeJS.Timeout | undefined;
   #awaitingPong = false;
   #closeTimer: NodeJS.Timeout | undefined;
+  #ended = false;
+  /** Who waits in changed() for a call to finish or the connection to end. */
+  readonly #watchers = new Set<() => void>();
 
   constructor(
     readonly ws: WebSocket,
@@ -633,19 +707,60 @@ class Session {
     if (terminate) this.ws.terminate();
   }
 
-  /** close starts the close handshake, dropping the socket if the gateway does not answer in time. */
+  /**
+   * close aborts the calls still running, then starts the close handshake,
+   * dropping the socket if the gateway does not answer in time.
+   */
   close(code: number, reason: string): void {
     this.error ??= new Error('the agent is closing');
+    if (this.#ended) return;
+    this.abortAll();
     if (this.ws.readyState === WebSocket.CONNECTING) {
       this.ws.terminate();
       return;
     }
     this.ws.close(code, reason);
-    this.#closeTimer = setTimeout(() => this.ws.terminate(), CLOSE_WAIT_MS);
+    this.#closeTimer ??= setTimeout(() => this.ws.terminate(), CLOSE_WAIT_MS);
+  }
+
+  /** Whether the connection has ended. */
+  get isEnded(): boolean {
+    return this.#ended;
+  }
+
+  /** finished forgets a call whose handler has returned. */
+  finished(id: string): void {
+    this.calls.delete(id);
+    this.#notify();
+  }
+
+  /** changed resolves when a call finishes, the connection ends, or after ms. */
+  changed(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(t);
+        this.#watchers.delete(done);
+        resolve();
+      };
+      const t = setTimeout(done, Math.max(ms, 1));
+      this.#watchers.add(done);
+    });
+  }
+
+  #notify(): void {
+    for (const w of [...this.#watchers]) w();
+  }
+
+  /** confirmed hands the gateway's answer to the call's question, if it still waits for it. */
+  confirmed(m: WireMessage): void {
+    const q = m.id === undefined ? undefined : this.calls.get(m.id)?.question;
+    if (!q || q.input !== m.input) return; // a question that gave up, or never ours
+    if (typeof m.accepted === 'boolean') q.answer(m.accepted);
+    else q.fail(new CannotConfirmError(typeof m.message === 'string' ? m.message : ''));
   }
 
   cancel(id: string | undefined, reason: string | undefined): void {
-    const ac = id === undefined ? undefined : this.calls.get(id);
+    const ac = id === undefined ? undefined : this.calls.get(id)?.ac;
     if (!ac) return; // finished already, or never ours
     const r = reason ?? 'cancelled';
     ac.abort(
@@ -677,16 +792,68 @@ class Session {
     this.#awaitingPong = false;
   }
 
-  /** ended stops the heartbeat and aborts every call that arrived on this connection. */
-  ended(): void {
-    clearInterval(this.#heartbeat);
-    clearTimeout(this.#closeTimer);
+  /** abortAll aborts every call running on this connection. */
+  abortAll(): void {
     const reason = this.error?.message === 'the agent is closing'
       ? abortError('AbortError', 'The agent is closing.')
       : abortError('AbortError', 'The connection to the gateway ended.');
-    for (const ac of this.calls.values()) ac.abort(reason);
-    this.calls.clear();
+    for (const { ac } of this.calls.values()) ac.abort(reason);
   }
+
+  /** ended stops the heartbeat and aborts every call that arrived on this connection. */
+  ended(): void {
+    this.#ended = true;
+    clearInterval(this.#heartbeat);
+    clearTimeout(this.#closeTimer);
+    this.abortAll();
+    this.calls.clear();
+    this.#notify();
+  }
+}
+
+/** A call whose handler is running. */
+interface RunningCall {
+  readonly ac: AbortController;
+  /** Whether the handler has returned. */
+  done: boolean;
+  /** How many questions the handler has asked, for their input names. */
+  asked: number;
+  /** The question waiting for the user's answer, if any: one at a time. */
+  question: { readonly input: string; answer(accepted: boolean): void; fail(err: Error): void } | undefined;
+}
+
+/**
+ * confirm sends the call's next question to the gateway and resolves with the
+ * user's answer (see Call.confirm).
+ */
+function confirm(s: Session, id: string, c: RunningCall, question: string): Promise<boolean> {
+  const signal = c.ac.signal;
+  if (signal.aborted) return Promise.reject(signal.reason);
+  if (c.done) return Promise.reject(new Error('call.confirm: the call is over: its handler has returned'));
+  if (c.question) {
+    return Promise.reject(
+      new Error('call.confirm: another question of this call is still waiting for the user; ask one at a time'),
+    );
+  }
+  const input = `confirm-${++c.asked}`;
+  return new Promise<boolean>((resolve, reject) => {
+    const settle = (f: () => void) => {
+      if (c.question?.input !== input) return;
+      c.question = undefined;
+      signal.removeEventListener('abort', onAbort);
+      f();
+    };
+    const onAbort = () => settle(() => reject(signal.reason));
+    c.question = {
+      input,
+      answer: (accepted) => settle(() => resolve(accepted)),
+      fail: (err) => settle(() => reject(err)),
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+    void s.send(JSON.stringify({ type: 'confirm', id, input, message: String(question) })).then((sent) => {
+      if (!sent) settle(() => reject(new Error('call.confirm: the question was not sent: the connection to the gateway is closed')));
+    });
+  });
 }
 
 function abortError(name: 'AbortError' | 'TimeoutError', message: string): Error {

@@ -28,8 +28,9 @@ export interface Call {
   readonly deadline: number;
   /**
    * Aborted when the client cancels, at the deadline, when the connection to
-   * the gateway ends, or when the agent closes. Whatever the handler returns
-   * after that is not sent.
+   * the gateway ends, or when agent.close() stops waiting for the call (after
+   * the drain, at `drainTimeoutMs`). Whatever the handler returns after that
+   * is not sent.
    */
   readonly signal: AbortSignal;
   /**
@@ -39,6 +40,19 @@ export interface Call {
    * sent when the second allows. Nothing is sent after the result.
    */
   progress(message: string): void;
+  /**
+   * Asks the MCP client's user a yes/no question about this call — "Delete
+   * order 1042?" — and resolves with their answer: `true` only when they
+   * accepted and confirmed; `false` when they declined or dismissed it. Use
+   * it before a destructive action. The gateway asks through MCP
+   * elicitation; the question counts against the call's wait.
+   *
+   * Rejects with a `CannotConfirmError` (its message starts with
+   * `the MCP client cannot ask the user`) when the client cannot ask; with
+   * the signal's reason when the call is aborted first; at once when another
+   * question of this call is still waiting (ask one at a time).
+   */
+  confirm(question: string): Promise<boolean>;
 }
 
 /** The context a tool handler receives. */

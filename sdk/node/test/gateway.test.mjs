@@ -4,11 +4,11 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
 
-import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { ElicitRequestSchema, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { type } from 'arktype';
 import { z } from 'zod';
 
-import { Agent, definePrompt, defineResource, defineTool, toolError, toolImage, toolText } from '../dist/index.js';
+import { Agent, CannotConfirmError, definePrompt, defineResource, defineTool, toolError, toolImage, toolText } from '../dist/index.js';
 import { Gateway, memoryLogger, startAgent, textOf, toolNames, untilVisible, waitFor } from './harness.mjs';
 
 const DOT_PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==';
@@ -751,5 +751,126 @@ describe('namespaces and instances', () => {
       assert.equal(textOf(await client.callTool({ name: 'where_am_i', arguments: { instance: 'us-1' } })), 'us-1 {}');
       assert.equal(textOf(await client.callTool({ name: 'where_am_i', arguments: { instance: 'eu-1' } })), 'eu-1 {}');
     }
+  });
+});
+
+describe('asking the user (call.confirm)', () => {
+  const seen = [];
+  let answer = 'accept';
+  const asked = [];
+  let elicitor;
+
+  before(async () => {
+    await connect([
+      defineTool({
+        name: 'delete_order',
+        description: 'Deletes an order after asking the user.',
+        inputSchema: z.object({ id: z.string() }),
+        annotations: { destructiveHint: true },
+        handler: async ({ id }, call) => {
+          try {
+            const ok = await call.confirm(`Delete order ${id}?`);
+            seen.push({ id, ok });
+            return ok ? `deleted order ${id}` : `kept order ${id}`;
+          } catch (err) {
+            seen.push({ id, error: err });
+            throw err;
+          }
+        },
+      }),
+    ]);
+    elicitor = await gw.client(gw.clientKey, {
+      capabilities: { elicitation: {} },
+      setup: (c) =>
+        c.setRequestHandler(ElicitRequestSchema, (req) => {
+          asked.push(req.params);
+          return answer === 'accept' ? { action: 'accept', content: { confirm: true } } : { action: answer };
+        }),
+    });
+  });
+
+  after(() => elicitor?.close());
+
+  it('resolves true when the user accepts', async () => {
+    const r = await elicitor.callTool({ name: 'delete_order', arguments: { id: '1042' } });
+    assert.deepEqual(r, { content: [{ type: 'text', text: 'deleted order 1042' }] });
+    assert.equal(asked.length, 1);
+    assert.equal(asked[0].message, 'Delete order 1042?');
+    assert.equal(asked[0].requestedSchema.properties.confirm.type, 'boolean');
+    assert.deepEqual(seen.at(-1), { id: '1042', ok: true });
+  });
+
+  it('resolves false when the user declines', async () => {
+    answer = 'decline';
+    const r = await elicitor.callTool({ name: 'delete_order', arguments: { id: '1043' } });
+    assert.deepEqual(r, { content: [{ type: 'text', text: 'kept order 1043' }] });
+    assert.equal(asked.at(-1).message, 'Delete order 1043?');
+    assert.deepEqual(seen.at(-1), { id: '1043', ok: false });
+  });
+
+  it('rejects with CannotConfirmError when the client cannot elicit', async () => {
+    const r = await client.callTool({ name: 'delete_order', arguments: { id: '1044' } });
+    assert.equal(r.isError, true);
+    assert.ok(textOf(r).startsWith('the MCP client cannot ask the user'), textOf(r));
+    const { error } = seen.at(-1);
+    assert.ok(error instanceof CannotConfirmError, String(error));
+    assert.equal(textOf(r), error.message);
+    assert.match(error.message, /^the MCP client cannot ask the user: .*elicitation/);
+  });
+});
+
+describe('rolling restart', () => {
+  it('loses no call while the agent closes and a new replica with the same key connects', async () => {
+    const work = (who) =>
+      defineTool({
+        name: 'roll_work',
+        description: 'Takes about 30 ms.',
+        inputSchema: z.object({ tag: z.string() }),
+        handler: async ({ tag }) => {
+          await new Promise((r) => setTimeout(r, 30));
+          return `${tag} by ${who}`;
+        },
+      });
+    const first = await connect([work('old')]);
+
+    const callers = 4;
+    const perCaller = 40;
+    const failed = [];
+    const by = {};
+    const streams = Array.from({ length: callers }, async (_, c) => {
+      const cl = await gw.client();
+      try {
+        for (let i = 0; i < perCaller; i++) {
+          const tag = `${c}-${i}`;
+          try {
+            const r = await cl.callTool({ name: 'roll_work', arguments: { tag } });
+            const text = textOf(r);
+            if (r.isError || !text.startsWith(`${tag} by `)) failed.push(`${tag}: ${text}`);
+            else {
+              const who = text.slice(`${tag} by `.length);
+              by[who] = (by[who] ?? 0) + 1;
+            }
+          } catch (err) {
+            failed.push(`${tag}: ${err.message}`);
+          }
+        }
+      } finally {
+        await cl.close();
+      }
+    });
+
+    await waitFor(() => (by.old ?? 0) >= 20, { what: 'calls to flow' });
+    const t0 = Date.now();
+    await first.agent.close();
+    const closeMs = Date.now() - t0;
+    const second = await startAgent(gw, [work('new')], { apiKey: first.apiKey });
+    agents.push(second.agent);
+    await Promise.all(streams);
+
+    assert.deepEqual(failed, [], `${failed.length} of ${callers * perCaller} calls failed`);
+    assert.ok(by.old > 0 && by.new > 0, `served by ${JSON.stringify(by)}`);
+    assert.equal(by.old + by.new, callers * perCaller);
+    assert.ok(closeMs >= 95 && closeMs < 2000, `close took ${closeMs} ms`);
+    assert.ok(!first.logs.some((l) => l.level === 'warn' && /still running/.test(l.msg)), JSON.stringify(first.logs));
   });
 });

@@ -146,9 +146,14 @@ export class Gateway {
     return JSON.parse(stdout).key;
   }
 
-  /** client connects the official MCP client with key (default: the first client key). */
-  async client(key = this.clientKey) {
-    const client = new Client({ name: 'spacefix-node-test', version: '0.1.0' });
+  /**
+   * client connects the official MCP client with key (default: the first
+   * client key). capabilities are the client's (e.g. `{ elicitation: {} }`);
+   * setup(client) runs before it connects, to set request handlers.
+   */
+  async client(key = this.clientKey, { capabilities, setup } = {}) {
+    const client = new Client({ name: 'spacefix-node-test', version: '0.1.0' }, capabilities ? { capabilities } : undefined);
+    setup?.(client);
     const transport = new StreamableHTTPClientTransport(new URL(`${this.url}/mcp`), {
       requestInit: { headers: { Authorization: `Bearer ${key}` } },
     });

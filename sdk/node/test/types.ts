@@ -2,7 +2,7 @@
 // `npm run typecheck` (part of `npm test`); nothing here executes.
 import { z } from 'zod';
 import { type } from 'arktype';
-import { Agent, defineTool, definePrompt, defineResource, toolError, type Call } from '../dist/index.js';
+import { Agent, CannotConfirmError, defineTool, definePrompt, defineResource, isCannotConfirm, toolError, type Call } from '../dist/index.js';
 
 type Equal<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ? 1 : 2 ? true : false;
 function assertType<T extends true>(_: T): void {}
@@ -96,7 +96,30 @@ definePrompt({
 
 defineResource({ uri: 'orders://open', name: 'Open orders', handler: (call) => call.signal.aborted });
 
-const agent = new Agent({ apiKey: 'k', namespace: true, name: 'orders', instance: 'eu-1', logger: console });
+// call.confirm resolves with the user's answer; CannotConfirmError narrows.
+defineTool({
+  name: 'delete_order',
+  description: 'd',
+  inputSchema: z.object({ id: z.string() }),
+  handler: async ({ id }, call) => {
+    const ok = call.confirm(`Delete order ${id}?`);
+    assertType<Equal<typeof ok, Promise<boolean>>>(true);
+    try {
+      return (await ok) ? 'deleted' : 'kept';
+    } catch (err) {
+      if (isCannotConfirm(err)) {
+        assertType<Equal<typeof err, CannotConfirmError>>(true);
+        const reason: string = err.reason;
+        return reason;
+      }
+      throw err;
+    }
+  },
+});
+
+const agent = new Agent({ apiKey: 'k', namespace: true, name: 'orders', instance: 'eu-1', logger: console, drainTimeoutMs: 5000 });
+const closed: Promise<void> = agent.close();
+void closed;
 agent.register([defineTool({ name: 'x', description: 'd', inputSchema: { type: 'object' }, handler: () => toolError('no') })]);
 const p: Promise<void> = agent.connect();
 void p;

@@ -6,7 +6,7 @@ import { describe, it } from 'node:test';
 import { type } from 'arktype';
 import { z } from 'zod';
 
-import { Agent, backoffDelay, checkName, definePrompt, defineResource, defineTool, toJSONSchema, toolError, toolImage, toolText } from '../dist/index.js';
+import { Agent, CannotConfirmError, backoffDelay, checkName, definePrompt, defineResource, defineTool, isCannotConfirm, toJSONSchema, toolError, toolImage, toolText } from '../dist/index.js';
 import { gatewayURLs } from '../dist/agent.js';
 import { ProgressThrottle } from '../dist/progress.js';
 import { fakeGateway } from './fakegateway.mjs';
@@ -394,5 +394,271 @@ describe('wire behaviour (scripted gateway)', () => {
       /^spacefix: the gateway refused the agent \(retrying in 0\.[23] s, attempt 1\): register: 400 Bad Request: Invalid tool name "get order"\.$/,
     );
     assert.match(refusals[1].msg, /^spacefix: the gateway refused the agent \(retrying in 0\.[4-6] s, attempt 2\): register: 400 /);
+  });
+});
+
+/** closed resolves with the close code the scripted gateway's latest socket gets. */
+function closedWith(gw) {
+  return new Promise((resolve) => gw.ws.once('close', (code, reason) => resolve({ code, reason: reason.toString() })));
+}
+
+/** gate returns a promise and the function that resolves it. */
+function gate() {
+  let open;
+  const p = new Promise((r) => (open = r));
+  return [p, open];
+}
+
+describe('close: drain (scripted gateway)', () => {
+  it('sends drain first, lets a running call finish with its signal alive, serves a call sent before the gateway heard, then closes with 1000', async (t) => {
+    const gw = await fakeGateway();
+    t.after(() => gw.close());
+    const [release, open] = gate();
+    const started = [];
+    const signals = {};
+    const agent = new Agent({ apiKey: 'k', url: gw.url, logger: memoryLogger() });
+    agent.register([
+      defineTool({
+        name: 'work', description: 'd', inputSchema: { type: 'object' },
+        handler: async (_args, call) => {
+          started.push(call.callId);
+          signals[call.callId] = call.signal;
+          await release;
+          return `done ${call.callId}`;
+        },
+      }),
+      defineTool({ name: 'echo', description: 'd', inputSchema: { type: 'object' }, handler: (args) => args }),
+    ]);
+    await agent.connect();
+    t.after(() => agent.close());
+    const closed = closedWith(gw);
+    gw.send({ type: 'call', id: 'c-1', kind: 'tool', name: 'work', args: {}, deadline: Date.now() + 10_000 });
+    await waitFor(() => started.length === 1, { what: 'the handler to start' });
+
+    const t0 = Date.now();
+    let done = false;
+    const closing = agent.close().then(() => (done = true));
+    await gw.waitMessage((m) => m.type === 'drain', 'the drain');
+    assert.deepEqual(gw.messages, [{ type: 'drain' }], 'drain is the first message');
+    // A call the gateway sent before it heard the drain is still served.
+    gw.send({ type: 'call', id: 'c-2', kind: 'tool', name: 'echo', args: { n: 2 } });
+    await gw.waitMessage((m) => m.id === 'c-2', 'the result of c-2');
+
+    await new Promise((r) => setTimeout(r, 300));
+    assert.equal(done, false, 'close() waits for the running call');
+    assert.equal(signals['c-1'].aborted, false, "the running call's signal is not aborted");
+    assert.equal(agent.connected, true);
+    open();
+    await closing;
+    assert.ok(Date.now() - t0 >= 300);
+    assert.deepEqual(gw.messages, [
+      { type: 'drain' },
+      { type: 'result', id: 'c-2', result: { content: [{ type: 'text', text: '{"n":2}' }] } },
+      { type: 'result', id: 'c-1', result: { content: [{ type: 'text', text: 'done c-1' }] } },
+    ]);
+    assert.equal(signals['c-1'].aborted, false);
+    assert.deepEqual(await closed, { code: 1000, reason: 'the agent is stopping' });
+    assert.equal(agent.connected, false);
+    assert.equal(gw.registrations.length, 1, 'no reconnect after close');
+  });
+
+  it('closes about 100 ms after the drain when no call is running', async (t) => {
+    const gw = await fakeGateway();
+    t.after(() => gw.close());
+    const agent = new Agent({ apiKey: 'k', url: gw.url, logger: memoryLogger() });
+    await agent.connect();
+    const closed = closedWith(gw);
+    const t0 = Date.now();
+    await agent.close();
+    const took = Date.now() - t0;
+    assert.ok(took >= 95 && took < 1000, `close took ${took} ms`);
+    assert.deepEqual(gw.messages, [{ type: 'drain' }]);
+    assert.equal((await closed).code, 1000);
+  });
+
+  it('aborts what still runs at drainTimeoutMs, sends nothing for it, and logs it', async (t) => {
+    const gw = await fakeGateway();
+    t.after(() => gw.close());
+    const logger = memoryLogger();
+    let reason;
+    const agent = new Agent({ apiKey: 'k', url: gw.url, logger, drainTimeoutMs: 300 });
+    agent.register(
+      defineTool({
+        name: 'stuck', description: 'd', inputSchema: { type: 'object' },
+        handler: async (_args, call) => {
+          await new Promise((r) => call.signal.addEventListener('abort', r));
+          reason = call.signal.reason;
+          return 'late';
+        },
+      }),
+    );
+    await agent.connect();
+    const closed = closedWith(gw);
+    gw.send({ type: 'call', id: 'c-1', kind: 'tool', name: 'stuck', args: {} });
+    await waitFor(() => agent.connected);
+    await new Promise((r) => setTimeout(r, 50));
+    const t0 = Date.now();
+    await agent.close();
+    const took = Date.now() - t0;
+    assert.ok(took >= 290 && took < 1500, `close took ${took} ms`);
+    assert.equal(reason?.message, 'The agent is closing.');
+    assert.equal((await closed).code, 1000);
+    assert.deepEqual(gw.messages, [{ type: 'drain' }]);
+    assert.ok(
+      logger.lines.some((l) => l.level === 'warn' && l.msg === 'spacefix: 1 call was still running 0.3 s after the drain; aborting it'),
+      JSON.stringify(logger.lines),
+    );
+  });
+
+  it('stops waiting when the gateway drops the connection during the drain', async (t) => {
+    const gw = await fakeGateway();
+    t.after(() => gw.close());
+    let reason;
+    const agent = new Agent({ apiKey: 'k', url: gw.url, logger: memoryLogger() });
+    agent.register(
+      defineTool({
+        name: 'stuck', description: 'd', inputSchema: { type: 'object' },
+        handler: async (_args, call) => {
+          await new Promise((r) => call.signal.addEventListener('abort', r));
+          reason = call.signal.reason;
+        },
+      }),
+    );
+    await agent.connect();
+    gw.send({ type: 'call', id: 'c-1', kind: 'tool', name: 'stuck', args: {} });
+    await new Promise((r) => setTimeout(r, 50));
+    const t0 = Date.now();
+    const closing = agent.close();
+    await gw.waitMessage((m) => m.type === 'drain');
+    gw.ws.terminate();
+    await closing;
+    assert.ok(Date.now() - t0 < 2000, `close took ${Date.now() - t0} ms`);
+    assert.ok(reason, 'the call was aborted');
+    assert.equal(gw.registrations.length, 1, 'no reconnect after close');
+  });
+
+  it('refuses a negative or non-numeric drainTimeoutMs', () => {
+    for (const bad of [-1, Number.NaN, '10']) {
+      assert.throws(() => new Agent({ apiKey: 'k', drainTimeoutMs: bad }), {
+        name: 'TypeError',
+        message: `new Agent: drainTimeoutMs must be a number of milliseconds, 0 or more; got ${String(bad)}`,
+      });
+    }
+  });
+});
+
+describe('call.confirm (scripted gateway)', () => {
+  /** setup connects an agent whose tool `ask` runs script(call) and reports what it settled with. */
+  async function setup(t, script) {
+    const gw = await fakeGateway();
+    t.after(() => gw.close());
+    const outcomes = {};
+    const calls = {};
+    const agent = new Agent({ apiKey: 'k', url: gw.url, logger: memoryLogger(), drainTimeoutMs: 0 });
+    agent.register(
+      defineTool({
+        name: 'ask', description: 'd', inputSchema: { type: 'object' },
+        handler: async (args, call) => {
+          calls[call.callId] = call;
+          try {
+            const v = await script(call, args);
+            outcomes[call.callId] = { value: v };
+            return v;
+          } catch (err) {
+            outcomes[call.callId] = { error: err };
+            throw err;
+          }
+        },
+      }),
+    );
+    await agent.connect();
+    t.after(() => agent.close());
+    const run = (id, args = {}) => gw.send({ type: 'call', id, kind: 'tool', name: 'ask', args });
+    const outcome = (id) => waitFor(() => outcomes[id], { what: `call ${id} to settle` });
+    return { gw, run, outcome, calls };
+  }
+
+  it('sends confirm with the call id and a fresh input, and resolves with accepted', async (t) => {
+    const { gw, run, outcome } = await setup(t, async (call) => [
+      await call.confirm('Delete order 1042?'),
+      await call.confirm('Really?'),
+    ]);
+    run('c-1');
+    const q1 = await gw.waitMessage((m) => m.type === 'confirm');
+    assert.deepEqual(q1, { type: 'confirm', id: 'c-1', input: 'confirm-1', message: 'Delete order 1042?' });
+    gw.send({ type: 'confirmed', id: 'c-1', input: 'confirm-1', accepted: true });
+    const q2 = await gw.waitMessage((m) => m.type === 'confirm' && m.input === 'confirm-2');
+    assert.deepEqual(q2, { type: 'confirm', id: 'c-1', input: 'confirm-2', message: 'Really?' });
+    // An answer to another input, or to another call, is not this question's.
+    gw.send({ type: 'confirmed', id: 'c-1', input: 'confirm-1', accepted: true });
+    gw.send({ type: 'confirmed', id: 'c-9', input: 'confirm-2', accepted: true });
+    gw.send({ type: 'confirmed', id: 'c-1', input: 'confirm-2', accepted: false });
+    assert.deepEqual(await outcome('c-1'), { value: [true, false] });
+  });
+
+  it('rejects with CannotConfirmError when the gateway answers with a message', async (t) => {
+    const { gw, run, outcome } = await setup(t, (call) => call.confirm('Delete order 1042?'));
+    run('c-1');
+    await gw.waitMessage((m) => m.type === 'confirm');
+    const why = 'the MCP client cannot ask the user: it does not support elicitation. Explain what you are about to do and ask the user in the conversation instead.';
+    gw.send({ type: 'confirmed', id: 'c-1', input: 'confirm-1', message: why });
+    const { error } = await outcome('c-1');
+    assert.ok(error instanceof CannotConfirmError);
+    assert.ok(isCannotConfirm(error));
+    assert.equal(error.name, 'CannotConfirmError');
+    assert.equal(error.message, why);
+    assert.equal(error.reason, 'it does not support elicitation. Explain what you are about to do and ask the user in the conversation instead.');
+    // The handler let it propagate: the client reads the gateway's words.
+    assert.deepEqual(await gw.waitMessage((m) => m.type === 'error'), { type: 'error', id: 'c-1', message: why });
+    // Another reason is worded the same way.
+    assert.equal(new CannotConfirmError('another question of this call is still waiting for the user').message,
+      'the MCP client cannot ask the user: another question of this call is still waiting for the user');
+    assert.equal(isCannotConfirm(new Error('the MCP client cannot ask the user')), false);
+  });
+
+  it('rejects with the signal reason when the call is cancelled while it waits', async (t) => {
+    const { gw, run, outcome } = await setup(t, (call) => call.confirm('Delete?'));
+    run('c-1');
+    await gw.waitMessage((m) => m.type === 'confirm');
+    gw.send({ type: 'cancel', id: 'c-1', reason: 'timeout' });
+    const { error } = await outcome('c-1');
+    assert.equal(error.name, 'TimeoutError');
+    assert.equal(error.message, "The call's wait expired: the gateway has given up on it.");
+    // A late answer changes nothing, and nothing is sent for the aborted call.
+    gw.send({ type: 'confirmed', id: 'c-1', input: 'confirm-1', accepted: true });
+    run('c-2');
+    await gw.waitMessage((m) => m.id === 'c-2' && m.type === 'confirm');
+    assert.deepEqual(gw.messages.map((m) => `${m.type} ${m.id}`), ['confirm c-1', 'confirm c-2']);
+  });
+
+  it('asks one question at a time', async (t) => {
+    const { gw, run, outcome } = await setup(t, async (call) => {
+      const first = call.confirm('One?');
+      const second = await call.confirm('Two?').then(() => 'answered', (err) => err.message);
+      return [await first, second];
+    });
+    run('c-1');
+    await gw.waitMessage((m) => m.type === 'confirm');
+    gw.send({ type: 'confirmed', id: 'c-1', input: 'confirm-1', accepted: true });
+    assert.deepEqual(await outcome('c-1'), {
+      value: [true, 'call.confirm: another question of this call is still waiting for the user; ask one at a time'],
+    });
+    assert.equal(gw.messages.filter((m) => m.type === 'confirm').length, 1);
+  });
+
+  it('rejects a question left waiting when the handler returns, and one asked after', async (t) => {
+    let kept;
+    let late;
+    const { gw, run, outcome } = await setup(t, (call) => {
+      kept = call;
+      late = call.confirm('Left behind?');
+      late.catch(() => {});
+      return 'returned';
+    });
+    run('c-1');
+    assert.deepEqual(await outcome('c-1'), { value: 'returned' });
+    await assert.rejects(late, { message: 'call.confirm: the call is over: its handler has returned' });
+    await assert.rejects(kept.confirm('After?'), { message: 'call.confirm: the call is over: its handler has returned' });
+    await gw.waitMessage((m) => m.type === 'result');
   });
 });
