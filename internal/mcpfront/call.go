@@ -30,7 +30,6 @@ const (
 // already checked the key's access and put the tool in ctx; the key check and
 // go-sdk's parsing happened before that.
 func (f *Front) toolHandler(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	defer f.track()()
 	t, _ := ctx.Value(toolCtxKey{}).(*agents.Tool)
 	key, _ := keyFrom(req.Extra.TokenInfo)
 	if t == nil {

@@ -74,7 +74,7 @@ type Front struct {
 	views map[string]*view // by client key id
 
 	draining atomic.Bool
-	inflight atomic.Int64 // tools/call, resources/read and prompts/get in flight
+	inflight atomic.Int64 // POST requests being served, until their response is written
 }
 
 // New returns the endpoint. Call [Front.ProjectChanged] whenever the
@@ -114,6 +114,12 @@ func New(opts Options) *Front {
 func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// Proxies must not buffer the SSE responses that carry progress.
 	w.Header().Set("X-Accel-Buffering", "no")
+	if r.Method == http.MethodPost {
+		// Counted until the response is written, not just until a handler
+		// returned: shutdown waits for answers to reach their clients.
+		f.inflight.Add(1)
+		defer f.inflight.Add(-1)
+	}
 	f.handler.ServeHTTP(w, r)
 }
 
@@ -244,7 +250,7 @@ func trimName(s string) string {
 // from now on say so.
 func (f *Front) StartDrain() { f.draining.Store(true) }
 
-// WaitIdle returns when no call is in flight, or when ctx ends.
+// WaitIdle returns when no request is in flight, or when ctx ends.
 func (f *Front) WaitIdle(ctx context.Context) {
 	t := time.NewTicker(20 * time.Millisecond)
 	defer t.Stop()
@@ -271,12 +277,6 @@ func (f *Front) CloseSessions() {
 			s.Close()
 		}
 	}
-}
-
-// track counts a call in flight until the returned func runs.
-func (f *Front) track() func() {
-	f.inflight.Add(1)
-	return func() { f.inflight.Add(-1) }
 }
 
 // disconnectedMessage says why a call lost its agent.
