@@ -1,0 +1,86 @@
+package schema
+
+// The state of one Validate call: pooled, it holds the parse arena, the
+// instance path and the messages reported so far.
+
+import (
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// vstate is the state of one Validate call; pooled.
+type vstate struct {
+	arena arena
+	errs  []string
+	path  []pathSeg
+	quiet int // > 0 inside not/if: only validity matters, no messages
+	depth int
+
+	regexpSpent time.Duration // in backtracking pattern matches
+}
+
+type pathSeg struct {
+	key string
+	idx int // -1 for a key
+}
+
+var statePool = sync.Pool{New: func() any { return new(vstate) }}
+
+func (vs *vstate) release() {
+	if cap(vs.arena.members) > maxPooled || cap(vs.arena.elems) > maxPooled {
+		vs.arena = arena{} // do not keep a huge call's memory in the pool
+	}
+	vs.arena.reset()
+	clear(vs.errs)
+	clear(vs.path)
+	vs.errs, vs.path, vs.quiet, vs.depth, vs.regexpSpent = vs.errs[:0], vs.path[:0], 0, 0, 0
+	statePool.Put(vs)
+}
+
+// maxPooled is the most members or elements a pooled state keeps room for.
+const maxPooled = 4096
+
+// maxValidateDepth stops a schema that refers to itself without consuming
+// the instance ({"$ref": "#"}), which would otherwise recurse forever.
+const maxValidateDepth = 8192
+
+// report records msg for the current instance location, as ajv's
+// errorsText prints it: "data" + instancePath + " " + message.
+func (vs *vstate) report(msg string) {
+	if vs.quiet > 0 {
+		return
+	}
+	var b strings.Builder
+	b.WriteString("data")
+	for _, s := range vs.path {
+		b.WriteByte('/')
+		if s.idx >= 0 {
+			b.WriteString(strconv.Itoa(s.idx))
+		} else {
+			b.WriteString(escapePointer(s.key))
+		}
+	}
+	b.WriteByte(' ')
+	b.WriteString(msg)
+	vs.errs = append(vs.errs, b.String())
+}
+
+// mark returns the error count, for resetting after a passing anyOf/oneOf.
+func (vs *vstate) mark() int { return len(vs.errs) }
+
+func (vs *vstate) resetTo(m int) {
+	if vs.quiet == 0 {
+		vs.errs = vs.errs[:m]
+	}
+}
+
+// at validates v (a member or element of the current instance) against n
+// with key or index pushed onto the instance path.
+func (vs *vstate) at(n *schemaNode, v *jsonValue, key string, idx int, ev *evaluated) bool {
+	vs.path = append(vs.path, pathSeg{key: key, idx: idx})
+	ok := vs.validate(n, v, ev)
+	vs.path = vs.path[:len(vs.path)-1]
+	return ok
+}
