@@ -347,6 +347,16 @@ func TestInstances(t *testing.T) {
 			t.Errorf("unknown instance = %q, want %q", text(res), want)
 		}
 	})
+
+	e2 := newEnv(t)
+	e2.startAgent(core.Options{}, func(a *core.Agent) {
+		must(t, core.AddTool(a, "plain", "No instances.", func(ctx context.Context, in Empty) (string, error) { return "ok", nil }))
+	})
+	cs := e2.connect("2025-11-25", e2.clientKey, nil)
+	res := call(t, cs, "plain", map[string]any{"instance": "eu-1"})
+	if want := `Instance "eu-1" of tool plain is not connected, and no connected replica has an instance name. Leave instance out.`; text(res) != want {
+		t.Errorf("instance without named replicas = %q, want %q", text(res), want)
+	}
 }
 
 func TestCallFrom(t *testing.T) {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -55,8 +54,7 @@ func (f *Front) toolHandler(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 		return errorResult(fmt.Sprintf("Input validation error: Invalid arguments for tool %s: %s", t.Name, problem)), nil
 	}
 	if instance != "" && !slices.Contains(t.Instances(), instance) {
-		return errorResult(fmt.Sprintf("Instance %q of tool %s is not connected. Connected instances: %s. Leave instance out to let the gateway choose.",
-			instance, t.Name, strings.Join(t.Instances(), ", "))), nil
+		return errorResult(instanceProblem(t, instance)), nil
 	}
 
 	// The cache: a hit never reaches an agent and is neither logged nor

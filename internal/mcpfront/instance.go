@@ -63,3 +63,14 @@ func splitInstance(args json.RawMessage) (rest json.RawMessage, instance, proble
 	rest, _ = json.Marshal(m)
 	return rest, instance, ""
 }
+
+// instanceProblem is what a caller reads when the instance it named is not
+// connected.
+func instanceProblem(t *agents.Tool, instance string) string {
+	connected := t.Instances()
+	if len(connected) == 0 {
+		return fmt.Sprintf("Instance %q of tool %s is not connected, and no connected replica has an instance name. Leave instance out.", instance, t.Name)
+	}
+	return fmt.Sprintf("Instance %q of tool %s is not connected. Connected instances: %s. Leave instance out to let the gateway choose.",
+		instance, t.Name, strings.Join(connected, ", "))
+}
