@@ -16,19 +16,8 @@ import (
 )
 
 func keys(ctx context.Context, args []string, stdout io.Writer) error {
-	if len(args) == 0 {
-		return usageError{"keys: want create, list or revoke"}
-	}
-	switch args[0] {
-	case "create":
-		return keysCreate(ctx, args[1:], stdout)
-	case "list":
-		return keysList(ctx, args[1:], stdout)
-	case "revoke":
-		return keysRevoke(ctx, args[1:], stdout)
-	default:
-		return usageError{fmt.Sprintf("keys: unknown command %q; want create, list or revoke", args[0])}
-	}
+	return dispatch(ctx, "keys", args, stdout,
+		command{"create", keysCreate}, command{"list", keysList}, command{"revoke", keysRevoke})
 }
 
 func keysCreate(ctx context.Context, args []string, stdout io.Writer) error {
@@ -151,8 +140,8 @@ func keysRevoke(ctx context.Context, args []string, stdout io.Writer) error {
 }
 
 func projects(ctx context.Context, args []string, stdout io.Writer) error {
-	if len(args) == 0 {
-		return usageError{"projects: want create or list"}
+	if _, err := subcommand("projects", args, "create", "list"); err != nil {
+		return err
 	}
 	fs := newFlagSet("projects "+args[0], stdout)
 	data := dataFlag(fs)
@@ -180,7 +169,7 @@ func projects(ctx context.Context, args []string, stdout io.Writer) error {
 			fmt.Fprintf(stdout, "Created project %q. Give it keys with: spacefix keys create --project %s --kind agent|client\n", p.Name, p.Name)
 			return nil
 		})
-	case "list":
+	default: // "list"; subcommand checked the name
 		return withStore(ctx, *data, func(st store.Store) error {
 			ps, err := st.Projects(ctx)
 			if err != nil {
@@ -200,8 +189,6 @@ func projects(ctx context.Context, args []string, stdout io.Writer) error {
 			}
 			return tw.Flush()
 		})
-	default:
-		return usageError{fmt.Sprintf("projects: unknown command %q; want create or list", args[0])}
 	}
 }
 

@@ -21,6 +21,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strings"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -90,4 +92,39 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	default:
 		return usageError{fmt.Sprintf("unknown command %q", args[0])}
 	}
+}
+
+// command is one subcommand of a command group, such as "keys create".
+type command struct {
+	name string
+	run  func(ctx context.Context, args []string, stdout io.Writer) error
+}
+
+// dispatch runs the subcommand args[0] of group.
+func dispatch(ctx context.Context, group string, args []string, stdout io.Writer, cmds ...command) error {
+	names := make([]string, len(cmds))
+	for i, c := range cmds {
+		names[i] = c.name
+	}
+	name, err := subcommand(group, args, names...)
+	if err != nil {
+		return err
+	}
+	return cmds[slices.Index(names, name)].run(ctx, args[1:], stdout)
+}
+
+// subcommand returns args[0] if it is one of names, or the usage error that
+// lists them.
+func subcommand(group string, args []string, names ...string) (string, error) {
+	want := names[0]
+	if n := len(names); n > 1 {
+		want = strings.Join(names[:n-1], ", ") + " or " + names[n-1]
+	}
+	switch {
+	case len(args) == 0:
+		return "", usageError{fmt.Sprintf("%s: want %s", group, want)}
+	case !slices.Contains(names, args[0]):
+		return "", usageError{fmt.Sprintf("%s: unknown command %q; want %s", group, args[0], want)}
+	}
+	return args[0], nil
 }

@@ -9,17 +9,7 @@ import (
 )
 
 func settings(ctx context.Context, args []string, stdout io.Writer) error {
-	if len(args) == 0 {
-		return usageError{"settings: want show or set"}
-	}
-	switch args[0] {
-	case "show":
-		return settingsShow(ctx, args[1:], stdout)
-	case "set":
-		return settingsSet(ctx, args[1:], stdout)
-	default:
-		return usageError{fmt.Sprintf("settings: unknown command %q; want show or set", args[0])}
-	}
+	return dispatch(ctx, "settings", args, stdout, command{"show", settingsShow}, command{"set", settingsSet})
 }
 
 // projectJSON is what the admin API says about a project.

@@ -16,8 +16,8 @@ import (
 // tokens manages admin API tokens on the store file, so that a script or CI
 // job can get one without a browser.
 func tokens(ctx context.Context, args []string, stdout io.Writer) error {
-	if len(args) == 0 {
-		return usageError{"tokens: want create, list or revoke"}
+	if _, err := subcommand("tokens", args, "create", "list", "revoke"); err != nil {
+		return err
 	}
 	fs := newFlagSet("tokens "+args[0], stdout)
 	data := dataFlag(fs)
@@ -35,7 +35,7 @@ func tokens(ctx context.Context, args []string, stdout io.Writer) error {
 		return withStore(ctx, *data, func(st store.Store) error { return tokensCreate(ctx, st, *name, *asJSON, stdout) })
 	case "list":
 		return withStore(ctx, *data, func(st store.Store) error { return tokensList(ctx, st, *asJSON, stdout) })
-	case "revoke":
+	default: // "revoke"; subcommand checked the name
 		if len(pos) != 1 {
 			return usageError{"tokens revoke: want one token ID (see spacefix tokens list)"}
 		}
@@ -48,8 +48,6 @@ func tokens(ctx context.Context, args []string, stdout io.Writer) error {
 			fmt.Fprintf(stdout, "Revoked %s. The admin API refuses it from now on.\n", pos[0])
 			return nil
 		})
-	default:
-		return usageError{fmt.Sprintf("tokens: unknown command %q; want create, list or revoke", args[0])}
 	}
 }
 

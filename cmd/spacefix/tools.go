@@ -11,17 +11,7 @@ import (
 )
 
 func tools(ctx context.Context, args []string, stdout io.Writer) error {
-	if len(args) == 0 {
-		return usageError{"tools: want list or set"}
-	}
-	switch args[0] {
-	case "list":
-		return toolsList(ctx, args[1:], stdout)
-	case "set":
-		return toolsSet(ctx, args[1:], stdout)
-	default:
-		return usageError{fmt.Sprintf("tools: unknown command %q; want list or set", args[0])}
-	}
+	return dispatch(ctx, "tools", args, stdout, command{"list", toolsList}, command{"set", toolsSet})
 }
 
 // toolRow is what the admin API says about a tool.

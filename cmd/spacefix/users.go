@@ -14,8 +14,8 @@ import (
 
 // usersCmd manages dashboard users on the store file.
 func usersCmd(ctx context.Context, args []string, stdout io.Writer) error {
-	if len(args) == 0 {
-		return usageError{"users: want list or setup-link"}
+	if _, err := subcommand("users", args, "list", "setup-link"); err != nil {
+		return err
 	}
 	fs := newFlagSet("users "+args[0], stdout)
 	data := dataFlag(fs)
@@ -41,7 +41,7 @@ func usersCmd(ctx context.Context, args []string, stdout io.Writer) error {
 			}
 			return tw.Flush()
 		})
-	case "setup-link":
+	default: // "setup-link"; subcommand checked the name
 		return withStore(ctx, *data, func(st store.Store) error {
 			path, err := users.SetupPath(ctx, st)
 			if err != nil {
@@ -53,7 +53,5 @@ func usersCmd(ctx context.Context, args []string, stdout io.Writer) error {
 			fmt.Fprintf(stdout, "Open this link within 24 hours to set the first admin's password (it works once):\n\n  %s%s\n", strings.TrimRight(*base, "/"), path)
 			return nil
 		})
-	default:
-		return usageError{fmt.Sprintf("users: unknown command %q; want list or setup-link", args[0])}
 	}
 }

@@ -26,9 +26,11 @@ type Request struct {
 	Caller   agentproto.Caller
 	Wait     time.Duration // how long the caller waits for the result
 	Instance string        // if set, only replicas of this instance serve
-	// Progress, if set, receives the call's progress lines, at most
-	// [agentproto.MaxProgressPerSec] a second, each cut to 200 characters.
-	// It runs on the caller's goroutine.
+	// Progress, if set, receives the call's progress lines in [Deliver], at
+	// most [agentproto.MaxProgressPerSec] a second, each cut to 200
+	// characters, on the caller's goroutine. With [Start], pass it to
+	// [Call.Wait] instead: a call resumed by another request reports to that
+	// request's client.
 	Progress func(line string)
 }
 

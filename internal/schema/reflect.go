@@ -636,7 +636,8 @@ func reflFields(t reflect.Type) []reflField {
 	}
 	var fields []reflField
 	current, next := []level{}, []level{{typ: t}}
-	count, nextCount := map[reflect.Type]int{}, map[reflect.Type]int{t: 1}
+	var count map[reflect.Type]int
+	nextCount := map[reflect.Type]int{t: 1}
 	visited := map[reflect.Type]bool{}
 	for len(next) > 0 {
 		current, next = next, current[:0]
