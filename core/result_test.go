@@ -93,6 +93,7 @@ func TestResults(t *testing.T) {
 		{name: "panic with an error", add: func(a *Agent, name string) error {
 			return AddTool(a, name, "d", func(context.Context, emptyIn) (string, error) {
 				var m map[string]int
+				//lint:ignore SA5000 the panic is what this case tests
 				m["x"] = 1
 				return "", nil
 			})

@@ -26,7 +26,8 @@ type reflBase struct {
 type reflEmbedded struct {
 	reflBase
 	*reflMore
-	Name    string `json:"name"`
+	Name string `json:"name"`
+	//lint:ignore U1000 an unexported field the generator must skip
 	ignored int
 	Skip    string `json:"-"`
 }

@@ -103,6 +103,7 @@ func run(ctx context.Context, t *testing.T, dir string, env []string, name strin
 // goTool returns the go command that runs this test, so the gateway is built
 // with the same toolchain.
 func goTool() string {
+	//lint:ignore SA1019 the toolchain running this test is the one wanted, wherever it is installed
 	if p := filepath.Join(runtime.GOROOT(), "bin", "go"); fileExists(p) {
 		return p
 	}
