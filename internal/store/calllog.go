@@ -171,6 +171,15 @@ func (l *CallLog) drop(n int, reason string, err error) {
 	}
 }
 
+// logTotal says, when the log stops, how many records were lost in all:
+// the rate-limited lines before may not have carried the final count.
+func (l *CallLog) logTotal() {
+	h := l.Health()
+	if h.Dropped > 0 {
+		l.opts.Logger.Warn("call log stopped; records were lost while it ran", "droppedTotal", h.Dropped, "since", h.Since, "reason", h.Reason)
+	}
+}
+
 // Dropped returns how many records have been lost so far: dropped by Add
 // or lost in a failed write.
 func (l *CallLog) Dropped() int64 { return l.dropped.Load() }
@@ -254,6 +263,7 @@ func (l *CallLog) run() {
 		case <-l.stop:
 			timer.Stop()
 			l.closeErr = l.drain(batch)
+			l.logTotal()
 			return
 		}
 	}

@@ -415,5 +415,8 @@ func TestDroppedHealth(t *testing.T) {
 			t.Errorf("%d recovery lines, want 1", n)
 		}
 		l.Close(t.Context())
+		if n := logs.count("call log stopped; records were lost while it ran\" droppedTotal=13"); n != 1 {
+			t.Errorf("%d final lines with the total, want 1:\n%s", n, logs.buf.String())
+		}
 	})
 }
