@@ -119,7 +119,9 @@ func (m *Metrics) InFlight(next http.Handler) http.Handler {
 }
 
 // projectName returns the label of a project: its name, or its id when the
-// store cannot say (a record is never held up for a label).
+// store cannot say. The answer is kept either way, so a store in trouble
+// costs one lookup per project, not one per call; the next scrape, which
+// lists projects, puts the name in place of an id.
 func (m *Metrics) projectName(id int64) string {
 	m.mu.RLock()
 	name, ok := m.names[id]
@@ -129,12 +131,12 @@ func (m *Metrics) projectName(id int64) string {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	p, err := m.st.ProjectByID(ctx, id)
-	if err != nil {
-		return strconv.FormatInt(id, 10)
+	name = strconv.FormatInt(id, 10)
+	if p, err := m.st.ProjectByID(ctx, id); err == nil {
+		name = p.Name
 	}
-	m.remember(p.ID, p.Name)
-	return p.Name
+	m.remember(id, name)
+	return name
 }
 
 func (m *Metrics) remember(id int64, name string) {
