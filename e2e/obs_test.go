@@ -269,8 +269,10 @@ func TestDroppedRecordsCountedEverywhere(t *testing.T) {
 			t.Fatalf("get_order: %s", text(r))
 		}
 	}
-	if err := e.gw.CallLog().Flush(context.Background()); !errors.Is(err, errDiskFull) {
-		t.Errorf("Flush: %v, want %v", err, errDiskFull)
+	// The records may have been written (and lost) in the background
+	// already, so Flush may have nothing left to fail on.
+	if err := e.gw.CallLog().Flush(context.Background()); err != nil && !errors.Is(err, errDiskFull) {
+		t.Errorf("Flush: %v, want nil or %v", err, errDiskFull)
 	}
 	h := e.gw.CallLog().Health()
 	if h.Dropped != served {
