@@ -35,6 +35,7 @@ type env struct {
 	gw        *gateway.Gateway
 	store     store.Store
 	url       string
+	dataPath  string // the SQLite file
 	project   store.Project
 	agentKey  string
 	clientKey string
@@ -45,6 +46,8 @@ type envOptions struct {
 	heartbeat     time.Duration
 	shutdownGrace time.Duration
 	settings      *store.ProjectSettings
+	config        func(*gateway.Config)         // last word on the config
+	wrapStore     func(store.Store) store.Store // what the gateway gets instead of the store
 }
 
 func newEnv(t *testing.T, opts ...func(*envOptions)) *env {
@@ -54,9 +57,14 @@ func newEnv(t *testing.T, opts ...func(*envOptions)) *env {
 		f(&o)
 	}
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "spacefix.db"))
+	var st store.Store
+	dataPath := filepath.Join(t.TempDir(), "spacefix.db")
+	st, err := sqlite.Open(ctx, dataPath)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if o.wrapStore != nil {
+		st = o.wrapStore(st)
 	}
 	first, err := gateway.Bootstrap(ctx, st)
 	if err != nil {
@@ -86,6 +94,9 @@ func newEnv(t *testing.T, opts ...func(*envOptions)) *env {
 	if o.heartbeat > 0 {
 		cfg.Heartbeat = o.heartbeat
 	}
+	if o.config != nil {
+		o.config(&cfg)
+	}
 	g, err := gateway.New(cfg, st)
 	if err != nil {
 		t.Fatal(err)
@@ -98,7 +109,7 @@ func newEnv(t *testing.T, opts ...func(*envOptions)) *env {
 			t.Errorf("close gateway: %v", err)
 		}
 	})
-	return &env{t: t, gw: g, store: st, url: g.URL(), project: p, agentKey: first.AgentKey, clientKey: first.ClientKey}
+	return &env{t: t, gw: g, store: st, url: g.URL(), dataPath: dataPath, project: p, agentKey: first.AgentKey, clientKey: first.ClientKey}
 }
 
 func testLogger(t *testing.T) *slog.Logger {

@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -26,11 +25,15 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&cfg.ShutdownGrace, "shutdown-grace", cfg.ShutdownGrace, "how long calls in flight may finish on shutdown")
 	fs.DurationVar(&cfg.LogRetention, "log-retention", envDuration("SPACEFIX_LOG_RETENTION", cfg.LogRetention), "how long call log records are kept (env SPACEFIX_LOG_RETENTION)")
 	data := dataFlag(fs)
+	logger := obsFlags(fs, &cfg)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	cfg.DataPath = *data
-	cfg.Logger = slog.New(slog.NewTextHandler(stderr, nil))
+	var err error
+	if cfg.Logger, err = logger(stderr); err != nil {
+		return err
+	}
 	if os.Getenv("GOGC") == "" {
 		// Most of what a call allocates is short-lived JSON; collecting less
 		// often costs memory that a gateway has and saves CPU per call

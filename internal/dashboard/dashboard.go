@@ -56,6 +56,10 @@ type Options struct {
 	Logger *slog.Logger
 	// Version is shown in the footer.
 	Version string
+	// CallLogHealth says how many call records the gateway lost; the
+	// Overview, Logs and Usage pages warn while any were. Nil means they
+	// never warn.
+	CallLogHealth func() store.Health
 }
 
 // Dashboard serves the pages and the admin API. It is an http.Handler
@@ -68,6 +72,7 @@ type Dashboard struct {
 	ctx      context.Context
 	log      *slog.Logger
 	version  string
+	health   func() store.Health
 
 	pages   map[string]*pageTemplate
 	signIns *ratelimit.Limiter
@@ -82,6 +87,7 @@ func New(opts Options) *Dashboard {
 	d := &Dashboard{
 		st: opts.Store, reg: opts.Registry, notifier: opts.Notifier, baseURL: opts.BaseURL,
 		ctx: opts.Context, log: opts.Logger, version: opts.Version, signIns: ratelimit.New(),
+		health: opts.CallLogHealth,
 	}
 	if d.log == nil {
 		d.log = slog.Default()

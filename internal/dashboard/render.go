@@ -60,6 +60,8 @@ type view struct {
 	MCPURL   string
 	Version  string
 	Data     any
+	// Lost warns that call records were lost (pages that show calls).
+	Lost string
 }
 
 // httpError is a failure with a status and a message for people.
@@ -109,6 +111,7 @@ func (d *Dashboard) page(fn pageFunc) http.Handler {
 			d.renderError(w, r, v, err)
 			return
 		}
+		v.Lost = d.lostWarning(v.Tab)
 		d.render(w, http.StatusOK, name, v)
 	})
 }

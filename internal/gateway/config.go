@@ -40,6 +40,16 @@ type Config struct {
 	Logger *slog.Logger
 	// Version is reported to clients and agents.
 	Version string
+
+	// Observability (docs/operations.md).
+
+	// MetricsAddr, if set, is a host:port where GET /metrics is served
+	// without authentication, for a Prometheus on a private network. Empty
+	// means metrics are served only on Addr, to an admin API token.
+	MetricsAddr string
+	// Pprof serves /debug/pprof/ on Addr to an admin API token. False
+	// means those paths answer 404.
+	Pprof bool
 }
 
 // DefaultLogRetention is how long call log records are kept by default.
@@ -71,6 +81,16 @@ func (c *Config) Validate() error {
 	}
 	if c.LogRetention < 0 || (c.LogRetention > 0 && c.LogRetention < time.Hour) {
 		return fmt.Errorf("config: log retention %v: use at least 1h, for example 168h for 7 days", c.LogRetention)
+	}
+	return c.validateObs()
+}
+
+func (c *Config) validateObs() error {
+	if c.MetricsAddr == "" {
+		return nil
+	}
+	if _, _, err := net.SplitHostPort(c.MetricsAddr); err != nil {
+		return fmt.Errorf("config: metrics addr %q: want host:port, for example 127.0.0.1:9090", c.MetricsAddr)
 	}
 	return nil
 }

@@ -17,6 +17,8 @@ func TestConfigValidate(t *testing.T) {
 		{"negative grace", func(c *Config) { c.ShutdownGrace = -time.Second }, "config: shutdown grace -1s must not be negative"},
 		{"retention under an hour", func(c *Config) { c.LogRetention = time.Minute }, "config: log retention 1m0s: use at least 1h"},
 		{"zero retention means default", func(c *Config) { c.LogRetention = 0 }, ""},
+		{"metrics addr", func(c *Config) { c.MetricsAddr = "127.0.0.1:9090" }, ""},
+		{"metrics addr without port", func(c *Config) { c.MetricsAddr = "9090" }, `config: metrics addr "9090": want host:port`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -19,6 +19,7 @@ func (g *Gateway) mountDashboard(mux *http.ServeMux) {
 	mux.Handle("/", dashboard.New(dashboard.Options{
 		Store: g.store, Registry: g.reg, Notifier: g.front, BaseURL: g.URL,
 		Context: g.ctx, Logger: g.log, Version: g.cfg.Version,
+		CallLogHealth: g.calls.Health,
 	}))
 	g.conns.Add(1) // Shutdown waits for it before closing the store
 	go func() {

@@ -27,6 +27,7 @@ type Gateway struct {
 	calls    *store.CallLog
 	verifier *auth.Verifier
 	tickets  *tickets
+	obs      *observability // metrics, readiness, pprof
 
 	srv *http.Server
 	ln  net.Listener
@@ -48,7 +49,8 @@ func New(cfg Config, st store.Store) (*Gateway, error) {
 	g := &Gateway{cfg: cfg, log: cfg.Logger, store: st, tickets: newTickets(30 * time.Second)}
 	g.ctx, g.cancel = context.WithCancel(context.Background())
 	g.verifier = auth.NewVerifier(st, 500*time.Millisecond)
-	g.calls = store.NewCallLog(st, &store.CallLogOptions{Logger: g.log})
+	g.obs = newObservability(g) // before the call log: metrics count every record
+	g.calls = store.NewCallLog(st, &store.CallLogOptions{Logger: g.log, Observe: g.obs.metrics.ObserveCall})
 	g.reg = agents.New(&agents.Options{
 		Grace:    cfg.Grace,
 		OnChange: func(projectID int64) { g.front.ProjectChanged(projectID) },
@@ -66,9 +68,10 @@ func New(cfg Config, st store.Store) (*Gateway, error) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		fmt.Fprintln(w, "ok")
 	})
+	g.mountObs(mux)
 	g.mountDashboard(mux)
 	g.srv = &http.Server{
-		Handler:           mux,
+		Handler:           g.obs.metrics.InFlight(mux),
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(g.log.Handler(), slog.LevelWarn),
 	}
@@ -78,8 +81,12 @@ func New(cfg Config, st store.Store) (*Gateway, error) {
 // Start listens and serves in the background; it returns once the listener
 // is open, so /healthz answers as soon as Start returns.
 func (g *Gateway) Start() error {
+	if err := g.startObs(); err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", g.cfg.Addr)
 	if err != nil {
+		g.obs.close()
 		return fmt.Errorf("listen on %s: %w", g.cfg.Addr, err)
 	}
 	g.ln = ln
@@ -145,6 +152,7 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 		if e := <-srvDone; e != nil {
 			g.srv.Close()
 		}
+		g.obs.close()
 		// Fresh contexts: the drain context may have ended, and the log and
 		// the store must still be closed properly.
 		flushCtx, cancelFlush := context.WithTimeout(context.Background(), 5*time.Second)

@@ -23,6 +23,10 @@ type CallLogOptions struct {
 	// Logger receives warnings about dropped records and failed writes;
 	// nil means slog.Default().
 	Logger *slog.Logger
+	// Observe, if not nil, sees every record passed to Add, written or
+	// not, before Add returns (metrics count calls with it). It must be
+	// quick and safe for concurrent use.
+	Observe func(Call)
 }
 
 // warnEvery is the least time between two warnings of one kind.
@@ -58,6 +62,30 @@ type CallLog struct {
 	dropped   atomic.Int64
 	dropWarn  rateLimit
 	writeWarn rateLimit
+
+	healthMu sync.Mutex
+	health   Health
+}
+
+// Health is what a [CallLog] has lost so far and whether its writes work.
+type Health struct {
+	// Dropped is how many records have been lost since the log started.
+	Dropped int64
+	// Since is when the first record was lost; zero while none was.
+	Since time.Time
+	// Reason says why the latest records were lost.
+	Reason string
+	// LastFailure is when a write last failed; zero if none did.
+	LastFailure time.Time
+	// LastWrite is when a write last succeeded; zero if none did.
+	LastWrite time.Time
+}
+
+// Failing reports whether the latest write failed, no later write
+// succeeded, and the failure is less than window old (while no calls come,
+// nothing is written and nothing can show that the store recovered).
+func (h Health) Failing(now time.Time, window time.Duration) bool {
+	return !h.LastFailure.IsZero() && h.LastFailure.After(h.LastWrite) && now.Sub(h.LastFailure) < window
 }
 
 // NewCallLog starts a call log writing to s. Call [CallLog.Close] to stop it.
@@ -99,29 +127,70 @@ func NewCallLog(s Store, opts *CallLogOptions) *CallLog {
 func (l *CallLog) Add(c Call) {
 	// The read lock makes Close wait for Adds in progress, so that no
 	// record lands in the queue after the final drain.
+	if l.opts.Observe != nil {
+		l.opts.Observe(c)
+	}
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	if l.closed {
-		l.drop("call log closed; dropping records")
+		l.drop(1, "the call log was closed: the gateway is shutting down", nil)
 		return
 	}
 	select {
 	case l.queue <- c:
 	default:
-		l.drop("call log queue full; dropping records")
+		l.drop(1, "queue full: the store writes too slowly", nil)
 	}
 }
 
-func (l *CallLog) drop(msg string) {
-	n := l.dropped.Add(1)
-	if l.dropWarn.allow(time.Now()) {
-		l.opts.Logger.Warn(msg, "dropped", n, "queueSize", l.opts.QueueSize)
+// drop counts n lost records and says why, in the log at most once per
+// warnEvery; every line carries the running count, so the last line
+// before a quiet spell says how many were lost in all.
+func (l *CallLog) drop(n int, reason string, err error) {
+	now := time.Now()
+	total := l.dropped.Add(int64(n))
+	l.healthMu.Lock()
+	if l.health.Since.IsZero() {
+		l.health.Since = now
+	}
+	l.health.Dropped = total
+	l.health.Reason = reason
+	if err != nil {
+		l.health.Reason = reason + ": " + err.Error()
+		l.health.LastFailure = now
+	}
+	l.healthMu.Unlock()
+	if err != nil {
+		if l.writeWarn.allow(now) && !errors.Is(err, context.Canceled) {
+			l.opts.Logger.Error("call log write failed; records lost", "records", n, "droppedTotal", total, "err", err)
+		}
+		return
+	}
+	if l.dropWarn.allow(now) {
+		l.opts.Logger.Warn("call log records lost: "+reason, "droppedTotal", total, "queueSize", l.opts.QueueSize)
+	}
+}
+
+// logTotal says, when the log stops, how many records were lost in all:
+// the rate-limited lines before may not have carried the final count.
+func (l *CallLog) logTotal() {
+	h := l.Health()
+	if h.Dropped > 0 {
+		l.opts.Logger.Warn("call log stopped; records were lost while it ran", "droppedTotal", h.Dropped, "since", h.Since, "reason", h.Reason)
 	}
 }
 
 // Dropped returns how many records have been lost so far: dropped by Add
 // or lost in a failed write.
 func (l *CallLog) Dropped() int64 { return l.dropped.Load() }
+
+// Health returns what the log has lost so far and when writes last failed
+// and succeeded.
+func (l *CallLog) Health() Health {
+	l.healthMu.Lock()
+	defer l.healthMu.Unlock()
+	return l.health
+}
 
 // Flush writes every record added before it was called and not written
 // yet, and returns the first error of those writes (earlier background
@@ -194,6 +263,7 @@ func (l *CallLog) run() {
 		case <-l.stop:
 			timer.Stop()
 			l.closeErr = l.drain(batch)
+			l.logTotal()
 			return
 		}
 	}
@@ -223,14 +293,19 @@ func (l *CallLog) write(batch []Call) error {
 		return nil
 	}
 	err := l.s.AppendCalls(l.ctx, batch)
-	if err == nil {
-		return nil
+	if err != nil {
+		l.drop(len(batch), "writing to the store failed", err)
+		return err
 	}
-	n := l.dropped.Add(int64(len(batch)))
-	if l.writeWarn.allow(time.Now()) && !errors.Is(err, context.Canceled) {
-		l.opts.Logger.Error("call log write failed; records lost", "records", len(batch), "dropped", n, "err", err)
+	l.healthMu.Lock()
+	recovered := l.health.LastFailure.After(l.health.LastWrite)
+	l.health.LastWrite = time.Now()
+	total := l.health.Dropped
+	l.healthMu.Unlock()
+	if recovered {
+		l.opts.Logger.Info("call log writes work again", "droppedTotal", total)
 	}
-	return err
+	return nil
 }
 
 // rateLimit lets one event through per warnEvery.

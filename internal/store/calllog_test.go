@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -342,7 +343,7 @@ func TestCallLogDefaults(t *testing.T) {
 	opts := &store.CallLogOptions{}
 	l := store.NewCallLog(s, opts)
 	defer l.Close(t.Context())
-	if *opts != (store.CallLogOptions{}) {
+	if opts.BatchSize != 0 || opts.FlushInterval != 0 || opts.QueueSize != 0 || opts.Logger != nil || opts.Observe != nil {
 		t.Errorf("NewCallLog changed the caller's options to %+v", *opts)
 	}
 	for i := range 300 {
@@ -356,4 +357,66 @@ func TestCallLogDefaults(t *testing.T) {
 			t.Errorf("batch of %d with the default BatchSize, want at most 256", n)
 		}
 	}
+}
+
+// TestDroppedHealth: a store that refuses writes loses every record, and
+// Health, the log and Observe say so; the first good write ends the failure.
+func TestDroppedHealth(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := openStore(t)
+		s.fail = errors.New("disk full")
+		var logs logBuffer
+		var observed atomic.Int64
+		l := store.NewCallLog(s, &store.CallLogOptions{
+			BatchSize: 4, Logger: logs.logger(),
+			Observe: func(store.Call) { observed.Add(1) },
+		})
+		start := time.Now()
+		if h := l.Health(); h != (store.Health{}) {
+			t.Errorf("Health before any write = %+v, want zero", h)
+		}
+		for i := range 10 {
+			l.Add(call(i))
+		}
+		l.Flush(t.Context())
+		time.Sleep(warnEvery)
+		for i := range 3 {
+			l.Add(call(10 + i))
+		}
+		l.Flush(t.Context())
+
+		h := l.Health()
+		want := store.Health{Dropped: 13, Since: start, Reason: "writing to the store failed: disk full", LastFailure: time.Now()}
+		if diff := cmp.Diff(want, h); diff != "" {
+			t.Errorf("Health (-want +got):\n%s", diff)
+		}
+		if !h.Failing(time.Now(), time.Minute) {
+			t.Error("Failing = false while every write fails")
+		}
+		if h.Failing(time.Now().Add(time.Minute), time.Minute) {
+			t.Error("Failing = true a minute after the last failure")
+		}
+		if n := logs.count("droppedTotal=13"); n != 1 {
+			t.Errorf("%d log lines carry the running total 13, want 1:\n%s", n, logs.buf.String())
+		}
+		if n := observed.Load(); n != 13 {
+			t.Errorf("Observe saw %d records, want 13", n)
+		}
+
+		s.fail = nil
+		l.Add(call(20))
+		if err := l.Flush(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if h := l.Health(); h.Failing(time.Now(), time.Minute) || h.Dropped != 13 {
+			t.Errorf("after a good write: Failing = %v, Dropped = %d; want false, 13", h.Failing(time.Now(), time.Minute), h.Dropped)
+		}
+		if n := logs.count("call log writes work again"); n != 1 {
+			t.Errorf("%d recovery lines, want 1", n)
+		}
+		l.Close(t.Context())
+		if n := logs.count("call log stopped; records were lost while it ran\" droppedTotal=13"); n != 1 {
+			t.Errorf("%d final lines with the total, want 1:\n%s", n, logs.buf.String())
+		}
+	})
 }

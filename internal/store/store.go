@@ -133,6 +133,12 @@ type Store interface {
 	// RevokeAPIToken marks a token revoked; ErrNotFound if there is none.
 	RevokeAPIToken(ctx context.Context, id string) error
 
+	// Check reports whether the store can take writes now: nil, or an
+	// error that says what is wrong and what to do. It writes a little (a
+	// probe row), so callers throttle it; /readyz calls it at most every
+	// few seconds. After Close it returns an error.
+	Check(ctx context.Context) error
+
 	// Close releases the store. It is safe to call twice.
 	Close() error
 }

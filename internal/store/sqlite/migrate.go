@@ -141,6 +141,14 @@ CREATE TABLE api_tokens (
 	revoked_at BIGINT
 );
 `,
+	// 3: a small key-value table; the readiness probe writes a row to it.
+	`
+CREATE TABLE meta (
+	key   TEXT   PRIMARY KEY,
+	value TEXT   NOT NULL,
+	updated_at BIGINT NOT NULL
+);
+`,
 }
 
 // migrate brings the schema up to date, one step per transaction. Each step

@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
 	"runtime"
 	"strings"
 	"sync"
@@ -42,6 +43,9 @@ type Store struct {
 	r *sql.DB // several query-only connections: every read
 
 	keyByHash *sql.Stmt // on r; the request path looks keys up by hash
+
+	path   string      // the file as named at Open
+	opened os.FileInfo // the file at Open, to notice it being deleted or replaced
 
 	closeOnce sync.Once
 	closeErr  error
@@ -87,7 +91,12 @@ func open(ctx context.Context, path string) (*Store, error) {
 	n := max(4, runtime.GOMAXPROCS(0))
 	r.SetMaxOpenConns(n)
 	r.SetMaxIdleConns(n)
-	s := &Store{w: w, r: r}
+	s := &Store{w: w, r: r, path: path}
+	if s.opened, err = os.Stat(path); err != nil {
+		w.Close()
+		r.Close()
+		return nil, err
+	}
 	if s.keyByHash, err = r.PrepareContext(ctx, selectKey+` WHERE k.hash = ?`); err != nil {
 		w.Close()
 		r.Close()

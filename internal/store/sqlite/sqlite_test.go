@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -255,5 +256,38 @@ func TestClosedStore(t *testing.T) {
 	}
 	if _, err := s.KeyByHash(t.Context(), hash("x")); err == nil {
 		t.Error("KeyByHash on a closed store succeeded, want an error")
+	}
+}
+
+// TestReadyzStoreFileGone: a store whose file was deleted, or replaced by
+// another file, keeps answering from the old inode; Check must say so.
+func TestReadyzStoreFileGone(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		do   func(path string) error
+	}{
+		{"deleted", os.Remove},
+		{"replaced", func(path string) error {
+			if err := os.Remove(path); err != nil {
+				return err
+			}
+			return os.WriteFile(path, nil, 0o600)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "spacefix.db")
+			s := openTemp(t, path)
+			if err := s.Check(t.Context()); err != nil {
+				t.Fatalf("Check before: %v", err)
+			}
+			if err := tc.do(path); err != nil {
+				t.Fatal(err)
+			}
+			err := s.Check(t.Context())
+			want := "store file " + path + " was deleted or replaced while the gateway ran; restart the gateway"
+			if err == nil || err.Error() != want {
+				t.Errorf("Check after the file was %s: got %v, want %q", tc.name, err, want)
+			}
+		})
 	}
 }

@@ -51,6 +51,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"PruneCalls", testPruneCalls},
 		{"ConcurrentAppendCalls", testConcurrentAppendCalls},
 		{"CloseTwice", testCloseTwice},
+		{"Check", testCheck},
 		{"CallAfterID", testCallAfterID},
 		{"KeyMeta", testKeyMeta},
 		{"ToolSettings", testToolSettings},
@@ -733,5 +734,25 @@ func testCloseTwice(t *testing.T, s store.Store) {
 	}
 	if err := s.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
+	}
+}
+
+// testCheck: a fresh store takes writes; a closed one says it does not.
+func testCheck(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	for i := range 3 { // the probe may run any number of times
+		if err := s.Check(ctx); err != nil {
+			t.Fatalf("Check %d on an open store: %v", i+1, err)
+		}
+	}
+	mustProject(t, s, "orders")
+	if err := s.Check(ctx); err != nil {
+		t.Fatalf("Check after a write: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Check(ctx); err == nil {
+		t.Error("Check on a closed store: got nil, want an error")
 	}
 }

@@ -1,0 +1,340 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spacefix/spacefix/core"
+	"github.com/spacefix/spacefix/internal/gateway"
+	"github.com/spacefix/spacefix/internal/store"
+	"github.com/spacefix/spacefix/internal/users"
+)
+
+// adminToken makes an admin API token in the env's store.
+func (e *env) adminToken() string {
+	e.t.Helper()
+	_, secret, err := users.CreateAPIToken(context.Background(), e.store, "metrics", 0)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return secret
+}
+
+// get fetches url with the given Authorization header ("" for none) and
+// returns the status and body.
+func get(t *testing.T, url, authz string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if authz != "" {
+		req.Header.Set("Authorization", authz)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(b)
+}
+
+// scrape reads the gateway's /metrics with an admin token.
+func (e *env) scrape(token string) string {
+	e.t.Helper()
+	status, body := get(e.t, e.url+"/metrics", "Bearer "+token)
+	if status != http.StatusOK {
+		e.t.Fatalf("GET /metrics: %d %s", status, body)
+	}
+	return body
+}
+
+var sampleLine = regexp.MustCompile(`^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{.*\})? (\S+)$`)
+
+// metric returns the value of the sample of name whose labels are exactly
+// labels ("k=v" pairs), and whether there is one.
+func metric(body, name string, labels ...string) (float64, bool) {
+	want := map[string]string{}
+	for _, l := range labels {
+		k, v, _ := strings.Cut(l, "=")
+		want[k] = v
+	}
+	for line := range strings.SplitSeq(body, "\n") {
+		m := sampleLine.FindStringSubmatch(line)
+		if m == nil || m[1] != name {
+			continue
+		}
+		got := map[string]string{}
+		for _, kv := range regexp.MustCompile(`(\w+)="((?:[^"\\]|\\.)*)"`).FindAllStringSubmatch(m[2], -1) {
+			got[kv[1]] = kv[2]
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			continue
+		}
+		v, err := strconv.ParseFloat(m[3], 64)
+		return v, err == nil
+	}
+	return 0, false
+}
+
+func wantMetric(t *testing.T, body string, want float64, name string, labels ...string) {
+	t.Helper()
+	got, ok := metric(body, name, labels...)
+	if !ok {
+		t.Errorf("no sample %s%v in /metrics", name, labels)
+		return
+	}
+	if got != want {
+		t.Errorf("%s%v = %v, want %v", name, labels, got, want)
+	}
+}
+
+func TestMetricsCountRealCalls(t *testing.T) {
+	e := newEnv(t)
+	token := e.adminToken()
+	if _, err := e.store.CreateProject(context.Background(), "quiet"); err != nil {
+		t.Fatal(err)
+	}
+	e.startAgent(core.Options{}, func(a *core.Agent) { must(t, addOrderTools(a)) })
+	cs := e.connect("2025-06-18", e.clientKey, nil)
+	for range 3 {
+		if r := call(t, cs, "get_order", map[string]any{"id": "1042"}); r.IsError {
+			t.Fatalf("get_order 1042: %s", text(r))
+		}
+	}
+	for range 2 {
+		if r := call(t, cs, "get_order", map[string]any{"id": "999"}); !r.IsError {
+			t.Fatalf("get_order 999 succeeded: %s", text(r))
+		}
+	}
+
+	body := e.scrape(token)
+	p := "project=" + e.project.Name
+	wantMetric(t, body, 3, "spacefix_calls_total", p, "tool=get_order", "outcome=ok")
+	wantMetric(t, body, 2, "spacefix_calls_total", p, "tool=get_order", "outcome=error")
+	wantMetric(t, body, 5, "spacefix_call_duration_seconds_count", p, "tool=get_order")
+	wantMetric(t, body, 1, "spacefix_agents_connected", p)
+	wantMetric(t, body, 0, "spacefix_agents_connected", "project=quiet")
+	wantMetric(t, body, 1, "spacefix_sessions", "era=2025-06-18")
+	wantMetric(t, body, 0, "spacefix_call_log_dropped_total")
+	if n, ok := metric(body, "spacefix_http_requests_in_flight"); !ok || n < 1 {
+		t.Errorf("spacefix_http_requests_in_flight = %v (present %v), want at least the scrape itself", n, ok)
+	}
+	for _, name := range []string{"go_goroutines", "process_open_fds"} {
+		if _, ok := metric(body, name); !ok {
+			t.Errorf("no %s: the Go runtime and process collectors are missing", name)
+		}
+	}
+	if got := len(e.calls()); got != 5 {
+		t.Errorf("call log holds %d records, want the 5 /metrics counted", got)
+	}
+}
+
+func TestMetricsNeedAdminToken(t *testing.T) {
+	e := newEnv(t)
+	token := e.adminToken()
+	want := "Send an admin API token: Authorization: Bearer sfx_admin_…. Make one with: spacefix tokens create\n"
+	for _, authz := range []string{"", "Bearer sfx_admin_nonsense", "Bearer " + e.clientKey, "Basic " + token} {
+		status, body := get(t, e.url+"/metrics", authz)
+		if status != http.StatusUnauthorized || body != want {
+			t.Errorf("GET /metrics with %q: %d %q, want 401 %q", authz, status, body, want)
+		}
+	}
+	if status, _ := get(t, e.url+"/metrics", "Bearer "+token); status != http.StatusOK {
+		t.Errorf("GET /metrics with an admin token: %d, want 200", status)
+	}
+}
+
+func TestMetricsSeparateListener(t *testing.T) {
+	e := newEnv(t, func(o *envOptions) {
+		o.config = func(c *gateway.Config) { c.MetricsAddr = "127.0.0.1:0" }
+	})
+	addr := e.gw.MetricsAddr()
+	if addr == "" {
+		t.Fatal("no metrics listener")
+	}
+	status, body := get(t, "http://"+addr+"/metrics", "")
+	if status != http.StatusOK {
+		t.Fatalf("GET /metrics on the metrics listener without a token: %d %s", status, body)
+	}
+	wantMetric(t, body, 0, "spacefix_call_log_dropped_total")
+	if status, _ := get(t, "http://"+addr+"/debug/pprof/", ""); status != http.StatusNotFound {
+		t.Errorf("GET /debug/pprof/ on the metrics listener: %d, want 404: it serves /metrics only", status)
+	}
+	if status, _ := get(t, e.url+"/metrics", ""); status != http.StatusUnauthorized {
+		t.Errorf("GET /metrics on the main listener without a token: %d, want 401", status)
+	}
+}
+
+func TestPprofOffByDefault(t *testing.T) {
+	e := newEnv(t)
+	token := e.adminToken()
+	for _, path := range []string{"/debug/pprof/", "/debug/pprof/goroutine"} {
+		if status, _ := get(t, e.url+path, "Bearer "+token); status != http.StatusNotFound {
+			t.Errorf("GET %s without --pprof: %d, want 404", path, status)
+		}
+	}
+}
+
+func TestPprofWithFlagAndToken(t *testing.T) {
+	e := newEnv(t, func(o *envOptions) {
+		o.config = func(c *gateway.Config) { c.Pprof = true }
+	})
+	token := e.adminToken()
+	if status, _ := get(t, e.url+"/debug/pprof/", ""); status != http.StatusUnauthorized {
+		t.Errorf("GET /debug/pprof/ without a token: %d, want 401", status)
+	}
+	status, body := get(t, e.url+"/debug/pprof/", "Bearer "+token)
+	if status != http.StatusOK || !strings.Contains(body, "goroutine") {
+		t.Errorf("GET /debug/pprof/ with a token: %d, want 200 and the profile list:\n%s", status, body)
+	}
+	status, body = get(t, e.url+"/debug/pprof/goroutine?debug=1", "Bearer "+token)
+	if status != http.StatusOK || !strings.Contains(body, "goroutine profile:") {
+		t.Errorf("GET /debug/pprof/goroutine: %d\n%.200s", status, body)
+	}
+}
+
+func TestReadyzReadyAndHealthzAlive(t *testing.T) {
+	e := newEnv(t)
+	if status, body := get(t, e.url+"/readyz", ""); status != http.StatusOK || body != "ready\n" {
+		t.Errorf("GET /readyz: %d %q, want 200 \"ready\\n\"", status, body)
+	}
+	if status, body := get(t, e.url+"/healthz", ""); status != http.StatusOK || body != "ok\n" {
+		t.Errorf("GET /healthz: %d %q, want 200 \"ok\\n\"", status, body)
+	}
+}
+
+// TestReadyzStoreFileDeleted: a store file deleted under the running
+// gateway went unnoticed until a restart printed the first-start banner
+// over an empty store.
+func TestReadyzStoreFileDeleted(t *testing.T) {
+	e := newEnv(t)
+	if status, body := get(t, e.url+"/readyz", ""); status != http.StatusOK {
+		t.Fatalf("GET /readyz before: %d %q", status, body)
+	}
+	if err := os.Remove(e.dataPath); err != nil {
+		t.Fatal(err)
+	}
+	want := "not ready: store file " + e.dataPath + " was deleted or replaced while the gateway ran; restart the gateway\n"
+	var status int
+	var body string
+	waitFor(t, "/readyz to notice the deleted store file", func() bool {
+		status, body = get(t, e.url+"/readyz", "")
+		return status != http.StatusOK
+	})
+	if status != http.StatusServiceUnavailable || body != want {
+		t.Errorf("GET /readyz: %d %q, want 503 %q", status, body, want)
+	}
+	if status, _ := get(t, e.url+"/healthz", ""); status != http.StatusOK {
+		t.Errorf("GET /healthz: %d, want 200: the process is alive", status)
+	}
+}
+
+// errDiskFull is what SQLite says on a full disk.
+var errDiskFull = errors.New("database or disk is full (13)")
+
+// refusingStore is a store on a full disk: the edge we do not own. Every
+// call log write fails; the rest works.
+type refusingStore struct{ store.Store }
+
+func (refusingStore) AppendCalls(context.Context, []store.Call) error { return errDiskFull }
+
+// TestDroppedRecordsCountedEverywhere: on a full disk, 2,000 calls were
+// served and ~1,765 vanished from the call log and usage with one log line.
+// Every lost record must be counted, and the count shown in the dashboard,
+// in /metrics and by /readyz.
+func TestDroppedRecordsCountedEverywhere(t *testing.T) {
+	e := newEnv(t, func(o *envOptions) {
+		o.wrapStore = func(s store.Store) store.Store { return refusingStore{s} }
+	})
+	token := e.adminToken()
+	e.startAgent(core.Options{}, func(a *core.Agent) { must(t, addOrderTools(a)) })
+	const served = 7
+	cs := e.connect("2025-11-25", e.clientKey, nil)
+	for range served {
+		if r := call(t, cs, "get_order", map[string]any{"id": "1042"}); r.IsError {
+			t.Fatalf("get_order: %s", text(r))
+		}
+	}
+	// The records may have been written (and lost) in the background
+	// already, so Flush may have nothing left to fail on.
+	if err := e.gw.CallLog().Flush(context.Background()); err != nil && !errors.Is(err, errDiskFull) {
+		t.Errorf("Flush: %v, want nil or %v", err, errDiskFull)
+	}
+	h := e.gw.CallLog().Health()
+	if h.Dropped != served {
+		t.Errorf("dropped %d records, want the %d served", h.Dropped, served)
+	}
+
+	body := e.scrape(token)
+	wantMetric(t, body, served, "spacefix_call_log_dropped_total")
+	wantMetric(t, body, served, "spacefix_calls_total", "project="+e.project.Name, "tool=get_order", "outcome=ok")
+
+	status, ready := get(t, e.url+"/readyz", "")
+	wantReady := fmt.Sprintf("not ready: call records are not being written (%d lost since %s: writing to the store failed: %v); see the gateway's log\n",
+		served, h.Since.UTC().Format(time.RFC3339), errDiskFull)
+	if status != http.StatusServiceUnavailable || ready != wantReady {
+		t.Errorf("GET /readyz: %d %q, want 503 %q", status, ready, wantReady)
+	}
+
+	cookie := e.dashboardSession()
+	warning := fmt.Sprintf("%d call records could not be written since %s: writing to the store failed: %v. Those calls were served",
+		served, h.Since.UTC().Format(time.DateTime+" UTC"), errDiskFull)
+	for _, page := range []string{"", "/logs", "/usage"} {
+		status, html := getWithCookie(t, e.url+"/p/"+e.project.Name+page, cookie)
+		if status != http.StatusOK || !strings.Contains(html, warning) {
+			t.Errorf("GET /p/%s%s: %d; want 200 and the warning %q", e.project.Name, page, status, warning)
+		}
+	}
+	if _, html := getWithCookie(t, e.url+"/p/"+e.project.Name+"/tools", cookie); strings.Contains(html, "could not be written") {
+		t.Error("the Tools page warns about lost call records; only Overview, Logs and Usage show calls")
+	}
+}
+
+// dashboardSession signs an admin in and returns the session cookie.
+func (e *env) dashboardSession() *http.Cookie {
+	e.t.Helper()
+	ctx := context.Background()
+	u, err := e.store.CreateUser(ctx, store.User{Email: "ops@example.com", Admin: true}, "not-a-real-hash")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	tok, _, err := users.NewSession(ctx, e.store, u.ID)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return &http.Cookie{Name: "spacefix_session", Value: tok}
+}
+
+func getWithCookie(t *testing.T, url string, c *http.Cookie) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.AddCookie(c)
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(b)
+}

@@ -1,0 +1,25 @@
+package mcpfront
+
+// SessionCounts returns how many MCP sessions are open, by era: the
+// protocol version a 2025 session negotiated, or 2026-07-28 for stateless
+// requests being served (each holds a session of its own while it runs).
+// Metrics call it at scrape time.
+func (f *Front) SessionCounts() map[string]int {
+	f.mu.Lock()
+	vs := make([]*view, 0, len(f.views))
+	for _, v := range f.views {
+		vs = append(vs, v)
+	}
+	f.mu.Unlock()
+	out := map[string]int{}
+	for _, v := range vs {
+		for s := range v.server.Sessions() {
+			era := modernVersion
+			if p := s.InitializeParams(); p != nil && p.ProtocolVersion != "" && p.ProtocolVersion < modernVersion {
+				era = p.ProtocolVersion
+			}
+			out[era]++
+		}
+	}
+	return out
+}

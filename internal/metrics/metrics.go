@@ -1,0 +1,196 @@
+// Package metrics keeps the gateway's Prometheus metrics. Each gateway owns
+// a registry of its own (never the global default), so several gateways in
+// one process, as in tests, do not clash.
+//
+// Labels carry project names and exposed tool names, never keys or
+// secrets. Resource URIs are not labels: a resource template can make
+// them without bound, so reads are counted per project and kind only.
+package metrics
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/spacefix/spacefix/internal/store"
+)
+
+// Options say where the metrics read live state. Every function is called
+// at scrape time and must be safe for concurrent use.
+type Options struct {
+	// Store names projects for labels. Required.
+	Store store.Store
+	// Agents returns how many agent replicas are connected, by project
+	// id; nil means none are.
+	Agents func() map[int64]int
+	// Sessions returns how many MCP sessions are open, by protocol era;
+	// nil means none are.
+	Sessions func() map[string]int
+	// Dropped returns how many call records were lost; nil means none.
+	Dropped func() int64
+}
+
+// Metrics is the gateway's registry and the instruments the request path
+// updates. Every method is safe for concurrent use.
+type Metrics struct {
+	reg      *prometheus.Registry
+	st       store.Store
+	calls    *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+	reads    *prometheus.CounterVec
+	inflight prometheus.Gauge
+
+	mu    sync.RWMutex
+	names map[int64]string // project names by id; projects are never renamed
+}
+
+// New returns the metrics of one gateway. It panics without a Store.
+func New(opts Options) *Metrics {
+	if opts.Store == nil {
+		panic("metrics.New: Store is required")
+	}
+	m := &Metrics{
+		reg: prometheus.NewRegistry(),
+		st:  opts.Store,
+		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "spacefix_calls_total",
+			Help: "Tool calls that reached an agent, by project, exposed tool name and outcome (ok, error, timeout, cancelled, disconnected).",
+		}, []string{"project", "tool", "outcome"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "spacefix_call_duration_seconds",
+			Help:    "How long tool calls that reached an agent took, from delivery to result, by project and tool.",
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
+		}, []string{"project", "tool"}),
+		reads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "spacefix_reads_total",
+			Help: "Resource reads and prompt gets that reached an agent, by project, kind (resource, prompt) and outcome.",
+		}, []string{"project", "kind", "outcome"}),
+		inflight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "spacefix_http_requests_in_flight",
+			Help: "HTTP requests being served now, open SSE streams and agent connections included.",
+		}),
+		names: make(map[int64]string),
+	}
+	m.reg.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		m.calls, m.duration, m.reads, m.inflight,
+		&agentsCollector{m: m, agents: opts.Agents},
+		&sessionsCollector{sessions: opts.Sessions},
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "spacefix_call_log_dropped_total",
+			Help: "Call records that could not be written to the store (call log and usage): a full queue or a failed write. Above zero means lost metering; see the dashboard and the gateway's log.",
+		}, func() float64 {
+			if opts.Dropped == nil {
+				return 0
+			}
+			return float64(opts.Dropped())
+		}),
+	)
+	return m
+}
+
+// ObserveCall counts one call record; the call log calls it for every
+// record it is given ([store.CallLogOptions.Observe]).
+func (m *Metrics) ObserveCall(c store.Call) {
+	project := m.projectName(c.ProjectID)
+	if c.Kind != "tool" {
+		m.reads.WithLabelValues(project, c.Kind, c.Outcome).Inc()
+		return
+	}
+	m.calls.WithLabelValues(project, c.Name, c.Outcome).Inc()
+	m.duration.WithLabelValues(project, c.Name).Observe(c.Duration.Seconds())
+}
+
+// Handler serves the metrics in the Prometheus text format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+}
+
+// InFlight counts the requests next serves in spacefix_http_requests_in_flight.
+func (m *Metrics) InFlight(next http.Handler) http.Handler {
+	return promhttp.InstrumentHandlerInFlight(m.inflight, next)
+}
+
+// projectName returns the label of a project: its name, or its id when the
+// store cannot say. The answer is kept either way, so a store in trouble
+// costs one lookup per project, not one per call; the next scrape, which
+// lists projects, puts the name in place of an id.
+func (m *Metrics) projectName(id int64) string {
+	m.mu.RLock()
+	name, ok := m.names[id]
+	m.mu.RUnlock()
+	if ok {
+		return name
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	name = strconv.FormatInt(id, 10)
+	if p, err := m.st.ProjectByID(ctx, id); err == nil {
+		name = p.Name
+	}
+	m.remember(id, name)
+	return name
+}
+
+func (m *Metrics) remember(id int64, name string) {
+	m.mu.Lock()
+	m.names[id] = name
+	m.mu.Unlock()
+}
+
+// agentsCollector reports connected replicas per project at scrape time,
+// zero for projects with none, so that an alert on "no agent" can fire.
+type agentsCollector struct {
+	m      *Metrics
+	agents func() map[int64]int
+}
+
+var agentsDesc = prometheus.NewDesc("spacefix_agents_connected",
+	"Agent replicas connected now, by project.", []string{"project"}, nil)
+
+func (c *agentsCollector) Describe(ch chan<- *prometheus.Desc) { ch <- agentsDesc }
+
+func (c *agentsCollector) Collect(ch chan<- prometheus.Metric) {
+	counts := map[int64]int{}
+	if c.agents != nil {
+		counts = c.agents()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if ps, err := c.m.st.Projects(ctx); err == nil {
+		for _, p := range ps {
+			c.m.remember(p.ID, p.Name)
+			if _, ok := counts[p.ID]; !ok {
+				counts[p.ID] = 0
+			}
+		}
+	}
+	for id, n := range counts {
+		ch <- prometheus.MustNewConstMetric(agentsDesc, prometheus.GaugeValue, float64(n), c.m.projectName(id))
+	}
+}
+
+// sessionsCollector reports open MCP sessions by era at scrape time.
+type sessionsCollector struct{ sessions func() map[string]int }
+
+var sessionsDesc = prometheus.NewDesc("spacefix_sessions",
+	"MCP sessions open now, by era: the protocol version a 2025 session negotiated; 2026-07-28 requests are stateless and show only while served.",
+	[]string{"era"}, nil)
+
+func (c *sessionsCollector) Describe(ch chan<- *prometheus.Desc) { ch <- sessionsDesc }
+
+func (c *sessionsCollector) Collect(ch chan<- prometheus.Metric) {
+	if c.sessions == nil {
+		return
+	}
+	for era, n := range c.sessions() {
+		ch <- prometheus.MustNewConstMetric(sessionsDesc, prometheus.GaugeValue, float64(n), era)
+	}
+}
