@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/spacefix/spacefix/core"
 	"github.com/spacefix/spacefix/internal/auth"
@@ -45,6 +46,7 @@ type envOptions struct {
 	heartbeat     time.Duration
 	shutdownGrace time.Duration
 	settings      *store.ProjectSettings
+	traces        trace.TracerProvider
 }
 
 func newEnv(t *testing.T, opts ...func(*envOptions)) *env {
@@ -86,6 +88,7 @@ func newEnv(t *testing.T, opts ...func(*envOptions)) *env {
 	if o.heartbeat > 0 {
 		cfg.Heartbeat = o.heartbeat
 	}
+	cfg.TracerProvider = o.traces
 	g, err := gateway.New(cfg, st)
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"net"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Config is everything `spacefix serve` can be told. Flags and environment
@@ -40,6 +42,11 @@ type Config struct {
 	Logger *slog.Logger
 	// Version is reported to clients and agents.
 	Version string
+	// TracerProvider traces tools/call requests, with their trace context
+	// passed on to agents; nil means no traces. Its owner shuts it down
+	// after the gateway (cmd/spacefix builds it from OTEL_EXPORTER_OTLP_*
+	// with internal/tracing).
+	TracerProvider trace.TracerProvider
 }
 
 // DefaultLogRetention is how long call log records are kept by default.
