@@ -25,6 +25,15 @@ type Call struct {
 	// the gateway sent none. The handler's context may end earlier (see
 	// [CallTimeout]).
 	Deadline time.Time
+	// TraceParent and TraceState are the W3C trace context of the gateway's
+	// span for the call ("traceparent" and "tracestate"), empty when the
+	// gateway does not trace. The handler's context already carries it as
+	// the remote parent (go.opentelemetry.io/otel/trace
+	// SpanContextFromContext), so spans an OTel tracer starts from that
+	// context join the gateway's trace; the strings are for other tracers
+	// and for passing the context on by hand.
+	TraceParent string
+	TraceState  string
 }
 
 // CallFrom returns the call that the handler holding ctx is serving, and

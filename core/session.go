@@ -225,6 +225,7 @@ func (s *session) start(m agentproto.Message) {
 		c.info.KeyID, c.info.KeyName = m.Caller.KeyID, m.Caller.KeyName
 	}
 	ctx, cancel := context.WithCancelCause(s.ctx)
+	ctx = withTrace(ctx, &c.info, m)
 	c.cancel = cancel
 	stops := []context.CancelFunc{}
 	if m.Deadline > 0 {

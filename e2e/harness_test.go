@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/spacefix/spacefix/core"
 	"github.com/spacefix/spacefix/internal/auth"
@@ -48,6 +49,7 @@ type envOptions struct {
 	settings      *store.ProjectSettings
 	config        func(*gateway.Config)         // last word on the config
 	wrapStore     func(store.Store) store.Store // what the gateway gets instead of the store
+	traces        trace.TracerProvider
 }
 
 func newEnv(t *testing.T, opts ...func(*envOptions)) *env {
@@ -97,6 +99,7 @@ func newEnv(t *testing.T, opts ...func(*envOptions)) *env {
 	if o.config != nil {
 		o.config(&cfg)
 	}
+	cfg.TracerProvider = o.traces
 	g, err := gateway.New(cfg, st)
 	if err != nil {
 		t.Fatal(err)

@@ -6,14 +6,18 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"runtime/debug"
 	"syscall"
 	"time"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
 	"github.com/spacefix/spacefix/internal/gateway"
 	"github.com/spacefix/spacefix/internal/store/sqlite"
+	"github.com/spacefix/spacefix/internal/tracing"
 )
 
 func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -39,6 +43,17 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		// often costs memory that a gateway has and saves CPU per call
 		// (docs/benchmarks.md). GOGC set in the environment wins.
 		debug.SetGCPercent(400)
+	}
+
+	tp, err := tracing.FromEnv(ctx, version)
+	if err != nil {
+		return err
+	}
+	if tp != nil {
+		cfg.TracerProvider = tp
+		cfg.Logger.Info("exporting traces over OTLP/HTTP", "endpoint", tracing.Endpoint())
+		// After the gateway: its last spans end during its shutdown.
+		defer flushTraces(tp, cfg.Logger)
 	}
 
 	st, err := sqlite.Open(ctx, cfg.DataPath)
@@ -85,6 +100,16 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return nil
 	case <-sigs:
 		return errors.New("stopped at once on a second signal; calls in flight were cut off")
+	}
+}
+
+// flushTraces sends the spans still queued and stops the exporter, within
+// a fresh timeout: the serve context has ended by now.
+func flushTraces(tp *sdktrace.TracerProvider, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := tp.Shutdown(ctx); err != nil {
+		log.Warn("traces not all sent at shutdown", "err", err)
 	}
 }
 

@@ -161,6 +161,13 @@ type Message struct {
 	Args     json.RawMessage `json:"args,omitempty"`
 	Deadline int64           `json:"deadline,omitempty"` // Unix milliseconds
 	Caller   *Caller         `json:"caller,omitempty"`
+	// TraceParent and TraceState, on call, are the W3C trace context of
+	// the gateway's span for the call (the "traceparent" and "tracestate"
+	// headers of https://www.w3.org/TR/trace-context/): an agent that traces
+	// makes its work a child of that span. Absent when the gateway does not
+	// trace and the client sent no trace context.
+	TraceParent string `json:"traceparent,omitempty"`
+	TraceState  string `json:"tracestate,omitempty"`
 
 	// Message is the progress line, the error message or the goodbye text.
 	Message string `json:"message,omitempty"`

@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"net"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Config is everything `spacefix serve` can be told. Flags and environment
@@ -50,6 +52,11 @@ type Config struct {
 	// Pprof serves /debug/pprof/ on Addr to an admin API token. False
 	// means those paths answer 404.
 	Pprof bool
+	// TracerProvider traces tools/call requests, with their trace context
+	// passed on to agents; nil means no traces. Its owner shuts it down
+	// after the gateway (cmd/spacefix builds it from OTEL_EXPORTER_OTLP_*
+	// with internal/tracing).
+	TracerProvider trace.TracerProvider
 }
 
 // DefaultLogRetention is how long call log records are kept by default.

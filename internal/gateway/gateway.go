@@ -57,7 +57,7 @@ func New(cfg Config, st store.Store) (*Gateway, error) {
 	})
 	g.front = mcpfront.New(mcpfront.Options{
 		Registry: g.reg, Store: st, Verifier: g.verifier, CallLog: g.calls,
-		Logger: g.log, Version: cfg.Version,
+		Logger: g.log, Version: cfg.Version, TracerProvider: cfg.TracerProvider,
 	})
 
 	mux := http.NewServeMux()

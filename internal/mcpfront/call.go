@@ -82,6 +82,7 @@ func (f *Front) toolHandler(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 		Caller:   agentproto.Caller{KeyID: key.ID, KeyName: key.Name},
 		Wait:     f.wait(ctx, t, key, c),
 		Instance: instance,
+		Tracer:   f.tracer,
 	})
 	if call != nil {
 		res = call.Wait(ctx, progress)

@@ -21,6 +21,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/spacefix/spacefix/internal/agents"
 	sfauth "github.com/spacefix/spacefix/internal/auth"
@@ -51,6 +52,9 @@ type Options struct {
 	Version string
 	// CacheBytes bounds the memory of cached tool results; 0 means 64 MiB.
 	CacheBytes int64
+	// TracerProvider traces tools/call requests (see trace.go); nil means
+	// no traces.
+	TracerProvider trace.TracerProvider
 }
 
 // Front is the MCP endpoint. It is an http.Handler.
@@ -65,6 +69,7 @@ type Front struct {
 	held     *heldCalls // calls waiting for the user's answer
 	cache    *cache.Cache
 	limiter  *ratelimit.Limiter
+	tracer   trace.Tracer // nil: no traces
 
 	stateful  *mcp.StreamableHTTPHandler
 	stateless *mcp.StreamableHTTPHandler
@@ -91,6 +96,9 @@ func New(opts Options) *Front {
 	}
 	if f.log == nil {
 		f.log = slog.Default()
+	}
+	if opts.TracerProvider != nil {
+		f.tracer = opts.TracerProvider.Tracer(tracerName, trace.WithInstrumentationVersion(opts.Version))
 	}
 	if opts.CacheBytes <= 0 {
 		opts.CacheBytes = 64 << 20

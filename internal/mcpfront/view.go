@@ -105,7 +105,7 @@ func (v *view) sync() {
 		}
 	}
 	mirror(v.tools, tools, func(t *mcp.Tool) string { return t.Name },
-		func(t *mcp.Tool) { v.server.AddTool(t, v.f.toolHandler) }, v.server.RemoveTools)
+		func(t *mcp.Tool) { v.server.AddTool(t, v.f.tracedToolHandler) }, v.server.RemoveTools)
 
 	resources := make([]*mcp.Resource, 0, len(snap.ResList))
 	for _, r := range snap.ResList {

@@ -9,6 +9,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/spacefix/spacefix/internal/agentproto"
 	"github.com/spacefix/spacefix/internal/agents"
 )
@@ -32,6 +34,9 @@ type Request struct {
 	// [Call.Wait] instead: a call resumed by another request reports to that
 	// request's client.
 	Progress func(line string)
+	// Tracer, if set, traces the call with a route span (see trace.go);
+	// nil makes no span.
+	Tracer trace.Tracer
 }
 
 // Result is how a call ended, from the gateway's side — or, with Question
@@ -74,6 +79,7 @@ type Call struct {
 	timer    *time.Timer
 	th       throttle
 	over     bool
+	span     trace.Span // nil when not traced
 }
 
 // Deliver sends req to one replica and waits for how it ends; see [Start].
@@ -94,20 +100,24 @@ func Start(ctx context.Context, reg *agents.Registry, projectID int64, target Ta
 	c := &Call{deadline: start.Add(req.Wait), timer: time.NewTimer(req.Wait)}
 	c.res.ID = idPrefix + strconv.FormatUint(idSeq.Add(1), 36)
 	c.res.Wait = req.Wait
+	ctx = c.startSpan(ctx, &req)
 
 	rep, stop := pick(ctx, reg, projectID, target, req.Instance, c.timer.C, &c.res)
 	if stop {
 		c.timer.Stop()
+		c.endSpan()
 		return nil, c.res
 	}
 	c.conn = rep.Conn.(*Conn)
 	rep.Begin()
 	c.res.Replica = rep
-	p, err := c.conn.Start(ctx, &agentproto.Message{
+	m := &agentproto.Message{
 		Type: agentproto.TypeCall, ID: c.res.ID, Kind: req.Kind, Name: req.Name, Args: req.Args,
 		// Rounded up, so an agent never gives up before the gateway does.
 		Deadline: c.deadline.Add(time.Millisecond - 1).UnixMilli(), Caller: &req.Caller,
-	})
+	}
+	injectTrace(ctx, m)
+	p, err := c.conn.Start(ctx, m)
 	if err != nil {
 		c.res.Disconnected = true
 		c.finish()
@@ -208,6 +218,7 @@ func (c *Call) finish() Result {
 		c.over = true
 		c.timer.Stop()
 		c.res.Replica.End()
+		c.endSpan()
 	}
 	c.res.Question = nil
 	return c.res

@@ -125,6 +125,8 @@ interface WireMessage {
   args?: unknown;
   deadline?: number;
   caller?: { keyId?: string; keyName?: string };
+  traceparent?: unknown;
+  tracestate?: unknown;
   message?: string;
   reason?: string;
   input?: string;
@@ -621,6 +623,7 @@ export class Agent {
       caller,
       agent: caller,
       deadline,
+      ...traceContext(m),
       signal: ac.signal,
       progress: (message: string) => throttle.line(message),
       confirm: (question: string) => confirm(s, id, running, question),
@@ -927,4 +930,13 @@ export function gatewayURLs(base: string): [string, string] {
   const host = u.host;
   const auth = u.username ? `${u.username}${u.password ? ':' + u.password : ''}@` : '';
   return [`${httpScheme}//${auth}${host}${prefix}${REGISTER_PATH}`, `${wsScheme}//${auth}${host}${prefix}${CONNECT_PATH}`];
+}
+
+/** A W3C traceparent of version 00 (other versions keep this prefix too). */
+const traceparentRe = /^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}/;
+
+/** The call's W3C trace context; a malformed traceparent is ignored, as W3C says. */
+function traceContext(m: WireMessage): { traceparent: string; tracestate: string } {
+  if (typeof m.traceparent !== 'string' || !traceparentRe.test(m.traceparent)) return { traceparent: '', tracestate: '' };
+  return { traceparent: m.traceparent, tracestate: typeof m.tracestate === 'string' ? m.tracestate : '' };
 }

@@ -27,6 +27,17 @@ export interface Call {
   /** Epoch milliseconds after which the gateway has given up on the call; 0 when it sent none. */
   readonly deadline: number;
   /**
+   * The W3C trace context of the gateway's span for this call (the
+   * `traceparent` header's value, https://www.w3.org/TR/trace-context/), or
+   * '' when the gateway does not trace and the client sent none. To make your
+   * own spans children of it, extract it with your tracer's propagator, for
+   * example OpenTelemetry's
+   * `propagation.extract(context.active(), { traceparent: call.traceparent, tracestate: call.tracestate })`.
+   */
+  readonly traceparent: string;
+  /** The W3C `tracestate` that goes with traceparent; often ''. */
+  readonly tracestate: string;
+  /**
    * Aborted when the client cancels, at the deadline, when the connection to
    * the gateway ends, or when agent.close() stops waiting for the call (after
    * the drain, at `drainTimeoutMs`). Whatever the handler returns after that

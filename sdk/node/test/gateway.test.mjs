@@ -310,6 +310,29 @@ describe('the call', () => {
     assert.ok(deadline >= s0 + 5000 - 50 && deadline <= s1 + 5000 + 50, `deadline ${deadline - s0} ms after the call`);
   });
 
+  it('carries the client\'s W3C traceparent from _meta to the handler', async () => {
+    const seen = [];
+    await connect([
+      defineTool({
+        name: 'traced',
+        description: 'd',
+        inputSchema: obj,
+        handler: (_args, call) => {
+          seen.push({ traceparent: call.traceparent, tracestate: call.tracestate });
+          return 'ok';
+        },
+      }),
+    ]);
+    const tp = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+    // The test gateway exports no traces: it passes the client's context on as it is.
+    await client.callTool({ name: 'traced', arguments: {}, _meta: { traceparent: tp, tracestate: 'vendor=x' } });
+    await client.callTool({ name: 'traced', arguments: {} });
+    assert.deepEqual(seen, [
+      { traceparent: tp, tracestate: 'vendor=x' },
+      { traceparent: '', tracestate: '' },
+    ]);
+  });
+
   it('passes progress lines to the client: 4 a second, the latest wins, cut to 200 characters', async () => {
     await connect([
       defineTool({

@@ -318,6 +318,34 @@ describe('wire behaviour (scripted gateway)', () => {
     assert.deepEqual(gw.messages, [{ type: 'result', id: 'c-2', result: { content: [{ type: 'text', text: '{"a":1}' }] } }]);
   });
 
+  it('gives the handler the trace context of the call message, and none that is malformed', async (t) => {
+    const gw = await fakeGateway();
+    t.after(() => gw.close());
+    const seen = {};
+    const agent = new Agent({ apiKey: 'k', url: gw.url, logger: memoryLogger() });
+    agent.register([
+      defineTool({
+        name: 'trace', description: 'd', inputSchema: { type: 'object' },
+        handler: (_args, call) => {
+          seen[call.callId] = { traceparent: call.traceparent, tracestate: call.tracestate };
+          return 'ok';
+        },
+      }),
+    ]);
+    await agent.connect();
+    t.after(() => agent.close());
+    const tp = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+    gw.send({ type: 'call', id: 'c-1', kind: 'tool', name: 'trace', args: {}, traceparent: tp, tracestate: 'sfx=1' });
+    gw.send({ type: 'call', id: 'c-2', kind: 'tool', name: 'trace', args: {} });
+    gw.send({ type: 'call', id: 'c-3', kind: 'tool', name: 'trace', args: {}, traceparent: 'not-a-traceparent', tracestate: 'sfx=1' });
+    await gw.waitMessage((m) => m.id === 'c-3' && m.type === 'result');
+    assert.deepEqual(seen, {
+      'c-1': { traceparent: tp, tracestate: 'sfx=1' },
+      'c-2': { traceparent: '', tracestate: '' },
+      'c-3': { traceparent: '', tracestate: '' },
+    });
+  });
+
   it('aborts on cancel, and on disconnect, and sends nothing for either', async (t) => {
     const gw = await fakeGateway();
     t.after(() => gw.close());
