@@ -114,7 +114,7 @@ func (g *Gateway) handleConnect(w http.ResponseWriter, r *http.Request) {
 		Instance: t.reg.Instance, Since: time.Now(), Reg: t.reg,
 	}
 	conn := route.NewConn(ws, g.log.With("replica", rep.ID, "agent", key.ID), g.cfg.Heartbeat, route.Events{
-		SetEnabled: func(name string, on bool) error { return g.reg.SetEnabled(rep.ProjectID, rep.AgentKey, name, on) },
+		SetEnabled: func(name string, on bool) error { return g.reg.SetEnabled(rep, name, on) },
 		Drain: func() {
 			g.log.Info("agent draining", "replica", rep.ID, "agent", key.ID)
 			g.reg.Remove(rep)

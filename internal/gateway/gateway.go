@@ -52,6 +52,7 @@ func New(cfg Config, st store.Store) (*Gateway, error) {
 	g.reg = agents.New(&agents.Options{
 		Grace:    cfg.Grace,
 		OnChange: func(projectID int64) { g.front.ProjectChanged(projectID) },
+		Logger:   g.log,
 	})
 	g.front = mcpfront.New(mcpfront.Options{
 		Registry: g.reg, Store: st, Verifier: g.verifier, CallLog: g.calls,
