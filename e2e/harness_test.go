@@ -45,6 +45,7 @@ type envOptions struct {
 	heartbeat     time.Duration
 	shutdownGrace time.Duration
 	settings      *store.ProjectSettings
+	logs          io.Writer // if set, the gateway's text log goes here too
 }
 
 func newEnv(t *testing.T, opts ...func(*envOptions)) *env {
@@ -75,6 +76,9 @@ func newEnv(t *testing.T, opts ...func(*envOptions)) *env {
 	cfg := gateway.DefaultConfig()
 	cfg.Addr = "127.0.0.1:0"
 	cfg.Logger = testLogger(t)
+	if o.logs != nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.MultiWriter(o.logs, logOutput()), nil))
+	}
 	cfg.Grace = o.grace
 	if cfg.Grace == 0 {
 		cfg.Grace = 200 * time.Millisecond // most tests want a gone tool to go quickly
@@ -99,6 +103,13 @@ func newEnv(t *testing.T, opts ...func(*envOptions)) *env {
 		}
 	})
 	return &env{t: t, gw: g, store: st, url: g.URL(), project: p, agentKey: first.AgentKey, clientKey: first.ClientKey}
+}
+
+func logOutput() io.Writer {
+	if testing.Verbose() {
+		return os.Stderr
+	}
+	return io.Discard
 }
 
 func testLogger(t *testing.T) *slog.Logger {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/spacefix/spacefix/internal/agentproto"
+	"github.com/spacefix/spacefix/internal/recovery"
 	"github.com/spacefix/spacefix/internal/schema"
 )
 
@@ -278,7 +279,9 @@ func (r *Registry) Remove(rep *Replica) {
 	}
 	a.replicas = slices.DeleteFunc(a.replicas, func(x *Replica) bool { return x == rep })
 	a.ghosts = append(a.ghosts, ghost{rep: rep, until: time.Now().Add(r.grace)})
-	time.AfterFunc(r.grace, func() { r.expire(rep.ProjectID, rep.AgentKey) })
+	time.AfterFunc(r.grace, func() {
+		recovery.Do(r.log, "expire a departed replica", func() { r.expire(rep.ProjectID, rep.AgentKey) })
+	})
 	r.commitLocked(p)
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/spacefix/spacefix/internal/agents"
 	"github.com/spacefix/spacefix/internal/auth"
 	"github.com/spacefix/spacefix/internal/mcpfront"
+	"github.com/spacefix/spacefix/internal/recovery"
 	"github.com/spacefix/spacefix/internal/store"
 )
 
@@ -69,7 +70,7 @@ func New(cfg Config, st store.Store) (*Gateway, error) {
 	})
 	g.mountDashboard(mux)
 	g.srv = &http.Server{
-		Handler:           mux,
+		Handler:           recovery.HTTP(g.log, mux),
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(g.log.Handler(), slog.LevelWarn),
 	}
