@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -59,5 +60,34 @@ func TestReplicasDifferentToolSets(t *testing.T) {
 	// The gateway is still there.
 	if diff := cmp.Diff([]string{"t1", "t2"}, toolNames(t, cs)); diff != "" {
 		t.Errorf("tools after v2 left (-want +got):\n%s", diff)
+	}
+}
+
+// Two different services started with one agent key: one WARN names the
+// key, the tool and what differs.
+func TestReplicasDifferWarn(t *testing.T) {
+	logs := new(syncBuffer)
+	e := newEnv(t, func(o *envOptions) { o.logs = logs })
+	e.startAgent(core.Options{}, func(a *core.Agent) { must(t, addOrderTools(a)) })
+	e.startAgent(core.Options{}, func(a *core.Agent) {
+		must(t, core.AddTool(a, "get_order",
+			"Look up one order by its id. Returns the order, or an error if no order has that id. "+
+				"To find orders by customer, use search_orders instead.",
+			func(ctx context.Context, in GetOrderInput) (Order, error) { return Order{}, nil }))
+	})
+	waitFor(t, "the warning", func() bool { return strings.Contains(logs.String(), "level=WARN") })
+	var warns []string
+	for _, l := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(l, "level=WARN") {
+			warns = append(warns, l)
+		}
+	}
+	if len(warns) != 1 {
+		t.Fatalf("%d warnings, want 1:\n%s", len(warns), strings.Join(warns, "\n"))
+	}
+	for _, want := range []string{"agent=" + e.gw.Registry().All()[0].AgentKey, "tool=get_order", `differs="annotations.readOnlyHint: unset vs true"`, "spacefix keys create --kind agent"} {
+		if !strings.Contains(warns[0], want) {
+			t.Errorf("warning lacks %q: %s", want, warns[0])
+		}
 	}
 }
