@@ -111,6 +111,7 @@ type Replica struct {
 	inflight atomic.Int64
 	disabled atomic.Bool
 	off      map[string]bool // tools this replica switched off (set_enabled); guarded by Registry.mu
+	idx      replicaIndex    // made once by Add
 }
 
 // Inflight returns the number of calls the replica is serving now.
@@ -258,6 +259,7 @@ func (r *Registry) Add(rep *Replica, schemas map[string]*schema.Schema) {
 			rep.off[t.Name] = true
 		}
 	}
+	rep.idx = indexOf(rep.Reg)
 	a.replicas = append(a.replicas, rep)
 	r.commitLocked(p)
 }

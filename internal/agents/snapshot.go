@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"hash/maphash"
 	"slices"
 	"strings"
 	"time"
@@ -111,31 +112,62 @@ func (a *agent) noteDifference(t *Tool) (warning, bool) {
 	return warning{agentKey: a.keyID, tool: t.Def.Name, differs: d}, true
 }
 
+// replicaIndex is what a rebuild needs of a replica's registration, worked
+// out once when it connects: rebuilds run on every change, over every
+// replica of the project.
+type replicaIndex struct {
+	tools     []string // registered tool names, as in Reg.Tools
+	resources []string // URIs, as in Reg.Resources
+	prompts   []string // exposed prompt names, as in Reg.Prompts
+	defs      []uint64 // a hash of each tool's definition, to spot differences
+}
+
+var defSeed = maphash.MakeSeed()
+
+func indexOf(reg *agentproto.Registration) replicaIndex {
+	var x replicaIndex
+	for _, t := range reg.Tools {
+		x.tools = append(x.tools, t.Name)
+		t.Disabled = false // state, not definition
+		b, _ := json.Marshal(t)
+		x.defs = append(x.defs, maphash.Bytes(defSeed, b))
+	}
+	for _, r := range reg.Resources {
+		x.resources = append(x.resources, r.URI)
+	}
+	for _, p := range reg.Prompts {
+		x.prompts = append(x.prompts, ExposedName(reg, p.Name))
+	}
+	return x
+}
+
 // sources are the replicas that offer one name: the connected ones, oldest
 // first, or, when none is connected, the ghosts that do.
 type sources struct {
 	reps       []*Replica
+	at         []int     // where the name is in each replica's registration
 	graceUntil time.Time // set when reps are ghosts
 }
 
 // offers groups a's replicas (then its ghosts) by the names list returns,
 // keeping the order in which names first appear.
-func (a *agent) offers(list func(*agentproto.Registration) []string) ([]string, map[string]*sources) {
+func (a *agent) offers(list func(*replicaIndex) []string) ([]string, map[string]*sources) {
 	var names []string
 	by := make(map[string]*sources)
 	for _, rep := range a.replicas {
-		for _, n := range list(rep.Reg) {
+		for i, n := range list(&rep.idx) {
 			src := by[n]
 			if src == nil {
-				src = &sources{}
+				src = &sources{reps: make([]*Replica, 0, len(a.replicas)), at: make([]int, 0, len(a.replicas))}
 				by[n] = src
 				names = append(names, n)
 			}
 			src.reps = append(src.reps, rep)
+			src.at = append(src.at, i)
 		}
 	}
 	for _, g := range a.ghosts {
-		for _, n := range list(g.rep.Reg) {
+		for i, n := range list(&g.rep.idx) {
 			src := by[n]
 			if src == nil {
 				src = &sources{graceUntil: g.until}
@@ -146,6 +178,7 @@ func (a *agent) offers(list func(*agentproto.Registration) []string) ([]string, 
 				continue // a connected replica offers it
 			}
 			src.reps = append(src.reps, g.rep)
+			src.at = append(src.at, i)
 			if g.until.After(src.graceUntil) {
 				src.graceUntil = g.until
 			}
@@ -157,18 +190,13 @@ func (a *agent) offers(list func(*agentproto.Registration) []string) ([]string, 
 // mergeTools is the union of the tools a's replicas offer, each with the
 // newest offering replica's definition. Names are left to the caller.
 func (a *agent) mergeTools() []*Tool {
-	names, by := a.offers(func(reg *agentproto.Registration) []string {
-		out := make([]string, len(reg.Tools))
-		for i, t := range reg.Tools {
-			out[i] = t.Name
-		}
-		return out
-	})
+	names, by := a.offers(func(x *replicaIndex) []string { return x.tools })
 	tools := make([]*Tool, 0, len(names))
 	for _, n := range names {
 		src := by[n]
-		newest := src.reps[len(src.reps)-1]
-		def, _ := toolOf(newest.Reg, n)
+		last := len(src.reps) - 1
+		newest := src.reps[last]
+		def := newest.Reg.Tools[src.at[last]]
 		t := &Tool{
 			AgentKey: a.keyID, Def: def, Reg: newest.Reg, Schema: newest.Schemas[n],
 			GraceUntil: src.graceUntil, OwnsInstance: hasProperty(def.InputSchema, "instance"),
@@ -183,11 +211,17 @@ func (a *agent) mergeTools() []*Tool {
 			}
 		}
 		if src.graceUntil.IsZero() {
-			for _, rep := range src.reps[:len(src.reps)-1] {
-				other, _ := toolOf(rep.Reg, n)
-				for _, d := range toolDifferences(def, other) {
-					if !slices.Contains(t.Differs, d) {
-						t.Differs = append(t.Differs, d)
+			seen := newest.idx.defs[src.at[last]]
+			var compared []uint64
+			for i, rep := range src.reps[:last] {
+				d := rep.idx.defs[src.at[i]]
+				if d == seen || slices.Contains(compared, d) {
+					continue // the same definition: most replicas run the same code
+				}
+				compared = append(compared, d)
+				for _, diff := range toolDifferences(def, rep.Reg.Tools[src.at[i]]) {
+					if !slices.Contains(t.Differs, diff) {
+						t.Differs = append(t.Differs, diff)
 					}
 				}
 			}
@@ -199,19 +233,12 @@ func (a *agent) mergeTools() []*Tool {
 
 // mergeResources is the union of the resources a's replicas offer.
 func (a *agent) mergeResources() []*Resource {
-	names, by := a.offers(func(reg *agentproto.Registration) []string {
-		out := make([]string, len(reg.Resources))
-		for i, r := range reg.Resources {
-			out[i] = r.URI
-		}
-		return out
-	})
+	names, by := a.offers(func(x *replicaIndex) []string { return x.resources })
 	out := make([]*Resource, 0, len(names))
 	for _, uri := range names {
 		src := by[uri]
-		newest := src.reps[len(src.reps)-1]
-		i := slices.IndexFunc(newest.Reg.Resources, func(r agentproto.Resource) bool { return r.URI == uri })
-		res := &Resource{Def: newest.Reg.Resources[i], AgentKey: a.keyID, GraceUntil: src.graceUntil}
+		last := len(src.reps) - 1
+		res := &Resource{Def: src.reps[last].Reg.Resources[src.at[last]], AgentKey: a.keyID, GraceUntil: src.graceUntil}
 		if src.graceUntil.IsZero() {
 			res.Replicas = liveReplicas(src.reps)
 		}
@@ -223,34 +250,18 @@ func (a *agent) mergeResources() []*Resource {
 // mergePrompts is the union of the prompts a's replicas offer, by exposed
 // name.
 func (a *agent) mergePrompts() []*Prompt {
-	names, by := a.offers(func(reg *agentproto.Registration) []string {
-		out := make([]string, len(reg.Prompts))
-		for i, p := range reg.Prompts {
-			out[i] = ExposedName(reg, p.Name)
-		}
-		return out
-	})
+	names, by := a.offers(func(x *replicaIndex) []string { return x.prompts })
 	out := make([]*Prompt, 0, len(names))
 	for _, name := range names {
 		src := by[name]
-		newest := src.reps[len(src.reps)-1]
-		i := slices.IndexFunc(newest.Reg.Prompts, func(p agentproto.Prompt) bool { return ExposedName(newest.Reg, p.Name) == name })
-		pr := &Prompt{Name: name, Def: newest.Reg.Prompts[i], AgentKey: a.keyID, GraceUntil: src.graceUntil}
+		last := len(src.reps) - 1
+		pr := &Prompt{Name: name, Def: src.reps[last].Reg.Prompts[src.at[last]], AgentKey: a.keyID, GraceUntil: src.graceUntil}
 		if src.graceUntil.IsZero() {
 			pr.Replicas = liveReplicas(src.reps)
 		}
 		out = append(out, pr)
 	}
 	return out
-}
-
-func toolOf(reg *agentproto.Registration, name string) (agentproto.Tool, bool) {
-	for _, t := range reg.Tools {
-		if t.Name == name {
-			return t, true
-		}
-	}
-	return agentproto.Tool{}, false
 }
 
 // toolDifferences says how other differs from listed, one entry per field,
