@@ -254,3 +254,26 @@ func TestReplicasDiffer(t *testing.T) {
 		t.Errorf("differences with one replica left: %v", d)
 	}
 }
+
+// Resources and prompts, too, go only to the replicas that offer them.
+func TestReplicasResourcesAndPrompts(t *testing.T) {
+	r := New(&Options{Grace: time.Hour})
+	v1 := replica("v1", "k1", reg("orders", false))
+	v1.Reg.Resources = []agentproto.Resource{{URI: "orders://open", Name: "Open orders"}}
+	v1.Reg.Prompts = []agentproto.Prompt{{Name: "summarise_order"}}
+	v2 := replica("v2", "k1", reg("orders", false, "get"))
+	r.Add(v1, nil)
+	r.Add(v2, nil)
+	snap := r.Snapshot(1)
+	if diff := cmp.Diff([]string{"v1"}, replicaIDs(snap.Resources["orders://open"].Replicas)); diff != "" {
+		t.Errorf("resource replicas (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"v1"}, replicaIDs(snap.Prompts["summarise_order"].Replicas)); diff != "" {
+		t.Errorf("prompt replicas (-want +got):\n%s", diff)
+	}
+	r.Remove(v1)
+	snap = r.Snapshot(1)
+	if res := snap.Resources["orders://open"]; res == nil || len(res.Replicas) != 0 || res.GraceUntil.IsZero() {
+		t.Errorf("resource after its only replica left = %+v; want listed in its grace period, without replicas", res)
+	}
+}
