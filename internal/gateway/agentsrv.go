@@ -106,7 +106,10 @@ func (g *Gateway) handleConnect(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return // Accept has answered the client
 	}
-	g.conns.Add(1)
+	if !g.track() {
+		ws.Close(websocket.StatusGoingAway, "gateway shutting down")
+		return
+	}
 	defer g.conns.Done()
 
 	rep := &agents.Replica{

@@ -32,9 +32,11 @@ type Gateway struct {
 	srv *http.Server
 	ln  net.Listener
 
-	ctx    context.Context // ends when the gateway closes; agent connections live in it
-	cancel context.CancelFunc
-	conns  sync.WaitGroup // agent connections being served
+	ctx     context.Context // ends when the gateway closes; agent connections live in it
+	cancel  context.CancelFunc
+	conns   sync.WaitGroup // agent connections being served
+	connMu  sync.Mutex     // orders conns.Add against Shutdown's conns.Wait
+	closing bool           // Shutdown is waiting for conns; guarded by connMu
 
 	closeOnce sync.Once
 	closeErr  error
@@ -143,6 +145,9 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 		cancelAnswered()
 		g.front.CloseSessions()
 		g.cancel()
+		g.connMu.Lock()
+		g.closing = true
+		g.connMu.Unlock()
 		g.conns.Wait()
 		if e := <-srvDone; e != nil {
 			g.srv.Close()
@@ -156,6 +161,19 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 		g.closeErr = err
 	})
 	return g.closeErr
+}
+
+// track counts an agent connection that Shutdown waits for; false once
+// Shutdown has started waiting (a WaitGroup must not grow from zero while
+// someone waits on it).
+func (g *Gateway) track() bool {
+	g.connMu.Lock()
+	defer g.connMu.Unlock()
+	if g.closing {
+		return false
+	}
+	g.conns.Add(1)
+	return true
 }
 
 // Close shuts down at once, without waiting for calls in flight.
