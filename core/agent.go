@@ -162,8 +162,9 @@ func gatewayURLs(base string) (register, connect string, err error) {
 	return register, connect, nil
 }
 
-// SetEnabled switches the tool registered as name on or off for every
-// replica of this agent's key; clients see the change in their tool lists.
+// SetEnabled switches the tool registered as name on or off in this
+// replica: the gateway lists a tool while at least one replica of the key
+// has it on, and sends its calls only to those.
 // Before Run it decides how the tool is registered; while connected it
 // tells the gateway at once. The setting is remembered across reconnects.
 // An unknown name is an error.

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -19,6 +20,20 @@ func TestOrdersExample(t *testing.T) {
 		cs := e.connect(v, e.clientKey, nil)
 		if got := strings.Join(toolNames(t, cs), " "); got != "create_order get_order search_orders" {
 			t.Fatalf("tools = %s", got)
+		}
+		// examples/orders-node declares the same (sdk/node/test/example.test.mjs
+		// checks it): one service's two implementations must not differ.
+		lt, err := cs.ListTools(context.Background(), nil)
+		must(t, err)
+		annotations := map[string]mcp.ToolAnnotations{}
+		for _, tl := range lt.Tools {
+			if tl.Annotations != nil {
+				annotations[tl.Name] = *tl.Annotations
+			}
+		}
+		want := map[string]mcp.ToolAnnotations{"get_order": {ReadOnlyHint: true}, "search_orders": {ReadOnlyHint: true}, "create_order": {IdempotentHint: true}}
+		if diff := cmp.Diff(want, annotations); diff != "" {
+			t.Errorf("annotations (-want +got):\n%s", diff)
 		}
 		if got := text(call(t, cs, "get_order", map[string]any{"id": "1042"})); !strings.Contains(got, `"customer":"ada"`) {
 			t.Errorf("get_order 1042 = %s", got)

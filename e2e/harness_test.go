@@ -50,6 +50,7 @@ type envOptions struct {
 	config        func(*gateway.Config)         // last word on the config
 	wrapStore     func(store.Store) store.Store // what the gateway gets instead of the store
 	traces        trace.TracerProvider
+	logs          io.Writer // if set, the gateway's text log goes here too
 }
 
 func newEnv(t *testing.T, opts ...func(*envOptions)) *env {
@@ -85,6 +86,9 @@ func newEnv(t *testing.T, opts ...func(*envOptions)) *env {
 	cfg := gateway.DefaultConfig()
 	cfg.Addr = "127.0.0.1:0"
 	cfg.Logger = testLogger(t)
+	if o.logs != nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.MultiWriter(o.logs, logOutput()), nil))
+	}
 	cfg.Grace = o.grace
 	if cfg.Grace == 0 {
 		cfg.Grace = 200 * time.Millisecond // most tests want a gone tool to go quickly
@@ -113,6 +117,13 @@ func newEnv(t *testing.T, opts ...func(*envOptions)) *env {
 		}
 	})
 	return &env{t: t, gw: g, store: st, url: g.URL(), dataPath: dataPath, project: p, agentKey: first.AgentKey, clientKey: first.ClientKey}
+}
+
+func logOutput() io.Writer {
+	if testing.Verbose() {
+		return os.Stderr
+	}
+	return io.Discard
 }
 
 func testLogger(t *testing.T) *slog.Logger {

@@ -12,6 +12,7 @@ const getOrder = defineTool({
     'Look up one order by its id. Returns the order, or an error if no order has that id. ' +
     'To find orders by customer, use search_orders instead.',
   inputSchema: z.object({ id: z.string().describe('The order id, for example "1042"') }),
+  annotations: { readOnlyHint: true },
   handler: async ({ id }) => {
     const order = await orderService.findById(id);
     if (!order) throw new Error(`No order with id ${id}. Ask the user to confirm the id, or use search_orders.`);
@@ -27,6 +28,7 @@ const searchOrders = defineTool({
     status: z.enum(['open', 'shipped', 'cancelled']).optional().describe('Only orders in this status'),
     limit: z.number().int().min(1).max(50).default(10).describe('How many orders to return (1 to 50)')
   }),
+  annotations: { readOnlyHint: true },
   handler: ({ customer, status, limit = 10 }) => orderService.search({ customer, status, limit })
 });
 
@@ -38,6 +40,7 @@ const createOrder = defineTool({
     customer: z.string(),
     total: z.number().int().describe('Total in cents')
   }),
+  annotations: { idempotentHint: true },
   handler: ({ requestId, ...input }) => orderService.createOnce(requestId, input)
 });
 

@@ -7,9 +7,8 @@
 package agents
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -17,6 +16,7 @@ import (
 	"time"
 
 	"github.com/spacefix/spacefix/internal/agentproto"
+	"github.com/spacefix/spacefix/internal/recovery"
 	"github.com/spacefix/spacefix/internal/schema"
 )
 
@@ -28,6 +28,7 @@ const DefaultGrace = 10 * time.Second
 type Registry struct {
 	grace    time.Duration
 	onChange func(projectID int64)
+	log      *slog.Logger
 
 	mu       sync.RWMutex
 	projects map[int64]*project
@@ -42,16 +43,22 @@ type Options struct {
 	// OnChange, if set, is called after a project's snapshot changed,
 	// outside the registry's lock. It must not block for long.
 	OnChange func(projectID int64)
+	// Logger receives the warning when replicas of one agent key register
+	// different definitions of a tool; nil means slog.Default().
+	Logger *slog.Logger
 }
 
 // New returns an empty registry.
 func New(opts *Options) *Registry {
-	r := &Registry{grace: DefaultGrace, projects: make(map[int64]*project)}
+	r := &Registry{grace: DefaultGrace, projects: make(map[int64]*project), log: slog.Default()}
 	if opts != nil {
 		if opts.Grace > 0 {
 			r.grace = opts.Grace
 		}
 		r.onChange = opts.OnChange
+		if opts.Logger != nil {
+			r.log = opts.Logger
+		}
 	}
 	return r
 }
@@ -62,17 +69,28 @@ type project struct {
 	snap   atomic.Pointer[Snapshot]
 }
 
-// agent is everything connected with one agent key.
+// agent is everything connected with one agent key. Its replicas may differ
+// (a rolling deploy has old and new code connected at once), so nothing
+// here describes what the agent offers: each [Replica] carries its own
+// registration, compiled schemas and set_enabled state, and the snapshot is
+// the union of them.
 type agent struct {
 	keyID    string
 	seq      uint64
-	replicas []*Replica
-	// reg is the newest replica's registration: its definitions win.
-	reg      *agentproto.Registration
-	schemas  map[string]*schema.Schema
-	disabled map[string]bool   // set_enabled state, by registered name
-	names    map[string]string // registered tool name → exposed name
-	goneAt   time.Time         // when the last replica left; zero while connected
+	replicas []*Replica // connected, in the order they registered
+	// ghosts are replicas that left less than the grace period ago: what
+	// only they offered stays listed, without replicas to serve it.
+	ghosts []ghost
+	names  map[string]string // registered tool name → exposed name
+	// warned is the difference between replicas last logged, by registered
+	// tool name, so that each difference is logged once.
+	warned map[string]string
+}
+
+// ghost is a replica that left, kept for its definitions until until.
+type ghost struct {
+	rep   *Replica
+	until time.Time
 }
 
 // Replica is one connected agent process.
@@ -83,11 +101,17 @@ type Replica struct {
 	Instance  string
 	Since     time.Time
 	Reg       *agentproto.Registration
+	// Schemas are the compiled input schemas of the tools in Reg, by
+	// registered name. A call to one of its tools is validated against the
+	// schema of the replica it is sent to.
+	Schemas map[string]*schema.Schema
 	// Conn carries calls to the replica.
 	Conn Conn
 
 	inflight atomic.Int64
 	disabled atomic.Bool
+	off      map[string]bool // tools this replica switched off (set_enabled); guarded by Registry.mu
+	idx      replicaIndex    // made once by Add
 }
 
 // Inflight returns the number of calls the replica is serving now.
@@ -128,21 +152,38 @@ var emptySnapshot = &Snapshot{Changed: make(chan struct{})}
 type Tool struct {
 	Name     string // exposed name
 	AgentKey string // the agent key that offers it
-	// Reg is the offering agent's newest registration (its name, display
-	// name and author).
-	Reg     *agentproto.Registration
-	Def     agentproto.Tool // as registered; Def.Name is the registered name
-	Schema  *schema.Schema
+	// Reg is the registration of the newest replica that offers the tool
+	// (its name, display name and author).
+	Reg *agentproto.Registration
+	// Def is the newest offering replica's definition, the one listed;
+	// Def.Name is the registered name.
+	Def agentproto.Tool
+	// Schema is Def's compiled input schema. Calls are validated with
+	// [Tool.SchemaOn] the replica they go to, whose schema may differ.
+	Schema *schema.Schema
+	// Enabled: at least one connected replica that offers the tool has it
+	// switched on.
 	Enabled bool
 	// OwnsInstance: the tool's own schema has an "instance" property, so the
 	// gateway does not add its instance argument.
 	OwnsInstance bool
-	// Replicas are the connected replicas that offer the tool; empty while
-	// the tool is listed only because of the grace period.
+	// Replicas are the connected replicas that offer the tool, have it
+	// switched on and are not disabled; empty while the tool is listed only
+	// because of the grace period.
 	Replicas []*Replica
-	// GraceUntil, while Replicas is empty, is when the tool stops being
-	// listed.
+	// GraceUntil, while no connected replica offers the tool, is when it
+	// stops being listed.
 	GraceUntil time.Time
+	// Differs lists how the definitions of the connected replicas that offer
+	// the tool differ from Def, e.g. "annotations.readOnlyHint: true vs
+	// false"; empty when they agree.
+	Differs []string
+}
+
+// SchemaOn returns the compiled input schema of the tool on rep, nil if rep
+// has none for it.
+func (t *Tool) SchemaOn(rep *Replica) *schema.Schema {
+	return rep.Schemas[t.Def.Name]
 }
 
 // Instances returns the sorted, distinct instance names of the replicas
@@ -194,9 +235,12 @@ func (r *Registry) Snapshot(projectID int64) *Snapshot {
 	return emptySnapshot
 }
 
-// Add registers a connected replica. schemas holds the compiled input schema
-// of each tool in rep.Reg.
+// Add registers a connected replica. schemas, if not nil, holds the
+// compiled input schema of each tool in rep.Reg and becomes rep.Schemas.
 func (r *Registry) Add(rep *Replica, schemas map[string]*schema.Schema) {
+	if schemas != nil {
+		rep.Schemas = schemas
+	}
 	r.mu.Lock()
 	p := r.projects[rep.ProjectID]
 	if p == nil {
@@ -206,23 +250,23 @@ func (r *Registry) Add(rep *Replica, schemas map[string]*schema.Schema) {
 	a := p.agents[rep.AgentKey]
 	if a == nil {
 		r.seq++
-		a = &agent{keyID: rep.AgentKey, seq: r.seq, names: make(map[string]string), disabled: make(map[string]bool)}
+		a = &agent{keyID: rep.AgentKey, seq: r.seq, names: make(map[string]string), warned: make(map[string]string)}
 		p.agents[rep.AgentKey] = a
 	}
-	a.replicas = append(a.replicas, rep)
-	a.reg = rep.Reg
-	a.schemas = schemas
-	a.goneAt = time.Time{}
+	rep.off = make(map[string]bool)
 	for _, t := range rep.Reg.Tools {
-		a.disabled[t.Name] = t.Disabled
+		if t.Disabled {
+			rep.off[t.Name] = true
+		}
 	}
-	r.rebuildLocked(p)
-	r.mu.Unlock()
-	r.changed(rep.ProjectID)
+	rep.idx = indexOf(rep.Reg)
+	a.replicas = append(a.replicas, rep)
+	r.commitLocked(p)
 }
 
-// Remove takes a replica out: its connection ended, or it is draining. A
-// second Remove of the same replica does nothing.
+// Remove takes a replica out: its connection ended, or it is draining. What
+// only it offered stays listed for the grace period. A second Remove of the
+// same replica does nothing.
 func (r *Registry) Remove(rep *Replica) {
 	r.mu.Lock()
 	p := r.projects[rep.ProjectID]
@@ -236,57 +280,58 @@ func (r *Registry) Remove(rep *Replica) {
 		return // gone already: a draining replica is removed twice
 	}
 	a.replicas = slices.DeleteFunc(a.replicas, func(x *Replica) bool { return x == rep })
-	if len(a.replicas) == 0 {
-		a.goneAt = time.Now()
-		time.AfterFunc(r.grace, func() { r.expire(rep.ProjectID, rep.AgentKey) })
-	} else if a.reg == rep.Reg {
-		a.reg = a.replicas[len(a.replicas)-1].Reg
-	}
-	r.rebuildLocked(p)
-	r.mu.Unlock()
-	r.changed(rep.ProjectID)
+	a.ghosts = append(a.ghosts, ghost{rep: rep, until: time.Now().Add(r.grace)})
+	time.AfterFunc(r.grace, func() {
+		recovery.Do(r.log, "expire a departed replica", func() { r.expire(rep.ProjectID, rep.AgentKey) })
+	})
+	r.commitLocked(p)
 }
 
-// expire drops an agent whose grace period ended without a replica coming
-// back.
+// expire drops the ghosts whose grace period ended, and the agent once it
+// has neither replicas nor ghosts.
 func (r *Registry) expire(projectID int64, agentKey string) {
-	r.mu.Lock()
-	p := r.projects[projectID]
-	if p == nil {
-		r.mu.Unlock()
-		return
-	}
-	a := p.agents[agentKey]
-	if a == nil || len(a.replicas) > 0 || time.Since(a.goneAt) < r.grace {
-		r.mu.Unlock()
-		return
-	}
-	delete(p.agents, agentKey)
-	r.rebuildLocked(p)
-	r.mu.Unlock()
-	r.changed(projectID)
-}
-
-// SetEnabled switches one of an agent's tools on or off for every replica.
-func (r *Registry) SetEnabled(projectID int64, agentKey, tool string, on bool) error {
 	r.mu.Lock()
 	p := r.projects[projectID]
 	var a *agent
 	if p != nil {
 		a = p.agents[agentKey]
 	}
-	if a == nil || !slices.ContainsFunc(a.reg.Tools, func(t agentproto.Tool) bool { return t.Name == tool }) {
+	if a == nil {
 		r.mu.Unlock()
-		return fmt.Errorf("set enabled: no tool %q registered by this agent", tool)
+		return
 	}
-	if a.disabled[tool] == !on {
+	now := time.Now()
+	n := len(a.ghosts)
+	a.ghosts = slices.DeleteFunc(a.ghosts, func(g ghost) bool { return !now.Before(g.until) })
+	if len(a.ghosts) == n {
+		r.mu.Unlock()
+		return
+	}
+	if len(a.replicas) == 0 && len(a.ghosts) == 0 {
+		delete(p.agents, agentKey)
+	}
+	r.commitLocked(p)
+}
+
+// SetEnabled switches one of rep's tools on or off. The state is the
+// replica's own: a tool is listed while at least one connected replica has
+// it on, and calls go only to replicas that have it on.
+func (r *Registry) SetEnabled(rep *Replica, tool string, on bool) error {
+	if !slices.ContainsFunc(rep.Reg.Tools, func(t agentproto.Tool) bool { return t.Name == tool }) {
+		return fmt.Errorf("set enabled: no tool %q registered by this replica", tool)
+	}
+	r.mu.Lock()
+	p := r.projects[rep.ProjectID]
+	if p == nil || rep.off == nil || rep.off[tool] == !on {
 		r.mu.Unlock()
 		return nil
 	}
-	a.disabled[tool] = !on
-	r.rebuildLocked(p)
-	r.mu.Unlock()
-	r.changed(projectID)
+	if on {
+		delete(rep.off, tool)
+	} else {
+		rep.off[tool] = true
+	}
+	r.commitLocked(p)
 	return nil
 }
 
@@ -294,11 +339,24 @@ func (r *Registry) SetEnabled(projectID int64, agentKey, tool string, on bool) e
 func (r *Registry) SetReplicaDisabled(rep *Replica, disabled bool) {
 	rep.disabled.Store(disabled)
 	r.mu.Lock()
-	if p := r.projects[rep.ProjectID]; p != nil {
-		r.rebuildLocked(p)
+	p := r.projects[rep.ProjectID]
+	if p == nil {
+		r.mu.Unlock()
+		return
 	}
+	r.commitLocked(p)
+}
+
+// commitLocked rebuilds p's snapshot, unlocks the registry, logs the new
+// differences between replicas and reports the change.
+func (r *Registry) commitLocked(p *project) {
+	warnings := r.rebuildLocked(p)
 	r.mu.Unlock()
-	r.changed(rep.ProjectID)
+	for _, w := range warnings {
+		r.log.Warn("replicas of one agent key register different definitions of a tool; run one agent key per service (spacefix keys create --kind agent)",
+			"agent", w.agentKey, "tool", w.tool, "differs", w.differs)
+	}
+	r.changed(p.id)
 }
 
 // Replicas returns every connected replica of a project, oldest first.
@@ -343,122 +401,4 @@ func ExposedName(reg *agentproto.Registration, tool string) string {
 		return strings.ReplaceAll(reg.Name, "-", "_") + "_" + tool
 	}
 	return tool
-}
-
-// rebuildLocked recomputes a project's snapshot. Agents are visited in the
-// order they first registered, so the first keeps a contested name and later
-// ones get _2, _3…; a name once assigned stays while its agent is known.
-func (r *Registry) rebuildLocked(p *project) {
-	order := make([]*agent, 0, len(p.agents))
-	for _, a := range p.agents {
-		order = append(order, a)
-	}
-	slices.SortFunc(order, func(x, y *agent) int { return int(x.seq) - int(y.seq) })
-
-	s := &Snapshot{
-		Tools:     make(map[string]*Tool),
-		Resources: make(map[string]*Resource),
-		Prompts:   make(map[string]*Prompt),
-		Changed:   make(chan struct{}),
-	}
-	taken := make(map[string]string) // exposed name → agent key
-	// Names already assigned keep their owners.
-	for _, a := range order {
-		for reg, exp := range a.names {
-			if slices.ContainsFunc(a.reg.Tools, func(t agentproto.Tool) bool { return t.Name == reg }) {
-				taken[exp] = a.keyID
-			} else {
-				delete(a.names, reg)
-			}
-		}
-	}
-	for _, a := range order {
-		live := liveReplicas(a.replicas)
-		var graceUntil time.Time
-		if len(a.replicas) == 0 {
-			graceUntil = a.goneAt.Add(r.grace)
-		}
-		for _, def := range a.reg.Tools {
-			exp, ok := a.names[def.Name]
-			if !ok {
-				exp = uniqueName(ExposedName(a.reg, def.Name), taken)
-				a.names[def.Name] = exp
-				taken[exp] = a.keyID
-			}
-			var reps []*Replica
-			for _, rep := range live {
-				if slices.ContainsFunc(rep.Reg.Tools, func(t agentproto.Tool) bool { return t.Name == def.Name }) {
-					reps = append(reps, rep)
-				}
-			}
-			t := &Tool{
-				Name: exp, AgentKey: a.keyID, Def: def, Schema: a.schemas[def.Name],
-				Reg:     a.reg,
-				Enabled: !a.disabled[def.Name], Replicas: reps, GraceUntil: graceUntil,
-				OwnsInstance: hasProperty(def.InputSchema, "instance"),
-			}
-			s.Tools[exp] = t
-			s.ToolList = append(s.ToolList, t)
-		}
-		for _, def := range a.reg.Resources {
-			if _, dup := s.Resources[def.URI]; dup {
-				continue // the first agent keeps a URI
-			}
-			res := &Resource{Def: def, AgentKey: a.keyID, Replicas: live, GraceUntil: graceUntil}
-			s.Resources[def.URI] = res
-			s.ResList = append(s.ResList, res)
-		}
-		for _, def := range a.reg.Prompts {
-			name := ExposedName(a.reg, def.Name)
-			if _, dup := s.Prompts[name]; dup {
-				continue
-			}
-			pr := &Prompt{Name: name, Def: def, AgentKey: a.keyID, Replicas: live, GraceUntil: graceUntil}
-			s.Prompts[name] = pr
-			s.PromptLst = append(s.PromptLst, pr)
-		}
-	}
-	slices.SortFunc(s.ToolList, func(a, b *Tool) int { return strings.Compare(a.Name, b.Name) })
-	slices.SortFunc(s.ResList, func(a, b *Resource) int { return strings.Compare(a.Def.URI, b.Def.URI) })
-	slices.SortFunc(s.PromptLst, func(a, b *Prompt) int { return strings.Compare(a.Name, b.Name) })
-	if old := p.snap.Swap(s); old != nil {
-		close(old.Changed)
-	}
-}
-
-// hasProperty reports whether an object schema declares property name.
-func hasProperty(schema json.RawMessage, name string) bool {
-	if !bytes.Contains(schema, []byte(`"`+name+`"`)) {
-		return false
-	}
-	var s struct {
-		Properties map[string]json.RawMessage `json:"properties"`
-	}
-	json.Unmarshal(schema, &s)
-	_, ok := s.Properties[name]
-	return ok
-}
-
-// liveReplicas returns the replicas the dashboard has not disabled.
-func liveReplicas(reps []*Replica) []*Replica {
-	out := make([]*Replica, 0, len(reps))
-	for _, r := range reps {
-		if !r.Disabled() {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
-// uniqueName returns base, or base_2, base_3… whichever is not taken.
-func uniqueName(base string, taken map[string]string) string {
-	if _, ok := taken[base]; !ok {
-		return base
-	}
-	for i := 2; ; i++ {
-		n := fmt.Sprintf("%s_%d", base, i)
-		if _, ok := taken[n]; !ok {
-			return n
-		}
-	}
 }

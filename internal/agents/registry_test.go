@@ -1,14 +1,18 @@
 package agents
 
 import (
+	"bytes"
 	"encoding/json"
+	"log/slog"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/spacefix/spacefix/internal/agentproto"
+	"github.com/spacefix/spacefix/internal/schema"
 )
 
 type nopConn struct{}
@@ -94,13 +98,15 @@ func TestSetEnabledAndReplicaDisable(t *testing.T) {
 	b := replica("r2", "k1", reg("a", false, "get", "put"))
 	r.Add(a, nil)
 	r.Add(b, nil)
-	if err := r.SetEnabled(1, "k1", "put", false); err != nil {
-		t.Fatal(err)
+	for _, rep := range []*Replica{a, b} {
+		if err := r.SetEnabled(rep, "put", false); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if r.Snapshot(1).Tools["put"].Enabled {
 		t.Error("put still enabled")
 	}
-	if err := r.SetEnabled(1, "k1", "nope", false); err == nil {
+	if err := r.SetEnabled(a, "nope", false); err == nil {
 		t.Error("SetEnabled of an unknown tool: no error")
 	}
 	r.SetReplicaDisabled(a, true)
@@ -110,5 +116,164 @@ func TestSetEnabledAndReplicaDisable(t *testing.T) {
 	}
 	if !slices.Contains(r.Replicas(1), a) {
 		t.Error("a disabled replica is still connected and must be listed")
+	}
+}
+
+func replicaIDs(reps []*Replica) []string {
+	out := []string{}
+	for _, r := range reps {
+		out = append(out, r.ID)
+	}
+	return out
+}
+
+// A rolling deploy: v1 offers t1 and t2, v2 only t1. Each keeps its own
+// definitions and schemas, whichever leaves first.
+func TestReplicasDifferentToolSets(t *testing.T) {
+	schemas := func(tools ...string) map[string]*schema.Schema {
+		m := map[string]*schema.Schema{}
+		for _, n := range tools {
+			s, err := schema.Compile(json.RawMessage(`{"type":"object"}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			m[n] = s
+		}
+		return m
+	}
+	for _, leaves := range []string{"v2", "v1"} {
+		t.Run(leaves+" leaves", func(t *testing.T) {
+			r := New(&Options{Grace: time.Hour})
+			v1 := replica("v1", "k1", reg("orders", false, "t1", "t2"))
+			v2 := replica("v2", "k1", reg("orders", false, "t1"))
+			v2.Reg.Tools[0].Description = "newer"
+			r.Add(v1, schemas("t1", "t2"))
+			r.Add(v2, schemas("t1"))
+			snap := r.Snapshot(1)
+			if diff := cmp.Diff([]string{"t1", "t2"}, names(snap)); diff != "" {
+				t.Fatalf("listing with both connected (-want +got):\n%s", diff)
+			}
+			if got := snap.Tools["t1"].Def.Description; got != "newer" {
+				t.Errorf("t1 lists %q; want the newest replica's definition", got)
+			}
+			if diff := cmp.Diff([]string{"v1", "v2"}, replicaIDs(snap.Tools["t1"].Replicas)); diff != "" {
+				t.Errorf("t1 replicas (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff([]string{"v1"}, replicaIDs(snap.Tools["t2"].Replicas)); diff != "" {
+				t.Errorf("t2 replicas (-want +got):\n%s", diff)
+			}
+			gone, stays := v2, v1
+			if leaves == "v1" {
+				gone, stays = v1, v2
+			}
+			r.Remove(gone)
+			snap = r.Snapshot(1)
+			if diff := cmp.Diff([]string{"t1", "t2"}, names(snap)); diff != "" {
+				t.Fatalf("listing after %s left (-want +got):\n%s", leaves, diff)
+			}
+			for _, tl := range snap.ToolList {
+				if tl.Schema == nil {
+					t.Errorf("%s has no schema", tl.Name)
+				}
+				for _, rep := range tl.Replicas {
+					if rep != stays || tl.SchemaOn(rep) == nil {
+						t.Errorf("%s routed to %s (schema %v); want only %s, with its schema", tl.Name, rep.ID, tl.SchemaOn(rep), stays.ID)
+					}
+				}
+			}
+			if leaves == "v1" {
+				t2 := snap.Tools["t2"]
+				if len(t2.Replicas) != 0 || t2.GraceUntil.IsZero() {
+					t.Errorf("t2 after its only replica left: %d replicas, grace until %v; want none, in its grace period", len(t2.Replicas), t2.GraceUntil)
+				}
+			}
+		})
+	}
+}
+
+// set_enabled is each replica's own.
+func TestReplicasSetEnabledPerReplica(t *testing.T) {
+	r := New(nil)
+	a := replica("r1", "k1", reg("a", false, "put"))
+	b := replica("r2", "k1", reg("a", false, "put"))
+	r.Add(a, nil)
+	r.Add(b, nil)
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(r.SetEnabled(a, "put", false))
+	put := r.Snapshot(1).Tools["put"]
+	if !put.Enabled || len(put.Replicas) != 1 || put.Replicas[0] != b {
+		t.Errorf("after r1 switched put off: enabled %v, replicas %v; want enabled, only r2", put.Enabled, replicaIDs(put.Replicas))
+	}
+	must(r.SetEnabled(b, "put", false))
+	if r.Snapshot(1).Tools["put"].Enabled {
+		t.Error("put enabled although every replica switched it off")
+	}
+	must(r.SetEnabled(a, "put", true))
+	if put := r.Snapshot(1).Tools["put"]; !put.Enabled || len(put.Replicas) != 1 || put.Replicas[0] != a {
+		t.Errorf("after r1 switched put on again: enabled %v, replicas %v; want enabled, only r1", put.Enabled, replicaIDs(put.Replicas))
+	}
+}
+
+// Replicas that register different definitions of a tool are shown and
+// logged once.
+func TestReplicasDiffer(t *testing.T) {
+	var logs bytes.Buffer
+	r := New(&Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	yes, no := true, false
+	v1 := replica("v1", "k1", reg("orders", false, "get_order"))
+	v1.Reg.Tools[0].Annotations = &agentproto.Annotations{ReadOnlyHint: &yes}
+	v2 := replica("v2", "k1", reg("orders", false, "get_order"))
+	v2.Reg.Tools[0].Annotations = &agentproto.Annotations{ReadOnlyHint: &no}
+	v2.Reg.Tools[0].Description = "Gets an order."
+	r.Add(v1, nil)
+	r.Add(v2, nil)
+	want := []string{`description: "Gets an order." vs ""`, "annotations.readOnlyHint: false vs true"}
+	got := r.Snapshot(1).Tools["get_order"].Differs
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("differences (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"description", "readOnlyHint"}, DifferingFields(got)); diff != "" {
+		t.Errorf("fields (-want +got):\n%s", diff)
+	}
+	r.SetReplicaDisabled(v1, true) // a rebuild that changes nothing about the difference
+	if n := strings.Count(logs.String(), "level=WARN"); n != 1 {
+		t.Errorf("%d warnings, want 1:\n%s", n, logs.String())
+	}
+	for _, s := range []string{"agent=k1", "tool=get_order", "annotations.readOnlyHint: false vs true", "spacefix keys create --kind agent"} {
+		if !strings.Contains(logs.String(), s) {
+			t.Errorf("warning lacks %q:\n%s", s, logs.String())
+		}
+	}
+	r.Remove(v2)
+	if d := r.Snapshot(1).Tools["get_order"].Differs; len(d) != 0 {
+		t.Errorf("differences with one replica left: %v", d)
+	}
+}
+
+// Resources and prompts, too, go only to the replicas that offer them.
+func TestReplicasResourcesAndPrompts(t *testing.T) {
+	r := New(&Options{Grace: time.Hour})
+	v1 := replica("v1", "k1", reg("orders", false))
+	v1.Reg.Resources = []agentproto.Resource{{URI: "orders://open", Name: "Open orders"}}
+	v1.Reg.Prompts = []agentproto.Prompt{{Name: "summarise_order"}}
+	v2 := replica("v2", "k1", reg("orders", false, "get"))
+	r.Add(v1, nil)
+	r.Add(v2, nil)
+	snap := r.Snapshot(1)
+	if diff := cmp.Diff([]string{"v1"}, replicaIDs(snap.Resources["orders://open"].Replicas)); diff != "" {
+		t.Errorf("resource replicas (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"v1"}, replicaIDs(snap.Prompts["summarise_order"].Replicas)); diff != "" {
+		t.Errorf("prompt replicas (-want +got):\n%s", diff)
+	}
+	r.Remove(v1)
+	snap = r.Snapshot(1)
+	if res := snap.Resources["orders://open"]; res == nil || len(res.Replicas) != 0 || res.GraceUntil.IsZero() {
+		t.Errorf("resource after its only replica left = %+v; want listed in its grace period, without replicas", res)
 	}
 }

@@ -26,7 +26,20 @@ type agentKeyJSON struct {
 	CreatedAt   time.Time `json:"createdAt"`
 	Revoked     bool      `json:"revoked"`
 	Connected   int       `json:"connected"` // replicas
+	// Differs lists the tools whose connected replicas register different
+	// definitions: a sign that two services share this key.
+	Differs []toolDifferJSON `json:"differs,omitempty"`
 }
+
+// toolDifferJSON is one tool whose replicas differ.
+type toolDifferJSON struct {
+	Tool        string   `json:"tool"`        // exposed name
+	Fields      string   `json:"fields"`      // e.g. "readOnlyHint, description"
+	Differences []string `json:"differences"` // e.g. "annotations.readOnlyHint: true vs false"
+}
+
+// Detail joins the differences for display.
+func (t toolDifferJSON) Detail() string { return strings.Join(t.Differences, "; ") }
 
 // replicaJSON is one connected agent process.
 type replicaJSON struct {
@@ -60,6 +73,14 @@ func (d *Dashboard) agentsOf(ctx context.Context, projectID int64) (agentsJSON, 
 	for _, rep := range reps {
 		count[rep.AgentKey]++
 	}
+	differs := make(map[string][]toolDifferJSON)
+	for _, t := range d.reg.Snapshot(projectID).ToolList {
+		if len(t.Differs) > 0 {
+			differs[t.AgentKey] = append(differs[t.AgentKey], toolDifferJSON{
+				Tool: t.Name, Fields: strings.Join(agents.DifferingFields(t.Differs), ", "), Differences: t.Differs,
+			})
+		}
+	}
 	for _, k := range keys {
 		if k.Kind != store.KindAgent {
 			continue
@@ -67,7 +88,7 @@ func (d *Dashboard) agentsOf(ctx context.Context, projectID int64) (agentsJSON, 
 		byID[k.ID] = k
 		out.Keys = append(out.Keys, agentKeyJSON{
 			ID: k.ID, Name: k.Name, DisplayName: k.DisplayName, Author: k.Author, Community: k.Community,
-			CreatedAt: k.CreatedAt, Revoked: k.Revoked(), Connected: count[k.ID],
+			CreatedAt: k.CreatedAt, Revoked: k.Revoked(), Connected: count[k.ID], Differs: differs[k.ID],
 		})
 	}
 	for _, rep := range reps {

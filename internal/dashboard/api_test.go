@@ -419,3 +419,43 @@ func TestPagesRender(t *testing.T) {
 		t.Errorf("static app.js: %d", res.StatusCode)
 	}
 }
+
+// Two services on one agent key: the Agents and Tools pages say so.
+func TestReplicasDifferShown(t *testing.T) {
+	e := newEnv(t)
+	c := e.admin()
+	e.connect("r-1", "", tool("get_order", "Look up.", true))
+	e.connect("r-2", "", tool("get_order", "Look up.", false))
+	type differ struct {
+		Tool, Fields string
+		Differences  []string
+	}
+	var agents struct {
+		Keys []struct {
+			ID      string
+			Differs []differ
+		}
+	}
+	c.mustCall(http.StatusOK, "GET", "/api/projects/shop/agents", nil, &agents)
+	want := []differ{{Tool: "get_order", Fields: "readOnlyHint", Differences: []string{"annotations.readOnlyHint: unset vs true"}}}
+	if len(agents.Keys) != 1 {
+		t.Fatalf("agent keys = %+v, want one", agents.Keys)
+	}
+	if diff := cmp.Diff(want, agents.Keys[0].Differs); diff != "" {
+		t.Errorf("differs (-want +got):\n%s", diff)
+	}
+	if r := c.tools()["get_order"]; !slices.Contains(r.pills(), "Replicas differ: readOnlyHint") {
+		t.Errorf("get_order pills = %v, want Replicas differ: readOnlyHint", r.pills())
+	}
+	for path, wants := range map[string][]string{
+		"/p/shop/agents": {"Replicas differ: get_order readOnlyHint", "annotations.readOnlyHint: unset vs true", "spacefix keys create --kind agent"},
+		"/p/shop/tools":  {"Replicas differ: readOnlyHint", `title="annotations.readOnlyHint: unset vs true.`},
+	} {
+		page := c.get(path).text()
+		for _, w := range wants {
+			if !strings.Contains(page, w) {
+				t.Errorf("%s lacks %q", path, w)
+			}
+		}
+	}
+}

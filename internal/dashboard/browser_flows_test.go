@@ -9,6 +9,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/spacefix/spacefix/core"
 	"github.com/spacefix/spacefix/internal/store"
 	"github.com/spacefix/spacefix/internal/toolctl"
 )
@@ -211,4 +212,27 @@ func TestBrowserApprovalReachesMCPClient(t *testing.T) {
 	run(t, ctx, chromedp.Click(chromedp.CSS(`tr[data-tool=get_order] button.primary`)))
 	until(t, ctx, "Pending gone", `!(`+rowHasPill("get_order", "Pending")+`)`)
 	w.waitFor("clients to see the approved change", func() bool { return description() == v2 })
+}
+
+// Two services started with one agent key (the Go and the Node example, say)
+// disagree on whether get_order is a read: the Agents and Tools pages show it.
+func TestBrowserReplicasDiffer(t *testing.T) {
+	ctx := browser(t)
+	w := startGateway(t)
+	w.agent("", orderTools(getOrderV1))
+	w.agent("", func(a *core.Agent) error {
+		return core.AddTool(a, "get_order", getOrderV1,
+			func(ctx context.Context, in orderIn) (string, error) { return "other service", nil })
+	})
+	w.signUp(ctx)
+	run(t, ctx, chromedp.Navigate(w.url("/p/default/agents")))
+	until(t, ctx, "the Agents page to mark the key",
+		`[...document.querySelectorAll('.pill')].some(p => p.textContent === 'Replicas differ: get_order readOnlyHint')`)
+	until(t, ctx, "the Agents page to say what differs and what to do",
+		`document.querySelector('[data-replicas-differ]').textContent.includes('annotations.readOnlyHint: unset vs true') &&
+		 document.querySelector('[data-replicas-differ]').textContent.includes('spacefix keys create --kind agent')`)
+	screenshotView(t, ctx, "agents-replicas-differ")
+	run(t, ctx, chromedp.Navigate(w.url("/p/default/tools")))
+	until(t, ctx, "the Tools page to mark get_order", rowHasPill("get_order", "Replicas differ: readOnlyHint"))
+	until(t, ctx, "search_orders unmarked", `!`+rowHasPill("search_orders", "Replicas differ: readOnlyHint"))
 }

@@ -27,7 +27,8 @@ var consentNames = map[toolctl.Consent]string{
 // pill is a label in the Tools table.
 type pill struct {
 	Text  string `json:"text"`
-	Class string `json:"class"` // "", "info", "warn", "off", "muted"
+	Class string `json:"class"`           // "", "info", "warn", "off", "muted"
+	Title string `json:"title,omitempty"` // the details, shown on hover
 }
 
 // toolSettingsJSON are the Edit dialog's fields.
@@ -56,7 +57,10 @@ type toolRow struct {
 	Settings              toolSettingsJSON `json:"settings"`
 	Consent               string           `json:"consent,omitempty"`
 	DefinitionHash        string           `json:"definitionHash,omitempty"`
-	Pills                 []pill           `json:"pills"`
+	// ReplicasDiffer says how the connected replicas' definitions of the
+	// tool differ, e.g. "annotations.readOnlyHint: true vs false".
+	ReplicasDiffer []string `json:"replicasDiffer,omitempty"`
+	Pills          []pill   `json:"pills"`
 }
 
 // Dimmed reports whether the row is shown dimmed: disabled from the
@@ -128,7 +132,7 @@ func registeredRow(t *agents.Tool, s store.ToolSettings, a *store.Approval, k st
 		Name: t.Name, Registered: true, Agent: toolctl.AgentName(k, reg), AgentKey: t.AgentKey,
 		RegisteredDescription: t.Def.Description, DeclaredReadOnly: toolctl.DeclaredReadOnly(t.Def),
 		EnabledByAgent: t.Enabled, Replicas: len(t.Replicas), Settings: settingsOf(s),
-		DefinitionHash: definitionHash(def),
+		DefinitionHash: definitionHash(def), ReplicasDiffer: t.Differs,
 	}
 	shown := t.Def
 	if consentOn {
@@ -162,7 +166,7 @@ func pills(row toolRow, s store.ToolSettings) []pill {
 	var ps []pill
 	add := func(cond bool, text, class string) {
 		if cond {
-			ps = append(ps, pill{text, class})
+			ps = append(ps, pill{Text: text, Class: class})
 		}
 	}
 	add(!row.Registered, "Not registered", "muted")
@@ -174,7 +178,19 @@ func pills(row toolRow, s store.ToolSettings) []pill {
 	add(s.Access == store.AccessWrite, "Treated as write", "info")
 	add(s.Disabled, "Disabled", "off")
 	add(row.Registered && !row.EnabledByAgent, "Off in agent", "muted")
+	if len(row.ReplicasDiffer) > 0 {
+		ps = append(ps, differPill(row.ReplicasDiffer))
+	}
 	return ps
+}
+
+// differPill marks a tool whose replicas register different definitions.
+func differPill(differs []string) pill {
+	return pill{
+		Text:  "Replicas differ: " + strings.Join(agents.DifferingFields(differs), ", "),
+		Class: "warn",
+		Title: strings.Join(differs, "; ") + ". Replicas of one agent key should run the same code; give each service its own agent key.",
+	}
 }
 
 func (d *Dashboard) apiTools(w http.ResponseWriter, r *http.Request) error {

@@ -106,7 +106,10 @@ func (g *Gateway) handleConnect(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return // Accept has answered the client
 	}
-	g.conns.Add(1)
+	if !g.track() {
+		ws.Close(websocket.StatusGoingAway, "gateway shutting down")
+		return
+	}
 	defer g.conns.Done()
 
 	rep := &agents.Replica{
@@ -114,7 +117,7 @@ func (g *Gateway) handleConnect(w http.ResponseWriter, r *http.Request) {
 		Instance: t.reg.Instance, Since: time.Now(), Reg: t.reg,
 	}
 	conn := route.NewConn(ws, g.log.With("replica", rep.ID, "agent", key.ID), g.cfg.Heartbeat, route.Events{
-		SetEnabled: func(name string, on bool) error { return g.reg.SetEnabled(rep.ProjectID, rep.AgentKey, name, on) },
+		SetEnabled: func(name string, on bool) error { return g.reg.SetEnabled(rep, name, on) },
 		Drain: func() {
 			g.log.Info("agent draining", "replica", rep.ID, "agent", key.ID)
 			g.reg.Remove(rep)
@@ -129,6 +132,7 @@ func (g *Gateway) handleConnect(w http.ResponseWriter, r *http.Request) {
 	}})
 	if err == nil {
 		g.reg.Add(rep, t.schemas)
+		defer g.reg.Remove(rep) // also when something below panics
 		g.front.AgentConnected(rep.ProjectID)
 		g.log.Info("agent connected", "replica", rep.ID, "agent", key.ID, "project", project.Name,
 			"instance", rep.Instance, "tools", len(t.reg.Tools), "sdk", t.reg.SDK)

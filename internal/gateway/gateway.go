@@ -14,6 +14,7 @@ import (
 	"github.com/spacefix/spacefix/internal/agents"
 	"github.com/spacefix/spacefix/internal/auth"
 	"github.com/spacefix/spacefix/internal/mcpfront"
+	"github.com/spacefix/spacefix/internal/recovery"
 	"github.com/spacefix/spacefix/internal/store"
 )
 
@@ -32,9 +33,11 @@ type Gateway struct {
 	srv *http.Server
 	ln  net.Listener
 
-	ctx    context.Context // ends when the gateway closes; agent connections live in it
-	cancel context.CancelFunc
-	conns  sync.WaitGroup // agent connections being served
+	ctx     context.Context // ends when the gateway closes; agent connections live in it
+	cancel  context.CancelFunc
+	conns   sync.WaitGroup // agent connections being served
+	connMu  sync.Mutex     // orders conns.Add against Shutdown's conns.Wait
+	closing bool           // Shutdown is waiting for conns; guarded by connMu
 
 	closeOnce sync.Once
 	closeErr  error
@@ -54,6 +57,7 @@ func New(cfg Config, st store.Store) (*Gateway, error) {
 	g.reg = agents.New(&agents.Options{
 		Grace:    cfg.Grace,
 		OnChange: func(projectID int64) { g.front.ProjectChanged(projectID) },
+		Logger:   g.log,
 	})
 	g.front = mcpfront.New(mcpfront.Options{
 		Registry: g.reg, Store: st, Verifier: g.verifier, CallLog: g.calls,
@@ -71,7 +75,7 @@ func New(cfg Config, st store.Store) (*Gateway, error) {
 	g.mountObs(mux)
 	g.mountDashboard(mux)
 	g.srv = &http.Server{
-		Handler:           g.obs.metrics.InFlight(mux),
+		Handler:           g.obs.metrics.InFlight(recovery.HTTP(g.log, mux)),
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(g.log.Handler(), slog.LevelWarn),
 	}
@@ -148,6 +152,9 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 		cancelAnswered()
 		g.front.CloseSessions()
 		g.cancel()
+		g.connMu.Lock()
+		g.closing = true
+		g.connMu.Unlock()
 		g.conns.Wait()
 		if e := <-srvDone; e != nil {
 			g.srv.Close()
@@ -162,6 +169,19 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 		g.closeErr = err
 	})
 	return g.closeErr
+}
+
+// track counts an agent connection that Shutdown waits for; false once
+// Shutdown has started waiting (a WaitGroup must not grow from zero while
+// someone waits on it).
+func (g *Gateway) track() bool {
+	g.connMu.Lock()
+	defer g.connMu.Unlock()
+	if g.closing {
+		return false
+	}
+	g.conns.Add(1)
+	return true
 }
 
 // Close shuts down at once, without waiting for calls in flight.

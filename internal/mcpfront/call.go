@@ -48,34 +48,20 @@ func (f *Front) toolHandler(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 		return f.await(ctx, req, t, key, h.call, h.call.Wait(ctx, progress), h.start)
 	}
 
-	// Validation: before any agent sees the call; not logged, not billed.
-	args, instance, problem := f.checkArgs(t, req.Params.Arguments)
+	args, instance, problem := prepareArgs(t, req.Params.Arguments)
 	if problem != "" {
-		return errorResult(fmt.Sprintf("Input validation error: Invalid arguments for tool %s: %s", t.Name, problem)), nil
+		return errorResult(invalidArgs(t, problem)), nil
 	}
 	if instance != "" && !slices.Contains(t.Instances(), instance) {
 		return errorResult(instanceProblem(t, instance)), nil
 	}
 
-	// The cache: a hit never reaches an agent and is neither logged nor
-	// billed; it has passed the key check, the rate limit and validation.
+	// The replica first: replicas of one agent key may differ (a rolling
+	// deploy), and a call is validated against the schema of the replica
+	// it goes to.
 	c, _ := ctx.Value(controlsCtxKey{}).(*controls)
-	var cacheFor time.Duration
-	if c != nil {
-		cacheFor = time.Duration(c.tools[t.Name].CacheSeconds) * time.Second
-	}
-	if cacheFor > 0 {
-		if b, ok := f.cache.Get(key.ProjectID, t.Name, args); ok {
-			out := new(mcp.CallToolResult)
-			if json.Unmarshal(b, out) == nil {
-				return out, nil
-			}
-		}
-	}
-
-	// Delivery to one replica, within the tool's wait.
 	start := time.Now()
-	call, res := route.Start(ctx, f.reg, key.ProjectID, toolTarget(t.Name, t.AgentKey), route.Request{
+	call, res := route.Pick(ctx, f.reg, key.ProjectID, toolTarget(t.Name, t.AgentKey), route.Request{
 		Kind:     agentproto.KindTool,
 		Name:     t.Def.Name,
 		Args:     args,
@@ -84,6 +70,34 @@ func (f *Front) toolHandler(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 		Instance: instance,
 		Tracer:   f.tracer,
 	})
+	if call == nil {
+		return f.await(ctx, req, t, key, nil, res, start)
+	}
+
+	// Validation: before any agent sees the call; not logged, not billed.
+	if problem := validate(t.SchemaOn(call.Replica()), args); problem != "" {
+		call.Release()
+		return errorResult(invalidArgs(t, problem)), nil
+	}
+
+	// The cache: a hit never reaches an agent and is neither logged nor
+	// billed; it has passed the key check, the rate limit and validation.
+	var cacheFor time.Duration
+	if c != nil {
+		cacheFor = time.Duration(c.tools[t.Name].CacheSeconds) * time.Second
+	}
+	if cacheFor > 0 {
+		if b, ok := f.cache.Get(key.ProjectID, t.Name, args); ok {
+			out := new(mcp.CallToolResult)
+			if json.Unmarshal(b, out) == nil {
+				call.Release()
+				return out, nil
+			}
+		}
+	}
+
+	// Delivery to the replica, within the tool's wait.
+	call, res = call.Send(ctx)
 	if call != nil {
 		res = call.Wait(ctx, progress)
 	}
@@ -94,10 +108,10 @@ func (f *Front) toolHandler(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 	return out, err
 }
 
-// checkArgs takes out the gateway's instance argument and validates the
-// rest against the tool's schema. problem is the ajv-worded reason when
-// they do not match.
-func (f *Front) checkArgs(t *agents.Tool, args json.RawMessage) (_ json.RawMessage, instance, problem string) {
+// prepareArgs reads a call's arguments ("{}" when there are none) and takes
+// out the gateway's instance argument. problem is the ajv-worded reason when
+// the instance argument is not a string.
+func prepareArgs(t *agents.Tool, args json.RawMessage) (_ json.RawMessage, instance, problem string) {
 	if len(args) == 0 || string(args) == "null" {
 		args = json.RawMessage("{}")
 	}
@@ -106,14 +120,29 @@ func (f *Front) checkArgs(t *agents.Tool, args json.RawMessage) (_ json.RawMessa
 			return nil, "", problem
 		}
 	}
-	if err := t.Schema.Validate(args); err != nil {
+	return args, instance, ""
+}
+
+// validate checks args against the tool's schema on the replica chosen for
+// the call, and returns the ajv-worded reason when they do not match.
+func validate(s *schema.Schema, args json.RawMessage) string {
+	if s == nil {
+		// Every replica's schemas are compiled at registration; refuse
+		// rather than let unchecked arguments through.
+		return "the gateway has no input schema for this tool on the replica chosen; try again"
+	}
+	if err := s.Validate(args); err != nil {
 		var ve *schema.ValidationError
 		if errors.As(err, &ve) {
-			return nil, "", ve.Error()
+			return ve.Error()
 		}
-		return nil, "", err.Error()
+		return err.Error()
 	}
-	return args, instance, ""
+	return ""
+}
+
+func invalidArgs(t *agents.Tool, problem string) string {
+	return fmt.Sprintf("Input validation error: Invalid arguments for tool %s: %s", t.Name, problem)
 }
 
 // wait is how long a call to t waits for its result. c may be nil.

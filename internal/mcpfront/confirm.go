@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
+	"log/slog"
 	"strings"
 	"sync"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/spacefix/spacefix/internal/agentproto"
+	"github.com/spacefix/spacefix/internal/recovery"
 	"github.com/spacefix/spacefix/internal/route"
 )
 
@@ -37,16 +39,17 @@ type held struct {
 // heldCalls keeps calls that wait for an answer, until their deadline.
 type heldCalls struct {
 	aead cipher.AEAD
+	log  *slog.Logger
 	mu   sync.Mutex
 	m    map[string]*held // by call id
 }
 
-func newHeldCalls() *heldCalls {
+func newHeldCalls(log *slog.Logger) *heldCalls {
 	key := make([]byte, 32)
 	rand.Read(key)
 	block, _ := aes.NewCipher(key)
 	aead, _ := cipher.NewGCM(block)
-	return &heldCalls{aead: aead, m: make(map[string]*held)}
+	return &heldCalls{aead: aead, m: make(map[string]*held), log: log}
 }
 
 // hold keeps h until its call's deadline, then gives up on the call and
@@ -57,9 +60,11 @@ func (hc *heldCalls) hold(h *held, expired func(*held, route.Result)) string {
 	hc.m[h.call.ID()] = h
 	hc.mu.Unlock()
 	h.expire = time.AfterFunc(time.Until(h.call.Deadline()), func() {
-		if hc.take(h.call.ID()) != nil {
-			expired(h, h.call.Abandon(agentproto.ReasonTimeout))
-		}
+		recovery.Do(hc.log, "expire a call waiting for the user", func() {
+			if hc.take(h.call.ID()) != nil {
+				expired(h, h.call.Abandon(agentproto.ReasonTimeout))
+			}
+		})
 	})
 	nonce := make([]byte, hc.aead.NonceSize())
 	rand.Read(nonce)

@@ -92,7 +92,7 @@ func New(opts Options) *Front {
 		reg: opts.Registry, store: opts.Store, verifier: opts.Verifier, calls: opts.CallLog,
 		log: opts.Logger, version: opts.Version, controls: newControlsCache(opts.Store, time.Second),
 		limiter: ratelimit.New(),
-		views:   make(map[string]*view), held: newHeldCalls(),
+		views:   make(map[string]*view),
 	}
 	if f.log == nil {
 		f.log = slog.Default()
@@ -100,6 +100,7 @@ func New(opts Options) *Front {
 	if opts.TracerProvider != nil {
 		f.tracer = opts.TracerProvider.Tracer(tracerName, trace.WithInstrumentationVersion(opts.Version))
 	}
+	f.held = newHeldCalls(f.log)
 	if opts.CacheBytes <= 0 {
 		opts.CacheBytes = 64 << 20
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spacefix/spacefix/internal/agents"
 	"github.com/spacefix/spacefix/internal/ratelimit"
+	"github.com/spacefix/spacefix/internal/recovery"
 	"github.com/spacefix/spacefix/internal/store"
 	"github.com/spacefix/spacefix/internal/toolctl"
 )
@@ -54,7 +55,7 @@ func (f *Front) viewFor(k store.Key) *view {
 		},
 		KeepAlive: 30 * time.Second,
 	})
-	v.server.AddReceivingMiddleware(v.resolve)
+	v.server.AddReceivingMiddleware(v.f.recoverPanics, v.resolve)
 	f.views[k.ID] = v
 	f.mu.Unlock()
 	v.sync()
@@ -189,6 +190,29 @@ func resourceMime(m string) string {
 		return "application/json"
 	}
 	return m
+}
+
+// recoverPanics keeps a panic in one MCP request from ending the gateway:
+// go-sdk runs method handlers on goroutines of its own, where nothing else
+// would recover. The client gets a plain internal error (an isError result
+// for tools/call), never the panic's text; the log gets the stack.
+func (f *Front) recoverPanics(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (res mcp.Result, err error) {
+		defer func() {
+			v := recover()
+			if v == nil {
+				return
+			}
+			recovery.Log(f.log, "mcp "+method, v)
+			if method == "tools/call" {
+				res, err = errorResult(recovery.Message), nil
+				return
+			}
+			res, err = nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: recovery.Message}
+		}()
+		recovery.Hook("mcp " + method)
+		return next(ctx, method, req)
+	}
 }
 
 type (

@@ -17,6 +17,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/spacefix/spacefix/internal/agentproto"
+	"github.com/spacefix/spacefix/internal/recovery"
 )
 
 // ErrDisconnected means the replica's connection ended before the result.
@@ -122,7 +123,9 @@ func (c *Conn) Cancel(id, reason string) {
 	if c.forget(id) {
 		// Best effort and off the caller's path: the caller has already
 		// given up on this call.
-		go c.Send(context.Background(), &agentproto.Message{Type: agentproto.TypeCancel, ID: id, Reason: reason})
+		recovery.Go(c.log, "send a cancel to an agent", func() {
+			c.Send(context.Background(), &agentproto.Message{Type: agentproto.TypeCancel, ID: id, Reason: reason})
+		})
 	}
 }
 
@@ -159,7 +162,7 @@ func (c *Conn) Close(reason string) {
 func (c *Conn) Serve(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	go c.pinger(ctx)
+	recovery.Go(c.log, "ping an agent", func() { c.pinger(ctx) })
 	err := c.read(ctx)
 	c.mu.Lock()
 	c.closed = true
@@ -196,6 +199,9 @@ func (c *Conn) pinger(ctx context.Context) {
 	}
 }
 
+// read handles the agent's messages until the connection ends. A panic
+// while handling one is logged and ends this connection only: the agent
+// reconnects, and the gateway goes on.
 func (c *Conn) read(ctx context.Context) error {
 	for {
 		_, data, err := c.ws.Read(ctx)
@@ -207,42 +213,49 @@ func (c *Conn) read(ctx context.Context) error {
 			c.log.Warn("agent sent a message that is not JSON; ignored", "err", err)
 			continue
 		}
-		switch m.Type {
-		case agentproto.TypeResult:
-			out := Outcome{Result: m.Result}
-			if len(m.Result) > agentproto.MaxResultBytes {
-				out = Outcome{Err: TooLarge(len(m.Result))}
+		if err := recovery.Do(c.log, "agent message "+m.Type, func() { c.handle(ctx, &m) }); err != nil {
+			return err
+		}
+	}
+}
+
+// handle acts on one message from the agent.
+func (c *Conn) handle(ctx context.Context, m *agentproto.Message) {
+	switch m.Type {
+	case agentproto.TypeResult:
+		out := Outcome{Result: m.Result}
+		if len(m.Result) > agentproto.MaxResultBytes {
+			out = Outcome{Err: TooLarge(len(m.Result))}
+		}
+		c.deliver(m.ID, out)
+	case agentproto.TypeError:
+		c.deliver(m.ID, Outcome{Err: m.Message})
+	case agentproto.TypeProgress:
+		if p := c.lookup(m.ID); p != nil {
+			select {
+			case p.Progress <- m.Message:
+			default:
 			}
-			c.deliver(m.ID, out)
-		case agentproto.TypeError:
-			c.deliver(m.ID, Outcome{Err: m.Message})
-		case agentproto.TypeProgress:
-			if p := c.lookup(m.ID); p != nil {
-				select {
-				case p.Progress <- m.Message:
-				default:
-				}
+		}
+	case agentproto.TypeConfirm:
+		if p := c.lookup(m.ID); p != nil {
+			select {
+			case p.Confirm <- *m:
+			default:
+				// One question at a time: the SDK waits for each answer.
+				c.Send(ctx, &agentproto.Message{Type: agentproto.TypeConfirmed, ID: m.ID, Input: m.Input,
+					Message: "another question of this call is still waiting for the user"})
 			}
-		case agentproto.TypeConfirm:
-			if p := c.lookup(m.ID); p != nil {
-				select {
-				case p.Confirm <- m:
-				default:
-					// One question at a time: the SDK waits for each answer.
-					c.Send(ctx, &agentproto.Message{Type: agentproto.TypeConfirmed, ID: m.ID, Input: m.Input,
-						Message: "another question of this call is still waiting for the user"})
-				}
+		}
+	case agentproto.TypeSetEnabled:
+		if c.events.SetEnabled != nil && m.Enabled != nil {
+			if err := c.events.SetEnabled(m.Name, *m.Enabled); err != nil {
+				c.log.Warn("agent set_enabled refused", "tool", m.Name, "err", err)
 			}
-		case agentproto.TypeSetEnabled:
-			if c.events.SetEnabled != nil && m.Enabled != nil {
-				if err := c.events.SetEnabled(m.Name, *m.Enabled); err != nil {
-					c.log.Warn("agent set_enabled refused", "tool", m.Name, "err", err)
-				}
-			}
-		case agentproto.TypeDrain:
-			if c.events.Drain != nil {
-				c.events.Drain()
-			}
+		}
+	case agentproto.TypeDrain:
+		if c.events.Drain != nil {
+			c.events.Drain()
 		}
 	}
 }

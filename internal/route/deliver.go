@@ -72,6 +72,7 @@ var (
 // called again after it returned a Question; Call is not safe for
 // concurrent use.
 type Call struct {
+	req      Request
 	res      Result
 	conn     *Conn
 	p        *Pending
@@ -92,12 +93,25 @@ func Deliver(ctx context.Context, reg *agents.Registry, projectID int64, target 
 }
 
 // Start sends req to one replica chosen by target from reg's snapshot of
-// the project, at most once. While the target is in its grace period with
-// no replica, it waits for one to come back, within the wait. If the call
-// could not be delivered, Start returns a nil Call and how it ended.
+// the project, at most once: [Pick], then [Call.Send]. If the call could not
+// be delivered, Start returns a nil Call and how it ended.
 func Start(ctx context.Context, reg *agents.Registry, projectID int64, target Target, req Request) (*Call, Result) {
+	c, res := Pick(ctx, reg, projectID, target, req)
+	if c == nil {
+		return nil, res
+	}
+	return c.Send(ctx)
+}
+
+// Pick chooses the replica that will serve req, from reg's snapshot of the
+// project; the call's wait starts now. While the target is in its grace
+// period with no replica, it waits for one to come back, within the wait.
+// The call is not sent yet: check it against [Call.Replica] (its schema),
+// then [Call.Send] it or [Call.Release] it. If no replica could be picked,
+// Pick returns a nil Call and how it ended.
+func Pick(ctx context.Context, reg *agents.Registry, projectID int64, target Target, req Request) (*Call, Result) {
 	start := time.Now()
-	c := &Call{deadline: start.Add(req.Wait), timer: time.NewTimer(req.Wait)}
+	c := &Call{req: req, deadline: start.Add(req.Wait), timer: time.NewTimer(req.Wait)}
 	c.res.ID = idPrefix + strconv.FormatUint(idSeq.Add(1), 36)
 	c.res.Wait = req.Wait
 	ctx = c.startSpan(ctx, &req)
@@ -109,12 +123,24 @@ func Start(ctx context.Context, reg *agents.Registry, projectID int64, target Ta
 		return nil, c.res
 	}
 	c.conn = rep.Conn.(*Conn)
-	rep.Begin()
+	rep.Begin() // counted from now, so that concurrent picks spread
 	c.res.Replica = rep
+	return c, c.res
+}
+
+// Replica returns the replica the call goes to.
+func (c *Call) Replica() *agents.Replica { return c.res.Replica }
+
+// Send delivers a picked call to its replica. If it could not be sent, Send
+// returns a nil Call and how it ended (disconnected).
+func (c *Call) Send(ctx context.Context) (*Call, Result) {
 	m := &agentproto.Message{
-		Type: agentproto.TypeCall, ID: c.res.ID, Kind: req.Kind, Name: req.Name, Args: req.Args,
+		Type: agentproto.TypeCall, ID: c.res.ID, Kind: c.req.Kind, Name: c.req.Name, Args: c.req.Args,
 		// Rounded up, so an agent never gives up before the gateway does.
-		Deadline: c.deadline.Add(time.Millisecond - 1).UnixMilli(), Caller: &req.Caller,
+		Deadline: c.deadline.Add(time.Millisecond - 1).UnixMilli(), Caller: &c.req.Caller,
+	}
+	if c.span != nil {
+		ctx = trace.ContextWithSpan(ctx, c.span)
 	}
 	injectTrace(ctx, m)
 	p, err := c.conn.Start(ctx, m)
@@ -125,6 +151,16 @@ func Start(ctx context.Context, reg *agents.Registry, projectID int64, target Ta
 	}
 	c.p = p
 	return c, c.res
+}
+
+// Release gives up a picked call that was never sent (its arguments were
+// refused, or the cache answered): the replica is not counted as reached.
+func (c *Call) Release() {
+	if c.over || c.p != nil {
+		return
+	}
+	c.finish()
+	c.res.Replica = nil
 }
 
 // ID returns the call id.

@@ -317,8 +317,9 @@ export class Agent {
   }
 
   /**
-   * setEnabled switches a registered tool off or on for every replica of
-   * this agent's key; clients get `notifications/tools/list_changed`. Before
+   * setEnabled switches a registered tool off or on in this replica: the
+   * gateway lists a tool while at least one replica of the key has it on and
+   * sends its calls only to those; clients get `notifications/tools/list_changed`. Before
    * connect() it decides how the tool is registered; the setting holds across
    * reconnects. The promise resolves once the change is sent (or remembered
    * for the next connection); an unknown name rejects.

@@ -67,6 +67,18 @@ describe('examples/orders-node', () => {
     });
   });
 
+  it('declares the same annotations as the Go example (e2e/examples_test.go)', async () => {
+    const { tools } = await client.listTools();
+    // The hints that are on (a client may fill in the others as false).
+    const on = (a) => Object.fromEntries(Object.entries(a ?? {}).filter(([, v]) => v === true));
+    const annotations = Object.fromEntries(tools.map((t) => [t.name, on(t.annotations)]));
+    assert.deepEqual(annotations, {
+      get_order: { readOnlyHint: true },
+      search_orders: { readOnlyHint: true },
+      create_order: { idempotentHint: true },
+    });
+  });
+
   it('get_order returns the order, or the error the guide shows', async () => {
     const order = JSON.parse(textOf(await call('get_order', { id: '1042' })));
     assert.equal(order.id, '1042');
