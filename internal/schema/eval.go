@@ -21,6 +21,9 @@ func (vs *vstate) validate(n *schemaNode, v *jsonValue, ev *evaluated) bool {
 	if n.trivial {
 		return true
 	}
+	if vs.undecided != "" {
+		return false // the call is refused already
+	}
 	if vs.depth >= maxValidateDepth {
 		vs.report("must NOT be nested this deeply (schema recursion)")
 		return false
@@ -234,9 +237,14 @@ func (vs *vstate) stringGroup(n *schemaNode, v *jsonValue) bool {
 			ok = false
 		}
 	}
-	if n.pattern != nil && !vs.match(n.pattern, v.str) {
-		vs.report(n.patternMsg)
-		ok = false
+	if n.pattern != nil {
+		switch vs.match(n.pattern, v.str, false) {
+		case noMatch:
+			vs.report(n.patternMsg)
+			ok = false
+		case undecided:
+			ok = false
+		}
 	}
 	return ok
 }

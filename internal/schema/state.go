@@ -19,6 +19,7 @@ type vstate struct {
 	depth int
 
 	regexpSpent time.Duration // in backtracking pattern matches
+	undecided   string        // set by the first match that ran out of time: the call fails
 }
 
 type pathSeg struct {
@@ -36,6 +37,7 @@ func (vs *vstate) release() {
 	clear(vs.errs)
 	clear(vs.path)
 	vs.errs, vs.path, vs.quiet, vs.depth, vs.regexpSpent = vs.errs[:0], vs.path[:0], 0, 0, 0
+	vs.undecided = ""
 	statePool.Put(vs)
 }
 
@@ -52,6 +54,12 @@ func (vs *vstate) report(msg string) {
 	if vs.quiet > 0 {
 		return
 	}
+	vs.errs = append(vs.errs, vs.where()+" "+msg)
+}
+
+// where is the current instance location as ajv's errorsText prints it:
+// "data" + instancePath.
+func (vs *vstate) where() string {
 	var b strings.Builder
 	b.WriteString("data")
 	for _, s := range vs.path {
@@ -62,9 +70,7 @@ func (vs *vstate) report(msg string) {
 			b.WriteString(escapePointer(s.key))
 		}
 	}
-	b.WriteByte(' ')
-	b.WriteString(msg)
-	vs.errs = append(vs.errs, b.String())
+	return b.String()
 }
 
 // mark returns the error count, for resetting after a passing anyOf/oneOf.
