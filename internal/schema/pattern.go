@@ -73,7 +73,7 @@ func (vs *vstate) match(p *pattern, s string, key bool) matchResult {
 		}
 		return noMatch
 	}
-	if vs.undecided != "" {
+	if vs.refused != "" {
 		return undecided // the call is refused already; spend no more time
 	}
 	if vs.regexpSpent >= patternBudget {
@@ -99,7 +99,7 @@ func (vs *vstate) undecide(p *pattern, s string, key bool) {
 	if key {
 		what = "property name " + strconv.Quote(abbreviate(s, 40))
 	}
-	vs.undecided = vs.where() + " could not be checked against pattern " + strconv.Quote(p.src) +
+	vs.refused = vs.where() + " could not be checked against pattern " + strconv.Quote(p.src) +
 		" in time for " + what + "; the arguments are refused: send a shorter or simpler value"
 }
 

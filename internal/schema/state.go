@@ -19,7 +19,9 @@ type vstate struct {
 	depth int
 
 	regexpSpent time.Duration // in backtracking pattern matches
-	undecided   string        // set by the first match that ran out of time: the call fails
+	steps       int           // nodes applied to values so far
+	maxSteps    int           // the call's budget of steps
+	refused     string        // set by a pattern that ran out of time, or the step budget: the call fails
 }
 
 type pathSeg struct {
@@ -37,12 +39,24 @@ func (vs *vstate) release() {
 	clear(vs.errs)
 	clear(vs.path)
 	vs.errs, vs.path, vs.quiet, vs.depth, vs.regexpSpent = vs.errs[:0], vs.path[:0], 0, 0, 0
-	vs.undecided = ""
+	vs.refused, vs.steps, vs.maxSteps = "", 0, 0
 	statePool.Put(vs)
 }
 
 // maxPooled is the most members or elements a pooled state keeps room for.
 const maxPooled = 4096
+
+// A call's step budget: baseSteps plus stepsPerByte for each byte of its
+// arguments. Validating applies one node to one value per step; a normal
+// schema takes a few steps per value, but one that branches into itself
+// ({"anyOf":[{"$ref":"#"},{"$ref":"#"}]}) or nests anyOf over reused
+// definitions takes exponentially many, and would otherwise spin for ever.
+// A step costs some tens of nanoseconds, so the base is some tens of
+// milliseconds.
+const (
+	baseSteps    = 1_000_000
+	stepsPerByte = 16
+)
 
 // maxValidateDepth stops a schema that refers to itself without consuming
 // the instance ({"$ref": "#"}), which would otherwise recurse forever.
@@ -51,11 +65,16 @@ const maxValidateDepth = 8192
 // report records msg for the current instance location, as ajv's
 // errorsText prints it: "data" + instancePath + " " + message.
 func (vs *vstate) report(msg string) {
-	if vs.quiet > 0 {
+	if vs.quiet > 0 || len(vs.errs) >= maxMessages {
 		return
 	}
 	vs.errs = append(vs.errs, vs.where()+" "+msg)
 }
+
+// maxMessages is the most messages one call keeps. ajv keeps every one, but
+// failed anyOf branches over deep arguments can report millions (each with
+// its path) before the step budget ends the call.
+const maxMessages = 1000
 
 // where is the current instance location as ajv's errorsText prints it:
 // "data" + instancePath.
