@@ -36,7 +36,7 @@ package schema
 // enum or required entries are accepted). Arguments deeper than 512 levels
 // are refused as invalid JSON. A pattern ajv would eventually decide but we
 // cannot in time refuses the arguments, and so does a schema that takes
-// more steps than a budget (1,000,000 plus 16 per byte of arguments) where
+// more steps than a budget (200,000 plus 16 per byte of arguments) where
 // ajv would overflow its stack or spin (see [Schema.Validate]). At most
 // 1,000 messages are kept.
 //
