@@ -9,6 +9,11 @@ import (
 	"unicode/utf8"
 )
 
+// stepsMsg is the one message of a call that ran out of steps.
+const stepsMsg = "data could not be checked against the tool's input schema: it takes too many steps " +
+	"(the schema branches into itself, or nests anyOf/oneOf over shared definitions); " +
+	"the arguments are refused: ask the tool's author to simplify its input schema"
+
 // validate applies n to v at the current path, in ajv's keyword order, and
 // reports whether v is valid. ev, when not nil, receives what n evaluated.
 func (vs *vstate) validate(n *schemaNode, v *jsonValue, ev *evaluated) bool {
@@ -20,6 +25,13 @@ func (vs *vstate) validate(n *schemaNode, v *jsonValue, ev *evaluated) bool {
 	}
 	if n.trivial {
 		return true
+	}
+	if vs.refused != "" {
+		return false // the call is refused already
+	}
+	if vs.steps++; vs.steps > vs.maxSteps {
+		vs.refused = stepsMsg
+		return false
 	}
 	if vs.depth >= maxValidateDepth {
 		vs.report("must NOT be nested this deeply (schema recursion)")
@@ -234,9 +246,14 @@ func (vs *vstate) stringGroup(n *schemaNode, v *jsonValue) bool {
 			ok = false
 		}
 	}
-	if n.pattern != nil && !vs.match(n.pattern, v.str) {
-		vs.report(n.patternMsg)
-		ok = false
+	if n.pattern != nil {
+		switch vs.match(n.pattern, v.str, false) {
+		case noMatch:
+			vs.report(n.patternMsg)
+			ok = false
+		case undecided:
+			ok = false
+		}
 	}
 	return ok
 }

@@ -62,8 +62,8 @@ func (vs *vstate) isAdditional(n *schemaNode, key string) bool {
 		return false
 	}
 	for _, pp := range n.patternProps {
-		if vs.match(pp.re, key) {
-			return false
+		if vs.match(pp.re, key, true) != noMatch {
+			return false // undecided: the call fails, with its own message
 		}
 	}
 	return true
@@ -157,7 +157,11 @@ func (vs *vstate) patternProperties(n *schemaNode, v *jsonValue, ev *evaluated) 
 	for _, pp := range n.patternProps {
 		for i := range v.members {
 			m := &v.members[i]
-			if !vs.match(pp.re, m.key) {
+			switch vs.match(pp.re, m.key, true) {
+			case noMatch:
+				continue
+			case undecided:
+				ok = false
 				continue
 			}
 			ev.markProp(v, i)

@@ -19,6 +19,9 @@ type vstate struct {
 	depth int
 
 	regexpSpent time.Duration // in backtracking pattern matches
+	steps       int           // nodes applied to values so far
+	maxSteps    int           // the call's budget of steps
+	refused     string        // set by a pattern that ran out of time, or the step budget: the call fails
 }
 
 type pathSeg struct {
@@ -36,11 +39,24 @@ func (vs *vstate) release() {
 	clear(vs.errs)
 	clear(vs.path)
 	vs.errs, vs.path, vs.quiet, vs.depth, vs.regexpSpent = vs.errs[:0], vs.path[:0], 0, 0, 0
+	vs.refused, vs.steps, vs.maxSteps = "", 0, 0
 	statePool.Put(vs)
 }
 
 // maxPooled is the most members or elements a pooled state keeps room for.
 const maxPooled = 4096
+
+// A call's step budget: baseSteps plus stepsPerByte for each byte of its
+// arguments. Validating applies one node to one value per step; a normal
+// schema takes a few steps per value, but one that branches into itself
+// ({"anyOf":[{"$ref":"#"},{"$ref":"#"}]}) or nests anyOf over reused
+// definitions takes exponentially many, and would otherwise spin for ever.
+// A step costs 50 to 100 ns, so the base is 10 to 20 ms: far more than
+// any real schema needs for a small argument.
+const (
+	baseSteps    = 200_000
+	stepsPerByte = 16
+)
 
 // maxValidateDepth stops a schema that refers to itself without consuming
 // the instance ({"$ref": "#"}), which would otherwise recurse forever.
@@ -49,9 +65,20 @@ const maxValidateDepth = 8192
 // report records msg for the current instance location, as ajv's
 // errorsText prints it: "data" + instancePath + " " + message.
 func (vs *vstate) report(msg string) {
-	if vs.quiet > 0 {
+	if vs.quiet > 0 || len(vs.errs) >= maxMessages {
 		return
 	}
+	vs.errs = append(vs.errs, vs.where()+" "+msg)
+}
+
+// maxMessages is the most messages one call keeps. ajv keeps every one, but
+// failed anyOf branches over deep arguments can report millions (each with
+// its path) before the step budget ends the call.
+const maxMessages = 1000
+
+// where is the current instance location as ajv's errorsText prints it:
+// "data" + instancePath.
+func (vs *vstate) where() string {
 	var b strings.Builder
 	b.WriteString("data")
 	for _, s := range vs.path {
@@ -62,9 +89,7 @@ func (vs *vstate) report(msg string) {
 			b.WriteString(escapePointer(s.key))
 		}
 	}
-	b.WriteByte(' ')
-	b.WriteString(msg)
-	vs.errs = append(vs.errs, b.String())
+	return b.String()
 }
 
 // mark returns the error count, for resetting after a passing anyOf/oneOf.

@@ -34,7 +34,11 @@ package schema
 // "must NOT have unevaluated properties" messages (rarely, validity) can
 // differ. Compile is more lenient than ajv's meta-schema check (duplicate
 // enum or required entries are accepted). Arguments deeper than 512 levels
-// are refused as invalid JSON.
+// are refused as invalid JSON. A pattern ajv would eventually decide but we
+// cannot in time refuses the arguments, and so does a schema that takes
+// more steps than a budget (200,000 plus 16 per byte of arguments) where
+// ajv would overflow its stack or spin (see [Schema.Validate]). At most
+// 1,000 messages are kept.
 //
 // The rest of the validator, one concept per file:
 //
@@ -102,6 +106,13 @@ func Compile(raw json.RawMessage) (*Schema, error) {
 // Validate validates args, the raw JSON text of a call's arguments object;
 // nil, empty or `null` means {}. It returns nil, a *[ValidationError], or
 // (for text that is not JSON) an error wrapping [ErrInvalidArguments].
+//
+// It fails closed: when a pattern that needs the backtracking engine cannot
+// be decided within its time limit, wherever it sits in the schema (under
+// not, in patternProperties, propertyNames, if, contains...), the result is
+// a *[ValidationError] with that one message, naming the pattern. So does
+// a schema whose evaluation runs out of steps (one that branches back into
+// itself grows exponentially), with a message saying so.
 func (s *Schema) Validate(args json.RawMessage) error {
 	vs := statePool.Get().(*vstate)
 	defer vs.release()
@@ -114,7 +125,12 @@ func (s *Schema) Validate(args json.RawMessage) error {
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrInvalidArguments, err)
 	}
-	if vs.validate(s.root, &data, nil) {
+	vs.maxSteps = baseSteps + stepsPerByte*len(text)
+	valid := vs.validate(s.root, &data, nil)
+	if vs.refused != "" {
+		return &ValidationError{Messages: []string{vs.refused}}
+	}
+	if valid {
 		return nil
 	}
 	return &ValidationError{Messages: slices.Clone(vs.errs)}
