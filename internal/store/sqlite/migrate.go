@@ -141,6 +141,15 @@ CREATE TABLE api_tokens (
 	revoked_at BIGINT
 );
 `,
+	// 3: small named values the processes sharing a file tell each other,
+	// such as the address serve last listened on (store.MetaServeURL).
+	`
+CREATE TABLE meta (
+	name       TEXT   PRIMARY KEY,
+	value      TEXT   NOT NULL,
+	updated_at BIGINT NOT NULL
+);
+`,
 }
 
 // migrate brings the schema up to date, one step per transaction. Each step
