@@ -47,6 +47,9 @@ func TestKeysAndProjects(t *testing.T) {
 	if out, err := runCLI(t, "keys", "revoke", k.ID, "--data", data); err != nil || !strings.Contains(out, "Revoked "+k.ID) {
 		t.Errorf("keys revoke: %v %s", err, out)
 	}
+	if out, err := runCLI(t, "keys", "revoke", k.ID, "--data", data); err != nil || !strings.Contains(out, k.ID+" was already revoked on ") || strings.Contains(out, "Revoked") {
+		t.Errorf("keys revoke twice: %v %s; want it to say the key already was revoked", err, out)
+	}
 	if out, _ := runCLI(t, "keys", "list", "--data", data, "--json"); !strings.Contains(out, `"revoked":true`) {
 		t.Errorf("keys list --json after revoke = %s", out)
 	}
@@ -127,7 +130,8 @@ func TestServeFirstStart(t *testing.T) {
 		"  Client key  sfx_client_",
 		"claude mcp add --transport http spacefix http://127.0.0.1:",
 		`--header "Authorization: Bearer sfx_client_`,
-		"npx @modelcontextprotocol/inspector --cli http://127.0.0.1:",
+		"npx -y @modelcontextprotocol/inspector@2.12.0 --cli http://127.0.0.1:",
+		`--method tools/call --tool-name get_order --tool-arg 'id="1042"'`,
 		"go run ./examples/orders",
 	} {
 		if !strings.Contains(first, want) {

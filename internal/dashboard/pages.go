@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/spacefix/spacefix/internal/quickstart"
 	"github.com/spacefix/spacefix/internal/store"
 )
 
@@ -60,11 +61,12 @@ func snippets(project, mcpURL string) []snippet {
 	}
 	auth := "Bearer " + keyPlaceholder
 	return []snippet{
-		{"Claude Code", "in a terminal", fmt.Sprintf("claude mcp add --transport http %s %s --header \"Authorization: %s\"", name, mcpURL, auth)},
+		{"Claude Code", "in a terminal", quickstart.ClaudeAdd(name, mcpURL, auth)},
 		{"Codex", "~/.codex/config.toml", fmt.Sprintf("[mcp_servers.%s]\nurl = %q\nhttp_headers = { Authorization = %q }", name, mcpURL, auth)},
 		{"Cursor", ".cursor/mcp.json", fmt.Sprintf("{\n  \"mcpServers\": {\n    %q: {\n      \"url\": %q,\n      \"headers\": { \"Authorization\": %q }\n    }\n  }\n}", name, mcpURL, auth)},
 		{"VS Code", ".vscode/mcp.json", fmt.Sprintf("{\n  \"servers\": {\n    %q: {\n      \"type\": \"http\",\n      \"url\": %q,\n      \"headers\": { \"Authorization\": %q }\n    }\n  }\n}", name, mcpURL, auth)},
-		{"MCP Inspector", "in a terminal", fmt.Sprintf("npx @modelcontextprotocol/inspector --cli %s --transport http --header \"Authorization: %s\" --method tools/list", mcpURL, auth)},
+		{"MCP Inspector", "in a terminal (Node.js 20 or later)", quickstart.InspectorList(mcpURL, auth)},
+		{"MCP Inspector, call a tool", "in a terminal, with the example agent running", quickstart.InspectorCall(mcpURL, auth)},
 	}
 }
 
