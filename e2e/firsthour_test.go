@@ -2,15 +2,22 @@ package e2e
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/spacefix/spacefix/core"
 )
 
 // The first hour of a newcomer: `spacefix serve` on a fresh store prints
@@ -220,4 +227,72 @@ func TestClaudeCodeLine(t *testing.T) {
 	if want := "spacefix: " + mcpURL + " (HTTP) - ✔ Connected"; err != nil || !strings.Contains(out, want) {
 		t.Errorf("claude mcp list: %v\n%s\nwant a line %q", err, out, want)
 	}
+}
+
+// recorder keeps every response body a client reads.
+type recorder struct {
+	base http.RoundTripper
+	mu   sync.Mutex
+	buf  bytes.Buffer
+}
+
+func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
+	res, err := r.base.RoundTrip(req)
+	if err == nil {
+		res.Body = struct {
+			io.Reader
+			io.Closer
+		}{io.TeeReader(res.Body, r), res.Body}
+	}
+	return res, err
+}
+
+func (r *recorder) Write(p []byte) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.buf.Write(p)
+}
+
+func (r *recorder) take() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := r.buf.String()
+	r.buf.Reset()
+	return s
+}
+
+// ttlMs and cacheScope exist from protocol 2026-07-28 on; the list results
+// of 2025-era sessions must not carry them.
+func TestFirstHourCacheFieldsByEra(t *testing.T) {
+	e := newEnv(t)
+	e.startAgent(core.Options{}, func(a *core.Agent) {
+		must(t, core.AddTool(a, "echo", "Echo.", func(ctx context.Context, in struct{}) (string, error) { return "ok", nil }))
+	})
+	forEachVersion(t, func(t *testing.T, v string) {
+		rec := &recorder{base: bearer{key: e.clientKey, base: http.DefaultTransport}}
+		client := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: e.url + "/mcp", HTTPClient: &http.Client{Transport: rec}}, &mcp.ClientSessionOptions{ProtocolVersion: v})
+		must(t, err)
+		defer cs.Close()
+		rec.take()
+		for _, list := range []struct {
+			method string
+			do     func() error
+		}{
+			{"tools/list", func() error { _, err := cs.ListTools(ctx, nil); return err }},
+			{"resources/list", func() error { _, err := cs.ListResources(ctx, nil); return err }},
+			{"prompts/list", func() error { _, err := cs.ListPrompts(ctx, nil); return err }},
+		} {
+			must(t, list.do())
+			body := rec.take()
+			modern := v >= "2026-07-28"
+			for _, field := range []string{`"ttlMs"`, `"cacheScope":"private"`} {
+				if got := strings.Contains(body, field); got != modern {
+					t.Errorf("%s at %s: carries %s = %v, want %v; body:\n%s", list.method, v, field, got, modern, body)
+				}
+			}
+		}
+	})
 }
