@@ -46,7 +46,7 @@ func (f *Front) viewFor(k store.Key) *view {
 			Resources: &mcp.ResourceCapabilities{ListChanged: true},
 			Prompts:   &mcp.PromptCapabilities{ListChanged: true},
 		},
-		Logger: f.log,
+		Logger: f.sdkLog,
 		// What a key sees depends on the key: never share lists between
 		// callers. Only 2026-07-28 results carry the fields; eraFields
 		// removes them from those of older sessions.
