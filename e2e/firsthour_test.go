@@ -296,3 +296,76 @@ func TestFirstHourCacheFieldsByEra(t *testing.T) {
 		}
 	})
 }
+
+// syncBuffer is a bytes.Buffer safe for a logger and a test at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// The gateway's log for clients that come and go and an agent told goodbye
+// at shutdown: one INFO line per client session at most, nothing at WARN or
+// ERROR, and the agent's ending in words.
+func TestFirstHourLogs(t *testing.T) {
+	logs := &syncBuffer{}
+	e := newEnv(t, func(o *envOptions) { o.logs = logs })
+	e.startAgent(core.Options{}, func(a *core.Agent) {
+		must(t, core.AddTool(a, "echo", "Echo.", func(ctx context.Context, in struct{}) (string, error) { return "ok", nil }))
+	})
+	forEachVersion(t, func(t *testing.T, v string) {
+		cs := e.connect(v, e.clientKey, nil)
+		toolNames(t, cs)
+		call(t, cs, "echo", map[string]any{})
+		cs.Close()
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	must(t, e.gw.Shutdown(ctx))
+
+	var info []string
+	for line := range strings.Lines(logs.String()) {
+		if strings.Contains(line, "level=WARN") || strings.Contains(line, "level=ERROR") {
+			t.Errorf("a normal run logged: %s", line)
+		}
+		if strings.Contains(line, "level=INFO") {
+			_, msg, _ := strings.Cut(line, "msg=")
+			info = append(info, strings.TrimSpace(msg))
+		}
+	}
+	// Two sessions (2025-06-18 and 2025-11-25) and stateless 2026-07-28
+	// requests.
+	if n := strings.Count(logs.String(), `msg="session initialized"`); n != 2 {
+		t.Errorf("%d INFO lines \"session initialized\", want one per 2025-era session (2):\n%s", n, strings.Join(info, "\n"))
+	}
+	for _, m := range info {
+		if strings.HasPrefix(m, `"server `) {
+			t.Errorf("go-sdk's connection noise at INFO: %s", m)
+		}
+	}
+	want := `msg="agent disconnected" replica=`
+	wantReason := `reason="the gateway said goodbye (gateway shutting down)"`
+	found := false
+	for line := range strings.Lines(logs.String()) {
+		if strings.Contains(line, want) {
+			found = true
+			if !strings.Contains(line, wantReason) {
+				t.Errorf("the agent's ending at shutdown: %s want %s", line, wantReason)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no %q line in the log:\n%s", want, logs.String())
+	}
+}

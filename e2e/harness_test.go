@@ -45,6 +45,7 @@ type envOptions struct {
 	heartbeat     time.Duration
 	shutdownGrace time.Duration
 	settings      *store.ProjectSettings
+	logs          io.Writer // the gateway's log at INFO, if set
 }
 
 func newEnv(t *testing.T, opts ...func(*envOptions)) *env {
@@ -75,6 +76,9 @@ func newEnv(t *testing.T, opts ...func(*envOptions)) *env {
 	cfg := gateway.DefaultConfig()
 	cfg.Addr = "127.0.0.1:0"
 	cfg.Logger = testLogger(t)
+	if o.logs != nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(o.logs, nil))
+	}
 	cfg.Grace = o.grace
 	if cfg.Grace == 0 {
 		cfg.Grace = 200 * time.Millisecond // most tests want a gone tool to go quickly
