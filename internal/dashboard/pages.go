@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"cmp"
 	"fmt"
 	"html/template"
 	"net/http"
@@ -143,7 +144,8 @@ func (d *Dashboard) keysPage(r *http.Request, v *view) (string, error) {
 type logsData struct {
 	Calls                []callJSON
 	Tool, Outcome, Key   string
-	ToolNames, KeyIDs    []string
+	ToolNames            []string
+	Keys                 []keyChoice
 	Outcomes             []string
 	StreamURL, LatestKey string
 }
@@ -159,10 +161,14 @@ func (d *Dashboard) logsPage(r *http.Request, v *view) (string, error) {
 	}
 	data := logsData{Tool: f.Name, Outcome: f.Outcome, Key: f.KeyID, Calls: make([]callJSON, 0, len(cs)),
 		Outcomes: []string{store.OutcomeOK, store.OutcomeError, store.OutcomeTimeout, store.OutcomeCancelled, store.OutcomeDisconnected}}
-	for _, c := range cs {
-		data.Calls = append(data.Calls, callOut(c))
+	names, err := d.keyNames(r.Context(), v.Project.ID)
+	if err != nil {
+		return "", err
 	}
-	if data.ToolNames, data.KeyIDs, err = d.filterChoices(r, v.Project.ID); err != nil {
+	for _, c := range cs {
+		data.Calls = append(data.Calls, callOut(c, names))
+	}
+	if data.ToolNames, data.Keys, err = d.filterChoices(r, v.Project.ID); err != nil {
 		return "", err
 	}
 	data.StreamURL = fmt.Sprintf("/api/projects/%s/calls/stream?%s", v.Project.Name, r.URL.Query().Encode())
@@ -170,8 +176,11 @@ func (d *Dashboard) logsPage(r *http.Request, v *view) (string, error) {
 	return "logs", nil
 }
 
+// keyChoice is a client key in the Logs filter: its label, by its ID.
+type keyChoice struct{ ID, Label string }
+
 // filterChoices are the tool names and client keys the Logs filters offer.
-func (d *Dashboard) filterChoices(r *http.Request, projectID int64) (tools, keys []string, err error) {
+func (d *Dashboard) filterChoices(r *http.Request, projectID int64) (tools []string, keys []keyChoice, err error) {
 	seen := map[string]bool{}
 	snap := d.reg.Snapshot(projectID)
 	for _, t := range snap.ToolList {
@@ -199,7 +208,7 @@ func (d *Dashboard) filterChoices(r *http.Request, projectID int64) (tools, keys
 	}
 	for _, k := range ks {
 		if k.Kind == store.KindClient {
-			keys = append(keys, k.ID)
+			keys = append(keys, keyChoice{ID: k.ID, Label: cmp.Or(k.Name, k.ID)})
 		}
 	}
 	return tools, keys, nil
