@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -10,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/spacefix/spacefix/internal/toolctl"
 )
 
 // The Node example's steps, taken from each README that gives them and run
@@ -70,6 +73,15 @@ func TestNodeExampleReadme(t *testing.T) {
 					t.Fatalf("the agent of %s's steps did not connect within 5 minutes; output:\n%s", c.readme, out.String())
 				}
 				time.Sleep(100 * time.Millisecond)
+			}
+			// The dashboard's Agents page shows the replica by its name, as it
+			// does the Go example's, not by its key's label.
+			rep := e.gw.Registry().All()[0]
+			k, err := e.store.Key(context.Background(), rep.AgentKey)
+			must(t, err)
+			k.Name = "default agent key"
+			if got := toolctl.AgentName(k, rep.Reg); got != "orders" {
+				t.Errorf("the Agents page names the Node example's replica %q, want %q like the Go example's", got, "orders")
 			}
 			cs := e.connect("2025-11-25", e.clientKey, nil)
 			if got := text(call(t, cs, "get_order", map[string]any{"id": "1042"})); !strings.Contains(got, `"customer":"ada"`) {
