@@ -2,6 +2,8 @@ package dashboard_test
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -9,6 +11,8 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/spacefix/spacefix/internal/quickstart"
 )
 
 // What a newcomer saw in the first hour: the Usage chart's y-axis, the
@@ -18,6 +22,20 @@ func TestBrowserFirstHourPages(t *testing.T) {
 	w := startGateway(t)
 	w.agent("", orderTools(getOrderV1))
 	w.signUp(ctx)
+
+	// The Overview shows the Inspector lines serve prints, the call with its
+	// id quoted as a JSON string.
+	run(t, ctx, chromedp.Navigate(w.url("/p/default")), chromedp.WaitVisible(chromedp.CSS(`[data-snippet]`)))
+	snippets, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll('[data-snippet]')].map(p => p.textContent)`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	auth := "Bearer YOUR_CLIENT_KEY"
+	for _, want := range []string{quickstart.InspectorList(w.url("/mcp"), auth), quickstart.InspectorCall(w.url("/mcp"), auth)} {
+		if !slices.Contains(snippets, want) {
+			t.Errorf("the Overview lacks the snippet\n  %s\nit has:\n  %s", want, strings.Join(snippets, "\n  "))
+		}
+	}
 
 	// Seven calls today: the y-axis goes 0, 2, 4, 6, 8 and the bar of 7
 	// ends between the lines labelled 6 and 8.
