@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -146,6 +147,10 @@ func TestFirstHourAdminFindsGateway(t *testing.T) {
 	t.Setenv("SPACEFIX_URL", "")
 	if got, err := runCLI(t, "settings", "show", "--data", data); err != nil || !strings.Contains(got, "Call wait") {
 		t.Errorf("settings show with the address from the store: %v\n%s", err, got)
+	}
+	base := strings.TrimSuffix(regexp.MustCompile(`MCP endpoint  (\S+)`).FindStringSubmatch(out.String())[1], "/mcp")
+	if got, err := runCLI(t, "users", "setup-link", "--data", data); err != nil || !strings.Contains(got, "  "+base+"/setup/") {
+		t.Errorf("users setup-link with the address from the store: %v\n%s\nwant a link on %s", err, got, base)
 	}
 	t.Setenv("SPACEFIX_URL", "http://127.0.0.1:1")
 	if _, err := runCLI(t, "settings", "show", "--data", data); err == nil || !strings.Contains(err.Error(), "reach the gateway at http://127.0.0.1:1") {
