@@ -1,14 +1,12 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -20,24 +18,6 @@ import (
 	"github.com/spacefix/spacefix/internal/agentproto"
 	"github.com/spacefix/spacefix/internal/recovery"
 )
-
-// syncBuffer is a bytes.Buffer safe for the gateway's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // panicOn makes the gateway panic on the path named where (as
 // recovery.SetTestHook names it) until the test ends or it is set to "".

@@ -76,7 +76,7 @@ func spanNamed(t *testing.T, sr *tracetest.SpanRecorder, tid trace.TraceID, name
 func attr(s sdktrace.ReadOnlySpan, key string) string {
 	for _, a := range s.Attributes() {
 		if string(a.Key) == key {
-			return a.Value.Emit()
+			return a.Value.String()
 		}
 	}
 	return ""

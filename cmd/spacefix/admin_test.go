@@ -6,8 +6,10 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spacefix/spacefix/internal/gateway"
 	"github.com/spacefix/spacefix/internal/store"
@@ -50,7 +52,7 @@ func adminGateway(t *testing.T) (data, url, token string, st store.Store) {
 func TestToolsCommands(t *testing.T) {
 	_, url, token, st := adminGateway(t)
 	api := []string{"--url", url, "--token", token, "--project", "default"}
-	out, err := runCLI(t, append([]string{"tools", "set", "get_order", "--description", "Find one order.", "--cache", "30", "--access", "read", "--disabled=true"}, api...)...)
+	out, err := runCLI(t, append([]string{"tools", "set", "get_order", "--create", "--description", "Find one order.", "--cache", "30", "--access", "read", "--disabled=true"}, api...)...)
 	if err != nil || !strings.Contains(out, "Saved get_order") || !strings.Contains(out, "Not registered, Edited, Cached 30s, Treated as read, Disabled") {
 		t.Fatalf("tools set: %v\n%s", err, out)
 	}
@@ -93,6 +95,66 @@ func TestToolsCommands(t *testing.T) {
 	t.Setenv("SPACEFIX_TOKEN", "")
 	if _, err := runCLI(t, "tools", "list", "--url", url); err == nil || !strings.Contains(err.Error(), "no admin API token") {
 		t.Errorf("no token: %v", err)
+	}
+}
+
+// A typo in a tool name is refused, naming the tools there are, instead of
+// leaving a phantom row for a tool no agent offers.
+func TestFirstHourToolsSetRefusesUnknownName(t *testing.T) {
+	_, url, token, st := adminGateway(t)
+	api := []string{"--url", url, "--token", token}
+	_, err := runCLI(t, append([]string{"tools", "set", "no_such", "--cache", "30"}, api...)...)
+	if want := `tools set: project "default" has no tool "no_such" (no agent has offered a tool yet); check the name, or pass --create to save settings for a tool an agent will offer later`; err == nil || err.Error() != want {
+		t.Errorf("tools set no_such = %v, want %q", err, want)
+	}
+	if _, err := runCLI(t, append([]string{"tools", "set", "get_order", "--create", "--cache", "30"}, api...)...); err != nil {
+		t.Fatalf("tools set --create: %v", err)
+	}
+	_, err = runCLI(t, append([]string{"tools", "set", "get_ordr", "--cache", "30"}, api...)...)
+	if want := `(the tools are: get_order)`; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("tools set get_ordr = %v, want it to contain %q", err, want)
+	}
+	if got, _ := st.ToolSettings(context.Background(), 1); len(got) != 1 || got[0].Tool != "get_order" {
+		t.Errorf("saved settings = %+v, want only get_order's", got)
+	}
+}
+
+// The admin commands find the gateway without --url: through SPACEFIX_URL,
+// else through the address serve last recorded in the store.
+func TestFirstHourAdminFindsGateway(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "s.db")
+	ctx, cancel := context.WithCancel(context.Background())
+	var out, logs syncBuffer
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--data", data}, &out, &logs) }()
+	defer func() { cancel(); <-done }()
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(out.String(), "MCP endpoint") {
+		if time.Now().After(deadline) {
+			t.Fatalf("serve printed no MCP endpoint:\n%s\n%s", out.String(), logs.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	tok, err := runCLI(t, "tokens", "create", "--data", data, "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var created struct{ Token string }
+	if err := json.Unmarshal([]byte(tok), &created); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("SPACEFIX_TOKEN", created.Token)
+	t.Setenv("SPACEFIX_URL", "")
+	if got, err := runCLI(t, "settings", "show", "--data", data); err != nil || !strings.Contains(got, "Call wait") {
+		t.Errorf("settings show with the address from the store: %v\n%s", err, got)
+	}
+	base := strings.TrimSuffix(regexp.MustCompile(`MCP endpoint  (\S+)`).FindStringSubmatch(out.String())[1], "/mcp")
+	if got, err := runCLI(t, "users", "setup-link", "--data", data); err != nil || !strings.Contains(got, "  "+base+"/setup/") {
+		t.Errorf("users setup-link with the address from the store: %v\n%s\nwant a link on %s", err, got, base)
+	}
+	t.Setenv("SPACEFIX_URL", "http://127.0.0.1:1")
+	if _, err := runCLI(t, "settings", "show", "--data", data); err == nil || !strings.Contains(err.Error(), "reach the gateway at http://127.0.0.1:1") {
+		t.Errorf("settings show with SPACEFIX_URL: %v, want SPACEFIX_URL to win over the store", err)
 	}
 }
 

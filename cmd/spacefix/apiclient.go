@@ -10,8 +10,12 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"time"
+
+	"github.com/spacefix/spacefix/internal/store"
+	"github.com/spacefix/spacefix/internal/store/sqlite"
 )
 
 // apiClient talks to a running gateway's admin API, for the commands that
@@ -24,11 +28,12 @@ type apiClient struct {
 	http    *http.Client
 }
 
-// apiFlags adds --url, --token and --project to fs.
+// apiFlags adds --url, --token, --project and --data to fs.
 func apiFlags(fs *flag.FlagSet) func() (*apiClient, error) {
-	base := fs.String("url", envOr("SPACEFIX_URL", "http://127.0.0.1:8080"), "the gateway's base `URL` (env SPACEFIX_URL)")
+	base := fs.String("url", "", "the gateway's base `URL` (env SPACEFIX_URL; default: the address serve last used with --data, else "+defaultURL+")")
 	token := fs.String("token", "", "an admin API `token` (env SPACEFIX_TOKEN); make one with: spacefix tokens create")
 	project := fs.String("project", "default", "the project `name`")
+	data := dataFlag(fs)
 	return func() (*apiClient, error) {
 		t := *token
 		if t == "" {
@@ -37,15 +42,44 @@ func apiFlags(fs *flag.FlagSet) func() (*apiClient, error) {
 		if t == "" {
 			return nil, usageError{fs.Name() + ": no admin API token; pass --token or set SPACEFIX_TOKEN (make one with: spacefix tokens create)"}
 		}
-		u, err := url.Parse(*base)
+		b := gatewayURL(*base, *data)
+		u, err := url.Parse(b)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return nil, usageError{fmt.Sprintf("%s: --url %q: want the gateway's base URL, for example http://127.0.0.1:8080", fs.Name(), *base)}
+			return nil, usageError{fmt.Sprintf("%s: --url %q: want the gateway's base URL, for example http://127.0.0.1:8080", fs.Name(), b)}
 		}
 		return &apiClient{
-			base: strings.TrimRight(*base, "/"), token: t, project: *project,
+			base: strings.TrimRight(b, "/"), token: t, project: *project,
 			http: &http.Client{Timeout: 30 * time.Second},
 		}, nil
 	}
+}
+
+const defaultURL = "http://127.0.0.1:8080"
+
+// gatewayURL picks the gateway to talk to: --url, else SPACEFIX_URL, else
+// the address serve last listened on with the store file, else defaultURL.
+// A store file that does not exist is not created.
+func gatewayURL(flagURL, dataPath string) string {
+	if flagURL != "" {
+		return flagURL
+	}
+	if v := os.Getenv("SPACEFIX_URL"); v != "" {
+		return v
+	}
+	if _, err := os.Stat(dataPath); err != nil {
+		return defaultURL
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	st, err := sqlite.Open(ctx, dataPath)
+	if err != nil {
+		return defaultURL
+	}
+	defer st.Close()
+	if v, err := st.Meta(ctx, store.MetaServeURL); err == nil && v != "" {
+		return v
+	}
+	return defaultURL
 }
 
 // projectPath is the API path of something in the client's project.

@@ -129,9 +129,17 @@ func keysRevoke(ctx context.Context, args []string, stdout io.Writer) error {
 		return usageError{"keys revoke: want one key ID (see spacefix keys list)"}
 	}
 	return withStore(ctx, *data, func(st store.Store) error {
-		if err := st.RevokeKey(ctx, pos[0]); errors.Is(err, store.ErrNotFound) {
+		k, err := st.Key(ctx, pos[0])
+		if errors.Is(err, store.ErrNotFound) {
 			return fmt.Errorf("no key %q; see spacefix keys list", pos[0])
 		} else if err != nil {
+			return err
+		}
+		if k.Revoked() {
+			fmt.Fprintf(stdout, "%s was already revoked on %s UTC; nothing changed.\n", k.ID, k.RevokedAt.UTC().Format("2006-01-02 15:04"))
+			return nil
+		}
+		if err := st.RevokeKey(ctx, k.ID); err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "Revoked %s. Running gateways refuse it within a second.\n", pos[0])

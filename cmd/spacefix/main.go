@@ -7,7 +7,7 @@
 //	spacefix projects create NAME
 //	spacefix projects list [--json]
 //	spacefix tokens create|list|revoke, spacefix users list|setup-link
-//	spacefix tools list|set, spacefix settings show|set (over the admin API: --url, --token)
+//	spacefix tools list|set, spacefix settings show|set (over the admin API: --url or the address serve recorded in --data, --token)
 //	spacefix version
 //
 // Every command takes --data (env SPACEFIX_DATA, default ./spacefix.db) and is

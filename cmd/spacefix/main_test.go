@@ -5,12 +5,15 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // runCLI runs one command as the binary would and returns its output.
@@ -46,6 +49,9 @@ func TestKeysAndProjects(t *testing.T) {
 	}
 	if out, err := runCLI(t, "keys", "revoke", k.ID, "--data", data); err != nil || !strings.Contains(out, "Revoked "+k.ID) {
 		t.Errorf("keys revoke: %v %s", err, out)
+	}
+	if out, err := runCLI(t, "keys", "revoke", k.ID, "--data", data); err != nil || !strings.Contains(out, k.ID+" was already revoked on ") || strings.Contains(out, "Revoked") {
+		t.Errorf("keys revoke twice: %v %s; want it to say the key already was revoked", err, out)
 	}
 	if out, _ := runCLI(t, "keys", "list", "--data", data, "--json"); !strings.Contains(out, `"revoked":true`) {
 		t.Errorf("keys list --json after revoke = %s", out)
@@ -127,7 +133,8 @@ func TestServeFirstStart(t *testing.T) {
 		"  Client key  sfx_client_",
 		"claude mcp add --transport http spacefix http://127.0.0.1:",
 		`--header "Authorization: Bearer sfx_client_`,
-		"npx @modelcontextprotocol/inspector --cli http://127.0.0.1:",
+		"npx -y @modelcontextprotocol/inspector@2.12.0 --cli http://127.0.0.1:",
+		`--method tools/call --tool-name get_order --tool-arg 'id="1042"'`,
 		"go run ./examples/orders",
 	} {
 		if !strings.Contains(first, want) {
@@ -141,5 +148,32 @@ func TestServeFirstStart(t *testing.T) {
 	out, _ := runCLI(t, "keys", "list", "--data", data)
 	if n := strings.Count(out, "key_"); n != 2 {
 		t.Errorf("after two starts there are %d keys, want the 2 of the first start:\n%s", n, out)
+	}
+}
+
+// The README's sample first-start output is what serve prints, apart from
+// the port, the store path and the secrets.
+func TestFirstHourReadmeStartOutput(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, after, ok := strings.Cut(string(readme), "prints them once with everything you need next:\n\n```\n")
+	want, _, ok2 := strings.Cut(after, "```\n")
+	if !ok || !ok2 {
+		t.Fatal("README.md has no sample first-start output after \"prints them once with everything you need next:\"")
+	}
+	data := filepath.Join(t.TempDir(), "spacefix.db")
+	got := serveOnce(t, data)
+	for _, r := range []struct{ re, with string }{
+		{`127\.0\.0\.1:\d+`, "127.0.0.1:8080"},
+		{`sfx_(agent|client)_[A-Z0-9]+`, "sfx_${1}_…"},
+		{`/setup/[A-Za-z0-9_-]+`, "/setup/…"},
+	} {
+		got = regexp.MustCompile(r.re).ReplaceAllString(got, r.with)
+	}
+	got = strings.ReplaceAll(got, data, "spacefix.db")
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("README.md's sample first-start output differs from what serve prints (-README +serve):\n%s", diff)
 	}
 }

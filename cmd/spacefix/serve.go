@@ -16,6 +16,8 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/spacefix/spacefix/internal/gateway"
+	"github.com/spacefix/spacefix/internal/quickstart"
+	"github.com/spacefix/spacefix/internal/store"
 	"github.com/spacefix/spacefix/internal/store/sqlite"
 	"github.com/spacefix/spacefix/internal/tracing"
 )
@@ -74,6 +76,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		g.Close()
 		return err
 	}
+	// The admin commands (tools, settings) find this gateway through the
+	// store when neither --url nor SPACEFIX_URL says where it is.
+	if err := st.SetMeta(ctx, store.MetaServeURL, "http://"+g.Addr()); err != nil {
+		cfg.Logger.Warn("could not record the address in the store; the admin commands will need --url", "err", err)
+	}
 	setup, err := g.SetupURL(ctx)
 	if err != nil {
 		cfg.Logger.Warn("could not make the dashboard's setup link", "err", err)
@@ -123,21 +130,25 @@ func printStart(w io.Writer, base, data string, first *gateway.FirstStart, setup
 		fmt.Fprintf(w, "Make keys with: spacefix keys create --data %s --project default --kind client|agent\n", data)
 		return
 	}
+	auth := "Bearer " + first.ClientKey
 	fmt.Fprintf(w, `This was the first start: project %q and two keys were created.
 Save the keys now. They are stored hashed and cannot be shown again.
 
   Agent key   %s
   Client key  %s
 
-Connect Claude Code:
-  claude mcp add --transport http spacefix %s --header "Authorization: Bearer %s"
-
-Or look around with the MCP Inspector:
-  npx @modelcontextprotocol/inspector --cli %s --transport http --header "Authorization: Bearer %s" --method tools/list
-
 Run the example agent, in another terminal of this repository:
   SPACEFIX_API_KEY=%s SPACEFIX_URL=%s go run ./examples/orders
-`, first.Project, first.AgentKey, first.ClientKey, mcpURL, first.ClientKey, mcpURL, first.ClientKey, first.AgentKey, base)
+
+Connect Claude Code:
+  %s
+
+Or look around with the MCP Inspector (Node.js 20 or later):
+  %s
+  %s
+`, first.Project, first.AgentKey, first.ClientKey, first.AgentKey, base,
+		quickstart.ClaudeAdd("spacefix", mcpURL, auth),
+		quickstart.InspectorList(mcpURL, auth), quickstart.InspectorCall(mcpURL, auth))
 }
 
 // Shared flag helpers.

@@ -77,6 +77,7 @@ func toolsSet(ctx context.Context, args []string, stdout io.Writer) error {
 	disabled := fs.Bool("disabled", false, "hide the tool from every client and refuse its calls (--disabled=false brings it back)")
 	approve := fs.Bool("approve", false, "approve the tool's current definition (with Approve tool changes on)")
 	reject := fs.Bool("reject", false, "reject the tool's current definition")
+	create := fs.Bool("create", false, "save settings for a tool no agent has offered yet (without it, a name no agent offered is refused as a likely typo)")
 	asJSON := fs.Bool("json", false, "print the admin API's JSON")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
@@ -107,6 +108,11 @@ func toolsSet(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	var raw json.RawMessage
 	tool := pos[0]
+	if !*create {
+		if err := knownTool(ctx, c, tool); err != nil {
+			return err
+		}
+	}
 	if len(patch) > 0 {
 		if err := c.do(ctx, "PATCH", c.projectPath("/tools/%s", tool), patch, &raw); err != nil {
 			return err
@@ -134,6 +140,27 @@ func toolsSet(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "Saved %s in project %q: %s. MCP clients see it on their next request.\n", tool, c.project, orDash(strings.Join(state, ", ")))
 	return nil
+}
+
+// knownTool refuses a tool name that no agent of the project has offered:
+// neither registered now nor with saved settings from an earlier visit.
+func knownTool(ctx context.Context, c *apiClient, tool string) error {
+	var rows []toolRow
+	if err := c.do(ctx, "GET", c.projectPath("/tools"), nil, &rows); err != nil {
+		return err
+	}
+	var names []string
+	for _, r := range rows {
+		if r.Name == tool {
+			return nil
+		}
+		names = append(names, r.Name)
+	}
+	known := "no agent has offered a tool yet"
+	if len(names) > 0 {
+		known = "the tools are: " + strings.Join(names, ", ")
+	}
+	return fmt.Errorf("tools set: project %q has no tool %q (%s); check the name, or pass --create to save settings for a tool an agent will offer later", c.project, tool, known)
 }
 
 func orDash(s string) string {

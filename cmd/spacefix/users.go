@@ -1,9 +1,11 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -19,7 +21,7 @@ func usersCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	fs := newFlagSet("users "+args[0], stdout)
 	data := dataFlag(fs)
-	base := fs.String("url", envOr("SPACEFIX_URL", "http://127.0.0.1:8080"), "the gateway's base `URL`, to print links with (env SPACEFIX_URL)")
+	base := fs.String("url", "", "the gateway's base `URL`, to print links with (env SPACEFIX_URL; default: the address serve last used with --data, else "+defaultURL+")")
 	if err := parse(fs, args[1:]); err != nil {
 		return err
 	}
@@ -50,7 +52,14 @@ func usersCmd(ctx context.Context, args []string, stdout io.Writer) error {
 			if path == "" {
 				return fmt.Errorf("the dashboard has users already; ask an admin for an invite (Users and tokens page)")
 			}
-			fmt.Fprintf(stdout, "Open this link within 24 hours to set the first admin's password (it works once):\n\n  %s%s\n", strings.TrimRight(*base, "/"), path)
+			b := cmp.Or(*base, os.Getenv("SPACEFIX_URL"))
+			if b == "" {
+				b = defaultURL
+				if v, err := st.Meta(ctx, store.MetaServeURL); err == nil && v != "" {
+					b = v
+				}
+			}
+			fmt.Fprintf(stdout, "Open this link within 24 hours to set the first admin's password (it works once):\n\n  %s%s\n", strings.TrimRight(b, "/"), path)
 			return nil
 		})
 	}

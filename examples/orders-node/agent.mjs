@@ -61,6 +61,6 @@ const summariseOrder = definePrompt({
     `Summarise this order politely, in two sentences:\n${JSON.stringify(await orderService.findById(id))}`
 });
 
-const agent = new Agent({ apiKey: process.env.SPACEFIX_API_KEY });
+const agent = new Agent({ apiKey: process.env.SPACEFIX_API_KEY, name: 'orders' });
 agent.register([getOrder, searchOrders, createOrder, openOrders, summariseOrder]);
 void agent.connect();

@@ -87,11 +87,17 @@ func secureRequest(r *http.Request) bool {
 	return r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
 }
 
-func (d *Dashboard) setSession(w http.ResponseWriter, r *http.Request, token string, expires time.Time) {
-	http.SetCookie(w, &http.Cookie{
-		Name: sessionCookie, Value: token, Path: "/", Expires: expires,
+// setSession sets the session cookie: a browser-session cookie, or with
+// keep ("keep me signed in") one that lasts until the session expires.
+func (d *Dashboard) setSession(w http.ResponseWriter, r *http.Request, token string, expires time.Time, keep bool) {
+	c := &http.Cookie{
+		Name: sessionCookie, Value: token, Path: "/",
 		HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: secureRequest(r),
-	})
+	}
+	if keep {
+		c.Expires = expires
+	}
+	http.SetCookie(w, c)
 }
 
 func clearSession(w http.ResponseWriter, r *http.Request) {
@@ -126,10 +132,12 @@ func (d *Dashboard) allowSignIn(r *http.Request, email string) (bool, string) {
 type loginData struct {
 	Email, Error, Next string
 	Setup              bool // no user exists yet
+	Keep               bool // "keep me signed in" is ticked
+	KeepDays           int  // how long that keeps one signed in
 }
 
 func (d *Dashboard) loginPage(w http.ResponseWriter, r *http.Request) {
-	data := loginData{Next: safeNext(r.URL.Query().Get("next"))}
+	data := loginData{Next: safeNext(r.URL.Query().Get("next")), KeepDays: int(users.SessionLifetime.Hours() / 24)}
 	if us, err := d.st.Users(r.Context()); err == nil && len(us) == 0 {
 		data.Setup = true
 	}
@@ -138,7 +146,8 @@ func (d *Dashboard) loginPage(w http.ResponseWriter, r *http.Request) {
 
 func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 	email, password := strings.TrimSpace(r.PostFormValue("email")), r.PostFormValue("password")
-	data := loginData{Email: email, Next: safeNext(r.PostFormValue("next"))}
+	data := loginData{Email: email, Next: safeNext(r.PostFormValue("next")), Keep: r.PostFormValue("keep") != "",
+		KeepDays: int(users.SessionLifetime.Hours() / 24)}
 	if ok, msg := d.allowSignIn(r, email); !ok {
 		data.Error = msg
 		d.renderBare(w, r, http.StatusTooManyRequests, "login", "Sign in", data)
@@ -154,16 +163,16 @@ func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 		d.serverError(w, r, "sign in", err)
 		return
 	}
-	d.startSession(w, r, u, data.Next)
+	d.startSession(w, r, u, data.Next, data.Keep)
 }
 
-func (d *Dashboard) startSession(w http.ResponseWriter, r *http.Request, u store.User, next string) {
+func (d *Dashboard) startSession(w http.ResponseWriter, r *http.Request, u store.User, next string, keep bool) {
 	token, expires, err := users.NewSession(r.Context(), d.st, u.ID)
 	if err != nil {
 		d.serverError(w, r, "start session", err)
 		return
 	}
-	d.setSession(w, r, token, expires)
+	d.setSession(w, r, token, expires, keep)
 	d.log.Info("dashboard sign-in", "user", u.Email)
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
@@ -226,7 +235,7 @@ func (d *Dashboard) join(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d.log.Info("dashboard user created", "user", u.Email, "admin", u.Admin)
-	d.startSession(w, r, u, "/")
+	d.startSession(w, r, u, "/", false)
 }
 
 // safeNext keeps a post-sign-in redirect on this site.

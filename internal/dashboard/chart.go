@@ -34,13 +34,14 @@ func usageChart(days []dayUsage) template.HTML {
 	for _, d := range days {
 		peak = max(peak, d.Calls)
 	}
-	top := niceCeil(peak)
+	ticks := yTicks(peak)
+	top := ticks[len(ticks)-1]
+	steps := float64(len(ticks) - 1)
 	plotW, plotH := chartW-padL-padR, chartH-padT-padB
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg class="chart" viewBox="0 0 %.0f %.0f" role="img" aria-label="Billable calls per day">`, chartW, chartH)
-	for i := 0; i <= 4; i++ { // grid lines and y labels
-		v := top * int64(i) / 4
-		y := padT + plotH - plotH*float64(i)/4
+	for i, v := range ticks { // grid lines and y labels
+		y := padT + plotH - plotH*float64(i)/steps
 		fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#e4e7ec"/>`, padL, chartW-padR, y, y)
 		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="end" font-size="11" fill="#667085">%s</text>`, padL-6, y+4, thousands(v))
 	}
@@ -66,22 +67,28 @@ func usageChart(days []dayUsage) template.HTML {
 	return template.HTML(b.String()) // built from numbers and formatted dates only
 }
 
-// niceCeil rounds up to 1, 2 or 5 times a power of ten, at least 4 so the
-// four grid steps are whole numbers.
-func niceCeil(v int64) int64 {
-	if v <= 4 {
-		return 4
+// yTicks returns the y-axis labels for a chart whose tallest bar is peak:
+// from 0 in equal steps of 1, 2 or 5 times a power of ten, the smallest
+// such step that needs at most five of them, up to the first label at or
+// above peak. Every label is a value a bar can have, so a bar of 6 ends on
+// the line labelled 6. An empty chart gets 0 to 4.
+func yTicks(peak int64) []int64 {
+	if peak <= 0 {
+		return []int64{0, 1, 2, 3, 4}
 	}
-	p := int64(1)
-	for p*10 <= v {
-		p *= 10
-	}
-	for _, m := range []int64{1, 2, 4, 5, 10} {
-		if m*p >= v && (m*p)%4 == 0 {
-			return m * p
+	step := int64(1)
+	for p := int64(1); ; p *= 10 {
+		for _, m := range []int64{1, 2, 5} {
+			if step = m * p; (peak+step-1)/step <= 5 {
+				n := (peak + step - 1) / step
+				ticks := make([]int64, n+1)
+				for i := range ticks {
+					ticks[i] = int64(i) * step
+				}
+				return ticks
+			}
 		}
 	}
-	return 10 * p
 }
 
 // thousands writes n with thin separators: 12,345.

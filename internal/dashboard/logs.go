@@ -26,6 +26,7 @@ type callJSON struct {
 	Kind       string    `json:"kind"`
 	Name       string    `json:"name"`
 	Key        string    `json:"key"`
+	KeyName    string    `json:"keyName,omitempty"` // the key's label, what people read
 	Agent      string    `json:"agent"`
 	Replica    string    `json:"replica"`
 	DurationMs float64   `json:"durationMs"`
@@ -34,13 +35,15 @@ type callJSON struct {
 	Progress   []string  `json:"progress"`
 }
 
-func callOut(c store.Call) callJSON {
+// callOut is a record as the Logs page and the API show it; names maps key
+// IDs to their labels.
+func callOut(c store.Call, names map[string]string) callJSON {
 	p := c.Progress
 	if p == nil {
 		p = []string{}
 	}
 	return callJSON{
-		ID: c.ID, Time: c.Time, Kind: c.Kind, Name: c.Name, Key: c.KeyID, Agent: c.Agent, Replica: c.Replica,
+		ID: c.ID, Time: c.Time, Kind: c.Kind, Name: c.Name, Key: c.KeyID, KeyName: names[c.KeyID], Agent: c.Agent, Replica: c.Replica,
 		DurationMs: float64(c.Duration.Microseconds()) / 1000, Outcome: c.Outcome, Error: c.Error, Progress: p,
 	}
 }
@@ -85,9 +88,13 @@ func (d *Dashboard) apiCalls(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	names, err := d.keyNames(r.Context(), p.ID)
+	if err != nil {
+		return err
+	}
 	out := make([]callJSON, 0, len(cs))
 	for _, c := range cs {
-		out = append(out, callOut(c))
+		out = append(out, callOut(c, names))
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
@@ -126,11 +133,28 @@ func (d *Dashboard) apiCallStream(w http.ResponseWriter, r *http.Request) error 
 	return nil
 }
 
+// keyNames maps the IDs of a project's keys to their labels, for people
+// to read in the Logs; a key without a label is shown by its ID.
+func (d *Dashboard) keyNames(ctx context.Context, projectID int64) (map[string]string, error) {
+	ks, err := d.st.Keys(ctx, projectID)
+	if err != nil {
+		return nil, err
+	}
+	names := make(map[string]string, len(ks))
+	for _, k := range ks {
+		if k.Name != "" {
+			names[k.ID] = k.Name
+		}
+	}
+	return names, nil
+}
+
 func (d *Dashboard) tail(ctx context.Context, w http.ResponseWriter, rc *http.ResponseController, f store.CallFilter) {
 	poll := time.NewTicker(tailPoll)
 	defer poll.Stop()
 	lastWrite := time.Now()
 	f.Limit = tailBatch
+	names, _ := d.keyNames(ctx, f.ProjectID)
 	for {
 		select {
 		case <-ctx.Done():
@@ -147,7 +171,12 @@ func (d *Dashboard) tail(ctx context.Context, w http.ResponseWriter, rc *http.Re
 			continue
 		}
 		for i := len(cs) - 1; i >= 0; i-- { // oldest first
-			b, _ := json.Marshal(callOut(cs[i]))
+			if _, ok := names[cs[i].KeyID]; !ok && cs[i].KeyID != "" {
+				if fresh, err := d.keyNames(ctx, f.ProjectID); err == nil {
+					names = fresh // a key made since the tail started
+				}
+			}
+			b, _ := json.Marshal(callOut(cs[i], names))
 			fmt.Fprintf(w, "id: %d\nevent: call\ndata: %s\n\n", cs[i].ID, b)
 			f.AfterID = max(f.AfterID, cs[i].ID)
 		}

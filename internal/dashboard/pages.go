@@ -1,12 +1,14 @@
 package dashboard
 
 import (
+	"cmp"
 	"fmt"
 	"html/template"
 	"net/http"
 	"slices"
 	"time"
 
+	"github.com/spacefix/spacefix/internal/quickstart"
 	"github.com/spacefix/spacefix/internal/store"
 )
 
@@ -60,11 +62,12 @@ func snippets(project, mcpURL string) []snippet {
 	}
 	auth := "Bearer " + keyPlaceholder
 	return []snippet{
-		{"Claude Code", "in a terminal", fmt.Sprintf("claude mcp add --transport http %s %s --header \"Authorization: %s\"", name, mcpURL, auth)},
+		{"Claude Code", "in a terminal", quickstart.ClaudeAdd(name, mcpURL, auth)},
 		{"Codex", "~/.codex/config.toml", fmt.Sprintf("[mcp_servers.%s]\nurl = %q\nhttp_headers = { Authorization = %q }", name, mcpURL, auth)},
 		{"Cursor", ".cursor/mcp.json", fmt.Sprintf("{\n  \"mcpServers\": {\n    %q: {\n      \"url\": %q,\n      \"headers\": { \"Authorization\": %q }\n    }\n  }\n}", name, mcpURL, auth)},
 		{"VS Code", ".vscode/mcp.json", fmt.Sprintf("{\n  \"servers\": {\n    %q: {\n      \"type\": \"http\",\n      \"url\": %q,\n      \"headers\": { \"Authorization\": %q }\n    }\n  }\n}", name, mcpURL, auth)},
-		{"MCP Inspector", "in a terminal", fmt.Sprintf("npx @modelcontextprotocol/inspector --cli %s --transport http --header \"Authorization: %s\" --method tools/list", mcpURL, auth)},
+		{"MCP Inspector", "in a terminal (Node.js 20 or later)", quickstart.InspectorList(mcpURL, auth)},
+		{"MCP Inspector, call a tool", "in a terminal, with the example agent running", quickstart.InspectorCall(mcpURL, auth)},
 	}
 }
 
@@ -141,7 +144,8 @@ func (d *Dashboard) keysPage(r *http.Request, v *view) (string, error) {
 type logsData struct {
 	Calls                []callJSON
 	Tool, Outcome, Key   string
-	ToolNames, KeyIDs    []string
+	ToolNames            []string
+	Keys                 []keyChoice
 	Outcomes             []string
 	StreamURL, LatestKey string
 }
@@ -157,10 +161,14 @@ func (d *Dashboard) logsPage(r *http.Request, v *view) (string, error) {
 	}
 	data := logsData{Tool: f.Name, Outcome: f.Outcome, Key: f.KeyID, Calls: make([]callJSON, 0, len(cs)),
 		Outcomes: []string{store.OutcomeOK, store.OutcomeError, store.OutcomeTimeout, store.OutcomeCancelled, store.OutcomeDisconnected}}
-	for _, c := range cs {
-		data.Calls = append(data.Calls, callOut(c))
+	names, err := d.keyNames(r.Context(), v.Project.ID)
+	if err != nil {
+		return "", err
 	}
-	if data.ToolNames, data.KeyIDs, err = d.filterChoices(r, v.Project.ID); err != nil {
+	for _, c := range cs {
+		data.Calls = append(data.Calls, callOut(c, names))
+	}
+	if data.ToolNames, data.Keys, err = d.filterChoices(r, v.Project.ID); err != nil {
 		return "", err
 	}
 	data.StreamURL = fmt.Sprintf("/api/projects/%s/calls/stream?%s", v.Project.Name, r.URL.Query().Encode())
@@ -168,8 +176,11 @@ func (d *Dashboard) logsPage(r *http.Request, v *view) (string, error) {
 	return "logs", nil
 }
 
+// keyChoice is a client key in the Logs filter: its label, by its ID.
+type keyChoice struct{ ID, Label string }
+
 // filterChoices are the tool names and client keys the Logs filters offer.
-func (d *Dashboard) filterChoices(r *http.Request, projectID int64) (tools, keys []string, err error) {
+func (d *Dashboard) filterChoices(r *http.Request, projectID int64) (tools []string, keys []keyChoice, err error) {
 	seen := map[string]bool{}
 	snap := d.reg.Snapshot(projectID)
 	for _, t := range snap.ToolList {
@@ -197,7 +208,7 @@ func (d *Dashboard) filterChoices(r *http.Request, projectID int64) (tools, keys
 	}
 	for _, k := range ks {
 		if k.Kind == store.KindClient {
-			keys = append(keys, k.ID)
+			keys = append(keys, keyChoice{ID: k.ID, Label: cmp.Or(k.Name, k.ID)})
 		}
 	}
 	return tools, keys, nil

@@ -177,17 +177,29 @@ func limitsOf(s store.ProjectSettings) agentproto.Limits {
 	return lim
 }
 
+// closeReason says in words how an agent's connection ended, for the log.
 func closeReason(err error) string {
 	switch {
 	case err == nil:
 		return "closed"
+	case errors.Is(err, route.ErrGoodbye):
+		return err.Error()
 	case errors.Is(err, context.Canceled):
 		return "gateway shutting down"
-	case websocket.CloseStatus(err) != -1:
-		return fmt.Sprintf("closed by agent (%d)", websocket.CloseStatus(err))
-	default:
-		return err.Error()
 	}
+	switch websocket.CloseStatus(err) {
+	case -1:
+	case websocket.StatusNormalClosure:
+		return "the agent closed the connection"
+	case websocket.StatusGoingAway:
+		return "the agent is stopping"
+	default:
+		return fmt.Sprintf("closed by the agent with status %d", websocket.CloseStatus(err))
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return "the connection dropped without a goodbye"
+	}
+	return "connection lost: " + err.Error()
 }
 
 // tickets are registrations accepted and waiting for their WebSocket.

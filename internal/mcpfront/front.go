@@ -64,6 +64,7 @@ type Front struct {
 	verifier *sfauth.Verifier
 	calls    *store.CallLog
 	log      *slog.Logger
+	sdkLog   *slog.Logger // go-sdk's, quieter about normal endings: see sdkLogger
 	version  string
 	controls *controlsCache
 	held     *heldCalls // calls waiting for the user's answer
@@ -101,18 +102,19 @@ func New(opts Options) *Front {
 		f.tracer = opts.TracerProvider.Tracer(tracerName, trace.WithInstrumentationVersion(opts.Version))
 	}
 	f.held = newHeldCalls(f.log)
+	f.sdkLog = sdkLogger(f.log)
 	if opts.CacheBytes <= 0 {
 		opts.CacheBytes = 64 << 20
 	}
 	f.cache = cache.New(opts.CacheBytes)
 	f.stateful = mcp.NewStreamableHTTPHandler(f.getServer, &mcp.StreamableHTTPOptions{
-		Logger:         f.log,
+		Logger:         f.sdkLog,
 		SessionTimeout: 30 * time.Minute,
 	})
 	f.stateless = mcp.NewStreamableHTTPHandler(f.getServer, &mcp.StreamableHTTPOptions{
 		Stateless:                    true,
 		PropagateRequestCancellation: true,
-		Logger:                       f.log,
+		Logger:                       f.sdkLog,
 	})
 	bearer := auth.RequireBearerToken(f.verifyToken, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})
 	f.handler = http.NewCrossOriginProtection().Handler(bearer(http.HandlerFunc(f.dispatch)))

@@ -47,15 +47,16 @@ func (f *Front) viewFor(k store.Key) *view {
 			Resources: &mcp.ResourceCapabilities{ListChanged: true},
 			Prompts:   &mcp.PromptCapabilities{ListChanged: true},
 		},
-		Logger: f.log,
+		Logger: f.sdkLog,
 		// What a key sees depends on the key: never share lists between
-		// callers.
+		// callers. Only 2026-07-28 results carry the fields; eraFields
+		// removes them from those of older sessions.
 		SetCacheable: func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) {
 			c.CacheScope = "private"
 		},
 		KeepAlive: 30 * time.Second,
 	})
-	v.server.AddReceivingMiddleware(v.f.recoverPanics, v.resolve)
+	v.server.AddReceivingMiddleware(v.f.recoverPanics, v.resolve, eraFields)
 	f.views[k.ID] = v
 	f.mu.Unlock()
 	v.sync()

@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -22,6 +23,11 @@ import (
 
 // ErrDisconnected means the replica's connection ended before the result.
 var ErrDisconnected = errors.New("agent disconnected")
+
+// ErrGoodbye is what [Conn.Serve] returns, wrapped with the reason, when the
+// connection ended after the gateway said goodbye ([Conn.Close]): however
+// the agent then hangs up, that is a normal ending.
+var ErrGoodbye = errors.New("the gateway said goodbye")
 
 // Heartbeat is how often the gateway pings a replica, and how long it waits
 // for the pong.
@@ -39,6 +45,7 @@ type Conn struct {
 	mu      sync.Mutex
 	pending map[string]*Pending
 	closed  bool
+	goodbye string // the reason Close gave; "" until then
 	done    chan struct{}
 }
 
@@ -144,6 +151,7 @@ func (c *Conn) Close(reason string) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	c.mu.Lock()
+	c.goodbye = reason
 	ids := make([]string, 0, len(c.pending))
 	for id := range c.pending {
 		ids = append(ids, id)
@@ -165,6 +173,9 @@ func (c *Conn) Serve(ctx context.Context) error {
 	recovery.Go(c.log, "ping an agent", func() { c.pinger(ctx) })
 	err := c.read(ctx)
 	c.mu.Lock()
+	if c.goodbye != "" {
+		err = fmt.Errorf("%w (%s)", ErrGoodbye, c.goodbye)
+	}
 	c.closed = true
 	pending := c.pending
 	c.pending = nil

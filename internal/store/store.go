@@ -139,9 +139,21 @@ type Store interface {
 	// few seconds. After Close it returns an error.
 	Check(ctx context.Context) error
 
+	// SetMeta stores a small named value, replacing an earlier one.
+	SetMeta(ctx context.Context, name, value string) error
+	// Meta returns a value stored with SetMeta, or ErrNotFound.
+	Meta(ctx context.Context, name string) (string, error)
+
 	// Close releases the store. It is safe to call twice.
 	Close() error
 }
+
+// Names of [Store.Meta] values.
+const (
+	// MetaServeURL is the base URL `spacefix serve` last listened on with
+	// this store, so that the admin commands find the gateway without --url.
+	MetaServeURL = "serve_url"
+)
 
 // Project is a tenant.
 type Project struct {

@@ -23,6 +23,9 @@ import (
 
 // Lifetimes.
 const (
+	// SessionLifetime bounds a sign-in: its cookie ends with the browser
+	// session, or with "keep me signed in" survives browser restarts, and
+	// the session ends after this at the latest either way.
 	SessionLifetime = 30 * 24 * time.Hour
 	InviteLifetime  = 7 * 24 * time.Hour
 	SetupLifetime   = 24 * time.Hour

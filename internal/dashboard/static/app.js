@@ -224,7 +224,15 @@ function logRow(c) {
     detail.append(det);
   }
   const when = new Date(c.time);
-  tr.append(cell(when.toLocaleString("sv-SE").replace("T", " "), "nowrap"), cell(c.kind), codeCell(c.name), codeCell(c.key),
+  let key = codeCell(c.key);
+  if (c.keyName) {
+    key = cell("");
+    const name = document.createElement("span");
+    name.title = c.key;
+    name.textContent = c.keyName;
+    key.append(name);
+  }
+  tr.append(cell(when.toLocaleString("sv-SE").replace("T", " "), "nowrap"), cell(c.kind), codeCell(c.name), key,
     codeCell(c.replica), cell(`${c.durationMs.toFixed(1)} ms`, "num"), outcome, detail);
   return tr;
 }

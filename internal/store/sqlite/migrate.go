@@ -141,11 +141,13 @@ CREATE TABLE api_tokens (
 	revoked_at BIGINT
 );
 `,
-	// 3: a small key-value table; the readiness probe writes a row to it.
+	// 3: small named values: the readiness probe's row, and what the
+	// processes sharing a file tell each other, such as the address serve
+	// last listened on (store.MetaServeURL).
 	`
 CREATE TABLE meta (
-	key   TEXT   PRIMARY KEY,
-	value TEXT   NOT NULL,
+	key        TEXT   PRIMARY KEY,
+	value      TEXT   NOT NULL,
 	updated_at BIGINT NOT NULL
 );
 `,

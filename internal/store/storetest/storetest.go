@@ -62,6 +62,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Invites", testInvites},
 		{"InviteUsedOnce", testInviteUsedOnce},
 		{"APITokens", testAPITokens},
+		{"Meta", testMeta},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -754,5 +755,19 @@ func testCheck(t *testing.T, s store.Store) {
 	}
 	if err := s.Check(ctx); err == nil {
 		t.Error("Check on a closed store: got nil, want an error")
+	}
+}
+
+func testMeta(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	_, err := s.Meta(ctx, store.MetaServeURL)
+	wantErr(t, "Meta before SetMeta", err, store.ErrNotFound)
+	for _, v := range []string{"http://127.0.0.1:8080", "http://127.0.0.1:9090"} {
+		if err := s.SetMeta(ctx, store.MetaServeURL, v); err != nil {
+			t.Fatalf("SetMeta(%q): %v", v, err)
+		}
+		if got, err := s.Meta(ctx, store.MetaServeURL); got != v || err != nil {
+			t.Errorf("Meta after SetMeta(%q) = %q, %v", v, got, err)
+		}
 	}
 }

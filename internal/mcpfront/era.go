@@ -1,0 +1,84 @@
+package mcpfront
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// eraFields removes what protocol 2026-07-28 added to list results, ttlMs
+// and cacheScope, from the results of older sessions: go-sdk writes them at
+// every version, and a 2025-era schema has no such fields.
+// [mcp.ServerOptions.SetCacheable] cannot drop them (ttlMs is always
+// written), so the results of older sessions are wrapped in types that
+// marshal without them.
+func eraFields(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		if err != nil || res == nil || modernSession(req) {
+			return res, err
+		}
+		switch r := res.(type) {
+		case *mcp.ListToolsResult:
+			return legacyTools{r}, nil
+		case *mcp.ListResourcesResult:
+			return legacyResources{r}, nil
+		case *mcp.ListResourceTemplatesResult:
+			return legacyTemplates{r}, nil
+		case *mcp.ListPromptsResult:
+			return legacyPrompts{r}, nil
+		case *mcp.ReadResourceResult:
+			return legacyRead{r}, nil
+		}
+		return res, nil
+	}
+}
+
+// modernSession reports whether req speaks 2026-07-28 or later. A request
+// of the new protocol carries its version, which go-sdk keeps as the
+// session's initialize parameters.
+func modernSession(req mcp.Request) bool {
+	ss, ok := req.GetSession().(*mcp.ServerSession)
+	if !ok {
+		return true
+	}
+	ip := ss.InitializeParams()
+	return ip == nil || ip.ProtocolVersion >= modernVersion
+}
+
+type (
+	legacyTools     struct{ *mcp.ListToolsResult }
+	legacyResources struct {
+		*mcp.ListResourcesResult
+	}
+	legacyTemplates struct {
+		*mcp.ListResourceTemplatesResult
+	}
+	legacyPrompts struct{ *mcp.ListPromptsResult }
+	legacyRead    struct{ *mcp.ReadResourceResult }
+)
+
+func (r legacyTools) MarshalJSON() ([]byte, error) { return withoutCacheFields(r.ListToolsResult) }
+func (r legacyResources) MarshalJSON() ([]byte, error) {
+	return withoutCacheFields(r.ListResourcesResult)
+}
+func (r legacyTemplates) MarshalJSON() ([]byte, error) {
+	return withoutCacheFields(r.ListResourceTemplatesResult)
+}
+func (r legacyPrompts) MarshalJSON() ([]byte, error) { return withoutCacheFields(r.ListPromptsResult) }
+func (r legacyRead) MarshalJSON() ([]byte, error)    { return withoutCacheFields(r.ReadResourceResult) }
+
+func withoutCacheFields(v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	delete(m, "ttlMs")
+	delete(m, "cacheScope")
+	return json.Marshal(m)
+}
