@@ -45,6 +45,7 @@ type envOptions struct {
 	heartbeat     time.Duration
 	shutdownGrace time.Duration
 	settings      *store.ProjectSettings
+	config        func(*gateway.Config) // last word on the gateway's config
 }
 
 func newEnv(t *testing.T, opts ...func(*envOptions)) *env {
@@ -85,6 +86,9 @@ func newEnv(t *testing.T, opts ...func(*envOptions)) *env {
 	}
 	if o.heartbeat > 0 {
 		cfg.Heartbeat = o.heartbeat
+	}
+	if o.config != nil {
+		o.config(&cfg)
 	}
 	g, err := gateway.New(cfg, st)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -25,6 +26,14 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&cfg.PublicURL, "public-url", os.Getenv("SPACEFIX_PUBLIC_URL"), "base `URL` clients reach the gateway at, if not http://ADDR (env SPACEFIX_PUBLIC_URL)")
 	fs.DurationVar(&cfg.ShutdownGrace, "shutdown-grace", cfg.ShutdownGrace, "how long calls in flight may finish on shutdown")
 	fs.DurationVar(&cfg.LogRetention, "log-retention", envDuration("SPACEFIX_LOG_RETENTION", cfg.LogRetention), "how long call log records are kept (env SPACEFIX_LOG_RETENTION)")
+	fs.DurationVar(&cfg.SessionIdle, "session-idle", envDuration("SPACEFIX_SESSION_IDLE", cfg.SessionIdle), "close an MCP session after this long without a request (env SPACEFIX_SESSION_IDLE)")
+	fs.DurationVar(&cfg.KeepAlive, "keepalive", envDuration("SPACEFIX_KEEPALIVE", cfg.KeepAlive), "how often MCP sessions holding a GET stream are pinged; 3 misses close one (env SPACEFIX_KEEPALIVE)")
+	fs.IntVar(&cfg.MaxConns, "max-conns", envInt("SPACEFIX_MAX_CONNS", cfg.MaxConns), "most open connections; more wait to be accepted (env SPACEFIX_MAX_CONNS)")
+	fs.IntVar(&cfg.MaxSessionsPerKey, "max-sessions-per-key", envInt("SPACEFIX_MAX_SESSIONS_PER_KEY", cfg.MaxSessionsPerKey), "most MCP sessions per client key; a new one closes the idlest (env SPACEFIX_MAX_SESSIONS_PER_KEY)")
+	fs.IntVar(&cfg.MaxInFlightPerKey, "max-inflight-per-key", envInt("SPACEFIX_MAX_INFLIGHT_PER_KEY", cfg.MaxInFlightPerKey), "most MCP requests in flight per client key; more get 429 (env SPACEFIX_MAX_INFLIGHT_PER_KEY)")
+	fs.DurationVar(&cfg.BodyTimeout, "body-timeout", envDuration("SPACEFIX_BODY_TIMEOUT", cfg.BodyTimeout), "how long a client may take to send a request body (env SPACEFIX_BODY_TIMEOUT)")
+	fs.DurationVar(&cfg.WriteTimeout, "write-timeout", envDuration("SPACEFIX_WRITE_TIMEOUT", cfg.WriteTimeout), "how long one write of a response may take (env SPACEFIX_WRITE_TIMEOUT)")
+	fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", envDuration("SPACEFIX_IDLE_TIMEOUT", cfg.IdleTimeout), "close a keep-alive connection idle this long (env SPACEFIX_IDLE_TIMEOUT)")
 	data := dataFlag(fs)
 	if err := parse(fs, args); err != nil {
 		return err
@@ -157,6 +166,13 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 func envDuration(name string, def time.Duration) time.Duration {
 	if d, err := time.ParseDuration(os.Getenv(name)); err == nil {
 		return d
+	}
+	return def
+}
+
+func envInt(name string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(name)); err == nil {
+		return n
 	}
 	return def
 }

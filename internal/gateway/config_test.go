@@ -17,6 +17,8 @@ func TestConfigValidate(t *testing.T) {
 		{"negative grace", func(c *Config) { c.ShutdownGrace = -time.Second }, "config: shutdown grace -1s must not be negative"},
 		{"retention under an hour", func(c *Config) { c.LogRetention = time.Minute }, "config: log retention 1m0s: use at least 1h"},
 		{"zero retention means default", func(c *Config) { c.LogRetention = 0 }, ""},
+		{"negative session idle", func(c *Config) { c.SessionIdle = -time.Second }, "config: session idle -1s must not be negative (0 means the default)"},
+		{"negative session cap", func(c *Config) { c.MaxSessionsPerKey = -1 }, "config: max conns, max sessions per key and max in flight per key must not be negative"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -32,7 +34,8 @@ func TestConfigValidate(t *testing.T) {
 		})
 	}
 	c := Config{Addr: "127.0.0.1:0"}
-	if got := c.withDefaults(); got.LogRetention != DefaultLogRetention || got.Heartbeat != 5*time.Second {
+	if got := c.withDefaults(); got.LogRetention != DefaultLogRetention || got.Heartbeat != 5*time.Second ||
+		got.SessionIdle != 30*time.Minute || got.MaxSessionsPerKey != 1000 || got.MaxInFlightPerKey != 64 || got.MaxConns != 10_000 {
 		t.Errorf("withDefaults() = %+v", got)
 	}
 }

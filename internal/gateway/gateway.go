@@ -29,6 +29,7 @@ type Gateway struct {
 	tickets  *tickets
 
 	srv *http.Server
+	mux *http.ServeMux
 	ln  net.Listener
 
 	ctx    context.Context // ends when the gateway closes; agent connections live in it
@@ -56,20 +57,27 @@ func New(cfg Config, st store.Store) (*Gateway, error) {
 	g.front = mcpfront.New(mcpfront.Options{
 		Registry: g.reg, Store: st, Verifier: g.verifier, CallLog: g.calls,
 		Logger: g.log, Version: cfg.Version,
+		SessionIdle: cfg.SessionIdle, KeepAlive: cfg.KeepAlive,
+		MaxSessionsPerKey: cfg.MaxSessionsPerKey, MaxInFlightPerKey: cfg.MaxInFlightPerKey,
 	})
 
+	// Every path but the agent WebSocket (hijacked, with deadlines of its
+	// own) gets per-step read and write deadlines.
 	mux := http.NewServeMux()
-	mux.Handle(mcpfront.Path, g.front)
-	mux.HandleFunc("POST "+agentproto.RegisterPath, g.handleRegister)
+	timed := http.NewServeMux()
+	mux.Handle("/", withTimeouts(timed, cfg.BodyTimeout, cfg.WriteTimeout))
+	timed.Handle(mcpfront.Path, g.front)
+	timed.HandleFunc("POST "+agentproto.RegisterPath, g.handleRegister)
 	mux.HandleFunc("GET "+agentproto.ConnectPath, g.handleConnect)
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+	timed.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		fmt.Fprintln(w, "ok")
 	})
-	g.mountDashboard(mux)
+	g.mountDashboard(timed)
+	g.mux = mux
 	g.srv = &http.Server{
-		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       cfg.IdleTimeout,
 		ErrorLog:          slog.NewLogLogger(g.log.Handler(), slog.LevelWarn),
 	}
 	return g, nil
@@ -83,8 +91,9 @@ func (g *Gateway) Start() error {
 		return fmt.Errorf("listen on %s: %w", g.cfg.Addr, err)
 	}
 	g.ln = ln
+	g.srv.Handler = g.mux
 	go func() {
-		if err := g.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := g.srv.Serve(newLimitListener(ln, g.cfg.MaxConns)); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			g.log.Error("http server stopped", "err", err)
 		}
 	}()
@@ -115,6 +124,10 @@ func (g *Gateway) Registry() *agents.Registry { return g.reg }
 // request (the dashboard and admin API call it after every save).
 func (g *Gateway) SettingsChanged(projectID int64) { g.front.SettingsChanged(projectID) }
 
+// Sessions returns how many MCP sessions (protocol 2025) client key keyID
+// has open.
+func (g *Gateway) Sessions(keyID string) int { return g.front.SessionCount(keyID) }
+
 // CallLog returns the call log writer.
 func (g *Gateway) CallLog() *store.CallLog { return g.calls }
 
@@ -140,6 +153,7 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 		g.front.WaitIdle(answered)
 		cancelAnswered()
 		g.front.CloseSessions()
+		g.front.Close()
 		g.cancel()
 		g.conns.Wait()
 		if e := <-srvDone; e != nil {

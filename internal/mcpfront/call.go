@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/spacefix/spacefix/internal/agentproto"
@@ -34,6 +35,17 @@ func (f *Front) toolHandler(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 	if t == nil {
 		return nil, fmt.Errorf("Tool %s not found", trimName(req.Params.Name))
 	}
+	// A session's calls run in the session's context: end this one when
+	// its client hangs up, as the stateless protocol does, or deletes the
+	// session.
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	if hung := f.hangUp(req.Extra); hung != nil {
+		defer context.AfterFunc(hung, func() { cancel(context.Canceled) })()
+	}
+	if req.Session != nil {
+		defer f.viewFor(key).trackCall(req.Session.ID(), cancel)()
+	}
 	progress := progressSender(ctx, req)
 
 	// A retry that carries the user's answer to the agent's question: the
@@ -49,6 +61,8 @@ func (f *Front) toolHandler(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 	}
 
 	// Validation: before any agent sees the call; not logged, not billed.
+	// (Arguments over the project's limit were refused in dispatch.)
+	c, _ := ctx.Value(controlsCtxKey{}).(*controls)
 	args, instance, problem := f.checkArgs(t, req.Params.Arguments)
 	if problem != "" {
 		return errorResult(fmt.Sprintf("Input validation error: Invalid arguments for tool %s: %s", t.Name, problem)), nil
@@ -59,7 +73,6 @@ func (f *Front) toolHandler(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 
 	// The cache: a hit never reaches an agent and is neither logged nor
 	// billed; it has passed the key check, the rate limit and validation.
-	c, _ := ctx.Value(controlsCtxKey{}).(*controls)
 	var cacheFor time.Duration
 	if c != nil {
 		cacheFor = time.Duration(c.tools[t.Name].CacheSeconds) * time.Second
@@ -143,6 +156,9 @@ func (f *Front) await(ctx context.Context, req *mcp.CallToolRequest, t *agents.T
 	}
 	out := f.toolResult(t, key, res, start)
 	if res.Cancelled {
+		if errors.Is(context.Cause(ctx), errSessionClosed) {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: msgSessionClosed}
+		}
 		return nil, ctx.Err()
 	}
 	if res.NotFound {
