@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -34,11 +35,17 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&cfg.BodyTimeout, "body-timeout", envDuration("SPACEFIX_BODY_TIMEOUT", cfg.BodyTimeout), "how long a client may take to send a request body (env SPACEFIX_BODY_TIMEOUT)")
 	fs.DurationVar(&cfg.WriteTimeout, "write-timeout", envDuration("SPACEFIX_WRITE_TIMEOUT", cfg.WriteTimeout), "how long one write of a response may take (env SPACEFIX_WRITE_TIMEOUT)")
 	fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", envDuration("SPACEFIX_IDLE_TIMEOUT", cfg.IdleTimeout), "close a keep-alive connection idle this long (env SPACEFIX_IDLE_TIMEOUT)")
+	hosts := fs.String("allowed-hosts", os.Getenv("SPACEFIX_ALLOWED_HOSTS"), "comma-separated `hosts` requests may name in Host; default the listen and public-url hosts, plus localhost names on loopback; * allows any (env SPACEFIX_ALLOWED_HOSTS)")
 	data := dataFlag(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	cfg.DataPath = *data
+	for _, h := range strings.Split(*hosts, ",") {
+		if h = strings.TrimSpace(h); h != "" {
+			cfg.AllowedHosts = append(cfg.AllowedHosts, h)
+		}
+	}
 	cfg.Logger = slog.New(slog.NewTextHandler(stderr, nil))
 	if os.Getenv("GOGC") == "" {
 		// Most of what a call allocates is short-lived JSON; collecting less

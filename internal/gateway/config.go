@@ -64,6 +64,12 @@ type Config struct {
 	// IdleTimeout closes a keep-alive connection with no request for this
 	// long. Default 2m.
 	IdleTimeout time.Duration
+	// AllowedHosts are the host names requests may carry in Host; others
+	// are refused with 421 on every path. Empty means the listen address
+	// host, localhost, 127.0.0.1 and ::1 when it is a loopback or
+	// unspecified address (or every local interface address when it is
+	// unspecified), and the PublicURL host. "*" allows any host.
+	AllowedHosts []string
 	// Logger receives operator logs. Nil means slog.Default().
 	Logger *slog.Logger
 	// Version is reported to clients and agents.

@@ -91,7 +91,8 @@ func (g *Gateway) Start() error {
 		return fmt.Errorf("listen on %s: %w", g.cfg.Addr, err)
 	}
 	g.ln = ln
-	g.srv.Handler = g.mux
+	// The hosts to answer to depend on the address actually bound.
+	g.srv.Handler = checkHost(g.mux, allowedHosts(g.cfg, ln.Addr().String()))
 	go func() {
 		if err := g.srv.Serve(newLimitListener(ln, g.cfg.MaxConns)); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			g.log.Error("http server stopped", "err", err)
