@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spacefix/spacefix/core"
 	"github.com/spacefix/spacefix/internal/gateway"
 	"github.com/spacefix/spacefix/internal/store"
 )
@@ -239,5 +240,26 @@ func TestServerLimitsInFlight(t *testing.T) {
 	waitFor(t, "the key to take requests again", func() bool {
 		_, a := s.call(13, "echo", `{"text":"again"}`)
 		return strings.Contains(a, "again")
+	})
+}
+
+// The body and write timeouts bound steps, not requests: a call that takes
+// longer than both is answered, over a session and statelessly.
+func TestServerLimitsLongCallOutlivesTimeouts(t *testing.T) {
+	e := newEnv(t, withConfig(func(c *gateway.Config) {
+		c.BodyTimeout = 200 * time.Millisecond
+		c.WriteTimeout = 200 * time.Millisecond
+	}))
+	e.startAgent(core.Options{}, func(a *core.Agent) {
+		must(t, core.AddTool(a, "nap", "Takes 700ms.", func(ctx context.Context, in Empty) (string, error) {
+			time.Sleep(700 * time.Millisecond)
+			return "rested", nil
+		}))
+	})
+	forEachVersion(t, func(t *testing.T, v string) {
+		cs := e.connect(v, e.clientKey, nil)
+		if got := text(call(t, cs, "nap", map[string]any{})); got != "rested" {
+			t.Errorf("a call longer than the timeouts: %q", got)
+		}
 	})
 }

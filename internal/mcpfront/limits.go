@@ -125,6 +125,12 @@ func readBody(r *http.Request) ([]byte, error) {
 		var n int
 		n, err = io.ReadFull(r.Body, body)
 		body = body[:n]
+		if err == nil {
+			// Reach the end, as io.ReadAll would: the server's read
+			// deadline for the body is lifted there.
+			var one [1]byte
+			r.Body.Read(one[:])
+		}
 	} else {
 		body, err = io.ReadAll(r.Body)
 	}
