@@ -8,6 +8,7 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -124,6 +125,36 @@ func TestArgsMemory(t *testing.T) {
 	}
 	runtime.ReadMemStats(&after)
 	t.Logf("refused: 3,900,000 bytes of arguments: %.1f MB allocated per call", float64(after.TotalAlloc-before.TotalAlloc)/5/1e6)
+
+	// The heap while 16 calls of 1,000,000 bytes are in flight at once.
+	release := make(chan struct{})
+	arrived := make(chan struct{}, 16)
+	e.startAgent(core.Options{}, func(a *core.Agent) {
+		must(t, core.AddTool(a, "hold", "Holds the call.", func(ctx context.Context, in TextInput) (string, error) {
+			arrived <- struct{}{}
+			<-release
+			return "held", nil
+		}))
+	})
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "hold", Arguments: textArgs(1_000_000)})
+		}()
+	}
+	for range 16 {
+		receive(t, arrived, "the calls to arrive")
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	close(release)
+	wg.Wait()
+	t.Logf("16 calls of 1,000,000 bytes in flight: heap %.1f MB over the baseline (%.1f MB per call, process-wide)",
+		float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/1e6, float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/16/1e6)
 }
 
 func thousands(n int) string {
