@@ -59,6 +59,11 @@ func TestHostAllowedList(t *testing.T) {
 			t.Errorf("Host %s: %d, want %d", host, code, want)
 		}
 	}
+	// An allowed host reaches /mcp over a loopback connection too, as
+	// behind a local proxy.
+	if code, body := hostRequest(t, e, "POST", "/mcp", "gw.example"); code != http.StatusOK {
+		t.Errorf("POST /mcp with an allowed Host: %d %s, want 200", code, body)
+	}
 	p := newEnv(t, withConfig(func(c *gateway.Config) { c.PublicURL = "https://mcp.example.com" }))
 	p.url = "http://" + p.gw.Addr()
 	for host, want := range map[string]int{"mcp.example.com": 200, p.gw.Addr(): 200, "evil.example": 421} {

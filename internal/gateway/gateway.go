@@ -59,6 +59,7 @@ func New(cfg Config, st store.Store) (*Gateway, error) {
 		Logger: g.log, Version: cfg.Version,
 		SessionIdle: cfg.SessionIdle, KeepAlive: cfg.KeepAlive,
 		MaxSessionsPerKey: cfg.MaxSessionsPerKey, MaxInFlightPerKey: cfg.MaxInFlightPerKey,
+		HostsChecked: true, // checkHost, with --allowed-hosts
 	})
 
 	// Every path but the agent WebSocket (hijacked, with deadlines of its

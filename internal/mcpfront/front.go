@@ -63,6 +63,11 @@ type Options struct {
 	// MaxInFlightPerKey caps the requests of one client key in flight; 0
 	// means 64.
 	MaxInFlightPerKey int
+	// HostsChecked says the caller refuses requests for unknown hosts
+	// itself, so go-sdk's own check (loopback connections must name a
+	// loopback host) is off: it would refuse the hosts the operator allowed
+	// behind a local proxy. False keeps go-sdk's check.
+	HostsChecked bool
 }
 
 // Front is the MCP endpoint. It is an http.Handler.
@@ -133,14 +138,16 @@ func New(opts Options) *Front {
 	// whose client listens on its GET stream would close; keepAlive closes
 	// idle sessions instead.
 	f.stateful = mcp.NewStreamableHTTPHandler(f.getServer, &mcp.StreamableHTTPOptions{
-		Logger:              f.log,
-		MaxRequestBodyBytes: -1,
+		Logger:                     f.log,
+		MaxRequestBodyBytes:        -1,
+		DisableLocalhostProtection: opts.HostsChecked,
 	})
 	f.stateless = mcp.NewStreamableHTTPHandler(f.getServer, &mcp.StreamableHTTPOptions{
 		Stateless:                    true,
 		PropagateRequestCancellation: true,
 		Logger:                       f.log,
 		MaxRequestBodyBytes:          -1,
+		DisableLocalhostProtection:   opts.HostsChecked,
 	})
 	f.stop = make(chan struct{})
 	go f.keepAlive(opts.KeepAlive, opts.SessionIdle, f.stop)
