@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/spacefix/spacefix/core"
+	"github.com/spacefix/spacefix/internal/agentproto"
 	"github.com/spacefix/spacefix/internal/gateway"
 	"github.com/spacefix/spacefix/internal/store"
 )
@@ -262,4 +263,33 @@ func TestServerLimitsLongCallOutlivesTimeouts(t *testing.T) {
 			t.Errorf("a call longer than the timeouts: %q", got)
 		}
 	})
+}
+
+// A kept-alive connection serves its next request after the write timeout
+// passed, also on paths outside the timed handlers (the agent endpoint):
+// the per-write deadlines do not outlive their request.
+func TestServerLimitsKeepAliveAfterWriteTimeout(t *testing.T) {
+	e := newEnv(t, withConfig(func(c *gateway.Config) { c.WriteTimeout = 100 * time.Millisecond }))
+	conn, err := net.Dial("tcp", e.gw.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	br := bufio.NewReader(conn)
+	for i, path := range []string{"/healthz", agentproto.ConnectPath} {
+		if i > 0 {
+			time.Sleep(300 * time.Millisecond) // the last write's deadline passes
+		}
+		fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: %s\r\n\r\n", path, e.gw.Addr())
+		conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("GET %s on the kept-alive connection: %v", path, err)
+		}
+		io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if want := []int{200, 401}[i]; resp.StatusCode != want {
+			t.Errorf("GET %s: %d, want %d", path, resp.StatusCode, want)
+		}
+	}
 }
