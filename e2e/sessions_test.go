@@ -235,3 +235,56 @@ func receive[T any](t *testing.T, c <-chan T, what string) T {
 		panic("unreachable")
 	}
 }
+
+// A session with a GET stream survives a missed ping: only three misses in
+// a row close it.
+func TestSessionToleratesMissedPing(t *testing.T) {
+	e := newEnv(t, withConfig(func(c *gateway.Config) { c.KeepAlive = 100 * time.Millisecond }))
+	e.sessionAgent(nil, nil)
+	k, secret := e.newKey(store.Key{Kind: store.KindClient, Name: "flaky"})
+	s := e.newRawSession(secret)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, e.url+"/mcp", nil)
+	req.Header.Set("Authorization", "Bearer "+secret)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Mcp-Session-Id", s.id)
+	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	resp, err := s.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	// Miss every other ping, and answer the rest.
+	answered := make(chan int, 100)
+	go func() {
+		sc := bufio.NewScanner(resp.Body)
+		n := 0
+		for sc.Scan() {
+			data, ok := strings.CutPrefix(sc.Text(), "data: ")
+			if !ok || !strings.Contains(data, `"method":"ping"`) {
+				continue
+			}
+			if n++; n%2 == 1 {
+				continue // missed
+			}
+			id := data[strings.Index(data, `"id":`)+5:]
+			id = id[:strings.IndexAny(id, ",}")]
+			r, err := s.post(ctx, `{"jsonrpc":"2.0","id":`+id+`,"result":{}}`)
+			if err != nil {
+				return
+			}
+			r.Body.Close()
+			answered <- n
+		}
+	}()
+	for n := 0; n < 8; {
+		n = receive(t, answered, "pings on the GET stream")
+	}
+	if got := e.gw.Sessions(k.ID); got != 1 {
+		t.Fatalf("sessions after 4 missed pings, none two in a row: %d, want 1", got)
+	}
+	if _, a := s.call(5, "echo", `{"text":"alive"}`); !strings.Contains(a, "alive") {
+		t.Errorf("call in the session: %s", a)
+	}
+}
