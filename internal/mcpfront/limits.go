@@ -2,14 +2,11 @@ package mcpfront
 
 import (
 	"bytes"
-	"context"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -25,12 +22,6 @@ const (
 	msgBodyTooLarge    = "The request is %s bytes; this gateway takes requests up to %s bytes here, because tool arguments are limited to %s bytes (project setting \"Largest arguments\"). Send smaller arguments."
 	msgArgsTooLarge    = "Arguments for tool %s are %s bytes; the limit is %s bytes (project setting \"Largest arguments\"). Send smaller arguments, or ask the project's admin to raise the limit."
 )
-
-// requestHeader carries, from dispatch to the tool handler, the token under
-// which the HTTP request's context is kept: go-sdk runs a session's calls in
-// the session's context, so without it a client hanging up would not stop
-// its call.
-const requestHeader = "Spacefix-Request"
 
 // envelopeBytes is what a request may carry besides its arguments.
 const envelopeBytes = 1 << 20
@@ -136,64 +127,6 @@ func readBody(r *http.Request) ([]byte, error) {
 	}
 	r.Body = bufferedBody{bytes.NewReader(body), body}
 	return body, err
-}
-
-// serveSession serves a request of the 2025 protocol: it keeps the key's
-// sessions within the cap, notes what each session is doing, and ends the
-// calls of a session its client deletes.
-func (f *Front) serveSession(w http.ResponseWriter, r *http.Request, v *view) {
-	id := r.Header.Get("Mcp-Session-Id")
-	switch {
-	case r.Method == http.MethodPost && id == "":
-		// A new session: read the body before taking the key's lock, so a
-		// slow client does not hold up the key's other clients.
-		body, err := readBody(r)
-		if err != nil {
-			f.stateful.ServeHTTP(w, r) // go-sdk reads the rest and answers
-			return
-		}
-		v.sess.initMu.Lock()
-		defer v.sess.initMu.Unlock()
-		if !v.admit(f.maxSessions) {
-			refuseCall(w, http.StatusTooManyRequests, callID(body), codeLimit, fmt.Sprintf(msgTooManySessions, f.maxSessions))
-			return
-		}
-		f.stateful.ServeHTTP(w, r)
-		if nid := w.Header().Get("Mcp-Session-Id"); nid != "" {
-			v.added(nid)
-		}
-	case id == "":
-		f.stateful.ServeHTTP(w, r)
-	case r.Method == http.MethodDelete:
-		v.endCalls(id, 5*time.Second)
-		f.stateful.ServeHTTP(w, r)
-	case r.Method == http.MethodGet:
-		defer v.begin(id, true)()
-		f.stateful.ServeHTTP(w, r)
-	default:
-		defer v.begin(id, false)()
-		tok := rand.Text()
-		r.Header.Set(requestHeader, tok)
-		f.requests.Store(tok, r.Context())
-		defer f.requests.Delete(tok)
-		f.stateful.ServeHTTP(w, r)
-	}
-}
-
-// hangUp returns the context of the HTTP request a session's call came in,
-// which ends when its client hangs up; nil if there is none.
-func (f *Front) hangUp(extra *mcp.RequestExtra) context.Context {
-	if extra == nil || extra.Header == nil {
-		return nil
-	}
-	tok := extra.Header.Get(requestHeader)
-	if tok == "" {
-		return nil
-	}
-	if c, ok := f.requests.Load(tok); ok {
-		return c.(context.Context)
-	}
-	return nil
 }
 
 // codeLimit is the JSON-RPC error code of requests a gateway limit refused.

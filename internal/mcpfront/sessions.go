@@ -3,8 +3,11 @@ package mcpfront
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"net/http"
 	"strconv"
 	"sync"
 	"time"
@@ -21,6 +24,12 @@ import (
 // go-sdk's own ServerOptions.KeepAlive is not used: it pings every session,
 // and a session without a GET stream cannot receive a ping, so it was closed
 // at the first tick however busy it was.
+
+// requestHeader carries, from dispatch to the tool handler, the token under
+// which the HTTP request's context is kept: go-sdk runs a session's calls in
+// the session's context, so without it a client hanging up would not stop
+// its call.
+const requestHeader = "Spacefix-Request"
 
 // missesToClose is how many keepalive pings in a row a session with a GET
 // stream may miss before it is closed.
@@ -327,4 +336,62 @@ func (v *view) endCalls(id string, wait time.Duration) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// serveSession serves a request of the 2025 protocol: it keeps the key's
+// sessions within the cap, notes what each session is doing, and ends the
+// calls of a session its client deletes.
+func (f *Front) serveSession(w http.ResponseWriter, r *http.Request, v *view) {
+	id := r.Header.Get("Mcp-Session-Id")
+	switch {
+	case r.Method == http.MethodPost && id == "":
+		// A new session: read the body before taking the key's lock, so a
+		// slow client does not hold up the key's other clients.
+		body, err := readBody(r)
+		if err != nil {
+			f.stateful.ServeHTTP(w, r) // go-sdk reads the rest and answers
+			return
+		}
+		v.sess.initMu.Lock()
+		defer v.sess.initMu.Unlock()
+		if !v.admit(f.maxSessions) {
+			refuseCall(w, http.StatusTooManyRequests, callID(body), codeLimit, fmt.Sprintf(msgTooManySessions, f.maxSessions))
+			return
+		}
+		f.stateful.ServeHTTP(w, r)
+		if nid := w.Header().Get("Mcp-Session-Id"); nid != "" {
+			v.added(nid)
+		}
+	case id == "":
+		f.stateful.ServeHTTP(w, r)
+	case r.Method == http.MethodDelete:
+		v.endCalls(id, 5*time.Second)
+		f.stateful.ServeHTTP(w, r)
+	case r.Method == http.MethodGet:
+		defer v.begin(id, true)()
+		f.stateful.ServeHTTP(w, r)
+	default:
+		defer v.begin(id, false)()
+		tok := rand.Text()
+		r.Header.Set(requestHeader, tok)
+		f.requests.Store(tok, r.Context())
+		defer f.requests.Delete(tok)
+		f.stateful.ServeHTTP(w, r)
+	}
+}
+
+// hangUp returns the context of the HTTP request a session's call came in,
+// which ends when its client hangs up; nil if there is none.
+func (f *Front) hangUp(extra *mcp.RequestExtra) context.Context {
+	if extra == nil || extra.Header == nil {
+		return nil
+	}
+	tok := extra.Header.Get(requestHeader)
+	if tok == "" {
+		return nil
+	}
+	if c, ok := f.requests.Load(tok); ok {
+		return c.(context.Context)
+	}
+	return nil
 }
