@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -173,6 +174,9 @@ func TestServerLimitsSessionFlood(t *testing.T) {
 	e := newEnv(t, withConfig(func(c *gateway.Config) { c.MaxSessionsPerKey = 100 }))
 	k, secret := e.newKey(store.Key{Kind: store.KindClient, Name: "flood"})
 	const total, workers = 10_000, 16
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
 	var next, failed atomic.Int64
 	var maxSeen atomic.Int64
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: workers}}
@@ -206,6 +210,10 @@ func TestServerLimitsSessionFlood(t *testing.T) {
 	if n := e.gw.Sessions(k.ID); n != 100 || maxSeen.Load() > 100 {
 		t.Errorf("sessions after the flood = %d, most seen %d; want at most the cap, 100", n, maxSeen.Load())
 	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	t.Logf("heap after %d initializes with 100 sessions kept: %.1f MB over the baseline", total,
+		float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/1e6)
 }
 
 // Requests of one key over the in-flight cap are refused with 429 and a
