@@ -10,6 +10,8 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -30,12 +32,26 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&cfg.PublicURL, "public-url", os.Getenv("SPACEFIX_PUBLIC_URL"), "base `URL` clients reach the gateway at, if not http://ADDR (env SPACEFIX_PUBLIC_URL)")
 	fs.DurationVar(&cfg.ShutdownGrace, "shutdown-grace", cfg.ShutdownGrace, "how long calls in flight may finish on shutdown")
 	fs.DurationVar(&cfg.LogRetention, "log-retention", envDuration("SPACEFIX_LOG_RETENTION", cfg.LogRetention), "how long call log records are kept (env SPACEFIX_LOG_RETENTION)")
+	fs.DurationVar(&cfg.SessionIdle, "session-idle", envDuration("SPACEFIX_SESSION_IDLE", cfg.SessionIdle), "close an MCP session after this long without a request (env SPACEFIX_SESSION_IDLE)")
+	fs.DurationVar(&cfg.KeepAlive, "keepalive", envDuration("SPACEFIX_KEEPALIVE", cfg.KeepAlive), "how often MCP sessions holding a GET stream are pinged; 3 misses close one (env SPACEFIX_KEEPALIVE)")
+	fs.IntVar(&cfg.MaxConns, "max-conns", envInt("SPACEFIX_MAX_CONNS", cfg.MaxConns), "most open connections; more wait to be accepted (env SPACEFIX_MAX_CONNS)")
+	fs.IntVar(&cfg.MaxSessionsPerKey, "max-sessions-per-key", envInt("SPACEFIX_MAX_SESSIONS_PER_KEY", cfg.MaxSessionsPerKey), "most MCP sessions per client key; a new one closes the idlest (env SPACEFIX_MAX_SESSIONS_PER_KEY)")
+	fs.IntVar(&cfg.MaxInFlightPerKey, "max-inflight-per-key", envInt("SPACEFIX_MAX_INFLIGHT_PER_KEY", cfg.MaxInFlightPerKey), "most MCP requests in flight per client key; more get 429 (env SPACEFIX_MAX_INFLIGHT_PER_KEY)")
+	fs.DurationVar(&cfg.BodyTimeout, "body-timeout", envDuration("SPACEFIX_BODY_TIMEOUT", cfg.BodyTimeout), "how long a client may take to send a request body (env SPACEFIX_BODY_TIMEOUT)")
+	fs.DurationVar(&cfg.WriteTimeout, "write-timeout", envDuration("SPACEFIX_WRITE_TIMEOUT", cfg.WriteTimeout), "how long one write of a response may take (env SPACEFIX_WRITE_TIMEOUT)")
+	fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", envDuration("SPACEFIX_IDLE_TIMEOUT", cfg.IdleTimeout), "close a keep-alive connection idle this long (env SPACEFIX_IDLE_TIMEOUT)")
+	hosts := fs.String("allowed-hosts", os.Getenv("SPACEFIX_ALLOWED_HOSTS"), "comma-separated `hosts` requests may name in Host; default the listen and public-url hosts, plus localhost names on loopback; * allows any (env SPACEFIX_ALLOWED_HOSTS)")
 	data := dataFlag(fs)
 	logger := obsFlags(fs, &cfg)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	cfg.DataPath = *data
+	for _, h := range strings.Split(*hosts, ",") {
+		if h = strings.TrimSpace(h); h != "" {
+			cfg.AllowedHosts = append(cfg.AllowedHosts, h)
+		}
+	}
 	var err error
 	if cfg.Logger, err = logger(stderr); err != nil {
 		return err
@@ -196,6 +212,13 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 func envDuration(name string, def time.Duration) time.Duration {
 	if d, err := time.ParseDuration(os.Getenv(name)); err == nil {
 		return d
+	}
+	return def
+}
+
+func envInt(name string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(name)); err == nil {
+		return n
 	}
 	return def
 }

@@ -459,3 +459,32 @@ func TestReplicasDifferShown(t *testing.T) {
 		}
 	}
 }
+
+func TestArgsSetting(t *testing.T) {
+	e := newEnv(t)
+	c := e.admin()
+	var p struct {
+		Settings map[string]any
+	}
+	c.mustCall(http.StatusOK, "PATCH", "/api/projects/shop/settings", map[string]any{"maxArgumentBytes": 2048}, &p)
+	if got, _ := e.st.Project(t.Context(), "shop"); got.Settings.MaxArgumentBytes != 2048 || got.Settings.ArgumentLimit() != 2048 {
+		t.Errorf("stored settings = %+v, want maxArgumentBytes 2048", got.Settings)
+	}
+	if p.Settings["maxArgumentBytes"] != 2048.0 {
+		t.Errorf("answer settings = %+v, want maxArgumentBytes 2048", p.Settings)
+	}
+	for body, want := range map[string]string{
+		`{"maxArgumentBytes":100}`:      "maxArgumentBytes: want 0 (the default, 1048576) or 1024 to 33554432, not 100",
+		`{"maxArgumentBytes":40000000}`: "maxArgumentBytes: want 0 (the default) to 33554432, not 40000000",
+	} {
+		var raw json.RawMessage = []byte(body)
+		res := c.call("PATCH", "/api/projects/shop/settings", raw, nil)
+		if res.StatusCode != http.StatusBadRequest || !strings.Contains(res.apiError(), want) {
+			t.Errorf("PATCH %s: %d %q, want 400 with %q", body, res.StatusCode, res.apiError(), want)
+		}
+	}
+	c.mustCall(http.StatusOK, "PATCH", "/api/projects/shop/settings", map[string]any{"maxArgumentBytes": 0}, nil)
+	if got, _ := e.st.Project(t.Context(), "shop"); got.Settings.ArgumentLimit() != store.DefaultMaxArgumentBytes {
+		t.Errorf("limit after 0 = %d, want the default", got.Settings.ArgumentLimit())
+	}
+}

@@ -235,10 +235,11 @@ func (d *Dashboard) usagePage(r *http.Request, v *view) (string, error) {
 type settingsData struct {
 	settingsJSON
 	DefaultTools, DefaultSchema, DefaultResources, DefaultRegister int
+	DefaultArguments                                               int
 }
 
 func (d *Dashboard) settingsPage(r *http.Request, v *view) (string, error) {
 	v.Title, v.Tab = "Settings · "+v.Project.Name, "settings"
-	v.Data = settingsData{settingsOut(v.Project.Settings), defaultLimits.MaxTools, defaultLimits.MaxSchema, defaultLimits.MaxResources, defaultLimits.MaxRegister}
+	v.Data = settingsData{settingsOut(v.Project.Settings), defaultLimits.MaxTools, defaultLimits.MaxSchema, defaultLimits.MaxResources, defaultLimits.MaxRegister, store.DefaultMaxArgumentBytes}
 	return "settings", nil
 }

@@ -25,6 +25,8 @@ const (
 	maxSchemaLimit     = 8 << 20
 	maxResourcesLimit  = 100_000
 	maxRegisterLimit   = 64 << 20
+	minArgumentLimit   = 1 << 10
+	maxArgumentLimit   = 32 << 20
 	defaultCallWaitSec = 30
 )
 
@@ -39,6 +41,7 @@ type settingsJSON struct {
 	MaxSchemaBytes       int    `json:"maxSchemaBytes"`
 	MaxResources         int    `json:"maxResources"`
 	MaxRegistrationBytes int    `json:"maxRegistrationBytes"`
+	MaxArgumentBytes     int    `json:"maxArgumentBytes"`
 }
 
 func settingsOut(s store.ProjectSettings) settingsJSON {
@@ -50,7 +53,7 @@ func settingsOut(s store.ProjectSettings) settingsJSON {
 		CallWaitSeconds: int(s.CallWait().Round(time.Second) / time.Second), ClientAccess: access,
 		ApproveToolChanges: s.ApproveToolChanges, RateLimitPerMinute: s.RateLimitPerMinute,
 		MaxTools: s.MaxTools, MaxSchemaBytes: s.MaxSchemaBytes, MaxResources: s.MaxResources,
-		MaxRegistrationBytes: s.MaxRegistrationBytes,
+		MaxRegistrationBytes: s.MaxRegistrationBytes, MaxArgumentBytes: s.MaxArgumentBytes,
 	}
 }
 
@@ -64,6 +67,7 @@ type settingsPatch struct {
 	MaxSchemaBytes       *int    `json:"maxSchemaBytes"`
 	MaxResources         *int    `json:"maxResources"`
 	MaxRegistrationBytes *int    `json:"maxRegistrationBytes"`
+	MaxArgumentBytes     *int    `json:"maxArgumentBytes"`
 }
 
 // apply returns s changed by the patch, or an error naming the first field
@@ -98,6 +102,7 @@ func (p settingsPatch) apply(s store.ProjectSettings) (store.ProjectSettings, er
 		{"maxSchemaBytes", p.MaxSchemaBytes, &s.MaxSchemaBytes, maxSchemaLimit},
 		{"maxResources", p.MaxResources, &s.MaxResources, maxResourcesLimit},
 		{"maxRegistrationBytes", p.MaxRegistrationBytes, &s.MaxRegistrationBytes, maxRegisterLimit},
+		{"maxArgumentBytes", p.MaxArgumentBytes, &s.MaxArgumentBytes, maxArgumentLimit},
 	}
 	for _, l := range limits {
 		if l.v == nil {
@@ -107,6 +112,9 @@ func (p settingsPatch) apply(s store.ProjectSettings) (store.ProjectSettings, er
 			return s, fieldError(l.name, "want 0 (the default) to %d, not %d", l.max, *l.v)
 		}
 		*l.dst = *l.v
+	}
+	if v := p.MaxArgumentBytes; v != nil && *v != 0 && *v < minArgumentLimit {
+		return s, fieldError("maxArgumentBytes", "want 0 (the default, %d) or %d to %d, not %d", store.DefaultMaxArgumentBytes, minArgumentLimit, maxArgumentLimit, *v)
 	}
 	return s, nil
 }

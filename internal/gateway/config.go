@@ -38,6 +38,40 @@ type Config struct {
 	// pruned in the background every hour. Usage counts are kept. Default
 	// 7 days.
 	LogRetention time.Duration
+	// SessionIdle closes an MCP session (protocol 2025) that received no
+	// request for this long. A session is never idle while a request of it
+	// is in flight. Default 30m.
+	SessionIdle time.Duration
+	// KeepAlive is how often the gateway pings sessions that hold a GET
+	// stream; three misses in a row close the session. Sessions without a
+	// stream are never pinged. Default 30s.
+	KeepAlive time.Duration
+	// MaxConns caps the open client connections (HTTP and agent
+	// WebSockets); more wait to be accepted. Default 10,000.
+	MaxConns int
+	// MaxSessionsPerKey caps the MCP sessions of one client key; a new one
+	// over the cap closes the key's session that has been idle longest.
+	// Default 1,000.
+	MaxSessionsPerKey int
+	// MaxInFlightPerKey caps the MCP requests one client key has in flight;
+	// more are refused with 429 until some finish. Default 64.
+	MaxInFlightPerKey int
+	// BodyTimeout is how long a client may take to send a request body.
+	// Default 30s.
+	BodyTimeout time.Duration
+	// WriteTimeout is how long one write of a response may take, so a
+	// client that stops reading is cut off; long streams live on while
+	// their client reads. Default 30s.
+	WriteTimeout time.Duration
+	// IdleTimeout closes a keep-alive connection with no request for this
+	// long. Default 2m.
+	IdleTimeout time.Duration
+	// AllowedHosts are the host names requests may carry in Host; others
+	// are refused with 421 on every path. Empty means the listen address
+	// host, localhost, 127.0.0.1 and ::1 when it is a loopback or
+	// unspecified address (or every local interface address when it is
+	// unspecified), and the PublicURL host. "*" allows any host.
+	AllowedHosts []string
 	// Logger receives operator logs. Nil means slog.Default().
 	Logger *slog.Logger
 	// Version is reported to clients and agents.
@@ -72,6 +106,15 @@ func DefaultConfig() Config {
 		Grace:         10 * time.Second,
 		LogRetention:  DefaultLogRetention,
 		Version:       "dev",
+
+		SessionIdle:       30 * time.Minute,
+		KeepAlive:         30 * time.Second,
+		MaxConns:          10_000,
+		MaxSessionsPerKey: 1_000,
+		MaxInFlightPerKey: 64,
+		BodyTimeout:       30 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
 	}
 }
 
@@ -88,6 +131,17 @@ func (c *Config) Validate() error {
 	}
 	if c.LogRetention < 0 || (c.LogRetention > 0 && c.LogRetention < time.Hour) {
 		return fmt.Errorf("config: log retention %v: use at least 1h, for example 168h for 7 days", c.LogRetention)
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"session idle", c.SessionIdle}, {"keepalive", c.KeepAlive}, {"body timeout", c.BodyTimeout}, {"write timeout", c.WriteTimeout}, {"idle timeout", c.IdleTimeout}} {
+		if d.v < 0 {
+			return fmt.Errorf("config: %s %v must not be negative (0 means the default)", d.name, d.v)
+		}
+	}
+	if c.MaxConns < 0 || c.MaxSessionsPerKey < 0 || c.MaxInFlightPerKey < 0 {
+		return fmt.Errorf("config: max conns, max sessions per key and max in flight per key must not be negative (0 means the default)")
 	}
 	return c.validateObs()
 }
@@ -119,6 +173,30 @@ func (c *Config) withDefaults() Config {
 	}
 	if out.LogRetention == 0 {
 		out.LogRetention = d.LogRetention
+	}
+	if out.SessionIdle == 0 {
+		out.SessionIdle = d.SessionIdle
+	}
+	if out.KeepAlive == 0 {
+		out.KeepAlive = d.KeepAlive
+	}
+	if out.MaxConns == 0 {
+		out.MaxConns = d.MaxConns
+	}
+	if out.MaxSessionsPerKey == 0 {
+		out.MaxSessionsPerKey = d.MaxSessionsPerKey
+	}
+	if out.MaxInFlightPerKey == 0 {
+		out.MaxInFlightPerKey = d.MaxInFlightPerKey
+	}
+	if out.BodyTimeout == 0 {
+		out.BodyTimeout = d.BodyTimeout
+	}
+	if out.WriteTimeout == 0 {
+		out.WriteTimeout = d.WriteTimeout
+	}
+	if out.IdleTimeout == 0 {
+		out.IdleTimeout = d.IdleTimeout
 	}
 	if out.Logger == nil {
 		out.Logger = slog.Default()

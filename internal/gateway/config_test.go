@@ -19,6 +19,8 @@ func TestConfigValidate(t *testing.T) {
 		{"zero retention means default", func(c *Config) { c.LogRetention = 0 }, ""},
 		{"metrics addr", func(c *Config) { c.MetricsAddr = "127.0.0.1:9090" }, ""},
 		{"metrics addr without port", func(c *Config) { c.MetricsAddr = "9090" }, `config: metrics addr "9090": want host:port`},
+		{"negative session idle", func(c *Config) { c.SessionIdle = -time.Second }, "config: session idle -1s must not be negative (0 means the default)"},
+		{"negative session cap", func(c *Config) { c.MaxSessionsPerKey = -1 }, "config: max conns, max sessions per key and max in flight per key must not be negative"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -34,7 +36,8 @@ func TestConfigValidate(t *testing.T) {
 		})
 	}
 	c := Config{Addr: "127.0.0.1:0"}
-	if got := c.withDefaults(); got.LogRetention != DefaultLogRetention || got.Heartbeat != 5*time.Second {
+	if got := c.withDefaults(); got.LogRetention != DefaultLogRetention || got.Heartbeat != 5*time.Second ||
+		got.SessionIdle != 30*time.Minute || got.MaxSessionsPerKey != 1000 || got.MaxInFlightPerKey != 64 || got.MaxConns != 10_000 {
 		t.Errorf("withDefaults() = %+v", got)
 	}
 }

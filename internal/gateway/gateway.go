@@ -31,6 +31,7 @@ type Gateway struct {
 	obs      *observability // metrics, readiness, pprof
 
 	srv *http.Server
+	mux http.Handler // every route, behind metrics and panic recovery; Start adds the Host check
 	ln  net.Listener
 
 	ctx     context.Context // ends when the gateway closes; agent connections live in it
@@ -62,21 +63,29 @@ func New(cfg Config, st store.Store) (*Gateway, error) {
 	g.front = mcpfront.New(mcpfront.Options{
 		Registry: g.reg, Store: st, Verifier: g.verifier, CallLog: g.calls,
 		Logger: g.log, Version: cfg.Version, TracerProvider: cfg.TracerProvider,
+		SessionIdle: cfg.SessionIdle, KeepAlive: cfg.KeepAlive,
+		MaxSessionsPerKey: cfg.MaxSessionsPerKey, MaxInFlightPerKey: cfg.MaxInFlightPerKey,
+		HostsChecked: true, // checkHost, with --allowed-hosts
 	})
 
+	// Every path but the agent WebSocket (hijacked, with deadlines of its
+	// own) gets per-step read and write deadlines.
 	mux := http.NewServeMux()
-	mux.Handle(mcpfront.Path, g.front)
-	mux.HandleFunc("POST "+agentproto.RegisterPath, g.handleRegister)
+	timed := http.NewServeMux()
+	mux.Handle("/", withTimeouts(timed, cfg.BodyTimeout, cfg.WriteTimeout))
+	timed.Handle(mcpfront.Path, g.front)
+	timed.HandleFunc("POST "+agentproto.RegisterPath, g.handleRegister)
 	mux.HandleFunc("GET "+agentproto.ConnectPath, g.handleConnect)
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+	timed.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		fmt.Fprintln(w, "ok")
 	})
-	g.mountObs(mux)
-	g.mountDashboard(mux)
+	g.mountObs(mux) // untimed: a CPU profile runs as long as asked
+	g.mountDashboard(timed)
+	g.mux = g.obs.metrics.InFlight(recovery.HTTP(g.log, mux))
 	g.srv = &http.Server{
-		Handler:           g.obs.metrics.InFlight(recovery.HTTP(g.log, mux)),
 		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       cfg.IdleTimeout,
 		ErrorLog:          slog.NewLogLogger(g.log.Handler(), slog.LevelWarn),
 	}
 	return g, nil
@@ -94,8 +103,10 @@ func (g *Gateway) Start() error {
 		return fmt.Errorf("listen on %s: %w", g.cfg.Addr, err)
 	}
 	g.ln = ln
+	// The hosts to answer to depend on the address actually bound.
+	g.srv.Handler = checkHost(g.mux, allowedHosts(g.cfg, ln.Addr().String()))
 	go func() {
-		if err := g.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := g.srv.Serve(newLimitListener(ln, g.cfg.MaxConns)); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			g.log.Error("http server stopped", "err", err)
 		}
 	}()
@@ -126,6 +137,10 @@ func (g *Gateway) Registry() *agents.Registry { return g.reg }
 // request (the dashboard and admin API call it after every save).
 func (g *Gateway) SettingsChanged(projectID int64) { g.front.SettingsChanged(projectID) }
 
+// Sessions returns how many MCP sessions (protocol 2025) client key keyID
+// has open.
+func (g *Gateway) Sessions(keyID string) int { return g.front.SessionCount(keyID) }
+
 // CallLog returns the call log writer.
 func (g *Gateway) CallLog() *store.CallLog { return g.calls }
 
@@ -151,6 +166,7 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 		g.front.WaitIdle(answered)
 		cancelAnswered()
 		g.front.CloseSessions()
+		g.front.Close()
 		g.cancel()
 		g.connMu.Lock()
 		g.closing = true

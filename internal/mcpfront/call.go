@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/spacefix/spacefix/internal/agentproto"
@@ -34,6 +35,17 @@ func (f *Front) toolHandler(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 	if t == nil {
 		return nil, fmt.Errorf("Tool %s not found", trimName(req.Params.Name))
 	}
+	// A session's calls run in the session's context: end this one when
+	// its client hangs up, as the stateless protocol does, or deletes the
+	// session.
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	if hung := f.hangUp(req.Extra); hung != nil {
+		defer context.AfterFunc(hung, func() { cancel(context.Canceled) })()
+	}
+	if req.Session != nil {
+		defer f.viewFor(key).trackCall(req.Session.ID(), cancel)()
+	}
 	progress := progressSender(ctx, req)
 
 	// A retry that carries the user's answer to the agent's question: the
@@ -48,6 +60,9 @@ func (f *Front) toolHandler(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 		return f.await(ctx, req, t, key, h.call, h.call.Wait(ctx, progress), h.start)
 	}
 
+	// The gateway's own instance argument comes out first. (Arguments over
+	// the project's limit were refused in dispatch, before go-sdk parsed
+	// them.)
 	args, instance, problem := prepareArgs(t, req.Params.Arguments)
 	if problem != "" {
 		return errorResult(invalidArgs(t, problem)), nil
@@ -173,6 +188,9 @@ func (f *Front) await(ctx context.Context, req *mcp.CallToolRequest, t *agents.T
 	}
 	out := f.toolResult(t, key, res, start)
 	if res.Cancelled {
+		if errors.Is(context.Cause(ctx), errSessionClosed) {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: msgSessionClosed}
+		}
 		return nil, ctx.Err()
 	}
 	if res.NotFound {

@@ -11,7 +11,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -55,6 +54,24 @@ type Options struct {
 	// TracerProvider traces tools/call requests (see trace.go); nil means
 	// no traces.
 	TracerProvider trace.TracerProvider
+	// SessionIdle closes a session with no request for this long; 0 means
+	// 30 minutes. A session is not idle while a request of it is in flight
+	// or it holds a GET stream (which is pinged).
+	SessionIdle time.Duration
+	// KeepAlive is how often sessions holding a GET stream are pinged; 0
+	// means 30 seconds. Sessions without a stream are never pinged.
+	KeepAlive time.Duration
+	// MaxSessionsPerKey caps the sessions of one client key; a new one
+	// over the cap closes the key's idlest session. 0 means 1,000.
+	MaxSessionsPerKey int
+	// MaxInFlightPerKey caps the requests of one client key in flight; 0
+	// means 64.
+	MaxInFlightPerKey int
+	// HostsChecked says the caller refuses requests for unknown hosts
+	// itself, so go-sdk's own check (loopback connections must name a
+	// loopback host) is off: it would refuse the hosts the operator allowed
+	// behind a local proxy. False keeps go-sdk's check.
+	HostsChecked bool
 }
 
 // Front is the MCP endpoint. It is an http.Handler.
@@ -81,6 +98,12 @@ type Front struct {
 
 	draining atomic.Bool
 	inflight atomic.Int64 // POST requests being served, until their response is written
+
+	maxSessions int
+	maxInFlight int
+	requests    sync.Map // requestHeader token → the HTTP request's context
+	stop        chan struct{}
+	closeOnce   sync.Once
 }
 
 // New returns the endpoint. Call [Front.ProjectChanged] whenever the
@@ -107,15 +130,38 @@ func New(opts Options) *Front {
 		opts.CacheBytes = 64 << 20
 	}
 	f.cache = cache.New(opts.CacheBytes)
+	if opts.SessionIdle <= 0 {
+		opts.SessionIdle = 30 * time.Minute
+	}
+	if opts.KeepAlive <= 0 {
+		opts.KeepAlive = 30 * time.Second
+	}
+	f.maxSessions, f.maxInFlight = opts.MaxSessionsPerKey, opts.MaxInFlightPerKey
+	if f.maxSessions <= 0 {
+		f.maxSessions = 1000
+	}
+	if f.maxInFlight <= 0 {
+		f.maxInFlight = 64
+	}
+	// Request bodies are capped in dispatch, by the project's largest
+	// arguments.
+	// No SessionTimeout: go-sdk's counts only POSTs as use, so a session
+	// whose client listens on its GET stream would close; keepAlive closes
+	// idle sessions instead.
 	f.stateful = mcp.NewStreamableHTTPHandler(f.getServer, &mcp.StreamableHTTPOptions{
-		Logger:         f.sdkLog,
-		SessionTimeout: 30 * time.Minute,
+		Logger:                     f.sdkLog,
+		MaxRequestBodyBytes:        -1,
+		DisableLocalhostProtection: opts.HostsChecked,
 	})
 	f.stateless = mcp.NewStreamableHTTPHandler(f.getServer, &mcp.StreamableHTTPOptions{
 		Stateless:                    true,
 		PropagateRequestCancellation: true,
 		Logger:                       f.sdkLog,
+		MaxRequestBodyBytes:          -1,
+		DisableLocalhostProtection:   opts.HostsChecked,
 	})
+	f.stop = make(chan struct{})
+	go f.keepAlive(opts.KeepAlive, opts.SessionIdle, f.stop)
 	bearer := auth.RequireBearerToken(f.verifyToken, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})
 	f.handler = http.NewCrossOriginProtection().Handler(bearer(http.HandlerFunc(f.dispatch)))
 	return f
@@ -134,15 +180,33 @@ func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.handler.ServeHTTP(w, r)
 }
 
-// dispatch sends a request to the handler of its protocol era: go-sdk serves
-// one era per handler, so sessions and the stateless protocol share the URL
-// here.
+// dispatch applies the key's limits, then sends a request to the handler of
+// its protocol era: go-sdk serves one era per handler, so sessions and the
+// stateless protocol share the URL here.
 func (f *Front) dispatch(w http.ResponseWriter, r *http.Request) {
+	r.Header.Del(requestHeader) // only the gateway sets it
+	k, ok := keyFrom(auth.TokenInfoFromContext(r.Context()))
+	if !ok {
+		f.stateful.ServeHTTP(w, r) // go-sdk answers: no server for it
+		return
+	}
+	v := f.viewFor(k)
+	if r.Method == http.MethodPost {
+		if n := v.inflight.Add(1); n > int64(f.maxInFlight) {
+			v.inflight.Add(-1)
+			refuse(w, http.StatusTooManyRequests, fmt.Sprintf(msgTooManyInFlight, f.maxInFlight))
+			return
+		}
+		defer v.inflight.Add(-1)
+		if !f.limitBody(w, r, k) {
+			return
+		}
+	}
 	if f.isModern(r) {
 		f.stateless.ServeHTTP(w, r)
 		return
 	}
-	f.stateful.ServeHTTP(w, r)
+	f.serveSession(w, r, v)
 }
 
 const metaProtocolVersion = "io.modelcontextprotocol/protocolVersion"
@@ -157,8 +221,7 @@ func (f *Front) isModern(r *http.Request) bool {
 	if r.Method != http.MethodPost || r.Header.Get("Mcp-Session-Id") != "" || r.Body == nil {
 		return false
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, mcp.DefaultMaxRequestBodyBytes+1))
-	r.Body = io.NopCloser(bytes.NewReader(body))
+	body, err := readBody(r)
 	if err != nil || !bytes.Contains(body, []byte(metaProtocolVersion)) {
 		return false
 	}
@@ -272,6 +335,12 @@ func (f *Front) WaitIdle(ctx context.Context) {
 		case <-t.C:
 		}
 	}
+}
+
+// Close stops the endpoint's background work (the keepalive pings). It is
+// safe to call twice.
+func (f *Front) Close() {
+	f.closeOnce.Do(func() { close(f.stop) })
 }
 
 // CloseSessions ends every MCP session, so long-lived streams let the HTTP

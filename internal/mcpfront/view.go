@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"slices"
 	"sync"
-	"time"
+	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -26,6 +26,9 @@ type view struct {
 	key    store.Key
 	server *mcp.Server
 
+	sess     sessions     // the key's 2025 sessions
+	inflight atomic.Int64 // the key's POST requests being served
+
 	mu        sync.Mutex
 	tools     map[string][]byte // exposed name → JSON of the advertised tool
 	resources map[string][]byte // URI → JSON of the advertised resource
@@ -41,6 +44,7 @@ func (f *Front) viewFor(k store.Key) *view {
 		return v
 	}
 	v = &view{f: f, key: k, tools: map[string][]byte{}, resources: map[string][]byte{}, prompts: map[string][]byte{}}
+	v.sess.m = map[string]*sessState{}
 	v.server = mcp.NewServer(&mcp.Implementation{Name: "spacefix", Title: "Spacefix", Version: f.version}, &mcp.ServerOptions{
 		Capabilities: &mcp.ServerCapabilities{
 			Tools:     &mcp.ToolCapabilities{ListChanged: true},
@@ -54,7 +58,8 @@ func (f *Front) viewFor(k store.Key) *view {
 		SetCacheable: func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) {
 			c.CacheScope = "private"
 		},
-		KeepAlive: 30 * time.Second,
+		// No KeepAlive: go-sdk would ping sessions without a GET stream,
+		// fail, and close them; see keepAlive in sessions.go.
 	})
 	v.server.AddReceivingMiddleware(v.f.recoverPanics, v.resolve, eraFields)
 	f.views[k.ID] = v

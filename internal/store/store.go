@@ -184,6 +184,21 @@ type ProjectSettings struct {
 	// RateLimitPerMinute is how many calls one client key may make per
 	// minute; 0 means no limit.
 	RateLimitPerMinute int `json:"rateLimitPerMinute,omitempty"`
+	// MaxArgumentBytes is the largest arguments a tool call may carry, in
+	// bytes of JSON: 1,024–33,554,432; 0 means 1,048,576 (1 MiB).
+	MaxArgumentBytes int `json:"maxArgumentBytes,omitempty"`
+}
+
+// DefaultMaxArgumentBytes is the largest arguments a call may carry when
+// the project says nothing else.
+const DefaultMaxArgumentBytes = 1 << 20
+
+// ArgumentLimit returns the largest arguments a call may carry, in bytes.
+func (s ProjectSettings) ArgumentLimit() int {
+	if s.MaxArgumentBytes <= 0 {
+		return DefaultMaxArgumentBytes
+	}
+	return s.MaxArgumentBytes
 }
 
 // CallWait returns the project's call wait.

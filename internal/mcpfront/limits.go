@@ -1,0 +1,164 @@
+package mcpfront
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/spacefix/spacefix/internal/store"
+)
+
+// Messages a client reads when a limit refuses its request.
+const (
+	msgTooManyInFlight = "This client key has %d requests in flight, the most the gateway serves at once for one key. Wait for some answers before sending more."
+	msgTooManySessions = "This client key has %d MCP sessions open, all of them busy, the most the gateway keeps for one key. Close the sessions you no longer use (DELETE /mcp with their Mcp-Session-Id) and try again."
+	msgBodyOverLimit   = "The request is over %s bytes, the most this gateway takes here, because tool arguments are limited to %s bytes (project setting \"Largest arguments\"). Send smaller arguments."
+	msgBodyTooLarge    = "The request is %s bytes; this gateway takes requests up to %s bytes here, because tool arguments are limited to %s bytes (project setting \"Largest arguments\"). Send smaller arguments."
+	msgArgsTooLarge    = "Arguments for tool %s are %s bytes; the limit is %s bytes (project setting \"Largest arguments\"). Send smaller arguments, or ask the project's admin to raise the limit."
+)
+
+// envelopeBytes is what a request may carry besides its arguments.
+const envelopeBytes = 1 << 20
+
+// bodyLimit is the largest request body taken for a project whose arguments
+// are limited to argLimit bytes. It never goes below go-sdk's default, so a
+// call whose arguments are over the limit is read once and told by how much.
+func bodyLimit(argLimit int) int64 {
+	return max(int64(argLimit)+envelopeBytes, mcp.DefaultMaxRequestBodyBytes)
+}
+
+// limitBody caps the request body by the project's largest arguments, and
+// refuses calls whose arguments are over them. It returns false when it
+// answered the request.
+func (f *Front) limitBody(w http.ResponseWriter, r *http.Request, k store.Key) bool {
+	argLimit := f.controls.get(r.Context(), k.ProjectID).settings.ArgumentLimit()
+	limit := bodyLimit(argLimit)
+	if r.ContentLength > limit {
+		refuse(w, http.StatusRequestEntityTooLarge, fmt.Sprintf(msgBodyTooLarge, thousands(r.ContentLength), thousands(limit), thousands(int64(argLimit))))
+		return false
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, limit)
+	return !f.refuseLargeArgs(w, r, argLimit)
+}
+
+// refuseLargeArgs answers a tools/call whose arguments are over the
+// project's limit, and returns true. It reads such a request once and
+// decodes it once, keeping only the arguments' bytes: go-sdk, which parses
+// a request several times over (some 20 times its size in allocations),
+// never sees it. Requests no larger than the limit are left alone unread.
+func (f *Front) refuseLargeArgs(w http.ResponseWriter, r *http.Request, argLimit int) bool {
+	if r.ContentLength >= 0 && r.ContentLength <= int64(argLimit) {
+		return false
+	}
+	body, err := readBody(r)
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe):
+		refuse(w, http.StatusRequestEntityTooLarge, fmt.Sprintf(msgBodyOverLimit, thousands(mbe.Limit), thousands(int64(argLimit))))
+		return true
+	case err != nil:
+		refuse(w, http.StatusBadRequest, "The gateway could not read the request body: "+err.Error())
+		return true
+	case len(body) <= argLimit:
+		return false
+	}
+	var probe struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Params struct {
+			Name      string          `json:"name"`
+			Arguments json.RawMessage `json:"arguments"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(body, &probe) != nil || probe.Method != "tools/call" || len(probe.Params.Arguments) <= argLimit {
+		return false
+	}
+	status := http.StatusOK
+	if f.isModern(r) {
+		status = http.StatusBadRequest // what 2026-07-28 answers for invalid params
+	}
+	if len(probe.ID) == 0 {
+		probe.ID = json.RawMessage("null")
+	}
+	refuseCall(w, status, probe.ID, jsonrpc.CodeInvalidParams, fmt.Sprintf(msgArgsTooLarge,
+		trimName(probe.Params.Name), thousands(int64(len(probe.Params.Arguments))), thousands(int64(argLimit))))
+	return true
+}
+
+// bufferedBody is a request body already read into memory.
+type bufferedBody struct {
+	*bytes.Reader
+	b []byte
+}
+
+func (bufferedBody) Close() error { return nil }
+
+// readBody reads the whole request body into memory once, in one buffer
+// of the declared size when there is one, and puts a reader over it back
+// in r.Body. A body read before is not read again.
+func readBody(r *http.Request) ([]byte, error) {
+	if bb, ok := r.Body.(bufferedBody); ok {
+		r.Body = bufferedBody{bytes.NewReader(bb.b), bb.b}
+		return bb.b, nil
+	}
+	var (
+		body []byte
+		err  error
+	)
+	if r.ContentLength > 0 {
+		body = make([]byte, r.ContentLength)
+		var n int
+		n, err = io.ReadFull(r.Body, body)
+		body = body[:n]
+		if err == nil {
+			// Reach the end, as io.ReadAll would: the server's read
+			// deadline for the body is lifted there.
+			var one [1]byte
+			r.Body.Read(one[:])
+		}
+	} else {
+		body, err = io.ReadAll(r.Body)
+	}
+	r.Body = bufferedBody{bytes.NewReader(body), body}
+	return body, err
+}
+
+// codeLimit is the JSON-RPC error code of requests a gateway limit refused.
+const codeLimit = -32000
+
+// refuse answers a request a limit refused, with a JSON-RPC error whose
+// message says what to do.
+func refuse(w http.ResponseWriter, status int, msg string) {
+	refuseCall(w, status, json.RawMessage("null"), codeLimit, msg)
+}
+
+func refuseCall(w http.ResponseWriter, status int, id json.RawMessage, code int, msg string) {
+	b, _ := json.Marshal(map[string]any{
+		"jsonrpc": "2.0", "id": id,
+		"error": map[string]any{"code": code, "message": msg},
+	})
+	w.Header().Set("Content-Type", "application/json")
+	if status == http.StatusTooManyRequests {
+		w.Header().Set("Retry-After", "1")
+	}
+	w.WriteHeader(status)
+	w.Write(b)
+}
+
+// thousands writes n with separators: 1,048,576.
+func thousands(n int64) string {
+	if n < 0 {
+		return "-" + thousands(-n)
+	}
+	s := fmt.Sprint(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}

@@ -1,0 +1,397 @@
+package mcpfront
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Sessions of the 2025 protocol live in go-sdk; the gateway adds what go-sdk
+// does not know: how long a session has been unused, whether it holds a GET
+// stream, and how many requests of it are in flight. From that it evicts
+// the idlest session of a key over the cap, pings only sessions a ping can
+// reach, and never closes a busy one for a missed ping.
+//
+// go-sdk's own ServerOptions.KeepAlive is not used: it pings every session,
+// and a session without a GET stream cannot receive a ping, so it was closed
+// at the first tick however busy it was.
+
+// requestHeader carries, from dispatch to the tool handler, the token under
+// which the HTTP request's context is kept: go-sdk runs a session's calls in
+// the session's context, so without it a client hanging up would not stop
+// its call.
+const requestHeader = "Spacefix-Request"
+
+// missesToClose is how many keepalive pings in a row a session with a GET
+// stream may miss before it is closed.
+const missesToClose = 3
+
+// sessState is what the gateway knows of one session. Guarded by
+// sessions.mu.
+type sessState struct {
+	calls    map[*context.CancelCauseFunc]bool // tool calls in flight
+	lastUsed time.Time
+	inflight int  // requests being served
+	streams  int  // GET streams open
+	misses   int  // keepalive pings missed in a row
+	pinging  bool // a keepalive ping is on its way
+}
+
+// sessions are the view's live sessions by id, pruned of closed ones.
+type sessions struct {
+	mu sync.Mutex
+	m  map[string]*sessState
+	// initMu serialises new sessions of the key, so the count checked
+	// before one is made is still right when it is.
+	initMu sync.Mutex
+}
+
+// live returns the server's sessions by id.
+func (v *view) live() map[string]*mcp.ServerSession {
+	out := map[string]*mcp.ServerSession{}
+	for s := range v.server.Sessions() {
+		if id := s.ID(); id != "" {
+			out[id] = s
+		}
+	}
+	return out
+}
+
+// prune forgets sessions go-sdk has closed. Called with v.sess.mu held.
+func (v *view) prune(live map[string]*mcp.ServerSession) {
+	for id := range v.sess.m {
+		if live[id] == nil {
+			delete(v.sess.m, id)
+		}
+	}
+}
+
+// begin marks a request of session id as started (stream: a GET stream)
+// and returns the function that marks it done. Unknown ids are left to
+// go-sdk, which answers 404.
+func (v *view) begin(id string, stream bool) (done func()) {
+	v.sess.mu.Lock()
+	defer v.sess.mu.Unlock()
+	s := v.sess.m[id]
+	if s == nil {
+		// A session whose first request arrived before [view.added] ran.
+		v.sess.mu.Unlock()
+		_, ok := v.live()[id]
+		v.sess.mu.Lock()
+		if !ok {
+			return func() {}
+		}
+		if s = v.sess.m[id]; s == nil {
+			s = &sessState{}
+			v.sess.m[id] = s
+		}
+	}
+	s.lastUsed = time.Now()
+	if stream {
+		s.streams++
+	} else {
+		s.inflight++
+	}
+	return func() {
+		v.sess.mu.Lock()
+		defer v.sess.mu.Unlock()
+		s.lastUsed = time.Now()
+		if stream {
+			s.streams--
+		} else {
+			s.inflight--
+		}
+	}
+}
+
+// admit makes room for one more session of the key: over the cap it closes
+// the session idle longest. It returns false when every session is busy.
+// Called with v.sess.initMu held.
+func (v *view) admit(max int) bool {
+	live := v.live()
+	v.sess.mu.Lock()
+	v.prune(live)
+	var victims []*mcp.ServerSession
+	for n := len(live); n >= max; n-- {
+		id := ""
+		for sid, s := range v.sess.m {
+			if s.inflight == 0 && (id == "" || s.lastUsed.Before(v.sess.m[id].lastUsed)) {
+				id = sid
+			}
+		}
+		if id == "" {
+			v.sess.mu.Unlock()
+			return false
+		}
+		delete(v.sess.m, id)
+		victims = append(victims, live[id])
+	}
+	v.sess.mu.Unlock()
+	for _, s := range victims {
+		v.f.log.Info("mcp session closed: the key is at its session cap", "key", v.key.ID, "session", s.ID(), "cap", max)
+		s.Close()
+	}
+	return true
+}
+
+// added records a session go-sdk has just made.
+func (v *view) added(id string) {
+	v.sess.mu.Lock()
+	defer v.sess.mu.Unlock()
+	if v.sess.m[id] == nil {
+		v.sess.m[id] = &sessState{lastUsed: time.Now()}
+	}
+}
+
+// count returns how many sessions the key has open.
+func (v *view) count() int { return len(v.live()) }
+
+// SessionCount returns how many MCP sessions client key keyID has open.
+func (f *Front) SessionCount(keyID string) int {
+	f.mu.Lock()
+	v := f.views[keyID]
+	f.mu.Unlock()
+	if v == nil {
+		return 0
+	}
+	return v.count()
+}
+
+// keepAlive pings, every interval, the sessions that hold a GET stream and
+// have nothing in flight, and closes sessions idle for longer than idle,
+// until stop closes.
+func (f *Front) keepAlive(interval, idle time.Duration, stop <-chan struct{}) {
+	pings := time.NewTicker(interval)
+	defer pings.Stop()
+	sweeps := time.NewTicker(min(max(idle/4, 10*time.Millisecond), time.Minute))
+	defer sweeps.Stop()
+	for {
+		var each func(*view)
+		select {
+		case <-stop:
+			return
+		case <-pings.C:
+			each = func(v *view) { v.ping(interval) }
+		case <-sweeps.C:
+			each = func(v *view) { v.closeIdle(idle) }
+		}
+		f.mu.Lock()
+		vs := make([]*view, 0, len(f.views))
+		for _, v := range f.views {
+			vs = append(vs, v)
+		}
+		f.mu.Unlock()
+		for _, v := range vs {
+			each(v)
+		}
+	}
+}
+
+// closeIdle closes the view's sessions that have had no request, and no
+// GET stream, for longer than idle.
+func (v *view) closeIdle(idle time.Duration) {
+	live := v.live()
+	v.sess.mu.Lock()
+	v.prune(live)
+	var idlers []*mcp.ServerSession
+	for id, s := range v.sess.m {
+		if s.inflight == 0 && s.streams == 0 && time.Since(s.lastUsed) > idle {
+			delete(v.sess.m, id)
+			idlers = append(idlers, live[id])
+		}
+	}
+	v.sess.mu.Unlock()
+	for _, s := range idlers {
+		v.f.log.Info("mcp session closed: idle", "key", v.key.ID, "session", s.ID(), "idle", idle)
+		s.Close()
+	}
+}
+
+// ping sends one keepalive ping to each of the view's sessions that a ping
+// can reach, and closes those that missed missesToClose in a row.
+func (v *view) ping(interval time.Duration) {
+	live := v.live()
+	v.sess.mu.Lock()
+	defer v.sess.mu.Unlock()
+	v.prune(live)
+	for id, s := range v.sess.m {
+		if s.streams == 0 || s.inflight > 0 || s.pinging {
+			s.misses = 0 // a busy session is alive, and one without a stream cannot be pinged
+			continue
+		}
+		s.pinging = true
+		go func(ss *mcp.ServerSession, s *sessState) {
+			ctx, cancel := context.WithTimeout(context.Background(), interval/2)
+			err := ss.Ping(ctx, nil)
+			cancel()
+			v.sess.mu.Lock()
+			s.pinging = false
+			if err == nil {
+				s.misses = 0
+				v.sess.mu.Unlock()
+				return
+			}
+			s.misses++
+			closeIt := s.misses >= missesToClose
+			v.sess.mu.Unlock()
+			if closeIt {
+				v.f.log.Info("mcp session closed: it missed keepalive pings", "key", v.key.ID, "session", ss.ID(), "misses", missesToClose, "err", err)
+				ss.Close()
+			}
+		}(live[id], s)
+	}
+}
+
+// callID returns the JSON-RPC id at the start of a request body, or null.
+// Clients write the id before the params, so this reads only a few bytes.
+func callID(prefix []byte) json.RawMessage {
+	dec := json.NewDecoder(bytes.NewReader(prefix))
+	dec.UseNumber()
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return json.RawMessage("null")
+	}
+	for range 4 {
+		key, err := dec.Token()
+		if err != nil {
+			break
+		}
+		val, err := dec.Token()
+		if err != nil {
+			break
+		}
+		if _, nested := val.(json.Delim); nested {
+			break
+		}
+		if key == "id" {
+			switch id := val.(type) {
+			case string:
+				return json.RawMessage(strconv.Quote(id))
+			case json.Number:
+				return json.RawMessage(id)
+			}
+		}
+	}
+	return json.RawMessage("null")
+}
+
+// errSessionClosed ends the calls of a session its client deleted.
+var errSessionClosed = errors.New("mcp session closed")
+
+// msgSessionClosed is the JSON-RPC error a call gets when its session
+// closed before it finished.
+const msgSessionClosed = "The MCP session closed before this call finished. Open a new session (initialize) and call again."
+
+// trackCall notes a tool call in flight in session id, so closing the
+// session can end it; it returns the function that forgets it.
+func (v *view) trackCall(id string, cancel context.CancelCauseFunc) (forget func()) {
+	v.sess.mu.Lock()
+	defer v.sess.mu.Unlock()
+	s := v.sess.m[id]
+	if s == nil {
+		return func() {}
+	}
+	if s.calls == nil {
+		s.calls = map[*context.CancelCauseFunc]bool{}
+	}
+	s.calls[&cancel] = true
+	return func() {
+		v.sess.mu.Lock()
+		defer v.sess.mu.Unlock()
+		delete(s.calls, &cancel)
+	}
+}
+
+// endCalls ends the tool calls in flight in session id and waits, up to
+// wait, until the session has no request in flight. go-sdk drops the
+// answers of calls still running when a session closes, and waits for them
+// to return first: ended here, they answer at once with an error that says
+// what happened.
+func (v *view) endCalls(id string, wait time.Duration) {
+	v.sess.mu.Lock()
+	s := v.sess.m[id]
+	if s == nil {
+		v.sess.mu.Unlock()
+		return
+	}
+	for c := range s.calls {
+		(*c)(errSessionClosed)
+	}
+	v.sess.mu.Unlock()
+	deadline := time.Now().Add(wait)
+	for time.Now().Before(deadline) {
+		v.sess.mu.Lock()
+		busy := s.inflight > 0
+		v.sess.mu.Unlock()
+		if !busy {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// serveSession serves a request of the 2025 protocol: it keeps the key's
+// sessions within the cap, notes what each session is doing, and ends the
+// calls of a session its client deletes.
+func (f *Front) serveSession(w http.ResponseWriter, r *http.Request, v *view) {
+	id := r.Header.Get("Mcp-Session-Id")
+	switch {
+	case r.Method == http.MethodPost && id == "":
+		// A new session: read the body before taking the key's lock, so a
+		// slow client does not hold up the key's other clients.
+		body, err := readBody(r)
+		if err != nil {
+			f.stateful.ServeHTTP(w, r) // go-sdk reads the rest and answers
+			return
+		}
+		v.sess.initMu.Lock()
+		defer v.sess.initMu.Unlock()
+		if !v.admit(f.maxSessions) {
+			refuseCall(w, http.StatusTooManyRequests, callID(body), codeLimit, fmt.Sprintf(msgTooManySessions, f.maxSessions))
+			return
+		}
+		f.stateful.ServeHTTP(w, r)
+		if nid := w.Header().Get("Mcp-Session-Id"); nid != "" {
+			v.added(nid)
+		}
+	case id == "":
+		f.stateful.ServeHTTP(w, r)
+	case r.Method == http.MethodDelete:
+		v.endCalls(id, 5*time.Second)
+		f.stateful.ServeHTTP(w, r)
+	case r.Method == http.MethodGet:
+		defer v.begin(id, true)()
+		f.stateful.ServeHTTP(w, r)
+	default:
+		defer v.begin(id, false)()
+		tok := rand.Text()
+		r.Header.Set(requestHeader, tok)
+		f.requests.Store(tok, r.Context())
+		defer f.requests.Delete(tok)
+		f.stateful.ServeHTTP(w, r)
+	}
+}
+
+// hangUp returns the context of the HTTP request a session's call came in,
+// which ends when its client hangs up; nil if there is none.
+func (f *Front) hangUp(extra *mcp.RequestExtra) context.Context {
+	if extra == nil || extra.Header == nil {
+		return nil
+	}
+	tok := extra.Header.Get(requestHeader)
+	if tok == "" {
+		return nil
+	}
+	if c, ok := f.requests.Load(tok); ok {
+		return c.(context.Context)
+	}
+	return nil
+}
