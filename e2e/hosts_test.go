@@ -40,6 +40,8 @@ func TestHostRefused(t *testing.T) {
 			t.Errorf("%s %s with Host evil.example: %d %q, want 421 %q", r.method, r.path, code, body, want)
 		}
 	}
+	// The refusals show in the metrics, by status code.
+	wantMetric(t, e.scrape(e.adminToken()), 6, "spacefix_http_responses_total", "code=421")
 	_, port, _ := strings.Cut(e.gw.Addr(), ":")
 	for _, host := range []string{e.gw.Addr(), "localhost:" + port, "LOCALHOST", "[::1]:" + port} {
 		if code, _ := hostRequest(t, e, "GET", "/healthz", host); code != http.StatusOK {

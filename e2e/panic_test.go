@@ -164,4 +164,7 @@ func TestPanicRecovered(t *testing.T) {
 			t.Errorf("tools/call after an agent connection panicked: %q", text(res))
 		}
 	})
+
+	// Every panic shows in the metrics an operator alerts on.
+	wantMetric(t, e.scrape(e.adminToken()), float64(logged), "spacefix_panics_recovered_total")
 }

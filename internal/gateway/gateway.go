@@ -31,7 +31,7 @@ type Gateway struct {
 	obs      *observability // metrics, readiness, pprof
 
 	srv *http.Server
-	mux http.Handler // every route, behind metrics and panic recovery; Start adds the Host check
+	mux http.Handler // every route, behind panic recovery; Start adds the Host check and metrics
 	ln  net.Listener
 
 	ctx     context.Context // ends when the gateway closes; agent connections live in it
@@ -82,7 +82,7 @@ func New(cfg Config, st store.Store) (*Gateway, error) {
 	})
 	g.mountObs(mux) // untimed: a CPU profile runs as long as asked
 	g.mountDashboard(timed)
-	g.mux = g.obs.metrics.InFlight(recovery.HTTP(g.log, mux))
+	g.mux = recovery.HTTP(g.log, mux)
 	g.srv = &http.Server{
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       cfg.IdleTimeout,
@@ -104,7 +104,8 @@ func (g *Gateway) Start() error {
 	}
 	g.ln = ln
 	// The hosts to answer to depend on the address actually bound.
-	g.srv.Handler = checkHost(g.mux, allowedHosts(g.cfg, ln.Addr().String()))
+	// Metrics outermost, so refused hosts count too.
+	g.srv.Handler = g.obs.metrics.InFlight(checkHost(g.mux, allowedHosts(g.cfg, ln.Addr().String())))
 	go func() {
 		if err := g.srv.Serve(newLimitListener(ln, g.cfg.MaxConns)); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			g.log.Error("http server stopped", "err", err)

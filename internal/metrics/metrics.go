@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/spacefix/spacefix/internal/recovery"
 	"github.com/spacefix/spacefix/internal/store"
 )
 
@@ -45,6 +46,7 @@ type Metrics struct {
 	duration *prometheus.HistogramVec
 	reads    *prometheus.CounterVec
 	inflight prometheus.Gauge
+	answers  *prometheus.CounterVec
 
 	mu    sync.RWMutex
 	names map[int64]string // project names by id; projects are never renamed
@@ -75,12 +77,20 @@ func New(opts Options) *Metrics {
 			Name: "spacefix_http_requests_in_flight",
 			Help: "HTTP requests being served now, open SSE streams and agent connections included.",
 		}),
+		answers: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "spacefix_http_responses_total",
+			Help: "HTTP responses by status code: 421 (a Host not allowed), 413 (a body over the limit), 429 (a key over its sessions or requests in flight) and 5xx show refusals and faults.",
+		}, []string{"code"}),
 		names: make(map[int64]string),
 	}
 	m.reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.calls, m.duration, m.reads, m.inflight,
+		m.calls, m.duration, m.reads, m.inflight, m.answers,
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "spacefix_panics_recovered_total",
+			Help: "Panics recovered in a request path (MCP methods, HTTP handlers, agent connections); each is logged at ERROR with its stack. Above zero is a bug to report.",
+		}, func() float64 { return float64(recovery.Count()) }),
 		&agentsCollector{m: m, agents: opts.Agents},
 		&sessionsCollector{sessions: opts.Sessions},
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
@@ -113,9 +123,10 @@ func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
 }
 
-// InFlight counts the requests next serves in spacefix_http_requests_in_flight.
+// InFlight counts the requests next serves in spacefix_http_requests_in_flight,
+// and their answers by status code in spacefix_http_responses_total.
 func (m *Metrics) InFlight(next http.Handler) http.Handler {
-	return promhttp.InstrumentHandlerInFlight(m.inflight, next)
+	return promhttp.InstrumentHandlerInFlight(m.inflight, promhttp.InstrumentHandlerCounter(m.answers, next))
 }
 
 // projectName returns the label of a project: its name, or its id when the

@@ -21,9 +21,16 @@ const Message = "Internal error in the gateway; the call was not completed. It h
 // ErrPanic is returned by [Do] when fn panicked.
 var ErrPanic = errors.New("internal error (a panic, logged)")
 
+// panics counts the panics recovered in this process, for metrics.
+var panics atomic.Int64
+
+// Count returns how many panics this process has recovered.
+func Count() int64 { return panics.Load() }
+
 // Log logs a recovered panic v at ERROR with the stack, saying where it
-// happened.
+// happened, and counts it.
 func Log(log *slog.Logger, where string, v any) {
+	panics.Add(1)
 	log.Error("panic recovered; the gateway goes on", "where", where, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
 }
 
