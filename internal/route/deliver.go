@@ -42,7 +42,7 @@ type Request struct {
 // Result is how a call ended, from the gateway's side — or, with Question
 // set, that it waits for the user.
 type Result struct {
-	Outcome
+	agents.Reply
 	ID       string
 	Wait     time.Duration   // how long the caller waits in all
 	Replica  *agents.Replica // nil if no replica was reached
@@ -74,8 +74,8 @@ var (
 type Call struct {
 	req      Request
 	res      Result
-	conn     *Conn
-	p        *Pending
+	conn     agents.Conn
+	p        *agents.Pending
 	deadline time.Time
 	timer    *time.Timer
 	th       throttle
@@ -122,7 +122,7 @@ func Pick(ctx context.Context, reg *agents.Registry, projectID int64, target Tar
 		c.endSpan()
 		return nil, c.res
 	}
-	c.conn = rep.Conn.(*Conn)
+	c.conn = rep.Conn
 	rep.Begin() // counted from now, so that concurrent picks spread
 	c.res.Replica = rep
 	return c, c.res
@@ -183,7 +183,7 @@ func (c *Call) Wait(ctx context.Context, progress func(string)) Result {
 				// the same, and the caller is told so.
 				c.res.TimedOut = true
 			} else {
-				c.res.Outcome = out
+				c.res.Reply = out
 			}
 			return c.finish()
 		case q := <-c.p.Confirm:
