@@ -43,7 +43,7 @@ var steps = []struct {
 	{"agent hop out: JSON encode + WebSocket write (route.Conn.Start/Send)", regexp.MustCompile(`route\.\(\*Conn\)\.(Start|Send|Cancel|Close)|agentfront\.\(\*wsTransport\)\.(Send|Close)`)},
 	{"agent hop back: WebSocket read + JSON decode (route.Conn.read)", regexp.MustCompile(`route\.\(\*Conn\)\.(read|deliver|Serve)|agentfront\.\(\*wsTransport\)\.Recv`)},
 	{"heartbeat (agentfront wsTransport.keepAlive)", regexp.MustCompile(`agentfront\.\(\*wsTransport\)\.keepAlive`)},
-	{"route.Deliver: pick a replica, timer, wait", regexp.MustCompile(`route\.(Deliver|pick)`)},
+	{"route.Deliver: pick a replica, timer, wait", regexp.MustCompile(`route\.(Deliver|\(\*Call\)\.pick)`)},
 	{"key check (bearer, Verifier: sha256, hex, cache)", regexp.MustCompile(`verifyToken|internal/auth\.`)},
 	{"toolHandler, rest (mostly growing the go-sdk request goroutine's stack, which direct pays inside go-sdk)", regexp.MustCompile(`mcpfront\.\(\*Front\)\.toolHandler`)},
 	{"echo handler (bench)", regexp.MustCompile(`bench\.echoHandler`)},
