@@ -15,6 +15,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/spacefix/spacefix/internal/agentfront"
 	"github.com/spacefix/spacefix/internal/agentproto"
 )
 
@@ -101,7 +102,7 @@ func (g *fakeGateway) register(w http.ResponseWriter, r *http.Request) {
 	g.tickets[ticket] = true
 	refuse := g.refuse
 	g.mu.Unlock()
-	if msg := reg.Validate(agentproto.DefaultLimits()); msg != "" {
+	if _, msg := agentfront.Check(&reg, agentfront.DefaultLimits()); msg != "" {
 		http.Error(w, msg, http.StatusBadRequest)
 		return
 	}

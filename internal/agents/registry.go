@@ -126,13 +126,6 @@ func (r *Replica) End() { r.inflight.Add(-1) }
 // Disabled reports whether the dashboard disabled this replica.
 func (r *Replica) Disabled() bool { return r.disabled.Load() }
 
-// Conn is what the registry needs of a replica's connection; the route
-// package implements it.
-type Conn interface {
-	// Close ends the connection; calls in flight fail as disconnected.
-	Close(reason string)
-}
-
 // Snapshot is what a project exposes at one moment. It is immutable; a new
 // one replaces it on every change, and Changed is closed then.
 type Snapshot struct {

@@ -15,7 +15,8 @@ import (
 	"github.com/spacefix/spacefix/internal/schema"
 )
 
-type nopConn struct{}
+// nopConn is a connection the registry only ever closes.
+type nopConn struct{ Conn }
 
 func (nopConn) Close(string) {}
 

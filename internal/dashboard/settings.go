@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/spacefix/spacefix/internal/agentproto"
+	"github.com/spacefix/spacefix/internal/agentfront"
 	"github.com/spacefix/spacefix/internal/store"
 	"github.com/spacefix/spacefix/internal/toolctl"
 )
@@ -172,4 +172,4 @@ func (d *Dashboard) approveBaseline(ctx context.Context, projectID int64) error 
 }
 
 // defaultLimits are shown beside the limit fields.
-var defaultLimits = agentproto.DefaultLimits()
+var defaultLimits = agentfront.DefaultLimits()

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/spacefix/spacefix/internal/agentfront"
 	"github.com/spacefix/spacefix/internal/agentproto"
 	"github.com/spacefix/spacefix/internal/agents"
 	"github.com/spacefix/spacefix/internal/auth"
@@ -25,20 +26,18 @@ type Gateway struct {
 	store    store.Store
 	reg      *agents.Registry
 	front    *mcpfront.Front
+	agents   *agentfront.Front
 	calls    *store.CallLog
 	verifier *auth.Verifier
-	tickets  *tickets
 	obs      *observability // metrics, readiness, pprof
 
 	srv *http.Server
 	mux http.Handler // every route, behind panic recovery; Start adds the Host check and metrics
 	ln  net.Listener
 
-	ctx     context.Context // ends when the gateway closes; agent connections live in it
-	cancel  context.CancelFunc
-	conns   sync.WaitGroup // agent connections being served
-	connMu  sync.Mutex     // orders conns.Add against Shutdown's conns.Wait
-	closing bool           // Shutdown is waiting for conns; guarded by connMu
+	ctx    context.Context // ends when the gateway closes; agent connections live in it
+	cancel context.CancelFunc
+	conns  sync.WaitGroup // background work (the call-log pruner) Shutdown waits for
 
 	closeOnce sync.Once
 	closeErr  error
@@ -50,7 +49,7 @@ func New(cfg Config, st store.Store) (*Gateway, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	g := &Gateway{cfg: cfg, log: cfg.Logger, store: st, tickets: newTickets(30 * time.Second)}
+	g := &Gateway{cfg: cfg, log: cfg.Logger, store: st}
 	g.ctx, g.cancel = context.WithCancel(context.Background())
 	g.verifier = auth.NewVerifier(st, 500*time.Millisecond)
 	g.obs = newObservability(g) // before the call log: metrics count every record
@@ -67,6 +66,10 @@ func New(cfg Config, st store.Store) (*Gateway, error) {
 		MaxSessionsPerKey: cfg.MaxSessionsPerKey, MaxInFlightPerKey: cfg.MaxInFlightPerKey,
 		HostsChecked: true, // checkHost, with --allowed-hosts
 	})
+	g.agents = agentfront.New(agentfront.Options{
+		Context: g.ctx, Registry: g.reg, Store: st, Verifier: g.verifier, Logger: g.log,
+		Heartbeat: cfg.Heartbeat, Connected: g.front.AgentConnected,
+	})
 
 	// Every path but the agent WebSocket (hijacked, with deadlines of its
 	// own) gets per-step read and write deadlines.
@@ -74,8 +77,8 @@ func New(cfg Config, st store.Store) (*Gateway, error) {
 	timed := http.NewServeMux()
 	mux.Handle("/", withTimeouts(timed, cfg.BodyTimeout, cfg.WriteTimeout))
 	timed.Handle(mcpfront.Path, g.front)
-	timed.HandleFunc("POST "+agentproto.RegisterPath, g.handleRegister)
-	mux.HandleFunc("GET "+agentproto.ConnectPath, g.handleConnect)
+	timed.HandleFunc("POST "+agentproto.RegisterPath, g.agents.Register)
+	mux.HandleFunc("GET "+agentproto.ConnectPath, g.agents.Connect)
 	timed.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		fmt.Fprintln(w, "ok")
@@ -169,9 +172,7 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 		g.front.CloseSessions()
 		g.front.Close()
 		g.cancel()
-		g.connMu.Lock()
-		g.closing = true
-		g.connMu.Unlock()
+		g.agents.Close()
 		g.conns.Wait()
 		if e := <-srvDone; e != nil {
 			g.srv.Close()
@@ -186,19 +187,6 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 		g.closeErr = err
 	})
 	return g.closeErr
-}
-
-// track counts an agent connection that Shutdown waits for; false once
-// Shutdown has started waiting (a WaitGroup must not grow from zero while
-// someone waits on it).
-func (g *Gateway) track() bool {
-	g.connMu.Lock()
-	defer g.connMu.Unlock()
-	if g.closing {
-		return false
-	}
-	g.conns.Add(1)
-	return true
 }
 
 // Close shuts down at once, without waiting for calls in flight.

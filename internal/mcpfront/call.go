@@ -21,9 +21,8 @@ import (
 
 // Messages a model reads.
 const (
-	msgDisconnected = "Agent disconnected before returning a result."
+	msgDisconnected = route.MsgDisconnected
 	msgShutdown     = "The gateway is shutting down and stopped this call. Try again in a moment."
-	msgNoReplica    = "No replica of the agent that offers %q can take calls right now. Try again in a few seconds."
 )
 
 // toolHandler is the whole tools/call flow, top to bottom. [view.resolve] has
@@ -79,6 +78,7 @@ func (f *Front) toolHandler(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 	call, res := route.Pick(ctx, f.reg, key.ProjectID, toolTarget(t.Name, t.AgentKey), route.Request{
 		Kind:     agentproto.KindTool,
 		Name:     t.Def.Name,
+		Exposed:  t.Name,
 		Args:     args,
 		Caller:   agentproto.Caller{KeyID: key.ID, KeyName: key.Name},
 		Wait:     f.wait(ctx, t, key, c),
@@ -117,7 +117,7 @@ func (f *Front) toolHandler(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 		res = call.Wait(ctx, progress)
 	}
 	out, err := f.await(ctx, req, t, key, call, res, start)
-	if cacheFor > 0 && err == nil && out != nil && !out.IsError && out.InputRequests == nil && res.Err == "" && len(res.Result) > 0 {
+	if cacheFor > 0 && err == nil && out != nil && !out.IsError && out.InputRequests == nil && res.Outcome == route.OK && len(res.Result) > 0 {
 		f.cache.Put(key.ProjectID, t.Name, args, res.Result, cacheFor)
 	}
 	return out, err
@@ -187,13 +187,13 @@ func (f *Front) await(ctx context.Context, req *mcp.CallToolRequest, t *agents.T
 		return &mcp.CallToolResult{InputRequests: question(q), RequestState: state}, nil
 	}
 	out := f.toolResult(t, key, res, start)
-	if res.Cancelled {
+	if res.Outcome == route.Cancelled {
 		if errors.Is(context.Cause(ctx), errSessionClosed) {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: msgSessionClosed}
 		}
 		return nil, ctx.Err()
 	}
-	if res.NotFound {
+	if res.Outcome == route.NotFound {
 		return nil, fmt.Errorf("Tool %s not found", t.Name)
 	}
 	return out, nil
@@ -207,24 +207,23 @@ func (f *Front) toolResult(t *agents.Tool, key store.Key, res route.Result, star
 		errText string
 		outcome = store.OutcomeOK
 	)
-	switch {
-	case res.NotFound:
+	switch res.Outcome {
+	case route.NotFound:
 		return nil
-	case res.NoReplica:
-		out, outcome = errorResult(fmt.Sprintf(msgNoReplica, t.Name)), store.OutcomeError
-	case res.TimedOut:
-		wait := res.Wait.Milliseconds()
-		errText = fmt.Sprintf("Request for tool %q timed out after %dms", t.Name, wait)
+	case route.NoReplica:
+		out, outcome = errorResult(res.Detail), store.OutcomeError
+	case route.TimedOut:
+		errText = res.Detail
 		out, outcome = errorResult(errText), store.OutcomeTimeout
-	case res.Cancelled:
+	case route.Cancelled:
 		outcome = store.OutcomeCancelled
-	case res.Disconnected:
+	case route.Disconnected:
 		errText, outcome = f.disconnectedMessage(), store.OutcomeDisconnected
 		out = errorResult(errText)
-	case res.Err != "":
-		errText, outcome = res.Err, store.OutcomeError
-		out = errorResult(res.Err)
-	default:
+	case route.ToolError:
+		errText, outcome = res.Detail, store.OutcomeError
+		out = errorResult(res.Detail)
+	default: // route.OK
 		var err error
 		if out, err = decodeResult(res.Result); err != nil {
 			errText, outcome = "The agent sent a result the gateway could not read: "+err.Error(), store.OutcomeError

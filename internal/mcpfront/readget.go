@@ -90,23 +90,23 @@ func (f *Front) deliverRead(ctx context.Context, key store.Key, kind, exposed, r
 	wait := f.controls.get(ctx, key.ProjectID).settings.CallWait()
 	start := time.Now()
 	res := route.Deliver(ctx, f.reg, key.ProjectID, target, route.Request{
-		Kind: kind, Name: registered, Args: args, Wait: wait,
+		Kind: kind, Name: registered, Exposed: exposed, Args: args, Wait: wait,
 		Caller: agentproto.Caller{KeyID: key.ID, KeyName: key.Name},
 	})
 	var errText, outcome = "", store.OutcomeOK
-	switch {
-	case res.NotFound:
+	switch res.Outcome {
+	case route.NotFound:
 		errText = fmt.Sprintf("%s %s not found", kindWord(kind), exposed)
-	case res.NoReplica:
-		errText = fmt.Sprintf("No replica of the agent that offers %q can take calls right now. Try again in a few seconds.", exposed)
-	case res.TimedOut:
-		errText, outcome = fmt.Sprintf("Request for %s %q timed out after %dms", kind, exposed, wait.Milliseconds()), store.OutcomeTimeout
-	case res.Cancelled:
+	case route.NoReplica:
+		errText = res.Detail
+	case route.TimedOut:
+		errText, outcome = res.Detail, store.OutcomeTimeout
+	case route.Cancelled:
 		outcome = store.OutcomeCancelled
-	case res.Disconnected:
+	case route.Disconnected:
 		errText, outcome = f.disconnectedMessage(), store.OutcomeDisconnected
-	case res.Err != "":
-		errText, outcome = res.Err, store.OutcomeError
+	case route.ToolError:
+		errText, outcome = res.Detail, store.OutcomeError
 	}
 	if res.Reached() {
 		f.calls.Add(store.Call{
@@ -115,7 +115,7 @@ func (f *Front) deliverRead(ctx context.Context, key store.Key, kind, exposed, r
 			Error: truncate(errText, agentproto.MaxErrorLogLen), Progress: res.Progress, Billable: true,
 		})
 	}
-	if res.Cancelled {
+	if res.Outcome == route.Cancelled {
 		return nil, ctx.Err()
 	}
 	if errText != "" {

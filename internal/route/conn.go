@@ -1,72 +1,73 @@
 // Package route carries calls to agent replicas: it chooses one replica,
 // delivers the call at most once, enforces the wait, passes cancels and
-// progress, and turns what comes back into an [Outcome].
+// progress, and turns what comes back into a [Result].
 //
-// [Conn] is the gateway's end of one replica's WebSocket; [Deliver] is the
-// flow of one call over it.
+// [Conn] is the gateway's end of one replica's connection, over any
+// [Transport]; [Deliver] is the flow of one call over it. route knows no
+// wire: the agent front adapts the WebSocket to a Transport.
 package route
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
 	"time"
 
-	"github.com/coder/websocket"
-
 	"github.com/spacefix/spacefix/internal/agentproto"
+	"github.com/spacefix/spacefix/internal/agents"
 	"github.com/spacefix/spacefix/internal/recovery"
 )
 
 // ErrDisconnected means the replica's connection ended before the result.
-var ErrDisconnected = errors.New("agent disconnected")
+var ErrDisconnected = agents.ErrDisconnected
 
 // ErrGoodbye is what [Conn.Serve] returns, wrapped with the reason, when the
 // connection ended after the gateway said goodbye ([Conn.Close]): however
 // the agent then hangs up, that is a normal ending.
 var ErrGoodbye = errors.New("the gateway said goodbye")
 
-// Heartbeat is how often the gateway pings a replica, and how long it waits
-// for the pong.
-const Heartbeat = 5 * time.Second
+// Transport carries agent-protocol messages between the gateway and one
+// replica: a WebSocket today (see internal/agentfront), later a replica held
+// by another gateway or a bridged MCP server. It keeps the connection alive
+// itself (heartbeats) and drops what it cannot decode.
+//
+// Who may call what, concurrently:
+//   - Send may be called from several goroutines at once, and concurrently
+//     with Recv and Close. Its ctx carries values only: a send is never cut
+//     short by a context (one client giving up must not drop an agent); a
+//     send to a dead peer ends when the transport is closed.
+//   - Recv is called from one goroutine only ([Conn.Serve]'s read loop). It
+//     returns the next message, or an error once the connection has ended
+//     (the peer left, Close was called, or ctx ended).
+//   - Close may be called from any goroutine, more than once, also while
+//     Send and Recv block; it unblocks them. A non-empty reason ends the
+//     connection politely (a closing handshake carrying it, where the
+//     carrier has one); an empty reason ends it at once.
+type Transport interface {
+	Send(ctx context.Context, m *agentproto.Message) error
+	Recv(ctx context.Context) (*agentproto.Message, error)
+	Close(reason string)
+}
 
-// Conn is the gateway's end of one replica's connection. Start, Cancel and
-// Close may be called from any goroutine; Serve runs once and returns when
-// the connection ends, after failing every pending call.
+// Conn is the gateway's end of one replica's connection; it implements
+// [agents.Conn] over a [Transport]. Start, Send, Cancel and Close may be
+// called from any goroutine; Serve runs once and returns when the
+// connection ends, after failing every pending call.
 type Conn struct {
-	ws        *websocket.Conn
-	log       *slog.Logger
-	heartbeat time.Duration
-	events    Events
+	t      Transport
+	log    *slog.Logger
+	events Events
 
 	mu      sync.Mutex
-	pending map[string]*Pending
+	pending map[string]*agents.Pending
 	closed  bool
 	goodbye string // the reason Close gave; "" until then
 	done    chan struct{}
 }
 
-// Pending is a call delivered and not yet answered.
-type Pending struct {
-	// Result receives exactly one Outcome.
-	Result chan Outcome
-	// Progress receives progress lines; a line that finds it full is
-	// dropped here and the caller's throttle keeps the latest.
-	Progress chan string
-	// Confirm receives the agent's questions for the user.
-	Confirm chan agentproto.Message
-}
-
-// Outcome is how a delivered call ended on the agent's side.
-type Outcome struct {
-	Result json.RawMessage // set on success
-	Err    string          // the handler's message, on error
-	// Disconnected: the connection ended first.
-	Disconnected bool
-}
+var _ agents.Conn = (*Conn)(nil)
 
 // Events are the agent's own requests; nil funcs ignore them. They run on
 // the connection's read goroutine.
@@ -78,38 +79,26 @@ type Events struct {
 	Drain func()
 }
 
-// NewConn wraps an accepted WebSocket.
-func NewConn(ws *websocket.Conn, log *slog.Logger, heartbeat time.Duration, events Events) *Conn {
-	if heartbeat <= 0 {
-		heartbeat = Heartbeat
-	}
-	ws.SetReadLimit(agentproto.MaxFrameBytes)
+// NewConn serves the agent protocol over t.
+func NewConn(t Transport, log *slog.Logger, events Events) *Conn {
 	return &Conn{
-		ws: ws, log: log, heartbeat: heartbeat, events: events,
-		pending: make(map[string]*Pending), done: make(chan struct{}),
+		t: t, log: log, events: events,
+		pending: make(map[string]*agents.Pending), done: make(chan struct{}),
 	}
 }
 
 // Done is closed when the connection has ended.
 func (c *Conn) Done() <-chan struct{} { return c.done }
 
-// Send writes one message. ctx only carries values: a write is never cut
-// short by a context, because coder/websocket closes the whole connection
-// when a write's context ends during the write, and one client giving up
-// must not drop an agent. A write to a dead peer ends when the heartbeat
-// closes the connection.
+// Send writes one message; see [Transport] for why ctx only carries values.
 func (c *Conn) Send(ctx context.Context, m *agentproto.Message) error {
-	b, err := json.Marshal(m)
-	if err != nil {
-		return err
-	}
-	return c.ws.Write(context.Background(), websocket.MessageText, b)
+	return c.t.Send(ctx, m)
 }
 
 // Start registers a pending call and sends it. The caller must eventually
 // receive from Result, or call Cancel.
-func (c *Conn) Start(ctx context.Context, m *agentproto.Message) (*Pending, error) {
-	p := &Pending{Result: make(chan Outcome, 1), Progress: make(chan string, 8), Confirm: make(chan agentproto.Message, 1)}
+func (c *Conn) Start(ctx context.Context, m *agentproto.Message) (*agents.Pending, error) {
+	p := agents.NewPending()
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -161,16 +150,14 @@ func (c *Conn) Close(reason string) {
 		c.Send(ctx, &agentproto.Message{Type: agentproto.TypeCancel, ID: id, Reason: agentproto.ReasonShutdown})
 	}
 	c.Send(ctx, &agentproto.Message{Type: agentproto.TypeGoodbye, Message: reason})
-	c.ws.Close(websocket.StatusGoingAway, reason)
+	c.t.Close(reason)
 }
 
-// Serve reads the agent's messages until the connection ends, pinging it
-// every heartbeat. It fails every pending call as disconnected on the way
-// out.
+// Serve reads the agent's messages until the connection ends. It fails
+// every pending call as disconnected on the way out.
 func (c *Conn) Serve(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	recovery.Go(c.log, "ping an agent", func() { c.pinger(ctx) })
 	err := c.read(ctx)
 	c.mu.Lock()
 	if c.goodbye != "" {
@@ -181,33 +168,11 @@ func (c *Conn) Serve(ctx context.Context) error {
 	c.pending = nil
 	c.mu.Unlock()
 	for _, p := range pending {
-		p.Result <- Outcome{Disconnected: true}
+		p.Result <- agents.Reply{Disconnected: true}
 	}
-	c.ws.CloseNow()
+	c.t.Close("")
 	close(c.done)
 	return err
-}
-
-func (c *Conn) pinger(ctx context.Context) {
-	t := time.NewTicker(c.heartbeat)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		pctx, cancel := context.WithTimeout(ctx, c.heartbeat)
-		err := c.ws.Ping(pctx)
-		cancel()
-		if err != nil {
-			if ctx.Err() == nil {
-				c.log.Warn("agent missed a heartbeat; closing its connection", "err", err)
-			}
-			c.ws.CloseNow()
-			return
-		}
-	}
 }
 
 // read handles the agent's messages until the connection ends. A panic
@@ -215,16 +180,11 @@ func (c *Conn) pinger(ctx context.Context) {
 // reconnects, and the gateway goes on.
 func (c *Conn) read(ctx context.Context) error {
 	for {
-		_, data, err := c.ws.Read(ctx)
+		m, err := c.t.Recv(ctx)
 		if err != nil {
 			return err
 		}
-		var m agentproto.Message
-		if err := json.Unmarshal(data, &m); err != nil {
-			c.log.Warn("agent sent a message that is not JSON; ignored", "err", err)
-			continue
-		}
-		if err := recovery.Do(c.log, "agent message "+m.Type, func() { c.handle(ctx, &m) }); err != nil {
+		if err := recovery.Do(c.log, "agent message "+m.Type, func() { c.handle(ctx, m) }); err != nil {
 			return err
 		}
 	}
@@ -234,13 +194,13 @@ func (c *Conn) read(ctx context.Context) error {
 func (c *Conn) handle(ctx context.Context, m *agentproto.Message) {
 	switch m.Type {
 	case agentproto.TypeResult:
-		out := Outcome{Result: m.Result}
+		out := agents.Reply{Result: m.Result}
 		if len(m.Result) > agentproto.MaxResultBytes {
-			out = Outcome{Err: TooLarge(len(m.Result))}
+			out = agents.Reply{Err: TooLarge(len(m.Result))}
 		}
 		c.deliver(m.ID, out)
 	case agentproto.TypeError:
-		c.deliver(m.ID, Outcome{Err: m.Message})
+		c.deliver(m.ID, agents.Reply{Err: m.Message})
 	case agentproto.TypeProgress:
 		if p := c.lookup(m.ID); p != nil {
 			select {
@@ -271,13 +231,13 @@ func (c *Conn) handle(ctx context.Context, m *agentproto.Message) {
 	}
 }
 
-func (c *Conn) lookup(id string) *Pending {
+func (c *Conn) lookup(id string) *agents.Pending {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.pending[id]
 }
 
-func (c *Conn) deliver(id string, out Outcome) {
+func (c *Conn) deliver(id string, out agents.Reply) {
 	c.mu.Lock()
 	p := c.pending[id]
 	delete(c.pending, id)

@@ -22,8 +22,11 @@ type Target func(s *agents.Snapshot) (reps []*agents.Replica, graceUntil time.Ti
 
 // Request is one call to deliver.
 type Request struct {
-	Kind     string // agentproto.KindTool, KindResource or KindPrompt
-	Name     string // as the agent registered it (a URI for a resource)
+	Kind string // agentproto.KindTool, KindResource or KindPrompt
+	Name string // as the agent registered it (a URI for a resource)
+	// Exposed is the name the client calls it by, for the messages in
+	// [Result.Detail]; "" means Name.
+	Exposed  string
 	Args     json.RawMessage
 	Caller   agentproto.Caller
 	Wait     time.Duration // how long the caller waits for the result
@@ -39,21 +42,20 @@ type Request struct {
 	Tracer trace.Tracer
 }
 
-// Result is how a call ended, from the gateway's side — or, with Question
-// set, that it waits for the user.
+// Result is how a call ended, from the gateway's side: one [Outcome] and
+// its detail — or, with Question set, that it waits for the user.
 type Result struct {
-	Outcome
+	Outcome Outcome
+	// Result is the agent's result, when Outcome is OK.
+	Result json.RawMessage
+	// Detail is the message the client reads: the handler's message
+	// (ToolError), or the gateway's words for TimedOut, Disconnected and
+	// NoReplica. "" otherwise.
+	Detail   string
 	ID       string
 	Wait     time.Duration   // how long the caller waits in all
 	Replica  *agents.Replica // nil if no replica was reached
 	Progress []string        // the lines passed on, for the call log
-	// NotFound: the target is not offered (any more).
-	NotFound bool
-	// NoReplica: it is offered, but no replica could take the call in time.
-	NoReplica bool
-	// TimedOut: the wait expired; Cancelled: the caller gave up.
-	TimedOut  bool
-	Cancelled bool
 	// Question, when set, is the agent asking the user to confirm something:
 	// the call is still running; answer with [Call.Answer], then Wait again.
 	Question *agentproto.Message
@@ -74,8 +76,8 @@ var (
 type Call struct {
 	req      Request
 	res      Result
-	conn     *Conn
-	p        *Pending
+	conn     agents.Conn
+	p        *agents.Pending
 	deadline time.Time
 	timer    *time.Timer
 	th       throttle
@@ -116,13 +118,13 @@ func Pick(ctx context.Context, reg *agents.Registry, projectID int64, target Tar
 	c.res.Wait = req.Wait
 	ctx = c.startSpan(ctx, &req)
 
-	rep, stop := pick(ctx, reg, projectID, target, req.Instance, c.timer.C, &c.res)
+	rep, stop := c.pick(ctx, reg, projectID, target)
 	if stop {
 		c.timer.Stop()
 		c.endSpan()
 		return nil, c.res
 	}
-	c.conn = rep.Conn.(*Conn)
+	c.conn = rep.Conn
 	rep.Begin() // counted from now, so that concurrent picks spread
 	c.res.Replica = rep
 	return c, c.res
@@ -145,7 +147,7 @@ func (c *Call) Send(ctx context.Context) (*Call, Result) {
 	injectTrace(ctx, m)
 	p, err := c.conn.Start(ctx, m)
 	if err != nil {
-		c.res.Disconnected = true
+		c.end(Disconnected, MsgDisconnected)
 		c.finish()
 		return nil, c.res
 	}
@@ -177,13 +179,19 @@ func (c *Call) Wait(ctx context.Context, progress func(string)) Result {
 		select {
 		case out := <-c.p.Result:
 			c.drainProgress(progress)
-			if !time.Now().Before(c.deadline) {
+			switch {
+			case !time.Now().Before(c.deadline):
 				// The handler saw the same deadline and answered at it
 				// (typically with its context's error): the wait is over all
 				// the same, and the caller is told so.
-				c.res.TimedOut = true
-			} else {
-				c.res.Outcome = out
+				c.end(TimedOut, c.timedOut())
+			case out.Disconnected:
+				c.end(Disconnected, MsgDisconnected)
+			case out.Err != "":
+				c.end(ToolError, out.Err)
+			default:
+				c.end(OK, "")
+				c.res.Result = out.Result
 			}
 			return c.finish()
 		case q := <-c.p.Confirm:
@@ -242,11 +250,25 @@ func (c *Call) Abandon(reason string) Result {
 	}
 	c.conn.Cancel(c.res.ID, reason)
 	if reason == agentproto.ReasonTimeout {
-		c.res.TimedOut = true
+		c.end(TimedOut, c.timedOut())
 	} else {
-		c.res.Cancelled = true
+		c.end(Cancelled, "")
 	}
 	return c.finish()
+}
+
+// end sets how the call ended.
+func (c *Call) end(o Outcome, detail string) {
+	c.res.Outcome, c.res.Detail = o, detail
+}
+
+func (c *Call) timedOut() string { return timedOut(c.req.Kind, c.req.exposed(), c.req.Wait) }
+
+func (r *Request) exposed() string {
+	if r.Exposed != "" {
+		return r.Exposed
+	}
+	return r.Name
 }
 
 func (c *Call) finish() Result {
@@ -261,34 +283,34 @@ func (c *Call) finish() Result {
 }
 
 // pick chooses a replica, waiting through a grace period if need be. stop is
-// true when res already says how the call ended.
-func pick(ctx context.Context, reg *agents.Registry, projectID int64, target Target, instance string, expired <-chan time.Time, res *Result) (_ *agents.Replica, stop bool) {
+// true when c.res already says how the call ended.
+func (c *Call) pick(ctx context.Context, reg *agents.Registry, projectID int64, target Target) (_ *agents.Replica, stop bool) {
 	for {
 		snap := reg.Snapshot(projectID)
 		reps, graceUntil, ok := target(snap)
 		if !ok {
-			res.NotFound = true
+			c.end(NotFound, "")
 			return nil, true
 		}
-		if rep := choose(reps, instance); rep != nil {
+		if rep := choose(reps, c.req.Instance); rep != nil {
 			return rep, false
 		}
 		wait := time.Until(graceUntil)
 		if graceUntil.IsZero() || wait <= 0 {
-			res.NoReplica = true
+			c.end(NoReplica, noReplica(c.req.exposed()))
 			return nil, true
 		}
 		graceOver := time.NewTimer(wait)
 		select {
 		case <-snap.Changed:
 		case <-graceOver.C:
-		case <-expired:
+		case <-c.timer.C:
 			graceOver.Stop()
-			res.TimedOut = true
+			c.end(TimedOut, c.timedOut())
 			return nil, true
 		case <-ctx.Done():
 			graceOver.Stop()
-			res.Cancelled = true
+			c.end(Cancelled, "")
 			return nil, true
 		}
 		graceOver.Stop()

@@ -42,7 +42,7 @@ func (c *Call) endSpan() {
 	if c.span == nil {
 		return
 	}
-	out := c.res.outcome()
+	out := c.res.Outcome.String()
 	if c.res.Replica != nil {
 		c.span.SetAttributes(attribute.String("spacefix.replica.id", c.res.Replica.ID))
 	}
@@ -53,25 +53,6 @@ func (c *Call) endSpan() {
 	}
 	c.span.End()
 	c.span = nil
-}
-
-// outcome names how a call ended, for traces.
-func (r *Result) outcome() string {
-	switch {
-	case r.NotFound:
-		return "not_found"
-	case r.NoReplica:
-		return "no_replica"
-	case r.TimedOut:
-		return "timeout"
-	case r.Cancelled:
-		return "cancelled"
-	case r.Disconnected:
-		return "disconnected"
-	case r.Err != "":
-		return "error"
-	}
-	return "ok"
 }
 
 // injectTrace puts the trace context of ctx, if any, into a call message.

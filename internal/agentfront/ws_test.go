@@ -1,4 +1,4 @@
-package gateway
+package agentfront
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 )
 
 // How an agent's connection ended, as the log says it.
-func TestCloseReason(t *testing.T) {
+func TestAgentFrontCloseReason(t *testing.T) {
 	for _, c := range []struct {
 		err  error
 		want string

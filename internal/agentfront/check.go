@@ -1,0 +1,161 @@
+package agentfront
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/url"
+
+	"github.com/spacefix/spacefix/internal/agentproto"
+	"github.com/spacefix/spacefix/internal/agents"
+	"github.com/spacefix/spacefix/internal/schema"
+	"github.com/spacefix/spacefix/internal/store"
+)
+
+// Limits are the per-agent registration limits a project enforces.
+type Limits struct {
+	MaxTools     int // tools per agent
+	MaxSchema    int // bytes of one tool's input schema
+	MaxResources int // resources per agent
+	MaxRegister  int // bytes of one whole registration
+}
+
+// DefaultLimits returns the limits of SPEC.md.
+func DefaultLimits() Limits {
+	return Limits{
+		MaxTools:     agentproto.DefaultMaxTools,
+		MaxSchema:    agentproto.DefaultMaxSchema,
+		MaxResources: agentproto.DefaultMaxResources,
+		MaxRegister:  agentproto.DefaultMaxRegister,
+	}
+}
+
+// LimitsOf returns the registration limits of a project's settings: the
+// defaults where a setting is 0.
+func LimitsOf(s store.ProjectSettings) Limits {
+	lim := DefaultLimits()
+	if s.MaxTools > 0 {
+		lim.MaxTools = s.MaxTools
+	}
+	if s.MaxSchemaBytes > 0 {
+		lim.MaxSchema = s.MaxSchemaBytes
+	}
+	if s.MaxResources > 0 {
+		lim.MaxResources = s.MaxResources
+	}
+	if s.MaxRegistrationBytes > 0 {
+		lim.MaxRegister = s.MaxRegistrationBytes
+	}
+	return lim
+}
+
+// Check makes every check of a decoded registration: the naming rules and
+// lim, the names its tools are exposed under, and their input schemas. It
+// returns the compiled schemas by registered tool name, or the first problem
+// as the message the agent's developer reads. The size of the whole
+// registration is checked by whoever holds its bytes.
+func Check(reg *agentproto.Registration, lim Limits) (map[string]*schema.Schema, string) {
+	if msg := validate(reg, lim); msg != "" {
+		return nil, msg
+	}
+	schemas := make(map[string]*schema.Schema, len(reg.Tools))
+	for _, t := range reg.Tools {
+		exp := agents.ExposedName(reg, t.Name)
+		if len(exp) > agentproto.MaxNameLen {
+			return nil, fmt.Sprintf("Tool name %q becomes %q with the namespace, longer than %d characters. Shorten the agent or tool name.", t.Name, exp, agentproto.MaxNameLen)
+		}
+		if msg := agentproto.CheckReserved("tool", exp); msg != "" {
+			return nil, msg
+		}
+		s, err := schema.Compile(t.InputSchema)
+		if err != nil {
+			return nil, fmt.Sprintf("Input schema of tool %q does not compile: %v", t.Name, err)
+		}
+		schemas[t.Name] = s
+	}
+	return schemas, ""
+}
+
+// validate checks a registration against the naming rules and lim, and
+// returns the first problem as the message the agent's developer reads, or
+// "" when the registration is acceptable. The size of the whole registration
+// is checked by whoever holds its bytes.
+func validate(r *agentproto.Registration, lim Limits) string {
+	if r.Protocol != agentproto.Version {
+		return fmt.Sprintf("Unsupported agent protocol %d: this gateway speaks %d. Upgrade the SDK or the gateway.", r.Protocol, agentproto.Version)
+	}
+	if r.Name != "" && !agentproto.ValidName(r.Name) {
+		return fmt.Sprintf("Invalid agent name %q: use 1 to 64 characters from A-Z a-z 0-9 _ -.", r.Name)
+	}
+	if r.Namespace && r.Name == "" {
+		return "An agent with a namespace needs a name: set Name in the SDK options."
+	}
+	if len(r.Instance) > agentproto.MaxNameLen {
+		return fmt.Sprintf("Instance name %q is longer than %d characters.", r.Instance, agentproto.MaxNameLen)
+	}
+	if len(r.Tools) > lim.MaxTools {
+		return fmt.Sprintf("Too many tools: %d registered, the limit is %s per agent.", len(r.Tools), agentproto.Thousands(lim.MaxTools))
+	}
+	if len(r.Resources) > lim.MaxResources {
+		return fmt.Sprintf("Too many resources: %d registered, the limit is %s per agent.", len(r.Resources), agentproto.Thousands(lim.MaxResources))
+	}
+	seen := make(map[string]bool, len(r.Tools))
+	for _, t := range r.Tools {
+		if msg := agentproto.CheckToolName("tool", t.Name); msg != "" {
+			return msg
+		}
+		if seen[t.Name] {
+			return fmt.Sprintf("Duplicate tool name %q: each tool of an agent needs its own name.", t.Name)
+		}
+		seen[t.Name] = true
+		if len(t.InputSchema) > lim.MaxSchema {
+			return fmt.Sprintf("Input schema of tool %q is %s bytes; the limit is %s bytes.", t.Name, agentproto.Thousands(len(t.InputSchema)), agentproto.Thousands(lim.MaxSchema))
+		}
+		if !isObjectSchema(t.InputSchema) {
+			return fmt.Sprintf("Input schema of tool %q must be a JSON object with \"type\": \"object\".", t.Name)
+		}
+		if t.TimeoutMs < 0 || t.TimeoutMs > agentproto.MaxToolTimeoutMs {
+			return fmt.Sprintf("Timeout of tool %q is %dms; it must be between 0 and %dms.", t.Name, t.TimeoutMs, agentproto.MaxToolTimeoutMs)
+		}
+	}
+	uris := make(map[string]bool, len(r.Resources))
+	for _, res := range r.Resources {
+		if u, err := url.Parse(res.URI); err != nil || u.Scheme == "" {
+			return fmt.Sprintf("Invalid resource URI %q: use an absolute URI such as orders://open.", res.URI)
+		}
+		if uris[res.URI] {
+			return fmt.Sprintf("Duplicate resource URI %q.", res.URI)
+		}
+		uris[res.URI] = true
+		if res.Name == "" {
+			return fmt.Sprintf("Resource %q needs a display name.", res.URI)
+		}
+	}
+	prompts := make(map[string]bool, len(r.Prompts))
+	for _, p := range r.Prompts {
+		if msg := agentproto.CheckToolName("prompt", p.Name); msg != "" {
+			return msg
+		}
+		if prompts[p.Name] {
+			return fmt.Sprintf("Duplicate prompt name %q.", p.Name)
+		}
+		prompts[p.Name] = true
+	}
+	return ""
+}
+
+// isObjectSchema reports whether raw is a JSON object whose "type" is
+// "object".
+func isObjectSchema(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || raw[0] != '{' {
+		return false
+	}
+	var s struct {
+		Type any `json:"type"`
+	}
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return false
+	}
+	return s.Type == "object"
+}

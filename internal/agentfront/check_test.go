@@ -1,0 +1,59 @@
+package agentfront
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/spacefix/spacefix/internal/agentproto"
+	"github.com/spacefix/spacefix/internal/store"
+)
+
+// Check refuses a registration with the message its developer reads, for
+// the rules that need more than the registration's own fields: the exposed
+// (namespaced) name and the schema compiler.
+func TestAgentFrontCheck(t *testing.T) {
+	obj := json.RawMessage(`{"type":"object"}`)
+	long := strings.Repeat("t", 60)
+	for _, c := range []struct {
+		name string
+		reg  agentproto.Registration
+		want string
+	}{
+		{"accepted", agentproto.Registration{Protocol: 1, Name: "crm", Namespace: true,
+			Tools: []agentproto.Tool{{Name: "find", InputSchema: obj}}}, ""},
+		{"namespace makes the name too long", agentproto.Registration{Protocol: 1, Name: "my-crm", Namespace: true,
+			Tools: []agentproto.Tool{{Name: long, InputSchema: obj}}},
+			`Tool name "` + long + `" becomes "my_crm_` + long + `" with the namespace, longer than 64 characters. Shorten the agent or tool name.`},
+		{"namespace makes the name reserved", agentproto.Registration{Protocol: 1, Name: "spacefix", Namespace: true,
+			Tools: []agentproto.Tool{{Name: "x", InputSchema: obj}}},
+			`Invalid tool name "spacefix_x": names starting with "spacefix_" are reserved for the gateway's own tools.`},
+		{"schema does not compile", agentproto.Registration{Protocol: 1,
+			Tools: []agentproto.Tool{{Name: "x", InputSchema: json.RawMessage(`{"type":"object","properties":{"a":{"type":"strung"}}}`)}}},
+			`Input schema of tool "x" does not compile: `},
+		{"protocol", agentproto.Registration{Protocol: 2},
+			"Unsupported agent protocol 2: this gateway speaks 1. Upgrade the SDK or the gateway."},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			schemas, msg := Check(&c.reg, DefaultLimits())
+			switch {
+			case c.want == "" && (msg != "" || len(schemas) != len(c.reg.Tools)):
+				t.Errorf("Check = %d schemas, %q; want one schema a tool and no problem", len(schemas), msg)
+			case c.want != "" && !strings.HasPrefix(msg, c.want):
+				t.Errorf("Check = %q, want %q", msg, c.want)
+			case c.want != "" && schemas != nil:
+				t.Errorf("Check refused and returned %d schemas", len(schemas))
+			}
+		})
+	}
+}
+
+// A project's settings raise or lower the registration limits; 0 keeps the
+// default.
+func TestAgentFrontLimitsOf(t *testing.T) {
+	got := LimitsOf(store.ProjectSettings{MaxTools: 3, MaxRegistrationBytes: 2048})
+	want := Limits{MaxTools: 3, MaxSchema: agentproto.DefaultMaxSchema, MaxResources: agentproto.DefaultMaxResources, MaxRegister: 2048}
+	if got != want {
+		t.Errorf("LimitsOf = %+v, want %+v", got, want)
+	}
+}

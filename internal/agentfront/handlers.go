@@ -1,0 +1,158 @@
+package agentfront
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/spacefix/spacefix/internal/agentproto"
+	"github.com/spacefix/spacefix/internal/agents"
+	"github.com/spacefix/spacefix/internal/auth"
+	"github.com/spacefix/spacefix/internal/recovery"
+	"github.com/spacefix/spacefix/internal/route"
+	"github.com/spacefix/spacefix/internal/store"
+)
+
+// Register checks a registration and answers with a ticket to connect
+// with, or with the plain-text reason it is refused (docs/agent-protocol.md,
+// section 1.1). Mount it at POST [agentproto.RegisterPath].
+func (f *Front) Register(w http.ResponseWriter, r *http.Request) {
+	key, ok := f.agentKey(w, r)
+	if !ok {
+		return
+	}
+	project, err := f.opts.Store.ProjectByID(r.Context(), key.ProjectID)
+	if err != nil {
+		f.log.Error("load project for agent", "key", key.ID, "err", err)
+		http.Error(w, "The gateway could not load the key's project; try again.", http.StatusServiceUnavailable)
+		return
+	}
+	lim := LimitsOf(project.Settings)
+	body, err := io.ReadAll(io.LimitReader(r.Body, int64(lim.MaxRegister)+1))
+	if err != nil {
+		http.Error(w, "Could not read the registration: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	if len(body) > lim.MaxRegister {
+		n := len(body)
+		if r.ContentLength > 0 {
+			n = int(r.ContentLength)
+		}
+		msg := fmt.Sprintf("Registration is %s bytes; the limit is %s bytes.", agentproto.Thousands(n), agentproto.Thousands(lim.MaxRegister))
+		if r.ContentLength <= 0 {
+			msg = fmt.Sprintf("Registration is over %s bytes, the limit.", agentproto.Thousands(lim.MaxRegister))
+		}
+		http.Error(w, msg, http.StatusRequestEntityTooLarge)
+		return
+	}
+	reg := new(agentproto.Registration)
+	if err := json.Unmarshal(body, reg); err != nil {
+		http.Error(w, "Registration is not valid JSON: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	schemas, msg := Check(reg, lim)
+	if msg != "" {
+		http.Error(w, msg, http.StatusBadRequest)
+		return
+	}
+	tk := f.tickets.issue(key.ID, reg, schemas)
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(agentproto.Ticket{Ticket: tk, ExpiresInMs: int(f.tickets.ttl.Milliseconds())})
+}
+
+// Connect upgrades a registered agent to its WebSocket and serves it until
+// the connection ends. Mount it at GET [agentproto.ConnectPath], outside any
+// per-request deadline: the connection is hijacked and lives long.
+func (f *Front) Connect(w http.ResponseWriter, r *http.Request) {
+	key, ok := f.agentKey(w, r)
+	if !ok {
+		return
+	}
+	t, ok := f.tickets.redeem(r.URL.Query().Get("ticket"), key.ID)
+	if !ok {
+		http.Error(w, "Unknown or expired ticket: register again with POST "+agentproto.RegisterPath+".", http.StatusUnauthorized)
+		return
+	}
+	project, err := f.opts.Store.ProjectByID(r.Context(), key.ProjectID)
+	if err != nil {
+		http.Error(w, "The gateway could not load the key's project; try again.", http.StatusServiceUnavailable)
+		return
+	}
+	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{CompressionMode: websocket.CompressionDisabled})
+	if err != nil {
+		return // Accept has answered the client
+	}
+	if !f.track() {
+		ws.Close(websocket.StatusGoingAway, "gateway shutting down")
+		return
+	}
+	defer f.conns.Done()
+
+	ctx := f.opts.Context
+	reg := f.opts.Registry
+	rep := &agents.Replica{
+		ID: "r-" + rand.Text()[:10], ProjectID: key.ProjectID, AgentKey: key.ID,
+		Instance: t.reg.Instance, Since: time.Now(), Reg: t.reg,
+	}
+	log := f.log.With("replica", rep.ID, "agent", key.ID)
+	tr := newWSTransport(ws, log, f.opts.Heartbeat)
+	conn := route.NewConn(tr, log, route.Events{
+		SetEnabled: func(name string, on bool) error { return reg.SetEnabled(rep, name, on) },
+		Drain: func() {
+			f.log.Info("agent draining", "replica", rep.ID, "agent", key.ID)
+			reg.Remove(rep)
+		},
+	})
+	rep.Conn = conn
+	// The welcome goes first: once the replica is in the registry, calls
+	// (some may be waiting for it) can go out at once.
+	err = conn.Send(ctx, &agentproto.Message{Type: agentproto.TypeWelcome, Welcome: &agentproto.Welcome{
+		Protocol: agentproto.Version, Replica: rep.ID, Project: project.Name, Agent: key.ID,
+		CallWaitMs: int(project.Settings.CallWait().Milliseconds()), HeartbeatMs: int(f.opts.Heartbeat.Milliseconds()),
+	}})
+	if err == nil {
+		reg.Add(rep, t.schemas)
+		defer reg.Remove(rep) // also when something below panics
+		if f.opts.Connected != nil {
+			f.opts.Connected(rep.ProjectID)
+		}
+		f.log.Info("agent connected", "replica", rep.ID, "agent", key.ID, "project", project.Name,
+			"instance", rep.Instance, "tools", len(t.reg.Tools), "sdk", t.reg.SDK)
+		err = f.serve(conn, tr)
+		reg.Remove(rep)
+	}
+	f.log.Info("agent disconnected", "replica", rep.ID, "agent", key.ID, "reason", closeReason(err))
+}
+
+// serve runs the connection with its heartbeat until it ends.
+func (f *Front) serve(conn *route.Conn, tr *wsTransport) error {
+	ctx, cancel := context.WithCancel(f.opts.Context)
+	defer cancel()
+	recovery.Go(f.log, "ping an agent", func() { tr.keepAlive(ctx) })
+	return conn.Serve(ctx)
+}
+
+// agentKey checks the request's agent key, answering 401/403 itself.
+func (f *Front) agentKey(w http.ResponseWriter, r *http.Request) (store.Key, bool) {
+	k, err := f.opts.Verifier.Verify(r.Context(), auth.BearerToken(r.Header.Get("Authorization")))
+	switch {
+	case errors.Is(err, auth.ErrUnknownKey):
+		http.Error(w, "Unknown or revoked agent key. Create one with: spacefix keys create --kind agent", http.StatusUnauthorized)
+		return k, false
+	case err != nil:
+		f.log.Error("verify agent key", "err", err)
+		http.Error(w, "The gateway could not check the key; try again.", http.StatusServiceUnavailable)
+		return k, false
+	case k.Kind != store.KindAgent:
+		http.Error(w, "This is a client key. Agents connect with an agent key: spacefix keys create --kind agent", http.StatusForbidden)
+		return k, false
+	}
+	return k, true
+}

@@ -1,0 +1,64 @@
+package agents
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+
+	"github.com/spacefix/spacefix/internal/agentproto"
+)
+
+// ErrDisconnected means the replica's connection ended before the call was
+// sent or answered.
+var ErrDisconnected = errors.New("agent disconnected")
+
+// Conn is the gateway's end of one replica's connection: what the registry,
+// the router and the dashboard need of it, whatever carries it (today a
+// WebSocket served by the agent front; later a replica held by another
+// gateway, or a bridged MCP server). route.Conn implements it over a
+// route.Transport.
+//
+// Every method may be called from any goroutine, concurrently with the
+// others and with the connection ending.
+type Conn interface {
+	// Start registers call m.ID as pending and sends m. Exactly one [Reply]
+	// then arrives on the Pending's Result, unless the call is cancelled
+	// first. It fails with [ErrDisconnected] if the connection has ended.
+	Start(ctx context.Context, m *agentproto.Message) (*Pending, error)
+	// Cancel tells the agent to stop call id and forgets it: a late answer
+	// is dropped. It does not block on the network.
+	Cancel(id, reason string)
+	// Send writes one message outside any pending call's bookkeeping (an
+	// answer to a question, say). ctx only carries values.
+	Send(ctx context.Context, m *agentproto.Message) error
+	// Close says goodbye and ends the connection; calls in flight fail as
+	// disconnected. It may be called more than once.
+	Close(reason string)
+	// Done is closed once the connection has ended and every pending call
+	// has had its Reply.
+	Done() <-chan struct{}
+}
+
+// Pending is a call delivered and not yet answered.
+type Pending struct {
+	// Result receives exactly one Reply.
+	Result chan Reply
+	// Progress receives progress lines; a line that finds it full is
+	// dropped there, and the caller's throttle keeps the latest.
+	Progress chan string
+	// Confirm receives the agent's questions for the user.
+	Confirm chan agentproto.Message
+}
+
+// NewPending makes the channels of one pending call.
+func NewPending() *Pending {
+	return &Pending{Result: make(chan Reply, 1), Progress: make(chan string, 8), Confirm: make(chan agentproto.Message, 1)}
+}
+
+// Reply is how a delivered call ended on the agent's side.
+type Reply struct {
+	Result json.RawMessage // set on success
+	Err    string          // the handler's message, on error
+	// Disconnected: the connection ended first.
+	Disconnected bool
+}
