@@ -213,7 +213,8 @@ func (c *Call) Wait(ctx context.Context, progress func(string)) Result {
 
 // drainProgress passes on the lines that arrived before the result: the
 // agent sent them first, so the client sees them first. A line the throttle
-// holds back is dropped: none follows the result, and none exceeds the rate.
+// still holds goes too, just before the result: the latest line wins, and
+// whether it was held a moment longer must not decide whether it is seen.
 func (c *Call) drainProgress(progress func(string)) {
 	for {
 		select {
@@ -224,6 +225,7 @@ func (c *Call) drainProgress(progress func(string)) {
 		default:
 			if c.th.timer != nil {
 				c.th.timer.Stop()
+				c.res.Progress = deliverLine(progress, c.res.Progress, c.th.take(time.Now()))
 			}
 			return
 		}

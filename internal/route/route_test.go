@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -246,6 +247,31 @@ func TestRouteProgressThrottle(t *testing.T) {
 		}
 		if res.Outcome != route.OK || len(res.Progress) != len(want) || res.Progress[4] != "7" {
 			t.Errorf("Result = %v with logged progress %q, want ok with the %d lines passed on", res.Outcome, res.Progress, len(want))
+		}
+	})
+}
+
+// A line the throttle holds when the result arrives is passed on just
+// before it: the latest line wins, however the windows of the agent and the
+// gateway fall.
+func TestRouteProgressHeldLineBeforeResult(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		reg := newRegistry()
+		a := connect(t, reg, "r-a")
+		var got []string
+		req := request(30 * time.Second)
+		req.Progress = func(s string) { got = append(got, s) }
+		done := deliver(t.Context(), reg, req)
+		synctest.Wait()
+		_, call := oneCall(t, a)
+		for _, s := range []string{"1", "2", "3", "4", "5", "6"} {
+			a.tr.Reply(&agentproto.Message{Type: agentproto.TypeProgress, ID: call.ID, Message: s})
+		}
+		synctest.Wait()
+		a.tr.Reply(result(call.ID, "done"))
+		res := <-done
+		if want := []string{"1", "2", "3", "4", "6"}; !slices.Equal(got, want) || !slices.Equal(res.Progress, want) {
+			t.Errorf("progress passed on %q, logged %q; want %q", got, res.Progress, want)
 		}
 	})
 }
