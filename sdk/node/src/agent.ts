@@ -319,18 +319,19 @@ export class Agent {
   /**
    * setEnabled switches a registered tool off or on in this replica: the
    * gateway lists a tool while at least one replica of the key has it on and
-   * sends its calls only to those; clients get `notifications/tools/list_changed`. Before
-   * connect() it decides how the tool is registered; the setting holds across
-   * reconnects. The promise resolves once the change is sent (or remembered
+   * sends its calls only to those; other replicas keep their own setting;
+   * clients get `notifications/tools/list_changed`. Before connect() it
+   * decides how the tool is registered; while connected it is sent even when
+   * the setting did not change; it holds across reconnects (a reconnecting
+   * replica registers with it). The promise resolves once the change is sent (or remembered
    * for the next connection); an unknown name rejects.
    */
   async setEnabled(name: string, enabled: boolean): Promise<void> {
     const t = this.#tools.get(name);
     if (!t) throw new Error(`agent.setEnabled: no tool named ${JSON.stringify(name)} is registered`);
-    const changed = t.disabled === Boolean(enabled);
     t.disabled = !enabled;
     const s = this.#session;
-    if (s && changed) await s.send(JSON.stringify({ type: 'set_enabled', name, enabled: Boolean(enabled) }));
+    if (s) await s.send(JSON.stringify({ type: 'set_enabled', name, enabled: Boolean(enabled) }));
   }
 
   #warnName(kind: 'tool' | 'prompt', name: string): void {
