@@ -73,6 +73,9 @@ export interface AgentOptions {
 /**
  * backoffDelay returns the wait in ms before retry number `attempt` (from 0):
  * 250 ms doubling up to 30 s, each with ±20 % jitter chosen by rnd in [0, 1).
+ * Not part of the package's API: exported for the tests only.
+ *
+ * @internal
  */
 export function backoffDelay(attempt: number, rnd: () => number = Math.random): number {
   const base = attempt < 20 ? Math.min(BACKOFF_MIN_MS * 2 ** attempt, BACKOFF_MAX_MS) : BACKOFF_MAX_MS;
@@ -614,8 +617,6 @@ export class Agent {
     const caller: Caller = {
       keyId: m.caller?.keyId ?? '',
       keyName: m.caller?.keyName ?? '',
-      id: m.caller?.keyId ?? '',
-      name: m.caller?.keyName ?? '',
     };
     const running: RunningCall = { ac, done: false, asked: 0, question: undefined };
     const call: Call = Object.freeze({
@@ -623,7 +624,6 @@ export class Agent {
       kind,
       tool: name,
       caller,
-      agent: caller,
       deadline,
       ...traceContext(m),
       signal: ac.signal,

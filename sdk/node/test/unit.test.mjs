@@ -6,8 +6,8 @@ import { describe, it } from 'node:test';
 import { type } from 'arktype';
 import { z } from 'zod';
 
-import { Agent, CannotConfirmError, backoffDelay, checkName, definePrompt, defineResource, defineTool, isCannotConfirm, toJSONSchema, toolError, toolImage, toolText } from '../dist/index.js';
-import { gatewayURLs } from '../dist/agent.js';
+import { Agent, CannotConfirmError, checkName, definePrompt, defineResource, defineTool, isCannotConfirm, toJSONSchema, toolError, toolImage, toolText } from '../dist/index.js';
+import { backoffDelay, gatewayURLs } from '../dist/agent.js';
 import { ProgressThrottle } from '../dist/progress.js';
 import { fakeGateway } from './fakegateway.mjs';
 import { memoryLogger, waitFor } from './harness.mjs';
