@@ -7,7 +7,7 @@ import { type } from 'arktype';
 import { z } from 'zod';
 
 import { Agent, CannotConfirmError, checkName, definePrompt, defineResource, defineTool, isCannotConfirm, toJSONSchema, toolError, toolImage, toolText } from '../dist/index.js';
-import { backoffDelay, gatewayURLs } from '../dist/agent.js';
+import { backoffDelay, gatewayURLs } from '../dist/registration.js';
 import { ProgressThrottle } from '../dist/progress.js';
 import { fakeGateway } from './fakegateway.mjs';
 import { memoryLogger, waitFor } from './harness.mjs';
