@@ -112,6 +112,14 @@ func transcriptAgent(t *testing.T, a *Agent) {
 	must(t, AddTool(a, "fail", "Fails.", func(context.Context, emptyIn) (string, error) {
 		return "", errors.New("it failed: ask again later")
 	}))
+	must(t, AddTool(a, "wait", "Waits until cancelled.", func(ctx context.Context, _ emptyIn) (string, error) {
+		<-ctx.Done()
+		return "", context.Cause(ctx)
+	}))
+	must(t, AddTool(a, "sleep", "Sleeps 300 ms.", func(context.Context, emptyIn) (string, error) {
+		time.Sleep(300 * time.Millisecond)
+		return "slept", nil
+	}))
 	must(t, AddTool(a, "shaped", "Returns a shaped result.", func(context.Context, emptyIn) (any, error) {
 		return map[string]any{"content": []any{map[string]any{"type": "text", "text": "shaped"}}, "isError": true}, nil
 	}))

@@ -93,6 +93,19 @@ function transcriptAgent(url) {
       },
     }),
     defineTool({
+      name: 'wait',
+      description: 'Waits until cancelled.',
+      inputSchema: { type: 'object' },
+      handler: (_args, call) =>
+        new Promise((_resolve, reject) => call.signal.addEventListener('abort', () => reject(call.signal.reason), { once: true })),
+    }),
+    defineTool({
+      name: 'sleep',
+      description: 'Sleeps 300 ms.',
+      inputSchema: { type: 'object' },
+      handler: () => new Promise((resolve) => setTimeout(() => resolve('slept'), 300)),
+    }),
+    defineTool({
       name: 'shaped',
       description: 'Returns a shaped result.',
       inputSchema: { type: 'object' },
