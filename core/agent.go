@@ -164,10 +164,13 @@ func gatewayURLs(base string) (register, connect string, err error) {
 
 // SetEnabled switches the tool registered as name on or off in this
 // replica: the gateway lists a tool while at least one replica of the key
-// has it on, and sends its calls only to those.
+// has it on, and sends its calls only to those. Other replicas of the same
+// key keep their own setting.
 // Before Run it decides how the tool is registered; while connected it
-// tells the gateway at once. The setting is remembered across reconnects.
-// An unknown name is an error.
+// tells the gateway at once, even when the setting did not change, so the
+// gateway hears this replica's state whatever it knew before. The setting
+// is remembered across reconnects: a reconnecting replica registers with
+// it. An unknown name is an error.
 func (a *Agent) SetEnabled(name string, on bool) error {
 	a.enableMu.Lock()
 	defer a.enableMu.Unlock()
@@ -177,11 +180,10 @@ func (a *Agent) SetEnabled(name string, on bool) error {
 		a.mu.Unlock()
 		return fmt.Errorf("core: set enabled %q: no tool of that name is registered", name)
 	}
-	changed := t.disabled == on
 	t.disabled = !on
 	s := a.sess
 	a.mu.Unlock()
-	if s != nil && changed {
+	if s != nil {
 		s.sendSetEnabled(name, on)
 	}
 	return nil

@@ -330,7 +330,6 @@ func TestSetEnabled(t *testing.T) {
 	}
 
 	must(t, a.SetEnabled("a", false))
-	must(t, a.SetEnabled("a", false)) // no change: nothing sent
 	must(t, a.SetEnabled("b", true))
 	for _, want := range []agentproto.Message{
 		{Type: agentproto.TypeSetEnabled, Name: "a", Enabled: ptr(false)},
@@ -350,6 +349,32 @@ func TestSetEnabled(t *testing.T) {
 	must(t, a.SetEnabled("a", true))
 	if diff := cmp.Diff(agentproto.Message{Type: agentproto.TypeSetEnabled, Name: "a", Enabled: ptr(true)}, conn.next(t)); diff != "" {
 		t.Errorf("set_enabled on the new connection (-want +got):\n%s", diff)
+	}
+}
+
+// SetEnabled tells the gateway this replica's state every time, even when
+// it did not change here: the gateway's state is per replica, and another
+// replica of the key (or a gateway that lost track) must not stand in for
+// this one's.
+func TestSetEnabledPerReplicaSentEvenWhenUnchanged(t *testing.T) {
+	g := newFakeGateway(t)
+	a, _ := newTestAgent(t, g)
+	ok := func(context.Context, emptyIn) (string, error) { return "", nil }
+	must(t, AddTool(a, "a", "d", ok))
+	run(t, a)
+	conn := g.accept(t)
+	conn.answer(t, conn.call(agentproto.KindTool, "a", "")) // the agent is attached
+	must(t, a.SetEnabled("a", true))                        // already on
+	must(t, a.SetEnabled("a", false))
+	must(t, a.SetEnabled("a", false)) // already off
+	for _, want := range []agentproto.Message{
+		{Type: agentproto.TypeSetEnabled, Name: "a", Enabled: ptr(true)},
+		{Type: agentproto.TypeSetEnabled, Name: "a", Enabled: ptr(false)},
+		{Type: agentproto.TypeSetEnabled, Name: "a", Enabled: ptr(false)},
+	} {
+		if diff := cmp.Diff(want, conn.next(t)); diff != "" {
+			t.Errorf("set_enabled mismatch (-want +got):\n%s", diff)
+		}
 	}
 }
 

@@ -66,7 +66,9 @@
 //
 // What a tool handler returns is what the model reads: a string is sent as
 // text, nil as null, a [ToolResult] as it is (see [TextResult],
-// [ErrorResult], [ImageResult]), and any other value as its JSON. A handler
+// [ErrorResult], [ImageResult]), a plain value (a map, an any) whose JSON
+// is an object with a "content" array of MCP content parts as it is too,
+// and any other value as its JSON. A handler
 // whose output type is a struct also advertises an outputSchema and sends
 // the object as structuredContent. A returned error reaches the model as a
 // result with isError and the error's message only; a panic is recovered

@@ -150,7 +150,9 @@ func tooLarge(n int) error {
 
 // toolResult converts a tool handler's value into the JSON of an MCP
 // CallToolResult (docs/agent-protocol.md, "result"). structured says
-// whether the JSON of v also goes as structuredContent.
+// whether the JSON of v also goes as structuredContent (typed struct
+// outputs); otherwise a value whose JSON is already a tool result (see
+// [shaped]) passes through untouched.
 func toolResult(v any, structured bool) (json.RawMessage, error) {
 	switch r := v.(type) {
 	case ToolResult:
@@ -168,12 +170,69 @@ func toolResult(v any, structured bool) (json.RawMessage, error) {
 		if err != nil {
 			return nil, resultError(err)
 		}
+		if !structured {
+			if n, ok := shaped(data); ok {
+				if n < 1 || n > agentproto.MaxContentParts {
+					return nil, fmt.Errorf("Result has %d content parts; a tool result carries 1 to %d.", n, agentproto.MaxContentParts)
+				}
+				return sized(json.RawMessage(data))
+			}
+		}
 		res.Content = []json.RawMessage{textPart(string(data))}
 		if structured && len(data) > 0 && data[0] == '{' {
 			res.StructuredContent = data
 		}
 	}
 	return sized(&res)
+}
+
+// shaped reports whether data, the JSON of a plain value (a map, an any),
+// is already a tool result: an object whose "content" is an array of valid
+// MCP content parts. Such a value is sent untouched, as the Node SDK does;
+// n is the number of parts.
+func shaped(data []byte) (n int, ok bool) {
+	if len(data) == 0 || data[0] != '{' {
+		return 0, false
+	}
+	var r struct {
+		Content *[]json.RawMessage `json:"content"`
+	}
+	if json.Unmarshal(data, &r) != nil || r.Content == nil {
+		return 0, false
+	}
+	for _, part := range *r.Content {
+		if !validPart(part) {
+			return 0, false
+		}
+	}
+	return len(*r.Content), true
+}
+
+// validPart reports whether part is a text, image, audio or embedded
+// resource content part.
+func validPart(part json.RawMessage) bool {
+	var p struct {
+		Type     string          `json:"type"`
+		Text     *string         `json:"text"`
+		Data     *string         `json:"data"`
+		MimeType *string         `json:"mimeType"`
+		Resource json.RawMessage `json:"resource"`
+	}
+	if json.Unmarshal(part, &p) != nil {
+		return false
+	}
+	switch p.Type {
+	case "text":
+		return p.Text != nil
+	case "image", "audio":
+		return p.Data != nil && p.MimeType != nil
+	case "resource":
+		var res struct {
+			URI string `json:"uri"`
+		}
+		return len(p.Resource) > 0 && p.Resource[0] == '{' && json.Unmarshal(p.Resource, &res) == nil && res.URI != ""
+	}
+	return false
 }
 
 // plainText returns the text of a value sent as is: a string, or "null"

@@ -140,7 +140,52 @@ func TestResults(t *testing.T) {
 		{name: "unknown tool", kind: agentproto.KindTool, add: nil,
 			wantErr: `This agent has no tool "unknown tool".`},
 	}
+	runAnswerCases(t, cases)
+}
 
+// A plain value (an any, a map) whose JSON is already a tool result goes
+// untouched, as in the Node SDK; a typed struct keeps structuredContent.
+func TestContentPassthrough(t *testing.T) {
+	type shapedStruct struct {
+		Content []map[string]string `json:"content"`
+	}
+	parts := []map[string]string{{"type": "text", "text": "a"}}
+	cases := []answerCase{
+		{name: "map with content", add: returns(map[string]any{"content": []any{map[string]any{"type": "text", "text": "hi"}}, "isError": true}, nil),
+			want: `{"content":[{"text":"hi","type":"text"}],"isError":true}`}, // a map's JSON: keys sorted
+		{name: "any with content and structuredContent", add: returns[any](map[string]any{
+			"content":           []any{map[string]any{"type": "image", "data": "iVBORw==", "mimeType": "image/png"}, map[string]any{"type": "resource", "resource": map[string]any{"uri": "orders://1", "text": "b"}}},
+			"structuredContent": map[string]any{"id": "1"},
+		}, nil),
+			want: `{"content":[{"data":"iVBORw==","mimeType":"image/png","type":"image"},{"resource":{"text":"b","uri":"orders://1"},"type":"resource"}],"structuredContent":{"id":"1"}}`},
+		{name: "raw JSON with content", add: returns[any](json.RawMessage(`{"content":[{"type":"audio","data":"UklGRg==","mimeType":"audio/wav"}],"_meta":{"k":1}}`), nil),
+			want: `{"content":[{"type":"audio","data":"UklGRg==","mimeType":"audio/wav"}],"_meta":{"k":1}}`},
+		{name: "struct in any with content", add: returns[any](shapedStruct{Content: parts}, nil),
+			want: `{"content":[{"text":"a","type":"text"}]}`},
+		{name: "map with empty content", add: returns(map[string]any{"content": []any{}}, nil),
+			wantErr: "Result has 0 content parts; a tool result carries 1 to 16."},
+		{name: "map with 17 parts", add: returns(map[string]any{"content": func() []any {
+			var p []any
+			for range 17 {
+				p = append(p, map[string]any{"type": "text", "text": "x"})
+			}
+			return p
+		}()}, nil),
+			wantErr: "Result has 17 content parts; a tool result carries 1 to 16."},
+		{name: "map with invalid part is data", add: returns(map[string]any{"content": []any{map[string]any{"type": "video"}}}, nil),
+			want: `{"content":[{"type":"text","text":"{\"content\":[{\"type\":\"video\"}]}"}]}`},
+		{name: "map with content not an array is data", add: returns(map[string]any{"content": "x"}, nil),
+			want: `{"content":[{"type":"text","text":"{\"content\":\"x\"}"}]}`},
+		{name: "typed struct keeps structuredContent", add: returns(shapedStruct{Content: parts}, nil),
+			want: `{"content":[{"type":"text","text":"{\"content\":[{\"text\":\"a\",\"type\":\"text\"}]}"}],"structuredContent":{"content":[{"text":"a","type":"text"}]}}`},
+	}
+	runAnswerCases(t, cases)
+}
+
+// runAnswerCases registers every case on one agent, connects it to a fake
+// gateway and checks each call's answer.
+func runAnswerCases(t *testing.T, cases []answerCase) {
+	t.Helper()
 	g := newFakeGateway(t)
 	a, _ := newTestAgent(t, g)
 	names := map[string]string{}

@@ -42,12 +42,14 @@ type session struct {
 
 	mu    sync.Mutex
 	calls map[string]*call
+	// ended is closed, and replaced, each time a call leaves calls.
+	ended chan struct{}
 
 	wg sync.WaitGroup // the heartbeat
 }
 
 func newSession(a *Agent, conn *websocket.Conn) *session {
-	return &session{a: a, conn: conn, calls: map[string]*call{}}
+	return &session{a: a, conn: conn, calls: map[string]*call{}, ended: make(chan struct{})}
 }
 
 // serve waits for the welcome, then reads and dispatches messages until the
@@ -135,18 +137,35 @@ func (s *session) drainCalls() {
 	if err := s.send(agentproto.Message{Type: agentproto.TypeDrain}); err != nil {
 		return // the connection is gone; its calls end with it
 	}
-	settle := time.Now().Add(drainSettle)
-	deadline := time.Now().Add(drainTimeout)
-	for time.Now().Before(deadline) {
-		s.mu.Lock()
-		idle := len(s.calls) == 0
-		s.mu.Unlock()
-		if idle && time.Now().After(settle) {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !s.waitIdle(drainSettle, drainTimeout) {
+		s.a.log.Warn("core: calls still running when the agent stopped; they are cancelled", "waited", drainTimeout)
 	}
-	s.a.log.Warn("core: calls still running when the agent stopped; they are cancelled", "waited", drainTimeout)
+}
+
+// waitIdle waits until no call runs and at least settle has passed, and
+// reports whether that happened within timeout. It wakes when a call ends,
+// not on a clock.
+func (s *session) waitIdle(settle, timeout time.Duration) bool {
+	settled := time.NewTimer(settle)
+	defer settled.Stop()
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	isSettled := false
+	for {
+		s.mu.Lock()
+		idle, ended := len(s.calls) == 0, s.ended
+		s.mu.Unlock()
+		if idle && isSettled {
+			return true
+		}
+		select {
+		case <-ended:
+		case <-settled.C:
+			isSettled = true
+		case <-deadline.C:
+			return false
+		}
+	}
 }
 
 // welcome reads the gateway's first message.
@@ -297,9 +316,7 @@ func errorMessage(id, msg string) agentproto.Message {
 // progress line follows it.
 func (s *session) finish(c *call, answer agentproto.Message) {
 	c.progress.stop()
-	s.mu.Lock()
-	delete(s.calls, c.info.ID)
-	s.mu.Unlock()
+	s.forget(c.info.ID)
 	sent := false
 	if !c.cancelled.Load() && s.ctx.Err() == nil {
 		if err := s.send(answer); err != nil {
@@ -311,6 +328,15 @@ func (s *session) finish(c *call, answer agentproto.Message) {
 	if f := s.a.testFinished; f != nil {
 		f(c.info.ID, sent)
 	}
+}
+
+// forget removes call id from the running ones and wakes waitIdle.
+func (s *session) forget(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.calls, id)
+	close(s.ended)
+	s.ended = make(chan struct{})
 }
 
 // cancelCall ends a call's context because the gateway gave up on it.

@@ -2,12 +2,14 @@ package e2e
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/spacefix/spacefix/core"
+	"github.com/spacefix/spacefix/internal/agents"
 )
 
 // LooseInput is t1's input in v2 of the rolling deploy below: the id may be
@@ -88,6 +90,78 @@ func TestReplicasDifferWarn(t *testing.T) {
 	for _, want := range []string{"agent=" + e.gw.Registry().All()[0].AgentKey, "tool=get_order", `differs="annotations.readOnlyHint: unset vs true"`, "spacefix keys create --kind agent"} {
 		if !strings.Contains(warns[0], want) {
 			t.Errorf("warning lacks %q: %s", want, warns[0])
+		}
+	}
+}
+
+// Run-time enable/disable is each replica's own: replica A switches a tool
+// off, replica B switches it on, and the tool stays listed with every call
+// going to B. When A reconnects it registers with its own state (off), and
+// B's is untouched.
+func TestSetEnabledPerReplica(t *testing.T) {
+	e := newEnv(t)
+	who := func(name string) func(a *core.Agent) {
+		return func(a *core.Agent) {
+			must(t, core.AddTool(a, "who", "Says which replica answers.", func(ctx context.Context, in Empty) (string, error) { return name, nil }))
+		}
+	}
+	a := e.startAgent(core.Options{Instance: "a"}, who("a"))
+	b := e.startAgent(core.Options{Instance: "b"}, who("b"))
+	cs := e.connect("2025-11-25", e.clientKey, nil)
+	replicas := func() []string {
+		var out []string
+		if tool := e.gw.Registry().Snapshot(e.project.ID).Tools["who"]; tool != nil {
+			for _, r := range tool.Replicas {
+				out = append(out, r.Instance)
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	waitFor(t, "both replicas to serve who", func() bool { return slices.Equal(replicas(), []string{"a", "b"}) })
+
+	must(t, a.agent.SetEnabled("who", false))
+	must(t, b.agent.SetEnabled("who", true))
+	waitFor(t, "only b to serve who", func() bool { return slices.Equal(replicas(), []string{"b"}) })
+	calls := func(when string) {
+		t.Helper()
+		if diff := cmp.Diff([]string{"who"}, toolNames(t, cs)); diff != "" {
+			t.Fatalf("tools %s (-want +got):\n%s", when, diff)
+		}
+		for range 6 {
+			if got := text(call(t, cs, "who", nil)); got != "b" {
+				t.Fatalf("who %s answered %q, want b (a switched it off)", when, got)
+			}
+		}
+	}
+	calls("after a switched it off and b on")
+
+	// A's connection drops; it reconnects and registers with its own state.
+	var old *agents.Replica
+	for _, r := range e.gw.Registry().All() {
+		if r.Instance == "a" {
+			old = r
+		}
+	}
+	if old == nil {
+		t.Fatal("replica a is not connected")
+	}
+	old.Conn.Close("the test drops the connection")
+	waitFor(t, "a to reconnect", func() bool {
+		return slices.ContainsFunc(e.gw.Registry().All(), func(r *agents.Replica) bool { return r.Instance == "a" && r != old })
+	})
+	if diff := cmp.Diff([]string{"b"}, replicas()); diff != "" {
+		t.Fatalf("replicas serving who after a reconnected (-want +got):\n%s", diff)
+	}
+	calls("after a reconnected")
+
+	// Each side switches back on its own.
+	must(t, a.agent.SetEnabled("who", true))
+	must(t, b.agent.SetEnabled("who", false))
+	waitFor(t, "only a to serve who", func() bool { return slices.Equal(replicas(), []string{"a"}) })
+	for range 6 {
+		if got := text(call(t, cs, "who", nil)); got != "a" {
+			t.Fatalf("who answered %q, want a (b switched it off)", got)
 		}
 	}
 }

@@ -126,7 +126,7 @@ const (
 	TypeProgress   = "progress"    // A→G: a progress line for call ID
 	TypeResult     = "result"      // A→G: the result of call ID
 	TypeError      = "error"       // A→G: call ID failed with Message
-	TypeSetEnabled = "set_enabled" // A→G: switch tool Name on or off for every replica
+	TypeSetEnabled = "set_enabled" // A→G: switch tool Name on or off in this replica only
 	TypeGoodbye    = "goodbye"     // G→A: the gateway is going away; reconnect later
 	TypeDrain      = "drain"       // A→G: send no new calls; the agent stops after the running ones
 	TypeConfirm    = "confirm"     // A→G: ask the user a yes/no question for call ID

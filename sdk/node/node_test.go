@@ -45,7 +45,35 @@ func TestNodeSDK(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(sdkDir, "node_modules")); os.IsNotExist(err) {
 		run(ctx, t, sdkDir, nil, npm, "ci", "--no-audit", "--no-fund")
 	}
-	run(ctx, t, sdkDir, []string{"SPACEFIX_BIN=" + bin}, npm, "test")
+	// The suite builds dist/ where it runs: a copy in a temporary folder,
+	// so that the test never writes into the source tree.
+	work := filepath.Join(t.TempDir(), "node")
+	copySDK(t, sdkDir, work)
+	run(ctx, t, work, []string{"SPACEFIX_BIN=" + bin, "SPACEFIX_REPO=" + repoRoot}, npm, "test")
+}
+
+// copySDK copies what the suite needs from the SDK at src into dst, with
+// node_modules linked rather than copied.
+func copySDK(t *testing.T, src, dst string) {
+	t.Helper()
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"package.json", "package-lock.json", "tsconfig.json", "src", "test"} {
+		if err := os.CopyFS(filepath.Join(dst, name), os.DirFS(filepath.Join(src, name))); err != nil {
+			// CopyFS copies directories; a file is copied on its own.
+			data, rerr := os.ReadFile(filepath.Join(src, name))
+			if rerr != nil {
+				t.Fatalf("copy %s: %v", name, err)
+			}
+			if err := os.WriteFile(filepath.Join(dst, name), data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := os.Symlink(filepath.Join(src, "node_modules"), filepath.Join(dst, "node_modules")); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // requireTool returns the path of a program on PATH, or skips (fails under

@@ -3,7 +3,9 @@ import http, { type IncomingMessage } from 'node:http';
 import https from 'node:https';
 
 import type { Call, Caller, Prompt, Registrable, Resource, Tool } from './define.js';
-import { CannotConfirmError } from './confirm.js';
+import { confirm } from './confirm.js';
+import { RefusedError, backoffDelay, gatewayURLs, readBody } from './registration.js';
+import { Session, abortError, type RunningCall, type WireMessage } from './session.js';
 import { checkName } from './names.js';
 import { ProgressThrottle } from './progress.js';
 import { CallFailure, MAX_RESULT_BYTES, encodePromptResult, encodeResourceResult, encodeToolResult } from './result.js';
@@ -15,16 +17,10 @@ export const DEFAULT_URL = 'http://127.0.0.1:8080';
 /** The agent protocol version this SDK speaks (docs/agent-protocol.md). */
 export const PROTOCOL_VERSION = 1;
 
-const REGISTER_PATH = '/v1/agent/register';
-const CONNECT_PATH = '/v1/agent';
-const BACKOFF_MIN_MS = 250;
-const BACKOFF_MAX_MS = 30_000;
 /** Bounds each step of opening a connection: the registration, the handshake, the wait for welcome. */
 const OPEN_TIMEOUT_MS = 30_000;
 const DEFAULT_HEARTBEAT_MS = 5_000;
 const MAX_FRAME_BYTES = 8 * 1024 * 1024;
-/** How long close() waits for the gateway to answer the close handshake. */
-const CLOSE_WAIT_MS = 2_000;
 /** How long close() waits, by default, for running calls to finish after the drain. */
 export const DEFAULT_DRAIN_TIMEOUT_MS = 10_000;
 /** How long close() keeps reading after the drain, for calls the gateway sent before it heard. */
@@ -70,35 +66,8 @@ export interface AgentOptions {
   drainTimeoutMs?: number;
 }
 
-/**
- * backoffDelay returns the wait in ms before retry number `attempt` (from 0):
- * 250 ms doubling up to 30 s, each with ±20 % jitter chosen by rnd in [0, 1).
- */
-export function backoffDelay(attempt: number, rnd: () => number = Math.random): number {
-  const base = attempt < 20 ? Math.min(BACKOFF_MIN_MS * 2 ** attempt, BACKOFF_MAX_MS) : BACKOFF_MAX_MS;
-  return Math.round(base * (0.8 + 0.4 * rnd()));
-}
 
-/** A 4xx answer from the gateway: its text says what to fix. */
-export class RefusedError extends Error {
-  override name = 'RefusedError';
-  constructor(
-    readonly step: 'register' | 'connect',
-    readonly status: number,
-    readonly text: string,
-  ) {
-    super(`${step}: ${status}${STATUS_TEXT[status] ? ' ' + STATUS_TEXT[status] : ''}: ${text}`);
-  }
-}
 
-const STATUS_TEXT: Record<number, string> = {
-  400: 'Bad Request',
-  401: 'Unauthorized',
-  403: 'Forbidden',
-  404: 'Not Found',
-  413: 'Request Entity Too Large',
-  429: 'Too Many Requests',
-};
 
 /** The gateway said goodbye: it is going away, and the agent reconnects. */
 class GoodbyeError extends Error {
@@ -117,22 +86,6 @@ interface RegisteredTool {
   disabled: boolean;
 }
 
-interface WireMessage {
-  type: string;
-  id?: string;
-  kind?: string;
-  name?: string;
-  args?: unknown;
-  deadline?: number;
-  caller?: { keyId?: string; keyName?: string };
-  traceparent?: unknown;
-  tracestate?: unknown;
-  message?: string;
-  reason?: string;
-  input?: string;
-  accepted?: unknown;
-  welcome?: { protocol?: number; replica?: string; project?: string; agent?: string; callWaitMs?: number; heartbeatMs?: number };
-}
 
 interface Outcome {
   welcomed: boolean;
@@ -319,18 +272,19 @@ export class Agent {
   /**
    * setEnabled switches a registered tool off or on in this replica: the
    * gateway lists a tool while at least one replica of the key has it on and
-   * sends its calls only to those; clients get `notifications/tools/list_changed`. Before
-   * connect() it decides how the tool is registered; the setting holds across
-   * reconnects. The promise resolves once the change is sent (or remembered
+   * sends its calls only to those; other replicas keep their own setting;
+   * clients get `notifications/tools/list_changed`. Before connect() it
+   * decides how the tool is registered; while connected it is sent even when
+   * the setting did not change; it holds across reconnects (a reconnecting
+   * replica registers with it). The promise resolves once the change is sent (or remembered
    * for the next connection); an unknown name rejects.
    */
   async setEnabled(name: string, enabled: boolean): Promise<void> {
     const t = this.#tools.get(name);
     if (!t) throw new Error(`agent.setEnabled: no tool named ${JSON.stringify(name)} is registered`);
-    const changed = t.disabled === Boolean(enabled);
     t.disabled = !enabled;
     const s = this.#session;
-    if (s && changed) await s.send(JSON.stringify({ type: 'set_enabled', name, enabled: Boolean(enabled) }));
+    if (s) await s.send(JSON.stringify({ type: 'set_enabled', name, enabled: Boolean(enabled) }));
   }
 
   #warnName(kind: 'tool' | 'prompt', name: string): void {
@@ -613,8 +567,6 @@ export class Agent {
     const caller: Caller = {
       keyId: m.caller?.keyId ?? '',
       keyName: m.caller?.keyName ?? '',
-      id: m.caller?.keyId ?? '',
-      name: m.caller?.keyName ?? '',
     };
     const running: RunningCall = { ac, done: false, asked: 0, question: undefined };
     const call: Call = Object.freeze({
@@ -622,7 +574,6 @@ export class Agent {
       kind,
       tool: name,
       caller,
-      agent: caller,
       deadline,
       ...traceContext(m),
       signal: ac.signal,
@@ -674,197 +625,8 @@ export class Agent {
   }
 }
 
-/**
- * Session is one WebSocket connection to the gateway. It owns the calls that
- * arrived on it: their signals abort when it ends.
- */
-class Session {
-  welcomed = false;
-  error: Error | undefined;
-  readonly calls = new Map<string, RunningCall>();
-  #heartbeat: NodeJS.Timeout | undefined;
-  #awaitingPong = false;
-  #closeTimer: NodeJS.Timeout | undefined;
-  #ended = false;
-  /** Who waits in changed() for a call to finish or the connection to end. */
-  readonly #watchers = new Set<() => void>();
 
-  constructor(
-    readonly ws: WebSocket,
-    readonly log: Logger,
-  ) {}
 
-  /** send writes one message; it resolves false when the connection is not open. */
-  send(data: string): Promise<boolean> {
-    return new Promise((resolve) => {
-      if (this.ws.readyState !== WebSocket.OPEN) return resolve(false);
-      this.ws.send(data, (err) => {
-        if (err) this.log.debug?.(`spacefix: message not sent: ${err.message}`);
-        resolve(!err);
-      });
-    });
-  }
-
-  /** fail records why the connection ends and, if terminate, drops it. */
-  fail(err: Error, terminate = true): void {
-    this.error ??= err;
-    if (terminate) this.ws.terminate();
-  }
-
-  /**
-   * close aborts the calls still running, then starts the close handshake,
-   * dropping the socket if the gateway does not answer in time.
-   */
-  close(code: number, reason: string): void {
-    this.error ??= new Error('the agent is closing');
-    if (this.#ended) return;
-    this.abortAll();
-    if (this.ws.readyState === WebSocket.CONNECTING) {
-      this.ws.terminate();
-      return;
-    }
-    this.ws.close(code, reason);
-    this.#closeTimer ??= setTimeout(() => this.ws.terminate(), CLOSE_WAIT_MS);
-  }
-
-  /** Whether the connection has ended. */
-  get isEnded(): boolean {
-    return this.#ended;
-  }
-
-  /** finished forgets a call whose handler has returned. */
-  finished(id: string): void {
-    this.calls.delete(id);
-    this.#notify();
-  }
-
-  /** changed resolves when a call finishes, the connection ends, or after ms. */
-  changed(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const done = () => {
-        clearTimeout(t);
-        this.#watchers.delete(done);
-        resolve();
-      };
-      const t = setTimeout(done, Math.max(ms, 1));
-      this.#watchers.add(done);
-    });
-  }
-
-  #notify(): void {
-    for (const w of [...this.#watchers]) w();
-  }
-
-  /** confirmed hands the gateway's answer to the call's question, if it still waits for it. */
-  confirmed(m: WireMessage): void {
-    const q = m.id === undefined ? undefined : this.calls.get(m.id)?.question;
-    if (!q || q.input !== m.input) return; // a question that gave up, or never ours
-    if (typeof m.accepted === 'boolean') q.answer(m.accepted);
-    else q.fail(new CannotConfirmError(typeof m.message === 'string' ? m.message : ''));
-  }
-
-  cancel(id: string | undefined, reason: string | undefined): void {
-    const ac = id === undefined ? undefined : this.calls.get(id)?.ac;
-    if (!ac) return; // finished already, or never ours
-    const r = reason ?? 'cancelled';
-    ac.abort(
-      r === 'timeout'
-        ? abortError('TimeoutError', "The call's wait expired: the gateway has given up on it.")
-        : r === 'shutdown'
-          ? abortError('AbortError', 'The gateway is shutting down and stopped the call.')
-          : abortError('AbortError', 'The client cancelled the call.'),
-    );
-  }
-
-  /** startHeartbeat pings every ms and drops the connection when a pong does not come within another ms. */
-  startHeartbeat(ms: number): void {
-    this.#heartbeat = setInterval(() => {
-      if (this.#awaitingPong) {
-        this.fail(new Error(`no pong from the gateway within ${ms} ms`));
-        return;
-      }
-      this.#awaitingPong = true;
-      try {
-        this.ws.ping();
-      } catch {
-        // The close event follows.
-      }
-    }, ms);
-  }
-
-  pong(): void {
-    this.#awaitingPong = false;
-  }
-
-  /** abortAll aborts every call running on this connection. */
-  abortAll(): void {
-    const reason = this.error?.message === 'the agent is closing'
-      ? abortError('AbortError', 'The agent is closing.')
-      : abortError('AbortError', 'The connection to the gateway ended.');
-    for (const { ac } of this.calls.values()) ac.abort(reason);
-  }
-
-  /** ended stops the heartbeat and aborts every call that arrived on this connection. */
-  ended(): void {
-    this.#ended = true;
-    clearInterval(this.#heartbeat);
-    clearTimeout(this.#closeTimer);
-    this.abortAll();
-    this.calls.clear();
-    this.#notify();
-  }
-}
-
-/** A call whose handler is running. */
-interface RunningCall {
-  readonly ac: AbortController;
-  /** Whether the handler has returned. */
-  done: boolean;
-  /** How many questions the handler has asked, for their input names. */
-  asked: number;
-  /** The question waiting for the user's answer, if any: one at a time. */
-  question: { readonly input: string; answer(accepted: boolean): void; fail(err: Error): void } | undefined;
-}
-
-/**
- * confirm sends the call's next question to the gateway and resolves with the
- * user's answer (see Call.confirm).
- */
-function confirm(s: Session, id: string, c: RunningCall, question: string): Promise<boolean> {
-  const signal = c.ac.signal;
-  if (signal.aborted) return Promise.reject(signal.reason);
-  if (c.done) return Promise.reject(new Error('call.confirm: the call is over: its handler has returned'));
-  if (c.question) {
-    return Promise.reject(
-      new Error('call.confirm: another question of this call is still waiting for the user; ask one at a time'),
-    );
-  }
-  const input = `confirm-${++c.asked}`;
-  return new Promise<boolean>((resolve, reject) => {
-    const settle = (f: () => void) => {
-      if (c.question?.input !== input) return;
-      c.question = undefined;
-      signal.removeEventListener('abort', onAbort);
-      f();
-    };
-    const onAbort = () => settle(() => reject(signal.reason));
-    c.question = {
-      input,
-      answer: (accepted) => settle(() => resolve(accepted)),
-      fail: (err) => settle(() => reject(err)),
-    };
-    signal.addEventListener('abort', onAbort, { once: true });
-    void s.send(JSON.stringify({ type: 'confirm', id, input, message: String(question) })).then((sent) => {
-      if (!sent) settle(() => reject(new Error('call.confirm: the question was not sent: the connection to the gateway is closed')));
-    });
-  });
-}
-
-function abortError(name: 'AbortError' | 'TimeoutError', message: string): Error {
-  const e = new Error(message);
-  e.name = name;
-  return e;
-}
 
 /** errorMessage is the message a failed call sends: the error's message only, never its stack. */
 function errorMessage(err: unknown, kind: string): string {
@@ -893,45 +655,7 @@ function describeError(err: unknown): string {
   return e.message;
 }
 
-function readBody(res: IncomingMessage): Promise<string> {
-  return new Promise((resolve) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    res.on('data', (c: Buffer) => {
-      if (size < 64 * 1024) chunks.push(c);
-      size += c.length;
-    });
-    res.on('end', () => resolve(Buffer.concat(chunks).toString('utf8').trim()));
-    res.on('error', () => resolve(Buffer.concat(chunks).toString('utf8').trim()));
-  });
-}
 
-/** gatewayURLs returns the registration URL (http or https) and the WebSocket URL (ws or wss) of the gateway at base. */
-export function gatewayURLs(base: string): [string, string] {
-  let u: URL;
-  try {
-    u = new URL(base);
-  } catch {
-    throw new TypeError(`new Agent: gateway URL ${JSON.stringify(base)} is not a URL; use http://HOST:PORT or https://HOST`);
-  }
-  let httpScheme: string, wsScheme: string;
-  switch (u.protocol) {
-    case 'http:':
-    case 'ws:':
-      [httpScheme, wsScheme] = ['http:', 'ws:'];
-      break;
-    case 'https:':
-    case 'wss:':
-      [httpScheme, wsScheme] = ['https:', 'wss:'];
-      break;
-    default:
-      throw new TypeError(`new Agent: gateway URL ${JSON.stringify(base)}: use http:// or https://`);
-  }
-  const prefix = u.pathname.replace(/\/+$/, '');
-  const host = u.host;
-  const auth = u.username ? `${u.username}${u.password ? ':' + u.password : ''}@` : '';
-  return [`${httpScheme}//${auth}${host}${prefix}${REGISTER_PATH}`, `${wsScheme}//${auth}${host}${prefix}${CONNECT_PATH}`];
-}
 
 /** A W3C traceparent of version 00 (other versions keep this prefix too). */
 const traceparentRe = /^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}/;

@@ -6,10 +6,6 @@ export interface Caller {
   keyId: string;
   /** The client key's name, as in the dashboard. */
   keyName: string;
-  /** The same as keyId, for code written against the app's card SDK (`call.agent.id`). */
-  id: string;
-  /** The same as keyName, for code written against the app's card SDK (`call.agent.name`). */
-  name: string;
 }
 
 /** What a handler learns about the call it serves, and how it talks back. */
@@ -22,8 +18,6 @@ export interface Call {
   readonly tool: string;
   /** The client key that made the call. */
   readonly caller: Caller;
-  /** The same as caller. */
-  readonly agent: Caller;
   /** Epoch milliseconds after which the gateway has given up on the call; 0 when it sent none. */
   readonly deadline: number;
   /**

@@ -5,7 +5,8 @@
  *
  * The wire protocol is docs/agent-protocol.md in the Spacefix repository.
  */
-export { Agent, DEFAULT_DRAIN_TIMEOUT_MS, DEFAULT_URL, PROTOCOL_VERSION, RefusedError, SDK_VERSION, backoffDelay } from './agent.js';
+export { Agent, DEFAULT_DRAIN_TIMEOUT_MS, DEFAULT_URL, PROTOCOL_VERSION, SDK_VERSION } from './agent.js';
+export { RefusedError } from './registration.js';
 export type { AgentOptions, Logger } from './agent.js';
 export { CannotConfirmError, isCannotConfirm } from './confirm.js';
 export { defineTool, defineResource, definePrompt } from './define.js';

@@ -23,7 +23,7 @@ describe('examples/orders-node', () => {
     }
     gw = await Gateway.start();
     const apiKey = await gw.newKey('agent');
-    proc = spawn(process.execPath, ['agent.mjs'], {
+    proc = spawn(process.execPath, ['--import', new URL('./use-this-sdk.mjs', import.meta.url).href, 'agent.mjs'], {
       cwd: exampleDir,
       env: { ...process.env, SPACEFIX_API_KEY: apiKey, SPACEFIX_URL: gw.url },
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -15,7 +15,8 @@ import { Agent } from '../dist/index.js';
 
 const execFileP = promisify(execFile);
 export const sdkDir = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-export const repoRoot = resolve(sdkDir, '..', '..');
+/** The repository: $SPACEFIX_REPO when the suite runs from a copy (go test ./sdk/node), else two levels up. */
+export const repoRoot = process.env.SPACEFIX_REPO || resolve(sdkDir, '..', '..');
 
 let binPromise;
 

@@ -6,8 +6,8 @@ import { describe, it } from 'node:test';
 import { type } from 'arktype';
 import { z } from 'zod';
 
-import { Agent, CannotConfirmError, backoffDelay, checkName, definePrompt, defineResource, defineTool, isCannotConfirm, toJSONSchema, toolError, toolImage, toolText } from '../dist/index.js';
-import { gatewayURLs } from '../dist/agent.js';
+import { Agent, CannotConfirmError, checkName, definePrompt, defineResource, defineTool, isCannotConfirm, toJSONSchema, toolError, toolImage, toolText } from '../dist/index.js';
+import { backoffDelay, gatewayURLs } from '../dist/registration.js';
 import { ProgressThrottle } from '../dist/progress.js';
 import { fakeGateway } from './fakegateway.mjs';
 import { memoryLogger, waitFor } from './harness.mjs';
@@ -404,6 +404,23 @@ describe('wire behaviour (scripted gateway)', () => {
     await agent.setEnabled('run_tests', true);
     assert.deepEqual(await gw.waitMessage((m) => m.type === 'set_enabled'), { type: 'set_enabled', name: 'run_tests', enabled: true });
     await assert.rejects(agent.setEnabled('nope', true), { message: 'agent.setEnabled: no tool named "nope" is registered' });
+  });
+
+  it('sends set_enabled for its own replica even when the setting did not change', async (t) => {
+    const gw = await fakeGateway();
+    t.after(() => gw.close());
+    const agent = new Agent({ apiKey: 'k', url: gw.url, logger: memoryLogger() });
+    agent.register([defineTool({ name: 'run_tests', description: 'd', inputSchema: { type: 'object' }, handler: () => 1 })]);
+    await agent.connect();
+    t.after(() => agent.close());
+    await agent.setEnabled('run_tests', true); // already on
+    await agent.setEnabled('run_tests', false);
+    await agent.setEnabled('run_tests', false); // already off
+    await waitFor(() => gw.messages.filter((m) => m.type === 'set_enabled').length === 3 || undefined, { ms: 5000, what: 'three set_enabled' });
+    assert.deepEqual(
+      gw.messages.filter((m) => m.type === 'set_enabled').map((m) => m.enabled),
+      [true, false, false],
+    );
   });
 
   it('logs a refused registration with the gateway text and retries with backoff', async (t) => {
