@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -121,21 +122,30 @@ func runLoad(t *testing.T, gw *serveProcess, until time.Time) (ok, failed int64,
 // their baseline after a load.
 type gatewayStats struct {
 	goroutines int
-	openFDs    int
+	openFDs    int // open files other than the store's
+	storeFDs   int // the store's file, WAL and shared memory, over its connection pool
 	heapInuse  int64
 }
 
 func (s gatewayStats) String() string {
-	return fmt.Sprintf("%d goroutines, %d open files, heap in use %.1f MiB", s.goroutines, s.openFDs, float64(s.heapInuse)/(1<<20))
+	return fmt.Sprintf("%d goroutines, %d open files and %d of the store, heap in use %.1f MiB", s.goroutines, s.openFDs, s.storeFDs, float64(s.heapInuse)/(1<<20))
 }
 
 // within reports whether s is back at base: a few goroutines and files of
-// slack for the runtime's and the HTTP server's own housekeeping, and the
-// heap within 8 MiB or half again of the baseline.
+// slack for the runtime's and the HTTP server's own housekeeping, the
+// store's files within what its connection pool may hold (it grows to its
+// bound under load and keeps idle connections), and the heap within 8 MiB
+// or half again of the baseline.
 func (s gatewayStats) within(base gatewayStats) bool {
 	heapSlack := max(8<<20, base.heapInuse/2)
-	return s.goroutines <= base.goroutines+5 && s.openFDs <= base.openFDs+3 && s.heapInuse <= base.heapInuse+heapSlack
+	return s.goroutines <= base.goroutines+5 && s.openFDs <= base.openFDs+3 &&
+		s.storeFDs <= storePoolFiles && s.heapInuse <= base.heapInuse+heapSlack
 }
+
+// storePoolFiles is the most files the SQLite store holds open: the file
+// and its WAL per connection (one writer, max(4, GOMAXPROCS) readers of
+// the gateway process, which runs on this machine), and one shared memory.
+var storePoolFiles = 2*(1+max(4, runtime.NumCPU())) + 1
 
 // settledStats reads the gateway's figures once they stop changing (the
 // server notices closed connections a moment after the clients close
@@ -184,6 +194,10 @@ func (g *serveProcess) stats(t *testing.T) gatewayStats {
 			s.goroutines = int(v)
 		case "process_open_fds":
 			s.openFDs = int(v)
+			if n, ok := g.storeFiles(); ok {
+				s.openFDs -= n
+				s.storeFDs = n
+			}
 		}
 	}
 	heap := g.get(t, g.url+"/debug/pprof/heap?gc=1&debug=1", g.adminToken)
@@ -351,6 +365,22 @@ func (g *serveProcess) connect(t *testing.T, v string, noStream bool) *mcp.Clien
 		t.Fatalf("connect at %s: %v", v, err)
 	}
 	return cs
+}
+
+// storeFiles counts the gateway process's open files of its store (Linux
+// only: ok is false elsewhere).
+func (g *serveProcess) storeFiles() (n int, ok bool) {
+	dir := fmt.Sprintf("/proc/%d/fd", g.cmd.Process.Pid)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, false
+	}
+	for _, e := range ents {
+		if target, _ := os.Readlink(filepath.Join(dir, e.Name())); strings.HasPrefix(target, g.dataPath) {
+			n++
+		}
+	}
+	return n, true
 }
 
 // openFiles lists what the gateway process holds open, for a failure
