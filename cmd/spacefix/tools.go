@@ -8,6 +8,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"unicode/utf8"
+
+	"github.com/spacefix/spacefix/internal/textfmt"
 )
 
 func tools(ctx context.Context, args []string, stdout io.Writer) error {
@@ -176,5 +178,5 @@ func clip(s string, n int) string {
 	if utf8.RuneCountInString(s) <= n {
 		return s
 	}
-	return string([]rune(s)[:n-1]) + "…"
+	return textfmt.Cut(s, n-1) + "…"
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+
+	"github.com/spacefix/spacefix/internal/textfmt"
 )
 
 // Limits are the per-agent registration limits a project enforces.
@@ -152,18 +154,5 @@ func isObjectSchema(raw json.RawMessage) bool {
 	return s.Type == "object"
 }
 
-// thousands formats n with comma separators: 65536 → "65,536".
-func Thousands(n int) string {
-	s := fmt.Sprint(n)
-	if n < 0 {
-		return s
-	}
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	return b.String()
-}
+// Thousands formats n with comma separators: 65536 → "65,536".
+func Thousands(n int) string { return textfmt.Thousands(int64(n)) }
