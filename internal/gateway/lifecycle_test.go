@@ -52,7 +52,9 @@ func TestConfigZero(t *testing.T) {
 		t.Errorf("Addr() = %q, want 127.0.0.1:8080", g.Addr())
 	}
 	// Defaults do not hide a wrong value.
-	if _, err := New(Config{ShutdownGrace: -time.Second}, openStore(t)); err == nil ||
+	st := openStore(t)
+	defer st.Close()
+	if _, err := New(Config{ShutdownGrace: -time.Second}, st); err == nil ||
 		err.Error() != "config: shutdown grace -1s must not be negative" {
 		t.Errorf("New(negative grace) = %v", err)
 	}
