@@ -40,6 +40,7 @@ func textArgs(n int) json.RawMessage {
 // Arguments over the project's limit are refused, with a message that names
 // the size, the limit and the setting, before any agent sees them.
 func TestArgsOverLimit(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.sizeAgent()
 	forEachVersion(t, func(t *testing.T, v string) {
@@ -61,6 +62,7 @@ func TestArgsOverLimit(t *testing.T) {
 // A request body far over what the limit allows is refused before it is
 // read, with 413 and a message naming the setting.
 func TestArgsBodyTooLarge(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	s := e.newRawSession(e.clientKey)
 	body := toolCall(2, "size", string(textArgs(5_000_000)))
@@ -77,6 +79,7 @@ func TestArgsBodyTooLarge(t *testing.T) {
 
 // A project that raises the limit takes larger arguments.
 func TestArgsLimitSetting(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(o *envOptions) { o.settings = &store.ProjectSettings{MaxArgumentBytes: 8 << 20} })
 	e.sizeAgent()
 	cs := e.connect("2025-11-25", e.clientKey, nil)

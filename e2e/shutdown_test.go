@@ -14,12 +14,13 @@ import (
 // Shutdown lets a call in flight finish, fails one that outlasts the grace
 // with a message that says why, and tells the agent goodbye.
 func TestGracefulShutdown(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(o *envOptions) { o.shutdownGrace = 700 * time.Millisecond })
 	started := make(chan string, 2)
 	e.startAgent(core.Options{}, func(a *core.Agent) {
 		must(t, core.AddTool(a, "brief", "Takes 300ms.", func(ctx context.Context, in Empty) (string, error) {
 			started <- "brief"
-			time.Sleep(300 * time.Millisecond)
+			time.Sleep(300 * time.Millisecond) // the behaviour: a call that ends within the grace
 			return "finished in time", nil
 		}))
 		must(t, core.AddTool(a, "endless", "Takes forever.", func(ctx context.Context, in Empty) (string, error) {
