@@ -224,7 +224,8 @@ func TestServerLimitsSessionFlood(t *testing.T) {
 // Requests of one key over the in-flight cap are refused with 429 and a
 // message that says what to do; other keys are not held up.
 func TestServerLimitsInFlight(t *testing.T) {
-	t.Parallel()
+	// Not parallel: under a loaded machine its second call once failed to
+	// start within 10 s while other tests ran beside it.
 	e := newEnv(t, withConfig(func(c *gateway.Config) { c.MaxInFlightPerKey = 2 }))
 	started, ended := make(chan string, 2), make(chan string, 2)
 	e.sessionAgent(started, ended)
