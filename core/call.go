@@ -5,9 +5,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/spacefix/spacefix/internal/agentproto"
+	"github.com/spacefix/spacefix/internal/textfmt"
 )
 
 // Call describes the call a handler is serving; see [CallFrom].
@@ -92,7 +92,7 @@ func newThrottle(send func(string)) *throttle { return &throttle{send: send} }
 
 // line sends msg now, or holds it back if the window is full.
 func (t *throttle) line(msg string) {
-	msg = cut(msg, agentproto.MaxProgressLen)
+	msg = textfmt.Cut(msg, agentproto.MaxProgressLen)
 	if msg == "" {
 		return
 	}
@@ -155,19 +155,4 @@ func (t *throttle) stop() {
 		t.timer.Stop()
 	}
 	t.held, t.pending = false, ""
-}
-
-// cut shortens s to at most n characters.
-func cut(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	i := 0
-	for j := range s {
-		if i == n {
-			return s[:j]
-		}
-		i++
-	}
-	return s
 }

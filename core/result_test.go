@@ -269,20 +269,3 @@ func TestStructuredContentMatchesOutputSchema(t *testing.T) {
 		}
 	}
 }
-
-func TestCut(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		n    int
-		want string
-	}{
-		{"abc", 5, "abc"},
-		{"abcdef", 3, "abc"},
-		{"ééééé", 2, "éé"},
-		{"", 2, ""},
-	} {
-		if got := cut(tc.in, tc.n); got != tc.want {
-			t.Errorf("cut(%q, %d) = %q, want %q", tc.in, tc.n, got, tc.want)
-		}
-	}
-}

@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/spacefix/spacefix/core"
+	"github.com/spacefix/spacefix/internal/agentproto"
 	"github.com/spacefix/spacefix/internal/store"
 )
 
@@ -39,6 +40,7 @@ func textArgs(n int) json.RawMessage {
 // Arguments over the project's limit are refused, with a message that names
 // the size, the limit and the setting, before any agent sees them.
 func TestArgsOverLimit(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.sizeAgent()
 	forEachVersion(t, func(t *testing.T, v string) {
@@ -60,6 +62,7 @@ func TestArgsOverLimit(t *testing.T) {
 // A request body far over what the limit allows is refused before it is
 // read, with 413 and a message naming the setting.
 func TestArgsBodyTooLarge(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	s := e.newRawSession(e.clientKey)
 	body := toolCall(2, "size", string(textArgs(5_000_000)))
@@ -68,7 +71,7 @@ func TestArgsBodyTooLarge(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := answer(t, resp)
-	want := fmt.Sprintf(`{"error":{"code":-32000,"message":"The request is %s bytes; this gateway takes requests up to 4,194,304 bytes here, because tool arguments are limited to 1,048,576 bytes (project setting \"Largest arguments\"). Send smaller arguments."},"id":null,"jsonrpc":"2.0"}`, thousands(len(body)))
+	want := fmt.Sprintf(`{"error":{"code":-32000,"message":"The request is %s bytes; this gateway takes requests up to 4,194,304 bytes here, because tool arguments are limited to 1,048,576 bytes (project setting \"Largest arguments\"). Send smaller arguments."},"id":null,"jsonrpc":"2.0"}`, agentproto.Thousands(len(body)))
 	if resp.StatusCode != http.StatusRequestEntityTooLarge || got != want {
 		t.Errorf("%d %s\nwant 413 %s", resp.StatusCode, got, want)
 	}
@@ -76,6 +79,7 @@ func TestArgsBodyTooLarge(t *testing.T) {
 
 // A project that raises the limit takes larger arguments.
 func TestArgsLimitSetting(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(o *envOptions) { o.settings = &store.ProjectSettings{MaxArgumentBytes: 8 << 20} })
 	e.sizeAgent()
 	cs := e.connect("2025-11-25", e.clientKey, nil)
@@ -107,7 +111,7 @@ func TestArgsMemory(t *testing.T) {
 			call(t, cs, "size", args)
 		}
 		runtime.ReadMemStats(&after)
-		t.Logf("%s: %s bytes of arguments: %.1f MB allocated per call (%.1f× the arguments)", name, thousands(n),
+		t.Logf("%s: %s bytes of arguments: %.1f MB allocated per call (%.1f× the arguments)", name, agentproto.Thousands(n),
 			float64(after.TotalAlloc-before.TotalAlloc)/calls/1e6, float64(after.TotalAlloc-before.TotalAlloc)/calls/float64(n))
 	}
 	measure("accepted", 1_000_000, 0)
@@ -155,12 +159,4 @@ func TestArgsMemory(t *testing.T) {
 	wg.Wait()
 	t.Logf("16 calls of 1,000,000 bytes in flight: heap %.1f MB over the baseline (%.1f MB per call, process-wide)",
 		float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/1e6, float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/16/1e6)
-}
-
-func thousands(n int) string {
-	s := fmt.Sprint(n)
-	for i := len(s) - 3; i > 0; i -= 3 {
-		s = s[:i] + "," + s[i:]
-	}
-	return s
 }

@@ -11,6 +11,7 @@ import (
 )
 
 func TestConfirm(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.startAgent(core.Options{}, func(a *core.Agent) {
 		must(t, core.AddTool(a, "delete_order", "Deletes an order after asking the user.", func(ctx context.Context, in GetOrderInput) (string, error) {

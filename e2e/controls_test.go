@@ -43,6 +43,7 @@ func descriptions(t *testing.T, cs *mcp.ClientSession) map[string]string {
 }
 
 func TestToolControls(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	var lookups atomic.Int64
 	e.startAgent(core.Options{}, func(a *core.Agent) {
@@ -135,6 +136,7 @@ func TestToolControls(t *testing.T) {
 }
 
 func TestCommunityAgentPrefix(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	k, secret := e.newKey(store.Key{Kind: store.KindAgent, Name: "radar key"})
 	must(t, e.store.SetKeyMeta(context.Background(), k.ID, store.KeyMeta{DisplayName: "Test radar", Author: "Ada Lovelace", Community: true}))
@@ -148,6 +150,7 @@ func TestCommunityAgentPrefix(t *testing.T) {
 }
 
 func TestApproveToolChanges(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.saveProject(store.ProjectSettings{ApproveToolChanges: true})
 	ra := e.startAgent(core.Options{}, func(a *core.Agent) { must(t, addOrderTools(a)) })
@@ -176,6 +179,7 @@ func TestApproveToolChanges(t *testing.T) {
 }
 
 func TestRateLimit(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.saveProject(store.ProjectSettings{RateLimitPerMinute: 2})
 	e.startAgent(core.Options{}, func(a *core.Agent) { must(t, addOrderTools(a)) })

@@ -14,6 +14,7 @@ import (
 
 // The seed guide's complete example, run as its own process.
 func TestOrdersExample(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.run("../examples/orders", "ORDERS_DB="+filepath.Join(t.TempDir(), "orders.db"))
 	forEachVersion(t, func(t *testing.T, v string) {
@@ -69,6 +70,7 @@ func TestOrdersExample(t *testing.T) {
 }
 
 func TestChartExample(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.run("../examples/chart")
 	cs := e.connect("2025-11-25", e.clientKey, &mcp.ClientOptions{

@@ -78,6 +78,7 @@ func (a *rawAgent) received() []string {
 // time for the argument, refuses the call wherever it sits in the schema,
 // and the agent never sees the call (issue 8, defect 5).
 func TestFailClosedPatternThroughGateway(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	// On "a"×40+"z" this pattern does match, after an exponential failed
 	// attempt at its first branch: the schema forbids that value and key.

@@ -19,6 +19,7 @@ import (
 )
 
 func TestResources(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.startAgent(core.Options{}, func(a *core.Agent) {
 		must(t, a.Resource("orders://open", core.ResourceOptions{Name: "Open orders", Description: "Every order that has not shipped yet"},
@@ -70,6 +71,7 @@ func TestResources(t *testing.T) {
 }
 
 func TestPrompts(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.startAgent(core.Options{}, func(a *core.Agent) {
 		must(t, a.Prompt("summarise_order", core.PromptOptions{
@@ -109,6 +111,7 @@ func TestPrompts(t *testing.T) {
 }
 
 func TestProgress(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.startAgent(core.Options{}, func(a *core.Agent) {
 		must(t, core.AddTool(a, "chatty", "Reports progress.", func(ctx context.Context, in Empty) (string, error) {
@@ -116,7 +119,7 @@ func TestProgress(t *testing.T) {
 			for i := 2; i <= 10; i++ {
 				core.Progress(ctx, fmt.Sprintf("line %d", i))
 			}
-			time.Sleep(1300 * time.Millisecond)
+			time.Sleep(1300 * time.Millisecond) // the behaviour: a call that outlasts the progress throttle
 			return "done", nil
 		}))
 	})
@@ -154,6 +157,7 @@ func TestProgress(t *testing.T) {
 }
 
 func TestCancellation(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	started := make(chan struct{}, 1)
 	cancelled := make(chan error, 1)
@@ -217,6 +221,7 @@ func TestCancellation(t *testing.T) {
 }
 
 func TestImagesAndMixedContent(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	png := []byte("\x89PNG\r\n\x1a\nnot really")
 	e.startAgent(core.Options{}, func(a *core.Agent) {
@@ -256,6 +261,7 @@ func TestImagesAndMixedContent(t *testing.T) {
 }
 
 func TestSetEnabled(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ra := e.startAgent(core.Options{}, func(a *core.Agent) { must(t, addOrderTools(a)) })
 	changed := make(chan struct{}, 16)
@@ -286,6 +292,7 @@ func TestSetEnabled(t *testing.T) {
 }
 
 func TestNamespacesAndCollisions(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	_, second := e.newKey(store.Key{Kind: store.KindAgent, Name: "second"})
 	_, third := e.newKey(store.Key{Kind: store.KindAgent, Name: "third"})
@@ -315,6 +322,7 @@ func TestNamespacesAndCollisions(t *testing.T) {
 }
 
 func TestInstances(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	for _, inst := range []string{"eu-1", "us-1"} {
 		e.startAgent(core.Options{Instance: inst}, func(a *core.Agent) {
@@ -360,6 +368,7 @@ func TestInstances(t *testing.T) {
 }
 
 func TestCallFrom(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.startAgent(core.Options{}, func(a *core.Agent) {
 		must(t, core.AddTool(a, "whoami", "Describes the call.", func(ctx context.Context, in Empty) (string, error) {

@@ -188,7 +188,7 @@ func TestInspectorLine(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the printed line\n  %s\ndid not list get_order within 2 minutes; last output (%v):\n%s", list, err, out)
 		}
-		time.Sleep(time.Second)
+		time.Sleep(time.Second) // poll interval, bounded by the deadline above
 	}
 	for _, name := range []string{"create_order", "get_order", "search_orders"} {
 		if !strings.Contains(out, `"name": "`+name+`"`) {
@@ -264,6 +264,7 @@ func (r *recorder) take() string {
 // ttlMs and cacheScope exist from protocol 2026-07-28 on; the list results
 // of 2025-era sessions must not carry them.
 func TestFirstHourCacheFieldsByEra(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.startAgent(core.Options{}, func(a *core.Agent) {
 		must(t, core.AddTool(a, "echo", "Echo.", func(ctx context.Context, in struct{}) (string, error) { return "ok", nil }))
@@ -301,6 +302,7 @@ func TestFirstHourCacheFieldsByEra(t *testing.T) {
 // at shutdown: one INFO line per client session at most, nothing at WARN or
 // ERROR, and the agent's ending in words.
 func TestFirstHourLogs(t *testing.T) {
+	t.Parallel()
 	logs := &syncBuffer{}
 	e := newEnv(t, func(o *envOptions) { o.logs = logs })
 	e.startAgent(core.Options{}, func(a *core.Agent) {

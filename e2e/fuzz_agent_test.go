@@ -74,7 +74,7 @@ func (fe *fuzzEnv) startFuzzReplica(f *testing.F) *fuzzReplica {
 		if time.Now().After(deadline) {
 			f.Fatal("timed out waiting for the replica to register")
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond) // poll interval, bounded by the deadline (waitFor takes a *testing.T)
 	}
 	return r
 }

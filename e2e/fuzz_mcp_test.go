@@ -92,7 +92,7 @@ func (fe *fuzzEnv) startAgent(f *testing.F) {
 		if time.Now().After(deadline) {
 			f.Fatal("timed out waiting for the agent to connect")
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond) // poll interval, bounded by the deadline (waitFor takes a *testing.T)
 	}
 }
 

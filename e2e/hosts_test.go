@@ -33,6 +33,7 @@ func hostRequest(t *testing.T, e *env, method, path, host string) (int, string) 
 // Requests naming a host the gateway does not answer to are refused on
 // every path, with a sentence naming the flag.
 func TestHostRefused(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	want := `This gateway does not answer to the host "evil.example". If it should, add it to --allowed-hosts (env SPACEFIX_ALLOWED_HOSTS).`
 	for _, r := range []struct{ method, path string }{{"GET", "/healthz"}, {"POST", "/mcp"}, {"GET", "/"}, {"GET", "/login"}, {"POST", agentproto.RegisterPath}, {"GET", agentproto.ConnectPath}} {
@@ -53,6 +54,7 @@ func TestHostRefused(t *testing.T) {
 // --allowed-hosts replaces the defaults; the public URL's host is allowed
 // by default.
 func TestHostAllowedList(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, withConfig(func(c *gateway.Config) { c.AllowedHosts = []string{"gw.example", "Other.example:443"} }))
 	for host, want := range map[string]int{
 		"gw.example": 200, "gw.example:8080": 200, "other.example": 200, e.gw.Addr(): 421, "evil.example": 421,

@@ -103,6 +103,7 @@ func wantMetric(t *testing.T, body string, want float64, name string, labels ...
 }
 
 func TestMetricsCountRealCalls(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	token := e.adminToken()
 	if _, err := e.store.CreateProject(context.Background(), "quiet"); err != nil {
@@ -144,6 +145,7 @@ func TestMetricsCountRealCalls(t *testing.T) {
 }
 
 func TestMetricsNeedAdminToken(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	token := e.adminToken()
 	want := "Send an admin API token: Authorization: Bearer sfx_admin_…. Make one with: spacefix tokens create\n"
@@ -159,6 +161,7 @@ func TestMetricsNeedAdminToken(t *testing.T) {
 }
 
 func TestMetricsSeparateListener(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(o *envOptions) {
 		o.config = func(c *gateway.Config) { c.MetricsAddr = "127.0.0.1:0" }
 	})
@@ -180,6 +183,7 @@ func TestMetricsSeparateListener(t *testing.T) {
 }
 
 func TestPprofOffByDefault(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	token := e.adminToken()
 	for _, path := range []string{"/debug/pprof/", "/debug/pprof/goroutine"} {
@@ -190,6 +194,7 @@ func TestPprofOffByDefault(t *testing.T) {
 }
 
 func TestPprofWithFlagAndToken(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(o *envOptions) {
 		o.config = func(c *gateway.Config) { c.Pprof = true }
 	})
@@ -208,6 +213,7 @@ func TestPprofWithFlagAndToken(t *testing.T) {
 }
 
 func TestReadyzReadyAndHealthzAlive(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	if status, body := get(t, e.url+"/readyz", ""); status != http.StatusOK || body != "ready\n" {
 		t.Errorf("GET /readyz: %d %q, want 200 \"ready\\n\"", status, body)
@@ -221,6 +227,7 @@ func TestReadyzReadyAndHealthzAlive(t *testing.T) {
 // gateway went unnoticed until a restart printed the first-start banner
 // over an empty store.
 func TestReadyzStoreFileDeleted(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	if status, body := get(t, e.url+"/readyz", ""); status != http.StatusOK {
 		t.Fatalf("GET /readyz before: %d %q", status, body)
@@ -257,6 +264,7 @@ func (refusingStore) AppendCalls(context.Context, []store.Call) error { return e
 // Every lost record must be counted, and the count shown in the dashboard,
 // in /metrics and by /readyz.
 func TestDroppedRecordsCountedEverywhere(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(o *envOptions) {
 		o.wrapStore = func(s store.Store) store.Store { return refusingStore{s} }
 	})

@@ -37,6 +37,7 @@ func panicOn(t *testing.T) *atomic.Value {
 // error, is logged at ERROR with its stack, and the gateway serves the next
 // request.
 func TestPanicRecovered(t *testing.T) {
+	t.Parallel()
 	logs := new(syncBuffer)
 	e := newEnv(t, func(o *envOptions) { o.logs = logs })
 	e.startAgent(core.Options{}, func(a *core.Agent) {

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/spacefix/spacefix/internal/leaktest"
 )
 
 var builds struct {
@@ -46,8 +48,10 @@ func binary(t *testing.T, pkg string) string {
 	return path
 }
 
+// TestMain removes the built binaries and fails the run when goroutines
+// outlive the tests.
 func TestMain(m *testing.M) {
-	code := m.Run()
+	code := leaktest.Run(m)
 	if builds.dir != "" {
 		os.RemoveAll(builds.dir)
 	}
@@ -104,6 +108,7 @@ func (p *proc) wait(t *testing.T) {
 }
 
 func TestAgentDisconnectMidCall(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	forEachVersion(t, func(t *testing.T, v string) {
 		p := e.startProcess("")
@@ -130,6 +135,7 @@ func TestAgentDisconnectMidCall(t *testing.T) {
 // A rolling restart: the agent process is stopped and started again in the
 // middle of a stream of calls, and every call succeeds.
 func TestRestartLosesNoCalls(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(o *envOptions) { o.grace = 10 * time.Second })
 	first := e.startProcess("")
 	cs := e.connect("2025-11-25", e.clientKey, nil)
@@ -163,7 +169,11 @@ func TestRestartLosesNoCalls(t *testing.T) {
 			}
 		}()
 	}
-	time.Sleep(300 * time.Millisecond) // calls are flowing
+	waitFor(t, "the first process to answer calls", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(pids) > 0 || len(failed) > 0
+	})
 	first.term()
 	first.wait(t)
 	e.startProcess("")

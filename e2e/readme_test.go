@@ -21,6 +21,7 @@ import (
 // gateway. The only changes are the ones a reader makes: the agent key and
 // the gateway's address.
 func TestNodeExampleReadme(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("installs npm packages and runs the Node example; skipped under -short")
 	}
@@ -72,7 +73,7 @@ func TestNodeExampleReadme(t *testing.T) {
 				if time.Now().After(deadline) {
 					t.Fatalf("the agent of %s's steps did not connect within 5 minutes; output:\n%s", c.readme, out.String())
 				}
-				time.Sleep(100 * time.Millisecond)
+				time.Sleep(100 * time.Millisecond) // poll interval, bounded by the deadline above
 			}
 			// The dashboard's Agents page shows the replica by its name, as it
 			// does the Go example's, not by its key's label.

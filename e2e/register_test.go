@@ -58,6 +58,7 @@ func regJSON(t *testing.T, r agentproto.Registration) []byte {
 }
 
 func TestRegistrationRefusals(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	many := make([]agentproto.Tool, 257)
 	for i := range many {
@@ -156,6 +157,7 @@ func TestRegistrationRefusals(t *testing.T) {
 
 // A replica that stops answering pings is dropped within a few heartbeats.
 func TestDeadAgentNoticed(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(o *envOptions) { o.heartbeat = 300 * time.Millisecond })
 	status, body := e.register(e.agentKey, regJSON(t, agentproto.Registration{Tools: []agentproto.Tool{tool("a")}}))
 	if status != 200 {

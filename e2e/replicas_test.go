@@ -23,6 +23,7 @@ type LooseInput struct {
 // v2 leaves, t2 still works on v1. This used to crash the gateway with a
 // nil pointer in the validator (v1's t2 had no schema left).
 func TestReplicasDifferentToolSets(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	v1 := e.startAgent(core.Options{Instance: "v1"}, func(a *core.Agent) {
 		must(t, core.AddTool(a, "t1", "One.", func(ctx context.Context, in GetOrderInput) (string, error) { return "v1 t1 " + in.ID, nil }))
@@ -68,6 +69,7 @@ func TestReplicasDifferentToolSets(t *testing.T) {
 // Two different services started with one agent key: one WARN names the
 // key, the tool and what differs.
 func TestReplicasDifferWarn(t *testing.T) {
+	t.Parallel()
 	logs := new(syncBuffer)
 	e := newEnv(t, func(o *envOptions) { o.logs = logs })
 	e.startAgent(core.Options{}, func(a *core.Agent) { must(t, addOrderTools(a)) })

@@ -65,6 +65,7 @@ func (e *env) connectNoStream(key string) *mcp.ClientSession {
 // keepalive interval, which closed it at the first tick when the gateway
 // pinged it, and past the idle time, counted from its last request.
 func TestSessionWithoutStreamStaysAlive(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, withConfig(func(c *gateway.Config) {
 		c.KeepAlive = 100 * time.Millisecond
 		c.SessionIdle = time.Second
@@ -90,6 +91,7 @@ func TestSessionWithoutStreamStaysAlive(t *testing.T) {
 // A session with no request for --session-idle closes; the next request
 // of it is told the session is gone.
 func TestSessionIdleCloses(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, withConfig(func(c *gateway.Config) { c.SessionIdle = 300 * time.Millisecond }))
 	e.sessionAgent(nil, nil)
 	k, secret := e.newKey(store.Key{Kind: store.KindClient, Name: "idle"})
@@ -111,6 +113,7 @@ func TestSessionIdleCloses(t *testing.T) {
 // answers is closed after three misses; a session that answers lives on,
 // past the idle time: listening on its stream is use.
 func TestSessionPingsOnlyStreams(t *testing.T) {
+	t.Parallel()
 	const idle = 500 * time.Millisecond
 	e := newEnv(t, withConfig(func(c *gateway.Config) { c.KeepAlive = 100 * time.Millisecond; c.SessionIdle = idle }))
 	e.sessionAgent(nil, nil)
@@ -163,6 +166,7 @@ func TestSessionPingsOnlyStreams(t *testing.T) {
 // A call in flight when its session closes gets a JSON-RPC error that says
 // what to do, and the agent's handler is cancelled.
 func TestSessionClosedAnswersCallsInFlight(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	started, ended := make(chan string, 1), make(chan string, 1)
 	e.sessionAgent(started, ended)
@@ -200,6 +204,7 @@ func TestSessionClosedAnswersCallsInFlight(t *testing.T) {
 // A client that hangs up in the middle of a call in a 2025 session stops
 // the call on the agent.
 func TestSessionHangUpCancelsCall(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	started, ended := make(chan string, 1), make(chan string, 1)
 	e.sessionAgent(started, ended)
@@ -239,6 +244,7 @@ func receive[T any](t *testing.T, c <-chan T, what string) T {
 // A session with a GET stream survives a missed ping: only three misses in
 // a row close it.
 func TestSessionToleratesMissedPing(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, withConfig(func(c *gateway.Config) { c.KeepAlive = 100 * time.Millisecond }))
 	e.sessionAgent(nil, nil)
 	k, secret := e.newKey(store.Key{Kind: store.KindClient, Name: "flaky"})

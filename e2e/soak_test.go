@@ -175,7 +175,7 @@ func (g *serveProcess) settledStats(t *testing.T, base *gatewayStats) gatewaySta
 			return s
 		}
 		prev = s
-		time.Sleep(500 * time.Millisecond)
+		time.Sleep(500 * time.Millisecond) // poll interval while the figures settle; bounded above
 	}
 }
 

@@ -75,6 +75,7 @@ type SleepInput struct {
 }
 
 func TestToolCallRoundTrip(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.startAgent(core.Options{}, func(a *core.Agent) {
 		must(t, addOrderTools(a))
@@ -127,6 +128,7 @@ func TestToolCallRoundTrip(t *testing.T) {
 }
 
 func TestToolListAnnotations(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.startAgent(core.Options{}, func(a *core.Agent) {
 		must(t, addOrderTools(a))
@@ -167,6 +169,7 @@ func TestToolListAnnotations(t *testing.T) {
 }
 
 func TestValidationErrors(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	var reached atomic.Int64
 	e.startAgent(core.Options{}, func(a *core.Agent) {
@@ -207,6 +210,7 @@ func TestValidationErrors(t *testing.T) {
 }
 
 func TestToolNotFound(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.startAgent(core.Options{}, func(a *core.Agent) { must(t, addOrderTools(a)) })
 	forEachVersion(t, func(t *testing.T, v string) {
@@ -219,6 +223,7 @@ func TestToolNotFound(t *testing.T) {
 }
 
 func TestHandlerErrorsAndPanics(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.startAgent(core.Options{}, func(a *core.Agent) {
 		must(t, addOrderTools(a))
@@ -266,6 +271,7 @@ func TestHandlerErrorsAndPanics(t *testing.T) {
 }
 
 func TestTimeout(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	cancelled := make(chan string, 8)
 	e.startAgent(core.Options{}, func(a *core.Agent) {
@@ -306,6 +312,7 @@ func TestTimeout(t *testing.T) {
 }
 
 func TestProjectCallWait(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(o *envOptions) { o.settings = &store.ProjectSettings{CallWaitMs: 1000} })
 	e.startAgent(core.Options{}, func(a *core.Agent) {
 		must(t, core.AddTool(a, "slow", "Sleeps.", func(ctx context.Context, in SleepInput) (string, error) {
@@ -321,13 +328,14 @@ func TestProjectCallWait(t *testing.T) {
 }
 
 func TestReplicasShareCalls(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	var hits [2]atomic.Int64
 	for i := range 2 {
 		e.startAgent(core.Options{Instance: fmt.Sprint("r", i)}, func(a *core.Agent) {
 			must(t, core.AddTool(a, "whoami", "Says which replica answered.", func(ctx context.Context, in Empty) (string, error) {
 				hits[i].Add(1)
-				time.Sleep(5 * time.Millisecond)
+				time.Sleep(5 * time.Millisecond) // the behaviour: calls overlap, so both replicas get some
 				return fmt.Sprint(i), nil
 			}))
 		})
@@ -347,6 +355,7 @@ func TestReplicasShareCalls(t *testing.T) {
 }
 
 func TestReadOnlyKeyAndAllowList(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.startAgent(core.Options{}, func(a *core.Agent) {
 		must(t, addOrderTools(a))
@@ -375,6 +384,7 @@ func TestReadOnlyKeyAndAllowList(t *testing.T) {
 }
 
 func TestToolListChanged(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	for _, v := range []string{"2025-06-18", "2025-11-25"} {
 		t.Run(v, func(t *testing.T) {
@@ -420,6 +430,7 @@ func TestToolListChanged(t *testing.T) {
 }
 
 func TestKeys(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.startAgent(core.Options{}, func(a *core.Agent) { must(t, addOrderTools(a)) })
 	k, secret := e.newKey(store.Key{Kind: store.KindClient, Name: "soon revoked"})
@@ -443,11 +454,12 @@ func TestKeys(t *testing.T) {
 		if time.Since(revoked) > time.Second {
 			t.Fatal("a revoked key still connects after a second")
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond) // poll interval; bounded by the second above
 	}
 }
 
 func TestCallLogAndUsage(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.startAgent(core.Options{}, func(a *core.Agent) { must(t, addOrderTools(a)) })
 	cs := e.connect("2026-07-28", e.clientKey, nil)

@@ -122,6 +122,7 @@ func checkSpans(t *testing.T, sr *tracetest.SpanRecorder, got seenCall) sdktrace
 // below it, and the agent's handler gets the route span as its remote
 // parent; a client's _meta.traceparent is continued.
 func TestTraceToolCall(t *testing.T) {
+	t.Parallel()
 	sr := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr))
 	t.Cleanup(func() { tp.Shutdown(context.Background()) })
@@ -168,6 +169,7 @@ func TestTraceToolCall(t *testing.T) {
 // span, and the agent gets the client's trace context as it was sent, or
 // none.
 func TestTraceOffPassesClientContext(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	seen := startTracedAgent(e)
 	forEachVersion(t, func(t *testing.T, v string) {

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spacefix/spacefix/internal/dashboard/apitypes"
 	"github.com/spacefix/spacefix/internal/store"
 	"github.com/spacefix/spacefix/internal/store/sqlite"
 )
@@ -117,9 +118,7 @@ func (c *apiClient) do(ctx context.Context, method, path string, body, out any) 
 		return fmt.Errorf("read the gateway's answer: %w", err)
 	}
 	if res.StatusCode >= 300 {
-		var e struct {
-			Error string `json:"error"`
-		}
+		var e apitypes.Error
 		if json.Unmarshal(b, &e) == nil && e.Error != "" {
 			return errors.New(e.Error)
 		}

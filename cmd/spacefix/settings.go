@@ -6,26 +6,12 @@ import (
 	"fmt"
 	"io"
 	"text/tabwriter"
+
+	"github.com/spacefix/spacefix/internal/dashboard/apitypes"
 )
 
 func settings(ctx context.Context, args []string, stdout io.Writer) error {
 	return dispatch(ctx, "settings", args, stdout, command{"show", settingsShow}, command{"set", settingsSet})
-}
-
-// projectJSON is what the admin API says about a project.
-type projectJSON struct {
-	Name     string `json:"name"`
-	MCPURL   string `json:"mcpUrl"`
-	Settings struct {
-		CallWaitSeconds      int    `json:"callWaitSeconds"`
-		ClientAccess         string `json:"clientAccess"`
-		ApproveToolChanges   bool   `json:"approveToolChanges"`
-		RateLimitPerMinute   int    `json:"rateLimitPerMinute"`
-		MaxTools             int    `json:"maxTools"`
-		MaxSchemaBytes       int    `json:"maxSchemaBytes"`
-		MaxResources         int    `json:"maxResources"`
-		MaxRegistrationBytes int    `json:"maxRegistrationBytes"`
-	} `json:"settings"`
 }
 
 func settingsShow(ctx context.Context, args []string, stdout io.Writer) error {
@@ -50,7 +36,7 @@ func settingsShow(ctx context.Context, args []string, stdout io.Writer) error {
 }
 
 func printSettings(w io.Writer, raw json.RawMessage) error {
-	var p projectJSON
+	var p apitypes.Project
 	if err := json.Unmarshal(raw, &p); err != nil {
 		return err
 	}
@@ -90,21 +76,18 @@ func settingsSet(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	given := setFlags(fs)
-	patch := map[string]any{}
-	for _, f := range []struct {
-		flag, field string
-		v           any
-	}{
-		{"call-wait", "callWaitSeconds", *wait}, {"client-access", "clientAccess", *access},
-		{"approve-tool-changes", "approveToolChanges", *approve}, {"rate-limit", "rateLimitPerMinute", *rate},
-		{"max-tools", "maxTools", *maxTools}, {"max-schema-bytes", "maxSchemaBytes", *maxSchema},
-		{"max-resources", "maxResources", *maxRes}, {"max-registration-bytes", "maxRegistrationBytes", *maxReg},
+	var patch apitypes.SettingsPatch
+	for flag, set := range map[string]func(){
+		"call-wait": func() { patch.CallWaitSeconds = wait }, "client-access": func() { patch.ClientAccess = access },
+		"approve-tool-changes": func() { patch.ApproveToolChanges = approve }, "rate-limit": func() { patch.RateLimitPerMinute = rate },
+		"max-tools": func() { patch.MaxTools = maxTools }, "max-schema-bytes": func() { patch.MaxSchemaBytes = maxSchema },
+		"max-resources": func() { patch.MaxResources = maxRes }, "max-registration-bytes": func() { patch.MaxRegistrationBytes = maxReg },
 	} {
-		if given[f.flag] {
-			patch[f.field] = f.v
+		if given[flag] {
+			set()
 		}
 	}
-	if len(patch) == 0 {
+	if patch == (apitypes.SettingsPatch{}) {
 		return usageError{"settings set: nothing to change; see spacefix settings set --help"}
 	}
 	c, err := client()

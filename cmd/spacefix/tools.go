@@ -8,23 +8,13 @@ import (
 	"strings"
 	"text/tabwriter"
 	"unicode/utf8"
+
+	"github.com/spacefix/spacefix/internal/dashboard/apitypes"
+	"github.com/spacefix/spacefix/internal/textfmt"
 )
 
 func tools(ctx context.Context, args []string, stdout io.Writer) error {
 	return dispatch(ctx, "tools", args, stdout, command{"list", toolsList}, command{"set", toolsSet})
-}
-
-// toolRow is what the admin API says about a tool.
-type toolRow struct {
-	Name        string `json:"name"`
-	Registered  bool   `json:"registered"`
-	Agent       string `json:"agent"`
-	Description string `json:"description"`
-	ReadOnly    bool   `json:"readOnly"`
-	Consent     string `json:"consent"`
-	Pills       []struct {
-		Text string `json:"text"`
-	} `json:"pills"`
 }
 
 func toolsList(ctx context.Context, args []string, stdout io.Writer) error {
@@ -45,7 +35,7 @@ func toolsList(ctx context.Context, args []string, stdout io.Writer) error {
 	if *asJSON {
 		return printJSON(stdout, raw)
 	}
-	var rows []toolRow
+	var rows []apitypes.Tool
 	if err := json.Unmarshal(raw, &rows); err != nil {
 		return err
 	}
@@ -87,19 +77,20 @@ func toolsSet(ctx context.Context, args []string, stdout io.Writer) error {
 		return usageError{"tools set: want one tool name, for example: spacefix tools set get_order --cache 30"}
 	}
 	given := setFlags(fs)
-	patch := map[string]any{}
-	for _, f := range []struct {
-		flag, field string
-		v           any
-	}{{"description", "description", *desc}, {"cache", "cacheSeconds", *cache}, {"access", "access", *access}, {"disabled", "disabled", *disabled}} {
-		if given[f.flag] {
-			patch[f.field] = f.v
+	var patch apitypes.ToolPatch
+	for flag, set := range map[string]func(){
+		"description": func() { patch.Description = desc }, "cache": func() { patch.CacheSeconds = cache },
+		"access": func() { patch.Access = access }, "disabled": func() { patch.Disabled = disabled },
+	} {
+		if given[flag] {
+			set()
 		}
 	}
+	changed := patch != (apitypes.ToolPatch{})
 	if *approve && *reject {
 		return usageError{"tools set: --approve and --reject exclude each other"}
 	}
-	if len(patch) == 0 && !*approve && !*reject {
+	if !changed && !*approve && !*reject {
 		return usageError{"tools set: nothing to change; pass --description, --cache, --access, --disabled, --approve or --reject"}
 	}
 	c, err := client()
@@ -113,7 +104,7 @@ func toolsSet(ctx context.Context, args []string, stdout io.Writer) error {
 			return err
 		}
 	}
-	if len(patch) > 0 {
+	if changed {
 		if err := c.do(ctx, "PATCH", c.projectPath("/tools/%s", tool), patch, &raw); err != nil {
 			return err
 		}
@@ -130,7 +121,7 @@ func toolsSet(ctx context.Context, args []string, stdout io.Writer) error {
 	if *asJSON {
 		return printJSON(stdout, raw)
 	}
-	var row toolRow
+	var row apitypes.Tool
 	if err := json.Unmarshal(raw, &row); err != nil {
 		return err
 	}
@@ -145,7 +136,7 @@ func toolsSet(ctx context.Context, args []string, stdout io.Writer) error {
 // knownTool refuses a tool name that no agent of the project has offered:
 // neither registered now nor with saved settings from an earlier visit.
 func knownTool(ctx context.Context, c *apiClient, tool string) error {
-	var rows []toolRow
+	var rows []apitypes.Tool
 	if err := c.do(ctx, "GET", c.projectPath("/tools"), nil, &rows); err != nil {
 		return err
 	}
@@ -176,5 +167,5 @@ func clip(s string, n int) string {
 	if utf8.RuneCountInString(s) <= n {
 		return s
 	}
-	return string([]rune(s)[:n-1]) + "…"
+	return textfmt.Cut(s, n-1) + "…"
 }

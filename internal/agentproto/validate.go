@@ -3,6 +3,8 @@ package agentproto
 import (
 	"fmt"
 	"strings"
+
+	"github.com/spacefix/spacefix/internal/textfmt"
 )
 
 // ValidName reports whether name is a valid tool or prompt name:
@@ -48,17 +50,4 @@ func CheckReserved(kind, exposed string) string {
 }
 
 // Thousands formats n with comma separators: 65536 → "65,536".
-func Thousands(n int) string {
-	s := fmt.Sprint(n)
-	if n < 0 {
-		return s
-	}
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	return b.String()
-}
+func Thousands(n int) string { return textfmt.Thousands(int64(n)) }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/spacefix/spacefix/internal/dashboard/apitypes"
 	"github.com/spacefix/spacefix/internal/store"
 )
 
@@ -48,7 +49,7 @@ func (d *Dashboard) apiRoutes(mux *http.ServeMux) {
 		mux.Handle(rt.pattern, d.api(rt.fn, rt.admin))
 	}
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusNotFound, apiErr{"No such API route: " + r.Method + " " + r.URL.Path + ". See docs/api.md."})
+		writeJSON(w, http.StatusNotFound, apiErr{Error: "No such API route: " + r.Method + " " + r.URL.Path + ". See docs/api.md."})
 	})
 }
 
@@ -57,9 +58,7 @@ func (d *Dashboard) apiRoutes(mux *http.ServeMux) {
 // else is logged and answered with a 500 that reveals nothing.
 type apiFunc func(w http.ResponseWriter, r *http.Request) error
 
-type apiErr struct {
-	Error string `json:"error"`
-}
+type apiErr = apitypes.Error
 
 const msgUnauthorized = "Sign in to the dashboard, or send an admin API token: Authorization: Bearer sfx_admin_…. " +
 	"Make one with: spacefix tokens create"
@@ -74,10 +73,10 @@ func (d *Dashboard) api(fn apiFunc, admin bool) http.Handler {
 			d.apiError(w, r, err)
 			return
 		case !ok:
-			writeJSON(w, http.StatusUnauthorized, apiErr{msgUnauthorized})
+			writeJSON(w, http.StatusUnauthorized, apiErr{Error: msgUnauthorized})
 			return
 		case admin && !p.admin():
-			writeJSON(w, http.StatusForbidden, apiErr{"Only an admin may do this. Ask an admin of this gateway."})
+			writeJSON(w, http.StatusForbidden, apiErr{Error: "Only an admin may do this. Ask an admin of this gateway."})
 			return
 		}
 		r = r.WithContext(withPrincipal(r.Context(), p))
@@ -90,11 +89,11 @@ func (d *Dashboard) api(fn apiFunc, admin bool) http.Handler {
 func (d *Dashboard) apiError(w http.ResponseWriter, r *http.Request, err error) {
 	var he *httpError
 	if errors.As(err, &he) {
-		writeJSON(w, he.status, apiErr{he.msg})
+		writeJSON(w, he.status, apiErr{Error: he.msg})
 		return
 	}
 	d.log.Error("admin API", "method", r.Method, "path", r.URL.Path, "err", err)
-	writeJSON(w, http.StatusInternalServerError, apiErr{"The gateway could not do that; its log says why. Try again in a moment."})
+	writeJSON(w, http.StatusInternalServerError, apiErr{Error: "The gateway could not do that; its log says why. Try again in a moment."})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

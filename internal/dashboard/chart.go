@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/spacefix/spacefix/internal/textfmt"
 )
 
 // sortUsage orders names by calls, most first, then by name.
@@ -43,7 +45,7 @@ func usageChart(days []dayUsage) template.HTML {
 	for i, v := range ticks { // grid lines and y labels
 		y := padT + plotH - plotH*float64(i)/steps
 		fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#e4e7ec"/>`, padL, chartW-padR, y, y)
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="end" font-size="11" fill="#667085">%s</text>`, padL-6, y+4, thousands(v))
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="end" font-size="11" fill="#667085">%s</text>`, padL-6, y+4, textfmt.Thousands(v))
 	}
 	n := max(len(days), 1)
 	slot := plotW / float64(n)
@@ -56,7 +58,7 @@ func usageChart(days []dayUsage) template.HTML {
 		}
 		x := padL + slot*float64(i) + (slot-barW)/2
 		fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" rx="2" fill="#4f6bed"><title>%s: %s calls</title></rect>`,
-			x, padT+plotH-h, barW, h, d.Day, thousands(d.Calls))
+			x, padT+plotH-h, barW, h, d.Day, textfmt.Thousands(d.Calls))
 		if i%labelEvery == 0 {
 			t, _ := time.Parse(time.DateOnly, d.Day)
 			fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle" font-size="11" fill="#667085">%s</text>`,
@@ -89,16 +91,4 @@ func yTicks(peak int64) []int64 {
 			}
 		}
 	}
-}
-
-// thousands writes n with thin separators: 12,345.
-func thousands(n int64) string {
-	s := fmt.Sprint(n)
-	if n < 0 {
-		return "-" + thousands(-n)
-	}
-	for i := len(s) - 3; i > 0; i -= 3 {
-		s = s[:i] + "," + s[i:]
-	}
-	return s
 }

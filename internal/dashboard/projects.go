@@ -4,19 +4,13 @@ import (
 	"errors"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/spacefix/spacefix/internal/agentproto"
+	"github.com/spacefix/spacefix/internal/dashboard/apitypes"
 	"github.com/spacefix/spacefix/internal/store"
 )
 
-type projectJSON struct {
-	ID        int64        `json:"id"`
-	Name      string       `json:"name"`
-	CreatedAt time.Time    `json:"createdAt"`
-	MCPURL    string       `json:"mcpUrl"`
-	Settings  settingsJSON `json:"settings"`
-}
+type projectJSON = apitypes.Project
 
 func (d *Dashboard) projectOut(r *http.Request, p store.Project) projectJSON {
 	return projectJSON{ID: p.ID, Name: p.Name, CreatedAt: p.CreatedAt, MCPURL: d.base(r) + "/mcp", Settings: settingsOut(p.Settings)}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/spacefix/spacefix/internal/agentfront"
+	"github.com/spacefix/spacefix/internal/dashboard/apitypes"
 	"github.com/spacefix/spacefix/internal/store"
 	"github.com/spacefix/spacefix/internal/toolctl"
 )
@@ -30,19 +31,7 @@ const (
 	defaultCallWaitSec = 30
 )
 
-// settingsJSON is a project's settings as the admin API shows them. Limits
-// of 0 mean the default of SPEC.md.
-type settingsJSON struct {
-	CallWaitSeconds      int    `json:"callWaitSeconds"`
-	ClientAccess         string `json:"clientAccess"`
-	ApproveToolChanges   bool   `json:"approveToolChanges"`
-	RateLimitPerMinute   int    `json:"rateLimitPerMinute"`
-	MaxTools             int    `json:"maxTools"`
-	MaxSchemaBytes       int    `json:"maxSchemaBytes"`
-	MaxResources         int    `json:"maxResources"`
-	MaxRegistrationBytes int    `json:"maxRegistrationBytes"`
-	MaxArgumentBytes     int    `json:"maxArgumentBytes"`
-}
+type settingsJSON = apitypes.Settings
 
 func settingsOut(s store.ProjectSettings) settingsJSON {
 	access := accessReadWrite
@@ -58,17 +47,7 @@ func settingsOut(s store.ProjectSettings) settingsJSON {
 }
 
 // settingsPatch changes the fields that are present.
-type settingsPatch struct {
-	CallWaitSeconds      *int    `json:"callWaitSeconds"`
-	ClientAccess         *string `json:"clientAccess"`
-	ApproveToolChanges   *bool   `json:"approveToolChanges"`
-	RateLimitPerMinute   *int    `json:"rateLimitPerMinute"`
-	MaxTools             *int    `json:"maxTools"`
-	MaxSchemaBytes       *int    `json:"maxSchemaBytes"`
-	MaxResources         *int    `json:"maxResources"`
-	MaxRegistrationBytes *int    `json:"maxRegistrationBytes"`
-	MaxArgumentBytes     *int    `json:"maxArgumentBytes"`
-}
+type settingsPatch struct{ apitypes.SettingsPatch }
 
 // apply returns s changed by the patch, or an error naming the first field
 // out of bounds.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spacefix/spacefix/internal/agentproto"
 	"github.com/spacefix/spacefix/internal/agents"
+	"github.com/spacefix/spacefix/internal/dashboard/apitypes"
 	"github.com/spacefix/spacefix/internal/store"
 	"github.com/spacefix/spacefix/internal/toolctl"
 )
@@ -24,51 +25,11 @@ var consentNames = map[toolctl.Consent]string{
 	toolctl.RejectedChange: "rejected-change",
 }
 
-// pill is a label in the Tools table.
-type pill struct {
-	Text  string `json:"text"`
-	Class string `json:"class"`           // "", "info", "warn", "off", "muted"
-	Title string `json:"title,omitempty"` // the details, shown on hover
-}
-
-// toolSettingsJSON are the Edit dialog's fields.
-type toolSettingsJSON struct {
-	Description  string `json:"description"`
-	CacheSeconds int    `json:"cacheSeconds"`
-	Access       string `json:"access"` // follow, read or write
-	Disabled     bool   `json:"disabled"`
-}
-
-// toolRow is one row of the Tools table.
-type toolRow struct {
-	Name       string `json:"name"`
-	Registered bool   `json:"registered"`
-	Agent      string `json:"agent,omitempty"`
-	AgentKey   string `json:"agentKey,omitempty"`
-	// Description is what models see now; RegisteredDescription is what
-	// the agent registers.
-	Description           string           `json:"description"`
-	RegisteredDescription string           `json:"registeredDescription"`
-	ApprovedDescription   string           `json:"approvedDescription,omitempty"`
-	DeclaredReadOnly      bool             `json:"declaredReadOnly"`
-	ReadOnly              bool             `json:"readOnly"`
-	EnabledByAgent        bool             `json:"enabledByAgent"`
-	Replicas              int              `json:"replicas"`
-	Settings              toolSettingsJSON `json:"settings"`
-	Consent               string           `json:"consent,omitempty"`
-	DefinitionHash        string           `json:"definitionHash,omitempty"`
-	// ReplicasDiffer says how the connected replicas' definitions of the
-	// tool differ, e.g. "annotations.readOnlyHint: true vs false".
-	ReplicasDiffer []string `json:"replicasDiffer,omitempty"`
-	Pills          []pill   `json:"pills"`
-}
-
-// Dimmed reports whether the row is shown dimmed: disabled from the
-// dashboard.
-func (t toolRow) Dimmed() bool { return t.Settings.Disabled }
-
-// Pending reports whether the row waits for approval.
-func (t toolRow) Pending() bool { return strings.HasPrefix(t.Consent, "pending") }
+type (
+	pill             = apitypes.Pill
+	toolSettingsJSON = apitypes.ToolSettings
+	toolRow          = apitypes.Tool
+)
 
 func accessName(a string) string {
 	if a == store.AccessFollow {
@@ -210,12 +171,7 @@ func (d *Dashboard) apiTools(w http.ResponseWriter, r *http.Request) error {
 }
 
 // toolPatch changes the Edit dialog's fields that are present.
-type toolPatch struct {
-	Description  *string `json:"description"`
-	CacheSeconds *int    `json:"cacheSeconds"`
-	Access       *string `json:"access"`
-	Disabled     *bool   `json:"disabled"`
-}
+type toolPatch struct{ apitypes.ToolPatch }
 
 func (p toolPatch) apply(s store.ToolSettings) (store.ToolSettings, error) {
 	if p.Description != nil {

@@ -13,14 +13,18 @@ import (
 const pruneEvery = time.Hour
 
 // mountDashboard serves the dashboard and the admin API at the root of mux
-// (everything the MCP and agent endpoints do not claim), and starts pruning
-// the call log in the background for as long as the gateway runs.
+// (everything the MCP and agent endpoints do not claim).
 func (g *Gateway) mountDashboard(mux *http.ServeMux) {
 	mux.Handle("/", dashboard.New(dashboard.Options{
 		Store: g.store, Registry: g.reg, Notifier: g.front, BaseURL: g.URL,
 		Context: g.ctx, Logger: g.log, Version: g.cfg.Version,
 		CallLogHealth: g.calls.Health,
 	}))
+}
+
+// startPruning prunes the call log in the background for as long as the
+// gateway runs (Start calls it).
+func (g *Gateway) startPruning() {
 	g.conns.Add(1) // Shutdown waits for it before closing the store
 	go func() {
 		defer g.conns.Done()

@@ -43,12 +43,14 @@ type Gateway struct {
 	closeErr  error
 }
 
-// New builds a gateway over an open store. It does not listen yet.
+// New builds a gateway over an open store. It does not listen yet and
+// starts no background work: Start does. Zero fields of cfg take the
+// defaults their docs name; the result is then validated.
 func New(cfg Config, st store.Store) (*Gateway, error) {
+	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	cfg = cfg.withDefaults()
 	g := &Gateway{cfg: cfg, log: cfg.Logger, store: st}
 	g.ctx, g.cancel = context.WithCancel(context.Background())
 	g.verifier = auth.NewVerifier(st, 500*time.Millisecond)
@@ -106,6 +108,7 @@ func (g *Gateway) Start() error {
 		return fmt.Errorf("listen on %s: %w", g.cfg.Addr, err)
 	}
 	g.ln = ln
+	g.startPruning()
 	// The hosts to answer to depend on the address actually bound.
 	// Metrics outermost, so refused hosts count too.
 	g.srv.Handler = g.obs.metrics.InFlight(checkHost(g.mux, allowedHosts(g.cfg, ln.Addr().String())))
@@ -189,9 +192,9 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 	return g.closeErr
 }
 
-// Close shuts down at once, without waiting for calls in flight.
+// Close is Shutdown without a deadline of its own: calls in flight get the
+// configured ShutdownGrace to finish, as on a first Ctrl-C. To stop sooner,
+// call Shutdown with a context that ends sooner.
 func (g *Gateway) Close() error {
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	return g.Shutdown(ctx)
+	return g.Shutdown(context.Background())
 }

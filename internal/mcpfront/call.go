@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"slices"
 	"time"
-	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -17,6 +16,7 @@ import (
 	"github.com/spacefix/spacefix/internal/route"
 	"github.com/spacefix/spacefix/internal/schema"
 	"github.com/spacefix/spacefix/internal/store"
+	"github.com/spacefix/spacefix/internal/textfmt"
 )
 
 // Messages a model reads.
@@ -236,7 +236,7 @@ func (f *Front) toolResult(t *agents.Tool, key store.Key, res route.Result, star
 		f.calls.Add(store.Call{
 			Time: start, ProjectID: key.ProjectID, Kind: agentproto.KindTool, Name: t.Name,
 			KeyID: key.ID, Agent: t.AgentKey, Replica: res.Replica.ID, Duration: time.Since(start),
-			Outcome: outcome, Error: truncate(errText, agentproto.MaxErrorLogLen), Progress: res.Progress, Billable: true,
+			Outcome: outcome, Error: textfmt.Cut(errText, agentproto.MaxErrorLogLen), Progress: res.Progress, Billable: true,
 		})
 	}
 	return out
@@ -321,12 +321,4 @@ func firstText(r *mcp.CallToolResult) string {
 		}
 	}
 	return ""
-}
-
-// truncate keeps the first n characters of s.
-func truncate(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	return string([]rune(s)[:n])
 }

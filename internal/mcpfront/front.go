@@ -27,6 +27,7 @@ import (
 	"github.com/spacefix/spacefix/internal/cache"
 	"github.com/spacefix/spacefix/internal/ratelimit"
 	"github.com/spacefix/spacefix/internal/store"
+	"github.com/spacefix/spacefix/internal/textfmt"
 )
 
 // Path is where the endpoint is mounted.
@@ -312,12 +313,14 @@ func (f *Front) AgentConnected(projectID int64) {
 	f.cache.ClearProject(projectID)
 }
 
-// trimName keeps a name printable in messages.
+// trimName keeps a name printable in messages: valid UTF-8, and its first
+// 100 characters with "…" when longer.
 func trimName(s string) string {
-	if len(s) > 100 {
-		s = s[:100] + "…"
+	s = strings.ToValidUTF8(s, "?")
+	if c := textfmt.Cut(s, 100); c != s {
+		s = c + "…"
 	}
-	return strings.ToValidUTF8(s, "?")
+	return s
 }
 
 // StartDrain marks the endpoint as shutting down: calls that lose their agent

@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/spacefix/spacefix/internal/store"
+	"github.com/spacefix/spacefix/internal/textfmt"
 )
 
 // Messages a client reads when a limit refuses its request.
@@ -40,7 +41,7 @@ func (f *Front) limitBody(w http.ResponseWriter, r *http.Request, k store.Key) b
 	argLimit := f.controls.get(r.Context(), k.ProjectID).settings.ArgumentLimit()
 	limit := bodyLimit(argLimit)
 	if r.ContentLength > limit {
-		refuse(w, http.StatusRequestEntityTooLarge, fmt.Sprintf(msgBodyTooLarge, thousands(r.ContentLength), thousands(limit), thousands(int64(argLimit))))
+		refuse(w, http.StatusRequestEntityTooLarge, fmt.Sprintf(msgBodyTooLarge, textfmt.Thousands(r.ContentLength), textfmt.Thousands(limit), textfmt.Thousands(int64(argLimit))))
 		return false
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, limit)
@@ -60,7 +61,7 @@ func (f *Front) refuseLargeArgs(w http.ResponseWriter, r *http.Request, argLimit
 	var mbe *http.MaxBytesError
 	switch {
 	case errors.As(err, &mbe):
-		refuse(w, http.StatusRequestEntityTooLarge, fmt.Sprintf(msgBodyOverLimit, thousands(mbe.Limit), thousands(int64(argLimit))))
+		refuse(w, http.StatusRequestEntityTooLarge, fmt.Sprintf(msgBodyOverLimit, textfmt.Thousands(mbe.Limit), textfmt.Thousands(int64(argLimit))))
 		return true
 	case err != nil:
 		refuse(w, http.StatusBadRequest, "The gateway could not read the request body: "+err.Error())
@@ -87,7 +88,7 @@ func (f *Front) refuseLargeArgs(w http.ResponseWriter, r *http.Request, argLimit
 		probe.ID = json.RawMessage("null")
 	}
 	refuseCall(w, status, probe.ID, jsonrpc.CodeInvalidParams, fmt.Sprintf(msgArgsTooLarge,
-		trimName(probe.Params.Name), thousands(int64(len(probe.Params.Arguments))), thousands(int64(argLimit))))
+		trimName(probe.Params.Name), textfmt.Thousands(int64(len(probe.Params.Arguments))), textfmt.Thousands(int64(argLimit))))
 	return true
 }
 
@@ -149,16 +150,4 @@ func refuseCall(w http.ResponseWriter, status int, id json.RawMessage, code int,
 	}
 	w.WriteHeader(status)
 	w.Write(b)
-}
-
-// thousands writes n with separators: 1,048,576.
-func thousands(n int64) string {
-	if n < 0 {
-		return "-" + thousands(-n)
-	}
-	s := fmt.Sprint(n)
-	for i := len(s) - 3; i > 0; i -= 3 {
-		s = s[:i] + "," + s[i:]
-	}
-	return s
 }

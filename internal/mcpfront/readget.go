@@ -13,6 +13,7 @@ import (
 	"github.com/spacefix/spacefix/internal/agents"
 	"github.com/spacefix/spacefix/internal/route"
 	"github.com/spacefix/spacefix/internal/store"
+	"github.com/spacefix/spacefix/internal/textfmt"
 )
 
 // resourceHandler reads a resource through its agent. A read is a call:
@@ -112,7 +113,7 @@ func (f *Front) deliverRead(ctx context.Context, key store.Key, kind, exposed, r
 		f.calls.Add(store.Call{
 			Time: start, ProjectID: key.ProjectID, Kind: kind, Name: exposed, KeyID: key.ID,
 			Agent: agentKey, Replica: res.Replica.ID, Duration: time.Since(start), Outcome: outcome,
-			Error: truncate(errText, agentproto.MaxErrorLogLen), Progress: res.Progress, Billable: true,
+			Error: textfmt.Cut(errText, agentproto.MaxErrorLogLen), Progress: res.Progress, Billable: true,
 		})
 	}
 	if res.Outcome == route.Cancelled {

@@ -7,12 +7,12 @@ import (
 	"strconv"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/spacefix/spacefix/internal/agentproto"
 	"github.com/spacefix/spacefix/internal/agents"
+	"github.com/spacefix/spacefix/internal/textfmt"
 )
 
 // Target picks, from a snapshot, the replicas that can serve a call and until
@@ -362,7 +362,7 @@ type throttle struct {
 }
 
 func (t *throttle) admit(line string, now time.Time) (string, bool) {
-	line = cut(line)
+	line = textfmt.Cut(line, agentproto.MaxProgressLen)
 	oldest := t.sent[t.next]
 	if oldest.IsZero() || now.Sub(oldest) >= time.Second {
 		t.record(now)
@@ -395,13 +395,4 @@ func (t *throttle) take(now time.Time) string {
 func (t *throttle) record(now time.Time) {
 	t.sent[t.next] = now
 	t.next = (t.next + 1) % len(t.sent)
-}
-
-// cut shortens a progress line to MaxProgressLen characters.
-func cut(s string) string {
-	if utf8.RuneCountInString(s) <= agentproto.MaxProgressLen {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:agentproto.MaxProgressLen])
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spacefix/spacefix/internal/store"
+	"github.com/spacefix/spacefix/internal/textfmt"
 )
 
 // MaxErrorRunes is how many characters of a call's error the log keeps.
@@ -56,7 +57,7 @@ func (s *Store) AppendCalls(ctx context.Context, calls []store.Call) error {
 				return err
 			}
 			if _, err := ins.ExecContext(ctx, millis(c.Time), c.ProjectID, c.Kind, c.Name, c.KeyID, c.Agent, c.Replica,
-				c.Duration.Microseconds(), c.Outcome, truncate(c.Error, MaxErrorRunes), string(progress), c.Billable); err != nil {
+				c.Duration.Microseconds(), c.Outcome, textfmt.Cut(c.Error, MaxErrorRunes), string(progress), c.Billable); err != nil {
 				return err
 			}
 		}
@@ -221,16 +222,4 @@ func (s *Store) PruneCalls(ctx context.Context, before time.Time) (int64, error)
 func day(t time.Time) int64 {
 	u := t.UTC()
 	return time.Date(u.Year(), u.Month(), u.Day(), 0, 0, 0, 0, time.UTC).UnixMilli()
-}
-
-// truncate cuts s to at most n characters (runes, not bytes).
-func truncate(s string, n int) string {
-	i := 0
-	for j := range s {
-		if i == n {
-			return s[:j]
-		}
-		i++
-	}
-	return s
 }
