@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/spacefix/spacefix/internal/agentproto"
-	"github.com/spacefix/spacefix/internal/schema"
+	"github.com/spacefix/spacefix/internal/schemagen"
 )
 
 // MaxTimeout is the longest wait a tool may declare with [Timeout]; it is
@@ -62,8 +62,8 @@ func AddTool[In, Out any](a *Agent, name, description string, h func(context.Con
 	}
 
 	inType := reflect.TypeFor[In]()
-	in, err := schema.For(inType, schema.ForOptions{Strict: cfg.strict})
-	if errors.Is(err, schema.ErrNotStruct) {
+	in, err := schemagen.For(inType, schemagen.ForOptions{Strict: cfg.strict})
+	if errors.Is(err, schemagen.ErrNotStruct) {
 		return fmt.Errorf("core: tool input must be a struct (tool %q takes %v)", name, inType)
 	}
 	if err != nil {
@@ -124,9 +124,9 @@ func outputSchema[Out any](a *Agent, name string) (json.RawMessage, bool) {
 	if base.Kind() != reflect.Struct || base == reflect.TypeFor[ToolResult]() {
 		return nil, false
 	}
-	s, err := schema.For(t, schema.ForOptions{Output: true})
+	s, err := schemagen.For(t, schemagen.ForOptions{Output: true})
 	if err != nil {
-		if !errors.Is(err, schema.ErrNotStruct) { // e.g. time.Time: not an object
+		if !errors.Is(err, schemagen.ErrNotStruct) { // e.g. time.Time: not an object
 			a.log.Warn("core: no output schema for tool; its results go as JSON text only",
 				"tool", name, "type", t.String(), "err", err)
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/spacefix/spacefix/internal/agents"
@@ -43,25 +44,64 @@ func withInstanceArg(t *agents.Tool, schema json.RawMessage) json.RawMessage {
 }
 
 // splitInstance takes the instance argument out of args. It returns a
-// validation message (ajv-worded) when the argument is not a string.
+// validation message (ajv-worded) when the argument is not a string. The
+// other members keep their bytes and their order: ajv reports
+// additionalProperties and the like in the caller's key order, so args are
+// not re-encoded through a map.
 func splitInstance(args json.RawMessage) (rest json.RawMessage, instance, problem string) {
 	if !bytes.Contains(args, []byte(`"`+instanceArg+`"`)) {
 		return args, "", ""
 	}
-	var m map[string]json.RawMessage
-	if json.Unmarshal(args, &m) != nil {
-		return args, "", ""
-	}
-	raw, ok := m[instanceArg]
-	if !ok {
+	kept, raw, ok := cutMember(args, instanceArg)
+	if !ok || raw == nil {
 		return args, "", ""
 	}
 	if json.Unmarshal(raw, &instance) != nil {
 		return args, "", "data/instance must be string"
 	}
-	delete(m, instanceArg)
-	rest, _ = json.Marshal(m)
-	return rest, instance, ""
+	return kept, instance, ""
+}
+
+// cutMember returns the JSON object obj without its members named name, and
+// the value of the last of them (as encoding/json would read it); raw is nil
+// when there is none. ok is false when obj is not one well-formed object.
+func cutMember(obj json.RawMessage, name string) (kept, raw json.RawMessage, ok bool) {
+	dec := json.NewDecoder(bytes.NewReader(obj))
+	dec.UseNumber()
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil, nil, false
+	}
+	out := []byte{'{'}
+	for dec.More() {
+		start := dec.InputOffset()
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, nil, false
+		}
+		key, _ := tok.(string)
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, nil, false
+		}
+		if key == name {
+			raw = v
+			continue
+		}
+		// From the end of the previous member (or the brace) to the end of
+		// this one: the separating comma and spaces, then key and value.
+		member := bytes.TrimLeft(obj[start:dec.InputOffset()], " \t\r\n,")
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+		out = append(out, member...)
+	}
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('}') {
+		return nil, nil, false
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, nil, false // something after the object
+	}
+	return append(out, '}'), raw, true
 }
 
 // instanceProblem is what a caller reads when the instance it named is not

@@ -1,14 +1,12 @@
-// Package schema is JSON Schema for Spacefix: it compiles a tool's input
-// schema once and validates call arguments against it with messages worded
-// as the ajv library words them (what MCP clients and the seed guide show),
-// and it derives a schema from a Go type and its struct tags for the core SDK.
-//
-// Validation (validate.go):
+// Package schema is the gateway's JSON Schema validator: it compiles a
+// tool's input schema once and validates call arguments against it with
+// messages worded as the ajv library words them (what MCP clients and the
+// seed guide show).
 //
 //	s, err := schema.Compile(raw)          // once, at registration
 //	err = s.Validate(args)                 // per call; *ValidationError on failure
 //
-// Generation (reflect.go):
-//
-//	raw, err := schema.For(reflect.TypeFor[In](), schema.ForOptions{Strict: true})
+// The core SDK's struct-tag schema generator is package internal/schemagen;
+// the two share only the JavaScript → RE2 pattern translation
+// (internal/pattern), so the SDK does not link this validator or regexp2.
 package schema

@@ -1,4 +1,12 @@
-package schema
+// Package schemagen derives a tool's JSON Schema from a Go type and its
+// struct tags, for the core SDK:
+//
+//	raw, err := schemagen.For(reflect.TypeFor[In](), schemagen.ForOptions{Strict: true})
+//
+// It is apart from the gateway's validator (internal/schema) so that the SDK
+// does not import the validator or its backtracking regexp engine; see
+// TestSchemaSplitCoreDeps.
+package schemagen
 
 import (
 	"bytes"
@@ -13,6 +21,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/spacefix/spacefix/internal/pattern"
 )
 
 // ForOptions tunes [For].
@@ -501,7 +511,7 @@ func reflApplyValueTags(n *reflNode, tag reflect.StructTag, path string) error {
 		}
 		switch name {
 		case "pattern":
-			if _, err := regexp.Compile(s); err != nil {
+			if err := checkPattern(s); err != nil {
 				return fmt.Errorf("schema: field %s: tag pattern=%q: %v", path, s, err)
 			}
 			n.Pattern = s
@@ -753,4 +763,17 @@ func reflValidTagName(s string) bool {
 		}
 	}
 	return true
+}
+
+// checkPattern refuses a pattern tag the gateway could not read as the
+// JavaScript regular expression JSON Schema says it is, or that would need
+// the gateway's time-limited backtracking matcher (lookaround,
+// backreferences): a tag is written once, so it may as well be linear.
+func checkPattern(s string) error {
+	tr, ok := pattern.ToRE2(s)
+	if !ok {
+		return errors.New("use JavaScript regular expression syntax without lookaround, backreferences or \\c escapes")
+	}
+	_, err := regexp.Compile(tr)
+	return err
 }

@@ -1,4 +1,4 @@
-package schema
+package schemagen
 
 import (
 	"encoding/json"
@@ -280,6 +280,13 @@ func TestForErrors(t *testing.T) {
 				S string `pattern:"("`
 			}](),
 			wantErr: `tag pattern="("`,
+		},
+		{
+			name: "backreference pattern",
+			typ: reflect.TypeFor[struct {
+				S string `pattern:"(a)\\1"`
+			}](),
+			wantErr: `tag pattern="(a)\\1": use JavaScript regular expression syntax without lookaround`,
 		},
 		{
 			name: "min above max",
