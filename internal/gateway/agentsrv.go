@@ -133,7 +133,6 @@ func (g *Gateway) handleConnect(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		g.reg.Add(rep, t.schemas)
 		defer g.reg.Remove(rep) // also when something below panics
-		g.front.AgentConnected(rep.ProjectID)
 		g.log.Info("agent connected", "replica", rep.ID, "agent", key.ID, "project", project.Name,
 			"instance", rep.Instance, "tools", len(t.reg.Tools), "sdk", t.reg.SDK)
 		err = conn.Serve(g.ctx)

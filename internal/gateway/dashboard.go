@@ -17,7 +17,7 @@ const pruneEvery = time.Hour
 // the call log in the background for as long as the gateway runs.
 func (g *Gateway) mountDashboard(mux *http.ServeMux) {
 	mux.Handle("/", dashboard.New(dashboard.Options{
-		Store: g.store, Registry: g.reg, Notifier: g.front, BaseURL: g.URL,
+		Store: g.store, Registry: g.reg, Changes: g.changes, BaseURL: g.URL,
 		Context: g.ctx, Logger: g.log, Version: g.cfg.Version,
 		CallLogHealth: g.calls.Health,
 	}))

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -28,6 +29,7 @@ type view struct {
 
 	sess     sessions     // the key's 2025 sessions
 	inflight atomic.Int64 // the key's POST requests being served
+	lastUsed time.Time    // when viewFor last returned it; guarded by Front.mu
 
 	mu        sync.Mutex
 	tools     map[string][]byte // exposed name → JSON of the advertised tool
@@ -35,15 +37,17 @@ type view struct {
 	prompts   map[string][]byte // name → JSON of the advertised prompt
 }
 
-// viewFor returns the view of client key k, making it on first use.
+// viewFor returns the view of client key k, making it on first use (and
+// again after it was dropped: see [Front.sweepViews]).
 func (f *Front) viewFor(k store.Key) *view {
 	f.mu.Lock()
 	v := f.views[k.ID]
 	if v != nil {
+		v.lastUsed = time.Now()
 		f.mu.Unlock()
 		return v
 	}
-	v = &view{f: f, key: k, tools: map[string][]byte{}, resources: map[string][]byte{}, prompts: map[string][]byte{}}
+	v = &view{f: f, key: k, lastUsed: time.Now(), tools: map[string][]byte{}, resources: map[string][]byte{}, prompts: map[string][]byte{}}
 	v.sess.m = map[string]*sessState{}
 	v.server = mcp.NewServer(&mcp.Implementation{Name: "spacefix", Title: "Spacefix", Version: f.version}, &mcp.ServerOptions{
 		Capabilities: &mcp.ServerCapabilities{
@@ -66,6 +70,52 @@ func (f *Front) viewFor(k store.Key) *view {
 	f.mu.Unlock()
 	v.sync()
 	return v
+}
+
+// dropView forgets client key keyID's view and closes its sessions: the
+// key was revoked, so nothing of it is kept or re-synced any more.
+func (f *Front) dropView(keyID, why string) {
+	f.mu.Lock()
+	v := f.views[keyID]
+	delete(f.views, keyID)
+	f.mu.Unlock()
+	if v == nil {
+		return
+	}
+	f.log.Info("mcp view dropped", "key", keyID, "reason", why)
+	for s := range v.server.Sessions() {
+		s.Close()
+	}
+}
+
+// sweepViews drops the views that have had no session, no request in
+// flight and no request at all for longer than idle. A key's next request
+// builds its view again, so a key that stopped being used (or was revoked
+// where the gateway did not hear of it, by the CLI) costs nothing for long.
+// The check and the removal happen under f.mu, where viewFor marks a view
+// used, so a view is never dropped under a request that just got it.
+func (f *Front) sweepViews(idle time.Duration) {
+	now := time.Now()
+	f.mu.Lock()
+	var gone []string
+	for id, v := range f.views {
+		if now.Sub(v.lastUsed) > idle && v.inflight.Load() == 0 && v.count() == 0 {
+			delete(f.views, id)
+			gone = append(gone, id)
+		}
+	}
+	f.mu.Unlock()
+	for _, id := range gone {
+		f.log.Debug("mcp view dropped", "key", id, "reason", "idle", "idle", idle)
+	}
+}
+
+// ViewCount returns how many client keys have a view now (for tests and
+// operators).
+func (f *Front) ViewCount() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.views)
 }
 
 // policy says which tools a key may see and call, and how they look.
