@@ -5,9 +5,9 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/spacefix/spacefix/internal/access"
 	"github.com/spacefix/spacefix/internal/agentproto"
 	"github.com/spacefix/spacefix/internal/store"
-	"github.com/spacefix/spacefix/internal/toolctl"
 )
 
 // Client access values.
@@ -164,7 +164,7 @@ func (d *Dashboard) approveBaseline(ctx context.Context, projectID int64) error 
 		if have[t.Name] {
 			continue
 		}
-		if _, err := d.st.ApproveTool(ctx, projectID, t.Name, toolctl.Definition(t.Def)); err != nil {
+		if _, err := d.st.ApproveTool(ctx, projectID, t.Name, access.Definition(t.Def)); err != nil {
 			return err
 		}
 	}

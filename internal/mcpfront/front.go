@@ -22,6 +22,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/spacefix/spacefix/internal/access"
 	"github.com/spacefix/spacefix/internal/agents"
 	sfauth "github.com/spacefix/spacefix/internal/auth"
 	"github.com/spacefix/spacefix/internal/cache"
@@ -92,7 +93,7 @@ type Front struct {
 	log      *slog.Logger
 	sdkLog   *slog.Logger // go-sdk's, quieter about normal endings: see sdkLogger
 	version  string
-	controls *controlsCache
+	controls *access.Cache
 	held     *heldCalls // calls waiting for the user's answer
 	cache    *cache.Cache
 	limiter  *ratelimit.Limiter
@@ -125,7 +126,7 @@ func New(opts Options) *Front {
 	}
 	f := &Front{
 		reg: opts.Registry, store: opts.Store, verifier: opts.Verifier, calls: opts.CallLog,
-		log: opts.Logger, version: opts.Version, controls: newControlsCache(opts.Store, time.Second),
+		log: opts.Logger, version: opts.Version, controls: access.NewCache(opts.Store, time.Second),
 		limiter: ratelimit.New(),
 		views:   make(map[string]*view),
 	}
@@ -323,7 +324,7 @@ func (f *Front) changed(c changes.Change) {
 		}
 		f.cache.ClearTools(c.Project, tools...)
 	case changes.Settings, changes.KeyRevoked:
-		f.controls.forget(c.Project)
+		f.controls.Forget(c.Project)
 		f.cache.ClearProject(c.Project)
 	}
 	if c.Kind == changes.KeyRevoked {

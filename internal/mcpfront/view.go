@@ -3,7 +3,6 @@ package mcpfront
 import (
 	"context"
 	"encoding/json"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -11,11 +10,11 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/spacefix/spacefix/internal/access"
 	"github.com/spacefix/spacefix/internal/agents"
 	"github.com/spacefix/spacefix/internal/ratelimit"
 	"github.com/spacefix/spacefix/internal/recovery"
 	"github.com/spacefix/spacefix/internal/store"
-	"github.com/spacefix/spacefix/internal/toolctl"
 )
 
 // view is what one client key sees: an *mcp.Server whose tools, resources and
@@ -118,34 +117,6 @@ func (f *Front) ViewCount() int {
 	return len(f.views)
 }
 
-// policy says which tools a key may see and call, and how they look.
-type policy struct {
-	readOnly bool
-	allow    []string // empty: every tool
-	c        *controls
-}
-
-func (v *view) policy(c *controls) policy {
-	return policy{readOnly: v.key.ReadOnly || c.settings.ReadOnlyClients, allow: v.key.Tools, c: c}
-}
-
-// permits reports whether the key may see and call t: enabled by its
-// agent and the dashboard, approved if the project wants approval, a read
-// for a read-only key, and on the key's allow-list if it has one.
-func (p policy) permits(t *agents.Tool) bool {
-	if !t.Enabled || p.c.tools[t.Name].Disabled {
-		return false
-	}
-	if p.readOnly && !p.c.readOnly(t) {
-		return false
-	}
-	if len(p.allow) > 0 && !slices.Contains(p.allow, t.Name) {
-		return false
-	}
-	visible, _ := p.c.consent(t)
-	return visible
-}
-
 // sync makes the server advertise exactly what the project offers this key
 // now. The snapshot is read under the view's lock, so concurrent syncs can
 // only end with the newest one.
@@ -153,12 +124,12 @@ func (v *view) sync() {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	snap := v.f.reg.Snapshot(v.key.ProjectID)
-	pol := v.policy(v.f.controls.get(context.Background(), v.key.ProjectID))
+	pol := access.For(v.key, v.f.controls.Get(context.Background(), v.key.ProjectID))
 
 	var tools []*mcp.Tool
 	for _, t := range snap.ToolList {
-		if pol.permits(t) {
-			tools = append(tools, advertisedTool(t, pol.c))
+		if pol.Permits(t) {
+			tools = append(tools, advertisedTool(t, pol.Controls))
 		}
 	}
 	mirror(v.tools, tools, func(t *mcp.Tool) string { return t.Name },
@@ -213,17 +184,17 @@ func mirror[T any](have map[string][]byte, want []T, name func(T) string, add fu
 // advertisedTool is the MCP tool a client sees for t: the approved
 // definition while a change waits for approval, the dashboard's description
 // if it has one, with the community prefix for community agents.
-func advertisedTool(t *agents.Tool, c *controls) *mcp.Tool {
+func advertisedTool(t *agents.Tool, c *access.Controls) *mcp.Tool {
 	def := t.Def
-	if _, approved := c.consent(t); approved != nil {
-		if d, err := toolctl.ApprovedTool(def, approved); err == nil {
+	if _, approved := c.Consent(t); approved != nil {
+		if d, err := access.ApprovedTool(def, approved); err == nil {
 			def = d
 		}
 	}
 	mt := &mcp.Tool{
 		Name:        t.Name,
 		Title:       def.Title,
-		Description: toolctl.Description(def.Description, c.tools[t.Name], c.agentKeys[t.AgentKey], t.Reg),
+		Description: c.Description(t, def.Description),
 		InputSchema: withInstanceArg(t, def.InputSchema),
 	}
 	if len(def.OutputSchema) > 0 {
@@ -284,7 +255,7 @@ func (v *view) resolve(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		switch method {
 		case "resources/read", "prompts/get":
-			if n := v.f.controls.get(ctx, v.key.ProjectID).settings.RateLimitPerMinute; n > 0 {
+			if n := v.f.controls.Get(ctx, v.key.ProjectID).Settings.RateLimitPerMinute; n > 0 {
 				if ok, retry := v.f.limiter.Allow(v.key.ID, n); !ok {
 					return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: ratelimit.Message(n, retry)}
 				}
@@ -298,14 +269,14 @@ func (v *view) resolve(next mcp.MethodHandler) mcp.MethodHandler {
 		if !ok || ctr.Params == nil {
 			return next(ctx, method, req)
 		}
-		c := v.f.controls.get(ctx, v.key.ProjectID)
-		if n := c.settings.RateLimitPerMinute; n > 0 {
+		c := v.f.controls.Get(ctx, v.key.ProjectID)
+		if n := c.Settings.RateLimitPerMinute; n > 0 {
 			if ok, retry := v.f.limiter.Allow(v.key.ID, n); !ok {
 				return errorResult(ratelimit.Message(n, retry)), nil
 			}
 		}
 		t := v.f.reg.Snapshot(v.key.ProjectID).Tools[ctr.Params.Name]
-		if t == nil || !v.policy(c).permits(t) {
+		if t == nil || !access.For(v.key, c).Permits(t) {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "Tool " + trimName(ctr.Params.Name) + " not found"}
 		}
 		ctx = context.WithValue(ctx, toolCtxKey{}, t)
