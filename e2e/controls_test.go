@@ -11,8 +11,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/spacefix/spacefix/core"
+	"github.com/spacefix/spacefix/internal/access"
 	"github.com/spacefix/spacefix/internal/store"
-	"github.com/spacefix/spacefix/internal/toolctl"
 )
 
 // save stores tool settings as the dashboard does and applies them.
@@ -159,7 +159,7 @@ func TestApproveToolChanges(t *testing.T) {
 		t.Fatalf("new tools are visible before approval: %v", got)
 	}
 	snap := e.gw.Registry().Snapshot(e.project.ID)
-	def := toolctl.Definition(snap.Tools["get_order"].Def)
+	def := access.Definition(snap.Tools["get_order"].Def)
 	_, err := e.store.ApproveTool(context.Background(), e.project.ID, "get_order", def)
 	must(t, err)
 	e.gw.SettingsChanged(e.project.ID)

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spacefix/spacefix/internal/toolctl"
+	"github.com/spacefix/spacefix/internal/access"
 )
 
 // The Node example's steps, taken from each README that gives them and run
@@ -81,7 +81,7 @@ func TestNodeExampleReadme(t *testing.T) {
 			k, err := e.store.Key(context.Background(), rep.AgentKey)
 			must(t, err)
 			k.Name = "default agent key"
-			if got := toolctl.AgentName(k, rep.Reg); got != "orders" {
+			if got := access.AgentName(k, rep.Reg); got != "orders" {
 				t.Errorf("the Agents page names the Node example's replica %q, want %q like the Go example's", got, "orders")
 			}
 			cs := e.connect("2025-11-25", e.clientKey, nil)

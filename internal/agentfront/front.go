@@ -35,9 +35,6 @@ type Options struct {
 	Logger   *slog.Logger
 	// Heartbeat is how often replicas are pinged; 0 means [Heartbeat].
 	Heartbeat time.Duration
-	// Connected, if set, runs when a replica of the project joined the
-	// registry.
-	Connected func(projectID int64)
 }
 
 // Front serves the agent side of one gateway. Register and Connect are its

@@ -120,9 +120,6 @@ func (f *Front) Connect(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		reg.Add(rep, t.schemas)
 		defer reg.Remove(rep) // also when something below panics
-		if f.opts.Connected != nil {
-			f.opts.Connected(rep.ProjectID)
-		}
 		f.log.Info("agent connected", "replica", rep.ID, "agent", key.ID, "project", project.Name,
 			"instance", rep.Instance, "tools", len(t.reg.Tools), "sdk", t.reg.SDK)
 		err = f.serve(conn, tr)

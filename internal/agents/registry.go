@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/spacefix/spacefix/internal/agentproto"
+	"github.com/spacefix/spacefix/internal/changes"
 	"github.com/spacefix/spacefix/internal/recovery"
 	"github.com/spacefix/spacefix/internal/schema"
 )
@@ -26,9 +27,9 @@ const DefaultGrace = 10 * time.Second
 
 // Registry holds every connected replica, by project.
 type Registry struct {
-	grace    time.Duration
-	onChange func(projectID int64)
-	log      *slog.Logger
+	grace   time.Duration
+	changes *changes.Bus
+	log     *slog.Logger
 
 	mu       sync.RWMutex
 	projects map[int64]*project
@@ -40,9 +41,10 @@ type Options struct {
 	// Grace is how long a tool outlives its last replica; 0 means
 	// [DefaultGrace].
 	Grace time.Duration
-	// OnChange, if set, is called after a project's snapshot changed,
-	// outside the registry's lock. It must not block for long.
-	OnChange func(projectID int64)
+	// Changes hears every change of a project's snapshot (kinds
+	// [changes.AgentConnected] and [changes.Agents]), published outside
+	// the registry's lock; nil means nobody does.
+	Changes *changes.Bus
 	// Logger receives the warning when replicas of one agent key register
 	// different definitions of a tool; nil means slog.Default().
 	Logger *slog.Logger
@@ -55,7 +57,7 @@ func New(opts *Options) *Registry {
 		if opts.Grace > 0 {
 			r.grace = opts.Grace
 		}
-		r.onChange = opts.OnChange
+		r.changes = opts.Changes
 		if opts.Logger != nil {
 			r.log = opts.Logger
 		}
@@ -254,7 +256,7 @@ func (r *Registry) Add(rep *Replica, schemas map[string]*schema.Schema) {
 	}
 	rep.idx = indexOf(rep.Reg)
 	a.replicas = append(a.replicas, rep)
-	r.commitLocked(p)
+	r.commitLocked(p, changes.AgentConnected, rep.AgentKey)
 }
 
 // Remove takes a replica out: its connection ended, or it is draining. What
@@ -277,7 +279,7 @@ func (r *Registry) Remove(rep *Replica) {
 	time.AfterFunc(r.grace, func() {
 		recovery.Do(r.log, "expire a departed replica", func() { r.expire(rep.ProjectID, rep.AgentKey) })
 	})
-	r.commitLocked(p)
+	r.commitLocked(p, changes.Agents, rep.AgentKey)
 }
 
 // expire drops the ghosts whose grace period ended, and the agent once it
@@ -303,7 +305,7 @@ func (r *Registry) expire(projectID int64, agentKey string) {
 	if len(a.replicas) == 0 && len(a.ghosts) == 0 {
 		delete(p.agents, agentKey)
 	}
-	r.commitLocked(p)
+	r.commitLocked(p, changes.Agents, agentKey)
 }
 
 // SetEnabled switches one of rep's tools on or off. The state is the
@@ -324,7 +326,7 @@ func (r *Registry) SetEnabled(rep *Replica, tool string, on bool) error {
 	} else {
 		rep.off[tool] = true
 	}
-	r.commitLocked(p)
+	r.commitLocked(p, changes.Agents, rep.AgentKey)
 	return nil
 }
 
@@ -337,19 +339,19 @@ func (r *Registry) SetReplicaDisabled(rep *Replica, disabled bool) {
 		r.mu.Unlock()
 		return
 	}
-	r.commitLocked(p)
+	r.commitLocked(p, changes.Agents, rep.AgentKey)
 }
 
 // commitLocked rebuilds p's snapshot, unlocks the registry, logs the new
-// differences between replicas and reports the change.
-func (r *Registry) commitLocked(p *project) {
+// differences between replicas and publishes the change.
+func (r *Registry) commitLocked(p *project, kind changes.Kind, agentKey string) {
 	warnings := r.rebuildLocked(p)
 	r.mu.Unlock()
 	for _, w := range warnings {
 		r.log.Warn("replicas of one agent key register different definitions of a tool; run one agent key per service (spacefix keys create --kind agent)",
 			"agent", w.agentKey, "tool", w.tool, "differs", w.differs)
 	}
-	r.changed(p.id)
+	r.changes.Publish(changes.Change{Project: p.id, Kind: kind, AgentKey: agentKey})
 }
 
 // Replicas returns every connected replica of a project, oldest first.
@@ -379,12 +381,6 @@ func (r *Registry) All() []*Replica {
 		}
 	}
 	return out
-}
-
-func (r *Registry) changed(projectID int64) {
-	if r.onChange != nil {
-		r.onChange(projectID)
-	}
 }
 
 // ExposedName is the name a tool of reg is exposed under before collision

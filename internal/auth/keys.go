@@ -112,6 +112,18 @@ func (v *Verifier) Verify(ctx context.Context, secret string) (store.Key, error)
 	return k, err
 }
 
+// Forget drops what the verifier remembers of key keyID, so that a key
+// revoked in this process stops working at once rather than within TTL.
+func (v *Verifier) Forget(keyID string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for hk, c := range v.cache {
+		if c.key.ID == keyID {
+			delete(v.cache, hk)
+		}
+	}
+}
+
 // BearerToken returns the token of an "Authorization: Bearer <token>" value.
 func BearerToken(header string) string {
 	scheme, token, ok := strings.Cut(strings.TrimSpace(header), " ")

@@ -41,6 +41,7 @@ type key [sha256.Size]byte
 type entry struct {
 	key     key
 	project int64
+	tool    string
 	result  []byte
 	expires time.Time
 	size    int64
@@ -129,7 +130,7 @@ func (c *Cache) Put(projectID int64, tool string, args json.RawMessage, result [
 		return
 	}
 	now := time.Now()
-	e := &entry{key: k, project: projectID, result: append([]byte(nil), result...), expires: now.Add(ttl), size: size}
+	e := &entry{key: k, project: projectID, tool: tool, result: append([]byte(nil), result...), expires: now.Add(ttl), size: size}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if now.Sub(c.lastSweep) >= sweepEvery {
@@ -146,13 +147,30 @@ func (c *Cache) Put(projectID int64, tool string, args json.RawMessage, result [
 }
 
 // ClearProject drops every cached result of a project, as a settings save
-// or a connecting agent requires.
+// requires.
 func (c *Cache) ClearProject(projectID int64) {
+	c.clear(func(e *entry) bool { return e.project == projectID })
+}
+
+// ClearTools drops the cached results of some of a project's tools (by
+// exposed name), as an agent connecting requires for its own tools.
+func (c *Cache) ClearTools(projectID int64, tools ...string) {
+	if len(tools) == 0 {
+		return
+	}
+	set := make(map[string]bool, len(tools))
+	for _, t := range tools {
+		set[t] = true
+	}
+	c.clear(func(e *entry) bool { return e.project == projectID && set[e.tool] })
+}
+
+func (c *Cache) clear(drop func(*entry) bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for el := c.lru.Front(); el != nil; {
 		next := el.Next()
-		if el.Value.(*entry).project == projectID {
+		if drop(el.Value.(*entry)) {
 			c.removeLocked(el)
 		}
 		el = next

@@ -176,6 +176,25 @@ func TestClearProject(t *testing.T) {
 	}
 }
 
+func TestChangeClearTools(t *testing.T) {
+	c := New(1 << 20)
+	for _, p := range []int64{1, 2} {
+		for _, tool := range []string{"a", "b", "c"} {
+			c.Put(p, tool, raw(`{"x":1}`), []byte("v"), time.Minute)
+		}
+	}
+	c.ClearTools(1, "a", "c")
+	c.ClearTools(1) // nothing
+	for _, p := range []int64{1, 2} {
+		for _, tool := range []string{"a", "b", "c"} {
+			_, ok := c.Get(p, tool, raw(`{"x":1}`))
+			if want := p == 2 || tool == "b"; ok != want {
+				t.Errorf("project %d tool %s cached = %v, want %v", p, tool, ok, want)
+			}
+		}
+	}
+}
+
 // TestConcurrent is for the race detector: gets, puts and clears at once
 // never exceed the cap nor return a wrong result.
 func TestConcurrent(t *testing.T) {

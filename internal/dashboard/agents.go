@@ -8,9 +8,9 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/spacefix/spacefix/internal/access"
 	"github.com/spacefix/spacefix/internal/agents"
 	"github.com/spacefix/spacefix/internal/store"
-	"github.com/spacefix/spacefix/internal/toolctl"
 )
 
 // maxMetaRunes bounds a display name or author.
@@ -100,7 +100,7 @@ func (d *Dashboard) agentsOf(ctx context.Context, projectID int64) (agentsJSON, 
 func replicaOut(rep *agents.Replica, k store.Key) replicaJSON {
 	out := replicaJSON{
 		ID: rep.ID, AgentKey: rep.AgentKey, Instance: rep.Instance, Since: rep.Since,
-		Inflight: rep.Inflight(), Disabled: rep.Disabled(), Agent: toolctl.AgentName(k, rep.Reg),
+		Inflight: rep.Inflight(), Disabled: rep.Disabled(), Agent: access.AgentName(k, rep.Reg),
 	}
 	if rep.Reg != nil {
 		out.Version, out.SDK, out.Tools = rep.Reg.Version, rep.Reg.SDK, len(rep.Reg.Tools)

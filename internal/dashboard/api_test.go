@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/spacefix/spacefix/internal/changes"
 	"github.com/spacefix/spacefix/internal/store"
 )
 
@@ -302,9 +303,13 @@ func TestClientKeys(t *testing.T) {
 	if k, _ := e.st.Key(t.Context(), made.Key.ID); !k.Revoked() {
 		t.Error("key not revoked")
 	}
-	if len(e.notified.take()) == 0 {
-		t.Error("no SettingsChanged after revoking a key")
+	e.notified.mu.Lock()
+	heard := slices.Clone(e.notified.kinds)
+	e.notified.mu.Unlock()
+	if want := []changes.Change{{Project: e.project.ID, Kind: changes.KeyRevoked, Key: made.Key.ID}}; !slices.Equal(heard, want) {
+		t.Errorf("changes after revoking a key = %+v, want %+v", heard, want)
 	}
+	e.notified.take()
 	if _, err := e.st.CreateProject(t.Context(), "other"); err != nil {
 		t.Fatal(err)
 	}

@@ -10,8 +10,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/spacefix/spacefix/core"
+	"github.com/spacefix/spacefix/internal/access"
 	"github.com/spacefix/spacefix/internal/store"
-	"github.com/spacefix/spacefix/internal/toolctl"
 )
 
 // editTool opens a tool's Edit dialog, lets fill change it, and saves.
@@ -167,7 +167,7 @@ func TestBrowserApproveChangedTool(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := string(toolctl.Definition(w.g.Registry().Snapshot(w.project.ID).Tools["get_order"].Def))
+	want := string(access.Definition(w.g.Registry().Snapshot(w.project.ID).Tools["get_order"].Def))
 	for _, a := range as {
 		if a.Tool == "get_order" && string(a.Definition) != want {
 			t.Errorf("approved definition = %s, want %s", a.Definition, want)

@@ -4,7 +4,8 @@
 //
 // Pages read live state from the agents registry and saved state from the
 // store. Every write goes through the admin API, and every write that
-// changes what MCP clients see calls [Notifier.SettingsChanged], so the MCP
+// changes what MCP clients see publishes a [changes.Settings] (or
+// [changes.KeyRevoked]) change on the gateway's change path, so the MCP
 // endpoint applies it on the next request.
 //
 // Sign-in: people have passwords (argon2id) and cookie sessions; scripts
@@ -21,20 +22,13 @@ import (
 	"net/http"
 
 	"github.com/spacefix/spacefix/internal/agents"
+	"github.com/spacefix/spacefix/internal/changes"
 	"github.com/spacefix/spacefix/internal/ratelimit"
 	"github.com/spacefix/spacefix/internal/store"
 )
 
 //go:embed templates/*.html static/*
 var assets embed.FS
-
-// Notifier is told when saved state changes what a project's MCP clients
-// see: tool settings, project settings, approvals, keys and agent key
-// metadata. The MCP endpoint (*mcpfront.Front) implements it: it empties
-// the project's views and caches and sends list_changed.
-type Notifier interface {
-	SettingsChanged(projectID int64)
-}
 
 // Options configure a [Dashboard].
 type Options struct {
@@ -43,8 +37,10 @@ type Options struct {
 	Store store.Store
 	// Registry is the live registry of connected agents. Required.
 	Registry *agents.Registry
-	// Notifier hears about every saved change; nil means nobody does.
-	Notifier Notifier
+	// Changes carries every saved change that alters what a project's MCP
+	// clients see (tool settings, project settings, approvals, keys, agent
+	// key metadata); nil means nobody hears of them.
+	Changes *changes.Bus
 	// BaseURL returns the URL clients reach the gateway at, for the MCP
 	// URL and set-up snippets; nil means http://<the request's Host>.
 	BaseURL func() string
@@ -65,14 +61,14 @@ type Options struct {
 // Dashboard serves the pages and the admin API. It is an http.Handler
 // meant for the root of the gateway's mux.
 type Dashboard struct {
-	st       store.Store
-	reg      *agents.Registry
-	notifier Notifier
-	baseURL  func() string
-	ctx      context.Context
-	log      *slog.Logger
-	version  string
-	health   func() store.Health
+	st      store.Store
+	reg     *agents.Registry
+	changes *changes.Bus
+	baseURL func() string
+	ctx     context.Context
+	log     *slog.Logger
+	version string
+	health  func() store.Health
 
 	pages   map[string]*pageTemplate
 	signIns *ratelimit.Limiter
@@ -85,7 +81,7 @@ func New(opts Options) *Dashboard {
 		panic("dashboard.New: Store and Registry are required")
 	}
 	d := &Dashboard{
-		st: opts.Store, reg: opts.Registry, notifier: opts.Notifier, baseURL: opts.BaseURL,
+		st: opts.Store, reg: opts.Registry, changes: opts.Changes, baseURL: opts.BaseURL,
 		ctx: opts.Context, log: opts.Logger, version: opts.Version, signIns: ratelimit.New(),
 		health: opts.CallLogHealth,
 	}
@@ -132,11 +128,9 @@ func (d *Dashboard) routes(mux *http.ServeMux) {
 	d.apiRoutes(mux)
 }
 
-// notify tells the Notifier that a project's saved state changed.
+// notify publishes that a project's saved state changed.
 func (d *Dashboard) notify(projectID int64) {
-	if d.notifier != nil {
-		d.notifier.SettingsChanged(projectID)
-	}
+	d.changes.Publish(changes.Change{Project: projectID, Kind: changes.Settings})
 }
 
 // base returns the base URL clients use.

@@ -19,6 +19,7 @@ import (
 	"github.com/spacefix/spacefix/internal/agentproto"
 	"github.com/spacefix/spacefix/internal/agents"
 	"github.com/spacefix/spacefix/internal/auth"
+	"github.com/spacefix/spacefix/internal/changes"
 	"github.com/spacefix/spacefix/internal/dashboard"
 	"github.com/spacefix/spacefix/internal/store"
 	"github.com/spacefix/spacefix/internal/store/sqlite"
@@ -37,15 +38,17 @@ type env struct {
 	agentKey store.Key
 }
 
-// notifier records SettingsChanged calls.
+// notifier records the saved-state changes published on the change path.
 type notifier struct {
-	mu  sync.Mutex
-	ids []int64
+	mu    sync.Mutex
+	ids   []int64
+	kinds []changes.Change
 }
 
-func (n *notifier) SettingsChanged(id int64) {
+func (n *notifier) hear(c changes.Change) {
 	n.mu.Lock()
-	n.ids = append(n.ids, id)
+	n.ids = append(n.ids, c.Project)
+	n.kinds = append(n.kinds, c)
 	n.mu.Unlock()
 }
 
@@ -54,7 +57,7 @@ func (n *notifier) take() []int64 {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	ids := n.ids
-	n.ids = nil
+	n.ids, n.kinds = nil, nil
 	return ids
 }
 
@@ -74,10 +77,12 @@ func newEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	bus := changes.New(nil)
 	e := &env{t: t, st: st, reg: agents.New(nil), notified: &notifier{}, project: p, agentKey: k}
+	bus.Subscribe(e.notified.hear)
 	stop, cancel := context.WithCancel(context.Background())
 	d := dashboard.New(dashboard.Options{
-		Store: st, Registry: e.reg, Notifier: e.notified, Context: stop,
+		Store: st, Registry: e.reg, Changes: bus, Context: stop,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Version: "test",
 	})
 	e.srv = httptest.NewServer(d)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spacefix/spacefix/internal/agentproto"
 	"github.com/spacefix/spacefix/internal/auth"
+	"github.com/spacefix/spacefix/internal/changes"
 	"github.com/spacefix/spacefix/internal/store"
 )
 
@@ -142,7 +143,7 @@ func (d *Dashboard) apiRevokeKey(w http.ResponseWriter, r *http.Request) error {
 			rep.Conn.Close("agent key revoked")
 		}
 	}
-	d.notify(p.ID)
+	d.changes.Publish(changes.Change{Project: p.ID, Kind: changes.KeyRevoked, Key: k.ID})
 	d.log.Info("key revoked", "project", p.Name, "key", k.ID, "by", principalFrom(r.Context()).name())
 	k, err = d.st.Key(r.Context(), k.ID)
 	if err != nil {

@@ -5,10 +5,10 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/spacefix/spacefix/internal/access"
 	"github.com/spacefix/spacefix/internal/agentfront"
 	"github.com/spacefix/spacefix/internal/dashboard/apitypes"
 	"github.com/spacefix/spacefix/internal/store"
-	"github.com/spacefix/spacefix/internal/toolctl"
 )
 
 // Client access values.
@@ -143,7 +143,7 @@ func (d *Dashboard) approveBaseline(ctx context.Context, projectID int64) error 
 		if have[t.Name] {
 			continue
 		}
-		if _, err := d.st.ApproveTool(ctx, projectID, t.Name, toolctl.Definition(t.Def)); err != nil {
+		if _, err := d.st.ApproveTool(ctx, projectID, t.Name, access.Definition(t.Def)); err != nil {
 			return err
 		}
 	}

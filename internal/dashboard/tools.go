@@ -5,24 +5,26 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/spacefix/spacefix/internal/access"
 	"github.com/spacefix/spacefix/internal/agentproto"
 	"github.com/spacefix/spacefix/internal/agents"
 	"github.com/spacefix/spacefix/internal/dashboard/apitypes"
 	"github.com/spacefix/spacefix/internal/store"
-	"github.com/spacefix/spacefix/internal/toolctl"
 )
 
 // Consent states as the API names them.
-var consentNames = map[toolctl.Consent]string{
-	toolctl.Approved:       "",
-	toolctl.PendingNew:     "pending-new",
-	toolctl.PendingChange:  "pending-change",
-	toolctl.RejectedNew:    "rejected-new",
-	toolctl.RejectedChange: "rejected-change",
+var consentNames = map[access.Consent]string{
+	access.Approved:       "",
+	access.PendingNew:     "pending-new",
+	access.PendingChange:  "pending-change",
+	access.RejectedNew:    "rejected-new",
+	access.RejectedChange: "rejected-change",
 }
 
 type (
@@ -46,68 +48,51 @@ func definitionHash(def []byte) string {
 // toolRows lists the registered tools of a project, then the tools with
 // saved settings that no connected agent registers.
 func (d *Dashboard) toolRows(ctx context.Context, p store.Project) ([]toolRow, error) {
-	settings, err := d.st.ToolSettings(ctx, p.ID)
+	c, err := access.Load(ctx, d.st, p.ID)
 	if err != nil {
 		return nil, err
-	}
-	approvals, err := d.st.Approvals(ctx, p.ID)
-	if err != nil {
-		return nil, err
-	}
-	keys, err := d.st.Keys(ctx, p.ID)
-	if err != nil {
-		return nil, err
-	}
-	byName := make(map[string]store.ToolSettings, len(settings))
-	for _, s := range settings {
-		byName[s.Tool] = s
-	}
-	apByName := make(map[string]*store.Approval, len(approvals))
-	for i := range approvals {
-		apByName[approvals[i].Tool] = &approvals[i]
-	}
-	keyByID := make(map[string]store.Key, len(keys))
-	for _, k := range keys {
-		keyByID[k.ID] = k
 	}
 	var rows []toolRow
 	snap := d.reg.Snapshot(p.ID)
 	for _, t := range snap.ToolList {
-		rows = append(rows, registeredRow(t, byName[t.Name], apByName[t.Name], keyByID[t.AgentKey], p.Settings.ApproveToolChanges))
+		rows = append(rows, registeredRow(t, c))
 	}
-	for _, s := range settings {
-		if snap.Tools[s.Tool] == nil {
-			rows = append(rows, unregisteredRow(s))
+	for _, name := range slices.Sorted(maps.Keys(c.Tools)) {
+		if snap.Tools[name] == nil {
+			rows = append(rows, unregisteredRow(c.Tools[name]))
 		}
 	}
 	return rows, nil
 }
 
-func registeredRow(t *agents.Tool, s store.ToolSettings, a *store.Approval, k store.Key, consentOn bool) toolRow {
+// registeredRow is the row of a registered tool, as the access rules of
+// the project's controls c make it look to clients.
+func registeredRow(t *agents.Tool, c *access.Controls) toolRow {
 	var reg *agentproto.Registration
 	if len(t.Replicas) > 0 {
 		reg = t.Replicas[0].Reg
 	}
-	def := toolctl.Definition(t.Def)
+	s, a, k := c.Tools[t.Name], c.Approvals[t.Name], c.AgentKeys[t.AgentKey]
+	def := access.Definition(t.Def)
 	row := toolRow{
-		Name: t.Name, Registered: true, Agent: toolctl.AgentName(k, reg), AgentKey: t.AgentKey,
-		RegisteredDescription: t.Def.Description, DeclaredReadOnly: toolctl.DeclaredReadOnly(t.Def),
+		Name: t.Name, Registered: true, Agent: access.AgentName(k, reg), AgentKey: t.AgentKey,
+		RegisteredDescription: t.Def.Description, DeclaredReadOnly: access.DeclaredReadOnly(t.Def),
 		EnabledByAgent: t.Enabled, Replicas: len(t.Replicas), Settings: settingsOf(s),
 		DefinitionHash: definitionHash(def), ReplicasDiffer: t.Differs,
 	}
 	shown := t.Def
-	if consentOn {
-		c := toolctl.State(def, a)
-		row.Consent = consentNames[c]
-		if a != nil && a.Definition != nil && c != toolctl.Approved {
-			if approved, err := toolctl.ApprovedTool(t.Def, a.Definition); err == nil {
+	if c.Settings.ApproveToolChanges {
+		st := access.State(def, a)
+		row.Consent = consentNames[st]
+		if a != nil && a.Definition != nil && st != access.Approved {
+			if approved, err := access.ApprovedTool(t.Def, a.Definition); err == nil {
 				shown = approved
 				row.ApprovedDescription = approved.Description
 			}
 		}
 	}
-	row.Description = toolctl.Description(shown.Description, s, k, reg)
-	row.ReadOnly = toolctl.ReadOnly(toolctl.DeclaredReadOnly(shown), s)
+	row.Description = access.Description(shown.Description, s, k, reg)
+	row.ReadOnly = access.ReadOnly(access.DeclaredReadOnly(shown), s)
 	row.Pills = pills(row, s)
 	return row
 }
@@ -290,7 +275,7 @@ func (d *Dashboard) decide(w http.ResponseWriter, r *http.Request, approve bool)
 	if t == nil {
 		return errorf(http.StatusNotFound, "No connected agent registers a tool %q in project %q, so there is nothing to approve.", name, p.Name)
 	}
-	def := toolctl.Definition(t.Def)
+	def := access.Definition(t.Def)
 	if in.DefinitionHash != "" && in.DefinitionHash != definitionHash(def) {
 		return errorf(http.StatusConflict, "Tool %q changed again since you looked at it. Reload and review it before deciding.", name)
 	}

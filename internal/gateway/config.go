@@ -46,6 +46,10 @@ type Config struct {
 	// stream; three misses in a row close the session. Sessions without a
 	// stream are never pinged. Default 30s.
 	KeepAlive time.Duration
+	// ViewIdle drops what the gateway keeps for a client key (its MCP
+	// view) once the key has had no session and no request for this long;
+	// the key's next request builds it again. 0 means 5m.
+	ViewIdle time.Duration
 	// MaxConns caps the open client connections (HTTP and agent
 	// WebSockets); more wait to be accepted. Default 10,000.
 	MaxConns int

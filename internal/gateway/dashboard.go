@@ -16,7 +16,7 @@ const pruneEvery = time.Hour
 // (everything the MCP and agent endpoints do not claim).
 func (g *Gateway) mountDashboard(mux *http.ServeMux) {
 	mux.Handle("/", dashboard.New(dashboard.Options{
-		Store: g.store, Registry: g.reg, Notifier: g.front, BaseURL: g.URL,
+		Store: g.store, Registry: g.reg, Changes: g.changes, BaseURL: g.URL,
 		Context: g.ctx, Logger: g.log, Version: g.cfg.Version,
 		CallLogHealth: g.calls.Health,
 	}))

@@ -14,6 +14,7 @@ import (
 	"github.com/spacefix/spacefix/internal/agentproto"
 	"github.com/spacefix/spacefix/internal/agents"
 	"github.com/spacefix/spacefix/internal/auth"
+	"github.com/spacefix/spacefix/internal/changes"
 	"github.com/spacefix/spacefix/internal/mcpfront"
 	"github.com/spacefix/spacefix/internal/recovery"
 	"github.com/spacefix/spacefix/internal/store"
@@ -25,6 +26,7 @@ type Gateway struct {
 	log      *slog.Logger
 	store    store.Store
 	reg      *agents.Registry
+	changes  *changes.Bus // the one change path: registry and saved-state changes
 	front    *mcpfront.Front
 	agents   *agentfront.Front
 	calls    *store.CallLog
@@ -56,21 +58,18 @@ func New(cfg Config, st store.Store) (*Gateway, error) {
 	g.verifier = auth.NewVerifier(st, 500*time.Millisecond)
 	g.obs = newObservability(g) // before the call log: metrics count every record
 	g.calls = store.NewCallLog(st, &store.CallLogOptions{Logger: g.log, Observe: g.obs.metrics.ObserveCall})
-	g.reg = agents.New(&agents.Options{
-		Grace:    cfg.Grace,
-		OnChange: func(projectID int64) { g.front.ProjectChanged(projectID) },
-		Logger:   g.log,
-	})
+	g.changes = changes.New(g.log)
+	g.reg = agents.New(&agents.Options{Grace: cfg.Grace, Changes: g.changes, Logger: g.log})
 	g.front = mcpfront.New(mcpfront.Options{
-		Registry: g.reg, Store: st, Verifier: g.verifier, CallLog: g.calls,
+		Registry: g.reg, Changes: g.changes, Store: st, Verifier: g.verifier, CallLog: g.calls,
 		Logger: g.log, Version: cfg.Version, TracerProvider: cfg.TracerProvider,
-		SessionIdle: cfg.SessionIdle, KeepAlive: cfg.KeepAlive,
+		SessionIdle: cfg.SessionIdle, KeepAlive: cfg.KeepAlive, ViewIdle: cfg.ViewIdle,
 		MaxSessionsPerKey: cfg.MaxSessionsPerKey, MaxInFlightPerKey: cfg.MaxInFlightPerKey,
 		HostsChecked: true, // checkHost, with --allowed-hosts
 	})
 	g.agents = agentfront.New(agentfront.Options{
 		Context: g.ctx, Registry: g.reg, Store: st, Verifier: g.verifier, Logger: g.log,
-		Heartbeat: cfg.Heartbeat, Connected: g.front.AgentConnected,
+		Heartbeat: cfg.Heartbeat,
 	})
 
 	// Every path but the agent WebSocket (hijacked, with deadlines of its
@@ -140,9 +139,19 @@ func (g *Gateway) URL() string {
 // Registry returns the live registry (for the dashboard and tests).
 func (g *Gateway) Registry() *agents.Registry { return g.reg }
 
-// SettingsChanged applies settings saved for a project to the next MCP
-// request (the dashboard and admin API call it after every save).
-func (g *Gateway) SettingsChanged(projectID int64) { g.front.SettingsChanged(projectID) }
+// SettingsChanged publishes that a project's saved settings changed, as the
+// dashboard and admin API do after every save, for whoever wrote to the
+// store directly (tests); the next MCP request applies them.
+func (g *Gateway) SettingsChanged(projectID int64) {
+	g.changes.Publish(changes.Change{Project: projectID, Kind: changes.Settings})
+}
+
+// Changes returns the gateway's change path.
+func (g *Gateway) Changes() *changes.Bus { return g.changes }
+
+// Views returns how many client keys have an MCP view (a go-sdk server)
+// now; views of revoked and idle keys are dropped (see Config.ViewIdle).
+func (g *Gateway) Views() int { return g.front.ViewCount() }
 
 // Sessions returns how many MCP sessions (protocol 2025) client key keyID
 // has open.

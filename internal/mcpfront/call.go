@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/spacefix/spacefix/internal/access"
 	"github.com/spacefix/spacefix/internal/agentproto"
 	"github.com/spacefix/spacefix/internal/agents"
 	"github.com/spacefix/spacefix/internal/route"
@@ -73,7 +74,7 @@ func (f *Front) toolHandler(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 	// The replica first: replicas of one agent key may differ (a rolling
 	// deploy), and a call is validated against the schema of the replica
 	// it goes to.
-	c, _ := ctx.Value(controlsCtxKey{}).(*controls)
+	c, _ := ctx.Value(controlsCtxKey{}).(*access.Controls)
 	start := time.Now()
 	call, res := route.Pick(ctx, f.reg, key.ProjectID, toolTarget(t.Name, t.AgentKey), route.Request{
 		Kind:     agentproto.KindTool,
@@ -99,7 +100,7 @@ func (f *Front) toolHandler(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 	// billed; it has passed the key check, the rate limit and validation.
 	var cacheFor time.Duration
 	if c != nil {
-		cacheFor = time.Duration(c.tools[t.Name].CacheSeconds) * time.Second
+		cacheFor = c.CacheFor(t)
 	}
 	if cacheFor > 0 {
 		if b, ok := f.cache.Get(key.ProjectID, t.Name, args); ok {
@@ -161,14 +162,14 @@ func invalidArgs(t *agents.Tool, problem string) string {
 }
 
 // wait is how long a call to t waits for its result. c may be nil.
-func (f *Front) wait(ctx context.Context, t *agents.Tool, key store.Key, c *controls) time.Duration {
+func (f *Front) wait(ctx context.Context, t *agents.Tool, key store.Key, c *access.Controls) time.Duration {
 	if t.Def.TimeoutMs > 0 {
 		return time.Duration(t.Def.TimeoutMs) * time.Millisecond
 	}
 	if c == nil {
-		c = f.controls.get(ctx, key.ProjectID)
+		c = f.controls.Get(ctx, key.ProjectID)
 	}
-	return c.settings.CallWait()
+	return c.Settings.CallWait()
 }
 
 // await passes the agent's questions to the user until the call ends, then

@@ -22,9 +22,11 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/spacefix/spacefix/internal/access"
 	"github.com/spacefix/spacefix/internal/agents"
 	sfauth "github.com/spacefix/spacefix/internal/auth"
 	"github.com/spacefix/spacefix/internal/cache"
+	"github.com/spacefix/spacefix/internal/changes"
 	"github.com/spacefix/spacefix/internal/ratelimit"
 	"github.com/spacefix/spacefix/internal/store"
 	"github.com/spacefix/spacefix/internal/textfmt"
@@ -40,6 +42,10 @@ const modernVersion = "2026-07-28"
 type Options struct {
 	// Registry is the live registry of agents. Required.
 	Registry *agents.Registry
+	// Changes is the change path the registry and the dashboard publish
+	// on; the endpoint subscribes to it to keep views and caches up to
+	// date (see [Front.changed]). Nil: nothing changes after start.
+	Changes *changes.Bus
 	// Store holds projects and keys. Required.
 	Store store.Store
 	// Verifier checks client keys. Required.
@@ -59,6 +65,10 @@ type Options struct {
 	// 30 minutes. A session is not idle while a request of it is in flight
 	// or it holds a GET stream (which is pinged).
 	SessionIdle time.Duration
+	// ViewIdle drops a client key's view (its go-sdk server, rebuilt on
+	// the key's next request) once it has had no session and no request
+	// for this long; 0 means 5 minutes.
+	ViewIdle time.Duration
 	// KeepAlive is how often sessions holding a GET stream are pinged; 0
 	// means 30 seconds. Sessions without a stream are never pinged.
 	KeepAlive time.Duration
@@ -84,7 +94,7 @@ type Front struct {
 	log      *slog.Logger
 	sdkLog   *slog.Logger // go-sdk's, quieter about normal endings: see sdkLogger
 	version  string
-	controls *controlsCache
+	controls *access.Cache
 	held     *heldCalls // calls waiting for the user's answer
 	cache    *cache.Cache
 	limiter  *ratelimit.Limiter
@@ -103,19 +113,21 @@ type Front struct {
 	maxSessions int
 	maxInFlight int
 	requests    sync.Map // requestHeader token → the HTTP request's context
+	viewIdle    time.Duration
+	unsubscribe func()
 	stop        chan struct{}
 	closeOnce   sync.Once
 }
 
-// New returns the endpoint. Call [Front.ProjectChanged] whenever the
-// registry's snapshot of a project changes.
+// New returns the endpoint. It hears about changes on opts.Changes until
+// [Front.Close].
 func New(opts Options) *Front {
 	if opts.Registry == nil || opts.Store == nil || opts.Verifier == nil || opts.CallLog == nil {
 		panic("mcpfront.New: Registry, Store, Verifier and CallLog are required")
 	}
 	f := &Front{
 		reg: opts.Registry, store: opts.Store, verifier: opts.Verifier, calls: opts.CallLog,
-		log: opts.Logger, version: opts.Version, controls: newControlsCache(opts.Store, time.Second),
+		log: opts.Logger, version: opts.Version, controls: access.NewCache(opts.Store, time.Second),
 		limiter: ratelimit.New(),
 		views:   make(map[string]*view),
 	}
@@ -136,6 +148,10 @@ func New(opts Options) *Front {
 	}
 	if opts.KeepAlive <= 0 {
 		opts.KeepAlive = 30 * time.Second
+	}
+	f.viewIdle = opts.ViewIdle
+	if f.viewIdle <= 0 {
+		f.viewIdle = 5 * time.Minute
 	}
 	f.maxSessions, f.maxInFlight = opts.MaxSessionsPerKey, opts.MaxInFlightPerKey
 	if f.maxSessions <= 0 {
@@ -162,6 +178,7 @@ func New(opts Options) *Front {
 		DisableLocalhostProtection:   opts.HostsChecked,
 	})
 	f.stop = make(chan struct{})
+	f.unsubscribe = opts.Changes.Subscribe(f.changed)
 	go f.keepAlive(opts.KeepAlive, opts.SessionIdle, f.stop)
 	bearer := auth.RequireBearerToken(f.verifyToken, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})
 	f.handler = http.NewCrossOriginProtection().Handler(bearer(http.HandlerFunc(f.dispatch)))
@@ -281,14 +298,44 @@ func (f *Front) getServer(r *http.Request) *mcp.Server {
 	return f.viewFor(k).server
 }
 
-// ProjectChanged brings every view of a project up to date with the
-// registry and the project's settings. Views send list_changed to their
-// sessions when what they show changed.
-func (f *Front) ProjectChanged(projectID int64) {
+// changed keeps the MCP side equal to what changed, as a subscriber of the
+// change path: it runs on the publisher's goroutine (the registry's, or a
+// dashboard request's), so it does only in-memory work plus, after a
+// settings change, one read of the project's controls from the store.
+//
+//   - An agent connected: the cached results of that agent's tools go (it
+//     may answer differently now).
+//   - Saved settings changed: the project's cached controls and cached
+//     results go, so the next request applies them.
+//   - A key was revoked: the key verifier forgets it (it stops working at
+//     once, not within the verifier's TTL) and its view goes, with its
+//     sessions. A request that passed verification just before may build
+//     the view again; the idle sweep drops that one.
+//
+// Then every view of the project is brought up to date; go-sdk sends
+// list_changed to sessions whose lists changed.
+func (f *Front) changed(c changes.Change) {
+	switch c.Kind {
+	case changes.AgentConnected:
+		var tools []string
+		for _, t := range f.reg.Snapshot(c.Project).ToolList {
+			if t.AgentKey == c.AgentKey {
+				tools = append(tools, t.Name)
+			}
+		}
+		f.cache.ClearTools(c.Project, tools...)
+	case changes.Settings, changes.KeyRevoked:
+		f.controls.Forget(c.Project)
+		f.cache.ClearProject(c.Project)
+	}
+	if c.Kind == changes.KeyRevoked {
+		f.verifier.Forget(c.Key)
+		f.dropView(c.Key, "key revoked")
+	}
 	f.mu.Lock()
 	var vs []*view
 	for _, v := range f.views {
-		if v.key.ProjectID == projectID {
+		if v.key.ProjectID == c.Project {
 			vs = append(vs, v)
 		}
 	}
@@ -296,21 +343,6 @@ func (f *Front) ProjectChanged(projectID int64) {
 	for _, v := range vs {
 		v.sync()
 	}
-}
-
-// SettingsChanged applies what the dashboard saved for a project on the next
-// request: it drops the project's cached controls and cached results, and
-// brings its views up to date (sending list_changed where they changed).
-func (f *Front) SettingsChanged(projectID int64) {
-	f.controls.forget(projectID)
-	f.cache.ClearProject(projectID)
-	f.ProjectChanged(projectID)
-}
-
-// AgentConnected empties a project's result cache: a new agent may answer
-// differently.
-func (f *Front) AgentConnected(projectID int64) {
-	f.cache.ClearProject(projectID)
 }
 
 // trimName keeps a name printable in messages: valid UTF-8, and its first
@@ -340,10 +372,14 @@ func (f *Front) WaitIdle(ctx context.Context) {
 	}
 }
 
-// Close stops the endpoint's background work (the keepalive pings). It is
+// Close stops the endpoint's background work (the keepalive pings, the
+// idle views' sweep) and its subscription to changes. It is
 // safe to call twice.
 func (f *Front) Close() {
-	f.closeOnce.Do(func() { close(f.stop) })
+	f.closeOnce.Do(func() {
+		f.unsubscribe()
+		close(f.stop)
+	})
 }
 
 // CloseSessions ends every MCP session, so long-lived streams let the HTTP

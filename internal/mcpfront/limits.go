@@ -38,7 +38,7 @@ func bodyLimit(argLimit int) int64 {
 // refuses calls whose arguments are over them. It returns false when it
 // answered the request.
 func (f *Front) limitBody(w http.ResponseWriter, r *http.Request, k store.Key) bool {
-	argLimit := f.controls.get(r.Context(), k.ProjectID).settings.ArgumentLimit()
+	argLimit := f.controls.Get(r.Context(), k.ProjectID).Settings.ArgumentLimit()
 	limit := bodyLimit(argLimit)
 	if r.ContentLength > limit {
 		refuse(w, http.StatusRequestEntityTooLarge, fmt.Sprintf(msgBodyTooLarge, textfmt.Thousands(r.ContentLength), textfmt.Thousands(limit), textfmt.Thousands(int64(argLimit))))

@@ -88,7 +88,7 @@ func (f *Front) promptHandler(ctx context.Context, req *mcp.GetPromptRequest) (*
 // deliverRead delivers a resource read or prompt get and logs it. Failures
 // come back as JSON-RPC errors.
 func (f *Front) deliverRead(ctx context.Context, key store.Key, kind, exposed, registered, agentKey string, args json.RawMessage, target route.Target) (json.RawMessage, error) {
-	wait := f.controls.get(ctx, key.ProjectID).settings.CallWait()
+	wait := f.controls.Get(ctx, key.ProjectID).Settings.CallWait()
 	start := time.Now()
 	res := route.Deliver(ctx, f.reg, key.ProjectID, target, route.Request{
 		Kind: kind, Name: registered, Exposed: exposed, Args: args, Wait: wait,

@@ -174,11 +174,16 @@ func (f *Front) keepAlive(interval, idle time.Duration, stop <-chan struct{}) {
 	defer pings.Stop()
 	sweeps := time.NewTicker(min(max(idle/4, 10*time.Millisecond), time.Minute))
 	defer sweeps.Stop()
+	viewSweeps := time.NewTicker(min(max(f.viewIdle/4, 10*time.Millisecond), time.Minute))
+	defer viewSweeps.Stop()
 	for {
 		var each func(*view)
 		select {
 		case <-stop:
 			return
+		case <-viewSweeps.C:
+			f.sweepViews(f.viewIdle)
+			continue
 		case <-pings.C:
 			each = func(v *view) { v.ping(interval) }
 		case <-sweeps.C:

@@ -3,18 +3,18 @@ package mcpfront
 import (
 	"context"
 	"encoding/json"
-	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/spacefix/spacefix/internal/access"
 	"github.com/spacefix/spacefix/internal/agents"
 	"github.com/spacefix/spacefix/internal/ratelimit"
 	"github.com/spacefix/spacefix/internal/recovery"
 	"github.com/spacefix/spacefix/internal/store"
-	"github.com/spacefix/spacefix/internal/toolctl"
 )
 
 // view is what one client key sees: an *mcp.Server whose tools, resources and
@@ -28,6 +28,7 @@ type view struct {
 
 	sess     sessions     // the key's 2025 sessions
 	inflight atomic.Int64 // the key's POST requests being served
+	lastUsed time.Time    // when viewFor last returned it; guarded by Front.mu
 
 	mu        sync.Mutex
 	tools     map[string][]byte // exposed name → JSON of the advertised tool
@@ -35,15 +36,17 @@ type view struct {
 	prompts   map[string][]byte // name → JSON of the advertised prompt
 }
 
-// viewFor returns the view of client key k, making it on first use.
+// viewFor returns the view of client key k, making it on first use (and
+// again after it was dropped: see [Front.sweepViews]).
 func (f *Front) viewFor(k store.Key) *view {
 	f.mu.Lock()
 	v := f.views[k.ID]
 	if v != nil {
+		v.lastUsed = time.Now()
 		f.mu.Unlock()
 		return v
 	}
-	v = &view{f: f, key: k, tools: map[string][]byte{}, resources: map[string][]byte{}, prompts: map[string][]byte{}}
+	v = &view{f: f, key: k, lastUsed: time.Now(), tools: map[string][]byte{}, resources: map[string][]byte{}, prompts: map[string][]byte{}}
 	v.sess.m = map[string]*sessState{}
 	v.server = mcp.NewServer(&mcp.Implementation{Name: "spacefix", Title: "Spacefix", Version: f.version}, &mcp.ServerOptions{
 		Capabilities: &mcp.ServerCapabilities{
@@ -68,32 +71,50 @@ func (f *Front) viewFor(k store.Key) *view {
 	return v
 }
 
-// policy says which tools a key may see and call, and how they look.
-type policy struct {
-	readOnly bool
-	allow    []string // empty: every tool
-	c        *controls
+// dropView forgets client key keyID's view and closes its sessions: the
+// key was revoked, so nothing of it is kept or re-synced any more.
+func (f *Front) dropView(keyID, why string) {
+	f.mu.Lock()
+	v := f.views[keyID]
+	delete(f.views, keyID)
+	f.mu.Unlock()
+	if v == nil {
+		return
+	}
+	f.log.Info("mcp view dropped", "key", keyID, "reason", why)
+	for s := range v.server.Sessions() {
+		s.Close()
+	}
 }
 
-func (v *view) policy(c *controls) policy {
-	return policy{readOnly: v.key.ReadOnly || c.settings.ReadOnlyClients, allow: v.key.Tools, c: c}
+// sweepViews drops the views that have had no session, no request in
+// flight and no request at all for longer than idle. A key's next request
+// builds its view again, so a key that stopped being used (or was revoked
+// where the gateway did not hear of it, by the CLI) costs nothing for long.
+// The check and the removal happen under f.mu, where viewFor marks a view
+// used, so a view is never dropped under a request that just got it.
+func (f *Front) sweepViews(idle time.Duration) {
+	now := time.Now()
+	f.mu.Lock()
+	var gone []string
+	for id, v := range f.views {
+		if now.Sub(v.lastUsed) > idle && v.inflight.Load() == 0 && v.count() == 0 {
+			delete(f.views, id)
+			gone = append(gone, id)
+		}
+	}
+	f.mu.Unlock()
+	for _, id := range gone {
+		f.log.Debug("mcp view dropped", "key", id, "reason", "idle", "idle", idle)
+	}
 }
 
-// permits reports whether the key may see and call t: enabled by its
-// agent and the dashboard, approved if the project wants approval, a read
-// for a read-only key, and on the key's allow-list if it has one.
-func (p policy) permits(t *agents.Tool) bool {
-	if !t.Enabled || p.c.tools[t.Name].Disabled {
-		return false
-	}
-	if p.readOnly && !p.c.readOnly(t) {
-		return false
-	}
-	if len(p.allow) > 0 && !slices.Contains(p.allow, t.Name) {
-		return false
-	}
-	visible, _ := p.c.consent(t)
-	return visible
+// ViewCount returns how many client keys have a view now (for tests and
+// operators).
+func (f *Front) ViewCount() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.views)
 }
 
 // sync makes the server advertise exactly what the project offers this key
@@ -103,12 +124,12 @@ func (v *view) sync() {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	snap := v.f.reg.Snapshot(v.key.ProjectID)
-	pol := v.policy(v.f.controls.get(context.Background(), v.key.ProjectID))
+	pol := access.For(v.key, v.f.controls.Get(context.Background(), v.key.ProjectID))
 
 	var tools []*mcp.Tool
 	for _, t := range snap.ToolList {
-		if pol.permits(t) {
-			tools = append(tools, advertisedTool(t, pol.c))
+		if pol.Permits(t) {
+			tools = append(tools, advertisedTool(t, pol.Controls))
 		}
 	}
 	mirror(v.tools, tools, func(t *mcp.Tool) string { return t.Name },
@@ -163,17 +184,17 @@ func mirror[T any](have map[string][]byte, want []T, name func(T) string, add fu
 // advertisedTool is the MCP tool a client sees for t: the approved
 // definition while a change waits for approval, the dashboard's description
 // if it has one, with the community prefix for community agents.
-func advertisedTool(t *agents.Tool, c *controls) *mcp.Tool {
+func advertisedTool(t *agents.Tool, c *access.Controls) *mcp.Tool {
 	def := t.Def
-	if _, approved := c.consent(t); approved != nil {
-		if d, err := toolctl.ApprovedTool(def, approved); err == nil {
+	if _, approved := c.Consent(t); approved != nil {
+		if d, err := access.ApprovedTool(def, approved); err == nil {
 			def = d
 		}
 	}
 	mt := &mcp.Tool{
 		Name:        t.Name,
 		Title:       def.Title,
-		Description: toolctl.Description(def.Description, c.tools[t.Name], c.agentKeys[t.AgentKey], t.Reg),
+		Description: c.Description(t, def.Description),
 		InputSchema: withInstanceArg(t, def.InputSchema),
 	}
 	if len(def.OutputSchema) > 0 {
@@ -234,7 +255,7 @@ func (v *view) resolve(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		switch method {
 		case "resources/read", "prompts/get":
-			if n := v.f.controls.get(ctx, v.key.ProjectID).settings.RateLimitPerMinute; n > 0 {
+			if n := v.f.controls.Get(ctx, v.key.ProjectID).Settings.RateLimitPerMinute; n > 0 {
 				if ok, retry := v.f.limiter.Allow(v.key.ID, n); !ok {
 					return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: ratelimit.Message(n, retry)}
 				}
@@ -248,14 +269,14 @@ func (v *view) resolve(next mcp.MethodHandler) mcp.MethodHandler {
 		if !ok || ctr.Params == nil {
 			return next(ctx, method, req)
 		}
-		c := v.f.controls.get(ctx, v.key.ProjectID)
-		if n := c.settings.RateLimitPerMinute; n > 0 {
+		c := v.f.controls.Get(ctx, v.key.ProjectID)
+		if n := c.Settings.RateLimitPerMinute; n > 0 {
 			if ok, retry := v.f.limiter.Allow(v.key.ID, n); !ok {
 				return errorResult(ratelimit.Message(n, retry)), nil
 			}
 		}
 		t := v.f.reg.Snapshot(v.key.ProjectID).Tools[ctr.Params.Name]
-		if t == nil || !v.policy(c).permits(t) {
+		if t == nil || !access.For(v.key, c).Permits(t) {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "Tool " + trimName(ctr.Params.Name) + " not found"}
 		}
 		ctx = context.WithValue(ctx, toolCtxKey{}, t)

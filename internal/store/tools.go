@@ -45,7 +45,7 @@ func (ts ToolSettings) CacheTTL() time.Duration {
 }
 
 // Approval is the consent state of one exposed tool name in a project.
-// Definitions are canonical JSON as internal/toolctl.Definition makes them,
+// Definitions are canonical JSON as internal/access.Definition makes them,
 // compared byte for byte.
 type Approval struct {
 	ProjectID int64

@@ -1,7 +1,15 @@
-// Package toolctl says what the dashboard's per-tool controls and consent
-// do to a tool as clients see it. The MCP endpoint and the dashboard both
-// use it, so that what the Tools table shows is what models get.
-package toolctl
+// Package access holds the access and control rules: what a client key may
+// see and call (enabled by its agent and the dashboard, approved when the
+// project wants approval, a read for a read-only key, on the key's
+// allow-list), and how a tool looks to it (the approved definition while a
+// change waits, the dashboard's description, the community prefix, the
+// read/write override, cache seconds). The MCP endpoint and the dashboard
+// both use it, so that what the Tools table shows is what models get.
+//
+// tool.go has the rules about one tool, controls.go what the dashboard
+// said about a project ([Controls], cached by [Cache]), policy.go what one
+// key may see ([Policy]).
+package access
 
 import (
 	"encoding/json"
@@ -97,11 +105,11 @@ func Definition(t agentproto.Tool) []byte {
 	b, err := json.Marshal(definition{t.Title, t.Description, t.InputSchema, t.OutputSchema, t.Annotations})
 	if err != nil {
 		// Registered schemas are valid JSON (checked at registration).
-		panic("toolctl: definition of " + t.Name + ": " + err.Error())
+		panic("access: definition of " + t.Name + ": " + err.Error())
 	}
 	c, err := canonjson.Canonical(b)
 	if err != nil {
-		panic("toolctl: definition of " + t.Name + ": " + err.Error())
+		panic("access: definition of " + t.Name + ": " + err.Error())
 	}
 	return c
 }

@@ -1,4 +1,4 @@
-package toolctl
+package access
 
 import (
 	"encoding/json"
@@ -8,7 +8,7 @@ import (
 	"github.com/spacefix/spacefix/internal/store"
 )
 
-func TestDescription(t *testing.T) {
+func TestAccessDescription(t *testing.T) {
 	community := store.Key{ID: "key_1", Name: "radar key", KeyMeta: store.KeyMeta{DisplayName: "Test radar", Author: "Ada", Community: true}}
 	for _, tt := range []struct {
 		name string
@@ -35,7 +35,7 @@ func TestDescription(t *testing.T) {
 	}
 }
 
-func TestReadOnly(t *testing.T) {
+func TestAccessReadOnly(t *testing.T) {
 	for _, tt := range []struct {
 		declared bool
 		access   string
@@ -50,7 +50,7 @@ func TestReadOnly(t *testing.T) {
 	}
 }
 
-func TestDefinitionAndConsent(t *testing.T) {
+func TestAccessDefinitionAndConsent(t *testing.T) {
 	yes := true
 	v1 := agentproto.Tool{Name: "get_order", Description: "Look up.", InputSchema: json.RawMessage(`{"type":"object","properties":{"id":{"type":"string"}}}`)}
 	same := v1

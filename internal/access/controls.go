@@ -1,0 +1,144 @@
+package access
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/spacefix/spacefix/internal/agents"
+	"github.com/spacefix/spacefix/internal/store"
+)
+
+// Controls is what the dashboard has said about one project, as the MCP
+// side needs it on every request: the project's settings, per-tool
+// settings, consent decisions and agent key descriptions. It is read-only
+// once built.
+type Controls struct {
+	Settings  store.ProjectSettings
+	Tools     map[string]store.ToolSettings // by exposed tool name
+	Approvals map[string]*store.Approval    // by exposed tool name
+	AgentKeys map[string]store.Key          // agent keys by id
+}
+
+// Consent returns where t stands with the project's consent setting, and
+// the approved definition clients see meanwhile (nil: as registered).
+func (c *Controls) Consent(t *agents.Tool) (visible bool, approved []byte) {
+	if !c.Settings.ApproveToolChanges {
+		return true, nil
+	}
+	a := c.Approvals[t.Name]
+	switch st := State(Definition(t.Def), a); {
+	case !st.Visible():
+		return false, nil
+	case st == Approved:
+		return true, nil
+	default:
+		return true, a.Definition
+	}
+}
+
+// ReadOnly reports whether t counts as a read, after the dashboard's
+// override.
+func (c *Controls) ReadOnly(t *agents.Tool) bool {
+	return ReadOnly(t.ReadOnly(), c.Tools[t.Name])
+}
+
+// Description is the description clients see for t whose definition as
+// shown (the approved one while a change waits) describes it as shown.
+func (c *Controls) Description(t *agents.Tool, shown string) string {
+	return Description(shown, c.Tools[t.Name], c.AgentKeys[t.AgentKey], t.Reg)
+}
+
+// CacheFor is how long results of t are cached; 0: not at all.
+func (c *Controls) CacheFor(t *agents.Tool) time.Duration {
+	return time.Duration(c.Tools[t.Name].CacheSeconds) * time.Second
+}
+
+// Cache keeps each project's controls for a TTL, so the call path does not
+// read the store on every request. Saves drop the entry at once
+// ([Cache.Forget], called on the change path).
+type Cache struct {
+	store store.Store
+	ttl   time.Duration
+
+	mu sync.Mutex
+	m  map[int64]cachedControls
+}
+
+type cachedControls struct {
+	c       *Controls
+	expires time.Time
+}
+
+// NewCache returns a cache of the controls in s, each kept for ttl.
+func NewCache(s store.Store, ttl time.Duration) *Cache {
+	return &Cache{store: s, ttl: ttl, m: make(map[int64]cachedControls)}
+}
+
+// Get returns a project's controls. On a store error it keeps the last
+// known ones (or the defaults), so the gateway goes on serving.
+func (cc *Cache) Get(ctx context.Context, projectID int64) *Controls {
+	now := time.Now()
+	cc.mu.Lock()
+	cur, ok := cc.m[projectID]
+	cc.mu.Unlock()
+	if ok && now.Before(cur.expires) {
+		return cur.c
+	}
+	c, err := Load(context.WithoutCancel(ctx), cc.store, projectID)
+	if err != nil {
+		c = cur.c
+		if c == nil {
+			c = &Controls{}
+		}
+	}
+	cc.mu.Lock()
+	cc.m[projectID] = cachedControls{c: c, expires: now.Add(cc.ttl)}
+	cc.mu.Unlock()
+	return c
+}
+
+// Forget drops a project's cached controls: the next Get reads the store.
+func (cc *Cache) Forget(projectID int64) {
+	cc.mu.Lock()
+	delete(cc.m, projectID)
+	cc.mu.Unlock()
+}
+
+// Load reads a project's controls from the store.
+func Load(ctx context.Context, st store.Store, projectID int64) (*Controls, error) {
+	p, err := st.ProjectByID(ctx, projectID)
+	if err != nil {
+		return nil, err
+	}
+	ts, err := st.ToolSettings(ctx, projectID)
+	if err != nil {
+		return nil, err
+	}
+	as, err := st.Approvals(ctx, projectID)
+	if err != nil {
+		return nil, err
+	}
+	ks, err := st.Keys(ctx, projectID)
+	if err != nil {
+		return nil, err
+	}
+	c := &Controls{
+		Settings:  p.Settings,
+		Tools:     make(map[string]store.ToolSettings, len(ts)),
+		Approvals: make(map[string]*store.Approval, len(as)),
+		AgentKeys: make(map[string]store.Key),
+	}
+	for _, t := range ts {
+		c.Tools[t.Tool] = t
+	}
+	for i := range as {
+		c.Approvals[as[i].Tool] = &as[i]
+	}
+	for _, k := range ks {
+		if k.Kind == store.KindAgent {
+			c.AgentKeys[k.ID] = k
+		}
+	}
+	return c, nil
+}

@@ -1,0 +1,117 @@
+// Package changes is the gateway's one change path: the registry says when
+// what a project's agents offer changed, the dashboard and the admin API say
+// when saved state changed, and whoever depends on either (the MCP front's
+// views, the result cache, the dashboard) subscribes to one [Bus].
+//
+// Delivery rule: [Bus.Publish] calls every subscriber synchronously, on the
+// publisher's goroutine, in the order they subscribed, and returns when all
+// have returned. Publishers are the registry (right after it released its
+// lock) and request handlers, so a subscriber must be short and must never
+// block: no network I/O, no waiting for another goroutine, no call back
+// into the publisher. Work that may wait belongs on a goroutine of the
+// subscriber's own. A subscriber that panics is recovered and logged; the
+// others still hear the change.
+//
+// A [Change] is plain data (JSON-serialisable), so that a bus between
+// gateways can later carry the same values.
+package changes
+
+import (
+	"log/slog"
+	"sync"
+
+	"github.com/spacefix/spacefix/internal/recovery"
+)
+
+// Kind says what changed.
+type Kind string
+
+const (
+	// AgentConnected: a replica of AgentKey connected and is in the
+	// registry's snapshot. Results of that agent's tools may differ now.
+	AgentConnected Kind = "agent_connected"
+	// Agents: what the project's agents offer changed otherwise (a replica
+	// left or was disabled, a tool was switched on or off, a grace period
+	// ended). AgentKey is the agent key concerned.
+	Agents Kind = "agents"
+	// Settings: saved state that changes what clients see changed: project
+	// settings, tool edits, approvals, keys created, agent key metadata.
+	Settings Kind = "settings"
+	// KeyRevoked: Key was revoked. It is a settings change too.
+	KeyRevoked Kind = "key_revoked"
+)
+
+// Change is one change to a project.
+type Change struct {
+	Project  int64  `json:"project"`
+	Kind     Kind   `json:"kind"`
+	AgentKey string `json:"agentKey,omitempty"` // AgentConnected, Agents: the agent key id
+	Key      string `json:"key,omitempty"`      // KeyRevoked: the revoked key's id
+}
+
+// Registry reports whether the change came from the live registry of
+// agents, as opposed to saved state.
+func (c Change) Registry() bool { return c.Kind == AgentConnected || c.Kind == Agents }
+
+// Bus delivers changes to its subscribers. The zero value is not usable;
+// call [New]. A nil *Bus drops every change, so components work alone.
+type Bus struct {
+	log *slog.Logger
+
+	mu   sync.RWMutex
+	subs map[int]func(Change)
+	ids  []int // subscription order
+	next int
+}
+
+// New returns a bus without subscribers. A nil logger means slog.Default().
+func New(log *slog.Logger) *Bus {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Bus{log: log, subs: make(map[int]func(Change))}
+}
+
+// Subscribe adds fn to the subscribers (see the package doc for what fn
+// may do) and returns the function that removes it again.
+func (b *Bus) Subscribe(fn func(Change)) (cancel func()) {
+	if b == nil {
+		return func() {}
+	}
+	b.mu.Lock()
+	id := b.next
+	b.next++
+	b.subs[id] = fn
+	b.ids = append(b.ids, id)
+	b.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			b.mu.Lock()
+			delete(b.subs, id)
+			for i, x := range b.ids {
+				if x == id {
+					b.ids = append(b.ids[:i:i], b.ids[i+1:]...)
+					break
+				}
+			}
+			b.mu.Unlock()
+		})
+	}
+}
+
+// Publish delivers c to every subscriber and returns when each returned.
+func (b *Bus) Publish(c Change) {
+	if b == nil {
+		return
+	}
+	b.mu.RLock()
+	fns := make([]func(Change), 0, len(b.ids))
+	for _, id := range b.ids {
+		fns = append(fns, b.subs[id])
+	}
+	b.mu.RUnlock()
+	for _, fn := range fns {
+		recovery.Do(b.log, "deliver a change", func() { fn(c) })
+	}
+}
