@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -136,17 +135,8 @@ func TestPanicRecovered(t *testing.T) {
 	// that agent's connection only.
 	t.Run("agent message", func(t *testing.T) {
 		before := len(e.gw.Registry().All())
-		status, body := e.register(e.agentKey, regJSON(t, regWith("raw_tool")))
-		if status != 200 {
-			t.Fatalf("register: %d %s", status, body)
-		}
-		var tk agentproto.Ticket
-		must(t, json.Unmarshal([]byte(body), &tk))
+		ws := e.dialAgent(t, regWith("raw_tool"))
 		ctx := context.Background()
-		ws, _, err := websocket.Dial(ctx, e.url+agentproto.ConnectPath+"?ticket="+tk.Ticket,
-			&websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + e.agentKey}}})
-		must(t, err)
-		defer ws.CloseNow()
 		go func() { // read the welcome and the rest, answering pings
 			for {
 				if _, _, err := ws.Read(ctx); err != nil {

@@ -45,6 +45,24 @@ func regWith(tools ...string) agentproto.Registration {
 	return r
 }
 
+// dialAgent registers reg with the env's agent key and opens its WebSocket,
+// as an agent written from docs/agent-protocol.md alone would; the
+// connection closes when the test ends.
+func (e *env) dialAgent(t *testing.T, reg agentproto.Registration) *websocket.Conn {
+	t.Helper()
+	status, body := e.register(e.agentKey, regJSON(t, reg))
+	if status != 200 {
+		t.Fatalf("register: %d %s", status, body)
+	}
+	var tk agentproto.Ticket
+	must(t, json.Unmarshal([]byte(body), &tk))
+	ws, _, err := websocket.Dial(context.Background(), e.url+agentproto.ConnectPath+"?ticket="+tk.Ticket,
+		&websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + e.agentKey}}})
+	must(t, err)
+	t.Cleanup(func() { ws.CloseNow() })
+	return ws
+}
+
 func regJSON(t *testing.T, r agentproto.Registration) []byte {
 	t.Helper()
 	if r.Protocol == 0 {
@@ -159,17 +177,7 @@ func TestRegistrationRefusals(t *testing.T) {
 func TestDeadAgentNoticed(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, func(o *envOptions) { o.heartbeat = 300 * time.Millisecond })
-	status, body := e.register(e.agentKey, regJSON(t, agentproto.Registration{Tools: []agentproto.Tool{tool("a")}}))
-	if status != 200 {
-		t.Fatalf("register: %d %s", status, body)
-	}
-	var tk agentproto.Ticket
-	must(t, json.Unmarshal([]byte(body), &tk))
-	ctx := context.Background()
-	ws, _, err := websocket.Dial(ctx, e.url+agentproto.ConnectPath+"?ticket="+tk.Ticket,
-		&websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + e.agentKey}}})
-	must(t, err)
-	defer ws.CloseNow()
+	e.dialAgent(t, agentproto.Registration{Tools: []agentproto.Tool{tool("a")}})
 	// This agent never reads, so it never answers a ping: as good as dead.
 	waitFor(t, "the replica to register", func() bool { return len(e.gw.Registry().All()) == 1 })
 	start := time.Now()

@@ -17,6 +17,9 @@ var ignored = []goleak.Option{
 	// transport closes them when idle long enough, not when a test ends.
 	goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"),
 	goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
+	// regexp2's process-wide clock for match timeouts: it stops by itself
+	// a while after the last timed match, not when a test ends.
+	goleak.IgnoreAnyFunction("github.com/dlclark/regexp2.runClock"),
 }
 
 // Main runs the tests, then fails the run if goroutines are left over.
