@@ -102,8 +102,8 @@ func (g *fakeGateway) register(w http.ResponseWriter, r *http.Request) {
 	g.tickets[ticket] = true
 	refuse := g.refuse
 	g.mu.Unlock()
-	if _, msg := agentfront.Check(&reg, agentfront.DefaultLimits()); msg != "" {
-		http.Error(w, msg, http.StatusBadRequest)
+	if _, err := agentfront.Check(&reg, agentfront.DefaultLimits()); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
 	if refuse != nil {
