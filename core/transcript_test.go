@@ -125,7 +125,8 @@ func transcriptAgent(t *testing.T, a *Agent) {
 		<-ctx.Done()
 		return "", context.Cause(ctx)
 	}))
-	must(t, AddTool(a, "sleep", "Sleeps 300 ms.", func(context.Context, emptyIn) (string, error) {
+	must(t, AddTool(a, "sleep", "Sleeps 300 ms.", func(ctx context.Context, _ emptyIn) (string, error) {
+		Progress(ctx, "sleeping")
 		time.Sleep(300 * time.Millisecond)
 		return "slept", nil
 	}))
@@ -405,6 +406,10 @@ func (p *player) play(a *Agent, steps []step, actions map[string]func(arg string
 				t.Fatalf("%s: got %s, want the connection closed", where, f.data)
 			case websocket.CloseStatus(f.err) != websocket.StatusNormalClosure:
 				t.Fatalf("%s: the connection ended with %v, want a normal closure", where, f.err)
+			}
+			var ce websocket.CloseError
+			if errors.As(f.err, &ce) && s.body != "" && ce.Reason != s.body {
+				t.Fatalf("%s: closed with reason %q, want %q", where, ce.Reason, s.body)
 			}
 		}
 	}

@@ -1,5 +1,6 @@
-// Unit tests: what the SDK does on its own, and on the wire against a
-// scripted peer. Behaviour through the real gateway is in gateway.test.mjs.
+// Unit tests: what the SDK does on its own, and on the wire against the
+// transcript player (player.mjs), with inline transcripts. Behaviour through
+// the real gateway is in gateway.test.mjs.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 
@@ -9,8 +10,8 @@ import { z } from 'zod';
 import { Agent, CannotConfirmError, checkName, definePrompt, defineResource, defineTool, isCannotConfirm, toJSONSchema, toolError, toolImage, toolText } from '../dist/index.js';
 import { backoffDelay, gatewayURLs } from '../dist/registration.js';
 import { ProgressThrottle } from '../dist/progress.js';
-import { fakeGateway } from './fakegateway.mjs';
 import { memoryLogger, waitFor } from './harness.mjs';
+import { connected, parseTranscript, player, TEST_KEY, welcome } from './player.mjs';
 
 describe('names', () => {
   it('words a refused name as the gateway does', () => {
@@ -62,10 +63,10 @@ describe('options', () => {
   });
 
   it('reads SPACEFIX_API_KEY and SPACEFIX_URL', async (t) => {
-    const gw = await fakeGateway();
+    const gw = await player();
     t.after(() => gw.close());
     const saved = [process.env.SPACEFIX_API_KEY, process.env.SPACEFIX_URL];
-    process.env.SPACEFIX_API_KEY = 'sfx_agent_from_env';
+    process.env.SPACEFIX_API_KEY = TEST_KEY;
     process.env.SPACEFIX_URL = gw.url;
     t.after(() => {
       [process.env.SPACEFIX_API_KEY, process.env.SPACEFIX_URL] = saved;
@@ -73,9 +74,8 @@ describe('options', () => {
       if (saved[1] === undefined) delete process.env.SPACEFIX_URL;
     });
     const agent = new Agent({ logger: memoryLogger() });
-    await agent.connect();
-    await agent.close();
-    assert.equal(gw.registrations[0].auth, 'Bearer sfx_agent_from_env');
+    await gw.play(agent, script(connected + stopped), { connected: () => agent.connect() });
+    assert.equal(gw.registrations[0].auth, `Bearer ${TEST_KEY}`);
   });
 
   it('needs a name for a namespace', () => {
@@ -212,14 +212,46 @@ describe('progress throttle', () => {
   });
 });
 
-describe('wire behaviour (scripted gateway)', () => {
+/** script parses an inline transcript. */
+function script(text) {
+  return parseTranscript(text);
+}
+
+/**
+ * stopped ends a transcript: once welcomed (the action connected), the
+ * agent closes: it drains and closes the connection.
+ */
+const stopped = `
+-- do --
+connected
+-- do --
+stop
+-- agent --
+{"type":"drain"}
+-- closed --
+`;
+
+/** exactly is an "agent" step whose message must deep-equal want. */
+function exactly(want) {
+  return { kind: 'agent', body: '', check: (got) => assert.deepEqual(got, want) };
+}
+
+/** setup starts a player and an agent pointed at it; both end with the test. */
+async function setup(t, opts = {}) {
+  const gw = await player();
+  t.after(() => gw.close());
+  const logger = memoryLogger();
+  const agent = new Agent({ apiKey: TEST_KEY, url: gw.url, logger, ...opts });
+  t.after(() => agent.close());
+  return { gw, agent, logger };
+}
+
+/** sleep waits ms; only where a test checks that something has not happened yet. */
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+describe('wire behaviour (transcript player)', () => {
   it('sends the registration of the protocol, with the options and replacing same names', async (t) => {
-    const gw = await fakeGateway();
-    t.after(() => gw.close());
-    const agent = new Agent({
-      apiKey: 'sfx_agent_k', url: gw.url, logger: memoryLogger(),
-      name: 'orders', displayName: 'Orders', author: 'Ada', namespace: true, instance: 'eu-1', version: '1.4.2',
-    });
+    const { gw, agent } = await setup(t, { name: 'orders', displayName: 'Orders', author: 'Ada', namespace: true, instance: 'eu-1', version: '1.4.2' });
     const handler = () => 1;
     agent.register([
       defineTool({ name: 'get_order', description: 'first', inputSchema: { type: 'object' }, handler }),
@@ -234,9 +266,8 @@ describe('wire behaviour (scripted gateway)', () => {
       defineResource({ uri: 'orders://open', name: 'Open orders 2', description: 'now', mimeType: 'text/plain', handler }),
       definePrompt({ name: 'summarise_order', title: 'Summarise', description: 'p2', handler }),
     ]);
-    await agent.connect();
-    await agent.close();
-    assert.equal(gw.registrations[0].auth, 'Bearer sfx_agent_k');
+    await gw.play(agent, script(connected + stopped), { connected: () => agent.connect() });
+    assert.equal(gw.registrations[0].auth, `Bearer ${TEST_KEY}`);
     assert.deepEqual(gw.registrations[0].body, {
       protocol: 1, sdk: 'node/0.1.0', name: 'orders', namespace: true, instance: 'eu-1', version: '1.4.2',
       displayName: 'Orders', author: 'Ada',
@@ -251,49 +282,62 @@ describe('wire behaviour (scripted gateway)', () => {
   });
 
   it('refuses registration after connect', async (t) => {
-    const gw = await fakeGateway();
-    t.after(() => gw.close());
-    const agent = new Agent({ apiKey: 'k', url: gw.url, logger: memoryLogger() });
-    await agent.connect();
-    t.after(() => agent.close());
-    assert.throws(() => agent.register([]), { message: 'agent.register: the agent is already connected; register everything before connect()' });
+    const { gw, agent } = await setup(t);
+    await gw.play(agent, script(connected + '\n-- do --\nregister\n'), {
+      register: async () => {
+        await agent.connect();
+        assert.throws(() => agent.register([]), { message: 'agent.register: the agent is already connected; register everything before connect()' });
+      },
+    });
   });
 
   it('closes a connection whose pongs stop and connects again', async (t) => {
-    const gw = await fakeGateway({ autoPong: false, heartbeatMs: 100 });
-    t.after(() => gw.close());
-    const logger = memoryLogger();
-    const agent = new Agent({ apiKey: 'k', url: gw.url, logger });
-    await agent.connect();
-    t.after(() => agent.close());
-    await waitFor(() => gw.registrations.length >= 2, { what: 'a second registration' });
-    assert.ok(
-      logger.lines.some((l) => l.level === 'warn' && /^spacefix: lost the connection to the gateway \(reconnecting in 0\.[23] s\): no pong from the gateway within 100 ms$/.test(l.msg)),
-      JSON.stringify(logger.lines),
-    );
+    const { gw, agent, logger } = await setup(t);
+    await gw.play(agent, script(`
+-- register --
+{"protocol":1}
+-- deaf --
+-- gateway --
+${welcome('r-1', 100)}
+-- register --
+{"protocol":1}
+-- do --
+logged
+`), {
+      logged: () =>
+        waitFor(() => logger.lines.some((l) => l.level === 'warn' && /^spacefix: lost the connection to the gateway \(reconnecting in 0\.[23] s\): no pong from the gateway within 100 ms$/.test(l.msg)), {
+          what: 'the lost connection in the log',
+        }),
+    });
   });
 
   it('answers pings and stays connected while pongs come', async (t) => {
-    const gw = await fakeGateway({ heartbeatMs: 50 });
-    t.after(() => gw.close());
-    const agent = new Agent({ apiKey: 'k', url: gw.url, logger: memoryLogger() });
-    await agent.connect();
-    t.after(() => agent.close());
-    let pongs = 0;
-    gw.ws.on('pong', () => pongs++);
-    let pings = 0;
-    gw.ws.on('ping', () => pings++);
-    for (let i = 0; i < 5; i++) gw.ws.ping();
-    await waitFor(() => pongs === 5 && pings >= 5, { what: 'five pongs and five pings' });
-    assert.equal(gw.registrations.length, 1);
-    assert.equal(agent.connected, true);
+    const { gw, agent } = await setup(t);
+    await gw.play(agent, script(`
+-- register --
+{"protocol":1}
+-- gateway --
+${welcome('r-1', 50)}
+-- do --
+ping
+`), {
+      ping: async (_arg, { ws }) => {
+        await agent.connect();
+        let pongs = 0;
+        ws.on('pong', () => pongs++);
+        let pings = 0;
+        ws.on('ping', () => pings++);
+        for (let i = 0; i < 5; i++) ws.ping();
+        await waitFor(() => pongs === 5 && pings >= 5, { what: 'five pongs and five pings' });
+        assert.equal(gw.registrations.length, 1);
+        assert.equal(agent.connected, true);
+      },
+    });
   });
 
   it('aborts at the deadline and does not send the late result', async (t) => {
-    const gw = await fakeGateway();
-    t.after(() => gw.close());
+    const { gw, agent } = await setup(t);
     let reason;
-    const agent = new Agent({ apiKey: 'k', url: gw.url, logger: memoryLogger() });
     agent.register([
       defineTool({
         name: 'slow', description: 'd', inputSchema: { type: 'object' },
@@ -305,24 +349,30 @@ describe('wire behaviour (scripted gateway)', () => {
       }),
       defineTool({ name: 'echo', description: 'd', inputSchema: { type: 'object' }, handler: (args) => args }),
     ]);
-    await agent.connect();
-    t.after(() => agent.close());
-    gw.send({ type: 'call', id: 'c-1', kind: 'tool', name: 'slow', args: {}, deadline: Date.now() + 100 });
-    await waitFor(() => reason, { what: 'the deadline to abort the signal' });
-    assert.equal(reason.name, 'TimeoutError');
-    assert.equal(reason.message, "The call's deadline passed: the gateway has given up on it.");
-    // Messages on one socket arrive in order: once echo's result is here, a
-    // result for c-1 would have come first.
-    gw.send({ type: 'call', id: 'c-2', kind: 'tool', name: 'echo', args: { a: 1 }, deadline: Date.now() + 5000 });
-    await gw.waitMessage((m) => m.id === 'c-2');
-    assert.deepEqual(gw.messages, [{ type: 'result', id: 'c-2', result: { content: [{ type: 'text', text: '{"a":1}' }] } }]);
+    // Messages on one socket arrive in order: the next one is echo's
+    // result, so no result for c-1 came first.
+    await gw.play(agent, [
+      ...script(connected + `
+-- gateway --
+{"type":"call","id":"c-1","kind":"tool","name":"slow","args":{},"deadline":"+100ms"}
+-- do --
+aborted
+-- gateway --
+{"type":"call","id":"c-2","kind":"tool","name":"echo","args":{"a":1},"deadline":"+5s"}
+`),
+      exactly({ type: 'result', id: 'c-2', result: { content: [{ type: 'text', text: '{"a":1}' }] } }),
+    ], {
+      aborted: async () => {
+        await waitFor(() => reason, { what: 'the deadline to abort the signal' });
+        assert.equal(reason.name, 'TimeoutError');
+        assert.equal(reason.message, "The call's deadline passed: the gateway has given up on it.");
+      },
+    });
   });
 
   it('gives the handler the trace context of the call message, and none that is malformed', async (t) => {
-    const gw = await fakeGateway();
-    t.after(() => gw.close());
+    const { gw, agent } = await setup(t);
     const seen = {};
-    const agent = new Agent({ apiKey: 'k', url: gw.url, logger: memoryLogger() });
     agent.register([
       defineTool({
         name: 'trace', description: 'd', inputSchema: { type: 'object' },
@@ -332,13 +382,21 @@ describe('wire behaviour (scripted gateway)', () => {
         },
       }),
     ]);
-    await agent.connect();
-    t.after(() => agent.close());
     const tp = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
-    gw.send({ type: 'call', id: 'c-1', kind: 'tool', name: 'trace', args: {}, traceparent: tp, tracestate: 'sfx=1' });
-    gw.send({ type: 'call', id: 'c-2', kind: 'tool', name: 'trace', args: {} });
-    gw.send({ type: 'call', id: 'c-3', kind: 'tool', name: 'trace', args: {}, traceparent: 'not-a-traceparent', tracestate: 'sfx=1' });
-    await gw.waitMessage((m) => m.id === 'c-3' && m.type === 'result');
+    await gw.play(agent, script(connected + `
+-- gateway --
+{"type":"call","id":"c-1","kind":"tool","name":"trace","args":{},"traceparent":"${tp}","tracestate":"sfx=1"}
+-- gateway --
+{"type":"call","id":"c-2","kind":"tool","name":"trace","args":{}}
+-- gateway --
+{"type":"call","id":"c-3","kind":"tool","name":"trace","args":{},"traceparent":"not-a-traceparent","tracestate":"sfx=1"}
+-- agent --
+{"type":"result","id":"c-1"}
+-- agent --
+{"type":"result","id":"c-2"}
+-- agent --
+{"type":"result","id":"c-3"}
+`));
     assert.deepEqual(seen, {
       'c-1': { traceparent: tp, tracestate: 'sfx=1' },
       'c-2': { traceparent: '', tracestate: '' },
@@ -347,14 +405,14 @@ describe('wire behaviour (scripted gateway)', () => {
   });
 
   it('aborts on cancel, and on disconnect, and sends nothing for either', async (t) => {
-    const gw = await fakeGateway();
-    t.after(() => gw.close());
+    const { gw, agent } = await setup(t);
     const reasons = {};
-    const agent = new Agent({ apiKey: 'k', url: gw.url, logger: memoryLogger() });
+    const started = new Set();
     agent.register([
       defineTool({
         name: 'wait', description: 'd', inputSchema: { type: 'object' },
         handler: async (_args, call) => {
+          started.add(call.callId);
           await new Promise((r) => call.signal.addEventListener('abort', r));
           reasons[call.callId] = call.signal.reason.message;
           return 'late';
@@ -362,76 +420,108 @@ describe('wire behaviour (scripted gateway)', () => {
       }),
       defineTool({ name: 'echo', description: 'd', inputSchema: { type: 'object' }, handler: (args) => args }),
     ]);
-    await agent.connect();
-    t.after(() => agent.close());
-    gw.send({ type: 'call', id: 'c-1', kind: 'tool', name: 'wait', args: {} });
-    gw.send({ type: 'call', id: 'c-2', kind: 'tool', name: 'wait', args: {} });
-    gw.send({ type: 'cancel', id: 'c-1', reason: 'cancelled' });
-    gw.send({ type: 'cancel', id: 'c-2', reason: 'timeout' });
-    await waitFor(() => reasons['c-1'] && reasons['c-2'], { what: 'both signals to abort' });
-    assert.equal(reasons['c-1'], 'The client cancelled the call.');
-    assert.equal(reasons['c-2'], "The call's wait expired: the gateway has given up on it.");
-    gw.send({ type: 'call', id: 'c-3', kind: 'tool', name: 'echo', args: {} });
-    await gw.waitMessage((m) => m.id === 'c-3');
-    assert.deepEqual(gw.messages.map((m) => m.id), ['c-3']);
-
-    gw.send({ type: 'call', id: 'c-4', kind: 'tool', name: 'wait', args: {} });
-    await waitFor(() => agent.connected && gw.sockets.length === 1);
-    gw.ws.terminate();
-    await waitFor(() => reasons['c-4'], { what: 'the disconnect to abort the signal' });
-    assert.equal(reasons['c-4'], 'The connection to the gateway ended.');
+    await gw.play(agent, [
+      ...script(connected + `
+-- gateway --
+{"type":"call","id":"c-1","kind":"tool","name":"wait","args":{}}
+-- gateway --
+{"type":"call","id":"c-2","kind":"tool","name":"wait","args":{}}
+-- gateway --
+{"type":"cancel","id":"c-1","reason":"cancelled"}
+-- gateway --
+{"type":"cancel","id":"c-2","reason":"timeout"}
+-- do --
+cancelled
+-- gateway --
+{"type":"call","id":"c-3","kind":"tool","name":"echo","args":{}}
+`),
+      // The next message is c-3's: nothing was sent for c-1 or c-2.
+      exactly({ type: 'result', id: 'c-3', result: { content: [{ type: 'text', text: '{}' }] } }),
+      ...script(`
+-- gateway --
+{"type":"call","id":"c-4","kind":"tool","name":"wait","args":{}}
+-- do --
+started c-4
+-- drop --
+-- do --
+disconnected
+`),
+    ], {
+      cancelled: async () => {
+        await waitFor(() => reasons['c-1'] && reasons['c-2'], { what: 'both signals to abort' });
+        assert.equal(reasons['c-1'], 'The client cancelled the call.');
+        assert.equal(reasons['c-2'], "The call's wait expired: the gateway has given up on it.");
+      },
+      started: (id) => waitFor(() => started.has(id), { what: `call ${id} to start` }),
+      disconnected: async () => {
+        await waitFor(() => reasons['c-4'], { what: 'the disconnect to abort the signal' });
+        assert.equal(reasons['c-4'], 'The connection to the gateway ended.');
+      },
+    });
   });
 
   it('answers a call for something it does not offer with an error', async (t) => {
-    const gw = await fakeGateway();
-    t.after(() => gw.close());
-    const agent = new Agent({ apiKey: 'k', url: gw.url, logger: memoryLogger() });
-    await agent.connect();
-    t.after(() => agent.close());
-    gw.send({ type: 'call', id: 'c-9', kind: 'tool', name: 'nope', args: {} });
-    assert.deepEqual(await gw.waitMessage((m) => m.id === 'c-9'), { type: 'error', id: 'c-9', message: 'This agent has no tool "nope".' });
+    const { gw, agent } = await setup(t);
+    await gw.play(agent, [
+      ...script(connected + `
+-- gateway --
+{"type":"call","id":"c-9","kind":"tool","name":"nope","args":{}}
+`),
+      exactly({ type: 'error', id: 'c-9', message: 'This agent has no tool "nope".' }),
+    ]);
   });
 
   it('registers a tool switched off before connect, and sends set_enabled while connected', async (t) => {
-    const gw = await fakeGateway();
-    t.after(() => gw.close());
-    const agent = new Agent({ apiKey: 'k', url: gw.url, logger: memoryLogger() });
+    const { gw, agent } = await setup(t);
     agent.register([defineTool({ name: 'run_tests', description: 'd', inputSchema: { type: 'object' }, handler: () => 1 })]);
     await agent.setEnabled('run_tests', false);
-    await agent.connect();
-    t.after(() => agent.close());
-    assert.equal(gw.registrations[0].body.tools[0].disabled, true);
-    await agent.setEnabled('run_tests', true);
-    assert.deepEqual(await gw.waitMessage((m) => m.type === 'set_enabled'), { type: 'set_enabled', name: 'run_tests', enabled: true });
+    await gw.play(agent, [
+      ...script(`
+-- register --
+{"tools":[{"name":"run_tests","disabled":true}]}
+-- gateway --
+${welcome()}
+-- do --
+connected
+-- do --
+setEnabled run_tests on
+`),
+      exactly({ type: 'set_enabled', name: 'run_tests', enabled: true }),
+    ], { connected: () => agent.connect() });
     await assert.rejects(agent.setEnabled('nope', true), { message: 'agent.setEnabled: no tool named "nope" is registered' });
   });
 
   it('sends set_enabled for its own replica even when the setting did not change', async (t) => {
-    const gw = await fakeGateway();
-    t.after(() => gw.close());
-    const agent = new Agent({ apiKey: 'k', url: gw.url, logger: memoryLogger() });
+    const { gw, agent } = await setup(t);
     agent.register([defineTool({ name: 'run_tests', description: 'd', inputSchema: { type: 'object' }, handler: () => 1 })]);
-    await agent.connect();
-    t.after(() => agent.close());
-    await agent.setEnabled('run_tests', true); // already on
-    await agent.setEnabled('run_tests', false);
-    await agent.setEnabled('run_tests', false); // already off
-    await waitFor(() => gw.messages.filter((m) => m.type === 'set_enabled').length === 3 || undefined, { ms: 5000, what: 'three set_enabled' });
-    assert.deepEqual(
-      gw.messages.filter((m) => m.type === 'set_enabled').map((m) => m.enabled),
-      [true, false, false],
-    );
+    await gw.play(agent, [
+      ...script(connected + `
+-- do --
+connected
+-- do --
+setEnabled run_tests on
+-- do --
+setEnabled run_tests off
+-- do --
+setEnabled run_tests off
+`),
+      exactly({ type: 'set_enabled', name: 'run_tests', enabled: true }),
+      exactly({ type: 'set_enabled', name: 'run_tests', enabled: false }),
+      exactly({ type: 'set_enabled', name: 'run_tests', enabled: false }),
+    ], { connected: () => agent.connect() });
   });
 
   it('logs a refused registration with the gateway text and retries with backoff', async (t) => {
-    const gw = await fakeGateway({ refuse: 'Invalid tool name "get order".' });
-    t.after(() => gw.close());
-    const logger = memoryLogger();
-    const agent = new Agent({ apiKey: 'k', url: gw.url, logger });
-    const connected = agent.connect();
-    await waitFor(() => gw.registrations.length >= 3, { what: 'three attempts' });
-    await agent.close();
-    await connected; // resolves on close; never rejects
+    const { gw, agent, logger } = await setup(t);
+    await gw.play(agent, script(`
+-- refuse --
+400 Invalid tool name "get order".
+-- refuse --
+400 Invalid tool name "get order".
+-- refuse --
+400 Invalid tool name "get order".
+`));
+    await agent.close(); // connect() resolves on close; never rejects
     const refusals = logger.lines.filter((l) => l.level === 'error');
     assert.ok(refusals.length >= 2, JSON.stringify(logger.lines));
     assert.match(
@@ -442,11 +532,6 @@ describe('wire behaviour (scripted gateway)', () => {
   });
 });
 
-/** closed resolves with the close code the scripted gateway's latest socket gets. */
-function closedWith(gw) {
-  return new Promise((resolve) => gw.ws.once('close', (code, reason) => resolve({ code, reason: reason.toString() })));
-}
-
 /** gate returns a promise and the function that resolves it. */
 function gate() {
   let open;
@@ -454,14 +539,12 @@ function gate() {
   return [p, open];
 }
 
-describe('close: drain (scripted gateway)', () => {
+describe('close: drain (transcript player)', () => {
   it('sends drain first, lets a running call finish with its signal alive, serves a call sent before the gateway heard, then closes with 1000', async (t) => {
-    const gw = await fakeGateway();
-    t.after(() => gw.close());
+    const { gw, agent } = await setup(t);
     const [release, open] = gate();
     const started = [];
     const signals = {};
-    const agent = new Agent({ apiKey: 'k', url: gw.url, logger: memoryLogger() });
     agent.register([
       defineTool({
         name: 'work', description: 'd', inputSchema: { type: 'object' },
@@ -474,81 +557,98 @@ describe('close: drain (scripted gateway)', () => {
       }),
       defineTool({ name: 'echo', description: 'd', inputSchema: { type: 'object' }, handler: (args) => args }),
     ]);
-    await agent.connect();
-    t.after(() => agent.close());
-    const closed = closedWith(gw);
-    gw.send({ type: 'call', id: 'c-1', kind: 'tool', name: 'work', args: {}, deadline: Date.now() + 10_000 });
-    await waitFor(() => started.length === 1, { what: 'the handler to start' });
-
-    const t0 = Date.now();
+    let t0;
     let done = false;
-    const closing = agent.close().then(() => (done = true));
-    await gw.waitMessage((m) => m.type === 'drain', 'the drain');
-    assert.deepEqual(gw.messages, [{ type: 'drain' }], 'drain is the first message');
-    // A call the gateway sent before it heard the drain is still served.
-    gw.send({ type: 'call', id: 'c-2', kind: 'tool', name: 'echo', args: { n: 2 } });
-    await gw.waitMessage((m) => m.id === 'c-2', 'the result of c-2');
-
-    await new Promise((r) => setTimeout(r, 300));
-    assert.equal(done, false, 'close() waits for the running call');
-    assert.equal(signals['c-1'].aborted, false, "the running call's signal is not aborted");
-    assert.equal(agent.connected, true);
-    open();
-    await closing;
-    assert.ok(Date.now() - t0 >= 300);
-    assert.deepEqual(gw.messages, [
-      { type: 'drain' },
-      { type: 'result', id: 'c-2', result: { content: [{ type: 'text', text: '{"n":2}' }] } },
-      { type: 'result', id: 'c-1', result: { content: [{ type: 'text', text: 'done c-1' }] } },
-    ]);
+    let closing;
+    await gw.play(agent, [
+      ...script(connected + `
+-- gateway --
+{"type":"call","id":"c-1","kind":"tool","name":"work","args":{},"deadline":"+10s"}
+-- do --
+close
+`),
+      exactly({ type: 'drain' }), // the first message
+      // A call the gateway sent before it heard the drain is still served.
+      ...script(`
+-- gateway --
+{"type":"call","id":"c-2","kind":"tool","name":"echo","args":{"n":2}}
+`),
+      exactly({ type: 'result', id: 'c-2', result: { content: [{ type: 'text', text: '{"n":2}' }] } }),
+      ...script('-- do --\nwaiting\n'),
+      exactly({ type: 'result', id: 'c-1', result: { content: [{ type: 'text', text: 'done c-1' }] } }),
+      ...script('-- closed --\nthe agent is stopping\n'),
+    ], {
+      close: async () => {
+        await waitFor(() => started.length === 1, { what: 'the handler to start' });
+        t0 = Date.now();
+        closing = agent.close().then(() => (done = true));
+      },
+      waiting: async () => {
+        await sleep(300);
+        assert.equal(done, false, 'close() waits for the running call');
+        assert.equal(signals['c-1'].aborted, false, "the running call's signal is not aborted");
+        assert.equal(agent.connected, true);
+        open();
+        await closing;
+        assert.ok(Date.now() - t0 >= 300);
+      },
+    });
     assert.equal(signals['c-1'].aborted, false);
-    assert.deepEqual(await closed, { code: 1000, reason: 'the agent is stopping' });
     assert.equal(agent.connected, false);
     assert.equal(gw.registrations.length, 1, 'no reconnect after close');
   });
 
   it('closes about 100 ms after the drain when no call is running', async (t) => {
-    const gw = await fakeGateway();
-    t.after(() => gw.close());
-    const agent = new Agent({ apiKey: 'k', url: gw.url, logger: memoryLogger() });
-    await agent.connect();
-    const closed = closedWith(gw);
-    const t0 = Date.now();
-    await agent.close();
-    const took = Date.now() - t0;
-    assert.ok(took >= 95 && took < 1000, `close took ${took} ms`);
-    assert.deepEqual(gw.messages, [{ type: 'drain' }]);
-    assert.equal((await closed).code, 1000);
+    const { gw, agent } = await setup(t);
+    await gw.play(agent, [
+      ...script(connected + '\n-- do --\nclose\n'),
+      exactly({ type: 'drain' }),
+      ...script('-- closed --'),
+    ], {
+      close: async () => {
+        await agent.connect();
+        const t0 = Date.now();
+        await agent.close();
+        const took = Date.now() - t0;
+        assert.ok(took >= 95 && took < 1000, `close took ${took} ms`);
+      },
+    });
   });
 
   it('aborts what still runs at drainTimeoutMs, sends nothing for it, and logs it', async (t) => {
-    const gw = await fakeGateway();
-    t.after(() => gw.close());
-    const logger = memoryLogger();
+    const { gw, agent, logger } = await setup(t, { drainTimeoutMs: 300 });
     let reason;
-    const agent = new Agent({ apiKey: 'k', url: gw.url, logger, drainTimeoutMs: 300 });
+    let started = false;
     agent.register(
       defineTool({
         name: 'stuck', description: 'd', inputSchema: { type: 'object' },
         handler: async (_args, call) => {
+          started = true;
           await new Promise((r) => call.signal.addEventListener('abort', r));
           reason = call.signal.reason;
           return 'late';
         },
       }),
     );
-    await agent.connect();
-    const closed = closedWith(gw);
-    gw.send({ type: 'call', id: 'c-1', kind: 'tool', name: 'stuck', args: {} });
-    await waitFor(() => agent.connected);
-    await new Promise((r) => setTimeout(r, 50));
-    const t0 = Date.now();
-    await agent.close();
-    const took = Date.now() - t0;
-    assert.ok(took >= 290 && took < 1500, `close took ${took} ms`);
-    assert.equal(reason?.message, 'The agent is closing.');
-    assert.equal((await closed).code, 1000);
-    assert.deepEqual(gw.messages, [{ type: 'drain' }]);
+    await gw.play(agent, [
+      ...script(connected + `
+-- gateway --
+{"type":"call","id":"c-1","kind":"tool","name":"stuck","args":{}}
+-- do --
+close
+`),
+      exactly({ type: 'drain' }),
+      ...script('-- closed --'),
+    ], {
+      close: async () => {
+        await waitFor(() => started, { what: 'the handler to start' });
+        const t0 = Date.now();
+        await agent.close();
+        const took = Date.now() - t0;
+        assert.ok(took >= 290 && took < 1500, `close took ${took} ms`);
+        assert.equal(reason?.message, 'The agent is closing.');
+      },
+    });
     assert.ok(
       logger.lines.some((l) => l.level === 'warn' && l.msg === 'spacefix: 1 call was still running 0.3 s after the drain; aborting it'),
       JSON.stringify(logger.lines),
@@ -556,30 +656,44 @@ describe('close: drain (scripted gateway)', () => {
   });
 
   it('stops waiting when the gateway drops the connection during the drain', async (t) => {
-    const gw = await fakeGateway();
-    t.after(() => gw.close());
+    const { gw, agent } = await setup(t);
     let reason;
-    const agent = new Agent({ apiKey: 'k', url: gw.url, logger: memoryLogger() });
+    let started = false;
     agent.register(
       defineTool({
         name: 'stuck', description: 'd', inputSchema: { type: 'object' },
         handler: async (_args, call) => {
+          started = true;
           await new Promise((r) => call.signal.addEventListener('abort', r));
           reason = call.signal.reason;
         },
       }),
     );
-    await agent.connect();
-    gw.send({ type: 'call', id: 'c-1', kind: 'tool', name: 'stuck', args: {} });
-    await new Promise((r) => setTimeout(r, 50));
-    const t0 = Date.now();
-    const closing = agent.close();
-    await gw.waitMessage((m) => m.type === 'drain');
-    gw.ws.terminate();
-    await closing;
-    assert.ok(Date.now() - t0 < 2000, `close took ${Date.now() - t0} ms`);
-    assert.ok(reason, 'the call was aborted');
-    assert.equal(gw.registrations.length, 1, 'no reconnect after close');
+    let t0;
+    let closing;
+    await gw.play(agent, script(connected + `
+-- gateway --
+{"type":"call","id":"c-1","kind":"tool","name":"stuck","args":{}}
+-- do --
+close
+-- agent --
+{"type":"drain"}
+-- drop --
+-- do --
+closed
+`), {
+      close: async () => {
+        await waitFor(() => started, { what: 'the handler to start' });
+        t0 = Date.now();
+        closing = agent.close();
+      },
+      closed: async () => {
+        await closing;
+        assert.ok(Date.now() - t0 < 2000, `close took ${Date.now() - t0} ms`);
+        assert.ok(reason, 'the call was aborted');
+        assert.equal(gw.registrations.length, 1, 'no reconnect after close');
+      },
+    });
   });
 
   it('refuses a negative or non-numeric drainTimeoutMs', () => {
@@ -592,21 +706,17 @@ describe('close: drain (scripted gateway)', () => {
   });
 });
 
-describe('call.confirm (scripted gateway)', () => {
-  /** setup connects an agent whose tool `ask` runs script(call) and reports what it settled with. */
-  async function setup(t, script) {
-    const gw = await fakeGateway();
-    t.after(() => gw.close());
+describe('call.confirm (transcript player)', () => {
+  /** setupAsk connects an agent whose tool `ask` runs f(call) and reports what it settled with. */
+  async function setupAsk(t, f) {
+    const { gw, agent } = await setup(t, { drainTimeoutMs: 0 });
     const outcomes = {};
-    const calls = {};
-    const agent = new Agent({ apiKey: 'k', url: gw.url, logger: memoryLogger(), drainTimeoutMs: 0 });
     agent.register(
       defineTool({
         name: 'ask', description: 'd', inputSchema: { type: 'object' },
         handler: async (args, call) => {
-          calls[call.callId] = call;
           try {
-            const v = await script(call, args);
+            const v = await f(call, args);
             outcomes[call.callId] = { value: v };
             return v;
           } catch (err) {
@@ -616,45 +726,65 @@ describe('call.confirm (scripted gateway)', () => {
         },
       }),
     );
-    await agent.connect();
-    t.after(() => agent.close());
-    const run = (id, args = {}) => gw.send({ type: 'call', id, kind: 'tool', name: 'ask', args });
     const outcome = (id) => waitFor(() => outcomes[id], { what: `call ${id} to settle` });
-    return { gw, run, outcome, calls };
+    return { gw, agent, outcome };
   }
+  const ask = (id) => `
+-- gateway --
+{"type":"call","id":"${id}","kind":"tool","name":"ask","args":{}}
+`;
 
   it('sends confirm with the call id and a fresh input, and resolves with accepted', async (t) => {
-    const { gw, run, outcome } = await setup(t, async (call) => [
+    const { gw, agent, outcome } = await setupAsk(t, async (call) => [
       await call.confirm('Delete order 1042?'),
       await call.confirm('Really?'),
     ]);
-    run('c-1');
-    const q1 = await gw.waitMessage((m) => m.type === 'confirm');
-    assert.deepEqual(q1, { type: 'confirm', id: 'c-1', input: 'confirm-1', message: 'Delete order 1042?' });
-    gw.send({ type: 'confirmed', id: 'c-1', input: 'confirm-1', accepted: true });
-    const q2 = await gw.waitMessage((m) => m.type === 'confirm' && m.input === 'confirm-2');
-    assert.deepEqual(q2, { type: 'confirm', id: 'c-1', input: 'confirm-2', message: 'Really?' });
-    // An answer to another input, or to another call, is not this question's.
-    gw.send({ type: 'confirmed', id: 'c-1', input: 'confirm-1', accepted: true });
-    gw.send({ type: 'confirmed', id: 'c-9', input: 'confirm-2', accepted: true });
-    gw.send({ type: 'confirmed', id: 'c-1', input: 'confirm-2', accepted: false });
-    assert.deepEqual(await outcome('c-1'), { value: [true, false] });
+    await gw.play(agent, [
+      ...script(connected + ask('c-1')),
+      exactly({ type: 'confirm', id: 'c-1', input: 'confirm-1', message: 'Delete order 1042?' }),
+      ...script(`
+-- gateway --
+{"type":"confirmed","id":"c-1","input":"confirm-1","accepted":true}
+`),
+      exactly({ type: 'confirm', id: 'c-1', input: 'confirm-2', message: 'Really?' }),
+      // An answer to another input, or to another call, is not this question's.
+      ...script(`
+-- gateway --
+{"type":"confirmed","id":"c-1","input":"confirm-1","accepted":true}
+-- gateway --
+{"type":"confirmed","id":"c-9","input":"confirm-2","accepted":true}
+-- gateway --
+{"type":"confirmed","id":"c-1","input":"confirm-2","accepted":false}
+-- do --
+settled
+`),
+    ], { settled: async () => assert.deepEqual(await outcome('c-1'), { value: [true, false] }) });
   });
 
   it('rejects with CannotConfirmError when the gateway answers with a message', async (t) => {
-    const { gw, run, outcome } = await setup(t, (call) => call.confirm('Delete order 1042?'));
-    run('c-1');
-    await gw.waitMessage((m) => m.type === 'confirm');
+    const { gw, agent, outcome } = await setupAsk(t, (call) => call.confirm('Delete order 1042?'));
     const why = 'the MCP client cannot ask the user: it does not support elicitation. Explain what you are about to do and ask the user in the conversation instead.';
-    gw.send({ type: 'confirmed', id: 'c-1', input: 'confirm-1', message: why });
-    const { error } = await outcome('c-1');
-    assert.ok(error instanceof CannotConfirmError);
-    assert.ok(isCannotConfirm(error));
-    assert.equal(error.name, 'CannotConfirmError');
-    assert.equal(error.message, why);
-    assert.equal(error.reason, 'it does not support elicitation. Explain what you are about to do and ask the user in the conversation instead.');
-    // The handler let it propagate: the client reads the gateway's words.
-    assert.deepEqual(await gw.waitMessage((m) => m.type === 'error'), { type: 'error', id: 'c-1', message: why });
+    await gw.play(agent, [
+      ...script(connected + ask('c-1') + `
+-- agent --
+{"type":"confirm","id":"c-1"}
+-- gateway --
+${JSON.stringify({ type: 'confirmed', id: 'c-1', input: 'confirm-1', message: why })}
+-- do --
+settled
+`),
+      // The handler let it propagate: the client reads the gateway's words.
+      exactly({ type: 'error', id: 'c-1', message: why }),
+    ], {
+      settled: async () => {
+        const { error } = await outcome('c-1');
+        assert.ok(error instanceof CannotConfirmError);
+        assert.ok(isCannotConfirm(error));
+        assert.equal(error.name, 'CannotConfirmError');
+        assert.equal(error.message, why);
+        assert.equal(error.reason, 'it does not support elicitation. Explain what you are about to do and ask the user in the conversation instead.');
+      },
+    });
     // Another reason is worded the same way.
     assert.equal(new CannotConfirmError('another question of this call is still waiting for the user').message,
       'the MCP client cannot ask the user: another question of this call is still waiting for the user');
@@ -662,48 +792,76 @@ describe('call.confirm (scripted gateway)', () => {
   });
 
   it('rejects with the signal reason when the call is cancelled while it waits', async (t) => {
-    const { gw, run, outcome } = await setup(t, (call) => call.confirm('Delete?'));
-    run('c-1');
-    await gw.waitMessage((m) => m.type === 'confirm');
-    gw.send({ type: 'cancel', id: 'c-1', reason: 'timeout' });
-    const { error } = await outcome('c-1');
-    assert.equal(error.name, 'TimeoutError');
-    assert.equal(error.message, "The call's wait expired: the gateway has given up on it.");
-    // A late answer changes nothing, and nothing is sent for the aborted call.
-    gw.send({ type: 'confirmed', id: 'c-1', input: 'confirm-1', accepted: true });
-    run('c-2');
-    await gw.waitMessage((m) => m.id === 'c-2' && m.type === 'confirm');
-    assert.deepEqual(gw.messages.map((m) => `${m.type} ${m.id}`), ['confirm c-1', 'confirm c-2']);
+    const { gw, agent, outcome } = await setupAsk(t, (call) => call.confirm('Delete?'));
+    // A late answer changes nothing, and nothing is sent for the aborted
+    // call: the next message is c-2's question.
+    await gw.play(agent, script(connected + ask('c-1') + `
+-- agent --
+{"type":"confirm","id":"c-1"}
+-- gateway --
+{"type":"cancel","id":"c-1","reason":"timeout"}
+-- do --
+settled
+-- gateway --
+{"type":"confirmed","id":"c-1","input":"confirm-1","accepted":true}
+` + ask('c-2') + `
+-- agent --
+{"type":"confirm","id":"c-2"}
+`), {
+      settled: async () => {
+        const { error } = await outcome('c-1');
+        assert.equal(error.name, 'TimeoutError');
+        assert.equal(error.message, "The call's wait expired: the gateway has given up on it.");
+      },
+    });
   });
 
   it('asks one question at a time', async (t) => {
-    const { gw, run, outcome } = await setup(t, async (call) => {
+    const { gw, agent, outcome } = await setupAsk(t, async (call) => {
       const first = call.confirm('One?');
       const second = await call.confirm('Two?').then(() => 'answered', (err) => err.message);
       return [await first, second];
     });
-    run('c-1');
-    await gw.waitMessage((m) => m.type === 'confirm');
-    gw.send({ type: 'confirmed', id: 'c-1', input: 'confirm-1', accepted: true });
-    assert.deepEqual(await outcome('c-1'), {
-      value: [true, 'call.confirm: another question of this call is still waiting for the user; ask one at a time'],
+    // One question, then the result: no second question was sent.
+    await gw.play(agent, script(connected + ask('c-1') + `
+-- agent --
+{"type":"confirm","id":"c-1","input":"confirm-1"}
+-- gateway --
+{"type":"confirmed","id":"c-1","input":"confirm-1","accepted":true}
+-- do --
+settled
+-- agent --
+{"type":"result","id":"c-1"}
+`), {
+      settled: async () =>
+        assert.deepEqual(await outcome('c-1'), {
+          value: [true, 'call.confirm: another question of this call is still waiting for the user; ask one at a time'],
+        }),
     });
-    assert.equal(gw.messages.filter((m) => m.type === 'confirm').length, 1);
   });
 
   it('rejects a question left waiting when the handler returns, and one asked after', async (t) => {
     let kept;
     let late;
-    const { gw, run, outcome } = await setup(t, (call) => {
+    const { gw, agent, outcome } = await setupAsk(t, (call) => {
       kept = call;
       late = call.confirm('Left behind?');
       late.catch(() => {});
       return 'returned';
     });
-    run('c-1');
-    assert.deepEqual(await outcome('c-1'), { value: 'returned' });
-    await assert.rejects(late, { message: 'call.confirm: the call is over: its handler has returned' });
-    await assert.rejects(kept.confirm('After?'), { message: 'call.confirm: the call is over: its handler has returned' });
-    await gw.waitMessage((m) => m.type === 'result');
+    await gw.play(agent, script(connected + ask('c-1') + `
+-- agent --
+{"type":"confirm","id":"c-1"}
+-- agent --
+{"type":"result","id":"c-1"}
+-- do --
+settled
+`), {
+      settled: async () => {
+        assert.deepEqual(await outcome('c-1'), { value: 'returned' });
+        await assert.rejects(late, { message: 'call.confirm: the call is over: its handler has returned' });
+        await assert.rejects(kept.confirm('After?'), { message: 'call.confirm: the call is over: its handler has returned' });
+      },
+    });
   });
 });
