@@ -2,13 +2,14 @@
 // transcript player (player.mjs), with inline transcripts. Behaviour through
 // the real gateway is in gateway.test.mjs.
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { describe, it } from 'node:test';
 
 import { type } from 'arktype';
 import { z } from 'zod';
 
 import { Agent, CannotConfirmError, checkName, definePrompt, defineResource, defineTool, isCannotConfirm, toJSONSchema, toolError, toolImage, toolText } from '../dist/index.js';
-import { backoffDelay, gatewayURLs } from '../dist/registration.js';
+import { gatewayURLs } from '../dist/registration.js';
 import { ProgressThrottle } from '../dist/progress.js';
 import { memoryLogger, waitFor } from './harness.mjs';
 import { connected, parseTranscript, player, TEST_KEY, welcome } from './player.mjs';
@@ -35,20 +36,6 @@ describe('names', () => {
     assert.deepEqual(logger.lines, [
       { level: 'warn', msg: 'spacefix: Invalid tool name "get order". The gateway will refuse the connection until the name is fixed.' },
     ]);
-  });
-});
-
-describe('backoff', () => {
-  it('starts at 250 ms, doubles to 30 s, with ±20 % jitter', () => {
-    assert.equal(backoffDelay(0, () => 0.5), 250);
-    assert.equal(backoffDelay(0, () => 0), 200);
-    assert.equal(backoffDelay(0, () => 1), 300);
-    assert.equal(backoffDelay(1, () => 0.5), 500);
-    assert.equal(backoffDelay(3, () => 0.5), 2000);
-    assert.equal(backoffDelay(7, () => 0.5), 30000);
-    assert.equal(backoffDelay(50, () => 0.5), 30000);
-    assert.equal(backoffDelay(50, () => 0), 24000);
-    assert.equal(backoffDelay(50, () => 1), 36000);
   });
 });
 
@@ -538,6 +525,36 @@ function gate() {
   const p = new Promise((r) => (open = r));
   return [p, open];
 }
+
+describe('process exit', () => {
+  it('lets a process whose agent was closed exit on its own, holding no socket or timer', async (t) => {
+    const gw = await player();
+    t.after(() => gw.close());
+    const index = new URL('../dist/index.js', import.meta.url).href;
+    const child = spawn(process.execPath, ['--input-type=module', '-e', `
+      import { Agent } from ${JSON.stringify(index)};
+      const quiet = { info() {}, warn() {}, error() {} };
+      const agent = new Agent({ apiKey: ${JSON.stringify(TEST_KEY)}, url: process.argv[1], logger: quiet });
+      await agent.connect();
+      await agent.close();
+      setImmediate(() => console.log(JSON.stringify(process.getActiveResourcesInfo())));
+    `, gw.url], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout.on('data', (d) => (out += d));
+    const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+    // The agent lives in the child: the player only needs to know it connects by itself.
+    await gw.play({ connect: async () => {}, close: async () => {} }, script(connected + `
+-- agent --
+{"type":"drain"}
+-- closed --
+`));
+    const bound = setTimeout(() => child.kill(), 10_000);
+    t.after(() => clearTimeout(bound));
+    assert.deepEqual(await exited, { code: 0, signal: null }, 'the process did not exit on its own within 10 s');
+    const held = JSON.parse(out).filter((r) => /TCP|Timeout|Interval|FSReq/.test(r));
+    assert.deepEqual(held, [], `after close() the process still held: ${out}`);
+  });
+});
 
 describe('close: drain (transcript player)', () => {
   it('sends drain first, lets a running call finish with its signal alive, serves a call sent before the gateway heard, then closes with 1000', async (t) => {
