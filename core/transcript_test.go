@@ -349,7 +349,6 @@ func (p *player) play(a *Agent, steps []step, actions map[string]func(arg string
 	t := p.t
 	t.Helper()
 	started := false
-	n := 0
 	for i, s := range steps {
 		where := fmt.Sprintf("step %d (%s)", i+1, s.kind)
 		if (s.kind == "register" || s.kind == "refuse") && !started {
@@ -358,27 +357,7 @@ func (p *player) play(a *Agent, steps []step, actions map[string]func(arg string
 		}
 		switch s.kind {
 		case "register", "refuse":
-			var reg registration
-			select {
-			case reg = <-p.regs:
-			case <-time.After(waitFor):
-				t.Fatalf("%s: the agent did not register", where)
-			}
-			if s.kind == "refuse" {
-				status, text, _ := strings.Cut(s.body, " ")
-				code, err := strconv.Atoi(status)
-				if err != nil {
-					t.Fatalf("%s: want a status and a text, got %q", where, s.body)
-				}
-				reg.reply <- regReply{status: code, text: text}
-				continue
-			}
-			n++
-			reg.reply <- regReply{}
-			if d := contains(decodeJSON(t, where, s.body), decodeJSON(t, "the registration", string(reg.body)), "registration"); d != "" {
-				t.Fatalf("%s: %s\nbody: %s", where, d, reg.body)
-			}
-			p.ws, p.deaf = nil, false
+			p.answer(where, s)
 		case "deaf":
 			p.deaf = true
 		case "gateway":
@@ -413,6 +392,33 @@ func (p *player) play(a *Agent, steps []step, actions map[string]func(arg string
 			}
 		}
 	}
+}
+
+// answer waits for the agent's registration and answers it as a register
+// or refuse step s says.
+func (p *player) answer(where string, s step) {
+	t := p.t
+	t.Helper()
+	var reg registration
+	select {
+	case reg = <-p.regs:
+	case <-time.After(waitFor):
+		t.Fatalf("%s: the agent did not register", where)
+	}
+	if s.kind == "refuse" {
+		status, text, _ := strings.Cut(s.body, " ")
+		code, err := strconv.Atoi(status)
+		if err != nil {
+			t.Fatalf("%s: want a status and a text, got %q", where, s.body)
+		}
+		reg.reply <- regReply{status: code, text: text}
+		return
+	}
+	reg.reply <- regReply{}
+	if d := contains(decodeJSON(t, where, s.body), decodeJSON(t, "the registration", string(reg.body)), "registration"); d != "" {
+		t.Fatalf("%s: %s\nbody: %s", where, d, reg.body)
+	}
+	p.ws, p.deaf = nil, false
 }
 
 // send writes a gateway step's message on the current connection. A call's

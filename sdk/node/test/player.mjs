@@ -7,6 +7,9 @@ import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import { WebSocketServer } from 'ws';
 
+import { Agent } from '../dist/index.js';
+import { memoryLogger } from './harness.mjs';
+
 export const WAIT_MS = 10_000;
 
 /** The agent key the player accepts. */
@@ -248,4 +251,50 @@ export async function player() {
       await new Promise((r) => server.close(r));
     },
   };
+}
+
+// Helpers of the tests that play inline transcripts.
+
+/** script parses an inline transcript. */
+export function script(text) {
+  return parseTranscript(text);
+}
+
+/**
+ * stopped ends a transcript: once welcomed (the action connected), the
+ * agent closes: it drains and closes the connection.
+ */
+export const stopped = `
+-- do --
+connected
+-- do --
+stop
+-- agent --
+{"type":"drain"}
+-- closed --
+`;
+
+/** exactly is an "agent" step whose message must deep-equal want. */
+export function exactly(want) {
+  return { kind: 'agent', body: '', check: (got) => assert.deepEqual(got, want) };
+}
+
+/** setup starts a player and an agent pointed at it; both end with the test. */
+export async function setup(t, opts = {}) {
+  const gw = await player();
+  t.after(() => gw.close());
+  const logger = memoryLogger();
+  const agent = new Agent({ apiKey: TEST_KEY, url: gw.url, logger, ...opts });
+  t.after(() => agent.close());
+  return { gw, agent, logger };
+}
+
+/** sleep waits ms; only where a test checks that something has not happened yet. */
+export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** gate returns a promise and the function that resolves it. */
+export function gate() {
+  let open;
+  const p = new Promise((r) => (open = r));
+  return [p, open];
 }
