@@ -6,6 +6,26 @@ import { Agent, defineTool } from '../dist/index.js';
 import { waitFor } from './harness.mjs';
 import { connected, exactly, gate, script, setup, sleep } from './player.mjs';
 
+/**
+ * registerStuck registers the tool `stuck`, which waits for its signal to
+ * abort; the returned state says whether it started and why it was aborted.
+ */
+function registerStuck(agent) {
+  const st = { started: false, reason: undefined };
+  agent.register(
+    defineTool({
+      name: 'stuck', description: 'd', inputSchema: { type: 'object' },
+      handler: async (_args, call) => {
+        st.started = true;
+        await new Promise((r) => call.signal.addEventListener('abort', r));
+        st.reason = call.signal.reason;
+        return 'late';
+      },
+    }),
+  );
+  return st;
+}
+
 describe('close: drain', () => {
   it('sends drain first, lets a running call finish with its signal alive, serves a call sent before the gateway heard, then closes with 1000', async (t) => {
     const { gw, agent } = await setup(t);
@@ -84,19 +104,7 @@ close
 
   it('aborts what still runs at drainTimeoutMs, sends nothing for it, and logs it', async (t) => {
     const { gw, agent, logger } = await setup(t, { drainTimeoutMs: 300 });
-    let reason;
-    let started = false;
-    agent.register(
-      defineTool({
-        name: 'stuck', description: 'd', inputSchema: { type: 'object' },
-        handler: async (_args, call) => {
-          started = true;
-          await new Promise((r) => call.signal.addEventListener('abort', r));
-          reason = call.signal.reason;
-          return 'late';
-        },
-      }),
-    );
+    const stuck = registerStuck(agent);
     await gw.play(agent, [
       ...script(connected + `
 -- gateway --
@@ -108,12 +116,12 @@ close
       ...script('-- closed --'),
     ], {
       close: async () => {
-        await waitFor(() => started, { what: 'the handler to start' });
+        await waitFor(() => stuck.started, { what: 'the handler to start' });
         const t0 = Date.now();
         await agent.close();
         const took = Date.now() - t0;
         assert.ok(took >= 290 && took < 1500, `close took ${took} ms`);
-        assert.equal(reason?.message, 'The agent is closing.');
+        assert.equal(stuck.reason?.message, 'The agent is closing.');
       },
     });
     assert.ok(
@@ -124,18 +132,7 @@ close
 
   it('stops waiting when the gateway drops the connection during the drain', async (t) => {
     const { gw, agent } = await setup(t);
-    let reason;
-    let started = false;
-    agent.register(
-      defineTool({
-        name: 'stuck', description: 'd', inputSchema: { type: 'object' },
-        handler: async (_args, call) => {
-          started = true;
-          await new Promise((r) => call.signal.addEventListener('abort', r));
-          reason = call.signal.reason;
-        },
-      }),
-    );
+    const stuck = registerStuck(agent);
     let t0;
     let closing;
     await gw.play(agent, script(connected + `
@@ -150,14 +147,14 @@ close
 closed
 `), {
       close: async () => {
-        await waitFor(() => started, { what: 'the handler to start' });
+        await waitFor(() => stuck.started, { what: 'the handler to start' });
         t0 = Date.now();
         closing = agent.close();
       },
       closed: async () => {
         await closing;
         assert.ok(Date.now() - t0 < 2000, `close took ${Date.now() - t0} ms`);
-        assert.ok(reason, 'the call was aborted');
+        assert.ok(stuck.reason, 'the call was aborted');
         assert.equal(gw.registrations.length, 1, 'no reconnect after close');
       },
     });
