@@ -71,8 +71,13 @@ export async function register(url: string, apiKey: string, body: string, stop: 
   else stop.addEventListener('abort', onStop, { once: true });
   const timer = setTimeout(() => ac.abort(new Error(`register: no answer within ${timeoutMs / 1000} s`)), timeoutMs);
   let status: number, statusText: string, text: string;
+  // fetch refuses a URL with user:password@ in it; the agent key is the
+  // credential here, as it was when node:http let the header win.
+  const target = new URL(url);
+  target.username = '';
+  target.password = '';
   try {
-    const res = await fetch(url, {
+    const res = await fetch(target, {
       method: 'POST',
       headers: { Authorization: `Bearer ${apiKey}`, 'Content-Type': 'application/json', 'User-Agent': `spacefix-node/${SDK_VERSION}` },
       body,

@@ -62,6 +62,15 @@ describe('wire behaviour', () => {
     });
   });
 
+  it('registers through a URL with user:password@, the agent key as the credential', async (t) => {
+    const gw = await player();
+    t.after(() => gw.close());
+    const agent = new Agent({ apiKey: TEST_KEY, url: gw.url.replace('http://', 'http://proxy:secret@'), logger: memoryLogger() });
+    t.after(() => agent.close());
+    await gw.play(agent, script(connected + stopped), { connected: () => agent.connect() });
+    assert.equal(gw.registrations[0].auth, `Bearer ${TEST_KEY}`);
+  });
+
   it('refuses registration after connect', async (t) => {
     const { gw, agent } = await setup(t);
     await gw.play(agent, script(connected + '\n-- do --\nregister\n'), {
