@@ -82,7 +82,7 @@ export async function register(url: string, apiKey: string, body: string, stop: 
       headers: { Authorization: `Bearer ${apiKey}`, 'Content-Type': 'application/json', 'User-Agent': `spacefix-node/${SDK_VERSION}` },
       body,
       signal: ac.signal,
-      redirect: 'error',
+      redirect: 'manual', // a 3xx is reported with its status, as any other answer
     });
     ({ status, statusText } = res);
     text = (await res.text()).slice(0, MAX_ANSWER_TEXT).trim();
