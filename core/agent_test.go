@@ -167,37 +167,39 @@ func TestAddToolErrors(t *testing.T) {
 }
 
 func TestRegisterAfterRun(t *testing.T) {
-	g := newFakeGateway(t)
-	a, _ := newTestAgent(t, g)
+	p := newPlayer(t)
+	a, _ := newTestAgent(t, p)
 	ok := func(context.Context, getOrderInput) (string, error) { return "", nil }
 	must(t, AddTool(a, "get_order", "d", ok))
-	stop := run(t, a)
-	g.accept(t)
-
-	err := AddTool(a, "x", "d", ok)
-	if want := `core: add tool "x": the agent is already running; register everything before Run`; err == nil || err.Error() != want {
-		t.Errorf("AddTool after Run = %v, want %q", err, want)
-	}
-	err = a.Resource("orders://x", ResourceOptions{Name: "x"}, func(context.Context) (any, error) { return nil, nil })
-	if err == nil || !strings.Contains(err.Error(), "already running") {
-		t.Errorf("Resource after Run = %v", err)
-	}
-	err = a.Prompt("p", PromptOptions{}, func(context.Context, map[string]string) (PromptResult, error) { return PromptResult{}, nil })
-	if err == nil || !strings.Contains(err.Error(), "already running") {
-		t.Errorf("Prompt after Run = %v", err)
-	}
-	if err := a.Run(context.Background()); err == nil || !strings.Contains(err.Error(), "Run was already called") {
-		t.Errorf("second concurrent Run = %v, want an error", err)
-	}
-	stop()
-	if err := a.Run(context.Background()); err == nil {
-		t.Error("Run after Run returned: no error")
-	}
+	p.play(a, script(t, connected+`
+-- do --
+addAfterRun
+`), actions{"addAfterRun": func(string) {
+		err := AddTool(a, "x", "d", ok)
+		if want := `core: add tool "x": the agent is already running; register everything before Run`; err == nil || err.Error() != want {
+			t.Errorf("AddTool after Run = %v, want %q", err, want)
+		}
+		err = a.Resource("orders://x", ResourceOptions{Name: "x"}, func(context.Context) (any, error) { return nil, nil })
+		if err == nil || !strings.Contains(err.Error(), "already running") {
+			t.Errorf("Resource after Run = %v", err)
+		}
+		err = a.Prompt("p", PromptOptions{}, func(context.Context, map[string]string) (PromptResult, error) { return PromptResult{}, nil })
+		if err == nil || !strings.Contains(err.Error(), "already running") {
+			t.Errorf("Prompt after Run = %v", err)
+		}
+		if err := a.Run(context.Background()); err == nil || !strings.Contains(err.Error(), "Run was already called") {
+			t.Errorf("second concurrent Run = %v, want an error", err)
+		}
+		p.stop()
+		if err := a.Run(context.Background()); err == nil {
+			t.Error("Run after Run returned: no error")
+		}
+	}})
 }
 
 func TestRegistrationBody(t *testing.T) {
-	g := newFakeGateway(t)
-	a, err := New(Options{APIKey: testKey, URL: g.srv.URL, Name: "orders", DisplayName: "Orders", Author: "Ada",
+	p := newPlayer(t)
+	a, err := New(Options{APIKey: testKey, URL: p.url(), Name: "orders", DisplayName: "Orders", Author: "Ada",
 		Namespace: true, Instance: "eu-1", Version: "1.4.2", Logger: discard()})
 	must(t, err)
 	must(t, AddTool(a, "get_order", "Look up one order by its id.",
@@ -217,8 +219,7 @@ func TestRegistrationBody(t *testing.T) {
 	must(t, a.Prompt("summarise_order", PromptOptions{Title: "Summarise an order", Description: "A summary.",
 		Args: []PromptArg{{Name: "id", Description: "The order id", Required: true}, {Name: "tone"}}},
 		func(context.Context, map[string]string) (PromptResult, error) { return PromptText("x"), nil }))
-	run(t, a)
-	g.accept(t)
+	p.play(a, script(t, connected), nil)
 
 	want := `{
 	  "protocol": 1, "sdk": "go/` + SDKVersion + `", "name": "orders", "namespace": true, "instance": "eu-1",
@@ -245,7 +246,7 @@ func TestRegistrationBody(t *testing.T) {
 	     "arguments": [{"name": "id", "description": "The order id", "required": true}, {"name": "tone"}]}
 	  ]
 	}`
-	regs := g.registrations()
+	regs := p.registrations()
 	if len(regs) != 1 {
 		t.Fatalf("%d registrations, want 1", len(regs))
 	}

@@ -89,88 +89,104 @@ func receive[T any](t *testing.T, ch <-chan T, what string) T {
 }
 
 func TestCancel(t *testing.T) {
-	g := newFakeGateway(t)
-	a, _ := newTestAgent(t, g)
+	p := newPlayer(t)
+	a, _ := newTestAgent(t, p)
 	f := watchFinished(a)
 	started, reports := blockingTool(t, a, "wait")
-	run(t, a)
-	conn := g.accept(t)
-
-	id := conn.call(agentproto.KindTool, "wait", "")
-	receive(t, started, "the handler to start")
-	conn.send(agentproto.Message{Type: agentproto.TypeCancel, ID: id, Reason: agentproto.ReasonCancelled})
-	r := receive(t, reports, "the handler's context to end")
-	if !errors.Is(r.err, context.Canceled) {
-		t.Errorf("ctx.Err() = %v, want context.Canceled", r.err)
-	}
-	if want := "core: the gateway cancelled the call (cancelled)"; r.cause == nil || r.cause.Error() != want {
-		t.Errorf("context.Cause = %v, want %q", r.cause, want)
-	}
-	if f.wait(t, id) {
-		t.Error("the answer of a cancelled call was sent")
-	}
-	// A cancel for an unknown call is ignored; the connection still works.
-	conn.send(agentproto.Message{Type: agentproto.TypeCancel, ID: "c-unknown", Reason: agentproto.ReasonTimeout})
-	id2 := conn.call(agentproto.KindTool, "wait", "")
-	receive(t, started, "the second handler to start")
-	conn.send(agentproto.Message{Type: agentproto.TypeCancel, ID: id2, Reason: agentproto.ReasonTimeout})
-	receive(t, reports, "the second handler's context to end")
+	p.play(a, script(t, connected+`
+-- gateway --
+{"type":"call","id":"c-1","kind":"tool","name":"wait","deadline":"+30s","caller":{"keyId":"key_42","keyName":"claude"}}
+-- do --
+started
+-- gateway --
+{"type":"cancel","id":"c-1","reason":"cancelled"}
+-- do --
+cancelled c-1
+-- gateway --
+{"type":"cancel","id":"c-unknown","reason":"timeout"}
+-- gateway --
+{"type":"call","id":"c-2","kind":"tool","name":"wait","deadline":"+30s"}
+-- do --
+started
+-- gateway --
+{"type":"cancel","id":"c-2","reason":"timeout"}
+-- do --
+ended
+`), actions{
+		"started": func(string) { receive(t, started, "the handler to start") },
+		"cancelled": func(id string) {
+			r := receive(t, reports, "the handler's context to end")
+			if !errors.Is(r.err, context.Canceled) {
+				t.Errorf("ctx.Err() = %v, want context.Canceled", r.err)
+			}
+			if want := "core: the gateway cancelled the call (cancelled)"; r.cause == nil || r.cause.Error() != want {
+				t.Errorf("context.Cause = %v, want %q", r.cause, want)
+			}
+			if f.wait(t, id) {
+				t.Error("the answer of a cancelled call was sent")
+			}
+		},
+		// A cancel for an unknown call is ignored; the connection still works.
+		"ended": func(string) { receive(t, reports, "the second handler's context to end") },
+	})
 }
 
 func TestDeadline(t *testing.T) {
-	g := newFakeGateway(t)
-	a, _ := newTestAgent(t, g)
+	p := newPlayer(t)
+	a, _ := newTestAgent(t, p)
 	started, reports := blockingTool(t, a, "wait")
-	run(t, a)
-	conn := g.accept(t)
-
-	deadline := time.Now().Add(100 * time.Millisecond)
-	id := conn.callUntil(agentproto.KindTool, "wait", "", deadline)
-	receive(t, started, "the handler to start")
-	r := receive(t, reports, "the deadline")
-	if !errors.Is(r.err, context.DeadlineExceeded) {
-		t.Errorf("ctx.Err() = %v, want context.DeadlineExceeded", r.err)
-	}
-	want := time.UnixMilli(deadline.UnixMilli())
-	if !r.deadline.Equal(want) || !r.call.Deadline.Equal(want) {
-		t.Errorf("ctx deadline %v, Call.Deadline %v; want %v", r.deadline, r.call.Deadline, want)
-	}
-	if r.cause == nil || !strings.Contains(r.cause.Error(), "deadline for the call passed") {
-		t.Errorf("context.Cause = %v", r.cause)
-	}
 	// The gateway drops a late answer; sending it is allowed.
-	if m, _ := conn.answer(t, id); m.Type != agentproto.TypeError || m.Message != "context deadline exceeded" {
-		t.Errorf("answer = %+v", m)
-	}
+	p.play(a, script(t, connected+`
+-- gateway --
+{"type":"call","id":"c-1","kind":"tool","name":"wait","deadline":"+100ms"}
+-- do --
+deadline c-1
+-- agent --
+{"type":"error","id":"c-1","message":"context deadline exceeded"}
+`), actions{"deadline": func(id string) {
+		receive(t, started, "the handler to start")
+		r := receive(t, reports, "the deadline")
+		if !errors.Is(r.err, context.DeadlineExceeded) {
+			t.Errorf("ctx.Err() = %v, want context.DeadlineExceeded", r.err)
+		}
+		want := time.UnixMilli(p.sent(id).Deadline)
+		if !r.deadline.Equal(want) || !r.call.Deadline.Equal(want) {
+			t.Errorf("ctx deadline %v, Call.Deadline %v; want %v", r.deadline, r.call.Deadline, want)
+		}
+		if r.cause == nil || !strings.Contains(r.cause.Error(), "deadline for the call passed") {
+			t.Errorf("context.Cause = %v", r.cause)
+		}
+	}})
 }
 
 func TestCallTimeout(t *testing.T) {
-	g := newFakeGateway(t)
-	a, _ := newTestAgent(t, g)
+	p := newPlayer(t)
+	a, _ := newTestAgent(t, p)
 	started, reports := blockingTool(t, a, "wait", CallTimeout(50*time.Millisecond))
-	run(t, a)
-	conn := g.accept(t)
-
-	gatewayDeadline := time.Now().Add(30 * time.Second)
 	before := time.Now()
-	id := conn.callUntil(agentproto.KindTool, "wait", "", gatewayDeadline)
-	receive(t, started, "the handler to start")
-	r := receive(t, reports, "the call timeout")
-	if !errors.Is(r.err, context.DeadlineExceeded) {
-		t.Errorf("ctx.Err() = %v, want context.DeadlineExceeded", r.err)
-	}
-	if want := "core: the tool's CallTimeout of 50ms passed"; r.cause == nil || r.cause.Error() != want {
-		t.Errorf("context.Cause = %v, want %q", r.cause, want)
-	}
-	if !r.deadline.After(before) || !r.deadline.Before(before.Add(waitFor)) {
-		t.Errorf("ctx deadline %v is not the CallTimeout's", r.deadline)
-	}
-	if !r.call.Deadline.Equal(time.UnixMilli(gatewayDeadline.UnixMilli())) {
-		t.Errorf("Call.Deadline = %v, want the gateway's %v", r.call.Deadline, gatewayDeadline)
-	}
-	if m, _ := conn.answer(t, id); m.Type != agentproto.TypeError || m.Message != "context deadline exceeded" {
-		t.Errorf("answer = %+v, want the handler's error", m)
-	}
+	p.play(a, script(t, connected+`
+-- gateway --
+{"type":"call","id":"c-1","kind":"tool","name":"wait","deadline":"+30s"}
+-- do --
+timeout c-1
+-- agent --
+{"type":"error","id":"c-1","message":"context deadline exceeded"}
+`), actions{"timeout": func(id string) {
+		receive(t, started, "the handler to start")
+		r := receive(t, reports, "the call timeout")
+		if !errors.Is(r.err, context.DeadlineExceeded) {
+			t.Errorf("ctx.Err() = %v, want context.DeadlineExceeded", r.err)
+		}
+		if want := "core: the tool's CallTimeout of 50ms passed"; r.cause == nil || r.cause.Error() != want {
+			t.Errorf("context.Cause = %v, want %q", r.cause, want)
+		}
+		if !r.deadline.After(before) || !r.deadline.Before(before.Add(waitFor)) {
+			t.Errorf("ctx deadline %v is not the CallTimeout's", r.deadline)
+		}
+		if gateway := time.UnixMilli(p.sent(id).Deadline); !r.call.Deadline.Equal(gateway) {
+			t.Errorf("Call.Deadline = %v, want the gateway's %v", r.call.Deadline, gateway)
+		}
+	}})
 }
 
 func TestCallFrom(t *testing.T) {
@@ -179,8 +195,8 @@ func TestCallFrom(t *testing.T) {
 	}
 	Progress(context.Background(), "nobody listens") // a no-op, not a panic
 
-	g := newFakeGateway(t)
-	a, _ := newTestAgent(t, g)
+	p := newPlayer(t)
+	a, _ := newTestAgent(t, p)
 	calls := make(chan Call, 3)
 	must(t, AddTool(a, "who", "d", func(ctx context.Context, _ emptyIn) (string, error) {
 		c, ok := CallFrom(ctx)
@@ -195,27 +211,38 @@ func TestCallFrom(t *testing.T) {
 		calls <- c
 		return "", nil
 	}))
-	run(t, a)
-	conn := g.accept(t)
-
-	deadline := time.UnixMilli(time.Now().Add(time.Minute).UnixMilli())
-	id := conn.callUntil(agentproto.KindTool, "who", `{}`, deadline)
-	conn.answer(t, id)
-	want := Call{ID: id, Kind: "tool", Tool: "who", KeyID: "key_42", KeyName: "claude", Deadline: deadline}
-	if diff := cmp.Diff(want, receive(t, calls, "the call")); diff != "" {
-		t.Errorf("CallFrom mismatch (-want +got):\n%s", diff)
-	}
-	id = conn.callUntil(agentproto.KindResource, "test://who", "", time.Time{})
-	conn.answer(t, id)
-	want = Call{ID: id, Kind: "resource", Tool: "test://who", KeyID: "key_42", KeyName: "claude"}
-	if diff := cmp.Diff(want, receive(t, calls, "the resource read")); diff != "" {
-		t.Errorf("CallFrom in a resource mismatch (-want +got):\n%s", diff)
-	}
+	p.play(a, script(t, connected+`
+-- gateway --
+{"type":"call","id":"c-1","kind":"tool","name":"who","args":{},"deadline":"+1m","caller":{"keyId":"key_42","keyName":"claude"}}
+-- agent --
+{"type":"result","id":"c-1"}
+-- do --
+call c-1
+-- gateway --
+{"type":"call","id":"c-2","kind":"resource","name":"test://who","caller":{"keyId":"key_42","keyName":"claude"}}
+-- agent --
+{"type":"result","id":"c-2"}
+-- do --
+read c-2
+`), actions{
+		"call": func(id string) {
+			want := Call{ID: id, Kind: "tool", Tool: "who", KeyID: "key_42", KeyName: "claude", Deadline: time.UnixMilli(p.sent(id).Deadline)}
+			if diff := cmp.Diff(want, receive(t, calls, "the call")); diff != "" {
+				t.Errorf("CallFrom mismatch (-want +got):\n%s", diff)
+			}
+		},
+		"read": func(id string) {
+			want := Call{ID: id, Kind: "resource", Tool: "test://who", KeyID: "key_42", KeyName: "claude"}
+			if diff := cmp.Diff(want, receive(t, calls, "the resource read")); diff != "" {
+				t.Errorf("CallFrom in a resource mismatch (-want +got):\n%s", diff)
+			}
+		},
+	})
 }
 
 func TestProgressOverTheWire(t *testing.T) {
-	g := newFakeGateway(t)
-	a, _ := newTestAgent(t, g)
+	p := newPlayer(t)
+	a, _ := newTestAgent(t, p)
 	long := strings.Repeat("é", 300)
 	must(t, AddTool(a, "steps", "d", func(ctx context.Context, _ emptyIn) (string, error) {
 		Progress(ctx, "fetched 120 of 400 rows")
@@ -229,25 +256,35 @@ func TestProgressOverTheWire(t *testing.T) {
 		}
 		return "done", nil
 	}))
-	run(t, a)
-	conn := g.accept(t)
-
-	m, lines := conn.answer(t, conn.call(agentproto.KindTool, "steps", ""))
-	if diff := cmp.Diff([]string{"fetched 120 of 400 rows", strings.Repeat("é", 200)}, lines); diff != "" {
-		t.Errorf("progress mismatch (-want +got):\n%s", diff)
-	}
-	if m.Type != agentproto.TypeResult {
-		t.Errorf("answer = %+v", m)
-	}
-
-	// 50 lines at once: the first 4 go, the rest are held back and dropped
-	// with the result. answer fails on any line arriving after the result,
-	// and so does the call after it.
-	_, lines = conn.answer(t, conn.call(agentproto.KindTool, "chatty", ""))
-	if diff := cmp.Diff([]string{"line 0", "line 1", "line 2", "line 3"}, lines); diff != "" {
-		t.Errorf("progress mismatch (-want +got):\n%s", diff)
-	}
-	conn.answer(t, conn.call(agentproto.KindTool, "steps", ""))
+	// An empty line is not sent, a long one is cut to 200 characters. 50
+	// lines at once: the first 4 go, the rest are held back and dropped
+	// with the result; no line arrives after it.
+	p.play(a, script(t, connected+`
+-- gateway --
+{"type":"call","id":"c-1","kind":"tool","name":"steps","args":{}}
+-- agent --
+{"type":"progress","id":"c-1","message":"fetched 120 of 400 rows"}
+-- agent --
+{"type":"progress","id":"c-1","message":"`+strings.Repeat("é", 200)+`"}
+-- agent --
+{"type":"result","id":"c-1","result":{"content":[{"type":"text","text":"done"}]}}
+-- gateway --
+{"type":"call","id":"c-2","kind":"tool","name":"chatty","args":{}}
+-- agent --
+{"type":"progress","id":"c-2","message":"line 0"}
+-- agent --
+{"type":"progress","id":"c-2","message":"line 1"}
+-- agent --
+{"type":"progress","id":"c-2","message":"line 2"}
+-- agent --
+{"type":"progress","id":"c-2","message":"line 3"}
+-- agent --
+{"type":"result","id":"c-2"}
+-- gateway --
+{"type":"call","id":"c-3","kind":"tool","name":"steps","args":{}}
+-- agent --
+{"type":"progress","id":"c-3"}
+`), nil)
 }
 
 func TestProgressThrottle(t *testing.T) {
@@ -307,14 +344,32 @@ func TestProgressThrottle(t *testing.T) {
 }
 
 func TestSetEnabled(t *testing.T) {
-	g := newFakeGateway(t)
-	a, _ := newTestAgent(t, g)
+	p := newPlayer(t)
+	a, _ := newTestAgent(t, p)
 	ok := func(context.Context, emptyIn) (string, error) { return "", nil }
 	must(t, AddTool(a, "a", "d", ok))
 	must(t, AddTool(a, "b", "d", ok))
 	must(t, a.SetEnabled("b", false))
-	run(t, a)
-	conn := g.accept(t)
+	// The state outlives the connection.
+	p.play(a, script(t, connected+`
+-- do --
+setEnabled a off
+-- do --
+setEnabled b on
+-- agent --
+{"type":"set_enabled","name":"a","enabled":false}
+-- agent --
+{"type":"set_enabled","name":"b","enabled":true}
+-- drop --
+-- register --
+{"protocol":1}
+-- gateway --
+`+welcome("r-2", 5000)+`
+-- do --
+setEnabled a on
+-- agent --
+{"type":"set_enabled","name":"a","enabled":true}
+`), nil)
 
 	disabled := func(reg json.RawMessage) map[string]bool {
 		var r agentproto.Registration
@@ -325,30 +380,12 @@ func TestSetEnabled(t *testing.T) {
 		}
 		return out
 	}
-	if diff := cmp.Diff(map[string]bool{"a": false, "b": true}, disabled(g.registrations()[0])); diff != "" {
+	regs := p.registrations()
+	if diff := cmp.Diff(map[string]bool{"a": false, "b": true}, disabled(regs[0])); diff != "" {
 		t.Errorf("first registration's disabled flags (-want +got):\n%s", diff)
 	}
-
-	must(t, a.SetEnabled("a", false))
-	must(t, a.SetEnabled("b", true))
-	for _, want := range []agentproto.Message{
-		{Type: agentproto.TypeSetEnabled, Name: "a", Enabled: ptr(false)},
-		{Type: agentproto.TypeSetEnabled, Name: "b", Enabled: ptr(true)},
-	} {
-		if diff := cmp.Diff(want, conn.next(t)); diff != "" {
-			t.Errorf("set_enabled mismatch (-want +got):\n%s", diff)
-		}
-	}
-
-	// The state outlives the connection.
-	conn.drop()
-	conn = g.accept(t)
-	if diff := cmp.Diff(map[string]bool{"a": true, "b": false}, disabled(g.registrations()[1])); diff != "" {
+	if diff := cmp.Diff(map[string]bool{"a": true, "b": false}, disabled(regs[1])); diff != "" {
 		t.Errorf("registration after reconnect (-want +got):\n%s", diff)
-	}
-	must(t, a.SetEnabled("a", true))
-	if diff := cmp.Diff(agentproto.Message{Type: agentproto.TypeSetEnabled, Name: "a", Enabled: ptr(true)}, conn.next(t)); diff != "" {
-		t.Errorf("set_enabled on the new connection (-want +got):\n%s", diff)
 	}
 }
 
@@ -357,25 +394,26 @@ func TestSetEnabled(t *testing.T) {
 // replica of the key (or a gateway that lost track) must not stand in for
 // this one's.
 func TestSetEnabledPerReplicaSentEvenWhenUnchanged(t *testing.T) {
-	g := newFakeGateway(t)
-	a, _ := newTestAgent(t, g)
+	p := newPlayer(t)
+	a, _ := newTestAgent(t, p)
 	ok := func(context.Context, emptyIn) (string, error) { return "", nil }
 	must(t, AddTool(a, "a", "d", ok))
-	run(t, a)
-	conn := g.accept(t)
-	conn.answer(t, conn.call(agentproto.KindTool, "a", "")) // the agent is attached
-	must(t, a.SetEnabled("a", true))                        // already on
-	must(t, a.SetEnabled("a", false))
-	must(t, a.SetEnabled("a", false)) // already off
-	for _, want := range []agentproto.Message{
-		{Type: agentproto.TypeSetEnabled, Name: "a", Enabled: ptr(true)},
-		{Type: agentproto.TypeSetEnabled, Name: "a", Enabled: ptr(false)},
-		{Type: agentproto.TypeSetEnabled, Name: "a", Enabled: ptr(false)},
-	} {
-		if diff := cmp.Diff(want, conn.next(t)); diff != "" {
-			t.Errorf("set_enabled mismatch (-want +got):\n%s", diff)
-		}
-	}
+	p.play(a, script(t, connected+`
+-- gateway --
+{"type":"call","id":"c-1","kind":"tool","name":"a","args":{}}
+-- agent --
+{"type":"result","id":"c-1"}
+-- do --
+setEnabled a on
+-- do --
+setEnabled a off
+-- do --
+setEnabled a off
+-- agent --
+{"type":"set_enabled","name":"a","enabled":true}
+-- agent --
+{"type":"set_enabled","name":"a","enabled":false}
+-- agent --
+{"type":"set_enabled","name":"a","enabled":false}
+`), nil)
 }
-
-func ptr[T any](v T) *T { return &v }

@@ -8,6 +8,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -182,12 +183,12 @@ func TestContentPassthrough(t *testing.T) {
 	runAnswerCases(t, cases)
 }
 
-// runAnswerCases registers every case on one agent, connects it to a fake
-// gateway and checks each call's answer.
+// runAnswerCases registers every case on one agent, plays a transcript of
+// one call per case and checks each answer byte for byte.
 func runAnswerCases(t *testing.T, cases []answerCase) {
 	t.Helper()
-	g := newFakeGateway(t)
-	a, _ := newTestAgent(t, g)
+	p := newPlayer(t)
+	a, _ := newTestAgent(t, p)
 	names := map[string]string{}
 	for i, c := range cases {
 		name := strings.ReplaceAll(c.name, " ", "_")
@@ -203,34 +204,45 @@ func runAnswerCases(t *testing.T, cases []answerCase) {
 			t.Fatalf("%s: %v", c.name, err)
 		}
 	}
-	run(t, a)
-	conn := g.accept(t)
+	steps := script(t, connected)
+	for i, c := range cases {
+		kind := c.kind
+		if kind == "" {
+			kind = agentproto.KindTool
+		}
+		call := agentproto.Message{Type: agentproto.TypeCall, ID: fmt.Sprintf("c-%d", i+1), Kind: kind, Name: names[c.name],
+			Caller: &agentproto.Caller{KeyID: "key_42", KeyName: "claude"}, Deadline: time.Now().Add(30 * time.Second).UnixMilli()}
+		if c.args != "" {
+			call.Args = json.RawMessage(c.args)
+		}
+		b, err := json.Marshal(call)
+		must(t, err)
+		steps = append(steps, step{kind: "gateway", body: string(b)},
+			step{kind: "agent", check: func(t *testing.T, data []byte) { checkAnswer(t, c, call.ID, data) }})
+	}
+	p.play(a, steps, nil)
+}
 
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			kind := c.kind
-			if kind == "" {
-				kind = agentproto.KindTool
-			}
-			id := conn.call(kind, names[c.name], c.args)
-			m, _ := conn.answer(t, id)
-			switch {
-			case c.wantErr != "":
-				if m.Type != agentproto.TypeError {
-					t.Fatalf("got %s %.300s, want error %q", m.Type, m.Result, c.wantErr)
-				}
-				if diff := cmp.Diff(c.wantErr, m.Message); diff != "" {
-					t.Errorf("error message mismatch (-want +got):\n%s", diff)
-				}
-			default:
-				if m.Type != agentproto.TypeResult {
-					t.Fatalf("got %s %q, want a result", m.Type, m.Message)
-				}
-				if diff := cmp.Diff(c.want, string(m.Result)); diff != "" {
-					t.Errorf("result mismatch (-want +got):\n%s", diff)
-				}
-			}
-		})
+// checkAnswer checks the agent's answer to case c, call id.
+func checkAnswer(t *testing.T, c answerCase, id string, data []byte) {
+	t.Helper()
+	var m agentproto.Message
+	must(t, json.Unmarshal(data, &m))
+	switch {
+	case m.ID != id:
+		t.Fatalf("%s: got %s for call %q, want the answer to %q", c.name, m.Type, m.ID, id)
+	case c.wantErr != "":
+		if m.Type != agentproto.TypeError {
+			t.Errorf("%s: got %s %.300s, want error %q", c.name, m.Type, m.Result, c.wantErr)
+		} else if diff := cmp.Diff(c.wantErr, m.Message); diff != "" {
+			t.Errorf("%s: error message mismatch (-want +got):\n%s", c.name, diff)
+		}
+	default:
+		if m.Type != agentproto.TypeResult {
+			t.Errorf("%s: got %s %q, want a result", c.name, m.Type, m.Message)
+		} else if diff := cmp.Diff(c.want, string(m.Result)); diff != "" {
+			t.Errorf("%s: result mismatch (-want +got):\n%s", c.name, diff)
+		}
 	}
 }
 

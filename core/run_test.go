@@ -4,18 +4,12 @@ import (
 	"context"
 	"errors"
 	"net"
-	"net/http"
 	"os"
 	"regexp"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/coder/websocket"
-	"github.com/google/go-cmp/cmp"
-
-	"github.com/spacefix/spacefix/internal/agentproto"
 )
 
 func TestMain(m *testing.M) {
@@ -84,8 +78,8 @@ func TestBackoff(t *testing.T) {
 }
 
 func TestStopDrainsRunningCalls(t *testing.T) {
-	g := newFakeGateway(t)
-	a, _ := newTestAgent(t, g)
+	p := newPlayer(t)
+	a, _ := newTestAgent(t, p)
 	release := make(chan struct{})
 	started := make(chan struct{})
 	must(t, AddTool(a, "finishing", "d", func(ctx context.Context, _ emptyIn) (string, error) {
@@ -96,36 +90,44 @@ func TestStopDrainsRunningCalls(t *testing.T) {
 		}
 		return "finished", nil
 	}))
-	stop := run(t, a)
-	conn := g.accept(t)
-	id := conn.call(agentproto.KindTool, "finishing", "")
-	receive(t, started, "the handler to start")
-
 	stopped := make(chan struct{})
-	go func() { stop(); close(stopped) }()
-	if m := conn.next(t); m.Type != agentproto.TypeDrain {
-		t.Fatalf("first message after stop = %s, want drain", m.Type)
-	}
-	close(release)
-	m, _ := conn.answer(t, id)
-	if m.Type != agentproto.TypeResult || !strings.Contains(string(m.Result), "finished") {
-		t.Errorf("answer while draining = %s %s %q; want the result, its context alive", m.Type, m.Result, m.Message)
-	}
-	if err := conn.closed(t); websocket.CloseStatus(err) != websocket.StatusNormalClosure {
-		t.Errorf("the gateway saw %v, want a normal closure", err)
-	}
-	receive(t, stopped, "Run to return")
-	if leaked := leakedGoroutines(2 * time.Second); leaked != "" {
-		t.Errorf("goroutines left after Run returned:\n%s", leaked)
-	}
+	// The result comes while draining, its context alive; then the agent
+	// closes the connection normally.
+	p.play(a, script(t, connected+`
+-- gateway --
+{"type":"call","id":"c-1","kind":"tool","name":"finishing","args":{}}
+-- do --
+stopWhenStarted
+-- agent --
+{"type":"drain"}
+-- do --
+release
+-- agent --
+{"type":"result","id":"c-1","result":{"content":[{"type":"text","text":"finished"}]}}
+-- closed --
+-- do --
+stopped
+`), actions{
+		"stopWhenStarted": func(string) {
+			receive(t, started, "the handler to start")
+			go func() { p.stop(); close(stopped) }()
+		},
+		"release": func(string) { close(release) },
+		"stopped": func(string) {
+			receive(t, stopped, "Run to return")
+			if leaked := leakedGoroutines(2 * time.Second); leaked != "" {
+				t.Errorf("goroutines left after Run returned:\n%s", leaked)
+			}
+		},
+	})
 }
 
 func TestStopCancelsCallsAfterDrainTimeout(t *testing.T) {
 	old := drainTimeout
 	drainTimeout = 200 * time.Millisecond
 	t.Cleanup(func() { drainTimeout = old })
-	g := newFakeGateway(t)
-	a, _ := newTestAgent(t, g)
+	p := newPlayer(t)
+	a, _ := newTestAgent(t, p)
 	started, reports := blockingTool(t, a, "wait")
 	returned, slowStarted := make(chan struct{}), make(chan struct{})
 	must(t, AddTool(a, "slow_to_stop", "d", func(ctx context.Context, _ emptyIn) (string, error) {
@@ -135,26 +137,30 @@ func TestStopCancelsCallsAfterDrainTimeout(t *testing.T) {
 		close(returned)
 		return "", nil
 	}))
-	stop := run(t, a)
-	conn := g.accept(t)
-	conn.call(agentproto.KindTool, "wait", "")
-	conn.call(agentproto.KindTool, "slow_to_stop", "")
-	receive(t, started, "the handler to start")
-	receive(t, slowStarted, "the slow handler to start")
-
-	stop() // cancels Run's context and checks that Run returns nil
-	select {
-	case <-returned:
-	default:
-		t.Error("Run returned before a running handler did")
-	}
-	r := receive(t, reports, "the handler's context to end")
-	if !errors.Is(r.err, context.Canceled) {
-		t.Errorf("handler ctx.Err() = %v, want context.Canceled", r.err)
-	}
-	if err := conn.closed(t); websocket.CloseStatus(err) != websocket.StatusNormalClosure {
-		t.Errorf("the gateway saw %v, want a normal closure", err)
-	}
+	p.play(a, script(t, connected+`
+-- gateway --
+{"type":"call","id":"c-1","kind":"tool","name":"wait","args":{}}
+-- gateway --
+{"type":"call","id":"c-2","kind":"tool","name":"slow_to_stop","args":{}}
+-- do --
+stopWhenStarted
+-- agent --
+{"type":"drain"}
+-- closed --
+`), actions{"stopWhenStarted": func(string) {
+		receive(t, started, "the handler to start")
+		receive(t, slowStarted, "the slow handler to start")
+		p.stop() // cancels Run's context and checks that Run returns nil
+		select {
+		case <-returned:
+		default:
+			t.Error("Run returned before a running handler did")
+		}
+		r := receive(t, reports, "the handler's context to end")
+		if !errors.Is(r.err, context.Canceled) {
+			t.Errorf("handler ctx.Err() = %v, want context.Canceled", r.err)
+		}
+	}})
 	if leaked := leakedGoroutines(2 * time.Second); leaked != "" {
 		t.Errorf("goroutines left after Run returned:\n%s", leaked)
 	}
@@ -175,89 +181,112 @@ func TestRunWithoutGateway(t *testing.T) {
 }
 
 func TestRefusedRegistrationIsRetried(t *testing.T) {
-	g := newFakeGateway(t)
-	g.refuse = func(n int) (int, string) {
-		switch n {
-		case 1:
-			return http.StatusBadRequest, `Invalid tool name "x".`
-		case 2:
-			return http.StatusServiceUnavailable, "Starting up."
-		}
-		return 0, ""
-	}
-	a, rec := newTestAgent(t, g)
+	p := newPlayer(t)
+	a, rec := newTestAgent(t, p)
 	must(t, AddTool(a, "get_order", "d", func(context.Context, getOrderInput) (string, error) { return "ok", nil }))
-	run(t, a)
-	conn := g.accept(t)
-
-	rec.waitLine(t, "ERROR core: the gateway refused the agent; retrying",
-		`err=register: 400 Bad Request: Invalid tool name "x".`, "attempt=1")
-	rec.waitLine(t, "WARN core: cannot connect to the gateway; retrying",
-		"err=register: 503 Service Unavailable: Starting up.", "attempt=2")
-	if n := len(g.registrations()); n != 3 {
+	p.play(a, script(t, `
+-- refuse --
+400 Invalid tool name "x".
+-- do --
+log ERROR core: the gateway refused the agent; retrying | err=register: 400 Bad Request: Invalid tool name "x". | attempt=1
+-- refuse --
+503 Starting up.
+-- do --
+log WARN core: cannot connect to the gateway; retrying | err=register: 503 Service Unavailable: Starting up. | attempt=2
+`+connected+`
+-- gateway --
+{"type":"call","id":"c-1","kind":"tool","name":"get_order","args":{"id":"1"}}
+-- agent --
+{"type":"result","id":"c-1"}
+`), logAction(t, rec))
+	if n := len(p.registrations()); n != 3 {
 		t.Errorf("%d registrations, want 3", n)
 	}
-	if m, _ := conn.answer(t, conn.call(agentproto.KindTool, "get_order", `{"id":"1"}`)); m.Type != agentproto.TypeResult {
-		t.Errorf("answer after the retries = %+v", m)
-	}
+}
+
+// logAction is the "log" action: wait for a line of rec that contains every
+// part of the argument, parts separated by " | ".
+func logAction(t *testing.T, rec *logRecorder) actions {
+	return actions{"log": func(arg string) { rec.waitLine(t, strings.Split(arg, " | ")...) }}
 }
 
 func TestReconnectCancelsHandlers(t *testing.T) {
-	g := newFakeGateway(t)
-	a, rec := newTestAgent(t, g)
+	p := newPlayer(t)
+	a, rec := newTestAgent(t, p)
 	f := watchFinished(a)
 	started, reports := blockingTool(t, a, "wait")
-	run(t, a)
-	conn := g.accept(t)
-	id := conn.call(agentproto.KindTool, "wait", "")
-	receive(t, started, "the handler to start")
-
-	conn.drop()
-	r := receive(t, reports, "the handler's context to end")
-	if !errors.Is(r.err, context.Canceled) || !errors.Is(r.cause, errDisconnected) {
-		t.Errorf("handler saw %v (cause %v), want a cancel because the connection ended", r.err, r.cause)
+	acts := logAction(t, rec)
+	acts["started"] = func(string) { receive(t, started, "the handler to start") }
+	acts["disconnected"] = func(id string) {
+		r := receive(t, reports, "the handler's context to end")
+		if !errors.Is(r.err, context.Canceled) || !errors.Is(r.cause, errDisconnected) {
+			t.Errorf("handler saw %v (cause %v), want a cancel because the connection ended", r.err, r.cause)
+		}
+		if f.wait(t, id) {
+			t.Error("an answer was sent on a dropped connection")
+		}
 	}
-	if f.wait(t, id) {
-		t.Error("an answer was sent on a dropped connection")
-	}
-	conn = g.accept(t)
-	rec.waitLine(t, "WARN core: lost the connection to the gateway; reconnecting", "attempt=1")
-	if n := len(g.registrations()); n != 2 {
+	acts["cancelled"] = func(string) { receive(t, reports, "the new handler's cancel") }
+	p.play(a, script(t, connected+`
+-- gateway --
+{"type":"call","id":"c-1","kind":"tool","name":"wait","args":{}}
+-- do --
+started
+-- drop --
+-- do --
+disconnected c-1
+-- register --
+{"protocol":1}
+-- gateway --
+`+welcome("r-2", 5000)+`
+-- do --
+log WARN core: lost the connection to the gateway; reconnecting | attempt=1
+-- gateway --
+{"type":"call","id":"c-2","kind":"tool","name":"wait","args":{}}
+-- do --
+started
+-- gateway --
+{"type":"cancel","id":"c-2","reason":"cancelled"}
+-- do --
+cancelled
+`), acts)
+	if n := len(p.registrations()); n != 2 {
 		t.Errorf("%d registrations, want 2 (one per connection)", n)
 	}
-	id = conn.call(agentproto.KindTool, "wait", "")
-	receive(t, started, "a handler on the new connection")
-	conn.send(agentproto.Message{Type: agentproto.TypeCancel, ID: id, Reason: agentproto.ReasonCancelled})
-	receive(t, reports, "the new handler's cancel")
 }
 
 func TestGoodbye(t *testing.T) {
-	g := newFakeGateway(t)
-	a, rec := newTestAgent(t, g)
-	run(t, a)
-	conn := g.accept(t)
-	conn.send(agentproto.Message{Type: agentproto.TypeGoodbye, Message: "The gateway is restarting."})
-	conn.ws.Close(websocket.StatusGoingAway, "shutdown")
-	rec.waitLine(t, "INFO core: the gateway is going away; reconnecting",
-		"err=the gateway said goodbye: The gateway is restarting.")
-	g.accept(t)
+	p := newPlayer(t)
+	a, rec := newTestAgent(t, p)
+	p.play(a, script(t, connected+`
+-- gateway --
+{"type":"goodbye","message":"The gateway is restarting."}
+-- do --
+log INFO core: the gateway is going away; reconnecting | err=the gateway said goodbye: The gateway is restarting.
+-- register --
+{"protocol":1}
+`), logAction(t, rec))
 }
 
 func TestHeartbeat(t *testing.T) {
 	t.Run("a silent gateway is dropped", func(t *testing.T) {
-		g := newFakeGateway(t)
-		g.heartbeatMs = 50
-		g.silent = true // reads nothing, so it answers no ping
-		a, rec := newTestAgent(t, g)
-		run(t, a)
-		g.accept(t)
-		rec.waitLine(t, "lost the connection", "err=no pong from the gateway within 50ms")
-		g.accept(t)
+		p := newPlayer(t)
+		a, rec := newTestAgent(t, p)
+		p.play(a, script(t, `
+-- register --
+{"protocol":1}
+-- deaf --
+-- gateway --
+`+welcome("r-1", 50)+`
+-- do --
+log lost the connection | err=no pong from the gateway within 50ms
+-- register --
+{"protocol":1}
+`), logAction(t, rec))
 	})
 	t.Run("pongs keep the connection", func(t *testing.T) {
-		g := newFakeGateway(t)
-		g.heartbeatMs = 20
-		a, _ := newTestAgent(t, g)
+		p := newPlayer(t)
+		a, _ := newTestAgent(t, p)
 		must(t, AddTool(a, "linger", "d", func(ctx context.Context, _ emptyIn) (string, error) {
 			select { // long enough for several pings
 			case <-time.After(300 * time.Millisecond):
@@ -266,22 +295,26 @@ func TestHeartbeat(t *testing.T) {
 				return "", ctx.Err()
 			}
 		}))
-		run(t, a)
-		conn := g.accept(t)
-		m, _ := conn.answer(t, conn.call(agentproto.KindTool, "linger", ""))
-		if diff := cmp.Diff(`{"content":[{"type":"text","text":"still here"}]}`, string(m.Result)); diff != "" {
-			t.Errorf("result mismatch (-want +got):\n%s", diff)
-		}
-		if n := len(g.registrations()); n != 1 {
+		p.play(a, script(t, `
+-- register --
+{"protocol":1}
+-- gateway --
+`+welcome("r-1", 20)+`
+-- gateway --
+{"type":"call","id":"c-1","kind":"tool","name":"linger","args":{}}
+-- agent --
+{"type":"result","id":"c-1","result":{"content":[{"type":"text","text":"still here"}]}}
+`), nil)
+		if n := len(p.registrations()); n != 1 {
 			t.Errorf("%d registrations, want 1: the connection was dropped", n)
 		}
 	})
 }
 
 func TestWrongKeyIsLoggedAndRetried(t *testing.T) {
-	g := newFakeGateway(t)
+	p := newPlayer(t)
 	rec := newLogRecorder()
-	a, err := New(Options{APIKey: "sfx_wrong", URL: g.srv.URL, Logger: slogFor(rec)})
+	a, err := New(Options{APIKey: "sfx_wrong", URL: p.url(), Logger: slogFor(rec)})
 	must(t, err)
 	run(t, a)
 	rec.waitLine(t, "ERROR core: the gateway refused the agent", "err=register: 401 Unauthorized: Unknown agent key.", "attempt=1")

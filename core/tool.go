@@ -45,8 +45,8 @@ type handler struct {
 // A-Z a-z 0-9 _ - (or that contains "__"), on a name already registered, on
 // an input type that has no schema, and once [Agent.Run] has started.
 func AddTool[In, Out any](a *Agent, name, description string, h func(context.Context, In) (Out, error), opts ...ToolOption) error {
-	if msg := agentproto.CheckToolName("tool", name); msg != "" {
-		return fmt.Errorf("core: add tool %q: %s", name, msg)
+	if err := agentproto.CheckToolName("tool", name); err != nil {
+		return fmt.Errorf("core: add tool %q: %v", name, err)
 	}
 	if h == nil {
 		return fmt.Errorf("core: add tool %q: the handler is nil", name)

@@ -11,7 +11,10 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,7 +25,10 @@ import (
 
 // The agent-protocol transcripts in internal/agentproto/testdata/transcripts
 // are played here against the Go SDK, and by sdk/node/test/transcript.test.mjs
-// against the Node SDK; see the README there for the format.
+// against the Node SDK; see the README there for the format. The same
+// player is the only gateway core's tests talk to: tests that look inside
+// the agent (a handler's context, the log) play a transcript of their own
+// with actions of their own (see [player.play]).
 
 const transcriptDir = "../internal/agentproto/testdata/transcripts"
 
@@ -30,6 +36,9 @@ const transcriptDir = "../internal/agentproto/testdata/transcripts"
 type step struct {
 	kind string
 	body string
+	// check, when set on an "agent" step, replaces the containment check
+	// of its body: for Go tests that compare bytes exactly.
+	check func(t *testing.T, data []byte)
 }
 
 // parseTranscript reads the txtar sections of a transcript.
@@ -48,7 +57,7 @@ func parseTranscript(data string) ([]step, error) {
 	for i, s := range steps {
 		steps[i].body = strings.TrimSpace(s.body)
 		switch s.kind {
-		case "register", "gateway", "agent", "do", "drop", "closed":
+		case "register", "refuse", "gateway", "agent", "do", "drop", "deaf", "closed":
 		default:
 			return nil, fmt.Errorf("step %d: unknown section %q", i+1, s.kind)
 		}
@@ -116,7 +125,8 @@ func transcriptAgent(t *testing.T, a *Agent) {
 		<-ctx.Done()
 		return "", context.Cause(ctx)
 	}))
-	must(t, AddTool(a, "sleep", "Sleeps 300 ms.", func(context.Context, emptyIn) (string, error) {
+	must(t, AddTool(a, "sleep", "Sleeps 300 ms.", func(ctx context.Context, _ emptyIn) (string, error) {
+		Progress(ctx, "sleeping")
 		time.Sleep(300 * time.Millisecond)
 		return "slept", nil
 	}))
@@ -137,151 +147,365 @@ func TestTranscripts(t *testing.T) {
 			must(t, err)
 			steps, err := parseTranscript(string(data))
 			must(t, err)
-			playTranscript(t, steps)
+			p := newPlayer(t)
+			a, err := New(Options{APIKey: testKey, URL: p.url(), Logger: discard()})
+			must(t, err)
+			transcriptAgent(t, a)
+			p.play(a, steps, nil)
 		})
 	}
 }
 
-// playTranscript plays the gateway's side of steps against a Go agent.
-func playTranscript(t *testing.T, steps []step) {
-	type registration struct {
-		body  []byte
-		reply chan string // the ticket
-	}
-	regs := make(chan registration)
-	conns := make(chan *websocket.Conn, 4)
-	done := make(chan struct{})
-	mux := http.NewServeMux()
-	mux.HandleFunc("POST "+agentproto.RegisterPath, func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		reg := registration{body, make(chan string, 1)}
-		select {
-		case regs <- reg:
-		case <-done:
-			http.Error(w, "The transcript is over.", http.StatusServiceUnavailable)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(agentproto.Ticket{Ticket: <-reg.reply, ExpiresInMs: 30000})
-	})
-	mux.HandleFunc("GET "+agentproto.ConnectPath, func(w http.ResponseWriter, r *http.Request) {
-		ws, err := websocket.Accept(w, r, nil)
-		if err != nil {
-			return
-		}
-		conns <- ws
-		select {
-		case <-done:
-		case <-r.Context().Done():
-		}
-	})
-	srv := httptest.NewServer(mux)
-	defer srv.Close()
-	defer close(done)
-
-	a, err := New(Options{APIKey: testKey, URL: srv.URL, Logger: discard()})
+// script parses an inline transcript of a test.
+func script(t *testing.T, txt string) []step {
+	t.Helper()
+	steps, err := parseTranscript(txt)
 	must(t, err)
-	transcriptAgent(t, a)
-	stop := func() {}
-	started := false
-	var ws *websocket.Conn
-	msgs := make(chan []byte, 64)
-	readErr := make(chan error, 1)
-	current := func() *websocket.Conn {
-		t.Helper()
-		if ws != nil {
-			return ws
-		}
-		select {
-		case ws = <-conns:
-		case <-time.After(waitFor):
-			t.Fatal("the agent did not connect")
-		}
-		c, m, e := ws, make(chan []byte, 64), make(chan error, 1)
-		msgs, readErr = m, e
-		go func() {
-			for {
-				_, data, err := c.Read(context.Background())
-				if err != nil {
-					e <- err
-					return
-				}
-				m <- data
-			}
-		}()
-		return ws
+	return steps
+}
+
+// welcome is the gateway's welcome message of replica r with heartbeat ms.
+func welcome(r string, heartbeatMs int) string {
+	return fmt.Sprintf(`{"type":"welcome","welcome":{"protocol":1,"replica":%q,"project":"p-test","agent":"key-test","callWaitMs":30000,"heartbeatMs":%d}}`, r, heartbeatMs)
+}
+
+// registration is one registration request waiting for the player's answer.
+type registration struct {
+	body  []byte
+	reply chan regReply
+}
+
+// regReply answers a registration: a ticket, or a refusal when status is set.
+type regReply struct {
+	status int
+	text   string
+}
+
+// player plays the gateway's side of transcripts against one agent.
+type player struct {
+	t     *testing.T
+	srv   *httptest.Server
+	regs  chan registration
+	conns chan *websocket.Conn
+	done  chan struct{}
+
+	mu      sync.Mutex
+	bodies  []json.RawMessage             // every registration body, in order
+	tickets map[string]bool               // issued, not yet used
+	calls   map[string]agentproto.Message // call messages sent, by id
+
+	// The current connection; only play's goroutine uses these.
+	ws      *websocket.Conn
+	frames  chan frame // what the reader read, in order; an error last
+	reading bool
+	deaf    bool
+	stop    func()
+}
+
+// newPlayer starts a player's HTTP server; it stops when the test ends.
+func newPlayer(t *testing.T) *player {
+	p := &player{t: t, regs: make(chan registration), conns: make(chan *websocket.Conn, 4), done: make(chan struct{}),
+		tickets: map[string]bool{}, calls: map[string]agentproto.Message{}, stop: func() {}}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST "+agentproto.RegisterPath, p.register)
+	mux.HandleFunc("GET "+agentproto.ConnectPath, p.connect)
+	p.srv = httptest.NewServer(mux)
+	t.Cleanup(func() {
+		close(p.done)
+		p.srv.CloseClientConnections()
+		p.srv.Close()
+	})
+	return p
+}
+
+func (p *player) url() string { return p.srv.URL }
+
+// registrations returns the registration bodies received so far.
+func (p *player) registrations() []json.RawMessage {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.bodies)
+}
+
+// sent returns the call message with id that the player sent.
+func (p *player) sent(id string) agentproto.Message {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.calls[id]
+}
+
+func (p *player) register(w http.ResponseWriter, r *http.Request) {
+	if r.Header.Get("Authorization") != "Bearer "+testKey {
+		http.Error(w, "Unknown agent key.", http.StatusUnauthorized)
+		return
 	}
-	n := 0
+	body, _ := io.ReadAll(r.Body)
+	p.mu.Lock()
+	p.bodies = append(p.bodies, body)
+	n := len(p.bodies)
+	p.mu.Unlock()
+	reg := registration{body, make(chan regReply, 1)}
+	select {
+	case p.regs <- reg:
+	case <-p.done:
+		http.Error(w, "The transcript is over.", http.StatusServiceUnavailable)
+		return
+	}
+	if ans := <-reg.reply; ans.status != 0 {
+		http.Error(w, ans.text, ans.status)
+		return
+	}
+	ticket := fmt.Sprintf("t-%d", n)
+	p.mu.Lock()
+	p.tickets[ticket] = true
+	p.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(agentproto.Ticket{Ticket: ticket, ExpiresInMs: 30000})
+}
+
+func (p *player) connect(w http.ResponseWriter, r *http.Request) {
+	ticket := r.URL.Query().Get("ticket")
+	p.mu.Lock()
+	ok := p.tickets[ticket]
+	delete(p.tickets, ticket)
+	p.mu.Unlock()
+	if !ok || r.Header.Get("Authorization") != "Bearer "+testKey {
+		http.Error(w, "Unknown or used ticket.", http.StatusUnauthorized)
+		return
+	}
+	ws, err := websocket.Accept(w, r, nil)
+	if err != nil {
+		return
+	}
+	ws.SetReadLimit(agentproto.MaxFrameBytes)
+	p.conns <- ws
+	select {
+	case <-p.done:
+	case <-r.Context().Done():
+	}
+}
+
+// current returns the connection the agent made after its latest
+// registration, waiting for it.
+func (p *player) current(where string) *websocket.Conn {
+	p.t.Helper()
+	if p.ws == nil {
+		select {
+		case p.ws = <-p.conns:
+		case <-time.After(waitFor):
+			p.t.Fatalf("%s: the agent did not connect", where)
+		}
+		p.reading = false
+	}
+	return p.ws
+}
+
+// read starts reading the current connection, once: from then on the
+// gateway answers pings, and the agent's messages queue for "agent" steps.
+func (p *player) read(where string) {
+	c := p.current(where)
+	if p.reading {
+		return
+	}
+	p.reading = true
+	frames := make(chan frame, 256)
+	p.frames = frames
+	go func() {
+		for {
+			_, data, err := c.Read(context.Background())
+			frames <- frame{data, err}
+			if err != nil {
+				return
+			}
+		}
+	}()
+}
+
+// frame is one message the agent sent, or why reading ended.
+type frame struct {
+	data []byte
+	err  error
+}
+
+// next returns the agent's next frame on the current connection.
+func (p *player) next(where string) frame {
+	p.t.Helper()
+	p.read(where)
+	select {
+	case f := <-p.frames:
+		return f
+	case <-time.After(waitFor):
+		p.t.Fatalf("%s: no message from the agent, and the connection is open", where)
+		return frame{}
+	}
+}
+
+// play plays steps against a, which must use [player.url] and [testKey].
+// Run starts at the first register or refuse step, and stops when the
+// test ends or at a "stop" action. A "do" line that is not a shared action
+// (setEnabled, stop) is looked up in actions by its first word, and called
+// with the rest of the line.
+func (p *player) play(a *Agent, steps []step, actions map[string]func(arg string)) {
+	t := p.t
+	t.Helper()
+	started := false
 	for i, s := range steps {
 		where := fmt.Sprintf("step %d (%s)", i+1, s.kind)
-		if s.kind == "register" && !started {
-			stop = run(t, a)
+		if (s.kind == "register" || s.kind == "refuse") && !started {
+			p.stop = run(t, a)
 			started = true
 		}
 		switch s.kind {
-		case "register":
-			var reg registration
-			select {
-			case reg = <-regs:
-			case <-time.After(waitFor):
-				t.Fatalf("%s: the agent did not register", where)
-			}
-			n++
-			reg.reply <- fmt.Sprintf("t-%d", n)
-			if d := contains(decodeJSON(t, where, s.body), decodeJSON(t, "the registration", string(reg.body)), "registration"); d != "" {
-				t.Fatalf("%s: %s\nbody: %s", where, d, reg.body)
-			}
-			ws = nil
+		case "register", "refuse":
+			p.answer(where, s)
+		case "deaf":
+			p.deaf = true
 		case "gateway":
-			if err := current().Write(context.Background(), websocket.MessageText, []byte(s.body)); err != nil {
-				t.Fatalf("%s: %v", where, err)
-			}
-			var m agentproto.Message
-			if json.Unmarshal([]byte(s.body), &m) == nil && m.Type == agentproto.TypeGoodbye {
-				ws.Close(websocket.StatusGoingAway, "goodbye")
-			}
+			p.send(where, s.body)
 		case "agent":
-			current()
-			select {
-			case data := <-msgs:
-				if d := contains(decodeJSON(t, where, s.body), decodeJSON(t, "the agent's message", string(data)), "message"); d != "" {
-					t.Fatalf("%s: %s\ngot: %s", where, d, data)
+			f := p.next(where)
+			switch {
+			case f.err != nil:
+				t.Fatalf("%s: the connection ended: %v", where, f.err)
+			case s.check != nil:
+				s.check(t, f.data)
+			default:
+				if d := contains(decodeJSON(t, where, s.body), decodeJSON(t, "the agent's message", string(f.data)), "message"); d != "" {
+					t.Fatalf("%s: %s\ngot: %s", where, d, f.data)
 				}
-			case err := <-readErr:
-				t.Fatalf("%s: the connection ended: %v", where, err)
-			case <-time.After(waitFor):
-				t.Fatalf("%s: no message from the agent", where)
 			}
 		case "do":
-			doAction(t, where, a, s.body, stop)
+			p.do(where, a, s.body, actions)
 		case "drop":
-			current().CloseNow()
+			p.current(where).CloseNow()
 		case "closed":
-			current()
-			select {
-			case data := <-msgs:
-				t.Fatalf("%s: got %s, want the connection closed", where, data)
-			case err := <-readErr:
-				if websocket.CloseStatus(err) != websocket.StatusNormalClosure {
-					t.Fatalf("%s: the connection ended with %v, want a normal closure", where, err)
-				}
-			case <-time.After(waitFor):
-				t.Fatalf("%s: the agent did not close the connection", where)
+			f := p.next(where)
+			switch {
+			case f.err == nil:
+				t.Fatalf("%s: got %s, want the connection closed", where, f.data)
+			case websocket.CloseStatus(f.err) != websocket.StatusNormalClosure:
+				t.Fatalf("%s: the connection ended with %v, want a normal closure", where, f.err)
+			}
+			var ce websocket.CloseError
+			if errors.As(f.err, &ce) && s.body != "" && ce.Reason != s.body {
+				t.Fatalf("%s: closed with reason %q, want %q", where, ce.Reason, s.body)
 			}
 		}
 	}
 }
 
-// doAction does what a "do" step says.
-func doAction(t *testing.T, where string, a *Agent, line string, stop func()) {
+// answer waits for the agent's registration and answers it as a register
+// or refuse step s says.
+func (p *player) answer(where string, s step) {
+	t := p.t
+	t.Helper()
+	var reg registration
+	select {
+	case reg = <-p.regs:
+	case <-time.After(waitFor):
+		t.Fatalf("%s: the agent did not register", where)
+	}
+	if s.kind == "refuse" {
+		status, text, _ := strings.Cut(s.body, " ")
+		code, err := strconv.Atoi(status)
+		if err != nil {
+			t.Fatalf("%s: want a status and a text, got %q", where, s.body)
+		}
+		reg.reply <- regReply{status: code, text: text}
+		return
+	}
+	reg.reply <- regReply{}
+	if d := contains(decodeJSON(t, where, s.body), decodeJSON(t, "the registration", string(reg.body)), "registration"); d != "" {
+		t.Fatalf("%s: %s\nbody: %s", where, d, reg.body)
+	}
+	p.ws, p.deaf = nil, false
+}
+
+// send writes a gateway step's message on the current connection. A call's
+// "deadline" may be relative, "+100ms": the player makes it absolute.
+func (p *player) send(where, body string) {
+	t := p.t
+	t.Helper()
+	ws := p.current(where)
+	if !p.deaf {
+		p.read(where)
+	}
+	body = p.absoluteDeadline(where, body)
+	var m agentproto.Message
+	if err := json.Unmarshal([]byte(body), &m); err != nil {
+		t.Fatalf("%s: not a message: %v: %s", where, err, body)
+	}
+	if m.Type == agentproto.TypeCall {
+		p.mu.Lock()
+		p.calls[m.ID] = m
+		p.mu.Unlock()
+	}
+	if err := ws.Write(context.Background(), websocket.MessageText, []byte(body)); err != nil {
+		t.Fatalf("%s: %v", where, err)
+	}
+	if m.Type == agentproto.TypeGoodbye {
+		ws.Close(websocket.StatusGoingAway, "goodbye")
+	}
+}
+
+// absoluteDeadline turns a relative "deadline" ("+100ms") into Unix
+// milliseconds from now.
+func (p *player) absoluteDeadline(where, body string) string {
+	var rel struct {
+		Deadline any `json:"deadline"`
+	}
+	if json.Unmarshal([]byte(body), &rel) != nil {
+		return body
+	}
+	s, ok := rel.Deadline.(string)
+	if !ok {
+		return body
+	}
+	d, err := time.ParseDuration(strings.TrimPrefix(s, "+"))
+	if err != nil || !strings.HasPrefix(s, "+") {
+		p.t.Fatalf("%s: deadline %q: want a number or +duration", where, s)
+	}
+	var raw map[string]json.RawMessage
+	must(p.t, json.Unmarshal([]byte(body), &raw))
+	raw["deadline"] = json.RawMessage(strconv.FormatInt(time.Now().Add(d).UnixMilli(), 10))
+	b, err := json.Marshal(raw)
+	must(p.t, err)
+	return string(b)
+}
+
+// do does what a "do" step says.
+func (p *player) do(where string, a *Agent, line string, actions map[string]func(string)) {
+	t := p.t
 	t.Helper()
 	f := strings.Fields(line)
 	switch {
 	case len(f) == 3 && f[0] == "setEnabled" && (f[2] == "on" || f[2] == "off"):
 		must(t, a.SetEnabled(f[1], f[2] == "on"))
 	case len(f) == 1 && f[0] == "stop":
-		go stop()
+		go p.stop()
+	case len(f) > 0 && actions[f[0]] != nil:
+		actions[f[0]](strings.TrimSpace(strings.TrimPrefix(line, f[0])))
 	default:
 		t.Fatalf("%s: unknown action %q", where, line)
 	}
 }
+
+// newTestAgent returns an agent pointed at p, logging to a recorder.
+func newTestAgent(t *testing.T, p *player) (*Agent, *logRecorder) {
+	t.Helper()
+	rec := newLogRecorder()
+	a, err := New(Options{APIKey: testKey, URL: p.url(), Logger: slogFor(rec)})
+	must(t, err)
+	return a, rec
+}
+
+// connected is the start of most inline transcripts: the agent registers
+// and the gateway welcomes it as replica r-1 (heartbeat every 5 s).
+var connected = `
+-- register --
+{"protocol":1}
+-- gateway --
+` + welcome("r-1", 5000) + "\n"
+
+// actions is the set of a test's own "do" actions, by first word.
+type actions = map[string]func(arg string)

@@ -49,99 +49,128 @@ func LimitsOf(s store.ProjectSettings) Limits {
 	return lim
 }
 
+// RegistrationError is why a registration is refused. Its Error is the
+// sentence the agent's developer reads (docs/agent-protocol.md, section
+// 1.1); Kind and Name say what is at fault, for callers that branch.
+type RegistrationError struct {
+	Kind    string // "agent", "tool", "resource" or "prompt"
+	Name    string // the tool's or prompt's name, the resource's URI; "" for the agent
+	Message string // what the agent's developer reads
+}
+
+func (e *RegistrationError) Error() string { return e.Message }
+
+// refuse returns a [RegistrationError] about the named kind.
+func refuse(kind, name, format string, args ...any) *RegistrationError {
+	return &RegistrationError{Kind: kind, Name: name, Message: fmt.Sprintf(format, args...)}
+}
+
+// refuseAs returns a [RegistrationError] with err's message.
+func refuseAs(kind, name string, err error) *RegistrationError {
+	return &RegistrationError{Kind: kind, Name: name, Message: err.Error()}
+}
+
 // Check makes every check of a decoded registration: the naming rules and
 // lim, the names its tools are exposed under, and their input schemas. It
 // returns the compiled schemas by registered tool name, or the first problem
-// as the message the agent's developer reads. The size of the whole
-// registration is checked by whoever holds its bytes.
-func Check(reg *agentproto.Registration, lim Limits) (map[string]*schema.Schema, string) {
-	if msg := validate(reg, lim); msg != "" {
-		return nil, msg
+// as a *[RegistrationError]. The size of the whole registration is checked
+// by whoever holds its bytes.
+func Check(reg *agentproto.Registration, lim Limits) (map[string]*schema.Schema, error) {
+	if err := validate(reg, lim); err != nil {
+		return nil, err
 	}
 	schemas := make(map[string]*schema.Schema, len(reg.Tools))
 	for _, t := range reg.Tools {
 		exp := agents.ExposedName(reg, t.Name)
 		if len(exp) > agentproto.MaxNameLen {
-			return nil, fmt.Sprintf("Tool name %q becomes %q with the namespace, longer than %d characters. Shorten the agent or tool name.", t.Name, exp, agentproto.MaxNameLen)
+			return nil, refuse("tool", t.Name, "Tool name %q becomes %q with the namespace, longer than %d characters. Shorten the agent or tool name.", t.Name, exp, agentproto.MaxNameLen)
 		}
-		if msg := agentproto.CheckReserved("tool", exp); msg != "" {
-			return nil, msg
+		if err := agentproto.CheckReserved("tool", exp); err != nil {
+			return nil, refuseAs("tool", t.Name, err)
 		}
 		s, err := schema.Compile(t.InputSchema)
 		if err != nil {
-			return nil, fmt.Sprintf("Input schema of tool %q does not compile: %v", t.Name, err)
+			return nil, refuse("tool", t.Name, "Input schema of tool %q does not compile: %v", t.Name, err)
 		}
 		schemas[t.Name] = s
 	}
-	return schemas, ""
+	return schemas, nil
 }
 
 // validate checks a registration against the naming rules and lim, and
-// returns the first problem as the message the agent's developer reads, or
-// "" when the registration is acceptable. The size of the whole registration
-// is checked by whoever holds its bytes.
-func validate(r *agentproto.Registration, lim Limits) string {
+// returns the first problem as a *[RegistrationError], or nil when the
+// registration is acceptable. The size of the whole registration is checked
+// by whoever holds its bytes.
+func validate(r *agentproto.Registration, lim Limits) error {
 	if r.Protocol != agentproto.Version {
-		return fmt.Sprintf("Unsupported agent protocol %d: this gateway speaks %d. Upgrade the SDK or the gateway.", r.Protocol, agentproto.Version)
+		return refuse("agent", "", "Unsupported agent protocol %d: this gateway speaks %d. Upgrade the SDK or the gateway.", r.Protocol, agentproto.Version)
 	}
 	if r.Name != "" && !agentproto.ValidName(r.Name) {
-		return fmt.Sprintf("Invalid agent name %q: use 1 to 64 characters from A-Z a-z 0-9 _ -.", r.Name)
+		return refuse("agent", "", "Invalid agent name %q: use 1 to 64 characters from A-Z a-z 0-9 _ -.", r.Name)
 	}
 	if r.Namespace && r.Name == "" {
-		return "An agent with a namespace needs a name: set Name in the SDK options."
+		return refuse("agent", "", "An agent with a namespace needs a name: set Name in the SDK options.")
 	}
 	if len(r.Instance) > agentproto.MaxNameLen {
-		return fmt.Sprintf("Instance name %q is longer than %d characters.", r.Instance, agentproto.MaxNameLen)
+		return refuse("agent", "", "Instance name %q is longer than %d characters.", r.Instance, agentproto.MaxNameLen)
 	}
 	if len(r.Tools) > lim.MaxTools {
-		return fmt.Sprintf("Too many tools: %d registered, the limit is %s per agent.", len(r.Tools), agentproto.Thousands(lim.MaxTools))
+		return refuse("agent", "", "Too many tools: %d registered, the limit is %s per agent.", len(r.Tools), agentproto.Thousands(lim.MaxTools))
 	}
 	if len(r.Resources) > lim.MaxResources {
-		return fmt.Sprintf("Too many resources: %d registered, the limit is %s per agent.", len(r.Resources), agentproto.Thousands(lim.MaxResources))
+		return refuse("agent", "", "Too many resources: %d registered, the limit is %s per agent.", len(r.Resources), agentproto.Thousands(lim.MaxResources))
 	}
-	seen := make(map[string]bool, len(r.Tools))
-	for _, t := range r.Tools {
-		if msg := agentproto.CheckToolName("tool", t.Name); msg != "" {
-			return msg
-		}
-		if seen[t.Name] {
-			return fmt.Sprintf("Duplicate tool name %q: each tool of an agent needs its own name.", t.Name)
-		}
-		seen[t.Name] = true
-		if len(t.InputSchema) > lim.MaxSchema {
-			return fmt.Sprintf("Input schema of tool %q is %s bytes; the limit is %s bytes.", t.Name, agentproto.Thousands(len(t.InputSchema)), agentproto.Thousands(lim.MaxSchema))
-		}
-		if !isObjectSchema(t.InputSchema) {
-			return fmt.Sprintf("Input schema of tool %q must be a JSON object with \"type\": \"object\".", t.Name)
-		}
-		if t.TimeoutMs < 0 || t.TimeoutMs > agentproto.MaxToolTimeoutMs {
-			return fmt.Sprintf("Timeout of tool %q is %dms; it must be between 0 and %dms.", t.Name, t.TimeoutMs, agentproto.MaxToolTimeoutMs)
-		}
+	if err := validateTools(r.Tools, lim); err != nil {
+		return err
 	}
 	uris := make(map[string]bool, len(r.Resources))
 	for _, res := range r.Resources {
 		if u, err := url.Parse(res.URI); err != nil || u.Scheme == "" {
-			return fmt.Sprintf("Invalid resource URI %q: use an absolute URI such as orders://open.", res.URI)
+			return refuse("resource", res.URI, "Invalid resource URI %q: use an absolute URI such as orders://open.", res.URI)
 		}
 		if uris[res.URI] {
-			return fmt.Sprintf("Duplicate resource URI %q.", res.URI)
+			return refuse("resource", res.URI, "Duplicate resource URI %q.", res.URI)
 		}
 		uris[res.URI] = true
 		if res.Name == "" {
-			return fmt.Sprintf("Resource %q needs a display name.", res.URI)
+			return refuse("resource", res.URI, "Resource %q needs a display name.", res.URI)
 		}
 	}
 	prompts := make(map[string]bool, len(r.Prompts))
 	for _, p := range r.Prompts {
-		if msg := agentproto.CheckToolName("prompt", p.Name); msg != "" {
-			return msg
+		if err := agentproto.CheckToolName("prompt", p.Name); err != nil {
+			return refuseAs("prompt", p.Name, err)
 		}
 		if prompts[p.Name] {
-			return fmt.Sprintf("Duplicate prompt name %q.", p.Name)
+			return refuse("prompt", p.Name, "Duplicate prompt name %q.", p.Name)
 		}
 		prompts[p.Name] = true
 	}
-	return ""
+	return nil
+}
+
+// validateTools checks each tool's name, schema size and shape, and timeout.
+func validateTools(tools []agentproto.Tool, lim Limits) error {
+	seen := make(map[string]bool, len(tools))
+	for _, t := range tools {
+		if err := agentproto.CheckToolName("tool", t.Name); err != nil {
+			return refuseAs("tool", t.Name, err)
+		}
+		if seen[t.Name] {
+			return refuse("tool", t.Name, "Duplicate tool name %q: each tool of an agent needs its own name.", t.Name)
+		}
+		seen[t.Name] = true
+		if len(t.InputSchema) > lim.MaxSchema {
+			return refuse("tool", t.Name, "Input schema of tool %q is %s bytes; the limit is %s bytes.", t.Name, agentproto.Thousands(len(t.InputSchema)), agentproto.Thousands(lim.MaxSchema))
+		}
+		if !isObjectSchema(t.InputSchema) {
+			return refuse("tool", t.Name, "Input schema of tool %q must be a JSON object with \"type\": \"object\".", t.Name)
+		}
+		if t.TimeoutMs < 0 || t.TimeoutMs > agentproto.MaxToolTimeoutMs {
+			return refuse("tool", t.Name, "Timeout of tool %q is %dms; it must be between 0 and %dms.", t.Name, t.TimeoutMs, agentproto.MaxToolTimeoutMs)
+		}
+	}
+	return nil
 }
 
 // isObjectSchema reports whether raw is a JSON object whose "type" is

@@ -2,6 +2,7 @@ package agentfront
 
 import (
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 
@@ -16,32 +17,47 @@ func TestAgentFrontCheck(t *testing.T) {
 	obj := json.RawMessage(`{"type":"object"}`)
 	long := strings.Repeat("t", 60)
 	for _, c := range []struct {
-		name string
-		reg  agentproto.Registration
-		want string
+		name       string
+		reg        agentproto.Registration
+		kind, what string // the RegistrationError's Kind and Name
+		want       string
 	}{
 		{"accepted", agentproto.Registration{Protocol: 1, Name: "crm", Namespace: true,
-			Tools: []agentproto.Tool{{Name: "find", InputSchema: obj}}}, ""},
+			Tools: []agentproto.Tool{{Name: "find", InputSchema: obj}}}, "", "", ""},
 		{"namespace makes the name too long", agentproto.Registration{Protocol: 1, Name: "my-crm", Namespace: true,
-			Tools: []agentproto.Tool{{Name: long, InputSchema: obj}}},
+			Tools: []agentproto.Tool{{Name: long, InputSchema: obj}}}, "tool", long,
 			`Tool name "` + long + `" becomes "my_crm_` + long + `" with the namespace, longer than 64 characters. Shorten the agent or tool name.`},
 		{"namespace makes the name reserved", agentproto.Registration{Protocol: 1, Name: "spacefix", Namespace: true,
-			Tools: []agentproto.Tool{{Name: "x", InputSchema: obj}}},
+			Tools: []agentproto.Tool{{Name: "x", InputSchema: obj}}}, "tool", "x",
 			`Invalid tool name "spacefix_x": names starting with "spacefix_" are reserved for the gateway's own tools.`},
 		{"schema does not compile", agentproto.Registration{Protocol: 1,
-			Tools: []agentproto.Tool{{Name: "x", InputSchema: json.RawMessage(`{"type":"object","properties":{"a":{"type":"strung"}}}`)}}},
+			Tools: []agentproto.Tool{{Name: "x", InputSchema: json.RawMessage(`{"type":"object","properties":{"a":{"type":"strung"}}}`)}}}, "tool", "x",
 			`Input schema of tool "x" does not compile: `},
-		{"protocol", agentproto.Registration{Protocol: 2},
+		{"protocol", agentproto.Registration{Protocol: 2}, "agent", "",
 			"Unsupported agent protocol 2: this gateway speaks 1. Upgrade the SDK or the gateway."},
+		{"duplicate prompt", agentproto.Registration{Protocol: 1,
+			Prompts: []agentproto.Prompt{{Name: "p"}, {Name: "p"}}}, "prompt", "p", `Duplicate prompt name "p".`},
+		{"resource without a scheme", agentproto.Registration{Protocol: 1,
+			Resources: []agentproto.Resource{{URI: "open", Name: "Open"}}}, "resource", "open",
+			`Invalid resource URI "open": use an absolute URI such as orders://open.`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			schemas, msg := Check(&c.reg, DefaultLimits())
+			schemas, err := Check(&c.reg, DefaultLimits())
+			if c.want == "" {
+				if err != nil || len(schemas) != len(c.reg.Tools) {
+					t.Errorf("Check = %d schemas, %v; want one schema a tool and no error", len(schemas), err)
+				}
+				return
+			}
+			var re *RegistrationError
 			switch {
-			case c.want == "" && (msg != "" || len(schemas) != len(c.reg.Tools)):
-				t.Errorf("Check = %d schemas, %q; want one schema a tool and no problem", len(schemas), msg)
-			case c.want != "" && !strings.HasPrefix(msg, c.want):
-				t.Errorf("Check = %q, want %q", msg, c.want)
-			case c.want != "" && schemas != nil:
+			case !errors.As(err, &re):
+				t.Fatalf("Check = %v, want a *RegistrationError", err)
+			case !strings.HasPrefix(err.Error(), c.want):
+				t.Errorf("Check = %q, want %q", err, c.want)
+			case re.Kind != c.kind || re.Name != c.what:
+				t.Errorf("Check refused %s %q, want %s %q", re.Kind, re.Name, c.kind, c.what)
+			case schemas != nil:
 				t.Errorf("Check refused and returned %d schemas", len(schemas))
 			}
 		})

@@ -2,6 +2,7 @@ package agentfront
 
 import (
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 
@@ -45,7 +46,7 @@ func FuzzRegistration(f *testing.F) {
 			return
 		}
 		for _, lim := range []Limits{DefaultLimits(), small} {
-			msg := validate(reg, lim)
+			msg := refusal(validate(reg, lim))
 			if msg == "" {
 				checkAccepted(t, reg, lim)
 			} else if !strings.HasSuffix(msg, ".") {
@@ -55,7 +56,7 @@ func FuzzRegistration(f *testing.F) {
 			// but for sizes: encoding a raw schema again escapes <, > and
 			// & (testdata/fuzz/FuzzRegistration/e0dfd8778be2390d).
 			lim.MaxSchema = 1 << 30
-			msg = validate(reg, lim)
+			msg = refusal(validate(reg, lim))
 			b, err := json.Marshal(reg)
 			if err != nil {
 				t.Fatalf("Marshal of a decoded registration: %v", err)
@@ -64,7 +65,7 @@ func FuzzRegistration(f *testing.F) {
 			if err := json.Unmarshal(b, again); err != nil {
 				t.Fatalf("Unmarshal(Marshal(reg)): %v\n%s", err, b)
 			}
-			if got := validate(again, lim); got != msg {
+			if got := refusal(validate(again, lim)); got != msg {
 				t.Errorf("Validate after a round trip = %q, first %q\nbody %s", got, msg, body)
 			}
 		}
@@ -79,15 +80,28 @@ func checkAccepted(t *testing.T, reg *agentproto.Registration, lim Limits) {
 	}
 	seen := map[string]bool{}
 	for _, tl := range reg.Tools {
-		if agentproto.CheckToolName("tool", tl.Name) != "" || seen[tl.Name] || len(tl.InputSchema) > lim.MaxSchema ||
+		if agentproto.CheckToolName("tool", tl.Name) != nil || seen[tl.Name] || len(tl.InputSchema) > lim.MaxSchema ||
 			tl.TimeoutMs < 0 || tl.TimeoutMs > agentproto.MaxToolTimeoutMs || !isObjectSchema(tl.InputSchema) {
 			t.Errorf("accepted tool %+v", tl)
 		}
 		seen[tl.Name] = true
 	}
 	for _, p := range reg.Prompts {
-		if agentproto.CheckToolName("prompt", p.Name) != "" {
+		if agentproto.CheckToolName("prompt", p.Name) != nil {
 			t.Errorf("accepted prompt name %q", p.Name)
 		}
 	}
+}
+
+// refusal is the message of a *RegistrationError, "" for nil; any other
+// error is reported as a programming error.
+func refusal(err error) string {
+	if err == nil {
+		return ""
+	}
+	var re *RegistrationError
+	if !errors.As(err, &re) {
+		return "not a *RegistrationError: " + err.Error()
+	}
+	return re.Message
 }

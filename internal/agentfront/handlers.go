@@ -57,9 +57,9 @@ func (f *Front) Register(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "Registration is not valid JSON: "+err.Error(), http.StatusBadRequest)
 		return
 	}
-	schemas, msg := Check(reg, lim)
-	if msg != "" {
-		http.Error(w, msg, http.StatusBadRequest)
+	schemas, err := Check(reg, lim)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
 	tk := f.tickets.issue(key.ID, reg, schemas)

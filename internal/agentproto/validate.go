@@ -24,14 +24,14 @@ func ValidName(name string) bool {
 	return true
 }
 
-// CheckToolName returns the message a caller reads when name cannot be a tool
-// name, or "" when it can. kind is "tool" or "prompt".
-func CheckToolName(kind, name string) string {
+// CheckToolName returns why name cannot be a tool name, worded for the
+// agent's developer, or nil when it can. kind is "tool" or "prompt".
+func CheckToolName(kind, name string) error {
 	if !ValidName(name) {
-		return fmt.Sprintf("Invalid %s name %q.", kind, name)
+		return fmt.Errorf("Invalid %s name %q.", kind, name)
 	}
 	if strings.Contains(name, "__") {
-		return fmt.Sprintf("Invalid %s name %q: names containing \"__\" are reserved for bridged MCP servers.", kind, name)
+		return fmt.Errorf("Invalid %s name %q: names containing \"__\" are reserved for bridged MCP servers.", kind, name)
 	}
 	return CheckReserved(kind, name)
 }
@@ -40,13 +40,13 @@ func CheckToolName(kind, name string) string {
 // not expose a name that starts with it.
 const ReservedPrefix = "spacefix_"
 
-// CheckReserved returns the message for an exposed name the gateway keeps
-// for itself, or "".
-func CheckReserved(kind, exposed string) string {
+// CheckReserved returns an error, worded for the agent's developer, when
+// exposed is a name the gateway keeps for itself, or nil.
+func CheckReserved(kind, exposed string) error {
 	if strings.HasPrefix(strings.ToLower(exposed), ReservedPrefix) {
-		return fmt.Sprintf("Invalid %s name %q: names starting with %q are reserved for the gateway's own tools.", kind, exposed, ReservedPrefix)
+		return fmt.Errorf("Invalid %s name %q: names starting with %q are reserved for the gateway's own tools.", kind, exposed, ReservedPrefix)
 	}
-	return ""
+	return nil
 }
 
 // Thousands formats n with comma separators: 65536 → "65,536".

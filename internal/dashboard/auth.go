@@ -116,17 +116,18 @@ func clientAddr(r *http.Request) string {
 	return host
 }
 
-// allowSignIn counts an attempt; a refusal says when to try again.
-func (d *Dashboard) allowSignIn(r *http.Request, email string) (bool, string) {
+// allowSignIn counts an attempt; a refusal is a [users.Problem] that says
+// when to try again.
+func (d *Dashboard) allowSignIn(r *http.Request, email string) error {
 	for _, lim := range []struct {
 		key string
 		n   int
 	}{{"addr:" + clientAddr(r), signInsPerAddr}, {"email:" + strings.ToLower(email), signInsPerEmail}} {
 		if ok, retry := d.signIns.Allow(lim.key, lim.n); !ok {
-			return false, fmt.Sprintf("Too many sign-in attempts. Try again in %d seconds.", ratelimit.Seconds(retry))
+			return users.Problem(fmt.Sprintf("Too many sign-in attempts. Try again in %d seconds.", ratelimit.Seconds(retry)))
 		}
 	}
-	return true, ""
+	return nil
 }
 
 type loginData struct {
@@ -148,8 +149,8 @@ func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 	email, password := strings.TrimSpace(r.PostFormValue("email")), r.PostFormValue("password")
 	data := loginData{Email: email, Next: safeNext(r.PostFormValue("next")), Keep: r.PostFormValue("keep") != "",
 		KeepDays: int(users.SessionLifetime.Hours() / 24)}
-	if ok, msg := d.allowSignIn(r, email); !ok {
-		data.Error = msg
+	if err := d.allowSignIn(r, email); err != nil {
+		data.Error = err.Error()
 		d.renderBare(w, r, http.StatusTooManyRequests, "login", "Sign in", data)
 		return
 	}
@@ -210,8 +211,8 @@ func (d *Dashboard) join(w http.ResponseWriter, r *http.Request) {
 	secret := r.PathValue("secret")
 	email, password := strings.TrimSpace(r.PostFormValue("email")), r.PostFormValue("password")
 	data := joinData{Email: email, Setup: strings.HasPrefix(r.URL.Path, "/setup/")}
-	if ok, msg := d.allowSignIn(r, email); !ok {
-		data.Error = msg
+	if err := d.allowSignIn(r, email); err != nil {
+		data.Error = err.Error()
 		d.renderBare(w, r, http.StatusTooManyRequests, "join", "Create your account", data)
 		return
 	}

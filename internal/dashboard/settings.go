@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/spacefix/spacefix/internal/access"
-	"github.com/spacefix/spacefix/internal/agentfront"
+	"github.com/spacefix/spacefix/internal/agentproto"
 	"github.com/spacefix/spacefix/internal/dashboard/apitypes"
 	"github.com/spacefix/spacefix/internal/store"
 )
@@ -150,5 +150,8 @@ func (d *Dashboard) approveBaseline(ctx context.Context, projectID int64) error 
 	return nil
 }
 
-// defaultLimits are shown beside the limit fields.
-var defaultLimits = agentfront.DefaultLimits()
+// defaultLimits are shown beside the limit fields: the registration limits
+// of SPEC.md, which the agent front applies where a setting is 0.
+var defaultLimits = struct{ MaxTools, MaxSchema, MaxResources, MaxRegister int }{
+	agentproto.DefaultMaxTools, agentproto.DefaultMaxSchema, agentproto.DefaultMaxResources, agentproto.DefaultMaxRegister,
+}

@@ -55,17 +55,17 @@ func (f *Front) toolHandler(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 		if err != nil {
 			return errorResult(err.Error()), nil
 		}
-		accepted, problem := answer(req, h.input)
-		h.call.Answer(h.input, accepted, problem)
+		accepted, err := answer(req, h.input)
+		h.call.Answer(h.input, accepted, err)
 		return f.await(ctx, req, t, key, h.call, h.call.Wait(ctx, progress), h.start)
 	}
 
 	// The gateway's own instance argument comes out first. (Arguments over
 	// the project's limit were refused in dispatch, before go-sdk parsed
 	// them.)
-	args, instance, problem := prepareArgs(t, req.Params.Arguments)
-	if problem != "" {
-		return errorResult(invalidArgs(t, problem)), nil
+	args, instance, err := prepareArgs(t, req.Params.Arguments)
+	if err != nil {
+		return errorResult(invalidArgs(t, err)), nil
 	}
 	if instance != "" && !slices.Contains(t.Instances(), instance) {
 		return errorResult(instanceProblem(t, instance)), nil
@@ -91,9 +91,9 @@ func (f *Front) toolHandler(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 	}
 
 	// Validation: before any agent sees the call; not logged, not billed.
-	if problem := validate(t.SchemaOn(call.Replica()), args); problem != "" {
+	if err := validate(t.SchemaOn(call.Replica()), args); err != nil {
 		call.Release()
-		return errorResult(invalidArgs(t, problem)), nil
+		return errorResult(invalidArgs(t, err)), nil
 	}
 
 	// The cache: a hit never reaches an agent and is neither logged nor
@@ -125,40 +125,38 @@ func (f *Front) toolHandler(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 }
 
 // prepareArgs reads a call's arguments ("{}" when there are none) and takes
-// out the gateway's instance argument. problem is the ajv-worded reason when
-// the instance argument is not a string.
-func prepareArgs(t *agents.Tool, args json.RawMessage) (_ json.RawMessage, instance, problem string) {
+// out the gateway's instance argument. The error is a
+// *[schema.ValidationError] when the instance argument is not a string.
+func prepareArgs(t *agents.Tool, args json.RawMessage) (_ json.RawMessage, instance string, err error) {
 	if len(args) == 0 || string(args) == "null" {
 		args = json.RawMessage("{}")
 	}
 	if !t.OwnsInstance {
-		if args, instance, problem = splitInstance(args); problem != "" {
-			return nil, "", problem
+		if args, instance, err = splitInstance(args); err != nil {
+			return nil, "", err
 		}
 	}
-	return args, instance, ""
+	return args, instance, nil
 }
+
+// errNoSchema refuses a call whose replica has no compiled schema for the
+// tool. Every replica's schemas are compiled at registration; refuse rather
+// than let unchecked arguments through.
+var errNoSchema = errors.New("the gateway has no input schema for this tool on the replica chosen; try again")
 
 // validate checks args against the tool's schema on the replica chosen for
-// the call, and returns the ajv-worded reason when they do not match.
-func validate(s *schema.Schema, args json.RawMessage) string {
+// the call. The error, ajv-worded, is a *[schema.ValidationError] when they
+// do not match.
+func validate(s *schema.Schema, args json.RawMessage) error {
 	if s == nil {
-		// Every replica's schemas are compiled at registration; refuse
-		// rather than let unchecked arguments through.
-		return "the gateway has no input schema for this tool on the replica chosen; try again"
+		return errNoSchema
 	}
-	if err := s.Validate(args); err != nil {
-		var ve *schema.ValidationError
-		if errors.As(err, &ve) {
-			return ve.Error()
-		}
-		return err.Error()
-	}
-	return ""
+	return s.Validate(args)
 }
 
-func invalidArgs(t *agents.Tool, problem string) string {
-	return fmt.Sprintf("Input validation error: Invalid arguments for tool %s: %s", t.Name, problem)
+// invalidArgs is what the caller reads when err refused a call's arguments.
+func invalidArgs(t *agents.Tool, err error) string {
+	return fmt.Sprintf("Input validation error: Invalid arguments for tool %s: %v", t.Name, err)
 }
 
 // wait is how long a call to t waits for its result. c may be nil.
@@ -178,7 +176,7 @@ func (f *Front) await(ctx context.Context, req *mcp.CallToolRequest, t *agents.T
 	for res.Question != nil {
 		q := res.Question
 		if !canElicit(req) {
-			call.Answer(q.Input, false, msgCannotAsk)
+			call.Answer(q.Input, false, errCannotAsk)
 			res = call.Wait(ctx, progressSender(ctx, req))
 			continue
 		}

@@ -25,7 +25,8 @@ import (
 // way the agent's call keeps running meanwhile, held here between the two
 // requests, and the answer reaches it as a "confirmed" message.
 
-const msgCannotAsk = "the MCP client cannot ask the user: it does not support elicitation. Explain what you are about to do and ask the user in the conversation instead."
+// errCannotAsk is what the agent reads when the client cannot ask the user.
+var errCannotAsk = errors.New("the MCP client cannot ask the user: it does not support elicitation. Explain what you are about to do and ask the user in the conversation instead.")
 
 // held is a call waiting for the user's answer between two requests.
 type held struct {
@@ -135,15 +136,20 @@ func question(q *agentproto.Message) mcp.InputRequestMap {
 	}}
 }
 
-// answer reads the user's answer to question input from a retried call.
-func answer(req *mcp.CallToolRequest, input string) (accepted bool, problem string) {
+// errNoAnswer is what the agent reads when a retried call carries no answer
+// to its question.
+var errNoAnswer = errors.New("the client retried the call without an answer to the question")
+
+// answer reads the user's answer to question input from a retried call; the
+// error says why there is none.
+func answer(req *mcp.CallToolRequest, input string) (accepted bool, err error) {
 	r, ok := req.Params.InputResponses[input].(*mcp.ElicitResult)
 	if !ok {
-		return false, "the client retried the call without an answer to the question"
+		return false, errNoAnswer
 	}
 	if r.Action != "accept" {
-		return false, ""
+		return false, nil
 	}
 	v, ok := r.Content["confirm"].(bool)
-	return !ok || v, ""
+	return !ok || v, nil
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/spacefix/spacefix/internal/agents"
+	"github.com/spacefix/spacefix/internal/schema"
 )
 
 // instanceArg is the optional argument the gateway adds to a tool whose
@@ -43,23 +44,27 @@ func withInstanceArg(t *agents.Tool, schema json.RawMessage) json.RawMessage {
 	return b
 }
 
+// errInstanceType is the ajv-worded refusal of an instance argument that is
+// not a string.
+var errInstanceType = &schema.ValidationError{Messages: []string{"data/" + instanceArg + " must be string"}}
+
 // splitInstance takes the instance argument out of args. It returns a
-// validation message (ajv-worded) when the argument is not a string. The
-// other members keep their bytes and their order: ajv reports
+// *[schema.ValidationError] (ajv-worded) when the argument is not a string.
+// The other members keep their bytes and their order: ajv reports
 // additionalProperties and the like in the caller's key order, so args are
 // not re-encoded through a map.
-func splitInstance(args json.RawMessage) (rest json.RawMessage, instance, problem string) {
+func splitInstance(args json.RawMessage) (rest json.RawMessage, instance string, err error) {
 	if !bytes.Contains(args, []byte(`"`+instanceArg+`"`)) {
-		return args, "", ""
+		return args, "", nil
 	}
 	kept, raw, ok := cutMember(args, instanceArg)
 	if !ok || raw == nil {
-		return args, "", ""
+		return args, "", nil
 	}
 	if json.Unmarshal(raw, &instance) != nil {
-		return args, "", "data/instance must be string"
+		return args, "", errInstanceType
 	}
-	return kept, instance, ""
+	return kept, instance, nil
 }
 
 // cutMember returns the JSON object obj without its members named name, and

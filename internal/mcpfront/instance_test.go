@@ -26,16 +26,16 @@ func TestInstanceKeyOrder(t *testing.T) {
 			"Input validation error: Invalid arguments for tool lookup: data/zeta must be string, data/alpha must be string"},
 		{`{"instance":"v1"}`, `{}`, ""},
 	} {
-		rest, instance, problem := prepareArgs(tool, json.RawMessage(tc.args))
-		if problem != "" || instance != "v1" {
-			t.Fatalf("prepareArgs(%s) = instance %q, problem %q; want v1 and no problem", tc.args, instance, problem)
+		rest, instance, err := prepareArgs(tool, json.RawMessage(tc.args))
+		if err != nil || instance != "v1" {
+			t.Fatalf("prepareArgs(%s) = instance %q, %v; want v1 and no error", tc.args, instance, err)
 		}
 		if string(rest) != tc.rest {
 			t.Errorf("prepareArgs(%s) left %s, want %s", tc.args, rest, tc.rest)
 		}
 		got := ""
-		if p := validate(s, rest); p != "" {
-			got = invalidArgs(tool, p)
+		if err := validate(s, rest); err != nil {
+			got = invalidArgs(tool, err)
 		}
 		if got != tc.want {
 			t.Errorf("call with %s answered %q, want %q", tc.args, got, tc.want)

@@ -232,11 +232,13 @@ func (c *Call) drainProgress(progress func(string)) {
 	}
 }
 
-// Answer gives the agent the user's answer to question input; a non-empty
-// problem says why there is none.
-func (c *Call) Answer(input string, accepted bool, problem string) {
-	m := &agentproto.Message{Type: agentproto.TypeConfirmed, ID: c.res.ID, Input: input, Message: problem}
-	if problem == "" {
+// Answer gives the agent the user's answer to question input; a non-nil
+// noAnswer says why there is none, in words the agent's developer reads.
+func (c *Call) Answer(input string, accepted bool, noAnswer error) {
+	m := &agentproto.Message{Type: agentproto.TypeConfirmed, ID: c.res.ID, Input: input}
+	if noAnswer != nil {
+		m.Message = noAnswer.Error()
+	} else {
 		m.Accepted = &accepted
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -1,21 +1,18 @@
 import WebSocket from 'ws';
-import http, { type IncomingMessage } from 'node:http';
-import https from 'node:https';
+import type { IncomingMessage } from 'node:http';
 
-import type { Call, Caller, Prompt, Registrable, Resource, Tool } from './define.js';
-import { confirm } from './confirm.js';
-import { RefusedError, backoffDelay, gatewayURLs, readBody } from './registration.js';
-import { Session, abortError, type RunningCall, type WireMessage } from './session.js';
+import { startCall } from './calls.js';
+import type { Call, Prompt, Registrable, Resource, Tool } from './define.js';
+import { RefusedError, gatewayURLs, readBody, register, registrationBody } from './registration.js';
+import { Session, type WireMessage } from './session.js';
 import { checkName } from './names.js';
-import { ProgressThrottle } from './progress.js';
-import { CallFailure, MAX_RESULT_BYTES, encodePromptResult, encodeResourceResult, encodeToolResult } from './result.js';
+import { encodePromptResult, encodeResourceResult, encodeToolResult } from './result.js';
+import { SDK_VERSION } from './version.js';
 
-/** This SDK's version, sent to the gateway as `node/<version>`. */
-export const SDK_VERSION = '0.1.0';
+export { PROTOCOL_VERSION, SDK_VERSION } from './version.js';
+
 /** The gateway an agent connects to when neither `url` nor SPACEFIX_URL says otherwise. */
 export const DEFAULT_URL = 'http://127.0.0.1:8080';
-/** The agent protocol version this SDK speaks (docs/agent-protocol.md). */
-export const PROTOCOL_VERSION = 1;
 
 /** Bounds each step of opening a connection: the registration, the handshake, the wait for welcome. */
 const OPEN_TIMEOUT_MS = 30_000;
@@ -68,6 +65,18 @@ export interface AgentOptions {
 
 
 
+
+const BACKOFF_MIN_MS = 250;
+const BACKOFF_MAX_MS = 30_000;
+
+/**
+ * backoffDelay returns the wait in ms before retry number `attempt` (from 0):
+ * 250 ms doubling up to 30 s, each with ±20 % jitter.
+ */
+function backoffDelay(attempt: number): number {
+  const base = attempt < 20 ? Math.min(BACKOFF_MIN_MS * 2 ** attempt, BACKOFF_MAX_MS) : BACKOFF_MAX_MS;
+  return Math.round(base * (0.8 + 0.4 * Math.random()));
+}
 
 /** The gateway said goodbye: it is going away, and the agent reconnects. */
 class GoodbyeError extends Error {
@@ -355,95 +364,18 @@ export class Agent {
   }
 
   #registration(): { body: string; disabled: Map<string, boolean> } {
-    const o = this.#opts;
     const disabled = new Map<string, boolean>();
     const tools = [...this.#tools.values()].map(({ tool, disabled: off }) => {
       disabled.set(tool.name, off);
-      return {
-        name: tool.name,
-        title: tool.title,
-        description: tool.description,
-        inputSchema: tool.inputSchema,
-        outputSchema: tool.outputSchema,
-        annotations: tool.annotations,
-        timeoutMs: tool.timeoutMs || undefined,
-        disabled: off || undefined,
-      };
+      return { tool, disabled: off };
     });
-    const resources = [...this.#resources.values()].map((r) => ({
-      uri: r.uri,
-      name: r.name,
-      description: r.description,
-      mimeType: r.mimeType,
-    }));
-    const prompts = [...this.#prompts.values()].map((p) => ({
-      name: p.name,
-      title: p.title,
-      description: p.description,
-      arguments: p.arguments.length > 0 ? p.arguments : undefined,
-    }));
-    const reg = {
-      protocol: PROTOCOL_VERSION,
-      sdk: `node/${SDK_VERSION}`,
-      name: o.name || undefined,
-      namespace: o.namespace || undefined,
-      instance: o.instance || undefined,
-      version: o.version || undefined,
-      // Not (yet) fields of the protocol's registration; a peer may add
-      // optional fields, and the gateway ignores them until it reads them.
-      displayName: o.displayName || undefined,
-      author: o.author || undefined,
-      tools,
-      resources: resources.length > 0 ? resources : undefined,
-      prompts: prompts.length > 0 ? prompts : undefined,
-    };
-    return { body: JSON.stringify(reg), disabled };
+    const body = registrationBody(this.#opts, tools, [...this.#resources.values()], [...this.#prompts.values()]);
+    return { body, disabled };
   }
 
-  /**
-   * #register posts the registration and returns the ticket to connect with.
-   * It uses its own connection (no keep-alive), so that nothing holds the
-   * process open after close().
-   */
-  async #register(body: string): Promise<string> {
-    const url = new URL(this.#registerURL);
-    const { status, statusText, text } = await new Promise<{ status: number; statusText: string; text: string }>((resolve, reject) => {
-      const req = (url.protocol === 'https:' ? https : http).request(
-        url,
-        {
-          method: 'POST',
-          agent: false,
-          headers: {
-            Authorization: `Bearer ${this.#apiKey}`,
-            'Content-Type': 'application/json',
-            'Content-Length': Buffer.byteLength(body),
-            'User-Agent': `spacefix-node/${SDK_VERSION}`,
-          },
-          signal: this.#stop.signal,
-          timeout: OPEN_TIMEOUT_MS,
-        },
-        (res) => {
-          readBody(res).then((text) => resolve({ status: res.statusCode ?? 0, statusText: res.statusMessage ?? '', text }), reject);
-        },
-      );
-      req.on('timeout', () => req.destroy(new Error(`no answer within ${OPEN_TIMEOUT_MS / 1000} s`)));
-      req.on('error', (err) => reject(new Error(`register: ${describeError(err)}`)));
-      req.end(body);
-    });
-    if (status !== 200) {
-      if (status >= 400 && status < 500) throw new RefusedError('register', status, text);
-      throw new Error(`register: ${status} ${statusText}${text ? ': ' + text.slice(0, 300) : ''}`);
-    }
-    let ticket: unknown;
-    try {
-      ticket = (JSON.parse(text) as { ticket?: unknown }).ticket;
-    } catch {
-      // handled below
-    }
-    if (typeof ticket !== 'string' || ticket === '') {
-      throw new Error(`register: the gateway answered 200 without a ticket: ${JSON.stringify(text.slice(0, 200))}`);
-    }
-    return ticket;
+  /** #register posts the registration and returns the ticket to connect with. */
+  #register(body: string): Promise<string> {
+    return register(this.#registerURL, this.#apiKey, body, this.#stop.signal, OPEN_TIMEOUT_MS);
   }
 
   /** #serve opens the WebSocket with ticket and serves it until it closes. */
@@ -542,66 +474,7 @@ export class Agent {
   // Calls.
 
   #startCall(s: Session, m: WireMessage): void {
-    const id = m.id;
-    if (typeof id !== 'string' || id === '' || s.calls.has(id)) {
-      this.#log.warn(`spacefix: ignoring a call with an empty or repeated id ${JSON.stringify(id)}`);
-      return;
-    }
-    const kind = m.kind as Call['kind'];
-    const name = String(m.name ?? '');
-    const run = this.#handlerFor(kind, name, m.args);
-    if (!run) {
-      void s.send(JSON.stringify({ type: 'error', id, message: `This agent has no ${kind} ${JSON.stringify(name)}.` }));
-      return;
-    }
-
-    const ac = new AbortController();
-    const throttle = new ProgressThrottle((line) => void s.send(JSON.stringify({ type: 'progress', id, message: line })));
-    ac.signal.addEventListener('abort', () => throttle.stop(), { once: true });
-    const deadline = typeof m.deadline === 'number' && m.deadline > 0 ? m.deadline : 0;
-    let timer: NodeJS.Timeout | undefined;
-    if (deadline > 0) {
-      const ms = Math.min(Math.max(deadline - Date.now(), 0), 2 ** 31 - 1);
-      timer = setTimeout(() => ac.abort(abortError('TimeoutError', "The call's deadline passed: the gateway has given up on it.")), ms);
-    }
-    const caller: Caller = {
-      keyId: m.caller?.keyId ?? '',
-      keyName: m.caller?.keyName ?? '',
-    };
-    const running: RunningCall = { ac, done: false, asked: 0, question: undefined };
-    const call: Call = Object.freeze({
-      callId: id,
-      kind,
-      tool: name,
-      caller,
-      deadline,
-      ...traceContext(m),
-      signal: ac.signal,
-      progress: (message: string) => throttle.line(message),
-      confirm: (question: string) => confirm(s, id, running, question),
-    });
-    s.calls.set(id, running);
-
-    void (async () => {
-      let answer: string;
-      try {
-        const result = await run(call);
-        answer = `{"type":"result","id":${JSON.stringify(id)},"result":${result}}`;
-      } catch (err) {
-        const message = errorMessage(err, kind);
-        this.#log.warn(`spacefix: ${kind} ${JSON.stringify(name)} failed: ${message}`, ...(err instanceof CallFailure ? [] : [err]));
-        answer = JSON.stringify({ type: 'error', id, message });
-      } finally {
-        clearTimeout(timer);
-        throttle.stop();
-        running.done = true;
-        running.question?.fail(new Error('call.confirm: the call is over: its handler has returned'));
-        s.finished(id);
-      }
-      // A late answer is not wanted: the gateway cancelled the call, gave up
-      // at the deadline, or the connection it came on has ended.
-      if (!ac.signal.aborted) await s.send(answer);
-    })();
+    startCall(s, m, (kind, name, args) => this.#handlerFor(kind, name, args), this.#log);
   }
 
   /** #handlerFor returns a function that runs the call's handler and encodes its result, or undefined. */
@@ -625,43 +498,6 @@ export class Agent {
   }
 }
 
-
-
-
-/** errorMessage is the message a failed call sends: the error's message only, never its stack. */
-function errorMessage(err: unknown, kind: string): string {
-  let msg: string;
-  if (err instanceof Error) msg = err.message;
-  else if (typeof err === 'string') msg = err;
-  else if (err !== null && typeof err === 'object' && typeof (err as { message?: unknown }).message === 'string') {
-    msg = (err as { message: string }).message;
-  } else msg = String(err);
-  if (msg === '') {
-    const what = err instanceof Error ? `an ${err.name}` : `a ${typeof err} value`;
-    msg = `The ${kind} handler threw ${what} with no message.`;
-  }
-  if (msg.length > MAX_RESULT_BYTES / 4) msg = msg.slice(0, MAX_RESULT_BYTES / 4);
-  return msg;
-}
-
 function asError(err: unknown): Error {
   return err instanceof Error ? err : new Error(String(err));
-}
-
-function describeError(err: unknown): string {
-  const e = asError(err);
-  const nested = (e as { errors?: unknown }).errors; // AggregateError of a dual-stack connect
-  if (Array.isArray(nested) && nested[0] instanceof Error) return nested[0].message;
-  return e.message;
-}
-
-
-
-/** A W3C traceparent of version 00 (other versions keep this prefix too). */
-const traceparentRe = /^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}/;
-
-/** The call's W3C trace context; a malformed traceparent is ignored, as W3C says. */
-function traceContext(m: WireMessage): { traceparent: string; tracestate: string } {
-  if (typeof m.traceparent !== 'string' || !traceparentRe.test(m.traceparent)) return { traceparent: '', tracestate: '' };
-  return { traceparent: m.traceparent, tracestate: typeof m.tracestate === 'string' ? m.tracestate : '' };
 }

@@ -1,0 +1,104 @@
+// Calls: what the agent does with one call message from the gateway: run
+// the handler with its signal, deadline, progress and questions, and send
+// the result or the error (docs/agent-protocol.md, "Calls").
+import type { Logger } from './agent.js';
+import { confirm } from './confirm.js';
+import type { Call, Caller } from './define.js';
+import { ProgressThrottle } from './progress.js';
+import { CallFailure, MAX_RESULT_BYTES } from './result.js';
+import { abortError, type RunningCall, type Session, type WireMessage } from './session.js';
+
+/** HandlerFor returns a function that runs the handler of a call and encodes its result, or undefined when there is none. */
+export type HandlerFor = (kind: string, name: string, args: unknown) => ((call: Call) => Promise<string>) | undefined;
+
+/**
+ * startCall starts call message m on s: it runs the handler in the
+ * background and sends its answer, unless the call was aborted first.
+ */
+export function startCall(s: Session, m: WireMessage, handlerFor: HandlerFor, log: Logger): void {
+  const id = m.id;
+  if (typeof id !== 'string' || id === '' || s.calls.has(id)) {
+    log.warn(`spacefix: ignoring a call with an empty or repeated id ${JSON.stringify(id)}`);
+    return;
+  }
+  const kind = m.kind as Call['kind'];
+  const name = String(m.name ?? '');
+  const run = handlerFor(kind, name, m.args);
+  if (!run) {
+    void s.send(JSON.stringify({ type: 'error', id, message: `This agent has no ${kind} ${JSON.stringify(name)}.` }));
+    return;
+  }
+
+  const ac = new AbortController();
+  const throttle = new ProgressThrottle((line) => void s.send(JSON.stringify({ type: 'progress', id, message: line })));
+  ac.signal.addEventListener('abort', () => throttle.stop(), { once: true });
+  const deadline = typeof m.deadline === 'number' && m.deadline > 0 ? m.deadline : 0;
+  let timer: NodeJS.Timeout | undefined;
+  if (deadline > 0) {
+    const ms = Math.min(Math.max(deadline - Date.now(), 0), 2 ** 31 - 1);
+    timer = setTimeout(() => ac.abort(abortError('TimeoutError', "The call's deadline passed: the gateway has given up on it.")), ms);
+  }
+  const caller: Caller = {
+    keyId: m.caller?.keyId ?? '',
+    keyName: m.caller?.keyName ?? '',
+  };
+  const running: RunningCall = { ac, done: false, asked: 0, question: undefined };
+  const call: Call = Object.freeze({
+    callId: id,
+    kind,
+    tool: name,
+    caller,
+    deadline,
+    ...traceContext(m),
+    signal: ac.signal,
+    progress: (message: string) => throttle.line(message),
+    confirm: (question: string) => confirm(s, id, running, question),
+  });
+  s.calls.set(id, running);
+
+  void (async () => {
+    let answer: string;
+    try {
+      const result = await run(call);
+      answer = `{"type":"result","id":${JSON.stringify(id)},"result":${result}}`;
+    } catch (err) {
+      const message = errorMessage(err, kind);
+      log.warn(`spacefix: ${kind} ${JSON.stringify(name)} failed: ${message}`, ...(err instanceof CallFailure ? [] : [err]));
+      answer = JSON.stringify({ type: 'error', id, message });
+    } finally {
+      clearTimeout(timer);
+      throttle.stop();
+      running.done = true;
+      running.question?.fail(new Error('call.confirm: the call is over: its handler has returned'));
+      s.finished(id);
+    }
+    // A late answer is not wanted: the gateway cancelled the call, gave up
+    // at the deadline, or the connection it came on has ended.
+    if (!ac.signal.aborted) await s.send(answer);
+  })();
+}
+
+/** errorMessage is the message a failed call sends: the error's message only, never its stack. */
+function errorMessage(err: unknown, kind: string): string {
+  let msg: string;
+  if (err instanceof Error) msg = err.message;
+  else if (typeof err === 'string') msg = err;
+  else if (err !== null && typeof err === 'object' && typeof (err as { message?: unknown }).message === 'string') {
+    msg = (err as { message: string }).message;
+  } else msg = String(err);
+  if (msg === '') {
+    const what = err instanceof Error ? `an ${err.name}` : `a ${typeof err} value`;
+    msg = `The ${kind} handler threw ${what} with no message.`;
+  }
+  if (msg.length > MAX_RESULT_BYTES / 4) msg = msg.slice(0, MAX_RESULT_BYTES / 4);
+  return msg;
+}
+
+/** A W3C traceparent of version 00 (other versions keep this prefix too). */
+const traceparentRe = /^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}/;
+
+/** The call's W3C trace context; a malformed traceparent is ignored, as W3C says. */
+function traceContext(m: WireMessage): { traceparent: string; tracestate: string } {
+  if (typeof m.traceparent !== 'string' || !traceparentRe.test(m.traceparent)) return { traceparent: '', tracestate: '' };
+  return { traceparent: m.traceparent, tracestate: typeof m.tracestate === 'string' ? m.tracestate : '' };
+}
