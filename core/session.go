@@ -313,10 +313,11 @@ func errorMessage(id, msg string) agentproto.Message {
 }
 
 // finish sends a call's answer, unless nobody waits for it any more: no
-// progress line follows it.
+// progress line follows it. The call counts as running until its answer is
+// written, so that a draining agent does not close the connection under it.
 func (s *session) finish(c *call, answer agentproto.Message) {
 	c.progress.stop()
-	s.forget(c.info.ID)
+	defer s.forget(c.info.ID)
 	sent := false
 	if !c.cancelled.Load() && s.ctx.Err() == nil {
 		if err := s.send(answer); err != nil {
