@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"strings"
 
 	"github.com/spacefix/spacefix/internal/agentproto"
 	"github.com/spacefix/spacefix/internal/agents"
@@ -67,7 +68,7 @@ func Check(reg *agentproto.Registration, lim Limits) (map[string]*schema.Schema,
 		if msg := agentproto.CheckReserved("tool", exp); msg != "" {
 			return nil, msg
 		}
-		s, err := schema.Compile(t.InputSchema)
+		s, err := schema.CompileWith(t.InputSchema, schema.Options{Default2020: true})
 		if err != nil {
 			return nil, fmt.Sprintf("Input schema of tool %q does not compile: %v", t.Name, err)
 		}
@@ -90,6 +91,9 @@ func validate(r *agentproto.Registration, lim Limits) string {
 	if r.Namespace && r.Name == "" {
 		return "An agent with a namespace needs a name: set Name in the SDK options."
 	}
+	if msg := checkBridge(r); msg != "" {
+		return msg
+	}
 	if len(r.Instance) > agentproto.MaxNameLen {
 		return fmt.Sprintf("Instance name %q is longer than %d characters.", r.Instance, agentproto.MaxNameLen)
 	}
@@ -101,7 +105,7 @@ func validate(r *agentproto.Registration, lim Limits) string {
 	}
 	seen := make(map[string]bool, len(r.Tools))
 	for _, t := range r.Tools {
-		if msg := agentproto.CheckToolName("tool", t.Name); msg != "" {
+		if msg := checkName(r, "tool", t.Name); msg != "" {
 			return msg
 		}
 		if seen[t.Name] {
@@ -133,7 +137,7 @@ func validate(r *agentproto.Registration, lim Limits) string {
 	}
 	prompts := make(map[string]bool, len(r.Prompts))
 	for _, p := range r.Prompts {
-		if msg := agentproto.CheckToolName("prompt", p.Name); msg != "" {
+		if msg := checkName(r, "prompt", p.Name); msg != "" {
 			return msg
 		}
 		if prompts[p.Name] {
@@ -142,6 +146,29 @@ func validate(r *agentproto.Registration, lim Limits) string {
 		prompts[p.Name] = true
 	}
 	return ""
+}
+
+// checkBridge checks what a bridged agent's registration needs: a name
+// that can prefix its tools, and no namespace on top.
+func checkBridge(r *agentproto.Registration) string {
+	switch {
+	case r.Bridge == nil:
+		return ""
+	case r.Name == "" || strings.Contains(r.Name, agentproto.BridgeSeparator):
+		return fmt.Sprintf("A bridged agent needs a name without %q (got %q): pass --name to spacefix bridge.", agentproto.BridgeSeparator, r.Name)
+	case r.Namespace:
+		return "A bridged agent's names are already <name>__<tool>; it cannot have a namespace too."
+	}
+	return ""
+}
+
+// checkName checks a tool or prompt name as registered: the general rules,
+// or those of a bridged agent's names.
+func checkName(r *agentproto.Registration, kind, name string) string {
+	if r.Bridge != nil {
+		return agentproto.CheckBridgedName(kind, r.Name, name)
+	}
+	return agentproto.CheckToolName(kind, name)
 }
 
 // isObjectSchema reports whether raw is a JSON object whose "type" is

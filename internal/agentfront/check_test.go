@@ -15,6 +15,7 @@ import (
 func TestAgentFrontCheck(t *testing.T) {
 	obj := json.RawMessage(`{"type":"object"}`)
 	long := strings.Repeat("t", 60)
+	br := &agentproto.Bridge{Transport: "stdio", Target: "npx server"}
 	for _, c := range []struct {
 		name string
 		reg  agentproto.Registration
@@ -31,6 +32,20 @@ func TestAgentFrontCheck(t *testing.T) {
 		{"schema does not compile", agentproto.Registration{Protocol: 1,
 			Tools: []agentproto.Tool{{Name: "x", InputSchema: json.RawMessage(`{"type":"object","properties":{"a":{"type":"strung"}}}`)}}},
 			`Input schema of tool "x" does not compile: `},
+		{"bridged names", agentproto.Registration{Protocol: 1, Name: "fs", Bridge: br,
+			Tools:   []agentproto.Tool{{Name: "fs__read_file", InputSchema: obj}},
+			Prompts: []agentproto.Prompt{{Name: "fs__summarise"}}}, ""},
+		{"__ without bridge", agentproto.Registration{Protocol: 1, Name: "fs",
+			Tools: []agentproto.Tool{{Name: "fs__read_file", InputSchema: obj}}},
+			`Invalid tool name "fs__read_file": names containing "__" are reserved for bridged MCP servers.`},
+		{"bridged name without prefix", agentproto.Registration{Protocol: 1, Name: "fs", Bridge: br,
+			Tools: []agentproto.Tool{{Name: "read_file", InputSchema: obj}}},
+			`Invalid tool name "read_file": a bridged agent's names start with its name and "__" ("fs__").`},
+		{"bridged prompt with __ inside", agentproto.Registration{Protocol: 1, Name: "fs", Bridge: br,
+			Prompts: []agentproto.Prompt{{Name: "fs__a__b"}}},
+			`Invalid prompt name "fs__a__b": the server's part "a__b" contains "__", which separates the bridge's name.`},
+		{"bridge without name", agentproto.Registration{Protocol: 1, Bridge: br},
+			`A bridged agent needs a name without "__" (got ""): pass --name to spacefix bridge.`},
 		{"protocol", agentproto.Registration{Protocol: 2},
 			"Unsupported agent protocol 2: this gateway speaks 1. Upgrade the SDK or the gateway."},
 	} {
