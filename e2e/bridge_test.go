@@ -252,11 +252,21 @@ func TestBridgeFixtureLifecycle(t *testing.T) {
 // while a restarted server registers again.
 func callEventually(t *testing.T, cs *mcp.ClientSession, name string) *mcp.CallToolResult {
 	t.Helper()
-	var r *mcp.CallToolResult
-	waitFor(t, name+" to answer", func() bool {
+	var last string
+	deadline := time.Now().Add(10 * time.Second)
+	for {
 		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: map[string]any{}})
-		r = res
-		return err == nil && !res.IsError
-	})
-	return r
+		switch {
+		case err == nil && !res.IsError:
+			return res
+		case err != nil:
+			last = err.Error()
+		default:
+			last = text(res)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not answer within 10s; last: %s", name, last)
+		}
+		time.Sleep(20 * time.Millisecond) // poll interval, bounded by the deadline
+	}
 }
