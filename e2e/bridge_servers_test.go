@@ -225,7 +225,7 @@ func TestBridgeNpmEverything(t *testing.T) {
 
 	t.Run("streamable http", func(t *testing.T) {
 		port := freePort(t)
-		srv := startNode(t, entry, port)
+		srv := startNode(t, entry, port, "streamableHttp")
 		br := e.startBridge(bridge.Server{Name: "evh", URL: fmt.Sprintf("http://127.0.0.1:%d/mcp", port)}, bridge.Options{KeepAlive: 300 * time.Millisecond})
 		check(t, "evh")
 		br.waitLog(t, "connected to the MCP server", "transport=streamable-http")
@@ -235,10 +235,26 @@ func TestBridgeNpmEverything(t *testing.T) {
 		waitFor(t, "evh's tools to go", func() bool {
 			return !slices.Contains(toolNames(t, e.connect("2025-11-25", e.clientKey, nil)), "evh__echo")
 		})
-		startNode(t, entry, port)
+		startNode(t, entry, port, "streamableHttp")
 		cs := e.connect("2025-11-25", e.clientKey, nil)
 		waitFor(t, "evh's tools to come back", func() bool { return slices.Contains(toolNames(t, cs), "evh__echo") })
 		callEventually(t, cs, "evh__get-tiny-image")
+	})
+
+	t.Run("legacy sse", func(t *testing.T) {
+		port := freePort(t)
+		startNode(t, entry, port, "sse")
+		const secret = "hdr-secret-never-logged"
+		br := e.startBridge(bridge.Server{Name: "evo", URL: fmt.Sprintf("http://127.0.0.1:%d/sse", port),
+			Headers: map[string]string{"X-Api-Key": secret}}, bridge.Options{})
+		br.waitLog(t, "connected to the MCP server", "transport=sse")
+		cs := e.connect("2025-11-25", e.clientKey, nil)
+		if r := call(t, cs, "evo__echo", map[string]any{"message": "old"}); r.IsError || text(r) != "Echo: old" {
+			t.Errorf("echo over SSE = %v %q", r.IsError, text(r))
+		}
+		if strings.Contains(br.log.String(), secret) {
+			t.Errorf("the bridge's log holds a header value")
+		}
 	})
 }
 
@@ -261,11 +277,11 @@ func freePort(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// startNode runs server-everything over Streamable HTTP on port and waits
-// until it listens.
-func startNode(t *testing.T, entry string, port int) *proc {
+// startNode runs server-everything in mode (streamableHttp, sse) on port
+// and waits until it listens.
+func startNode(t *testing.T, entry string, port int, mode string) *proc {
 	t.Helper()
-	cmd := exec.Command("node", entry, "streamableHttp")
+	cmd := exec.Command("node", entry, mode)
 	cmd.Env = append(os.Environ(), fmt.Sprintf("PORT=%d", port))
 	cmd.Stderr = logOutput()
 	if err := cmd.Start(); err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os/exec"
 	"regexp"
 	"slices"
 	"strconv"
@@ -149,7 +150,7 @@ func TestBridgeFixtureLifecycle(t *testing.T) {
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
 	})
 
-	want := []string{"fx__add_tool", "fx__crash", "fx__echo", "fx__hang", "fx__pid", "fx__remove_tool", "fx__secret", "fx__wait"}
+	want := []string{"fx__add_tool", "fx__crash", "fx__echo", "fx__hang", "fx__pid", "fx__remove_tool", "fx__secret", "fx__sleep", "fx__wait"}
 	if got := toolNames(t, cs); !slices.Equal(got, want) {
 		t.Fatalf("tools = %v, want %v", got, want)
 	}
@@ -231,6 +232,7 @@ func TestBridgeFixtureLifecycle(t *testing.T) {
 		}
 		waitFor(t, "a new child", func() bool { return len(br.pids()) > len(before) })
 		br.waitLog(t, "server=fx", "crashing on purpose")
+		callEventually(t, cs, "fx__pid")
 	})
 
 	t.Run("hang", func(t *testing.T) {
@@ -268,5 +270,44 @@ func callEventually(t *testing.T, cs *mcp.ClientSession, name string) *mcp.CallT
 			t.Fatalf("%s did not answer within 10s; last: %s", name, last)
 		}
 		time.Sleep(20 * time.Millisecond) // poll interval, bounded by the deadline
+	}
+}
+
+// TestBridgeDrainsOnSIGTERM runs the real `spacefix bridge` command: on
+// SIGTERM the gateway sends it nothing new, the call it is serving
+// finishes with the server's answer, and it exits 0.
+func TestBridgeDrainsOnSIGTERM(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	before := len(e.gw.Registry().All())
+	cmd := exec.Command(binary(t, "../cmd/spacefix"), "bridge", "--url", e.url, "--key", e.agentKey, "--name", "fx", "--", binary(t, "./bridgeserver"))
+	logs := &syncBuffer{}
+	cmd.Stderr = logs
+	must(t, cmd.Start())
+	p := &proc{cmd: cmd, done: make(chan struct{})}
+	go func() { cmd.Wait(); close(p.done) }()
+	t.Cleanup(p.kill)
+	waitFor(t, "the bridge to connect", func() bool { return len(e.gw.Registry().All()) > before })
+
+	cs := e.connect("2025-11-25", e.clientKey, nil)
+	res := make(chan *mcp.CallToolResult, 1)
+	go func() {
+		r, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "fx__sleep", Arguments: map[string]any{"ms": 1500}})
+		if err != nil {
+			r = &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}}
+		}
+		res <- r
+	}()
+	waitFor(t, "the call to reach the bridge", func() bool { return inflight(e) > 0 })
+	p.term()
+	if r := <-res; r.IsError || text(r) != "slept" {
+		t.Errorf("the call in flight at SIGTERM = %v %q, want the server's answer", r.IsError, text(r))
+	}
+	p.wait(t)
+	if code := cmd.ProcessState.ExitCode(); code != 0 {
+		t.Errorf("exit code %d after SIGTERM\n%s", code, logs)
+	}
+	if strings.Contains(logs.String(), e.agentKey) {
+		t.Errorf("the bridge logged its agent key")
 	}
 }

@@ -11,12 +11,17 @@ import (
 	"log"
 	"os"
 	"syscall"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 type nameIn struct {
 	Name string `json:"name"`
+}
+
+type sleepIn struct {
+	Ms int `json:"ms"`
 }
 
 type textIn struct {
@@ -43,6 +48,15 @@ func main() {
 			<-ctx.Done()
 			fmt.Fprintln(os.Stderr, "wait cancelled")
 			return nil, nil, ctx.Err()
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "sleep", Description: "Sleep ms milliseconds, then answer."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in sleepIn) (*mcp.CallToolResult, any, error) {
+			select {
+			case <-time.After(time.Duration(in.Ms) * time.Millisecond):
+			case <-ctx.Done():
+				return nil, nil, ctx.Err()
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "slept"}}}, nil, nil
 		})
 	mcp.AddTool(s, &mcp.Tool{Name: "crash", Description: "Exit at once."},
 		func(ctx context.Context, req *mcp.CallToolRequest, _ any) (*mcp.CallToolResult, any, error) {

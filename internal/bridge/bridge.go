@@ -148,6 +148,9 @@ func (b *Bridge) Run(ctx context.Context) error {
 	}
 }
 
+// connectTimeout bounds starting or dialling a server and its handshake.
+const connectTimeout = 60 * time.Second
+
 // fatalError ends Run: retrying cannot help.
 type fatalError struct{ err error }
 
@@ -164,9 +167,16 @@ func (b *Bridge) backoff(attempt int) time.Duration {
 // runOnce connects to the server and offers it to the gateway until the
 // server goes away or ctx ends. served says whether the handshake worked.
 func (b *Bridge) runOnce(ctx context.Context) (served bool, err error) {
-	cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	// The transports keep the context of Connect for the session's life
+	// (the SSE transport's GET stream), so it ends only after Close; the
+	// handshake alone is bounded, and so is the wait when ctx ends first.
+	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	slow := time.AfterFunc(connectTimeout, cancel)
+	stopEarly := context.AfterFunc(ctx, cancel)
 	cs, transport, pid, err := b.connect(cctx)
-	cancel()
+	slow.Stop()
+	stopEarly()
 	if err != nil {
 		return false, err
 	}

@@ -54,9 +54,10 @@ func (b *Bridge) connect(ctx context.Context) (_ *mcp.ClientSession, transport s
 // compatibility rule: a 4xx to the initialize POST), not like a server
 // that is down.
 func fallbackToSSE(err error) bool {
+	// go-sdk words an HTTP failure by its status text.
 	msg := err.Error()
-	for _, code := range []string{"400", "404", "405"} {
-		if strings.Contains(msg, code) {
+	for _, status := range []int{http.StatusBadRequest, http.StatusNotFound, http.StatusMethodNotAllowed} {
+		if strings.HasSuffix(msg, http.StatusText(status)) {
 			return true
 		}
 	}
