@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -20,12 +21,18 @@ const bridgeUsage = `Usage:
   spacefix bridge [--url GATEWAY] [--key AGENT_KEY] --name NAME -- COMMAND [ARGS...]
   spacefix bridge [--url GATEWAY] [--key AGENT_KEY] --name NAME --remote URL [--header "Name: value"]...
   spacefix bridge [--url GATEWAY] [--key AGENT_KEY] --config FILE
+  spacefix bridge login NAME (--remote URL [--header "Name: value"]... | --config FILE)
 
 Runs an existing MCP server as a Spacefix agent: its tools and prompts appear
 as NAME__<tool>. --url defaults to SPACEFIX_URL, --key to SPACEFIX_API_KEY.
 The --config file is the mcpServers format MCP clients use; ${VAR} in it is
 read from the environment; each server connects as its own agent (a
 server's "apiKey" field, if any, overrides --key).
+
+"login" signs a person in to a remote server behind OAuth: it prints the URL
+to open, takes the redirect on a loopback port, and keeps the tokens in
+~/.config/spacefix/bridge/NAME.json (readable by you only), which the bridge
+then uses and refreshes.
 `
 
 // headerFlags collects repeated --header "Name: value" flags.
@@ -43,7 +50,10 @@ func (h headerFlags) Set(v string) error {
 	return nil
 }
 
-func bridgeCmd(ctx context.Context, args []string, stderr io.Writer) error {
+func bridgeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "login" {
+		return bridgeLogin(ctx, args[1:], stdout, stderr)
+	}
 	fs := flag.NewFlagSet("bridge", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, bridgeUsage); fs.PrintDefaults() }
@@ -140,4 +150,46 @@ func bridgeServers(name, remote, config string, headers headerFlags, rest []stri
 		return nil, usageError{"bridge: " + err.Error()}
 	}
 	return []bridge.Server{s}, nil
+}
+
+// bridgeLogin runs `spacefix bridge login NAME`.
+func bridgeLogin(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("bridge login", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, bridgeUsage); fs.PrintDefaults() }
+	remote := fs.String("remote", "", "the remote MCP server's URL")
+	config := fs.String("config", "", "an mcpServers JSON file that has the server NAME")
+	headers := headerFlags{}
+	fs.Var(headers, "header", `a header for --remote, "Name: value" (repeatable)`)
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		return usageError{"bridge login: give the server's name first: spacefix bridge login NAME --remote URL"}
+	}
+	name := args[0]
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	var srv bridge.Server
+	switch {
+	case *config != "" && *remote == "":
+		servers, err := bridge.LoadConfig(*config)
+		if err != nil {
+			return err
+		}
+		i := slices.IndexFunc(servers, func(s bridge.Server) bool { return s.Name == name })
+		if i < 0 {
+			return usageError{fmt.Sprintf("bridge login: %s has no server %q", *config, name)}
+		}
+		srv = servers[i]
+	case *remote != "" && *config == "":
+		srv = bridge.Server{Name: name, URL: *remote, Headers: headers}
+	default:
+		return usageError{"bridge login: give --remote URL or --config FILE"}
+	}
+	b, err := bridge.New(srv, bridge.Options{Logger: slog.New(slog.NewTextHandler(stderr, nil))})
+	if err != nil {
+		return usageError{"bridge login: " + err.Error()}
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return b.Login(ctx, bridge.LoginOptions{Out: stdout})
 }

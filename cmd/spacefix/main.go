@@ -61,6 +61,7 @@ Usage:
   spacefix settings  show|set                           project settings, over the admin API
   spacefix bridge    --name N -- COMMAND | --remote URL | --config FILE
                                                         run existing MCP servers as agents
+  spacefix bridge    login NAME --remote URL            sign in to a remote server behind OAuth
   spacefix version                                      print the version
 
 Run 'spacefix COMMAND --help' for a command's flags.
@@ -87,7 +88,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case "users":
 		return usersCmd(ctx, args[1:], stdout)
 	case "bridge":
-		return bridgeCmd(ctx, args[1:], stderr)
+		return bridgeCmd(ctx, args[1:], stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "spacefix", version)
 		return nil

@@ -43,9 +43,12 @@ type Options struct {
 	// that went away or could not start: from BackoffMin, doubling up to
 	// BackoffMax. Zero means 250 ms and 30 s.
 	BackoffMin, BackoffMax time.Duration
-	// HTTPTransport carries requests to a remote server. Nil means
-	// http.DefaultTransport.
+	// HTTPTransport carries requests to a remote server and its
+	// authorization server. Nil means http.DefaultTransport.
 	HTTPTransport http.RoundTripper
+	// TokenDir holds the OAuth sign-ins of remote servers (see
+	// [Bridge.Login]). Empty means [DefaultTokenDir].
+	TokenDir string
 }
 
 func (o *Options) httpTransport() http.RoundTripper {

@@ -35,11 +35,15 @@ func (b *Bridge) connect(ctx context.Context) (_ *mcp.ClientSession, transport s
 		return cs, "stdio", cmd.Process.Pid, nil
 	}
 	hc := &http.Client{Transport: headers{h: b.srv.Headers, base: b.opts.httpTransport()}}
-	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: b.srv.URL, HTTPClient: hc, MaxRetries: -1}, nil)
+	oh, err := b.newOAuthHandler()
+	if err != nil {
+		return nil, "", 0, err
+	}
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: b.srv.URL, HTTPClient: hc, MaxRetries: -1, OAuthHandler: oh}, nil)
 	if err == nil {
 		return cs, "streamable-http", 0, nil
 	}
-	if ctx.Err() != nil || !fallbackToSSE(err) {
+	if ctx.Err() != nil || errors.Is(err, ErrSignIn) || !fallbackToSSE(err) {
 		return nil, "", 0, fmt.Errorf("connect to %s: %w", redactURL(b.srv.URL), err)
 	}
 	cs, sseErr := client.Connect(ctx, &mcp.SSEClientTransport{Endpoint: b.srv.URL, HTTPClient: hc}, nil)
