@@ -80,6 +80,9 @@ type Bridge struct {
 	// Server and ServerVersion are the server's name and version from its
 	// answer to initialize.
 	Server, ServerVersion string
+	// Unprefixed registers names as they are, under the ordinary rules,
+	// instead of <Name>__<tool>.
+	Unprefixed bool
 }
 
 // An Agent offers tools, resources and prompts to a Spacefix gateway. Make
@@ -226,7 +229,7 @@ func (a *Agent) toolNamed(name string) *tool {
 // checkName returns the message for a tool or prompt name this agent may
 // not register, or "".
 func (a *Agent) checkName(kind, name string) string {
-	if a.opts.Bridge != nil {
+	if a.opts.Bridge != nil && !a.opts.Bridge.Unprefixed {
 		return agentproto.CheckBridgedName(kind, a.opts.Name, name)
 	}
 	return agentproto.CheckToolName(kind, name)
@@ -258,7 +261,7 @@ func (a *Agent) registration() (agentproto.Registration, map[string]bool) {
 		Tools:       make([]agentproto.Tool, 0, len(a.tools)),
 	}
 	if b := a.opts.Bridge; b != nil {
-		reg.Bridge = &agentproto.Bridge{Transport: b.Transport, Target: b.Target, Server: b.Server, ServerVersion: b.ServerVersion}
+		reg.Bridge = &agentproto.Bridge{Transport: b.Transport, Target: b.Target, Server: b.Server, ServerVersion: b.ServerVersion, Unprefixed: b.Unprefixed}
 	}
 	disabled := make(map[string]bool, len(a.tools))
 	for _, t := range a.tools {

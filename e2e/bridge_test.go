@@ -66,8 +66,8 @@ func (e *env) startBridge(srv bridge.Server, opts bridge.Options) *runningBridge
 	}
 	e.t.Cleanup(stop)
 	waitFor(e.t, "the bridged server's tools", func() bool {
-		for _, tl := range e.gw.Registry().Snapshot(e.project.ID).ToolList {
-			if strings.HasPrefix(tl.Name, srv.Name+"__") {
+		for _, r := range e.gw.Registry().All() {
+			if r.Reg != nil && r.Reg.Bridge != nil && r.Reg.Name == srv.Name && len(r.Reg.Tools) > 0 {
 				return true
 			}
 		}

@@ -62,6 +62,7 @@ func bridgeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	name := fs.String("name", "", "the bridged server's name: tools appear as NAME__<tool>")
 	remote := fs.String("remote", "", "a remote MCP server's URL (Streamable HTTP, or legacy SSE)")
 	config := fs.String("config", "", "an mcpServers JSON file: bridge every server in it")
+	noPrefix := fs.Bool("no-prefix", false, "expose the server's tools under their own names, not NAME__<tool>")
 	headers := headerFlags{}
 	fs.Var(headers, "header", `a header for --remote, "Name: value" (repeatable)`)
 	if err := fs.Parse(args); err != nil {
@@ -70,6 +71,12 @@ func bridgeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	servers, err := bridgeServers(*name, *remote, *config, headers, fs.Args())
 	if err != nil {
 		return err
+	}
+	if *noPrefix {
+		if *config != "" {
+			return usageError{`bridge: --no-prefix goes with one server; in a --config file write "prefix": false`}
+		}
+		servers[0].Unprefixed = true
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	opts := bridge.Options{GatewayURL: *url, APIKey: *key, Logger: log}

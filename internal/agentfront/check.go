@@ -165,7 +165,7 @@ func checkBridge(r *agentproto.Registration) string {
 // checkName checks a tool or prompt name as registered: the general rules,
 // or those of a bridged agent's names.
 func checkName(r *agentproto.Registration, kind, name string) string {
-	if r.Bridge != nil {
+	if r.Bridge != nil && !r.Bridge.Unprefixed {
 		return agentproto.CheckBridgedName(kind, r.Name, name)
 	}
 	return agentproto.CheckToolName(kind, name)

@@ -83,6 +83,10 @@ type Bridge struct {
 	// its answer to initialize.
 	Server        string `json:"server,omitempty"`
 	ServerVersion string `json:"serverVersion,omitempty"`
+	// Unprefixed registers the server's names as they are, under the
+	// ordinary naming rules, instead of <name>__<tool>: for a project that
+	// replaces the server by the gateway and keeps its clients' names.
+	Unprefixed bool `json:"unprefixed,omitempty"`
 }
 
 // Tool is one registered tool.

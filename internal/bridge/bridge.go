@@ -208,7 +208,7 @@ func (b *Bridge) runOnce(ctx context.Context) (served bool, err error) {
 	case <-b.changed:
 	default:
 	}
-	meta := core.Bridge{Transport: transport, Target: b.srv.Target(), Server: name, ServerVersion: version}
+	meta := core.Bridge{Transport: transport, Target: b.srv.Target(), Server: name, ServerVersion: version, Unprefixed: b.srv.Unprefixed}
 	var gens []*generation // every generation not yet stopped and waited for
 	stopAll := func() {
 		for _, g := range gens {

@@ -34,6 +34,11 @@ type Server struct {
 	// APIKey is the agent key for this server's connection; empty means
 	// the bridge's default (--key or SPACEFIX_API_KEY).
 	APIKey string
+	// Unprefixed exposes the server's tools and prompts under their own
+	// names instead of <Name>__<tool> (names the gateway's ordinary rules
+	// refuse, such as ones containing "__", are then left out). For a
+	// project that replaces the server and keeps its clients' names.
+	Unprefixed bool
 }
 
 // Validate names the field at fault, for the person who wrote it.
@@ -92,6 +97,7 @@ type configFile struct {
 		URL     string            `json:"url"`
 		Headers map[string]string `json:"headers"`
 		APIKey  string            `json:"apiKey"` // a Spacefix extension: this server's agent key
+		Prefix  *bool             `json:"prefix"` // a Spacefix extension: false exposes names as they are
 	} `json:"mcpServers"`
 }
 
@@ -123,7 +129,8 @@ func ParseConfig(data []byte, lookup func(string) (string, bool)) ([]Server, err
 	}
 	var out []Server
 	for name, c := range f.MCPServers {
-		s := Server{Name: name, Command: expand(c.Command), URL: expand(c.URL), APIKey: expand(c.APIKey)}
+		s := Server{Name: name, Command: expand(c.Command), URL: expand(c.URL), APIKey: expand(c.APIKey),
+			Unprefixed: c.Prefix != nil && !*c.Prefix}
 		for _, a := range c.Args {
 			s.Args = append(s.Args, expand(a))
 		}

@@ -15,7 +15,7 @@ func TestParseConfig(t *testing.T) {
 	got, err := ParseConfig([]byte(`{"mcpServers": {
 		"fs": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "${ROOT}/data"]},
 		"github": {"url": "https://api.example.com/mcp?token=abc", "headers": {"Authorization": "Bearer ${GH_TOKEN}"}},
-		"tool": {"command": "./tool", "env": {"API_KEY": "${GH_TOKEN}"}}
+		"tool": {"command": "./tool", "env": {"API_KEY": "${GH_TOKEN}"}, "prefix": false}
 	}}`), lookup)
 	if err != nil {
 		t.Fatal(err)
@@ -23,7 +23,7 @@ func TestParseConfig(t *testing.T) {
 	want := []Server{
 		{Name: "fs", Command: "npx", Args: []string{"-y", "@modelcontextprotocol/server-filesystem", "/srv/data"}},
 		{Name: "github", URL: "https://api.example.com/mcp?token=abc", Headers: map[string]string{"Authorization": "Bearer ghp_secret"}},
-		{Name: "tool", Command: "./tool", Env: map[string]string{"API_KEY": "ghp_secret"}},
+		{Name: "tool", Command: "./tool", Env: map[string]string{"API_KEY": "ghp_secret"}, Unprefixed: true},
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("servers (-want +got):\n%s", d)

@@ -136,9 +136,19 @@ func (b *Bridge) refuse(kind, name, why string) {
 	b.log.Warn("bridge: not registered; the rest are", "kind", kind, "name", name, "reason", why)
 }
 
+// exposed is the name a server's tool or prompt is registered as, and the
+// message when the gateway would refuse it.
+func (b *Bridge) exposed(kind, name string) (string, string) {
+	if b.srv.Unprefixed {
+		return name, agentproto.CheckToolName(kind, name)
+	}
+	exposed := b.srv.Name + agentproto.BridgeSeparator + name
+	return exposed, agentproto.CheckBridgedName(kind, b.srv.Name, exposed)
+}
+
 func (b *Bridge) addTool(a *core.Agent, up *upstream, t *mcp.Tool) bool {
-	exposed := b.srv.Name + agentproto.BridgeSeparator + t.Name
-	if msg := agentproto.CheckBridgedName("tool", b.srv.Name, exposed); msg != "" {
+	exposed, msg := b.exposed("tool", t.Name)
+	if msg != "" {
 		b.refuse("tool", t.Name, msg)
 		return false
 	}
@@ -195,8 +205,8 @@ func (b *Bridge) addTool(a *core.Agent, up *upstream, t *mcp.Tool) bool {
 }
 
 func (b *Bridge) addPrompt(a *core.Agent, up *upstream, p *mcp.Prompt) bool {
-	exposed := b.srv.Name + agentproto.BridgeSeparator + p.Name
-	if msg := agentproto.CheckBridgedName("prompt", b.srv.Name, exposed); msg != "" {
+	exposed, msg := b.exposed("prompt", p.Name)
+	if msg != "" {
 		b.refuse("prompt", p.Name, msg)
 		return false
 	}
