@@ -290,14 +290,17 @@ func startNode(t *testing.T, entry string, port int, mode string) *proc {
 	p := &proc{cmd: cmd, done: make(chan struct{})}
 	go func() { cmd.Wait(); close(p.done) }()
 	t.Cleanup(p.kill)
-	waitFor(t, "the npm server to listen", func() bool {
-		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
-		if err == nil {
-			c.Close()
-		}
-		return err == nil
-	})
+	waitFor(t, "the npm server to listen", func() bool { return dialable(port) })
 	return p
+}
+
+// dialable reports whether something listens on the loopback port.
+func dialable(port int) bool {
+	c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+	if err == nil {
+		c.Close()
+	}
+	return err == nil
 }
 
 // TestBridgeFilesystemCLI runs @modelcontextprotocol/server-filesystem
