@@ -184,45 +184,48 @@ func (b *Bridge) runOnce(ctx context.Context) (served bool, err error) {
 		return false, err
 	}
 	defer cs.Close()
-	info := cs.InitializeResult()
-	var name, version string
-	if info != nil && info.ServerInfo != nil {
-		name, version = info.ServerInfo.Name, info.ServerInfo.Version
+	meta := core.Bridge{Transport: transport, Target: b.srv.Target(), Unprefixed: b.srv.Unprefixed}
+	if info := cs.InitializeResult(); info != nil && info.ServerInfo != nil {
+		meta.Server, meta.ServerVersion = info.ServerInfo.Name, info.ServerInfo.Version
 	}
-	attrs := []any{"transport", transport, "target", b.srv.Target(), "server_name", name, "server_version", version}
+	attrs := []any{"transport", transport, "target", meta.Target, "server_name", meta.Server, "server_version", meta.ServerVersion}
 	if pid != 0 {
 		attrs = append(attrs, "pid", pid)
 	}
 	b.log.Info("bridge: connected to the MCP server", attrs...)
 
 	sctx, hung := context.WithCancelCause(context.WithoutCancel(ctx))
-	defer hung(errGone)
 	up := &upstream{cs: cs, ctx: sctx}
 	gone := make(chan error, 1)
 	go func() { gone <- cs.Wait() }()
 	watchDone := make(chan struct{})
 	defer func() { hung(errGone); <-watchDone }()
 	go func() { defer close(watchDone); b.watch(sctx, up, hung) }()
+	return true, b.serve(ctx, up, meta, gone, hung)
+}
+
+// serve offers the server to the gateway, one generation per version of
+// its lists, until ctx ends (nil), the server goes away or stops answering
+// (the reason). Every generation has stopped when it returns.
+func (b *Bridge) serve(ctx context.Context, up *upstream, meta core.Bridge, gone <-chan error, hung context.CancelCauseFunc) error {
 	// Drop a change signal from before this session: its lists are read now.
 	select {
 	case <-b.changed:
 	default:
 	}
-	meta := core.Bridge{Transport: transport, Target: b.srv.Target(), Server: name, ServerVersion: version, Unprefixed: b.srv.Unprefixed}
 	var gens []*generation // every generation not yet stopped and waited for
-	stopAll := func() {
+	defer func() {
 		for _, g := range gens {
 			g.stop(false)
 		}
 		for _, g := range gens {
 			<-g.done
 		}
-	}
+	}()
 	for {
 		next, err := b.offer(ctx, up, meta)
 		if err != nil {
-			stopAll()
-			return true, err
+			return err
 		}
 		var prev *generation
 		if len(gens) > 0 {
@@ -232,21 +235,18 @@ func (b *Bridge) runOnce(ctx context.Context) (served bool, err error) {
 		gens = append(gens, next)
 		select {
 		case <-ctx.Done():
-			stopAll() // drain: running calls finish while the server still runs
-			return true, nil
+			return nil // the deferred stop drains: running calls finish while the server still runs
 		case err := <-gone:
 			hung(errGone) // calls still waiting on the server end now
-			stopAll()
 			if err == nil {
-				return true, errGone
+				return errGone
 			}
-			return true, fmt.Errorf("%w: %v", errGone, err)
-		case <-sctx.Done():
+			return fmt.Errorf("%w: %v", errGone, err)
+		case <-up.ctx.Done():
 			// The server stopped answering pings: end the calls waiting on
-			// it, stop the child, and start again.
+			// it (done: up.ctx), stop the child, and start again.
 			b.kill()
-			stopAll()
-			return true, context.Cause(sctx)
+			return context.Cause(up.ctx)
 		case <-b.changed:
 			b.log.Info("bridge: the server's lists changed; registering again")
 		}
