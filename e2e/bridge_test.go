@@ -254,10 +254,16 @@ func TestBridgeFixtureLifecycle(t *testing.T) {
 // while a restarted server registers again.
 func callEventually(t *testing.T, cs *mcp.ClientSession, name string) *mcp.CallToolResult {
 	t.Helper()
+	return callEventuallyWith(t, cs, name, map[string]any{})
+}
+
+// callEventuallyWith is callEventually with arguments.
+func callEventuallyWith(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any) *mcp.CallToolResult {
+	t.Helper()
 	var last string
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: map[string]any{}})
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
 		switch {
 		case err == nil && !res.IsError:
 			return res
