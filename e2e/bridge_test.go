@@ -130,7 +130,7 @@ func callAsync(ctx context.Context, cs *mcp.ClientSession, name string) <-chan *
 }
 
 func fixtureServer(t *testing.T, env map[string]string) bridge.Server {
-	return bridge.Server{Name: "fx", Command: binary(t, "./bridgeserver"), Env: env}
+	return bridge.Server{Name: "fx", Command: binary(t, "./bridgeserver"), Env: env, Timeout: 90 * time.Second}
 }
 
 // TestBridgeFixtureLifecycle drives a bridged stdio server through what a
@@ -157,6 +157,13 @@ func TestBridgeFixtureLifecycle(t *testing.T) {
 	br.waitLog(t, "not registered", `name=bad.name`, `Invalid tool name \"fx__bad.name\": use 1 to 64 characters from A-Z a-z 0-9 _ - in all.`)
 	br.waitLog(t, "not registered", `name=__reserved`, `the server's part \"__reserved\" contains \"__\"`)
 	br.waitLog(t, "server stderr", "server=fx", "fixture ready")
+	for _, r := range e.gw.Registry().All() {
+		for _, tl := range r.Reg.Tools {
+			if tl.TimeoutMs != 90_000 {
+				t.Errorf("%s registered with timeoutMs %d, want the bridge's 90000", tl.Name, tl.TimeoutMs)
+			}
+		}
+	}
 	if r := call(t, cs, "fx__secret", nil); text(r) != strconv.Itoa(len(secret)) {
 		t.Errorf("the child did not get its env: %q", text(r))
 	}

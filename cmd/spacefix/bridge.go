@@ -63,6 +63,7 @@ func bridgeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	remote := fs.String("remote", "", "a remote MCP server's URL (Streamable HTTP, or legacy SSE)")
 	config := fs.String("config", "", "an mcpServers JSON file: bridge every server in it")
 	noPrefix := fs.Bool("no-prefix", false, "expose the server's tools under their own names, not NAME__<tool>")
+	timeout := fs.Duration("timeout", 0, "how long the gateway waits for each tool, up to 2m (default: the project's call wait)")
 	headers := headerFlags{}
 	fs.Var(headers, "header", `a header for --remote, "Name: value" (repeatable)`)
 	if err := fs.Parse(args); err != nil {
@@ -71,6 +72,15 @@ func bridgeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	servers, err := bridgeServers(*name, *remote, *config, headers, fs.Args())
 	if err != nil {
 		return err
+	}
+	if *timeout != 0 {
+		if *config != "" {
+			return usageError{`bridge: --timeout goes with one server; in a --config file write "timeout": SECONDS`}
+		}
+		servers[0].Timeout = *timeout
+		if err := servers[0].Validate(); err != nil {
+			return usageError{"bridge: " + err.Error()}
+		}
 	}
 	if *noPrefix {
 		if *config != "" {

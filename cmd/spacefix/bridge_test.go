@@ -21,6 +21,7 @@ func TestBridgeUsage(t *testing.T) {
 		{[]string{"--name", "a__b", "--", "x"}, `bridge: server name "a__b": use 1 to 64 characters from A-Z a-z 0-9 _ - without "__"`},
 		{[]string{"--config", "f.json", "--name", "x"}, "bridge: --config takes no --name, --remote, --header or command"},
 		{[]string{"--name", "fs", "--header", "nocolon", "--remote", "http://h"}, `invalid value "nocolon" for flag -header: want "Name: value"`},
+		{[]string{"--name", "fs", "--timeout", "3m", "--", "x"}, `bridge: server "fs": timeout 3m0s: use at most 2m0s`},
 		{[]string{"login"}, "bridge login: give the server's name first: spacefix bridge login NAME --remote URL"},
 		{[]string{"login", "gh"}, "bridge login: give --remote URL or --config FILE"},
 		{[]string{"login", "gh", "--", "npx", "x"}, "bridge login: give --remote URL or --config FILE"},

@@ -9,7 +9,9 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
+	"github.com/spacefix/spacefix/core"
 	"github.com/spacefix/spacefix/internal/agentproto"
 )
 
@@ -39,6 +41,9 @@ type Server struct {
 	// refuse, such as ones containing "__", are then left out). For a
 	// project that replaces the server and keeps its clients' names.
 	Unprefixed bool
+	// Timeout is how long the gateway waits for each of the server's tools,
+	// up to 120 s. Zero means the project's call wait (30 s by default).
+	Timeout time.Duration
 }
 
 // Validate names the field at fault, for the person who wrote it.
@@ -50,6 +55,8 @@ func (s Server) Validate() error {
 		return fmt.Errorf("server %q: give a command (stdio) or a url (remote)", s.Name)
 	case s.Command != "" && s.URL != "":
 		return fmt.Errorf("server %q: give a command or a url, not both", s.Name)
+	case s.Timeout < 0 || s.Timeout > core.MaxTimeout:
+		return fmt.Errorf("server %q: timeout %v: use at most %v", s.Name, s.Timeout, core.MaxTimeout)
 	case s.URL != "":
 		u, err := url.Parse(s.URL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -96,8 +103,9 @@ type configFile struct {
 		Env     map[string]string `json:"env"`
 		URL     string            `json:"url"`
 		Headers map[string]string `json:"headers"`
-		APIKey  string            `json:"apiKey"` // a Spacefix extension: this server's agent key
-		Prefix  *bool             `json:"prefix"` // a Spacefix extension: false exposes names as they are
+		APIKey  string            `json:"apiKey"`  // a Spacefix extension: this server's agent key
+		Prefix  *bool             `json:"prefix"`  // a Spacefix extension: false exposes names as they are
+		Timeout float64           `json:"timeout"` // a Spacefix extension: seconds the gateway waits for a tool
 	} `json:"mcpServers"`
 }
 
@@ -130,7 +138,7 @@ func ParseConfig(data []byte, lookup func(string) (string, bool)) ([]Server, err
 	var out []Server
 	for name, c := range f.MCPServers {
 		s := Server{Name: name, Command: expand(c.Command), URL: expand(c.URL), APIKey: expand(c.APIKey),
-			Unprefixed: c.Prefix != nil && !*c.Prefix}
+			Unprefixed: c.Prefix != nil && !*c.Prefix, Timeout: time.Duration(c.Timeout * float64(time.Second))}
 		for _, a := range c.Args {
 			s.Args = append(s.Args, expand(a))
 		}

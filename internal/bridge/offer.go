@@ -193,6 +193,9 @@ func (b *Bridge) addTool(a *core.Agent, up *upstream, t *mcp.Tool) bool {
 	if title != "" {
 		opts = append(opts, core.Title(title))
 	}
+	if b.srv.Timeout > 0 {
+		opts = append(opts, core.Timeout(b.srv.Timeout))
+	}
 	name := t.Name
 	err = a.RawTool(exposed, t.Description, in, func(ctx context.Context, args json.RawMessage) (any, error) {
 		return b.callTool(ctx, up, name, args)
