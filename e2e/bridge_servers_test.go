@@ -219,6 +219,11 @@ func TestBridgeNpmEverything(t *testing.T) {
 	t.Run("stdio", func(t *testing.T) {
 		br := e.startBridge(bridge.Server{Name: "evs", Command: "node", Args: []string{entry, "stdio"}}, bridge.Options{})
 		check(t, "evs")
+		// The server's log messages go to the bridge's log.
+		cs := e.connect("2025-11-25", e.clientKey, nil)
+		call(t, cs, "evs__toggle-simulated-logging", nil)
+		br.waitLog(t, "bridge: server log message", "server=evs", "-level message")
+		call(t, cs, "evs__toggle-simulated-logging", nil)
 		pids := br.pids()
 		must(t, syscall.Kill(pids[len(pids)-1], syscall.SIGKILL))
 		waitFor(t, "a new child", func() bool { return len(br.pids()) > len(pids) })

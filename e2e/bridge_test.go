@@ -34,7 +34,7 @@ func (e *env) startBridge(srv bridge.Server, opts bridge.Options) *runningBridge
 	e.t.Helper()
 	logs := &syncBuffer{}
 	opts.GatewayURL, opts.APIKey = e.url, e.agentKey
-	opts.Logger = slog.New(slog.NewTextHandler(io.MultiWriter(logs, logOutput()), nil))
+	opts.Logger = slog.New(slog.NewTextHandler(io.MultiWriter(logs, logOutput()), &slog.HandlerOptions{Level: slog.LevelDebug}))
 	if opts.TerminateDuration == 0 {
 		opts.TerminateDuration = time.Second
 	}

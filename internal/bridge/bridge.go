@@ -116,6 +116,12 @@ func (b *Bridge) clientOptions() *mcp.ClientOptions {
 		PromptListChangedHandler:    func(context.Context, *mcp.PromptListChangedRequest) { changed() },
 		ResourceListChangedHandler:  func(context.Context, *mcp.ResourceListChangedRequest) { changed() },
 		ProgressNotificationHandler: b.onProgress,
+		// Until the agent protocol carries notifications/message to the
+		// client, the server's log messages go to the bridge's log.
+		//lint:ignore SA1019 deprecated in 2026-07-28; 2025 servers log this way
+		LoggingMessageHandler: func(ctx context.Context, r *mcp.LoggingMessageRequest) {
+			b.log.Log(ctx, slogLevel(r.Params.Level), "bridge: server log message", "logger", r.Params.Logger, "data", r.Params.Data)
+		},
 	}
 }
 
@@ -193,6 +199,7 @@ func (b *Bridge) runOnce(ctx context.Context) (served bool, err error) {
 		attrs = append(attrs, "pid", pid)
 	}
 	b.log.Info("bridge: connected to the MCP server", attrs...)
+	b.askForLogs(ctx, cs)
 
 	sctx, hung := context.WithCancelCause(context.WithoutCancel(ctx))
 	up := &upstream{cs: cs, ctx: sctx}
@@ -253,6 +260,38 @@ func (b *Bridge) serve(ctx context.Context, up *upstream, meta core.Bridge, gone
 		gens = slices.DeleteFunc(gens[:len(gens)-1], (*generation).finished)
 		gens = append(gens, next)
 	}
+}
+
+// askForLogs asks a server that can log for all its messages; they go to
+// the bridge's log at the matching level, where the log's own level
+// decides what is kept (see clientOptions).
+func (b *Bridge) askForLogs(ctx context.Context, cs *mcp.ClientSession) {
+	r := cs.InitializeResult()
+	//lint:ignore SA1019 deprecated in 2026-07-28; 2025 servers declare logging this way
+	if r == nil || r.Capabilities == nil || r.Capabilities.Logging == nil {
+		return
+	}
+	lctx, cancel := context.WithTimeout(ctx, connectTimeout)
+	defer cancel()
+	//lint:ignore SA1019 deprecated in 2026-07-28, still how 2025 servers start logging
+	if err := cs.SetLoggingLevel(lctx, &mcp.SetLoggingLevelParams{Level: "debug"}); err != nil {
+		b.log.Debug("bridge: the server did not take logging/setLevel", "err", err)
+	}
+}
+
+// slogLevel maps an MCP log level (RFC 5424 names) onto slog's.
+//
+//lint:ignore SA1019 deprecated in 2026-07-28; 2025 servers log this way
+func slogLevel(l mcp.LoggingLevel) slog.Level {
+	switch l {
+	case "debug":
+		return slog.LevelDebug
+	case "info", "notice":
+		return slog.LevelInfo
+	case "warning":
+		return slog.LevelWarn
+	}
+	return slog.LevelError // error, critical, alert, emergency
 }
 
 // errHung says the server stopped answering pings.
