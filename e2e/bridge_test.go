@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -322,5 +324,48 @@ func TestBridgeDrainsOnSIGTERM(t *testing.T) {
 	}
 	if strings.Contains(logs.String(), e.agentKey) {
 		t.Errorf("the bridge logged its agent key")
+	}
+}
+
+// TestBridgeConfigFile runs `spacefix bridge --config` with two servers of
+// an mcpServers file, ${VAR} taken from the environment: each connects as
+// its own agent, under its own prefix, and the variable reaches the child.
+func TestBridgeConfigFile(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	fixture := binary(t, "./bridgeserver")
+	cfg := filepath.Join(t.TempDir(), "mcp.json")
+	must(t, os.WriteFile(cfg, []byte(`{"mcpServers": {
+		"alpha": {"command": "`+fixture+`", "env": {"FIXTURE_SECRET": "${BRIDGE_TEST_SECRET}"}},
+		"beta":  {"command": "`+fixture+`", "prefix": false}
+	}}`), 0o600))
+	before := len(e.gw.Registry().All())
+	cmd := exec.Command(binary(t, "../cmd/spacefix"), "bridge", "--url", e.url, "--key", e.agentKey, "--config", cfg)
+	cmd.Env = append(os.Environ(), "BRIDGE_TEST_SECRET=twelve-chars")
+	logs := &syncBuffer{}
+	cmd.Stderr = logs
+	must(t, cmd.Start())
+	p := &proc{cmd: cmd, done: make(chan struct{})}
+	go func() { cmd.Wait(); close(p.done) }()
+	t.Cleanup(p.kill)
+	waitFor(t, "both servers to connect", func() bool { return len(e.gw.Registry().All()) >= before+2 })
+
+	cs := e.connect("2025-11-25", e.clientKey, nil)
+	names := toolNames(t, cs)
+	for _, want := range []string{"alpha__echo", "alpha__secret", "echo", "secret"} {
+		if !slices.Contains(names, want) {
+			t.Errorf("%s is not listed: %v", want, names)
+		}
+	}
+	if r := callEventually(t, cs, "alpha__secret"); text(r) != "12" {
+		t.Errorf("alpha's child got FIXTURE_SECRET of length %q, want 12", text(r))
+	}
+	if r := callEventually(t, cs, "secret"); text(r) != "0" {
+		t.Errorf("beta's child got FIXTURE_SECRET of length %q, want 0", text(r))
+	}
+	p.term()
+	p.wait(t)
+	if strings.Contains(logs.String(), "twelve-chars") {
+		t.Errorf("the bridge logged a value from env")
 	}
 }
