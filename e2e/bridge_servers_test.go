@@ -190,6 +190,24 @@ func TestBridgeNpmEverything(t *testing.T) {
 		}) {
 			t.Errorf("get-tiny-image has no PNG: %v", text(r))
 		}
+		r = call(t, cs, prefix+"__get-resource-links", map[string]any{"count": 2})
+		links := 0
+		for _, c := range r.Content {
+			if l, ok := c.(*mcp.ResourceLink); ok && strings.HasPrefix(l.URI, "demo://resource/") {
+				links++
+			}
+		}
+		if r.IsError || links != 2 {
+			t.Errorf("get-resource-links: %d resource links, want 2: %q", links, text(r))
+		}
+		r = call(t, cs, prefix+"__get-structured-content", map[string]any{"location": "New York"})
+		if sc, _ := r.StructuredContent.(map[string]any); r.IsError || sc["temperature"] != float64(33) || sc["conditions"] != "Cloudy" {
+			t.Errorf("get-structured-content: structuredContent %v", r.StructuredContent)
+		}
+		if r := call(t, cs, prefix+"__get-structured-content", map[string]any{"location": "Paris"}); !r.IsError ||
+			!strings.HasPrefix(text(r), "Input validation error: Invalid arguments for tool "+prefix+"__get-structured-content: data/location must be equal to one of the allowed values") {
+			t.Errorf("get-structured-content for Paris = %v %q", r.IsError, text(r))
+		}
 		r, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: prefix + "__trigger-long-running-operation",
 			Arguments: map[string]any{"duration": 0.3, "steps": 3}, Meta: mcp.Meta{"progressToken": 7}})
 		must(t, err)
