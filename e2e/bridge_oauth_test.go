@@ -38,16 +38,21 @@ import (
 type oauthServer struct {
 	srv *httptest.Server
 
-	mu        sync.Mutex
-	clients   map[string]string // client_id → redirect URI
-	codes     map[string]string // code → code_challenge
-	access    map[string]bool
-	refresh   map[string]bool
-	n         int
-	refreshes int
+	mu         sync.Mutex
+	clients    map[string]string // client_id → redirect URI
+	codes      map[string]string // code → code_challenge
+	access     map[string]bool
+	refresh    map[string]bool
+	n          int
+	refreshes  int
+	registered int // dynamic registrations
 }
 
-func newOAuthServer(t *testing.T) *oauthServer {
+// cimdURL is the Client ID Metadata Document URL the CIMD test signs in
+// with; the test server takes it as a client id without fetching it.
+const cimdURL = "https://bridge.example/spacefix-bridge.json"
+
+func newOAuthServer(t *testing.T, cimd bool) *oauthServer {
 	o := &oauthServer{clients: map[string]string{}, codes: map[string]string{}, access: map[string]bool{}, refresh: map[string]bool{}}
 	mux := http.NewServeMux()
 	o.srv = httptest.NewServer(mux)
@@ -83,6 +88,7 @@ func newOAuthServer(t *testing.T) *oauthServer {
 			"registration_endpoint": base + "/register", "code_challenge_methods_supported": []string{"S256"},
 			"response_types_supported": []string{"code"}, "grant_types_supported": []string{"authorization_code", "refresh_token"},
 			"token_endpoint_auth_methods_supported": []string{"none"}, "scopes_supported": []string{"mcp", "offline_access"},
+			"client_id_metadata_document_supported": cimd,
 		})
 	})
 	mux.HandleFunc("POST /register", func(w http.ResponseWriter, r *http.Request) {
@@ -92,6 +98,7 @@ func newOAuthServer(t *testing.T) *oauthServer {
 		json.NewDecoder(r.Body).Decode(&m)
 		o.mu.Lock()
 		o.n++
+		o.registered++
 		id := fmt.Sprintf("client-%d", o.n)
 		o.clients[id] = m.RedirectURIs[0]
 		o.mu.Unlock()
@@ -103,6 +110,9 @@ func newOAuthServer(t *testing.T) *oauthServer {
 		q := r.URL.Query()
 		o.mu.Lock()
 		redirect, ok := o.clients[q.Get("client_id")]
+		if cimd && q.Get("client_id") == cimdURL && strings.HasPrefix(q.Get("redirect_uri"), "http://127.0.0.1:") {
+			redirect, ok = q.Get("redirect_uri"), true // a loopback redirect matches on any port
+		}
 		o.n++
 		code := fmt.Sprintf("code-%d", o.n)
 		o.codes[code] = q.Get("code_challenge")
@@ -172,7 +182,7 @@ func (o *oauthServer) refreshCount() int {
 // bridge says that a person must sign in again, and how.
 func TestBridgeOAuth(t *testing.T) {
 	t.Parallel()
-	o := newOAuthServer(t)
+	o := newOAuthServer(t, false)
 	e := newEnv(t)
 	dir := t.TempDir()
 	srv := bridge.Server{Name: "prot", URL: o.srv.URL + "/mcp"}
@@ -235,14 +245,17 @@ func TestBridgeOAuth(t *testing.T) {
 	}
 }
 
-// TestBridgeLoginCLI runs `spacefix bridge login NAME --remote URL` as a
-// person does: it prints the URL, the browser visits it, the command saves
-// the tokens under $XDG_CONFIG_HOME/spacefix/bridge and exits 0.
+// TestBridgeLoginCLI runs `spacefix bridge login NAME --remote URL
+// --client-id URL` as a person does against an authorization server that
+// takes Client ID Metadata Documents: it prints the URL, the browser visits
+// it, the command saves the tokens under $XDG_CONFIG_HOME/spacefix/bridge
+// with the document's URL as client id (no dynamic registration) and
+// exits 0.
 func TestBridgeLoginCLI(t *testing.T) {
 	t.Parallel()
-	o := newOAuthServer(t)
+	o := newOAuthServer(t, true)
 	home := t.TempDir()
-	cmd := exec.Command(binary(t, "../cmd/spacefix"), "bridge", "login", "prot", "--remote", o.srv.URL+"/mcp")
+	cmd := exec.Command(binary(t, "../cmd/spacefix"), "bridge", "login", "prot", "--remote", o.srv.URL+"/mcp", "--client-id", cimdURL)
 	cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+home)
 	stdout, err := cmd.StdoutPipe()
 	must(t, err)
@@ -273,5 +286,14 @@ func TestBridgeLoginCLI(t *testing.T) {
 	}
 	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("token file: %v %v", fi, err)
+	}
+	saved, _ := os.ReadFile(path)
+	var f struct{ ClientID string }
+	json.Unmarshal(saved, &f)
+	o.mu.Lock()
+	registered := o.registered
+	o.mu.Unlock()
+	if f.ClientID != cimdURL || registered != 0 {
+		t.Errorf("client id %q after %d dynamic registrations; want the metadata document's URL and none", f.ClientID, registered)
 	}
 }

@@ -178,6 +178,8 @@ func bridgeLogin(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	config := fs.String("config", "", "an mcpServers JSON file that has the server NAME")
 	headers := headerFlags{}
 	fs.Var(headers, "header", `a header for --remote, "Name: value" (repeatable)`)
+	clientID := fs.String("client-id", "", "the https URL of a Client ID Metadata Document for the bridge (default: dynamic client registration)")
+	port := fs.Int("port", 0, "the loopback port the sign-in redirect comes to (default: any free port)")
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		return usageError{"bridge login: give the server's name first: spacefix bridge login NAME --remote URL"}
 	}
@@ -208,5 +210,5 @@ func bridgeLogin(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return b.Login(ctx, bridge.LoginOptions{Out: stdout})
+	return b.Login(ctx, bridge.LoginOptions{Out: stdout, ClientIDMetadataURL: *clientID, Port: *port})
 }

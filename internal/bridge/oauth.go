@@ -202,6 +202,15 @@ type LoginOptions struct {
 	// ClientName is how the authorization server shows the bridge. Empty
 	// means "Spacefix bridge (<name>)".
 	ClientName string
+	// ClientIDMetadataURL is the https URL of a Client ID Metadata Document
+	// describing the bridge (its redirect URI http://127.0.0.1/callback,
+	// any port, as loopback redirects are matched). An authorization server
+	// that supports such documents takes the URL as the client id;
+	// otherwise, and when empty, the bridge registers dynamically.
+	ClientIDMetadataURL string
+	// Port is the loopback port the redirect comes to. Zero means any free
+	// port.
+	Port int
 }
 
 // Login signs a person in to the bridge's remote server: it prints the
@@ -215,7 +224,7 @@ func (b *Bridge) Login(ctx context.Context, opts LoginOptions) error {
 	if opts.ClientName == "" {
 		opts.ClientName = "Spacefix bridge (" + b.srv.Name + ")"
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", opts.Port))
 	if err != nil {
 		return fmt.Errorf("login: listen for the redirect: %w", err)
 	}
@@ -228,7 +237,12 @@ func (b *Bridge) Login(ctx context.Context, opts LoginOptions) error {
 
 	var saved *tokenFile
 	hc := &http.Client{Transport: b.opts.httpTransport()}
+	var cimd *auth.ClientIDMetadataDocumentConfig
+	if opts.ClientIDMetadataURL != "" {
+		cimd = &auth.ClientIDMetadataDocumentConfig{URL: opts.ClientIDMetadataURL}
+	}
 	h, err := auth.NewAuthorizationCodeHandler(&auth.AuthorizationCodeHandlerConfig{
+		ClientIDMetadataDocumentConfig: cimd,
 		DynamicClientRegistrationConfig: &auth.DynamicClientRegistrationConfig{Metadata: &oauthex.ClientRegistrationMetadata{
 			RedirectURIs: []string{redirect}, ClientName: opts.ClientName, TokenEndpointAuthMethod: "none",
 			GrantTypes: []string{"authorization_code", "refresh_token"}, ResponseTypes: []string{"code"},
