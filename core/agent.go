@@ -59,6 +59,30 @@ type Options struct {
 	// HTTPClient makes the registration request and the WebSocket handshake;
 	// its Timeout, if set, bounds each of them. Nil means http.DefaultClient.
 	HTTPClient *http.Client
+	// OnConnect, if set, is called each time the gateway welcomes a
+	// connection, after which calls may arrive; it must not block. Nil
+	// means nothing is called.
+	OnConnect func()
+	// Bridge marks the agent as a bridge in front of an MCP server, as
+	// `spacefix bridge` runs it: its tool and prompt names must then be
+	// <Name>__<the server's name>, and the dashboard shows what it bridges.
+	// Nil means an ordinary agent.
+	Bridge *Bridge
+}
+
+// Bridge describes the MCP server a bridged agent stands for, as the
+// dashboard shows it. None of it may be secret.
+type Bridge struct {
+	// Transport is "stdio", "streamable-http" or "sse".
+	Transport string
+	// Target is the command line or the URL, without secrets.
+	Target string
+	// Server and ServerVersion are the server's name and version from its
+	// answer to initialize.
+	Server, ServerVersion string
+	// Unprefixed registers names as they are, under the ordinary rules,
+	// instead of <Name>__<tool>.
+	Unprefixed bool
 }
 
 // An Agent offers tools, resources and prompts to a Spacefix gateway. Make
@@ -112,6 +136,9 @@ func New(opts Options) (*Agent, error) {
 	}
 	if opts.Name != "" && !agentproto.ValidName(opts.Name) {
 		return nil, fmt.Errorf("core: invalid agent name %q: use 1 to 64 characters from A-Z a-z 0-9 _ -", opts.Name)
+	}
+	if opts.Bridge != nil && (opts.Name == "" || strings.Contains(opts.Name, agentproto.BridgeSeparator) || opts.Namespace) {
+		return nil, fmt.Errorf("core: a bridge needs Options.Name without %q and no Namespace: its names are <name>__<tool>", agentproto.BridgeSeparator)
 	}
 	if opts.Namespace && opts.Name == "" {
 		return nil, errors.New("core: Options.Namespace needs Options.Name: tools are exposed as <name>_<tool>")
@@ -199,6 +226,15 @@ func (a *Agent) toolNamed(name string) *tool {
 	return nil
 }
 
+// checkName returns why this agent may not register a tool or prompt
+// called name, or nil.
+func (a *Agent) checkName(kind, name string) error {
+	if a.opts.Bridge != nil && !a.opts.Bridge.Unprefixed {
+		return agentproto.CheckBridgedName(kind, a.opts.Name, name)
+	}
+	return agentproto.CheckToolName(kind, name)
+}
+
 // checkOpen returns an error when registration is over because Run started.
 // a.mu is held.
 func (a *Agent) checkOpen(what string) error {
@@ -223,6 +259,9 @@ func (a *Agent) registration() (agentproto.Registration, map[string]bool) {
 		DisplayName: a.opts.DisplayName,
 		Author:      a.opts.Author,
 		Tools:       make([]agentproto.Tool, 0, len(a.tools)),
+	}
+	if b := a.opts.Bridge; b != nil {
+		reg.Bridge = &agentproto.Bridge{Transport: b.Transport, Target: b.Target, Server: b.Server, ServerVersion: b.ServerVersion, Unprefixed: b.Unprefixed}
 	}
 	disabled := make(map[string]bool, len(a.tools))
 	for _, t := range a.tools {

@@ -11,7 +11,11 @@
 // names a field, a field without omitempty is required, and the tags desc,
 // enum, default, min, max, minLength, maxLength, pattern, format, minItems and
 // maxItems refine it. The gateway validates every call against that schema
-// before the handler runs; a default is advertised, not applied.
+// before the handler runs; a default is advertised, not applied. For a
+// schema a struct cannot express ($defs and $ref, $anchor, allOf,
+// if/then/else), [Agent.RawTool] takes raw JSON Schema (2020-12 unless its
+// "$schema" says otherwise), sent to clients unchanged and validated by the
+// gateway all the same.
 //
 //	type SearchOrdersInput struct {
 //		Customer string `json:"customer" desc:"Customer handle, for example \"ada\""`

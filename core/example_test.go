@@ -170,3 +170,43 @@ func ExampleAgent_SetEnabled() {
 	fmt.Println(agent.SetEnabled("pay_invoice", false))
 	// Output: <nil>
 }
+
+// A tool whose input schema is raw JSON Schema 2020-12: a transfer needs
+// an IBAN, a card payment a card number. Clients see the schema as
+// written; the gateway validates every call against it before the handler
+// runs, so the handler only decodes.
+func ExampleAgent_RawTool() {
+	agent, err := core.New(core.Options{APIKey: "sfx_agent_example"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	schema := json.RawMessage(`{
+		"$schema": "https://json-schema.org/draft/2020-12/schema",
+		"type": "object",
+		"$defs": {"amount": {"type": "number", "exclusiveMinimum": 0}},
+		"properties": {
+			"kind": {"enum": ["card", "transfer"]},
+			"amount": {"$ref": "#/$defs/amount"},
+			"iban": {"type": "string"},
+			"card": {"type": "string", "minLength": 12}
+		},
+		"required": ["kind", "amount"],
+		"if": {"properties": {"kind": {"const": "transfer"}}},
+		"then": {"required": ["iban"]},
+		"else": {"required": ["card"]},
+		"additionalProperties": false
+	}`)
+	err = agent.RawTool("pay", "Pay an amount by card or bank transfer. Returns the payment id.", schema,
+		func(ctx context.Context, args json.RawMessage) (any, error) {
+			var in struct {
+				Kind   string  `json:"kind"`
+				Amount float64 `json:"amount"`
+			}
+			if err := json.Unmarshal(args, &in); err != nil {
+				return nil, err
+			}
+			return fmt.Sprintf("payment p-1: %s of %.2f", in.Kind, in.Amount), nil
+		})
+	fmt.Println(err)
+	// Output: <nil>
+}

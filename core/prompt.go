@@ -73,7 +73,7 @@ type prompt struct {
 // required argument that is missing is refused before the handler runs.
 // Registering after [Agent.Run] has started is an error.
 func (a *Agent) Prompt(name string, opts PromptOptions, h func(ctx context.Context, args map[string]string) (PromptResult, error)) error {
-	if err := agentproto.CheckToolName("prompt", name); err != nil {
+	if err := a.checkName("prompt", name); err != nil {
 		return fmt.Errorf("core: add prompt %q: %v", name, err)
 	}
 	if h == nil {

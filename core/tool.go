@@ -45,7 +45,7 @@ type handler struct {
 // A-Z a-z 0-9 _ - (or that contains "__"), on a name already registered, on
 // an input type that has no schema, and once [Agent.Run] has started.
 func AddTool[In, Out any](a *Agent, name, description string, h func(context.Context, In) (Out, error), opts ...ToolOption) error {
-	if err := agentproto.CheckToolName("tool", name); err != nil {
+	if err := a.checkName("tool", name); err != nil {
 		return fmt.Errorf("core: add tool %q: %v", name, err)
 	}
 	if h == nil {
@@ -59,6 +59,9 @@ func AddTool[In, Out any](a *Agent, name, description string, h func(context.Con
 	}
 	if cfg.readOnly && cfg.destructive {
 		return fmt.Errorf("core: add tool %q: ReadOnly and Destructive contradict each other", name)
+	}
+	if cfg.outputSchema != nil {
+		return fmt.Errorf("core: add tool %q: OutputSchema is for RawTool; AddTool derives the outputSchema from its output type", name)
 	}
 
 	inType := reflect.TypeFor[In]()
@@ -100,6 +103,12 @@ func AddTool[In, Out any](a *Agent, name, description string, h func(context.Con
 		},
 	}
 
+	return a.addTool(t)
+}
+
+// addTool adds t unless its name is taken or Run has started.
+func (a *Agent) addTool(t *tool) error {
+	name := t.def.Name
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if err := a.checkOpen(fmt.Sprintf("add tool %q", name)); err != nil {
@@ -154,6 +163,7 @@ type toolConfig struct {
 	title                                      string
 	timeoutMs                                  int
 	callTimeout                                time.Duration
+	outputSchema                               json.RawMessage // RawTool's, from OutputSchema
 }
 
 func (c *toolConfig) annotations() *agentproto.Annotations {

@@ -25,7 +25,7 @@ var builds struct {
 
 // binary builds a main package of this module once per test run and
 // returns its path.
-func binary(t *testing.T, pkg string) string {
+func binary(t testing.TB, pkg string) string {
 	t.Helper()
 	builds.Lock()
 	defer builds.Unlock()

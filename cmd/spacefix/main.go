@@ -8,6 +8,7 @@
 //	spacefix projects list [--json]
 //	spacefix tokens create|list|revoke, spacefix users list|setup-link
 //	spacefix tools list|set, spacefix settings show|set (over the admin API: --url or the address serve recorded in --data, --token)
+//	spacefix bridge [--url GATEWAY] [--key KEY] --name NAME -- COMMAND [ARGS…] | --remote URL [--header "N: v"]… | --config FILE
 //	spacefix version
 //
 // Every command takes --data (env SPACEFIX_DATA, default ./spacefix.db) and is
@@ -58,6 +59,9 @@ Usage:
   spacefix users     list|setup-link                    dashboard users
   spacefix tools     list|set                           per-tool controls, over the admin API
   spacefix settings  show|set                           project settings, over the admin API
+  spacefix bridge    --name N -- COMMAND | --remote URL | --config FILE
+                                                        run existing MCP servers as agents
+  spacefix bridge    login NAME --remote URL            sign in to a remote server behind OAuth
   spacefix version                                      print the version
 
 Run 'spacefix COMMAND --help' for a command's flags.
@@ -83,6 +87,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return settings(ctx, args[1:], stdout)
 	case "users":
 		return usersCmd(ctx, args[1:], stdout)
+	case "bridge":
+		return bridgeCmd(ctx, args[1:], stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "spacefix", version)
 		return nil

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"strings"
 
 	"github.com/spacefix/spacefix/internal/agentproto"
 	"github.com/spacefix/spacefix/internal/agents"
@@ -88,7 +89,7 @@ func Check(reg *agentproto.Registration, lim Limits) (map[string]*schema.Schema,
 		if err := agentproto.CheckReserved("tool", exp); err != nil {
 			return nil, refuseAs("tool", t.Name, err)
 		}
-		s, err := schema.Compile(t.InputSchema)
+		s, err := schema.CompileWith(t.InputSchema, schema.Options{Default2020: true})
 		if err != nil {
 			return nil, refuse("tool", t.Name, "Input schema of tool %q does not compile: %v", t.Name, err)
 		}
@@ -111,6 +112,9 @@ func validate(r *agentproto.Registration, lim Limits) error {
 	if r.Namespace && r.Name == "" {
 		return refuse("agent", "", "An agent with a namespace needs a name: set Name in the SDK options.")
 	}
+	if err := checkBridge(r); err != nil {
+		return err
+	}
 	if len(r.Instance) > agentproto.MaxNameLen {
 		return refuse("agent", "", "Instance name %q is longer than %d characters.", r.Instance, agentproto.MaxNameLen)
 	}
@@ -120,7 +124,7 @@ func validate(r *agentproto.Registration, lim Limits) error {
 	if len(r.Resources) > lim.MaxResources {
 		return refuse("agent", "", "Too many resources: %d registered, the limit is %s per agent.", len(r.Resources), agentproto.Thousands(lim.MaxResources))
 	}
-	if err := validateTools(r.Tools, lim); err != nil {
+	if err := validateTools(r, lim); err != nil {
 		return err
 	}
 	uris := make(map[string]bool, len(r.Resources))
@@ -138,7 +142,7 @@ func validate(r *agentproto.Registration, lim Limits) error {
 	}
 	prompts := make(map[string]bool, len(r.Prompts))
 	for _, p := range r.Prompts {
-		if err := agentproto.CheckToolName("prompt", p.Name); err != nil {
+		if err := checkName(r, "prompt", p.Name); err != nil {
 			return refuseAs("prompt", p.Name, err)
 		}
 		if prompts[p.Name] {
@@ -150,10 +154,10 @@ func validate(r *agentproto.Registration, lim Limits) error {
 }
 
 // validateTools checks each tool's name, schema size and shape, and timeout.
-func validateTools(tools []agentproto.Tool, lim Limits) error {
-	seen := make(map[string]bool, len(tools))
-	for _, t := range tools {
-		if err := agentproto.CheckToolName("tool", t.Name); err != nil {
+func validateTools(r *agentproto.Registration, lim Limits) error {
+	seen := make(map[string]bool, len(r.Tools))
+	for _, t := range r.Tools {
+		if err := checkName(r, "tool", t.Name); err != nil {
 			return refuseAs("tool", t.Name, err)
 		}
 		if seen[t.Name] {
@@ -171,6 +175,29 @@ func validateTools(tools []agentproto.Tool, lim Limits) error {
 		}
 	}
 	return nil
+}
+
+// checkBridge checks what a bridged agent's registration needs: a name
+// that can prefix its tools, and no namespace on top.
+func checkBridge(r *agentproto.Registration) error {
+	switch {
+	case r.Bridge == nil:
+		return nil
+	case r.Name == "" || strings.Contains(r.Name, agentproto.BridgeSeparator):
+		return refuse("agent", "", "A bridged agent needs a name without %q (got %q): pass --name to spacefix bridge.", agentproto.BridgeSeparator, r.Name)
+	case r.Namespace:
+		return refuse("agent", "", "A bridged agent's names are already <name>__<tool>; it cannot have a namespace too.")
+	}
+	return nil
+}
+
+// checkName checks a tool or prompt name as registered: the general rules,
+// or those of a bridged agent's names.
+func checkName(r *agentproto.Registration, kind, name string) error {
+	if r.Bridge != nil && !r.Bridge.Unprefixed {
+		return agentproto.CheckBridgedName(kind, r.Name, name)
+	}
+	return agentproto.CheckToolName(kind, name)
 }
 
 // isObjectSchema reports whether raw is a JSON object whose "type" is

@@ -16,6 +16,7 @@ import (
 func TestAgentFrontCheck(t *testing.T) {
 	obj := json.RawMessage(`{"type":"object"}`)
 	long := strings.Repeat("t", 60)
+	br := &agentproto.Bridge{Transport: "stdio", Target: "npx server"}
 	for _, c := range []struct {
 		name       string
 		reg        agentproto.Registration
@@ -33,6 +34,24 @@ func TestAgentFrontCheck(t *testing.T) {
 		{"schema does not compile", agentproto.Registration{Protocol: 1,
 			Tools: []agentproto.Tool{{Name: "x", InputSchema: json.RawMessage(`{"type":"object","properties":{"a":{"type":"strung"}}}`)}}}, "tool", "x",
 			`Input schema of tool "x" does not compile: `},
+		{"bridged names", agentproto.Registration{Protocol: 1, Name: "fs", Bridge: br,
+			Tools:   []agentproto.Tool{{Name: "fs__read_file", InputSchema: obj}},
+			Prompts: []agentproto.Prompt{{Name: "fs__summarise"}}}, "", "", ""},
+		{"__ without bridge", agentproto.Registration{Protocol: 1, Name: "fs",
+			Tools: []agentproto.Tool{{Name: "fs__read_file", InputSchema: obj}}}, "tool", "fs__read_file",
+			`Invalid tool name "fs__read_file": names containing "__" are reserved for bridged MCP servers.`},
+		{"bridged name without prefix", agentproto.Registration{Protocol: 1, Name: "fs", Bridge: br,
+			Tools: []agentproto.Tool{{Name: "read_file", InputSchema: obj}}}, "tool", "read_file",
+			`Invalid tool name "read_file": a bridged agent's names start with its name and "__" ("fs__").`},
+		{"bridged prompt with __ inside", agentproto.Registration{Protocol: 1, Name: "fs", Bridge: br,
+			Prompts: []agentproto.Prompt{{Name: "fs__a__b"}}}, "prompt", "fs__a__b",
+			`Invalid prompt name "fs__a__b": the server's part "a__b" contains "__", which separates the bridge's name.`},
+		{"unprefixed bridge keeps the ordinary rules", agentproto.Registration{Protocol: 1, Name: "fs",
+			Bridge: &agentproto.Bridge{Transport: "stdio", Unprefixed: true},
+			Tools:  []agentproto.Tool{{Name: "read_file", InputSchema: obj}, {Name: "fs__x", InputSchema: obj}}}, "tool", "fs__x",
+			`Invalid tool name "fs__x": names containing "__" are reserved for bridged MCP servers.`},
+		{"bridge without name", agentproto.Registration{Protocol: 1, Bridge: br}, "agent", "",
+			`A bridged agent needs a name without "__" (got ""): pass --name to spacefix bridge.`},
 		{"protocol", agentproto.Registration{Protocol: 2}, "agent", "",
 			"Unsupported agent protocol 2: this gateway speaks 1. Upgrade the SDK or the gateway."},
 		{"duplicate prompt", agentproto.Registration{Protocol: 1,

@@ -59,9 +59,34 @@ type Registration struct {
 	DisplayName string `json:"displayName,omitempty"`
 	Author      string `json:"author,omitempty"`
 
+	// Bridge, when set, says the agent is `spacefix bridge` in front of an
+	// MCP server: its tool and prompt names are then registered as
+	// <Name>__<server's name> (see [CheckBridgedName]), and the dashboard
+	// shows what it bridges.
+	Bridge *Bridge `json:"bridge,omitempty"`
+
 	Tools     []Tool     `json:"tools"`
 	Resources []Resource `json:"resources,omitempty"`
 	Prompts   []Prompt   `json:"prompts,omitempty"`
+}
+
+// Bridge describes the MCP server behind a bridged agent, for people: none
+// of it is a secret (no environment, no header values).
+type Bridge struct {
+	// Transport is how the bridge reaches the server: "stdio",
+	// "streamable-http" or "sse".
+	Transport string `json:"transport"`
+	// Target is the command line (stdio) or the URL without query and
+	// credentials (remote).
+	Target string `json:"target,omitempty"`
+	// Server and ServerVersion are the server's own name and version, from
+	// its answer to initialize.
+	Server        string `json:"server,omitempty"`
+	ServerVersion string `json:"serverVersion,omitempty"`
+	// Unprefixed registers the server's names as they are, under the
+	// ordinary naming rules, instead of <name>__<tool>: for a project that
+	// replaces the server by the gateway and keeps its clients' names.
+	Unprefixed bool `json:"unprefixed,omitempty"`
 }
 
 // Tool is one registered tool.

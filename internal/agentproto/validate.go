@@ -36,6 +36,28 @@ func CheckToolName(kind, name string) error {
 	return CheckReserved(kind, name)
 }
 
+// BridgeSeparator joins a bridged agent's name and its server's tool or
+// prompt name: "github" + "create_issue" → "github__create_issue".
+const BridgeSeparator = "__"
+
+// CheckBridgedName returns the message for a tool or prompt name that a
+// bridged agent named agent may not register, or "": the name must be
+// agent + "__" + the server's name, the whole a valid name of at most 64
+// characters, and the server's part must not contain "__" itself.
+func CheckBridgedName(kind, agent, name string) error {
+	server, ok := strings.CutPrefix(name, agent+BridgeSeparator)
+	if !ok || agent == "" {
+		return fmt.Errorf("Invalid %s name %q: a bridged agent's names start with its name and %q (%q).", kind, name, BridgeSeparator, agent+BridgeSeparator)
+	}
+	if server == "" || !ValidName(name) {
+		return fmt.Errorf("Invalid %s name %q: use 1 to %d characters from A-Z a-z 0-9 _ - in all.", kind, name, MaxNameLen)
+	}
+	if strings.Contains(server, BridgeSeparator) {
+		return fmt.Errorf("Invalid %s name %q: the server's part %q contains %q, which separates the bridge's name.", kind, name, server, BridgeSeparator)
+	}
+	return CheckReserved(kind, name)
+}
+
 // ReservedPrefix starts the names of the gateway's own tools; agents may
 // not expose a name that starts with it.
 const ReservedPrefix = "spacefix_"

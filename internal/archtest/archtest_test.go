@@ -29,10 +29,12 @@ var layers = []struct {
 }{
 	{"programs and suites", []string{
 		"cmd/spacefix", "bench/cmd/pprof-split", "bench/cmd/spacefix-bench",
-		"e2e", "e2e/testagent", "examples/chart", "examples/orders", "sdk/node", "internal/archtest",
+		"e2e", "e2e/testagent", "e2e/bridgeserver", "examples/chart", "examples/orders", "sdk/node", "internal/archtest",
 	}},
 	{"benchmark harness", []string{"bench"}},
-	{"wiring", []string{"internal/gateway"}},
+	// What cmd/spacefix runs: the gateway's wiring, and the bridge, an
+	// agent built on the SDK.
+	{"wiring and the bridge", []string{"internal/gateway", "internal/bridge"}},
 	// The agent front and the MCP front side by side; the dashboard beside
 	// them; the SDK, the far end of the agent protocol, at the same height.
 	{"fronts and SDK", []string{"internal/agentfront", "internal/mcpfront", "internal/dashboard", "core"}},

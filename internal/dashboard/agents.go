@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/spacefix/spacefix/internal/access"
+	"github.com/spacefix/spacefix/internal/agentproto"
 	"github.com/spacefix/spacefix/internal/agents"
 	"github.com/spacefix/spacefix/internal/store"
 )
@@ -53,6 +54,10 @@ type replicaJSON struct {
 	Inflight int64     `json:"inflight"`
 	Tools    int       `json:"tools"`
 	Disabled bool      `json:"disabled"`
+	// Bridge, for a replica run by `spacefix bridge`, is the MCP server it
+	// stands for: transport, command or URL (without secrets), and the
+	// server's own name and version.
+	Bridge *agentproto.Bridge `json:"bridge,omitempty"`
 }
 
 type agentsJSON struct {
@@ -104,6 +109,7 @@ func replicaOut(rep *agents.Replica, k store.Key) replicaJSON {
 	}
 	if rep.Reg != nil {
 		out.Version, out.SDK, out.Tools = rep.Reg.Version, rep.Reg.SDK, len(rep.Reg.Tools)
+		out.Bridge = rep.Reg.Bridge
 	}
 	return out
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/spacefix/spacefix/internal/agentproto"
 	"github.com/spacefix/spacefix/internal/changes"
 	"github.com/spacefix/spacefix/internal/store"
 )
@@ -491,5 +492,31 @@ func TestArgsSetting(t *testing.T) {
 	c.mustCall(http.StatusOK, "PATCH", "/api/projects/shop/settings", map[string]any{"maxArgumentBytes": 0}, nil)
 	if got, _ := e.st.Project(t.Context(), "shop"); got.Settings.ArgumentLimit() != store.DefaultMaxArgumentBytes {
 		t.Errorf("limit after 0 = %d, want the default", got.Settings.ArgumentLimit())
+	}
+}
+
+// A replica run by spacefix bridge shows as a bridged MCP server: the
+// server's own name and version, the transport and the command, on the
+// agents page and in the API.
+func TestBridgedReplicaShown(t *testing.T) {
+	e := newEnv(t)
+	c := e.admin()
+	b := &agentproto.Bridge{Transport: "stdio", Target: "npx -y @modelcontextprotocol/server-filesystem /srv", Server: "secure-filesystem-server", ServerVersion: "0.2.0"}
+	e.connectBridge("r-b", b, tool("files__read_text_file", "Read a file.", true))
+	var agents struct {
+		Replicas []struct {
+			ID     string
+			Bridge *agentproto.Bridge
+		}
+	}
+	c.mustCall(http.StatusOK, "GET", "/api/projects/shop/agents", nil, &agents)
+	if len(agents.Replicas) != 1 || agents.Replicas[0].Bridge == nil || *agents.Replicas[0].Bridge != *b {
+		t.Fatalf("agents API = %+v, want the bridge %+v", agents.Replicas, b)
+	}
+	page := c.get("/p/shop/agents").text()
+	for _, want := range []string{"Bridged MCP server", "secure-filesystem-server 0.2.0", "stdio: <code>npx -y @modelcontextprotocol/server-filesystem /srv</code>"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("agents page lacks %q", want)
+		}
 	}
 }

@@ -102,6 +102,17 @@ func (e *env) connect(id, instance string, tools ...agentproto.Tool) *agents.Rep
 	return rep
 }
 
+// connectBridge adds a replica run by spacefix bridge.
+func (e *env) connectBridge(id string, b *agentproto.Bridge, tools ...agentproto.Tool) *agents.Replica {
+	e.t.Helper()
+	rep := &agents.Replica{
+		ID: id, ProjectID: e.project.ID, AgentKey: e.agentKey.ID, Since: time.Now(),
+		Reg: &agentproto.Registration{Protocol: agentproto.Version, Name: "files", Version: b.ServerVersion, SDK: "go/0.1.0", Bridge: b, Tools: tools},
+	}
+	e.reg.Add(rep, nil)
+	return rep
+}
+
 func tool(name, desc string, readOnly bool) agentproto.Tool {
 	t := agentproto.Tool{Name: name, Description: desc, InputSchema: json.RawMessage(`{"type":"object"}`)}
 	if readOnly {

@@ -108,3 +108,57 @@ func FuzzAjvGolden(f *testing.F) {
 		}
 	})
 }
+
+// TestDefault2020 checks the MCP default dialect: every golden case whose
+// schema names 2020-12, with "$schema" removed and compiled with
+// Options.Default2020, gets ajv 8.17.1's 2020-12 answer. Without the option
+// a schema that uses prefixItems is read as draft-07 and answers otherwise.
+func TestDefault2020(t *testing.T) {
+	const draft = "https://json-schema.org/draft/2020-12/schema"
+	n := 0
+	for _, c := range loadAjvGolden(t) {
+		var root map[string]json.RawMessage
+		if json.Unmarshal(c.Schema, &root) != nil || string(root["$schema"]) != `"`+draft+`"` {
+			continue
+		}
+		delete(root, "$schema")
+		bare, _ := json.Marshal(root)
+		s, err := CompileWith(bare, Options{Default2020: true})
+		if err != nil {
+			t.Errorf("%s: %v", c.Name, err)
+			continue
+		}
+		text := ""
+		if err := s.Validate(c.Instance); err != nil {
+			text = err.Error()
+		}
+		if (text == "") != c.Valid || text != c.Errors {
+			t.Errorf("%s: instance %s\n got: %q\najv: valid=%v %q", c.Name, c.Instance, text, c.Valid, c.Errors)
+		}
+		n++
+	}
+	if n < 30 {
+		t.Fatalf("only %d golden cases name 2020-12; want at least 30", n)
+	}
+
+	tuple := json.RawMessage(`{"prefixItems":[{"type":"string"}],"items":false}`)
+	for _, tc := range []struct {
+		opts Options
+		want string
+	}{
+		{Options{Default2020: true}, "data must NOT have more than 1 items"},
+		{Options{}, ""}, // draft-07: prefixItems is unknown, items:false forbids every item
+	} {
+		s, err := CompileWith(tuple, tc.opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := ""
+		if err := s.Validate(json.RawMessage(`["a",1]`)); err != nil {
+			got = err.Error()
+		}
+		if tc.opts.Default2020 && got != tc.want || !tc.opts.Default2020 && got == tc.want {
+			t.Errorf("Default2020=%v: got %q", tc.opts.Default2020, got)
+		}
+	}
+}

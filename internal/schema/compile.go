@@ -23,8 +23,12 @@ type compiler struct {
 // defaultBase is the base URI of a schema without $id.
 const defaultBase = "https://spacefix.invalid/schema.json"
 
-func newCompiler(doc jsonValue) *compiler {
+// newCompiler returns a compiler for doc: 2020-12 (or 2019-09) semantics
+// when its "$schema" names that draft, draft-07 when it names another, and
+// default2020 decides when it names none.
+func newCompiler(doc jsonValue, default2020 bool) *compiler {
 	c := &compiler{
+		draft2020: default2020,
 		nodes:     map[*jsonValue]*schemaNode{},
 		bases:     map[*jsonValue]string{},
 		resources: map[string]*jsonValue{},

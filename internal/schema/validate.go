@@ -91,11 +91,26 @@ var ErrInvalidArguments = errors.New("schema: arguments are not valid JSON")
 // applied. An invalid schema gives an error naming the location and the
 // problem, e.g. `compile schema: #/properties/limit: maximum must be a number`.
 func Compile(raw json.RawMessage) (*Schema, error) {
+	return CompileWith(raw, Options{})
+}
+
+// Options change how [CompileWith] reads a schema. The zero value reads it
+// as [Compile] does.
+type Options struct {
+	// Default2020 reads a schema whose root has no "$schema" as JSON Schema
+	// 2020-12, the dialect MCP tool schemas have by default (specification
+	// 2025-11-25, "JSON Schema usage"). False reads it as draft-07, as ajv
+	// does. A "$schema" that names a draft always wins.
+	Default2020 bool
+}
+
+// CompileWith is [Compile] with options.
+func CompileWith(raw json.RawMessage, opts Options) (*Schema, error) {
 	doc, err := parseJSON(string(raw), nil)
 	if err != nil {
 		return nil, fmt.Errorf("compile schema: %w", err)
 	}
-	c := newCompiler(doc)
+	c := newCompiler(doc, opts.Default2020)
 	root, err := c.compile(doc, "#")
 	if err != nil {
 		return nil, fmt.Errorf("compile schema: %w", err)

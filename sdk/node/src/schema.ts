@@ -103,6 +103,7 @@ export function toJSONSchema(schema: unknown, what: string, io: 'input' | 'outpu
   }
   const std = (schema as Partial<StandardSchemaLike>)['~standard'];
   let out: unknown;
+  let plain = false;
   if (std && typeof std === 'object') {
     const converter = std.jsonSchema?.[io];
     if (typeof converter === 'function') {
@@ -121,13 +122,15 @@ export function toJSONSchema(schema: unknown, what: string, io: 'input' | 'outpu
     // Plain JSON Schema: copy it, so later changes to the object do not
     // change what was registered, and so it is known to be JSON.
     out = convert(() => JSON.parse(JSON.stringify(schema)), 'JSON', what);
+    plain = true;
   }
   if (out === null || typeof out !== 'object' || Array.isArray(out)) {
     throw new TypeError(`${what}: the schema converted to ${describe(out)}, not a JSON Schema object.`);
   }
   const result = out as Record<string, unknown>;
-  if (result.$schema === DRAFT_2020_12) {
-    // The default dialect of MCP tool schemas; no need to send it.
+  if (!plain && result.$schema === DRAFT_2020_12) {
+    // A converter's default, and MCP's default dialect: no need to send it.
+    // Plain JSON Schema goes to clients as written, $schema included.
     delete result.$schema;
   }
   return result;

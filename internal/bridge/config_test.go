@@ -1,0 +1,73 @@
+package bridge
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// ParseConfig reads the mcpServers format clients use, takes ${VAR} from
+// the environment, and names what is wrong without showing secrets.
+func TestParseConfig(t *testing.T) {
+	env := map[string]string{"GH_TOKEN": "ghp_secret", "ROOT": "/srv"}
+	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	got, err := ParseConfig([]byte(`{"mcpServers": {
+		"fs": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "${ROOT}/data"]},
+		"github": {"url": "https://api.example.com/mcp?token=abc", "headers": {"Authorization": "Bearer ${GH_TOKEN}"}},
+		"tool": {"command": "./tool", "env": {"API_KEY": "${GH_TOKEN}"}, "prefix": false, "timeout": 90}
+	}}`), lookup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Server{
+		{Name: "fs", Command: "npx", Args: []string{"-y", "@modelcontextprotocol/server-filesystem", "/srv/data"}},
+		{Name: "github", URL: "https://api.example.com/mcp?token=abc", Headers: map[string]string{"Authorization": "Bearer ghp_secret"}},
+		{Name: "tool", Command: "./tool", Env: map[string]string{"API_KEY": "ghp_secret"}, Unprefixed: true, Timeout: 90 * time.Second},
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("servers (-want +got):\n%s", d)
+	}
+	if tg := got[1].Target(); tg != "https://api.example.com/mcp" {
+		t.Errorf("remote target = %q: the query may hold a token", tg)
+	}
+	if tg := got[2].Target(); tg != "./tool" {
+		t.Errorf("stdio target = %q", tg)
+	}
+
+	for _, c := range []struct{ file, want string }{
+		{`{"mcpServers": {"a": {"command": "x", "env": {"K": "${NOPE} ${ALSO_NOPE}"}}}}`, "config: environment variables not set: ALSO_NOPE, NOPE"},
+		{`{"mcpServers": {}}`, `config: no servers: write {"mcpServers": {"name": {"command": …} | {"url": …}}}`},
+		{`{"mcpServers": {"a__b": {"command": "x"}}}`, `config: server name "a__b": use 1 to 64 characters from A-Z a-z 0-9 _ - without "__"`},
+		{`{"mcpServers": {"a": {"command": "x", "timeout": 121}}}`, `config: server "a": timeout 2m1s: use at most 2m0s`},
+		{`{"mcpServers": {"a": {}}}`, `config: server "a": give a command (stdio) or a url (remote)`},
+		{`{"mcpServers": {"a": {"command": "x", "url": "http://h"}}}`, `config: server "a": give a command or a url, not both`},
+		{`{"mcpServers": {"a": {"url": "ftp://u:pw@h/x"}}}`, `config: server "a": url "ftp://h/x": use an http:// or https:// URL`},
+	} {
+		_, err := ParseConfig([]byte(c.file), lookup)
+		if err == nil || err.Error() != c.want {
+			t.Errorf("ParseConfig(%s) = %v, want %q", c.file, err, c.want)
+		}
+		if err != nil && strings.Contains(err.Error(), "ghp_secret") {
+			t.Errorf("an error shows a secret: %v", err)
+		}
+	}
+}
+
+// progressLine words notifications/progress for the one line a Spacefix
+// progress carries.
+func TestProgressLine(t *testing.T) {
+	for _, c := range []struct {
+		progress, total float64
+		msg, want       string
+	}{
+		{50, 100, "Completed step 50 of 100", "Completed step 50 of 100 (50/100)"},
+		{3, 0, "", "3"},
+		{0.5, 1, "", "0.5/1"},
+	} {
+		if got := progressLineOf(c.progress, c.total, c.msg); got != c.want {
+			t.Errorf("progressLine(%v, %v, %q) = %q, want %q", c.progress, c.total, c.msg, got, c.want)
+		}
+	}
+}

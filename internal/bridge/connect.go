@@ -1,0 +1,125 @@
+package bridge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// connect starts or dials the server and completes the MCP handshake. It
+// returns the session, the transport that worked ("stdio",
+// "streamable-http" or "sse") and, for stdio, the child's process id.
+func (b *Bridge) connect(ctx context.Context) (_ *mcp.ClientSession, transport string, pid int, _ error) {
+	client := mcp.NewClient(&mcp.Implementation{Name: "spacefix-bridge", Version: Version}, b.clientOptions())
+	b.kill = func() {}
+	if b.srv.Command != "" {
+		cmd := exec.Command(b.srv.Command, b.srv.Args...)
+		cmd.Env = os.Environ()
+		for k, v := range b.srv.Env {
+			cmd.Env = append(cmd.Env, k+"="+v)
+		}
+		cmd.Stderr = &lineLogger{log: b.log} // b.log names the server
+		cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: b.opts.TerminateDuration}, nil)
+		if err != nil {
+			return nil, "", 0, fmt.Errorf("start %s: %w", b.srv.Command, err)
+		}
+		b.kill = func() { _ = cmd.Process.Kill() }
+		return cs, "stdio", cmd.Process.Pid, nil
+	}
+	hc := &http.Client{Transport: headers{h: b.srv.Headers, base: b.opts.httpTransport()}}
+	oh, err := b.newOAuthHandler()
+	if err != nil {
+		return nil, "", 0, err
+	}
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: b.srv.URL, HTTPClient: hc, MaxRetries: -1, OAuthHandler: oh}, nil)
+	if err == nil {
+		return cs, "streamable-http", 0, nil
+	}
+	if ctx.Err() != nil || errors.Is(err, ErrSignIn) || !fallbackToSSE(err) {
+		return nil, "", 0, fmt.Errorf("connect to %s: %w", redactURL(b.srv.URL), err)
+	}
+	cs, sseErr := client.Connect(ctx, &mcp.SSEClientTransport{Endpoint: b.srv.URL, HTTPClient: hc}, nil)
+	if sseErr != nil {
+		return nil, "", 0, fmt.Errorf("connect to %s: Streamable HTTP: %v; legacy SSE: %w", redactURL(b.srv.URL), err, sseErr)
+	}
+	return cs, "sse", 0, nil
+}
+
+// fallbackToSSE reports whether a Streamable HTTP failure looks like a
+// server that speaks only the legacy SSE transport (the spec's backwards
+// compatibility rule: a 4xx to the initialize POST), not like a server
+// that is down.
+func fallbackToSSE(err error) bool {
+	// go-sdk words an HTTP failure by its status text.
+	msg := err.Error()
+	for _, status := range []int{http.StatusBadRequest, http.StatusNotFound, http.StatusMethodNotAllowed} {
+		if strings.HasSuffix(msg, http.StatusText(status)) {
+			return true
+		}
+	}
+	return false
+}
+
+// headers adds the configured headers to every request. Their values never
+// reach a log: errors from net/http name the URL, not the headers.
+type headers struct {
+	h    map[string]string
+	base http.RoundTripper
+}
+
+func (t headers) RoundTrip(r *http.Request) (*http.Response, error) {
+	if len(t.h) > 0 {
+		r = r.Clone(r.Context())
+		for k, v := range t.h {
+			r.Header.Set(k, v)
+		}
+	}
+	return t.base.RoundTrip(r)
+}
+
+// lineLogger writes a child's stderr to the bridge's log, a record a line,
+// with the server's name.
+type lineLogger struct {
+	log     *slog.Logger
+	partial []byte
+}
+
+const maxStderrLine = 4096
+
+func (l *lineLogger) Write(p []byte) (int, error) {
+	n := len(p)
+	l.partial = append(l.partial, p...)
+	for {
+		i := strings.IndexByte(string(l.partial), '\n')
+		if i < 0 {
+			break
+		}
+		l.emit(l.partial[:i])
+		l.partial = l.partial[i+1:]
+	}
+	if len(l.partial) > maxStderrLine {
+		l.emit(l.partial)
+		l.partial = nil
+	}
+	return n, nil
+}
+
+func (l *lineLogger) emit(line []byte) {
+	text := strings.TrimRight(string(line), "\r")
+	if text != "" {
+		l.log.Info("bridge: server stderr", "line", text)
+	}
+}
+
+var _ io.Writer = (*lineLogger)(nil)
+
+// errGone says the server's session ended.
+var errGone = errors.New("the MCP server went away")

@@ -1,0 +1,23 @@
+// Package bridge turns an existing MCP server into a Spacefix agent: the
+// command behind `spacefix bridge`.
+//
+// A [Bridge] runs one MCP server — a child process spoken to over stdio, or
+// a remote Streamable HTTP (or legacy SSE) endpoint — as a go-sdk client,
+// and offers what the server lists to the gateway through the core SDK, as
+// one agent connection. The server's tools and prompts are registered as
+// <name>__<server's name>, its resources by their URIs. Calls go through
+// both ways: arguments (already validated by the gateway against the
+// server's own schema), progress, cancellation, and the result untouched
+// (isError, images, audio, structuredContent).
+//
+// One generation is one core agent built from the server's lists; when the
+// server says a list changed, the next generation registers and the
+// previous one drains once the gateway has welcomed its successor. When the
+// server goes away (a child exits or stops answering pings, a remote is
+// down), the generation ends and the server is started or dialled again
+// with backoff.
+//
+// Files: config.go (what to bridge, the mcpServers file), connect.go (the
+// transports), bridge.go (the lifecycle), offer.go (the server's lists as
+// a core agent), relay.go (one call through).
+package bridge

@@ -1,0 +1,309 @@
+package bridge
+
+// A remote MCP server behind OAuth (the MCP authorization spec): a person
+// signs in once with Login (`spacefix bridge login NAME`), which discovers
+// the authorization server from the server's 401, registers a client
+// (dynamic registration), runs the authorization code flow with PKCE with
+// the redirect taken on a loopback port, and keeps the tokens in a file
+// only this user can read. The running bridge then sends the access token,
+// refreshes it as needed (saving the new one), and says clearly when a
+// person must sign in again.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
+	"golang.org/x/oauth2"
+)
+
+// tokenFile is what a sign-in keeps: the client the authorization server
+// registered, its endpoints, and the current token.
+type tokenFile struct {
+	// URL is the MCP server the tokens are for; a file for another URL is
+	// not used.
+	URL          string        `json:"url"`
+	ClientID     string        `json:"clientId"`
+	ClientSecret string        `json:"clientSecret,omitempty"`
+	AuthURL      string        `json:"authUrl"`
+	TokenURL     string        `json:"tokenUrl"`
+	Scopes       []string      `json:"scopes,omitempty"`
+	Token        *oauth2.Token `json:"token"`
+}
+
+func (f *tokenFile) config() *oauth2.Config {
+	return &oauth2.Config{
+		ClientID: f.ClientID, ClientSecret: f.ClientSecret, Scopes: f.Scopes,
+		Endpoint: oauth2.Endpoint{AuthURL: f.AuthURL, TokenURL: f.TokenURL},
+	}
+}
+
+// DefaultTokenDir is where sign-ins are kept: $XDG_CONFIG_HOME/spacefix/bridge
+// (else ~/.config/spacefix/bridge).
+func DefaultTokenDir() (string, error) {
+	dir, err := os.UserConfigDir()
+	if err != nil {
+		return "", fmt.Errorf("find the folder for sign-in tokens: %w", err)
+	}
+	return filepath.Join(dir, "spacefix", "bridge"), nil
+}
+
+func (b *Bridge) tokenPath() (string, error) {
+	dir := b.opts.TokenDir
+	if dir == "" {
+		d, err := DefaultTokenDir()
+		if err != nil {
+			return "", err
+		}
+		dir = d
+	}
+	return filepath.Join(dir, b.srv.Name+".json"), nil
+}
+
+// loadTokens reads the sign-in for this server, or nil when there is none
+// (or it is for another URL).
+func (b *Bridge) loadTokens() (*tokenFile, error) {
+	path, err := b.tokenPath()
+	if err != nil {
+		return nil, err
+	}
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read the sign-in of %q: %w", b.srv.Name, err)
+	}
+	var f tokenFile
+	if err := json.Unmarshal(data, &f); err != nil {
+		return nil, fmt.Errorf("read the sign-in of %q (%s): %w; sign in again with `spacefix bridge login %s`", b.srv.Name, path, err, b.srv.Name)
+	}
+	if f.URL != b.srv.URL || f.Token == nil {
+		return nil, nil
+	}
+	return &f, nil
+}
+
+// saveTokens writes f where only this user can read it.
+func (b *Bridge) saveTokens(f *tokenFile) error {
+	path, err := b.tokenPath()
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("save the sign-in: %w", err)
+	}
+	data, err := json.MarshalIndent(f, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		return fmt.Errorf("save the sign-in: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("save the sign-in: %w", err)
+	}
+	return nil
+}
+
+// ErrSignIn says a person must sign in (again) to a remote server.
+var ErrSignIn = errors.New("sign-in needed")
+
+func (b *Bridge) signInError() error {
+	return fmt.Errorf("%w: the MCP server %q at %s asks for OAuth authorization; a person must sign in: run `spacefix bridge login %s`",
+		ErrSignIn, b.srv.Name, redactURL(b.srv.URL), b.srv.Name)
+}
+
+// oauthHandler is the running bridge's side: it sends the saved token,
+// refreshes and saves it, and on a 401 or 403 says a person must sign in.
+type oauthHandler struct {
+	b *Bridge
+
+	mu  sync.Mutex
+	src oauth2.TokenSource // nil: no sign-in yet
+}
+
+var _ auth.OAuthHandler = (*oauthHandler)(nil)
+
+// newOAuthHandler reads the sign-in for b's server, if any.
+func (b *Bridge) newOAuthHandler() (*oauthHandler, error) {
+	h := &oauthHandler{b: b}
+	f, err := b.loadTokens()
+	if err != nil || f == nil {
+		return h, err
+	}
+	ctx := context.WithValue(context.Background(), oauth2.HTTPClient, &http.Client{Transport: b.opts.httpTransport()})
+	h.src = &savingSource{b: b, file: f, src: f.config().TokenSource(ctx, f.Token)}
+	return h, nil
+}
+
+func (h *oauthHandler) TokenSource(context.Context) (oauth2.TokenSource, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.src == nil {
+		return nil, nil
+	}
+	return h.src, nil
+}
+
+func (h *oauthHandler) Authorize(_ context.Context, _ *http.Request, resp *http.Response) error {
+	if resp != nil && resp.Body != nil {
+		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		resp.Body.Close()
+	}
+	return h.b.signInError()
+}
+
+// savingSource refreshes through src and saves each new token.
+type savingSource struct {
+	b    *Bridge
+	mu   sync.Mutex
+	file *tokenFile
+	src  oauth2.TokenSource
+}
+
+func (s *savingSource) Token() (*oauth2.Token, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, err := s.src.Token()
+	if err != nil {
+		var re *oauth2.RetrieveError
+		if errors.As(err, &re) {
+			return nil, fmt.Errorf("%w (the authorization server refused to refresh the token: %s)", s.b.signInError(), re.ErrorCode)
+		}
+		return nil, fmt.Errorf("refresh the OAuth token of %q: %w", s.b.srv.Name, err)
+	}
+	if s.file.Token == nil || t.AccessToken != s.file.Token.AccessToken {
+		s.file.Token = t
+		if err := s.b.saveTokens(s.file); err != nil {
+			s.b.log.Warn("bridge: could not save the refreshed token; the next start may need a sign-in", "err", err)
+		}
+		s.b.log.Info("bridge: OAuth token refreshed")
+	}
+	return t, nil
+}
+
+// LoginOptions configure [Bridge.Login].
+type LoginOptions struct {
+	// Out receives the URL the person opens, and the outcome.
+	Out io.Writer
+	// ClientName is how the authorization server shows the bridge. Empty
+	// means "Spacefix bridge (<name>)".
+	ClientName string
+	// ClientIDMetadataURL is the https URL of a Client ID Metadata Document
+	// describing the bridge (its redirect URI http://127.0.0.1/callback,
+	// any port, as loopback redirects are matched). An authorization server
+	// that supports such documents takes the URL as the client id;
+	// otherwise, and when empty, the bridge registers dynamically.
+	ClientIDMetadataURL string
+	// Port is the loopback port the redirect comes to. Zero means any free
+	// port.
+	Port int
+}
+
+// Login signs a person in to the bridge's remote server: it prints the
+// authorization URL to opts.Out, takes the redirect on a loopback port,
+// exchanges the code (PKCE), and saves the tokens. It returns when the
+// tokens are saved, or ctx ends.
+func (b *Bridge) Login(ctx context.Context, opts LoginOptions) error {
+	if b.srv.URL == "" {
+		return fmt.Errorf("login %q: only remote servers (a url) sign in; this one is a command", b.srv.Name)
+	}
+	if opts.ClientName == "" {
+		opts.ClientName = "Spacefix bridge (" + b.srv.Name + ")"
+	}
+	l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", opts.Port))
+	if err != nil {
+		return fmt.Errorf("login: listen for the redirect: %w", err)
+	}
+	defer l.Close()
+	redirect := fmt.Sprintf("http://127.0.0.1:%d/callback", l.Addr().(*net.TCPAddr).Port)
+	results := make(chan *auth.AuthorizationResult, 1)
+	srv := &http.Server{Handler: callbackHandler(results), ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(l)
+	defer srv.Close()
+
+	var saved *tokenFile
+	hc := &http.Client{Transport: b.opts.httpTransport()}
+	var cimd *auth.ClientIDMetadataDocumentConfig
+	if opts.ClientIDMetadataURL != "" {
+		cimd = &auth.ClientIDMetadataDocumentConfig{URL: opts.ClientIDMetadataURL}
+	}
+	h, err := auth.NewAuthorizationCodeHandler(&auth.AuthorizationCodeHandlerConfig{
+		ClientIDMetadataDocumentConfig: cimd,
+		DynamicClientRegistrationConfig: &auth.DynamicClientRegistrationConfig{Metadata: &oauthex.ClientRegistrationMetadata{
+			RedirectURIs: []string{redirect}, ClientName: opts.ClientName, TokenEndpointAuthMethod: "none",
+			GrantTypes: []string{"authorization_code", "refresh_token"}, ResponseTypes: []string{"code"},
+		}},
+		RedirectURL:         redirect,
+		RequestRefreshToken: true,
+		Client:              hc,
+		AuthorizationCodeFetcher: func(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
+			fmt.Fprintf(opts.Out, "Open this URL in a browser to sign in to %q:\n\n  %s\n\nWaiting for the redirect to %s …\n", b.srv.Name, args.URL, redirect)
+			select {
+			case r := <-results:
+				return r, nil
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		},
+		NewTokenSource: func(ctx context.Context, cfg *oauth2.Config, t *oauth2.Token) (oauth2.TokenSource, error) {
+			saved = &tokenFile{URL: b.srv.URL, ClientID: cfg.ClientID, ClientSecret: cfg.ClientSecret,
+				AuthURL: cfg.Endpoint.AuthURL, TokenURL: cfg.Endpoint.TokenURL, Scopes: cfg.Scopes, Token: t}
+			return cfg.TokenSource(ctx, t), nil
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("login: %w", err)
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "spacefix-bridge", Version: Version}, nil)
+	tr := &mcp.StreamableClientTransport{Endpoint: b.srv.URL, HTTPClient: &http.Client{Transport: headers{h: b.srv.Headers, base: b.opts.httpTransport()}},
+		OAuthHandler: h, MaxRetries: -1}
+	cs, err := client.Connect(ctx, tr, nil)
+	if err != nil {
+		return fmt.Errorf("login %q: %w", b.srv.Name, err)
+	}
+	cs.Close()
+	if saved == nil {
+		fmt.Fprintf(opts.Out, "%s did not ask for a sign-in; nothing to save.\n", redactURL(b.srv.URL))
+		return nil
+	}
+	if err := b.saveTokens(saved); err != nil {
+		return err
+	}
+	path, _ := b.tokenPath()
+	fmt.Fprintf(opts.Out, "Signed in to %q. The tokens are in %s (readable by you only); `spacefix bridge` refreshes them.\n", b.srv.Name, path)
+	return nil
+}
+
+// callbackHandler takes the authorization server's redirect.
+func callbackHandler(results chan<- *auth.AuthorizationResult) http.Handler {
+	var once sync.Once
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		if e := q.Get("error"); e != "" {
+			http.Error(w, "Sign-in failed: "+e+" "+q.Get("error_description"), http.StatusBadRequest)
+			return
+		}
+		if q.Get("code") == "" {
+			http.Error(w, "No authorization code in the redirect.", http.StatusBadRequest)
+			return
+		}
+		once.Do(func() {
+			results <- &auth.AuthorizationResult{Code: q.Get("code"), State: q.Get("state"), Iss: q.Get("iss")}
+		})
+		fmt.Fprintln(w, "Signed in. You can close this tab and go back to the terminal.")
+	})
+}

@@ -1,0 +1,248 @@
+package bridge
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/spacefix/spacefix/core"
+	"github.com/spacefix/spacefix/internal/agentproto"
+	"github.com/spacefix/spacefix/internal/schema"
+)
+
+// generation is one core agent built from the server's lists at one time.
+type generation struct {
+	agent  *core.Agent
+	cancel context.CancelFunc
+	done   chan struct{}
+	// connected is closed when the gateway first welcomes the agent.
+	connected chan struct{}
+	once      sync.Once
+}
+
+// start runs the agent; once the gateway welcomed it, prev (the previous
+// generation, if any) drains: make before break, so the server's tools
+// never vanish from clients during a change.
+func (g *generation) start(ctx context.Context, prev *generation) {
+	rctx, cancel := context.WithCancel(ctx)
+	g.cancel = cancel
+	go func() {
+		defer close(g.done)
+		_ = g.agent.Run(rctx) // errors only when run twice
+	}()
+	if prev != nil {
+		go func() {
+			select {
+			case <-g.connected:
+			case <-g.done:
+			}
+			prev.stop(true)
+		}()
+	}
+}
+
+// finished reports whether the agent's Run has returned.
+func (g *generation) finished() bool {
+	select {
+	case <-g.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// stop ends the agent: Run drains (running calls finish) and returns. With
+// wait, stop returns after it has.
+func (g *generation) stop(wait bool) {
+	g.cancel()
+	if wait {
+		<-g.done
+	}
+}
+
+// offer lists what the server has and builds the next generation's agent
+// from it. A tool or prompt the gateway would refuse is logged with the
+// reason and left out; the rest register.
+func (b *Bridge) offer(ctx context.Context, up *upstream, meta core.Bridge) (*generation, error) {
+	g := &generation{done: make(chan struct{}), connected: make(chan struct{})}
+	key := b.srv.APIKey
+	if key == "" {
+		key = b.opts.APIKey
+	}
+	a, err := core.New(core.Options{
+		APIKey:    key,
+		URL:       b.opts.GatewayURL,
+		Name:      b.srv.Name,
+		Version:   meta.ServerVersion,
+		Logger:    b.log,
+		Bridge:    &meta,
+		OnConnect: func() { g.once.Do(func() { close(g.connected) }) },
+	})
+	if err != nil {
+		return nil, &fatalError{err: fmt.Errorf("bridge %q: %w", b.srv.Name, err)}
+	}
+	g.agent = a
+	caps := &mcp.ServerCapabilities{}
+	if r := up.cs.InitializeResult(); r != nil && r.Capabilities != nil {
+		caps = r.Capabilities
+	}
+	counts := map[string]int{}
+	if caps.Tools != nil {
+		for t, err := range up.cs.Tools(ctx, nil) {
+			if err != nil {
+				return nil, fmt.Errorf("tools/list: %w", err)
+			}
+			if b.addTool(a, up, t) {
+				counts["tools"]++
+			}
+		}
+	}
+	if caps.Prompts != nil {
+		for p, err := range up.cs.Prompts(ctx, nil) {
+			if err != nil {
+				return nil, fmt.Errorf("prompts/list: %w", err)
+			}
+			if b.addPrompt(a, up, p) {
+				counts["prompts"]++
+			}
+		}
+	}
+	if caps.Resources != nil {
+		for r, err := range up.cs.Resources(ctx, nil) {
+			if err != nil {
+				return nil, fmt.Errorf("resources/list: %w", err)
+			}
+			if b.addResource(a, up, r) {
+				counts["resources"]++
+			}
+		}
+		for rt, err := range up.cs.ResourceTemplates(ctx, nil) {
+			if err != nil {
+				break // optional for servers; many answer method not found
+			}
+			b.log.Warn("bridge: resource template not bridged: this gateway's agent protocol cannot carry templates yet",
+				"template", rt.URITemplate)
+		}
+	}
+	b.log.Info("bridge: registering", "tools", counts["tools"], "prompts", counts["prompts"], "resources", counts["resources"])
+	return g, nil
+}
+
+// refuse logs why one of the server's tools or prompts is not registered.
+func (b *Bridge) refuse(kind, name, why string) {
+	b.log.Warn("bridge: not registered; the rest are", "kind", kind, "name", name, "reason", why)
+}
+
+// exposed is the name a server's tool or prompt is registered as, and why
+// the gateway would refuse it, if it would.
+func (b *Bridge) exposed(kind, name string) (string, error) {
+	if b.srv.Unprefixed {
+		return name, agentproto.CheckToolName(kind, name)
+	}
+	exposed := b.srv.Name + agentproto.BridgeSeparator + name
+	return exposed, agentproto.CheckBridgedName(kind, b.srv.Name, exposed)
+}
+
+func (b *Bridge) addTool(a *core.Agent, up *upstream, t *mcp.Tool) bool {
+	exposed, err := b.exposed("tool", t.Name)
+	if err != nil {
+		b.refuse("tool", t.Name, err.Error())
+		return false
+	}
+	in, err := json.Marshal(t.InputSchema)
+	if err != nil {
+		b.refuse("tool", t.Name, "its input schema is not JSON: "+err.Error())
+		return false
+	}
+	if len(in) > agentproto.DefaultMaxSchema {
+		b.refuse("tool", t.Name, fmt.Sprintf("its input schema is %s bytes; the limit is %s bytes",
+			agentproto.Thousands(len(in)), agentproto.Thousands(agentproto.DefaultMaxSchema)))
+		return false
+	}
+	if _, err := schema.CompileWith(in, schema.Options{Default2020: true}); err != nil {
+		b.refuse("tool", t.Name, "its input schema does not compile: "+err.Error())
+		return false
+	}
+	var opts []core.ToolOption
+	if t.OutputSchema != nil {
+		out, err := json.Marshal(t.OutputSchema)
+		if err == nil {
+			opts = append(opts, core.OutputSchema(out))
+		}
+	}
+	title := t.Title
+	if an := t.Annotations; an != nil {
+		if title == "" {
+			title = an.Title
+		}
+		if an.ReadOnlyHint {
+			opts = append(opts, core.ReadOnly())
+		} else if an.DestructiveHint != nil && *an.DestructiveHint {
+			opts = append(opts, core.Destructive())
+		}
+		if an.IdempotentHint {
+			opts = append(opts, core.Idempotent())
+		}
+		if an.OpenWorldHint != nil && *an.OpenWorldHint {
+			opts = append(opts, core.OpenWorld())
+		}
+	}
+	if title != "" {
+		opts = append(opts, core.Title(title))
+	}
+	if b.srv.Timeout > 0 {
+		opts = append(opts, core.Timeout(b.srv.Timeout))
+	}
+	name := t.Name
+	err = a.RawTool(exposed, t.Description, in, func(ctx context.Context, args json.RawMessage) (any, error) {
+		return b.callTool(ctx, up, name, args)
+	}, opts...)
+	if err != nil {
+		b.refuse("tool", t.Name, err.Error())
+		return false
+	}
+	return true
+}
+
+func (b *Bridge) addPrompt(a *core.Agent, up *upstream, p *mcp.Prompt) bool {
+	exposed, err := b.exposed("prompt", p.Name)
+	if err != nil {
+		b.refuse("prompt", p.Name, err.Error())
+		return false
+	}
+	opts := core.PromptOptions{Title: p.Title, Description: p.Description}
+	for _, arg := range p.Arguments {
+		opts.Args = append(opts.Args, core.PromptArg{Name: arg.Name, Description: arg.Description, Required: arg.Required})
+	}
+	name := p.Name
+	err = a.Prompt(exposed, opts, func(ctx context.Context, args map[string]string) (core.PromptResult, error) {
+		return b.getPrompt(ctx, up, name, args)
+	})
+	if err != nil {
+		b.refuse("prompt", p.Name, err.Error())
+		return false
+	}
+	return true
+}
+
+func (b *Bridge) addResource(a *core.Agent, up *upstream, r *mcp.Resource) bool {
+	mime := r.MIMEType
+	if mime == "" {
+		mime = "text/plain"
+	}
+	name := r.Name
+	if name == "" {
+		name = r.URI
+	}
+	uri := r.URI
+	err := a.Resource(uri, core.ResourceOptions{Name: name, Description: r.Description, MimeType: mime},
+		func(ctx context.Context) (any, error) { return b.readResource(ctx, up, uri) })
+	if err != nil {
+		b.refuse("resource", r.URI, err.Error())
+		return false
+	}
+	return true
+}
