@@ -31,9 +31,9 @@ type Registry struct {
 	changes *changes.Bus
 	log     *slog.Logger
 
-	mu       sync.RWMutex
+	mu       sync.RWMutex // guards projects; each project has its own lock
 	projects map[int64]*project
-	seq      uint64 // orders agents by first registration
+	seq      atomic.Uint64 // orders agents by first registration
 }
 
 // Options configure a Registry.
@@ -65,10 +65,25 @@ func New(opts *Options) *Registry {
 	return r
 }
 
+// project is one project's agents. Changes to it are gathered: while one
+// goroutine rebuilds the snapshot, the changes that arrive meanwhile wait
+// and the next rebuild takes them all, so a storm of N connecting agents
+// costs a few rebuilds and publications, not N (each of which would be
+// O(N) and re-sync every client's view).
 type project struct {
-	id     int64
+	id   int64
+	snap atomic.Pointer[Snapshot]
+
+	mu     sync.Mutex        // guards what follows, and the replicas' off maps
 	agents map[string]*agent // by agent key id
-	snap   atomic.Pointer[Snapshot]
+	// pending are the agent keys changed since the last rebuild began, with
+	// what happened to them (AgentConnected wins over Agents).
+	pending map[string]changes.Kind
+	// flushing: a goroutine is rebuilding; it (or the background loop it
+	// starts) takes the pending changes after it.
+	flushing bool
+	// flushed is closed when a snapshot with the pending changes is live.
+	flushed chan struct{}
 }
 
 // agent is everything connected with one agent key. Its replicas may differ
@@ -112,7 +127,7 @@ type Replica struct {
 
 	inflight atomic.Int64
 	disabled atomic.Bool
-	off      map[string]bool // tools this replica switched off (set_enabled); guarded by Registry.mu
+	off      map[string]bool // tools this replica switched off (set_enabled); guarded by its project's mu
 	idx      replicaIndex    // made once by Add
 }
 
@@ -230,23 +245,30 @@ func (r *Registry) Snapshot(projectID int64) *Snapshot {
 	return emptySnapshot
 }
 
+// project returns the project with id, creating it when create is set
+// (nil otherwise, when there is none).
+func (r *Registry) project(id int64, create bool) *project {
+	r.mu.RLock()
+	p := r.projects[id]
+	r.mu.RUnlock()
+	if p != nil || !create {
+		return p
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if p = r.projects[id]; p == nil {
+		p = &project{id: id, agents: make(map[string]*agent)}
+		r.projects[id] = p
+	}
+	return p
+}
+
 // Add registers a connected replica. schemas, if not nil, holds the
 // compiled input schema of each tool in rep.Reg and becomes rep.Schemas.
+// When Add returns, the project's snapshot includes the replica.
 func (r *Registry) Add(rep *Replica, schemas map[string]*schema.Schema) {
 	if schemas != nil {
 		rep.Schemas = schemas
-	}
-	r.mu.Lock()
-	p := r.projects[rep.ProjectID]
-	if p == nil {
-		p = &project{id: rep.ProjectID, agents: make(map[string]*agent)}
-		r.projects[rep.ProjectID] = p
-	}
-	a := p.agents[rep.AgentKey]
-	if a == nil {
-		r.seq++
-		a = &agent{keyID: rep.AgentKey, seq: r.seq, names: make(map[string]string), warned: make(map[string]string)}
-		p.agents[rep.AgentKey] = a
 	}
 	rep.off = make(map[string]bool)
 	for _, t := range rep.Reg.Tools {
@@ -255,6 +277,13 @@ func (r *Registry) Add(rep *Replica, schemas map[string]*schema.Schema) {
 		}
 	}
 	rep.idx = indexOf(rep.Reg)
+	p := r.project(rep.ProjectID, true)
+	p.mu.Lock()
+	a := p.agents[rep.AgentKey]
+	if a == nil {
+		a = &agent{keyID: rep.AgentKey, seq: r.seq.Add(1), names: make(map[string]string), warned: make(map[string]string)}
+		p.agents[rep.AgentKey] = a
+	}
 	a.replicas = append(a.replicas, rep)
 	r.commitLocked(p, changes.AgentConnected, rep.AgentKey)
 }
@@ -263,15 +292,14 @@ func (r *Registry) Add(rep *Replica, schemas map[string]*schema.Schema) {
 // only it offered stays listed for the grace period. A second Remove of the
 // same replica does nothing.
 func (r *Registry) Remove(rep *Replica) {
-	r.mu.Lock()
-	p := r.projects[rep.ProjectID]
+	p := r.project(rep.ProjectID, false)
 	if p == nil {
-		r.mu.Unlock()
 		return
 	}
+	p.mu.Lock()
 	a := p.agents[rep.AgentKey]
 	if a == nil || !slices.Contains(a.replicas, rep) {
-		r.mu.Unlock()
+		p.mu.Unlock()
 		return // gone already: a draining replica is removed twice
 	}
 	a.replicas = slices.DeleteFunc(a.replicas, func(x *Replica) bool { return x == rep })
@@ -285,21 +313,21 @@ func (r *Registry) Remove(rep *Replica) {
 // expire drops the ghosts whose grace period ended, and the agent once it
 // has neither replicas nor ghosts.
 func (r *Registry) expire(projectID int64, agentKey string) {
-	r.mu.Lock()
-	p := r.projects[projectID]
-	var a *agent
-	if p != nil {
-		a = p.agents[agentKey]
+	p := r.project(projectID, false)
+	if p == nil {
+		return
 	}
+	p.mu.Lock()
+	a := p.agents[agentKey]
 	if a == nil {
-		r.mu.Unlock()
+		p.mu.Unlock()
 		return
 	}
 	now := time.Now()
 	n := len(a.ghosts)
 	a.ghosts = slices.DeleteFunc(a.ghosts, func(g ghost) bool { return !now.Before(g.until) })
 	if len(a.ghosts) == n {
-		r.mu.Unlock()
+		p.mu.Unlock()
 		return
 	}
 	if len(a.replicas) == 0 && len(a.ghosts) == 0 {
@@ -315,10 +343,13 @@ func (r *Registry) SetEnabled(rep *Replica, tool string, on bool) error {
 	if !slices.ContainsFunc(rep.Reg.Tools, func(t agentproto.Tool) bool { return t.Name == tool }) {
 		return fmt.Errorf("set enabled: no tool %q registered by this replica", tool)
 	}
-	r.mu.Lock()
-	p := r.projects[rep.ProjectID]
-	if p == nil || rep.off == nil || rep.off[tool] == !on {
-		r.mu.Unlock()
+	p := r.project(rep.ProjectID, false)
+	if p == nil {
+		return nil
+	}
+	p.mu.Lock()
+	if rep.off == nil || rep.off[tool] == !on {
+		p.mu.Unlock()
 		return nil
 	}
 	if on {
@@ -333,52 +364,123 @@ func (r *Registry) SetEnabled(rep *Replica, tool string, on bool) error {
 // SetReplicaDisabled takes one replica out of (or back into) rotation.
 func (r *Registry) SetReplicaDisabled(rep *Replica, disabled bool) {
 	rep.disabled.Store(disabled)
-	r.mu.Lock()
-	p := r.projects[rep.ProjectID]
+	p := r.project(rep.ProjectID, false)
 	if p == nil {
-		r.mu.Unlock()
 		return
 	}
+	p.mu.Lock()
 	r.commitLocked(p, changes.Agents, rep.AgentKey)
 }
 
-// commitLocked rebuilds p's snapshot, unlocks the registry, logs the new
-// differences between replicas and publishes the change.
+// commitLocked notes a change of p (whose lock the caller holds), unlocks
+// p and returns once a snapshot with the change is live and published.
+//
+// Changes are gathered: if another goroutine is rebuilding, the change
+// waits for the rebuild after it, which takes every change that arrived
+// meanwhile. Otherwise this goroutine rebuilds once and publishes; changes
+// that arrived during that rebuild are left to a background loop, so no
+// caller rebuilds more than once.
 func (r *Registry) commitLocked(p *project, kind changes.Kind, agentKey string) {
+	if p.pending == nil {
+		p.pending = make(map[string]changes.Kind)
+		p.flushed = make(chan struct{})
+	}
+	if p.pending[agentKey] != changes.AgentConnected {
+		p.pending[agentKey] = kind
+	}
+	if p.flushing {
+		done := p.flushed
+		p.mu.Unlock()
+		<-done
+		return
+	}
+	p.flushing = true
+	r.flushLocked(p)
+}
+
+// flushLocked rebuilds p's snapshot with the pending changes, unlocks p,
+// logs the new differences between replicas and publishes the changes. If
+// more arrived meanwhile, a background loop takes them.
+func (r *Registry) flushLocked(p *project) {
+	pending, done := p.pending, p.flushed
+	p.pending, p.flushed = nil, nil
 	warnings := r.rebuildLocked(p)
-	r.mu.Unlock()
+	p.mu.Unlock()
 	for _, w := range warnings {
 		r.log.Warn("replicas of one agent key register different definitions of a tool; run one agent key per service (spacefix keys create --kind agent)",
 			"agent", w.agentKey, "tool", w.tool, "differs", w.differs)
 	}
-	r.changes.Publish(changes.Change{Project: p.id, Kind: kind, AgentKey: agentKey})
+	var connected, other []string
+	for k, kind := range pending {
+		if kind == changes.AgentConnected {
+			connected = append(connected, k)
+		} else {
+			other = append(other, k)
+		}
+	}
+	for _, c := range []changes.Change{
+		{Project: p.id, Kind: changes.AgentConnected, AgentKeys: connected},
+		{Project: p.id, Kind: changes.Agents, AgentKeys: other},
+	} {
+		if len(c.AgentKeys) > 0 {
+			slices.Sort(c.AgentKeys)
+			r.changes.Publish(c)
+		}
+	}
+	close(done)
+
+	p.mu.Lock()
+	if p.pending == nil {
+		p.flushing = false
+		p.mu.Unlock()
+		return
+	}
+	p.mu.Unlock()
+	recovery.Go(r.log, "rebuild a project's snapshot", func() {
+		p.mu.Lock()
+		for p.pending != nil {
+			r.flushLocked(p) // unlocks
+			p.mu.Lock()
+		}
+		p.flushing = false
+		p.mu.Unlock()
+	})
 }
 
 // Replicas returns every connected replica of a project, oldest first.
 func (r *Registry) Replicas(projectID int64) []*Replica {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	p := r.projects[projectID]
+	p := r.project(projectID, false)
 	if p == nil {
 		return nil
 	}
-	var out []*Replica
-	for _, a := range p.agents {
-		out = append(out, a.replicas...)
-	}
+	out := p.replicas()
+
 	slices.SortFunc(out, func(a, b *Replica) int { return a.Since.Compare(b.Since) })
 	return out
 }
 
 // All returns every connected replica, for shutdown.
 func (r *Registry) All() []*Replica {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []*Replica
+	r.mu.RLock()
+	ps := make([]*project, 0, len(r.projects))
 	for _, p := range r.projects {
-		for _, a := range p.agents {
-			out = append(out, a.replicas...)
-		}
+		ps = append(ps, p)
+	}
+	r.mu.RUnlock()
+	var out []*Replica
+	for _, p := range ps {
+		out = append(out, p.replicas()...)
+	}
+	return out
+}
+
+// replicas returns p's connected replicas in no particular order.
+func (p *project) replicas() []*Replica {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []*Replica
+	for _, a := range p.agents {
+		out = append(out, a.replicas...)
 	}
 	return out
 }

@@ -3,15 +3,18 @@ package agents
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/spacefix/spacefix/internal/agentproto"
+	"github.com/spacefix/spacefix/internal/changes"
 	"github.com/spacefix/spacefix/internal/schema"
 )
 
@@ -276,5 +279,77 @@ func TestReplicasResourcesAndPrompts(t *testing.T) {
 	snap = r.Snapshot(1)
 	if res := snap.Resources["orders://open"]; res == nil || len(res.Replicas) != 0 || res.GraceUntil.IsZero() {
 		t.Errorf("resource after its only replica left = %+v; want listed in its grace period, without replicas", res)
+	}
+}
+
+// TestConnectStormGathersChanges: agents that register while the snapshot
+// is being rebuilt wait for one rebuild that takes them all, so a storm of
+// N connecting agents costs a few rebuilds and publications, not N (each
+// O(N), re-syncing every client's view). Every Add still returns only once
+// its replica is in the snapshot.
+func TestConnectStormGathersChanges(t *testing.T) {
+	bus := changes.New(nil)
+	r := New(&Options{Grace: time.Hour, Changes: bus})
+	var mu sync.Mutex
+	var heard []changes.Change
+	hold := make(chan struct{})
+	first := true
+	bus.Subscribe(func(c changes.Change) {
+		mu.Lock()
+		heard = append(heard, c)
+		wait := first
+		first = false
+		mu.Unlock()
+		if wait {
+			<-hold // the first rebuild is slow: the others arrive meanwhile
+		}
+	})
+
+	const n = 200
+	var wg sync.WaitGroup
+	wg.Go(func() { r.Add(replica("r0", "k0", reg("a0", true, "t")), nil) })
+	for !r.flushing(1) {
+		time.Sleep(time.Millisecond)
+	}
+	added := make(chan string, n)
+	for i := 1; i <= n; i++ {
+		wg.Go(func() {
+			k := fmt.Sprintf("k%d", i)
+			r.Add(replica(fmt.Sprintf("r%d", i), k, reg(fmt.Sprintf("a%d", i), true, "t")), nil)
+			if _, ok := r.Snapshot(1).Tools[fmt.Sprintf("a%d_t", i)]; !ok {
+				t.Errorf("Add of %s returned before its tool was in the snapshot", k)
+			}
+			added <- k
+		})
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for r.pending(1) < n && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if len(added) != 0 {
+		t.Errorf("%d Adds returned while the rebuild that must include them was held", len(added))
+	}
+	close(hold)
+	wg.Wait()
+
+	if got := len(r.Snapshot(1).ToolList); got != n+1 {
+		t.Errorf("snapshot lists %d tools, want %d", got, n+1)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(heard) > 3 {
+		t.Fatalf("%d publications for %d connecting agents, want at most 3", len(heard), n+1)
+	}
+	seen := map[string]bool{}
+	for _, c := range heard {
+		if c.Kind != changes.AgentConnected {
+			t.Errorf("change kind %s, want %s", c.Kind, changes.AgentConnected)
+		}
+		for _, k := range c.AgentKeys {
+			seen[k] = true
+		}
+	}
+	if len(seen) != n+1 {
+		t.Errorf("the changes name %d agent keys, want %d", len(seen), n+1)
 	}
 }

@@ -27,12 +27,12 @@ import (
 type Kind string
 
 const (
-	// AgentConnected: a replica of AgentKey connected and is in the
-	// registry's snapshot. Results of that agent's tools may differ now.
+	// AgentConnected: replicas of AgentKeys connected and are in the
+	// registry's snapshot. Results of those agents' tools may differ now.
 	AgentConnected Kind = "agent_connected"
 	// Agents: what the project's agents offer changed otherwise (a replica
 	// left or was disabled, a tool was switched on or off, a grace period
-	// ended). AgentKey is the agent key concerned.
+	// ended). AgentKeys are the agent keys concerned.
 	Agents Kind = "agents"
 	// Settings: saved state that changes what clients see changed: project
 	// settings, tool edits, approvals, keys created, agent key metadata.
@@ -43,10 +43,14 @@ const (
 
 // Change is one change to a project.
 type Change struct {
-	Project  int64  `json:"project"`
-	Kind     Kind   `json:"kind"`
-	AgentKey string `json:"agentKey,omitempty"` // AgentConnected, Agents: the agent key id
-	Key      string `json:"key,omitempty"`      // KeyRevoked: the revoked key's id
+	Project int64 `json:"project"`
+	Kind    Kind  `json:"kind"`
+	// AgentKeys, for AgentConnected and Agents, are the ids of the agent
+	// keys concerned, sorted: the registry gathers the changes that arrive
+	// while it rebuilds into one change, so a connect storm is a few
+	// changes, not one per agent.
+	AgentKeys []string `json:"agentKeys,omitempty"`
+	Key       string   `json:"key,omitempty"` // KeyRevoked: the revoked key's id
 }
 
 // Registry reports whether the change came from the live registry of

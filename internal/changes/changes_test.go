@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"reflect"
 	"slices"
 	"testing"
 )
@@ -35,16 +36,16 @@ func TestChangeNilBus(t *testing.T) {
 }
 
 func TestChangeSerialisable(t *testing.T) {
-	c := Change{Project: 7, Kind: AgentConnected, AgentKey: "ak_1"}
+	c := Change{Project: 7, Kind: AgentConnected, AgentKeys: []string{"ak_1"}}
 	b, err := json.Marshal(c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := `{"project":7,"kind":"agent_connected","agentKey":"ak_1"}`; string(b) != want {
+	if want := `{"project":7,"kind":"agent_connected","agentKeys":["ak_1"]}`; string(b) != want {
 		t.Errorf("JSON = %s, want %s", b, want)
 	}
 	var back Change
-	if err := json.Unmarshal(b, &back); err != nil || back != c {
+	if err := json.Unmarshal(b, &back); err != nil || !reflect.DeepEqual(back, c) {
 		t.Errorf("round trip = %+v, %v; want %+v", back, err, c)
 	}
 	if !c.Registry() || (Change{Kind: KeyRevoked}).Registry() {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -307,7 +308,7 @@ func TestClientKeys(t *testing.T) {
 	e.notified.mu.Lock()
 	heard := slices.Clone(e.notified.kinds)
 	e.notified.mu.Unlock()
-	if want := []changes.Change{{Project: e.project.ID, Kind: changes.KeyRevoked, Key: made.Key.ID}}; !slices.Equal(heard, want) {
+	if want := []changes.Change{{Project: e.project.ID, Kind: changes.KeyRevoked, Key: made.Key.ID}}; !reflect.DeepEqual(heard, want) {
 		t.Errorf("changes after revoking a key = %+v, want %+v", heard, want)
 	}
 	e.notified.take()

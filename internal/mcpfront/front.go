@@ -303,7 +303,7 @@ func (f *Front) getServer(r *http.Request) *mcp.Server {
 // dashboard request's), so it does only in-memory work plus, after a
 // settings change, one read of the project's controls from the store.
 //
-//   - An agent connected: the cached results of that agent's tools go (it
+//   - Agents connected: the cached results of those agents' tools go (they
 //     may answer differently now).
 //   - Saved settings changed: the project's cached controls and cached
 //     results go, so the next request applies them.
@@ -317,9 +317,13 @@ func (f *Front) getServer(r *http.Request) *mcp.Server {
 func (f *Front) changed(c changes.Change) {
 	switch c.Kind {
 	case changes.AgentConnected:
+		connected := make(map[string]bool, len(c.AgentKeys))
+		for _, k := range c.AgentKeys {
+			connected[k] = true
+		}
 		var tools []string
 		for _, t := range f.reg.Snapshot(c.Project).ToolList {
-			if t.AgentKey == c.AgentKey {
+			if connected[t.AgentKey] {
 				tools = append(tools, t.Name)
 			}
 		}
