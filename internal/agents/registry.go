@@ -76,6 +76,7 @@ type project struct {
 
 	mu     sync.Mutex        // guards what follows, and the replicas' off maps
 	agents map[string]*agent // by agent key id
+	order  []*agent          // the same, in the order they first registered
 	// pending are the agent keys changed since the last rebuild began, with
 	// what happened to them (AgentConnected wins over Agents).
 	pending map[string]changes.Kind
@@ -102,6 +103,9 @@ type agent struct {
 	// warned is the difference between replicas last logged, by registered
 	// tool name, so that each difference is logged once.
 	warned map[string]string
+	// pieces are what the agent contributed to the last snapshot; nil
+	// when it changed since, and the next rebuild makes them again.
+	pieces *pieces
 }
 
 // ghost is a replica that left, kept for its definitions until until.
@@ -283,6 +287,7 @@ func (r *Registry) Add(rep *Replica, schemas map[string]*schema.Schema) {
 	if a == nil {
 		a = &agent{keyID: rep.AgentKey, seq: r.seq.Add(1), names: make(map[string]string), warned: make(map[string]string)}
 		p.agents[rep.AgentKey] = a
+		p.order = append(p.order, a) // seq grows: order stays sorted
 	}
 	a.replicas = append(a.replicas, rep)
 	r.commitLocked(p, changes.AgentConnected, rep.AgentKey)
@@ -332,6 +337,7 @@ func (r *Registry) expire(projectID int64, agentKey string) {
 	}
 	if len(a.replicas) == 0 && len(a.ghosts) == 0 {
 		delete(p.agents, agentKey)
+		p.order = slices.DeleteFunc(p.order, func(x *agent) bool { return x == a })
 	}
 	r.commitLocked(p, changes.Agents, agentKey)
 }
@@ -388,6 +394,9 @@ func (r *Registry) commitLocked(p *project, kind changes.Kind, agentKey string) 
 	if p.pending[agentKey] != changes.AgentConnected {
 		p.pending[agentKey] = kind
 	}
+	if a := p.agents[agentKey]; a != nil {
+		a.pieces = nil
+	}
 	if p.flushing {
 		done := p.flushed
 		p.mu.Unlock()
@@ -396,11 +405,29 @@ func (r *Registry) commitLocked(p *project, kind changes.Kind, agentKey string) 
 	}
 	p.flushing = true
 	r.flushLocked(p)
+	// Changes that arrived during that rebuild go to a loop of their own:
+	// this caller's change is live, it need not wait for theirs.
+	p.mu.Lock()
+	if p.pending == nil {
+		p.flushing = false
+		p.mu.Unlock()
+		return
+	}
+	p.mu.Unlock()
+	recovery.Go(r.log, "rebuild a project's snapshot", func() {
+		p.mu.Lock()
+		for p.pending != nil {
+			r.flushLocked(p)
+			p.mu.Lock()
+		}
+		p.flushing = false
+		p.mu.Unlock()
+	})
 }
 
 // flushLocked rebuilds p's snapshot with the pending changes, unlocks p,
-// logs the new differences between replicas and publishes the changes. If
-// more arrived meanwhile, a background loop takes them.
+// logs the new differences between replicas, publishes the changes and
+// wakes the callers that waited for them. The caller holds p.flushing.
 func (r *Registry) flushLocked(p *project) {
 	pending, done := p.pending, p.flushed
 	p.pending, p.flushed = nil, nil
@@ -428,23 +455,6 @@ func (r *Registry) flushLocked(p *project) {
 		}
 	}
 	close(done)
-
-	p.mu.Lock()
-	if p.pending == nil {
-		p.flushing = false
-		p.mu.Unlock()
-		return
-	}
-	p.mu.Unlock()
-	recovery.Go(r.log, "rebuild a project's snapshot", func() {
-		p.mu.Lock()
-		for p.pending != nil {
-			r.flushLocked(p) // unlocks
-			p.mu.Lock()
-		}
-		p.flushing = false
-		p.mu.Unlock()
-	})
 }
 
 // Replicas returns every connected replica of a project, oldest first.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -23,64 +24,56 @@ type warning struct {
 // _3…; a name once assigned stays while a replica or ghost of its agent
 // offers the tool.
 func (r *Registry) rebuildLocked(p *project) []warning {
-	order := make([]*agent, 0, len(p.agents))
-	for _, a := range p.agents {
-		order = append(order, a)
+	prev := p.snap.Load()
+	if prev == nil {
+		prev = emptySnapshot
 	}
-	slices.SortFunc(order, func(x, y *agent) int { return int(x.seq) - int(y.seq) })
-
 	s := &Snapshot{
-		Tools:     make(map[string]*Tool),
-		Resources: make(map[string]*Resource),
-		Prompts:   make(map[string]*Prompt),
+		Tools:     make(map[string]*Tool, len(prev.Tools)+8),
+		ToolList:  make([]*Tool, 0, len(prev.ToolList)+8),
+		Resources: make(map[string]*Resource, len(prev.Resources)),
+		Prompts:   make(map[string]*Prompt, len(prev.Prompts)),
 		Changed:   make(chan struct{}),
 	}
-	merged := make(map[*agent][]*Tool, len(order))
-	taken := make(map[string]string) // exposed name → agent key
-	// Names already assigned keep their owners.
-	for _, a := range order {
-		tools := a.mergeTools()
-		merged[a] = tools
-		offered := func(reg string) bool {
-			return slices.ContainsFunc(tools, func(t *Tool) bool { return t.Def.Name == reg })
+	ns := namer{taken: make(map[string]string, len(prev.Tools)+8), next: make(map[string]int)}
+	// Names already assigned keep their owners. Only the agents that
+	// changed since the last rebuild merge their replicas again; the others
+	// bring the pieces they made then.
+	for _, a := range p.order {
+		if a.pieces == nil {
+			a.pieces = &pieces{tools: a.mergeTools(), resources: a.mergeResources(), prompts: a.mergePrompts()}
+			a.forgetUnoffered()
 		}
-		for reg, exp := range a.names {
-			if offered(reg) {
-				taken[exp] = a.keyID
-			} else {
-				delete(a.names, reg)
-			}
-		}
-		for reg := range a.warned {
-			if !offered(reg) {
-				delete(a.warned, reg)
-			}
+		for _, exp := range a.names {
+			ns.taken[exp] = a.keyID
 		}
 	}
 	var warnings []warning
-	for _, a := range order {
-		for _, t := range merged[a] {
-			exp, ok := a.names[t.Def.Name]
-			if !ok {
-				exp = uniqueName(ExposedName(t.Reg, t.Def.Name), taken)
-				a.names[t.Def.Name] = exp
-				taken[exp] = a.keyID
+	for _, a := range p.order {
+		for _, t := range a.pieces.tools {
+			if t.Name == "" { // merged in this rebuild
+				exp, ok := a.names[t.Def.Name]
+				if !ok {
+					exp = ns.unique(ExposedName(t.Reg, t.Def.Name))
+					a.names[t.Def.Name] = exp
+					ns.taken[exp] = a.keyID
+				}
+				t.Name = exp
+				if w, ok := a.noteDifference(t); ok {
+					warnings = append(warnings, w)
+				}
 			}
-			t.Name = exp
-			s.Tools[exp] = t
+			s.Tools[t.Name] = t
 			s.ToolList = append(s.ToolList, t)
-			if w, ok := a.noteDifference(t); ok {
-				warnings = append(warnings, w)
-			}
 		}
-		for _, res := range a.mergeResources() {
+		for _, res := range a.pieces.resources {
 			if _, dup := s.Resources[res.Def.URI]; dup {
 				continue // the first agent keeps a URI
 			}
 			s.Resources[res.Def.URI] = res
 			s.ResList = append(s.ResList, res)
 		}
-		for _, pr := range a.mergePrompts() {
+		for _, pr := range a.pieces.prompts {
 			if _, dup := s.Prompts[pr.Name]; dup {
 				continue
 			}
@@ -95,6 +88,33 @@ func (r *Registry) rebuildLocked(p *project) []warning {
 		close(old.Changed)
 	}
 	return warnings
+}
+
+// pieces are what one agent contributes to its project's snapshot, made
+// when the agent last changed. A snapshot shares them with the ones before
+// it, so they are never modified once made.
+type pieces struct {
+	tools     []*Tool
+	resources []*Resource
+	prompts   []*Prompt
+}
+
+// forgetUnoffered drops the names and logged differences of tools a no
+// longer offers, after its pieces were made again.
+func (a *agent) forgetUnoffered() {
+	offered := func(reg string) bool {
+		return slices.ContainsFunc(a.pieces.tools, func(t *Tool) bool { return t.Def.Name == reg })
+	}
+	for reg := range a.names {
+		if !offered(reg) {
+			delete(a.names, reg)
+		}
+	}
+	for reg := range a.warned {
+		if !offered(reg) {
+			delete(a.warned, reg)
+		}
+	}
 }
 
 // noteDifference records how t's replicas differ, and returns a warning
@@ -377,14 +397,25 @@ func liveReplicas(reps []*Replica) []*Replica {
 	return out
 }
 
-// uniqueName returns base, or base_2, base_3… whichever is not taken.
-func uniqueName(base string, taken map[string]string) string {
-	if _, ok := taken[base]; !ok {
+// namer hands out exposed names during one rebuild.
+type namer struct {
+	taken map[string]string // exposed name → agent key
+	// next is, by base name, the first suffix not yet tried: names only
+	// get taken during a rebuild, so the ones tried before stay taken, and
+	// N agents offering one tool name cost O(N), not O(N²).
+	next map[string]int
+}
+
+// unique returns base, or base_2, base_3… whichever is not taken.
+func (ns *namer) unique(base string) string {
+	if _, ok := ns.taken[base]; !ok {
 		return base
 	}
-	for i := 2; ; i++ {
-		n := fmt.Sprintf("%s_%d", base, i)
-		if _, ok := taken[n]; !ok {
+	i := max(ns.next[base], 2)
+	for ; ; i++ {
+		n := base + "_" + strconv.Itoa(i)
+		if _, ok := ns.taken[n]; !ok {
+			ns.next[base] = i + 1
 			return n
 		}
 	}

@@ -1,0 +1,266 @@
+// Command spacefix-fanin measures fan-in: how long N agent replicas take to
+// connect to one gateway, whether any reconnects, the gateway's resident
+// memory and live heap afterwards, and how fast tools/list answers then.
+//
+//	go run ./bench/cmd/spacefix-fanin -agents 10000 -shape keys
+//	go run ./bench/cmd/spacefix-fanin -agents 10000 -shape replicas
+//
+// It builds ./cmd/spacefix, makes a SQLite store in a temporary directory
+// (one agent key per agent for -shape keys, one key for all with -shape
+// replicas), runs `spacefix serve` as its own process on 127.0.0.1, and
+// connects the agents from this process with the Go SDK, -batch of them
+// connecting at once, each offering one tool. The figures and how they were
+// taken are in docs/benchmarks.md.
+package main
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/spacefix/spacefix/core"
+	"github.com/spacefix/spacefix/internal/auth"
+	"github.com/spacefix/spacefix/internal/gateway"
+	"github.com/spacefix/spacefix/internal/store"
+	"github.com/spacefix/spacefix/internal/store/sqlite"
+)
+
+func main() {
+	n := flag.Int("agents", 1000, "how many agent replicas connect")
+	shape := flag.String("shape", "keys", "keys: one agent key per agent (a project of N tools); replicas: N replicas of one key (one tool)")
+	batch := flag.Int("batch", 500, "how many agents connect at once")
+	lists := flag.Int("lists", 20, "how many tools/list calls to time once all are connected")
+	keep := flag.Bool("keep", false, "keep the temporary directory (the store and the gateway's log) and print its path")
+	flag.Parse()
+	if *shape != "keys" && *shape != "replicas" {
+		log.Fatalf("-shape must be keys or replicas, not %q", *shape)
+	}
+	if err := run(*n, *shape == "keys", *batch, *lists, *keep); err != nil {
+		log.Fatal(err)
+	}
+}
+
+func run(n int, perKey bool, batch, lists int, keep bool) error {
+	ctx := context.Background()
+	dir, err := os.MkdirTemp("", "spacefix-fanin-")
+	if err != nil {
+		return err
+	}
+	if keep {
+		fmt.Fprintln(os.Stderr, "keeping", dir)
+	} else {
+		defer os.RemoveAll(dir)
+	}
+	bin := filepath.Join(dir, "spacefix")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/spacefix")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		return fmt.Errorf("build ./cmd/spacefix (run from the repository root): %w", err)
+	}
+
+	db := filepath.Join(dir, "spacefix.db")
+	agentKeys, clientKey, err := makeKeys(ctx, db, n, perKey)
+	if err != nil {
+		return err
+	}
+	addr, metrics := freeAddr(), freeAddr()
+	logf, err := os.Create(filepath.Join(dir, "gateway.log"))
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	srv := exec.Command(bin, "serve", "--data", db, "--addr", addr, "--metrics-addr", metrics,
+		"--max-conns", strconv.Itoa(n+1000))
+	srv.Stdout, srv.Stderr = logf, logf
+	if err := srv.Start(); err != nil {
+		return err
+	}
+	defer func() { srv.Process.Signal(syscall.SIGTERM); srv.Wait() }()
+	base := "http://" + addr
+	if err := waitUp(base + "/healthz"); err != nil {
+		return err
+	}
+
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	var connects atomic.Int64 // welcomes: more than n means reconnects
+	actx, stop := context.WithCancel(ctx)
+	defer stop()
+	var running sync.WaitGroup
+	fmt.Fprintf(os.Stderr, "gateway %s (pid %d); connecting %d agents, %d at once\n", base, srv.Process.Pid, n, batch)
+	start := time.Now()
+	for i := 0; i < n; i += batch {
+		var ready sync.WaitGroup
+		for j := i; j < min(i+batch, n); j++ {
+			name := "fanin"
+			if perKey {
+				name = fmt.Sprintf("svc%d", j)
+			}
+			ready.Add(1)
+			var once sync.Once
+			a, err := core.New(core.Options{APIKey: agentKeys[j%len(agentKeys)], URL: base, Name: name, Logger: quiet,
+				Instance: fmt.Sprintf("i%d", j), OnConnect: func() {
+					connects.Add(1)
+					once.Do(ready.Done)
+				}})
+			if err != nil {
+				return err
+			}
+			if err := core.AddTool(a, "ping", "Answers pong.", func(context.Context, struct{}) (string, error) { return "pong", nil }); err != nil {
+				return err
+			}
+			running.Go(func() { a.Run(actx) })
+		}
+		ready.Wait()
+	}
+	took := time.Since(start)
+	time.Sleep(2 * time.Second) // let pings and late reconnects show
+	rss, heap := memory(srv.Process.Pid, "http://"+metrics+"/metrics")
+
+	fmt.Fprintf(os.Stderr, "%s all connected; %d reconnects so far\n", time.Now().Format("15:04:05.000"), connects.Load()-int64(n))
+	times, tools, err := timeLists(ctx, base+"/mcp", clientKey, lists)
+	fmt.Fprintf(os.Stderr, "%s listed; %d reconnects so far\n", time.Now().Format("15:04:05.000"), connects.Load()-int64(n))
+	if err != nil {
+		return err
+	}
+	fmt.Printf("agents %d (%s), %d at once: connected in %.2f s, %d reconnects\n", n, shapeName(perKey), batch, took.Seconds(), connects.Load()-int64(n))
+	fmt.Printf("gateway resident %.0f MiB, live heap %.0f MiB = %.1f KiB per agent\n", rss/(1<<20), heap/(1<<20), heap/1024/float64(n))
+	fmt.Printf("tools/list of %d tools: p50 %.1f ms, max %.1f ms over %d calls\n", tools, ms(times[len(times)/2]), ms(times[len(times)-1]), len(times))
+	fmt.Printf("(GOMAXPROCS %d; go %s)\n", runtime.GOMAXPROCS(0), runtime.Version())
+	stop()
+	running.Wait()
+	return nil
+}
+
+func shapeName(perKey bool) string {
+	if perKey {
+		return "one key each"
+	}
+	return "replicas of one key"
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// makeKeys makes the store with the first start's project and keys, plus
+// agent keys up to n when perKey is set.
+func makeKeys(ctx context.Context, db string, n int, perKey bool) (agentKeys []string, clientKey string, err error) {
+	st, err := sqlite.Open(ctx, db)
+	if err != nil {
+		return nil, "", err
+	}
+	defer st.Close()
+	first, err := gateway.Bootstrap(ctx, st)
+	if err != nil {
+		return nil, "", err
+	}
+	p, err := st.Project(ctx, first.Project)
+	if err != nil {
+		return nil, "", err
+	}
+	agentKeys = []string{first.AgentKey}
+	for perKey && len(agentKeys) < n {
+		_, secret, err := auth.CreateKey(ctx, st, store.Key{ProjectID: p.ID, Kind: store.KindAgent, Name: fmt.Sprintf("fanin %d", len(agentKeys))})
+		if err != nil {
+			return nil, "", err
+		}
+		agentKeys = append(agentKeys, secret)
+	}
+	return agentKeys, first.ClientKey, nil
+}
+
+func freeAddr() string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+func waitUp(url string) error {
+	for range 200 {
+		if res, err := http.Get(url); err == nil {
+			res.Body.Close()
+			return nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return fmt.Errorf("the gateway did not answer %s within 10 s", url)
+}
+
+// memory returns the gateway's resident set (from /proc) and its live heap
+// (go_memstats_heap_inuse_bytes from its metrics).
+func memory(pid int, metrics string) (rss, heap float64) {
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid)); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
+				kb, _ := strconv.ParseFloat(f[1], 64)
+				rss = kb * 1024
+			}
+		}
+	}
+	res, err := http.Get(metrics)
+	if err != nil {
+		return rss, 0
+	}
+	defer res.Body.Close()
+	sc := bufio.NewScanner(res.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "go_memstats_heap_inuse_bytes "); ok {
+			heap, _ = strconv.ParseFloat(v, 64)
+		}
+	}
+	return rss, heap
+}
+
+type bearer struct{ key string }
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.key)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// timeLists connects the go-sdk client and times count tools/list calls,
+// sorted.
+func timeLists(ctx context.Context, url, key string, count int) ([]time.Duration, int, error) {
+	c := mcp.NewClient(&mcp.Implementation{Name: "spacefix-fanin", Version: "1"}, nil)
+	s, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearer{key}}}, nil)
+	if err != nil {
+		return nil, 0, fmt.Errorf("connect the MCP client: %w", err)
+	}
+	defer s.Close()
+	fmt.Fprintf(os.Stderr, "%s the MCP client is connected\n", time.Now().Format("15:04:05.000"))
+	var times []time.Duration
+	tools := 0
+	for range max(count, 1) {
+		t0 := time.Now()
+		res, err := s.ListTools(ctx, nil)
+		if err != nil {
+			return nil, 0, fmt.Errorf("tools/list: %w", err)
+		}
+		times = append(times, time.Since(t0))
+		tools = len(res.Tools)
+	}
+	slices.Sort(times)
+	return times, tools, nil
+}
