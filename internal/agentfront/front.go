@@ -15,11 +15,13 @@ import (
 
 	"github.com/spacefix/spacefix/internal/agents"
 	"github.com/spacefix/spacefix/internal/auth"
+	"github.com/spacefix/spacefix/internal/recovery"
 	"github.com/spacefix/spacefix/internal/store"
 )
 
-// Heartbeat is how often the gateway pings a replica by default, and how
-// long it waits for the pong.
+// Heartbeat is how often an agent pings the gateway by default (the
+// welcome tells it). A connection the agent sent nothing on, not even a
+// ping, for two heartbeats is closed.
 const Heartbeat = 5 * time.Second
 
 // TicketTTL is how long a registration's ticket stays redeemable.
@@ -33,7 +35,7 @@ type Options struct {
 	Store    store.Store
 	Verifier *auth.Verifier
 	Logger   *slog.Logger
-	// Heartbeat is how often replicas are pinged; 0 means [Heartbeat].
+	// Heartbeat is how often replicas ping; 0 means [Heartbeat].
 	Heartbeat time.Duration
 }
 
@@ -44,9 +46,15 @@ type Front struct {
 	log     *slog.Logger
 	tickets *tickets
 
-	mu      sync.Mutex // orders conns.Add against Close's conns.Wait
+	mu      sync.Mutex // orders conns.Add against Close's conns.Wait; guards live
 	closing bool
 	conns   sync.WaitGroup // agent connections being served
+	// live are the connections the watchdog looks after: one goroutine
+	// for all of them, not a pinging goroutine per agent (at 10,000
+	// agents that was 80 MB of stacks).
+	live     map[*wsTransport]struct{}
+	watching bool
+	stop     chan struct{} // closed by Close: the watchdog ends
 }
 
 // New makes the agent front.
@@ -60,13 +68,17 @@ func New(opts Options) *Front {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	return &Front{opts: opts, log: opts.Logger, tickets: newTickets(TicketTTL)}
+	return &Front{opts: opts, log: opts.Logger, tickets: newTickets(TicketTTL),
+		live: make(map[*wsTransport]struct{}), stop: make(chan struct{})}
 }
 
 // Close refuses new agent connections and waits for those being served to
 // end; end them first (cancel Options.Context, close the replicas).
 func (f *Front) Close() {
 	f.mu.Lock()
+	if !f.closing {
+		close(f.stop)
+	}
 	f.closing = true
 	f.mu.Unlock()
 	f.conns.Wait()
@@ -83,4 +95,54 @@ func (f *Front) track() bool {
 	}
 	f.conns.Add(1)
 	return true
+}
+
+// watch puts t under the watchdog, which starts with the first connection.
+func (f *Front) watch(t *wsTransport) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.live[t] = struct{}{}
+	if !f.watching {
+		f.watching = true
+		recovery.Go(f.log, "watch agent connections", f.watchdog)
+	}
+}
+
+// unwatch takes t from the watchdog's care.
+func (f *Front) unwatch(t *wsTransport) {
+	f.mu.Lock()
+	delete(f.live, t)
+	f.mu.Unlock()
+}
+
+// watchdog closes, every half heartbeat, the connections whose agent sent
+// nothing for two heartbeats: the SDKs ping every heartbeat, so such an
+// agent is dead, or cut off, or too stuck to serve calls. It runs until
+// Close or the end of Options.Context.
+func (f *Front) watchdog() {
+	hb := f.opts.Heartbeat
+	tick := time.NewTicker(hb / 2)
+	defer tick.Stop()
+	for {
+		var now time.Time
+		select {
+		case <-f.opts.Context.Done():
+			return
+		case <-f.stop:
+			return
+		case now = <-tick.C:
+		}
+		var dead []*wsTransport
+		f.mu.Lock()
+		for t := range f.live {
+			if t.silent(now) > 2*hb {
+				dead = append(dead, t)
+			}
+		}
+		f.mu.Unlock()
+		for _, t := range dead {
+			t.log.Warn("agent sent nothing, not even a ping, for two heartbeats; closing its connection", "heartbeat", hb)
+			t.ws.CloseNow()
+		}
+	}
 }

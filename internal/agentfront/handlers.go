@@ -17,6 +17,7 @@ import (
 	"github.com/spacefix/spacefix/internal/auth"
 	"github.com/spacefix/spacefix/internal/recovery"
 	"github.com/spacefix/spacefix/internal/route"
+	"github.com/spacefix/spacefix/internal/schema"
 	"github.com/spacefix/spacefix/internal/store"
 )
 
@@ -85,55 +86,71 @@ func (f *Front) Connect(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "The gateway could not load the key's project; try again.", http.StatusServiceUnavailable)
 		return
 	}
-	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{CompressionMode: websocket.CompressionDisabled})
-	if err != nil {
-		return // Accept has answered the client
-	}
-	if !f.track() {
-		ws.Close(websocket.StatusGoingAway, "gateway shutting down")
-		return
-	}
-	defer f.conns.Done()
-
-	ctx := f.opts.Context
-	reg := f.opts.Registry
 	rep := &agents.Replica{
 		ID: "r-" + rand.Text()[:10], ProjectID: key.ProjectID, AgentKey: key.ID,
 		Instance: t.reg.Instance, Since: time.Now(), Reg: t.reg,
 	}
 	log := f.log.With("replica", rep.ID, "agent", key.ID)
-	tr := newWSTransport(ws, log, f.opts.Heartbeat)
+	tr := newWSTransport(log)
+	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{
+		CompressionMode: websocket.CompressionDisabled,
+		OnPingReceived:  func(context.Context, []byte) bool { tr.heard(); return true },
+		OnPongReceived:  func(context.Context, []byte) { tr.heard() },
+	})
+	if err != nil {
+		return // Accept has answered the client
+	}
+	tr.accepted(ws)
+	if !f.track() {
+		ws.Close(websocket.StatusGoingAway, "gateway shutting down")
+		return
+	}
+	// The connection is hijacked: it is served on a goroutine of its own
+	// and this handler returns, so that neither the request nor the deep
+	// stack of the HTTP server's goroutine is kept for the connection's
+	// life (at 10,000 agents, about 8 KiB of stack and 3 KiB of request
+	// each).
+	recovery.Go(f.log, "serve an agent", func() {
+		defer f.conns.Done()
+		f.run(tr, rep, project, t.schemas, key.ID)
+	})
+}
+
+// run welcomes a replica, puts it in the registry and serves its
+// connection until it ends.
+func (f *Front) run(tr *wsTransport, rep *agents.Replica, project store.Project, schemas map[string]*schema.Schema, keyID string) {
+	ctx, reg := f.opts.Context, f.opts.Registry
+	log := tr.log
 	conn := route.NewConn(tr, log, route.Events{
 		SetEnabled: func(name string, on bool) error { return reg.SetEnabled(rep, name, on) },
 		Drain: func() {
-			f.log.Info("agent draining", "replica", rep.ID, "agent", key.ID)
+			log.Info("agent draining")
 			reg.Remove(rep)
 		},
 	})
 	rep.Conn = conn
 	// The welcome goes first: once the replica is in the registry, calls
 	// (some may be waiting for it) can go out at once.
-	err = conn.Send(ctx, &agentproto.Message{Type: agentproto.TypeWelcome, Welcome: &agentproto.Welcome{
-		Protocol: agentproto.Version, Replica: rep.ID, Project: project.Name, Agent: key.ID,
+	err := conn.Send(ctx, &agentproto.Message{Type: agentproto.TypeWelcome, Welcome: &agentproto.Welcome{
+		Protocol: agentproto.Version, Replica: rep.ID, Project: project.Name, Agent: keyID,
 		CallWaitMs: int(project.Settings.CallWait().Milliseconds()), HeartbeatMs: int(f.opts.Heartbeat.Milliseconds()),
 	}})
 	if err == nil {
-		reg.Add(rep, t.schemas)
+		reg.Add(rep, schemas)
 		defer reg.Remove(rep) // also when something below panics
-		f.log.Info("agent connected", "replica", rep.ID, "agent", key.ID, "project", project.Name,
-			"instance", rep.Instance, "tools", len(t.reg.Tools), "sdk", t.reg.SDK)
+		log.Info("agent connected", "project", project.Name,
+			"instance", rep.Instance, "tools", len(rep.Reg.Tools), "sdk", rep.Reg.SDK)
 		err = f.serve(conn, tr)
 		reg.Remove(rep)
 	}
-	f.log.Info("agent disconnected", "replica", rep.ID, "agent", key.ID, "reason", closeReason(err))
+	log.Info("agent disconnected", "reason", closeReason(err))
 }
 
-// serve runs the connection with its heartbeat until it ends.
+// serve runs the connection, watched by the watchdog, until it ends.
 func (f *Front) serve(conn *route.Conn, tr *wsTransport) error {
-	ctx, cancel := context.WithCancel(f.opts.Context)
-	defer cancel()
-	recovery.Go(f.log, "ping an agent", func() { tr.keepAlive(ctx) })
-	return conn.Serve(ctx)
+	f.watch(tr)
+	defer f.unwatch(tr)
+	return conn.Serve(f.opts.Context)
 }
 
 // agentKey checks the request's agent key, answering 401/403 itself.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -16,26 +17,44 @@ import (
 )
 
 // wsTransport adapts an agent's WebSocket to a [route.Transport]: JSON text
-// frames, a read limit of [agentproto.MaxFrameBytes], and a ping every
-// heartbeat (see keepAlive). coder/websocket allows one reader and
-// concurrent writers, which is what route.Transport asks.
+// frames and a read limit of [agentproto.MaxFrameBytes]. coder/websocket
+// allows one reader and concurrent writers, which is what route.Transport
+// asks. It notes when the agent last sent anything (a ping, a pong, a
+// message), for the front's watchdog.
 type wsTransport struct {
-	ws        *websocket.Conn
-	log       *slog.Logger
-	heartbeat time.Duration
+	ws   *websocket.Conn // set once accepted
+	log  *slog.Logger
+	seen atomic.Int64 // unix nanoseconds of the last frame from the agent
 }
 
 var _ route.Transport = (*wsTransport)(nil)
 
-func newWSTransport(ws *websocket.Conn, log *slog.Logger, heartbeat time.Duration) *wsTransport {
+// newWSTransport returns a transport whose heard method goes into the
+// WebSocket's accept options; accepted finishes it.
+func newWSTransport(log *slog.Logger) *wsTransport {
+	t := &wsTransport{log: log}
+	t.heard()
+	return t
+}
+
+// accepted attaches the accepted WebSocket.
+func (t *wsTransport) accepted(ws *websocket.Conn) {
 	ws.SetReadLimit(agentproto.MaxFrameBytes)
-	return &wsTransport{ws: ws, log: log, heartbeat: heartbeat}
+	t.ws = ws
+}
+
+// heard notes a frame from the agent.
+func (t *wsTransport) heard() { t.seen.Store(time.Now().UnixNano()) }
+
+// silent returns how long the agent has sent nothing, at now.
+func (t *wsTransport) silent(now time.Time) time.Duration {
+	return now.Sub(time.Unix(0, t.seen.Load()))
 }
 
 // Send writes one message. A write is never cut short by a context, because
 // coder/websocket closes the whole connection when a write's context ends
 // during the write, and one client giving up must not drop an agent. A
-// write to a dead peer ends when the heartbeat closes the connection.
+// write to a dead peer ends when the watchdog closes the connection.
 func (t *wsTransport) Send(_ context.Context, m *agentproto.Message) error {
 	b, err := json.Marshal(m)
 	if err != nil {
@@ -52,6 +71,7 @@ func (t *wsTransport) Recv(ctx context.Context) (*agentproto.Message, error) {
 		if err != nil {
 			return nil, err
 		}
+		t.heard()
 		m := new(agentproto.Message)
 		if err := json.Unmarshal(data, m); err != nil {
 			t.log.Warn("agent sent a message that is not JSON; ignored", "err", err)
@@ -69,30 +89,6 @@ func (t *wsTransport) Close(reason string) {
 		return
 	}
 	t.ws.Close(websocket.StatusGoingAway, reason)
-}
-
-// keepAlive pings the agent every heartbeat until ctx ends, and closes the
-// connection when a pong does not come back within a heartbeat.
-func (t *wsTransport) keepAlive(ctx context.Context) {
-	tick := time.NewTicker(t.heartbeat)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-		pctx, cancel := context.WithTimeout(ctx, t.heartbeat)
-		err := t.ws.Ping(pctx)
-		cancel()
-		if err != nil {
-			if ctx.Err() == nil {
-				t.log.Warn("agent missed a heartbeat; closing its connection", "err", err)
-			}
-			t.ws.CloseNow()
-			return
-		}
-	}
 }
 
 // closeReason says in words how an agent's connection ended, for the log.

@@ -28,7 +28,7 @@ var layers = []struct {
 	pkgs []string
 }{
 	{"programs and suites", []string{
-		"cmd/spacefix", "bench/cmd/pprof-split", "bench/cmd/spacefix-bench",
+		"cmd/spacefix", "bench/cmd/pprof-split", "bench/cmd/spacefix-bench", "bench/cmd/spacefix-fanin",
 		"e2e", "e2e/testagent", "e2e/bridgeserver", "examples/chart", "examples/orders", "sdk/node", "internal/archtest",
 	}},
 	{"benchmark harness", []string{"bench"}},

@@ -42,7 +42,11 @@ import (
 	"github.com/spacefix/spacefix/internal/gateway"
 	"github.com/spacefix/spacefix/internal/store"
 	"github.com/spacefix/spacefix/internal/store/sqlite"
+	"github.com/spacefix/spacefix/internal/users"
 )
+
+// gatewayEnv is what -gateway-env adds to the gateway's environment.
+var gatewayEnv []string
 
 func main() {
 	n := flag.Int("agents", 1000, "how many agent replicas connect")
@@ -50,16 +54,24 @@ func main() {
 	batch := flag.Int("batch", 500, "how many agents connect at once")
 	lists := flag.Int("lists", 20, "how many tools/list calls to time once all are connected")
 	keep := flag.Bool("keep", false, "keep the temporary directory (the store and the gateway's log) and print its path")
+	flag.Func("gateway-env", "`NAME=value` set for the gateway only, e.g. GOMEMLIMIT=300MiB (repeatable)", func(v string) error {
+		if !strings.Contains(v, "=") {
+			return fmt.Errorf("want NAME=value, not %q", v)
+		}
+		gatewayEnv = append(gatewayEnv, v)
+		return nil
+	})
+	profile := flag.Bool("profile", false, "write the gateway's heap profile (heap.pprof) and goroutines (goroutines.txt) to the temporary directory once all are connected; implies -keep")
 	flag.Parse()
 	if *shape != "keys" && *shape != "replicas" {
 		log.Fatalf("-shape must be keys or replicas, not %q", *shape)
 	}
-	if err := run(*n, *shape == "keys", *batch, *lists, *keep); err != nil {
+	if err := run(*n, *shape == "keys", *batch, *lists, *keep || *profile, *profile); err != nil {
 		log.Fatal(err)
 	}
 }
 
-func run(n int, perKey bool, batch, lists int, keep bool) error {
+func run(n int, perKey bool, batch, lists int, keep, profile bool) error {
 	ctx := context.Background()
 	dir, err := os.MkdirTemp("", "spacefix-fanin-")
 	if err != nil {
@@ -78,7 +90,7 @@ func run(n int, perKey bool, batch, lists int, keep bool) error {
 	}
 
 	db := filepath.Join(dir, "spacefix.db")
-	agentKeys, clientKey, err := makeKeys(ctx, db, n, perKey)
+	agentKeys, clientKey, adminToken, err := makeKeys(ctx, db, n, perKey)
 	if err != nil {
 		return err
 	}
@@ -89,8 +101,9 @@ func run(n int, perKey bool, batch, lists int, keep bool) error {
 	}
 	defer logf.Close()
 	srv := exec.Command(bin, "serve", "--data", db, "--addr", addr, "--metrics-addr", metrics,
-		"--max-conns", strconv.Itoa(n+1000))
+		"--max-conns", strconv.Itoa(n+1000), "--pprof")
 	srv.Stdout, srv.Stderr = logf, logf
+	srv.Env = append(os.Environ(), gatewayEnv...)
 	if err := srv.Start(); err != nil {
 		return err
 	}
@@ -133,8 +146,19 @@ func run(n int, perKey bool, batch, lists int, keep bool) error {
 	}
 	took := time.Since(start)
 	time.Sleep(2 * time.Second) // let pings and late reconnects show
-	rss, heap := memory(srv.Process.Pid, "http://"+metrics+"/metrics")
-
+	// The heap profile's ?gc=1 collects first, so the metrics read right
+	// after it show the live heap, not the garbage GOGC=400 lets pile up.
+	heapFile := filepath.Join(dir, "heap.pprof")
+	if err := download(base+"/debug/pprof/heap?gc=1", adminToken, heapFile); err != nil {
+		return err
+	}
+	mem := memory(srv.Process.Pid, "http://"+metrics+"/metrics")
+	if profile {
+		if err := download(base+"/debug/pprof/goroutine?debug=1", adminToken, filepath.Join(dir, "goroutines.txt")); err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "profiles in %s: go tool pprof -top -sample_index=inuse_space %s\n", dir, heapFile)
+	}
 	fmt.Fprintf(os.Stderr, "%s all connected; %d reconnects so far\n", time.Now().Format("15:04:05.000"), connects.Load()-int64(n))
 	times, tools, err := timeLists(ctx, base+"/mcp", clientKey, lists)
 	fmt.Fprintf(os.Stderr, "%s listed; %d reconnects so far\n", time.Now().Format("15:04:05.000"), connects.Load()-int64(n))
@@ -142,9 +166,10 @@ func run(n int, perKey bool, batch, lists int, keep bool) error {
 		return err
 	}
 	fmt.Printf("agents %d (%s), %d at once: connected in %.2f s, %d reconnects\n", n, shapeName(perKey), batch, took.Seconds(), connects.Load()-int64(n))
-	fmt.Printf("gateway resident %.0f MiB, live heap %.0f MiB = %.1f KiB per agent\n", rss/(1<<20), heap/(1<<20), heap/1024/float64(n))
+	fmt.Printf("gateway resident %.0f MiB; after a GC: live heap %.0f MiB (%.1f KiB per agent), goroutine stacks %.0f MiB (%.1f KiB per agent), %.0f goroutines\n",
+		mib(mem.rss), mib(mem.heap), mem.heap/1024/float64(n), mib(mem.stacks), mem.stacks/1024/float64(n), mem.goroutines)
 	fmt.Printf("tools/list of %d tools: p50 %.1f ms, max %.1f ms over %d calls\n", tools, ms(times[len(times)/2]), ms(times[len(times)-1]), len(times))
-	fmt.Printf("(GOMAXPROCS %d; go %s)\n", runtime.GOMAXPROCS(0), runtime.Version())
+	fmt.Printf("(GOMAXPROCS %d; go %s; gateway environment %q)\n", runtime.GOMAXPROCS(0), runtime.Version(), gatewayEnv)
 	stop()
 	running.Wait()
 	return nil
@@ -160,30 +185,60 @@ func shapeName(perKey bool) string {
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // makeKeys makes the store with the first start's project and keys, plus
-// agent keys up to n when perKey is set.
-func makeKeys(ctx context.Context, db string, n int, perKey bool) (agentKeys []string, clientKey string, err error) {
+// agent keys up to n when perKey is set, and an admin API token.
+func makeKeys(ctx context.Context, db string, n int, perKey bool) (agentKeys []string, clientKey, adminToken string, err error) {
 	st, err := sqlite.Open(ctx, db)
 	if err != nil {
-		return nil, "", err
+		return nil, "", "", err
 	}
 	defer st.Close()
 	first, err := gateway.Bootstrap(ctx, st)
 	if err != nil {
-		return nil, "", err
+		return nil, "", "", err
 	}
 	p, err := st.Project(ctx, first.Project)
 	if err != nil {
-		return nil, "", err
+		return nil, "", "", err
 	}
 	agentKeys = []string{first.AgentKey}
 	for perKey && len(agentKeys) < n {
 		_, secret, err := auth.CreateKey(ctx, st, store.Key{ProjectID: p.ID, Kind: store.KindAgent, Name: fmt.Sprintf("fanin %d", len(agentKeys))})
 		if err != nil {
-			return nil, "", err
+			return nil, "", "", err
 		}
 		agentKeys = append(agentKeys, secret)
 	}
-	return agentKeys, first.ClientKey, nil
+	_, adminToken, err = users.CreateAPIToken(ctx, st, "spacefix-fanin", 0)
+	if err != nil {
+		return nil, "", "", err
+	}
+	return agentKeys, first.ClientKey, adminToken, nil
+}
+
+// download saves what url answers to a request with the admin token.
+func download(url, token, file string) error {
+	req, err := http.NewRequest("GET", url, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, res.Status)
+	}
+	f, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, res.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 func freeAddr() string {
@@ -206,30 +261,42 @@ func waitUp(url string) error {
 	return fmt.Errorf("the gateway did not answer %s within 10 s", url)
 }
 
-// memory returns the gateway's resident set (from /proc) and its live heap
-// (go_memstats_heap_inuse_bytes from its metrics).
-func memory(pid int, metrics string) (rss, heap float64) {
+type mem struct{ rss, heap, stacks, goroutines float64 }
+
+func mib(b float64) float64 { return b / (1 << 20) }
+
+// memory returns the gateway's resident set (from /proc), and its heap in
+// use, goroutine stacks and goroutines (from its metrics).
+func memory(pid int, metrics string) mem {
+	var m mem
 	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid)); err == nil {
 		for _, line := range strings.Split(string(b), "\n") {
 			if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
 				kb, _ := strconv.ParseFloat(f[1], 64)
-				rss = kb * 1024
+				m.rss = kb * 1024
 			}
 		}
 	}
 	res, err := http.Get(metrics)
 	if err != nil {
-		return rss, 0
+		return m
 	}
 	defer res.Body.Close()
 	sc := bufio.NewScanner(res.Body)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "go_memstats_heap_inuse_bytes "); ok {
-			heap, _ = strconv.ParseFloat(v, 64)
+		name, v, _ := strings.Cut(sc.Text(), " ")
+		f, _ := strconv.ParseFloat(v, 64)
+		switch name {
+		case "go_memstats_heap_alloc_bytes":
+			m.heap = f
+		case "go_memstats_stack_inuse_bytes":
+			m.stacks = f
+		case "go_goroutines":
+			m.goroutines = f
 		}
 	}
-	return rss, heap
+	return m
 }
 
 type bearer struct{ key string }
