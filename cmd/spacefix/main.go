@@ -9,6 +9,7 @@
 //	spacefix tokens create|list|revoke, spacefix users list|setup-link
 //	spacefix tools list|set, spacefix settings show|set (over the admin API: --url or the address serve recorded in --data, --token)
 //	spacefix bridge [--url GATEWAY] [--key KEY] --name NAME -- COMMAND [ARGS…] | --remote URL [--header "N: v"]… | --config FILE
+//	spacefix bench [--url GATEWAY] [--key CLIENT_KEY] --tool NAME [--args JSON] [--calls N | --duration D] [--concurrency C] [--json]
 //	spacefix version
 //
 // Every command takes --data (env SPACEFIX_DATA, default ./spacefix.db) and is
@@ -62,6 +63,7 @@ Usage:
   spacefix bridge    --name N -- COMMAND | --remote URL | --config FILE
                                                         run existing MCP servers as agents
   spacefix bridge    login NAME --remote URL            sign in to a remote server behind OAuth
+  spacefix bench     --tool NAME [--args JSON]          call a tool through a gateway: p50/p99, calls/s, errors
   spacefix version                                      print the version
 
 Run 'spacefix COMMAND --help' for a command's flags.
@@ -89,6 +91,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return usersCmd(ctx, args[1:], stdout)
 	case "bridge":
 		return bridgeCmd(ctx, args[1:], stdout, stderr)
+	case "bench":
+		return benchCmd(ctx, args[1:], stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "spacefix", version)
 		return nil
