@@ -43,6 +43,7 @@ type entry struct {
 	project int64
 	tool    string
 	result  []byte
+	decoded any // the result decoded once, shared read-only by every hit; may be nil
 	expires time.Time
 	size    int64
 }
@@ -94,34 +95,52 @@ func makeKey(projectID int64, tool string, args json.RawMessage) (key, bool) {
 // Get returns the cached result of a call, if there is a live one. The
 // caller must not modify the returned slice.
 func (c *Cache) Get(projectID int64, tool string, args json.RawMessage) (result []byte, ok bool) {
+	result, _, ok = c.GetDecoded(projectID, tool, args)
+	return result, ok
+}
+
+// GetDecoded is Get, also returning the decoded form given to PutDecoded
+// (nil if none was), so that a hit need not decode the result again. The
+// caller must not modify either.
+func (c *Cache) GetDecoded(projectID int64, tool string, args json.RawMessage) (result []byte, decoded any, ok bool) {
 	k, ok := makeKey(projectID, tool, args)
 	if !ok {
-		return nil, false
+		return nil, nil, false
 	}
 	now := time.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	el := c.items[k]
 	if el == nil {
-		return nil, false
+		return nil, nil, false
 	}
 	e := el.Value.(*entry)
 	if !now.Before(e.expires) {
 		c.removeLocked(el)
-		return nil, false
+		return nil, nil, false
 	}
 	c.lru.MoveToFront(el)
-	return e.result, true
+	return e.result, e.decoded, true
 }
 
 // Put caches result for ttl. It does nothing when ttl is not positive, the
 // result is larger than [MaxResultBytes] or than the whole cache, or args
 // is not valid JSON. result is copied.
 func (c *Cache) Put(projectID int64, tool string, args json.RawMessage, result []byte, ttl time.Duration) {
+	c.PutDecoded(projectID, tool, args, result, nil, ttl)
+}
+
+// PutDecoded is Put, also keeping decoded, the result's decoded form, which
+// nobody may modify afterwards: hits get it from GetDecoded. It counts
+// against the cache's bytes as a second copy of the result.
+func (c *Cache) PutDecoded(projectID int64, tool string, args json.RawMessage, result []byte, decoded any, ttl time.Duration) {
 	if ttl <= 0 || len(result) > MaxResultBytes {
 		return
 	}
 	size := int64(len(result)) + entryOverhead
+	if decoded != nil {
+		size += int64(len(result))
+	}
 	if size > c.max {
 		return
 	}
@@ -130,7 +149,7 @@ func (c *Cache) Put(projectID int64, tool string, args json.RawMessage, result [
 		return
 	}
 	now := time.Now()
-	e := &entry{key: k, project: projectID, tool: tool, result: append([]byte(nil), result...), expires: now.Add(ttl), size: size}
+	e := &entry{key: k, project: projectID, tool: tool, result: append([]byte(nil), result...), decoded: decoded, expires: now.Add(ttl), size: size}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if now.Sub(c.lastSweep) >= sweepEvery {

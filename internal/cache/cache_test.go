@@ -258,3 +258,22 @@ func BenchmarkPut(b *testing.B) {
 		i++
 	}
 }
+
+// A result cached with its decoded form hands that form to every hit, so a
+// hit need not decode; it counts as a second copy of the bytes.
+func TestDecodedResult(t *testing.T) {
+	c := New(1 << 20)
+	decoded := &struct{ Text string }{"hi"}
+	c.PutDecoded(1, "t", raw(`{}`), []byte(`{"text":"hi"}`), decoded, time.Minute)
+	b, d, ok := c.GetDecoded(1, "t", raw(`{}`))
+	if !ok || string(b) != `{"text":"hi"}` || d != decoded {
+		t.Fatalf("GetDecoded = %s, %v, %v; want the bytes and the same decoded value", b, d, ok)
+	}
+	if _, bytes := c.Stats(); bytes != 2*int64(len(`{"text":"hi"}`))+entryOverhead {
+		t.Errorf("cache holds %d bytes, want two copies of the result plus the overhead", bytes)
+	}
+	c.Put(1, "u", raw(`{}`), []byte(`1`), time.Minute)
+	if _, d, ok := c.GetDecoded(1, "u", raw(`{}`)); !ok || d != nil {
+		t.Errorf("a result put without a decoded form: decoded %v, ok %v; want nil, true", d, ok)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -103,7 +104,11 @@ func (f *Front) toolHandler(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 		cacheFor = c.CacheFor(t)
 	}
 	if cacheFor > 0 {
-		if b, ok := f.cache.Get(key.ProjectID, t.Name, args); ok {
+		if b, decoded, ok := f.cache.GetDecoded(key.ProjectID, t.Name, args); ok {
+			if out, ok := decoded.(*mcp.CallToolResult); ok {
+				call.Release()
+				return shareResult(out), nil
+			}
 			out := new(mcp.CallToolResult)
 			if json.Unmarshal(b, out) == nil {
 				call.Release()
@@ -119,9 +124,18 @@ func (f *Front) toolHandler(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 	}
 	out, err := f.await(ctx, req, t, key, call, res, start)
 	if cacheFor > 0 && err == nil && out != nil && !out.IsError && out.InputRequests == nil && res.Outcome == route.OK && len(res.Result) > 0 {
-		f.cache.Put(key.ProjectID, t.Name, args, res.Result, cacheFor)
+		f.cache.PutDecoded(key.ProjectID, t.Name, args, res.Result, shareResult(out), cacheFor)
 	}
 	return out, err
+}
+
+// shareResult returns a copy of r that go-sdk may write into (it adds to
+// _meta) while r stays as it was: a cached result is decoded once and
+// every hit gets such a copy, its content shared and never modified.
+func shareResult(r *mcp.CallToolResult) *mcp.CallToolResult {
+	c := *r
+	c.Meta = maps.Clone(r.Meta)
+	return &c
 }
 
 // prepareArgs reads a call's arguments ("{}" when there are none) and takes
