@@ -30,8 +30,14 @@ type view struct {
 	inflight atomic.Int64 // the key's POST requests being served
 	lastUsed time.Time    // when viewFor last returned it; guarded by Front.mu
 
-	mu        sync.Mutex
-	tools     map[string][]byte // exposed name → JSON of the advertised tool
+	mu    sync.Mutex
+	tools map[string][]byte // exposed name → JSON of the advertised tool
+	// from is, by exposed name, the registry's tool and the controls an
+	// advertised tool was made from. The registry keeps a tool's value
+	// until its agent changes, so a sync skips the tools whose source and
+	// controls are those of the last sync: an agent connecting to a
+	// project of 10,000 tools re-makes one tool, not 10,000.
+	from      map[string]toolSource
 	resources map[string][]byte // URI → JSON of the advertised resource
 	prompts   map[string][]byte // name → JSON of the advertised prompt
 }
@@ -46,7 +52,7 @@ func (f *Front) viewFor(k store.Key) *view {
 		f.mu.Unlock()
 		return v
 	}
-	v = &view{f: f, key: k, lastUsed: time.Now(), tools: map[string][]byte{}, resources: map[string][]byte{}, prompts: map[string][]byte{}}
+	v = &view{f: f, key: k, lastUsed: time.Now(), tools: map[string][]byte{}, from: map[string]toolSource{}, resources: map[string][]byte{}, prompts: map[string][]byte{}}
 	v.sess.m = map[string]*sessState{}
 	v.server = mcp.NewServer(&mcp.Implementation{Name: "spacefix", Title: "Spacefix", Version: f.version}, &mcp.ServerOptions{
 		Capabilities: &mcp.ServerCapabilities{
@@ -127,19 +133,32 @@ func (v *view) sync() {
 	pol := access.For(v.key, v.f.controls.Get(context.Background(), v.key.ProjectID))
 
 	var tools []*mcp.Tool
+	keep := make(map[string]bool, len(snap.ToolList))
 	for _, t := range snap.ToolList {
-		if pol.Permits(t) {
-			tools = append(tools, advertisedTool(t, pol.Controls))
+		if !pol.Permits(t) {
+			continue
+		}
+		keep[t.Name] = true
+		src := toolSource{t, pol.Controls}
+		if v.from[t.Name] == src {
+			continue // advertised from this very source already
+		}
+		v.from[t.Name] = src
+		tools = append(tools, advertisedTool(t, pol.Controls))
+	}
+	for n := range v.from {
+		if !keep[n] {
+			delete(v.from, n)
 		}
 	}
-	mirror(v.tools, tools, func(t *mcp.Tool) string { return t.Name },
+	mirror(v.tools, tools, keep, func(t *mcp.Tool) string { return t.Name },
 		func(t *mcp.Tool) { v.server.AddTool(t, v.f.tracedToolHandler) }, v.server.RemoveTools)
 
 	resources := make([]*mcp.Resource, 0, len(snap.ResList))
 	for _, r := range snap.ResList {
 		resources = append(resources, &mcp.Resource{URI: r.Def.URI, Name: r.Def.Name, Description: r.Def.Description, MIMEType: resourceMime(r.Def.MimeType)})
 	}
-	mirror(v.resources, resources, func(r *mcp.Resource) string { return r.URI },
+	mirror(v.resources, resources, nil, func(r *mcp.Resource) string { return r.URI },
 		func(r *mcp.Resource) { v.server.AddResource(r, v.f.resourceHandler) }, v.server.RemoveResources)
 
 	prompts := make([]*mcp.Prompt, 0, len(snap.PromptLst))
@@ -150,18 +169,30 @@ func (v *view) sync() {
 		}
 		prompts = append(prompts, mp)
 	}
-	mirror(v.prompts, prompts, func(p *mcp.Prompt) string { return p.Name },
+	mirror(v.prompts, prompts, nil, func(p *mcp.Prompt) string { return p.Name },
 		func(p *mcp.Prompt) { v.server.AddPrompt(p, v.f.promptHandler) }, v.server.RemovePrompts)
+}
+
+// toolSource is what an advertised tool was made from.
+type toolSource struct {
+	tool     *agents.Tool
+	controls *access.Controls
 }
 
 // mirror makes one of a server's feature sets equal to want. have maps each
 // advertised name to the JSON it was advertised with, so that only what
 // changed is added again (each add or remove makes go-sdk send list_changed).
-func mirror[T any](have map[string][]byte, want []T, name func(T) string, add func(T), remove func(...string)) {
-	keep := make(map[string]bool, len(want))
+// keep, if not nil, names everything that stays, a superset of want's names
+// (the caller left out what it knows is unchanged); nil means want is all.
+func mirror[T any](have map[string][]byte, want []T, keep map[string]bool, name func(T) string, add func(T), remove func(...string)) {
+	if keep == nil {
+		keep = make(map[string]bool, len(want))
+		for _, x := range want {
+			keep[name(x)] = true
+		}
+	}
 	for _, x := range want {
 		n := name(x)
-		keep[n] = true
 		b, _ := json.Marshal(x)
 		if old, ok := have[n]; ok && string(old) == string(b) {
 			continue

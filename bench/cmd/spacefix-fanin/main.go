@@ -61,17 +61,18 @@ func main() {
 		gatewayEnv = append(gatewayEnv, v)
 		return nil
 	})
+	early := flag.Bool("early-client", false, "connect the MCP client (and list tools once) before the agents connect, so every change re-syncs its view during the storm")
 	profile := flag.Bool("profile", false, "write the gateway's heap profile (heap.pprof) and goroutines (goroutines.txt) to the temporary directory once all are connected; implies -keep")
 	flag.Parse()
 	if *shape != "keys" && *shape != "replicas" {
 		log.Fatalf("-shape must be keys or replicas, not %q", *shape)
 	}
-	if err := run(*n, *shape == "keys", *batch, *lists, *keep || *profile, *profile); err != nil {
+	if err := run(*n, *shape == "keys", *batch, *lists, *keep || *profile, *profile, *early); err != nil {
 		log.Fatal(err)
 	}
 }
 
-func run(n int, perKey bool, batch, lists int, keep, profile bool) error {
+func run(n int, perKey bool, batch, lists int, keep, profile, early bool) error {
 	ctx := context.Background()
 	dir, err := os.MkdirTemp("", "spacefix-fanin-")
 	if err != nil {
@@ -113,6 +114,11 @@ func run(n int, perKey bool, batch, lists int, keep, profile bool) error {
 		return err
 	}
 
+	if early {
+		if _, _, err := timeLists(ctx, base+"/mcp", clientKey, 1); err != nil {
+			return err
+		}
+	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	var connects atomic.Int64 // welcomes: more than n means reconnects
 	actx, stop := context.WithCancel(ctx)
