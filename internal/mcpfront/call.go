@@ -104,15 +104,10 @@ func (f *Front) toolHandler(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 		cacheFor = c.CacheFor(t)
 	}
 	if cacheFor > 0 {
-		if b, decoded, ok := f.cache.GetDecoded(key.ProjectID, t.Name, args); ok {
+		if _, decoded, ok := f.cache.GetDecoded(key.ProjectID, t.Name, args); ok {
 			if out, ok := decoded.(*mcp.CallToolResult); ok {
 				call.Release()
 				return shareResult(out), nil
-			}
-			out := new(mcp.CallToolResult)
-			if json.Unmarshal(b, out) == nil {
-				call.Release()
-				return out, nil
 			}
 		}
 	}
