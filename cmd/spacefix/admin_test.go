@@ -16,28 +16,35 @@ import (
 	"github.com/spacefix/spacefix/internal/store/sqlite"
 )
 
-// adminGateway runs a gateway on a store file and returns its URL and an
-// admin API token made with the CLI on the same file.
-func adminGateway(t *testing.T) (data, url, token string, st store.Store) {
+// testGateway runs a gateway on a new store file, bootstrapped as at first
+// start, until the test ends.
+func testGateway(t *testing.T) (data string, g *gateway.Gateway, first *gateway.FirstStart, st store.Store) {
 	t.Helper()
 	data = filepath.Join(t.TempDir(), "s.db")
 	st, err := sqlite.Open(context.Background(), data)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := gateway.Bootstrap(context.Background(), st); err != nil {
+	if first, err = gateway.Bootstrap(context.Background(), st); err != nil {
 		t.Fatal(err)
 	}
 	cfg := gateway.DefaultConfig()
 	cfg.Addr, cfg.Logger = "127.0.0.1:0", slog.New(slog.NewTextHandler(io.Discard, nil))
-	g, err := gateway.New(cfg, st)
-	if err != nil {
+	if g, err = gateway.New(cfg, st); err != nil {
 		t.Fatal(err)
 	}
 	if err := g.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { g.Close() })
+	return data, g, first, st
+}
+
+// adminGateway runs a gateway on a store file and returns its URL and an
+// admin API token made with the CLI on the same file.
+func adminGateway(t *testing.T) (data, url, token string, st store.Store) {
+	t.Helper()
+	data, g, _, st := testGateway(t)
 	out, err := runCLI(t, "tokens", "create", "--data", data, "--name", "ci", "--json")
 	if err != nil {
 		t.Fatal(err)

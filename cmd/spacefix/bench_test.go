@@ -6,41 +6,19 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/spacefix/spacefix/core"
-	"github.com/spacefix/spacefix/internal/gateway"
-	"github.com/spacefix/spacefix/internal/store/sqlite"
 )
 
 // benchGateway runs a gateway with a real agent offering echo and broken,
 // and returns its URL and a client key.
 func benchGateway(t *testing.T) (url, clientKey string) {
 	t.Helper()
-	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	first, err := gateway.Bootstrap(ctx, st)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, g, first, _ := testGateway(t)
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	cfg := gateway.DefaultConfig()
-	cfg.Addr, cfg.Logger = "127.0.0.1:0", quiet
-	g, err := gateway.New(cfg, st)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := g.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { g.Close() })
-
 	a, err := core.New(core.Options{APIKey: first.AgentKey, URL: g.URL(), Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
@@ -56,7 +34,7 @@ func benchGateway(t *testing.T) (url, clientKey string) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	actx, stop := context.WithCancel(ctx)
+	actx, stop := context.WithCancel(context.Background())
 	ran := make(chan struct{})
 	go func() { a.Run(actx); close(ran) }()
 	t.Cleanup(func() { stop(); <-ran })
