@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/spacefix/spacefix/internal/agentproto"
 	"github.com/spacefix/spacefix/internal/store"
@@ -182,5 +183,48 @@ func TestDeadAgentNoticed(t *testing.T) {
 	waitFor(t, "the replica to register", func() bool { return len(e.gw.Registry().All()) == 1 })
 	start := time.Now()
 	waitFor(t, "the silent replica to be dropped", func() bool { return len(e.gw.Registry().All()) == 0 })
+	t.Logf("dropped after %v", time.Since(start).Round(time.Millisecond))
+}
+
+// A replica that pings but never reads is dropped too: the calls sent to
+// it would otherwise wait in a write for ever, each holding a goroutine of
+// the gateway. (The gateway reads the pings, but answering one means a
+// pong written behind the stuck call, so its reader stops, the agent looks
+// silent and the watchdog closes it. A WebSocket layer that answered pings
+// apart from the writes would need a write check of its own; this test
+// says so.)
+func TestAgentThatDoesNotReadNoticed(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(o *envOptions) { o.heartbeat = 300 * time.Millisecond })
+	ws := e.dialAgent(t, agentproto.Registration{Tools: []agentproto.Tool{tool("a")}})
+	waitFor(t, "the replica to register", func() bool { return len(e.gw.Registry().All()) == 1 })
+	// Ping often without ever reading: the pings reach the gateway (it
+	// counts the agent as alive), the pongs and calls pile up unread.
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+			ws.Ping(ctx) // writes the ping; the pong is never read
+			cancel()
+		}
+	}()
+	// Calls with large arguments fill the socket's buffers.
+	c := e.connect("2025-11-25", e.clientKey, nil)
+	big := strings.Repeat("x", 200<<10)
+	for range 40 {
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			c.CallTool(ctx, &mcp.CallToolParams{Name: "a", Arguments: map[string]any{"pad": big}})
+		}()
+	}
+	start := time.Now()
+	waitFor(t, "the replica that does not read to be dropped", func() bool { return len(e.gw.Registry().All()) == 0 })
 	t.Logf("dropped after %v", time.Since(start).Round(time.Millisecond))
 }
