@@ -245,7 +245,9 @@ func receive[T any](t *testing.T, c <-chan T, what string) T {
 // a row close it.
 func TestSessionToleratesMissedPing(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, withConfig(func(c *gateway.Config) { c.KeepAlive = 100 * time.Millisecond }))
+	// 300 ms gives an answered ping room to come back on a loaded machine;
+	// a late answer would count as a miss and the test would flake.
+	e := newEnv(t, withConfig(func(c *gateway.Config) { c.KeepAlive = 300 * time.Millisecond }))
 	e.sessionAgent(nil, nil)
 	k, secret := e.newKey(store.Key{Kind: store.KindClient, Name: "flaky"})
 	s := e.newRawSession(secret)

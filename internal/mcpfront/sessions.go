@@ -229,13 +229,18 @@ func (v *view) ping(interval time.Duration) {
 	defer v.sess.mu.Unlock()
 	v.prune(live)
 	for id, s := range v.sess.m {
-		if s.streams == 0 || s.inflight > 0 || s.pinging {
+		if s.pinging {
+			continue // the last ping has not come back or timed out yet
+		}
+		if s.streams == 0 || s.inflight > 0 {
 			s.misses = 0 // a busy session is alive, and one without a stream cannot be pinged
 			continue
 		}
 		s.pinging = true
 		go func(ss *mcp.ServerSession, s *sessState) {
-			ctx, cancel := context.WithTimeout(context.Background(), interval/2)
+			// A ping has the whole interval to come back: s.pinging keeps
+			// the next tick from sending another one meanwhile.
+			ctx, cancel := context.WithTimeout(context.Background(), interval)
 			err := ss.Ping(ctx, nil)
 			cancel()
 			v.sess.mu.Lock()
