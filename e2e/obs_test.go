@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	neturl "net/url"
 	"os"
 	"regexp"
 	"strconv"
@@ -13,9 +14,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/spacefix/spacefix/core"
 	"github.com/spacefix/spacefix/internal/gateway"
 	"github.com/spacefix/spacefix/internal/store"
+	"github.com/spacefix/spacefix/internal/store/postgres"
 	"github.com/spacefix/spacefix/internal/users"
 )
 
@@ -229,6 +233,9 @@ func TestReadyzReadyAndHealthzAlive(t *testing.T) {
 func TestReadyzStoreFileDeleted(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
+	if e.dataPath == "" {
+		t.Skip("a SQLite store file only")
+	}
 	if status, body := get(t, e.url+"/readyz", ""); status != http.StatusOK {
 		t.Fatalf("GET /readyz before: %d %q", status, body)
 	}
@@ -247,6 +254,44 @@ func TestReadyzStoreFileDeleted(t *testing.T) {
 	}
 	if status, _ := get(t, e.url+"/healthz", ""); status != http.StatusOK {
 		t.Errorf("GET /healthz: %d, want 200: the process is alive", status)
+	}
+}
+
+// A PostgreSQL store that stops taking writes (here its tables are gone)
+// takes the gateway out of rotation with a reason that names the database
+// but never its password.
+func TestReadyzPostgresGone(t *testing.T) {
+	t.Parallel()
+	var url string
+	e := newEnv(t, onPostgres(&url))
+	if status, body := get(t, e.url+"/readyz", ""); status != http.StatusOK {
+		t.Fatalf("GET /readyz before: %d %q", status, body)
+	}
+	conn, err := pgx.Connect(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(context.Background(), `DROP TABLE meta`); err != nil {
+		t.Fatal(err)
+	}
+	var (
+		status int
+		body   string
+	)
+	waitFor(t, "/readyz to notice the store refusing writes", func() bool {
+		status, body = get(t, e.url+"/readyz", "")
+		return status != http.StatusOK
+	})
+	want := "not ready: store " + postgres.Redact(url) + " does not take writes ("
+	if status != http.StatusServiceUnavailable || !strings.HasPrefix(body, want) ||
+		!strings.HasSuffix(body, "); check that PostgreSQL is up, reachable and not out of disk\n") {
+		t.Errorf("GET /readyz: %d %q, want 503 %q…", status, body, want)
+	}
+	if u, err := neturl.Parse(url); err != nil {
+		t.Error(err)
+	} else if pw, _ := u.User.Password(); pw != "" && strings.Contains(body, pw) {
+		t.Errorf("the reason carries the password: %q", body)
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/spacefix/spacefix/internal/access"
+	"github.com/spacefix/spacefix/internal/testenv"
 )
 
 // The Node example's steps, taken from each README that gives them and run
@@ -27,7 +28,7 @@ func TestNodeExampleReadme(t *testing.T) {
 	}
 	for _, tool := range []string{"node", "npm"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			unavailable(t, tool+" is not on PATH; install Node.js 20 or later with npm to run the Node example's README steps")
+			testenv.Unavailable(t, tool+" is not on PATH; install Node.js 20 or later with npm to run the Node example's README steps")
 		}
 	}
 	for _, c := range []struct {

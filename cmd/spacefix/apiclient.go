@@ -16,7 +16,7 @@ import (
 
 	"github.com/spacefix/spacefix/internal/dashboard/apitypes"
 	"github.com/spacefix/spacefix/internal/store"
-	"github.com/spacefix/spacefix/internal/store/sqlite"
+	"github.com/spacefix/spacefix/internal/store/postgres"
 )
 
 // apiClient talks to a running gateway's admin API, for the commands that
@@ -67,12 +67,12 @@ func gatewayURL(flagURL, dataPath string) string {
 	if v := os.Getenv("SPACEFIX_URL"); v != "" {
 		return v
 	}
-	if _, err := os.Stat(dataPath); err != nil {
+	if _, err := os.Stat(dataPath); err != nil && !postgres.IsURL(dataPath) {
 		return defaultURL
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	st, err := sqlite.Open(ctx, dataPath)
+	st, err := openStore(ctx, dataPath)
 	if err != nil {
 		return defaultURL
 	}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/spacefix/spacefix/internal/auth"
 	"github.com/spacefix/spacefix/internal/store"
-	"github.com/spacefix/spacefix/internal/store/sqlite"
 )
 
 func keys(ctx context.Context, args []string, stdout io.Writer) error {
@@ -202,9 +201,9 @@ func projects(ctx context.Context, args []string, stdout io.Writer) error {
 
 // withStore opens the store for one command and closes it after.
 func withStore(ctx context.Context, path string, fn func(store.Store) error) error {
-	st, err := sqlite.Open(ctx, path)
+	st, err := openStore(ctx, path)
 	if err != nil {
-		return fmt.Errorf("open store %s: %w", path, err)
+		return err
 	}
 	defer st.Close()
 	return fn(st)

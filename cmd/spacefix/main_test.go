@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	neturl "net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -14,6 +15,9 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/spacefix/spacefix/internal/store/postgres"
+	"github.com/spacefix/spacefix/internal/testenv"
 )
 
 // runCLI runs one command as the binary would and returns its output.
@@ -24,8 +28,17 @@ func runCLI(t *testing.T, args ...string) (string, error) {
 	return out.String() + errOut.String(), err
 }
 
-func TestKeysAndProjects(t *testing.T) {
-	data := filepath.Join(t.TempDir(), "s.db")
+// eachStore runs fn against a new SQLite file and a new PostgreSQL schema
+// (skipped without SPACEFIX_TEST_DATABASE_URL, unless SPACEFIX_REQUIRE_ALL=1):
+// every command takes either as --data.
+func eachStore(t *testing.T, fn func(t *testing.T, data string)) {
+	t.Run("sqlite", func(t *testing.T) { fn(t, filepath.Join(t.TempDir(), "s.db")) })
+	t.Run("postgres", func(t *testing.T) { fn(t, testenv.Postgres(t)) })
+}
+
+func TestKeysAndProjects(t *testing.T) { eachStore(t, testKeysAndProjects) }
+
+func testKeysAndProjects(t *testing.T, data string) {
 	if out, err := runCLI(t, "projects", "create", "shop", "--data", data); err != nil || !strings.Contains(out, `Created project "shop"`) {
 		t.Fatalf("projects create: %v %s", err, out)
 	}
@@ -123,9 +136,13 @@ func serveOnce(t *testing.T, data string) string {
 	return out.String()
 }
 
-func TestServeFirstStart(t *testing.T) {
-	data := filepath.Join(t.TempDir(), "s.db")
+func TestServeFirstStart(t *testing.T) { eachStore(t, testServeFirstStart) }
+
+func testServeFirstStart(t *testing.T, data string) {
 	first := serveOnce(t, data)
+	if want := "  Store         " + dataName(data) + "\n"; !strings.Contains(first, want) {
+		t.Errorf("first start output lacks %q", want)
+	}
 	for _, want := range []string{
 		"This was the first start",
 		"Set up the dashboard (one-time link; the first person to use it becomes admin):\n  http://127.0.0.1:",
@@ -175,5 +192,27 @@ func TestFirstHourReadmeStartOutput(t *testing.T) {
 	got = strings.ReplaceAll(got, data, "spacefix.db")
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("README.md's sample first-start output differs from what serve prints (-README +serve):\n%s", diff)
+	}
+}
+
+// A PostgreSQL password given in --data is never printed: not in the
+// start text, not in an error.
+func TestDataURLPasswordNotPrinted(t *testing.T) {
+	data := testenv.Postgres(t)
+	u, err := neturl.Parse(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pw, ok := u.User.Password()
+	if !ok || pw == "" || strings.Contains(postgres.Redact(data), pw) {
+		t.Skip("the test database URL has no password, or one that is also its user or database name, so its absence cannot be seen")
+	}
+	if out := serveOnce(t, data); strings.Contains(out, pw) || !strings.Contains(out, ":xxxxx@") {
+		t.Errorf("serve printed the password, or no redacted URL:\n%s", out)
+	}
+	u.Host = "127.0.0.1:1" // nothing listens
+	_, err = runCLI(t, "keys", "list", "--data", u.String())
+	if err == nil || strings.Contains(err.Error(), pw) || !strings.Contains(err.Error(), "open store postgres://") {
+		t.Errorf("keys list on an unreachable database: %v", err)
 	}
 }

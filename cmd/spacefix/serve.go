@@ -20,7 +20,6 @@ import (
 	"github.com/spacefix/spacefix/internal/gateway"
 	"github.com/spacefix/spacefix/internal/quickstart"
 	"github.com/spacefix/spacefix/internal/store"
-	"github.com/spacefix/spacefix/internal/store/sqlite"
 	"github.com/spacefix/spacefix/internal/tracing"
 )
 
@@ -74,9 +73,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		defer flushTraces(tp, cfg.Logger)
 	}
 
-	st, err := sqlite.Open(ctx, cfg.DataPath)
+	st, err := openStore(ctx, cfg.DataPath)
 	if err != nil {
-		return fmt.Errorf("open store %s: %w", cfg.DataPath, err)
+		return err
 	}
 	first, err := gateway.Bootstrap(ctx, st)
 	if err != nil {
@@ -101,7 +100,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		cfg.Logger.Warn("could not make the dashboard's setup link", "err", err)
 	}
-	printStart(stdout, g.URL(), cfg.DataPath, first, setup)
+	printStart(stdout, g.URL(), dataName(cfg.DataPath), first, setup)
 
 	// The first signal drains; a second one forces exit.
 	sigs := make(chan os.Signal, 2)
@@ -176,7 +175,7 @@ func newFlagSet(name string, out io.Writer) *flag.FlagSet {
 }
 
 func dataFlag(fs *flag.FlagSet) *string {
-	return fs.String("data", envOr("SPACEFIX_DATA", "spacefix.db"), "the store `file` (env SPACEFIX_DATA)")
+	return fs.String("data", envOr("SPACEFIX_DATA", "spacefix.db"), "the store: a SQLite `file`, or a postgres:// URL (env SPACEFIX_DATA)")
 }
 
 // parse parses flags, turning mistakes into usage errors. No positional

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/spacefix/spacefix/internal/auth"
@@ -21,7 +22,8 @@ type FirstStart struct {
 
 // Bootstrap prepares an empty store: it creates project "default" with an
 // agent key and a client key. On a store that has a project it does nothing
-// and returns nil.
+// and returns nil; so does it when another process sharing the store (a
+// replica starting at the same moment) creates the project first.
 func Bootstrap(ctx context.Context, st store.Store) (*FirstStart, error) {
 	ps, err := st.Projects(ctx)
 	if err != nil {
@@ -31,6 +33,9 @@ func Bootstrap(ctx context.Context, st store.Store) (*FirstStart, error) {
 		return nil, nil
 	}
 	p, err := st.CreateProject(ctx, DefaultProject)
+	if errors.Is(err, store.ErrExists) {
+		return nil, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("bootstrap: %w", err)
 	}

@@ -18,7 +18,8 @@ type Config struct {
 	// Addr is the host:port to listen on. Default 127.0.0.1:8080; port 0
 	// picks a free port (tests).
 	Addr string
-	// DataPath is the SQLite file. Default ./spacefix.db. Used by
+	// DataPath is the SQLite file or the postgres:// URL. Default
+	// ./spacefix.db. Used by
 	// cmd/spacefix to open the store; the gateway itself gets a store.Store.
 	DataPath string
 	// PublicURL is the base URL clients and agents use to reach the gateway,

@@ -1,6 +1,6 @@
 // Package store defines what Spacefix keeps on disk: projects, hashed keys,
 // the call log and daily usage. Implementations live in sub-packages
-// (store/sqlite, later store/postgres) and are wired only in cmd/spacefix;
+// (store/sqlite, store/postgres) and are wired only in cmd/spacefix;
 // every implementation passes the contract suite in store/storetest.
 //
 // The package knows no HTTP and no MCP.
@@ -18,6 +18,9 @@ var (
 	ErrNotFound = errors.New("not found")
 	// ErrExists: a row with that unique name already exists.
 	ErrExists = errors.New("already exists")
+	// ErrSchemaTooNew: a newer build of spacefix migrated the store; this
+	// build cannot safely use it.
+	ErrSchemaTooNew = errors.New("database schema is newer than this build of spacefix")
 )
 
 // Key kinds.
@@ -261,11 +264,14 @@ type Call struct {
 	Replica   string // the replica id that served it
 	Duration  time.Duration
 	Outcome   string
-	Error     string   // first 300 characters of the error, if any
+	Error     string   // first MaxErrorRunes characters of the error, if any
 	Progress  []string // progress lines, in order
 	// Billable is true for every call that reached an agent.
 	Billable bool
 }
+
+// MaxErrorRunes is how many characters of a call's error the log keeps.
+const MaxErrorRunes = 300
 
 // CallFilter selects call log records. Zero fields match everything.
 type CallFilter struct {

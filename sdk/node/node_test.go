@@ -19,6 +19,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/spacefix/spacefix/internal/testenv"
 )
 
 func TestNodeSDK(t *testing.T) {
@@ -28,7 +30,7 @@ func TestNodeSDK(t *testing.T) {
 	npm := requireTool(t, "npm")
 	node := requireTool(t, "node")
 	if v, err := exec.Command(node, "-p", "process.versions.node").Output(); err != nil || major(string(v)) < 20 {
-		unavailable(t, "Node.js 20 or later is needed for the Node.js SDK suite; found "+strings.TrimSpace(string(v)))
+		testenv.Unavailable(t, "Node.js 20 or later is needed for the Node.js SDK suite; found "+strings.TrimSpace(string(v)))
 	}
 
 	sdkDir, err := filepath.Abs(".")
@@ -82,17 +84,9 @@ func requireTool(t *testing.T, name string) string {
 	t.Helper()
 	p, err := exec.LookPath(name)
 	if err != nil {
-		unavailable(t, name+" is not on PATH; install Node.js 20 or later (with npm) to run the Node.js SDK suite")
+		testenv.Unavailable(t, name+" is not on PATH; install Node.js 20 or later (with npm) to run the Node.js SDK suite")
 	}
 	return p
-}
-
-func unavailable(t *testing.T, msg string) {
-	t.Helper()
-	if os.Getenv("SPACEFIX_REQUIRE_ALL") == "1" {
-		t.Fatal(msg + " (SPACEFIX_REQUIRE_ALL=1: nothing may skip)")
-	}
-	t.Skip(msg)
 }
 
 // run runs a command in dir, streaming its output into the test log, and

@@ -12,9 +12,6 @@ import (
 	"github.com/spacefix/spacefix/internal/textfmt"
 )
 
-// MaxErrorRunes is how many characters of a call's error the log keeps.
-const MaxErrorRunes = 300
-
 // pruneChunk is how many log rows one PruneCalls transaction deletes, so a
 // large prune never holds the write lock for long. A variable for tests.
 var pruneChunk = 5000
@@ -33,7 +30,7 @@ type usageKey struct {
 	kind, name string
 }
 
-// AppendCalls implements [store.Store]. Errors longer than [MaxErrorRunes]
+// AppendCalls implements [store.Store]. Errors longer than [store.MaxErrorRunes]
 // characters are cut to that length.
 func (s *Store) AppendCalls(ctx context.Context, calls []store.Call) error {
 	if len(calls) == 0 {
@@ -57,7 +54,7 @@ func (s *Store) AppendCalls(ctx context.Context, calls []store.Call) error {
 				return err
 			}
 			if _, err := ins.ExecContext(ctx, millis(c.Time), c.ProjectID, c.Kind, c.Name, c.KeyID, c.Agent, c.Replica,
-				c.Duration.Microseconds(), c.Outcome, textfmt.Cut(c.Error, MaxErrorRunes), string(progress), c.Billable); err != nil {
+				c.Duration.Microseconds(), c.Outcome, textfmt.Cut(c.Error, store.MaxErrorRunes), string(progress), c.Billable); err != nil {
 				return err
 			}
 		}

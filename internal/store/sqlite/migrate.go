@@ -3,14 +3,16 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"time"
+
+	"github.com/spacefix/spacefix/internal/store"
 )
 
 // ErrSchemaTooNew means the file was migrated by a newer build of spacefix
-// than this one; this build cannot safely use it.
-var ErrSchemaTooNew = errors.New("database schema is newer than this build of spacefix")
+// than this one; this build cannot safely use it. It is
+// [store.ErrSchemaTooNew].
+var ErrSchemaTooNew = store.ErrSchemaTooNew
 
 // migrations are the schema steps, applied in order; step i brings the file
 // to version i+1. Append only: never edit a step that has shipped.

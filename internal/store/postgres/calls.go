@@ -1,0 +1,205 @@
+package postgres
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/spacefix/spacefix/internal/store"
+	"github.com/spacefix/spacefix/internal/textfmt"
+)
+
+// pruneChunk is how many log rows one PruneCalls statement deletes, so a
+// large prune never holds locks for long. A variable for tests.
+var pruneChunk = 5000
+
+var callColumns = []string{"started_at", "project_id", "kind", "name", "key_id", "agent", "replica",
+	"duration_us", "outcome", "error", "progress", "billable"}
+
+// usageKey is one usage counter.
+type usageKey struct {
+	project    int64
+	day        int64
+	kind, name string
+}
+
+// AppendCalls implements [store.Store]: the records go in with one COPY and
+// the usage counters with one upsert, in one transaction. Errors longer
+// than [store.MaxErrorRunes] characters are cut to that length.
+func (s *Store) AppendCalls(ctx context.Context, calls []store.Call) error {
+	if len(calls) == 0 {
+		return nil
+	}
+	rows := make([][]any, len(calls))
+	counts := make(map[usageKey]int64)
+	for i, c := range calls {
+		progress, err := json.Marshal(nonNil(c.Progress))
+		if err != nil {
+			return fmt.Errorf("append %d calls: %w", len(calls), err)
+		}
+		rows[i] = []any{millis(c.Time), c.ProjectID, c.Kind, c.Name, c.KeyID, c.Agent, c.Replica,
+			c.Duration.Microseconds(), c.Outcome, textfmt.Cut(c.Error, store.MaxErrorRunes), string(progress), c.Billable}
+		if c.Billable {
+			counts[usageKey{c.ProjectID, day(c.Time), c.Kind, c.Name}]++
+		}
+	}
+	// Replicas upsert counters at the same time: in one order, so that
+	// two batches never wait on each other's rows in a cycle.
+	keys := make([]usageKey, 0, len(counts))
+	for k := range counts {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b usageKey) int {
+		return cmp.Or(cmp.Compare(a.project, b.project), cmp.Compare(a.day, b.day),
+			cmp.Compare(a.kind, b.kind), cmp.Compare(a.name, b.name))
+	})
+	var (
+		projects, days, ns []int64
+		kinds, names       []string
+	)
+	for _, k := range keys {
+		projects, days, kinds, names = append(projects, k.project), append(days, k.day), append(kinds, k.kind), append(names, k.name)
+		ns = append(ns, counts[k])
+	}
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"calls"}, callColumns, pgx.CopyFromRows(rows)); err != nil {
+			return err
+		}
+		if len(keys) == 0 {
+			return nil
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO usage_daily (project_id, day, kind, name, calls)
+SELECT p, d, k, n, c FROM unnest($1::BIGINT[], $2::BIGINT[], $3::TEXT[], $4::TEXT[], $5::BIGINT[]) WITH ORDINALITY AS u(p, d, k, n, c, o)
+ORDER BY o
+ON CONFLICT (project_id, day, kind, name) DO UPDATE SET calls = usage_daily.calls + excluded.calls`,
+			projects, days, kinds, names, ns)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("append %d calls: %w", len(calls), err)
+	}
+	return nil
+}
+
+// Calls implements [store.Store].
+func (s *Store) Calls(ctx context.Context, f store.CallFilter) ([]store.Call, error) {
+	q, args := callsQuery(f)
+	cs, err := list(ctx, s, scanCall, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list calls: %w", err)
+	}
+	return cs, nil
+}
+
+// callsQuery returns the query for f and its arguments.
+func callsQuery(f store.CallFilter) (string, []any) {
+	var (
+		where []string
+		args  []any
+	)
+	add := func(cond string, arg any) {
+		args = append(args, arg)
+		where = append(where, cond+" $"+strconv.Itoa(len(args)))
+	}
+	if f.ProjectID != 0 {
+		add("project_id =", f.ProjectID)
+	}
+	if f.Name != "" {
+		add("name =", f.Name)
+	}
+	if f.Outcome != "" {
+		add("outcome =", f.Outcome)
+	}
+	if f.KeyID != "" {
+		add("key_id =", f.KeyID)
+	}
+	if !f.Since.IsZero() {
+		add("started_at >=", millis(f.Since))
+	}
+	if f.AfterID > 0 {
+		add("id >", f.AfterID)
+	}
+	q := `SELECT id, started_at, project_id, kind, name, key_id, agent, replica, duration_us, outcome, error, progress, billable FROM calls`
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	limit := f.Limit
+	if limit <= 0 {
+		limit = 100
+	}
+	args = append(args, limit)
+	return q + ` ORDER BY started_at DESC, id DESC LIMIT $` + strconv.Itoa(len(args)), args
+}
+
+func scanCall(row pgx.Row) (store.Call, error) {
+	var (
+		c          store.Call
+		started    int64
+		durationUS int64
+		progress   string
+	)
+	if err := row.Scan(&c.ID, &started, &c.ProjectID, &c.Kind, &c.Name, &c.KeyID, &c.Agent, &c.Replica,
+		&durationUS, &c.Outcome, &c.Error, &progress, &c.Billable); err != nil {
+		return store.Call{}, err
+	}
+	c.Time = fromMillis(started)
+	c.Duration = time.Duration(durationUS) * time.Microsecond
+	if err := decodeList(progress, &c.Progress); err != nil {
+		return store.Call{}, fmt.Errorf("decode progress of call %d: %w", c.ID, err)
+	}
+	return c, nil
+}
+
+// Usage implements [store.Store]. A projectID of 0 sums over every project.
+func (s *Store) Usage(ctx context.Context, projectID int64, from, to time.Time) ([]store.Usage, error) {
+	q, args := `SELECT day, kind, name, SUM(calls)::BIGINT FROM usage_daily WHERE day >= $1 AND day <= $2`, []any{day(from), day(to)}
+	if projectID != 0 {
+		q += ` AND project_id = $3`
+		args = append(args, projectID)
+	}
+	us, err := list(ctx, s, func(row pgx.Row) (store.Usage, error) {
+		var (
+			u  store.Usage
+			ms int64
+		)
+		err := row.Scan(&ms, &u.Kind, &u.Name, &u.Calls)
+		u.Day = fromMillis(ms)
+		return u, err
+	}, q+` GROUP BY day, kind, name ORDER BY day, name, kind`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("usage of project %d: %w", projectID, err)
+	}
+	return us, nil
+}
+
+// PruneCalls implements [store.Store]. It deletes in chunks of a few
+// thousand rows, one statement each, so a large prune holds no lock for
+// long.
+func (s *Store) PruneCalls(ctx context.Context, before time.Time) (int64, error) {
+	var total int64
+	for {
+		tag, err := s.pool.Exec(ctx, `DELETE FROM calls WHERE id IN
+(SELECT id FROM calls WHERE started_at < $1 ORDER BY started_at LIMIT $2)`, millis(before), pruneChunk)
+		if err != nil {
+			return total, fmt.Errorf("prune calls before %s: %w", before.UTC().Format(time.RFC3339), err)
+		}
+		n := tag.RowsAffected()
+		total += n
+		if n < int64(pruneChunk) {
+			return total, nil
+		}
+	}
+}
+
+// day returns the Unix milliseconds of midnight UTC of the day t falls on.
+func day(t time.Time) int64 {
+	u := t.UTC()
+	return time.Date(u.Year(), u.Month(), u.Day(), 0, 0, 0, 0, time.UTC).UnixMilli()
+}

@@ -1,0 +1,227 @@
+// Package postgres implements [store.Store] on PostgreSQL, with
+// github.com/jackc/pgx/v5, for gateways that share one store.
+//
+// The schema follows the SQLite store's line by line (times are Unix
+// milliseconds, lists are JSON text), so the two behave alike under the
+// contract suite in store/storetest. Migrations are numbered, append only,
+// and applied under an advisory lock, so replicas that start at the same
+// time apply each step exactly once.
+//
+// The call log is written with COPY, one transaction per batch; the
+// gateway's call log writer (store.CallLog) gathers the batches off the
+// request path.
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/spacefix/spacefix/internal/store"
+)
+
+var _ store.Store = (*Store)(nil)
+
+// Store is a [store.Store] backed by PostgreSQL. Every method is safe for
+// concurrent use, by any number of processes sharing the database.
+type Store struct {
+	pool *pgxpool.Pool
+	name string // the database as people may read it: no password
+
+	closeOnce sync.Once
+}
+
+// IsURL reports whether data names a PostgreSQL database rather than a
+// SQLite file: a postgres:// or postgresql:// URL.
+func IsURL(data string) bool {
+	return strings.HasPrefix(data, "postgres://") || strings.HasPrefix(data, "postgresql://")
+}
+
+// Redact returns the URL without its password (in the user part or in a
+// password parameter), for messages and logs.
+func Redact(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return "a PostgreSQL URL that does not parse"
+	}
+	q := u.Query()
+	if q.Has("password") {
+		q.Set("password", "xxxxx")
+		u.RawQuery = q.Encode()
+	}
+	return u.Redacted()
+}
+
+// Open connects to the database at rawURL (postgres://user:password@host:port/db?…)
+// and brings its schema up to date. It fails with an error wrapping
+// [store.ErrSchemaTooNew] if a newer build of spacefix has migrated the
+// database. Errors never carry the password.
+func Open(ctx context.Context, rawURL string) (*Store, error) {
+	name := Redact(rawURL)
+	s, err := open(ctx, rawURL, name)
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %w", name, err)
+	}
+	return s, nil
+}
+
+func open(ctx context.Context, rawURL, name string) (*Store, error) {
+	if !IsURL(rawURL) {
+		return nil, errors.New("not a postgres:// URL")
+	}
+	cfg, err := pgxpool.ParseConfig(rawURL)
+	if err != nil {
+		// pgx's parse errors quote the URL, password included.
+		return nil, errors.New("the URL does not parse; the form is postgres://user:password@host:port/database")
+	}
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		cfg.ConnConfig.ConnectTimeout = 10 * time.Second
+	}
+	if _, ok := cfg.ConnConfig.RuntimeParams["application_name"]; !ok {
+		cfg.ConnConfig.RuntimeParams["application_name"] = "spacefix"
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, scrub(err, cfg.ConnConfig.Password)
+	}
+	if err := migrate(ctx, pool); err != nil {
+		pool.Close()
+		return nil, scrub(err, cfg.ConnConfig.Password)
+	}
+	return &Store{pool: pool, name: name}, nil
+}
+
+// scrub keeps a password out of an error's text, should the driver quote
+// it (connection errors may); the error chain stays for errors.Is. Errors
+// of this package's own wording never carry it.
+func scrub(err error, password string) error {
+	if password == "" || errors.Is(err, store.ErrSchemaTooNew) || !strings.Contains(err.Error(), password) {
+		return err
+	}
+	return scrubbed{strings.ReplaceAll(err.Error(), password, "xxxxx"), err}
+}
+
+type scrubbed struct {
+	msg string
+	err error
+}
+
+func (e scrubbed) Error() string { return e.msg }
+func (e scrubbed) Unwrap() error { return e.err }
+
+// Close closes the connection pool. It is safe to call twice.
+func (s *Store) Close() error {
+	s.closeOnce.Do(s.pool.Close)
+	return nil
+}
+
+// Check implements [store.Store]: a small write, an upsert of one row of
+// the meta table, must commit.
+func (s *Store) Check(ctx context.Context) error {
+	host, _ := os.Hostname()
+	_, err := s.pool.Exec(ctx, `INSERT INTO meta (key, value, updated_at) VALUES ('ready_probe', $1, $2)
+ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
+		fmt.Sprintf("%s:%d", host, os.Getpid()), millis(now()))
+	if err != nil {
+		return fmt.Errorf("store %s does not take writes (%v); check that PostgreSQL is up, reachable and not out of disk", s.name, err)
+	}
+	return nil
+}
+
+// SetMeta implements [store.Store].
+func (s *Store) SetMeta(ctx context.Context, name, value string) error {
+	_, err := s.pool.Exec(ctx, `INSERT INTO meta (key, value, updated_at) VALUES ($1, $2, $3)
+ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
+		name, value, millis(now()))
+	if err != nil {
+		return fmt.Errorf("set %s: %w", name, err)
+	}
+	return nil
+}
+
+// Meta implements [store.Store].
+func (s *Store) Meta(ctx context.Context, name string) (string, error) {
+	var v string
+	err := s.pool.QueryRow(ctx, `SELECT value FROM meta WHERE key = $1`, name).Scan(&v)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", fmt.Errorf("%s: %w", name, store.ErrNotFound)
+	}
+	if err != nil {
+		return "", fmt.Errorf("read %s: %w", name, err)
+	}
+	return v, nil
+}
+
+// tx runs fn in a transaction.
+func (s *Store) tx(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	return pgx.BeginFunc(ctx, s.pool, fn)
+}
+
+// list runs a query and scans each row with scan.
+func list[T any](ctx context.Context, s *Store, scan func(pgx.Row) (T, error), q string, args ...any) ([]T, error) {
+	rows, err := s.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
+// isUnique reports whether err is a unique or primary key violation.
+func isUnique(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "23505"
+}
+
+// notFound turns pgx's "no rows" into [store.ErrNotFound].
+func notFound(err error) error {
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.ErrNotFound
+	}
+	return err
+}
+
+// mustAffect returns [store.ErrNotFound] if tag affected no row.
+func mustAffect(tag pgconn.CommandTag, err error) error {
+	if err != nil {
+		return err
+	}
+	if tag.RowsAffected() == 0 {
+		return store.ErrNotFound
+	}
+	return nil
+}
+
+// millis and fromMillis convert between the stored Unix milliseconds and
+// time.Time in UTC.
+func millis(t time.Time) int64 { return t.UnixMilli() }
+
+func fromMillis(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
+
+// fromNullMillis is fromMillis for a nullable column: NULL is the zero time.
+func fromNullMillis(ms *int64) time.Time {
+	if ms == nil {
+		return time.Time{}
+	}
+	return fromMillis(*ms)
+}
+
+// now is the current time at the precision the store keeps.
+func now() time.Time { return fromMillis(time.Now().UnixMilli()) }

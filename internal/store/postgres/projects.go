@@ -1,0 +1,258 @@
+package postgres
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/spacefix/spacefix/internal/store"
+)
+
+const selectProject = `SELECT id, name, created_at, settings FROM projects`
+
+// CreateProject implements [store.Store].
+func (s *Store) CreateProject(ctx context.Context, name string) (store.Project, error) {
+	if name == "" {
+		return store.Project{}, errors.New("create project: empty name")
+	}
+	p := store.Project{Name: name, CreatedAt: now()}
+	err := s.pool.QueryRow(ctx, `INSERT INTO projects (name, created_at, settings) VALUES ($1, $2, '{}') RETURNING id`,
+		name, millis(p.CreatedAt)).Scan(&p.ID)
+	if isUnique(err) {
+		return store.Project{}, fmt.Errorf("create project %q: %w", name, store.ErrExists)
+	}
+	if err != nil {
+		return store.Project{}, fmt.Errorf("create project %q: %w", name, err)
+	}
+	return p, nil
+}
+
+// Project implements [store.Store].
+func (s *Store) Project(ctx context.Context, name string) (store.Project, error) {
+	p, err := scanProject(s.pool.QueryRow(ctx, selectProject+` WHERE name = $1`, name))
+	if err != nil {
+		return store.Project{}, fmt.Errorf("project %q: %w", name, err)
+	}
+	return p, nil
+}
+
+// ProjectByID implements [store.Store].
+func (s *Store) ProjectByID(ctx context.Context, id int64) (store.Project, error) {
+	p, err := scanProject(s.pool.QueryRow(ctx, selectProject+` WHERE id = $1`, id))
+	if err != nil {
+		return store.Project{}, fmt.Errorf("project %d: %w", id, err)
+	}
+	return p, nil
+}
+
+// Projects implements [store.Store].
+func (s *Store) Projects(ctx context.Context) ([]store.Project, error) {
+	ps, err := list(ctx, s, scanProject, selectProject+` ORDER BY id`)
+	if err != nil {
+		return nil, fmt.Errorf("list projects: %w", err)
+	}
+	return ps, nil
+}
+
+// UpdateProjectSettings implements [store.Store]. It returns
+// [store.ErrNotFound] if there is no such project.
+func (s *Store) UpdateProjectSettings(ctx context.Context, id int64, ps store.ProjectSettings) error {
+	b, err := json.Marshal(ps)
+	if err != nil {
+		return fmt.Errorf("update settings of project %d: %w", id, err)
+	}
+	if err := mustAffect(s.pool.Exec(ctx, `UPDATE projects SET settings = $1 WHERE id = $2`, string(b), id)); err != nil {
+		return fmt.Errorf("update settings of project %d: %w", id, err)
+	}
+	return nil
+}
+
+func scanProject(row pgx.Row) (store.Project, error) {
+	var (
+		p        store.Project
+		created  int64
+		settings string
+	)
+	if err := row.Scan(&p.ID, &p.Name, &created, &settings); err != nil {
+		return store.Project{}, notFound(err)
+	}
+	p.CreatedAt = fromMillis(created)
+	if err := json.Unmarshal([]byte(settings), &p.Settings); err != nil {
+		return store.Project{}, fmt.Errorf("decode settings: %w", err)
+	}
+	return p, nil
+}
+
+// projectExists returns [store.ErrNotFound] unless the project exists.
+func projectExists(ctx context.Context, tx pgx.Tx, id int64) error {
+	var one int
+	if err := tx.QueryRow(ctx, `SELECT 1 FROM projects WHERE id = $1`, id).Scan(&one); err != nil {
+		return fmt.Errorf("project %d: %w", id, notFound(err))
+	}
+	return nil
+}
+
+const selectKey = `SELECT k.id, k.project_id, p.name, k.kind, k.name, k.read_only, k.tools,
+k.display_name, k.author, k.community, k.created_at, k.revoked_at
+FROM keys k JOIN projects p ON p.id = k.project_id`
+
+// CreateKey implements [store.Store]. It returns [store.ErrNotFound] if the
+// project does not exist and [store.ErrExists] if the id or the hash is taken.
+func (s *Store) CreateKey(ctx context.Context, k store.Key, hash []byte) (store.Key, error) {
+	if err := checkNewKey(k, hash); err != nil {
+		return store.Key{}, fmt.Errorf("create key %q: %w", k.ID, err)
+	}
+	tools, err := json.Marshal(nonNil(k.Tools))
+	if err != nil {
+		return store.Key{}, fmt.Errorf("create key %q: %w", k.ID, err)
+	}
+	k.Tools = clone(k.Tools)
+	k.CreatedAt = now()
+	k.RevokedAt = time.Time{}
+	err = s.tx(ctx, func(tx pgx.Tx) error {
+		if err := tx.QueryRow(ctx, `SELECT name FROM projects WHERE id = $1`, k.ProjectID).Scan(&k.ProjectName); err != nil {
+			return fmt.Errorf("project %d: %w", k.ProjectID, notFound(err))
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO keys
+(id, project_id, kind, name, hash, read_only, tools, display_name, author, community, created_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+			k.ID, k.ProjectID, k.Kind, k.Name, hash, k.ReadOnly, string(tools),
+			k.DisplayName, k.Author, k.Community, millis(k.CreatedAt))
+		if isUnique(err) {
+			return store.ErrExists
+		}
+		return err
+	})
+	if err != nil {
+		return store.Key{}, fmt.Errorf("create key %q: %w", k.ID, err)
+	}
+	return k, nil
+}
+
+func checkNewKey(k store.Key, hash []byte) error {
+	switch {
+	case k.ID == "":
+		return errors.New("empty id")
+	case k.ProjectID == 0:
+		return errors.New("no project id")
+	case k.Kind != store.KindAgent && k.Kind != store.KindClient:
+		return fmt.Errorf("kind %q is neither %q nor %q", k.Kind, store.KindAgent, store.KindClient)
+	}
+	return checkHash(hash)
+}
+
+// checkHash refuses anything but a SHA-256.
+func checkHash(hash []byte) error {
+	if len(hash) != sha256.Size {
+		return fmt.Errorf("hash has %d bytes, want a SHA-256 of %d", len(hash), sha256.Size)
+	}
+	return nil
+}
+
+// KeyByHash implements [store.Store].
+func (s *Store) KeyByHash(ctx context.Context, hash []byte) (store.Key, error) {
+	k, err := scanKey(s.pool.QueryRow(ctx, selectKey+` WHERE k.hash = $1`, hash))
+	if err != nil {
+		return store.Key{}, fmt.Errorf("key by hash: %w", err)
+	}
+	return k, nil
+}
+
+// Key implements [store.Store].
+func (s *Store) Key(ctx context.Context, id string) (store.Key, error) {
+	k, err := scanKey(s.pool.QueryRow(ctx, selectKey+` WHERE k.id = $1`, id))
+	if err != nil {
+		return store.Key{}, fmt.Errorf("key %q: %w", id, err)
+	}
+	return k, nil
+}
+
+// Keys implements [store.Store].
+func (s *Store) Keys(ctx context.Context, projectID int64) ([]store.Key, error) {
+	q, args := selectKey, []any{}
+	if projectID != 0 {
+		q += ` WHERE k.project_id = $1`
+		args = append(args, projectID)
+	}
+	ks, err := list(ctx, s, scanKey, q+` ORDER BY k.seq`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list keys: %w", err)
+	}
+	return ks, nil
+}
+
+// RevokeKey implements [store.Store]. A second revocation keeps the time of
+// the first.
+func (s *Store) RevokeKey(ctx context.Context, id string) error {
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE keys SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL`, millis(now()), id)
+		if err != nil || tag.RowsAffected() > 0 {
+			return err
+		}
+		var one int
+		return notFound(tx.QueryRow(ctx, `SELECT 1 FROM keys WHERE id = $1`, id).Scan(&one))
+	})
+	if err != nil {
+		return fmt.Errorf("revoke key %q: %w", id, err)
+	}
+	return nil
+}
+
+// SetKeyMeta implements [store.Store].
+func (s *Store) SetKeyMeta(ctx context.Context, id string, m store.KeyMeta) error {
+	err := mustAffect(s.pool.Exec(ctx, `UPDATE keys SET display_name = $1, author = $2, community = $3 WHERE id = $4`,
+		m.DisplayName, m.Author, m.Community, id))
+	if err != nil {
+		return fmt.Errorf("set metadata of key %q: %w", id, err)
+	}
+	return nil
+}
+
+func scanKey(row pgx.Row) (store.Key, error) {
+	var (
+		k       store.Key
+		tools   string
+		created int64
+		revoked *int64
+	)
+	err := row.Scan(&k.ID, &k.ProjectID, &k.ProjectName, &k.Kind, &k.Name, &k.ReadOnly, &tools,
+		&k.DisplayName, &k.Author, &k.Community, &created, &revoked)
+	if err != nil {
+		return store.Key{}, notFound(err)
+	}
+	if err := decodeList(tools, &k.Tools); err != nil {
+		return store.Key{}, fmt.Errorf("decode tools of key %q: %w", k.ID, err)
+	}
+	k.CreatedAt = fromMillis(created)
+	k.RevokedAt = fromNullMillis(revoked)
+	return k, nil
+}
+
+// decodeList decodes a JSON array of strings; an empty one becomes nil.
+func decodeList(s string, dst *[]string) error {
+	if s == "" || s == "[]" {
+		*dst = nil
+		return nil
+	}
+	return json.Unmarshal([]byte(s), dst)
+}
+
+// nonNil makes a nil list encode as [] rather than null.
+func nonNil(l []string) []string {
+	if l == nil {
+		return []string{}
+	}
+	return l
+}
+
+func clone(l []string) []string {
+	if len(l) == 0 {
+		return nil
+	}
+	return append([]string(nil), l...)
+}

@@ -1,0 +1,281 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/spacefix/spacefix/internal/store"
+)
+
+const selectUser = `SELECT id, email, admin, created_at, password_hash FROM users`
+
+// CreateUser implements [store.Store].
+func (s *Store) CreateUser(ctx context.Context, u store.User, passwordHash string) (store.User, error) {
+	if u.Email == "" || passwordHash == "" {
+		return store.User{}, errors.New("create user: empty email or password hash")
+	}
+	u.CreatedAt = now()
+	err := s.pool.QueryRow(ctx, `INSERT INTO users (email, email_key, password_hash, admin, created_at)
+VALUES ($1, $2, $3, $4, $5) RETURNING id`, u.Email, emailKey(u.Email), passwordHash, u.Admin, millis(u.CreatedAt)).Scan(&u.ID)
+	if isUnique(err) {
+		return store.User{}, fmt.Errorf("create user %q: %w", u.Email, store.ErrExists)
+	}
+	if err != nil {
+		return store.User{}, fmt.Errorf("create user %q: %w", u.Email, err)
+	}
+	return u, nil
+}
+
+// emailKey is what makes two emails the same user.
+func emailKey(email string) string { return strings.ToLower(strings.TrimSpace(email)) }
+
+// UserByEmail implements [store.Store].
+func (s *Store) UserByEmail(ctx context.Context, email string) (store.User, string, error) {
+	var hash string
+	u, err := scanUser(s.pool.QueryRow(ctx, selectUser+` WHERE email_key = $1`, emailKey(email)), &hash)
+	if err != nil {
+		return store.User{}, "", fmt.Errorf("user %q: %w", email, err)
+	}
+	return u, hash, nil
+}
+
+// UserByID implements [store.Store].
+func (s *Store) UserByID(ctx context.Context, id int64) (store.User, error) {
+	u, err := scanUser(s.pool.QueryRow(ctx, selectUser+` WHERE id = $1`, id), new(string))
+	if err != nil {
+		return store.User{}, fmt.Errorf("user %d: %w", id, err)
+	}
+	return u, nil
+}
+
+// Users implements [store.Store].
+func (s *Store) Users(ctx context.Context) ([]store.User, error) {
+	out, err := list(ctx, s, func(row pgx.Row) (store.User, error) { return scanUser(row, new(string)) }, selectUser+` ORDER BY id`)
+	if err != nil {
+		return nil, fmt.Errorf("list users: %w", err)
+	}
+	return out, nil
+}
+
+// SetPassword implements [store.Store].
+func (s *Store) SetPassword(ctx context.Context, userID int64, passwordHash string) error {
+	if passwordHash == "" {
+		return errors.New("set password: empty hash")
+	}
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		if err := mustAffect(tx.Exec(ctx, `UPDATE users SET password_hash = $1 WHERE id = $2`, passwordHash, userID)); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `DELETE FROM sessions WHERE user_id = $1`, userID)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("set password of user %d: %w", userID, err)
+	}
+	return nil
+}
+
+// scanUser scans a row of selectUser, the password hash into hash.
+func scanUser(row pgx.Row, hash *string) (store.User, error) {
+	var (
+		u       store.User
+		created int64
+	)
+	if err := row.Scan(&u.ID, &u.Email, &u.Admin, &created, hash); err != nil {
+		return store.User{}, notFound(err)
+	}
+	u.CreatedAt = fromMillis(created)
+	return u, nil
+}
+
+// CreateSession implements [store.Store].
+func (s *Store) CreateSession(ctx context.Context, sess store.Session, hash []byte) (store.Session, error) {
+	if err := checkHash(hash); err != nil {
+		return store.Session{}, fmt.Errorf("create session: %w", err)
+	}
+	if sess.ExpiresAt.IsZero() {
+		return store.Session{}, errors.New("create session: no expiry")
+	}
+	sess.CreatedAt = now()
+	sess.ExpiresAt = fromMillis(millis(sess.ExpiresAt))
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		var one int
+		if err := tx.QueryRow(ctx, `SELECT 1 FROM users WHERE id = $1`, sess.UserID).Scan(&one); err != nil {
+			return fmt.Errorf("user %d: %w", sess.UserID, notFound(err))
+		}
+		// Expired sessions go here, so the table does not grow forever.
+		if _, err := tx.Exec(ctx, `DELETE FROM sessions WHERE expires_at <= $1`, millis(sess.CreatedAt)); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO sessions (hash, user_id, created_at, expires_at) VALUES ($1, $2, $3, $4)`,
+			hash, sess.UserID, millis(sess.CreatedAt), millis(sess.ExpiresAt))
+		if isUnique(err) {
+			return store.ErrExists
+		}
+		return err
+	})
+	if err != nil {
+		return store.Session{}, fmt.Errorf("create session: %w", err)
+	}
+	return sess, nil
+}
+
+// SessionByHash implements [store.Store].
+func (s *Store) SessionByHash(ctx context.Context, hash []byte) (store.Session, error) {
+	var (
+		sess             store.Session
+		created, expires int64
+	)
+	err := s.pool.QueryRow(ctx, `SELECT user_id, created_at, expires_at FROM sessions WHERE hash = $1 AND expires_at > $2`,
+		hash, millis(time.Now())).Scan(&sess.UserID, &created, &expires)
+	if err != nil {
+		return store.Session{}, fmt.Errorf("session: %w", notFound(err))
+	}
+	sess.CreatedAt, sess.ExpiresAt = fromMillis(created), fromMillis(expires)
+	return sess, nil
+}
+
+// DeleteSession implements [store.Store].
+func (s *Store) DeleteSession(ctx context.Context, hash []byte) error {
+	if _, err := s.pool.Exec(ctx, `DELETE FROM sessions WHERE hash = $1`, hash); err != nil {
+		return fmt.Errorf("delete session: %w", err)
+	}
+	return nil
+}
+
+const selectInvite = `SELECT id, email, admin, created_by, created_at, expires_at, used_at FROM invites`
+
+// CreateInvite implements [store.Store].
+func (s *Store) CreateInvite(ctx context.Context, inv store.Invite, hash []byte) (store.Invite, error) {
+	if err := checkHash(hash); err != nil {
+		return store.Invite{}, fmt.Errorf("create invite: %w", err)
+	}
+	if inv.ID == "" || inv.ExpiresAt.IsZero() {
+		return store.Invite{}, errors.New("create invite: empty id or no expiry")
+	}
+	inv.CreatedAt = now()
+	inv.ExpiresAt = fromMillis(millis(inv.ExpiresAt))
+	inv.UsedAt = time.Time{}
+	_, err := s.pool.Exec(ctx, `INSERT INTO invites (id, hash, email, admin, created_by, created_at, expires_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7)`, inv.ID, hash, inv.Email, inv.Admin, inv.CreatedBy, millis(inv.CreatedAt), millis(inv.ExpiresAt))
+	if isUnique(err) {
+		err = store.ErrExists
+	}
+	if err != nil {
+		return store.Invite{}, fmt.Errorf("create invite %q: %w", inv.ID, err)
+	}
+	return inv, nil
+}
+
+// InviteByHash implements [store.Store].
+func (s *Store) InviteByHash(ctx context.Context, hash []byte) (store.Invite, error) {
+	inv, err := scanInvite(s.pool.QueryRow(ctx, selectInvite+` WHERE hash = $1 AND used_at IS NULL AND expires_at > $2`,
+		hash, millis(time.Now())))
+	if err != nil {
+		return store.Invite{}, fmt.Errorf("invite: %w", err)
+	}
+	return inv, nil
+}
+
+// UseInvite implements [store.Store]. The check and the mark are one
+// statement: of two sign-ups with one link on any replicas, the second
+// finds the row used once the first commits.
+func (s *Store) UseInvite(ctx context.Context, hash []byte) (store.Invite, error) {
+	t := millis(now())
+	inv, err := scanInvite(s.pool.QueryRow(ctx, `UPDATE invites SET used_at = $1
+WHERE hash = $2 AND used_at IS NULL AND expires_at > $1
+RETURNING id, email, admin, created_by, created_at, expires_at, used_at`, t, hash))
+	if err != nil {
+		return store.Invite{}, fmt.Errorf("use invite: %w", err)
+	}
+	return inv, nil
+}
+
+func scanInvite(row pgx.Row) (store.Invite, error) {
+	var (
+		inv              store.Invite
+		created, expires int64
+		used             *int64
+	)
+	if err := row.Scan(&inv.ID, &inv.Email, &inv.Admin, &inv.CreatedBy, &created, &expires, &used); err != nil {
+		return store.Invite{}, notFound(err)
+	}
+	inv.CreatedAt, inv.ExpiresAt, inv.UsedAt = fromMillis(created), fromMillis(expires), fromNullMillis(used)
+	return inv, nil
+}
+
+const selectToken = `SELECT id, name, created_by, created_at, revoked_at FROM api_tokens`
+
+// CreateAPIToken implements [store.Store].
+func (s *Store) CreateAPIToken(ctx context.Context, tok store.APIToken, hash []byte) (store.APIToken, error) {
+	if err := checkHash(hash); err != nil {
+		return store.APIToken{}, fmt.Errorf("create API token: %w", err)
+	}
+	if tok.ID == "" {
+		return store.APIToken{}, errors.New("create API token: empty id")
+	}
+	tok.CreatedAt = now()
+	tok.RevokedAt = time.Time{}
+	_, err := s.pool.Exec(ctx, `INSERT INTO api_tokens (id, hash, name, created_by, created_at) VALUES ($1, $2, $3, $4, $5)`,
+		tok.ID, hash, tok.Name, tok.CreatedBy, millis(tok.CreatedAt))
+	if isUnique(err) {
+		err = store.ErrExists
+	}
+	if err != nil {
+		return store.APIToken{}, fmt.Errorf("create API token %q: %w", tok.ID, err)
+	}
+	return tok, nil
+}
+
+// APITokenByHash implements [store.Store].
+func (s *Store) APITokenByHash(ctx context.Context, hash []byte) (store.APIToken, error) {
+	tok, err := scanToken(s.pool.QueryRow(ctx, selectToken+` WHERE hash = $1`, hash))
+	if err != nil {
+		return store.APIToken{}, fmt.Errorf("API token: %w", err)
+	}
+	return tok, nil
+}
+
+// APITokens implements [store.Store].
+func (s *Store) APITokens(ctx context.Context) ([]store.APIToken, error) {
+	out, err := list(ctx, s, scanToken, selectToken+` ORDER BY seq`)
+	if err != nil {
+		return nil, fmt.Errorf("list API tokens: %w", err)
+	}
+	return out, nil
+}
+
+// RevokeAPIToken implements [store.Store]. A second revocation keeps the
+// time of the first.
+func (s *Store) RevokeAPIToken(ctx context.Context, id string) error {
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE api_tokens SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL`, millis(now()), id)
+		if err != nil || tag.RowsAffected() > 0 {
+			return err
+		}
+		var one int
+		return notFound(tx.QueryRow(ctx, `SELECT 1 FROM api_tokens WHERE id = $1`, id).Scan(&one))
+	})
+	if err != nil {
+		return fmt.Errorf("revoke API token %q: %w", id, err)
+	}
+	return nil
+}
+
+func scanToken(row pgx.Row) (store.APIToken, error) {
+	var (
+		tok     store.APIToken
+		created int64
+		revoked *int64
+	)
+	if err := row.Scan(&tok.ID, &tok.Name, &tok.CreatedBy, &created, &revoked); err != nil {
+		return store.APIToken{}, notFound(err)
+	}
+	tok.CreatedAt, tok.RevokedAt = fromMillis(created), fromNullMillis(revoked)
+	return tok, nil
+}
