@@ -40,11 +40,11 @@ var layers = []struct {
 	{"fronts and SDK", []string{"internal/agentfront", "internal/mcpfront", "internal/dashboard", "core"}},
 	{"test transport", []string{"internal/route/routetest"}},
 	{"routing and rules", []string{"internal/route", "internal/access", "internal/users", "internal/metrics"}},
-	{"registry and stores", []string{"internal/agents", "internal/auth", "internal/cache", "internal/store/sqlite", "internal/store/storetest"}},
+	{"registry and stores", []string{"internal/agents", "internal/auth", "internal/cache", "internal/store/sqlite", "internal/store/postgres", "internal/store/storetest"}},
 	{"protocol, schemas, store interface", []string{"internal/agentproto", "internal/schema", "internal/schemagen", "internal/changes", "internal/store"}},
 	{"helpers", []string{
 		"internal/textfmt", "internal/canonjson", "internal/pattern", "internal/leaktest", "internal/recovery",
-		"internal/quickstart", "internal/ratelimit", "internal/tracing", "internal/dashboard/apitypes",
+		"internal/quickstart", "internal/ratelimit", "internal/tracing", "internal/dashboard/apitypes", "internal/testenv",
 	}},
 }
 

@@ -32,6 +32,7 @@ type Gateway struct {
 	calls    *store.CallLog
 	verifier *auth.Verifier
 	obs      *observability // metrics, readiness, pprof
+	me       store.Gateway  // this gateway as the store knows it (peers.go)
 
 	srv *http.Server
 	mux http.Handler // every route, behind panic recovery; Start adds the Host check and metrics
@@ -105,6 +106,11 @@ func (g *Gateway) Start() error {
 	if err != nil {
 		g.obs.close()
 		return fmt.Errorf("listen on %s: %w", g.cfg.Addr, err)
+	}
+	if err := g.claimStore(g.ctx, ln.Addr().String()); err != nil {
+		ln.Close()
+		g.obs.close()
+		return err
 	}
 	g.ln = ln
 	g.startPruning()

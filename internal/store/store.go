@@ -147,6 +147,17 @@ type Store interface {
 	// Meta returns a value stored with SetMeta, or ErrNotFound.
 	Meta(ctx context.Context, name string) (string, error)
 
+	// RecordGateway records that a gateway process sharing the store is
+	// alive: it stores gw under gw.ID, replacing an earlier record, with
+	// SeenAt set to now.
+	RecordGateway(ctx context.Context, gw Gateway) error
+	// Gateways lists the gateway processes seen at or after since, oldest
+	// start first (ties by id).
+	Gateways(ctx context.Context, since time.Time) ([]Gateway, error)
+	// RemoveGateway forgets a gateway process; forgetting an unknown one
+	// is not an error.
+	RemoveGateway(ctx context.Context, id string) error
+
 	// Close releases the store. It is safe to call twice.
 	Close() error
 }
@@ -157,6 +168,17 @@ const (
 	// this store, so that the admin commands find the gateway without --url.
 	MetaServeURL = "serve_url"
 )
+
+// Gateway is one running gateway process that uses the store, as it
+// records itself every few seconds.
+type Gateway struct {
+	ID        string // "gw-…", new at every start
+	Host      string // the machine's host name
+	PID       int
+	Addr      string // the address it listens on
+	StartedAt time.Time
+	SeenAt    time.Time // set by the store
+}
 
 // Project is a tenant.
 type Project struct {

@@ -141,6 +141,18 @@ CREATE TABLE meta (
 	updated_at BIGINT NOT NULL
 );
 `,
+	// 4: the gateway processes that use the database, so that a second one
+	// can tell it would split the agents between two registries.
+	`
+CREATE TABLE gateways (
+	id         TEXT    PRIMARY KEY,
+	host       TEXT    NOT NULL,
+	pid        INTEGER NOT NULL,
+	addr       TEXT    NOT NULL,
+	started_at BIGINT  NOT NULL,
+	seen_at    BIGINT  NOT NULL
+);
+`,
 }
 
 // migrateLock is the first half of the advisory lock key migrations take;

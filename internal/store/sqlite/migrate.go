@@ -153,6 +153,18 @@ CREATE TABLE meta (
 	updated_at BIGINT NOT NULL
 );
 `,
+	// 4: the gateway processes that use the file, so that a second one
+	// can tell it would split the agents between two registries.
+	`
+CREATE TABLE gateways (
+	id         TEXT    PRIMARY KEY,
+	host       TEXT    NOT NULL,
+	pid        INTEGER NOT NULL,
+	addr       TEXT    NOT NULL,
+	started_at BIGINT  NOT NULL,
+	seen_at    BIGINT  NOT NULL
+);
+`,
 }
 
 // migrate brings the schema up to date, one step per transaction. Each step

@@ -63,6 +63,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"InviteUsedOnce", testInviteUsedOnce},
 		{"APITokens", testAPITokens},
 		{"Meta", testMeta},
+		{"Gateways", testGateways},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -769,5 +770,54 @@ func testMeta(t *testing.T, s store.Store) {
 		if got, err := s.Meta(ctx, store.MetaServeURL); got != v || err != nil {
 			t.Errorf("Meta after SetMeta(%q) = %q, %v", v, got, err)
 		}
+	}
+}
+
+func testGateways(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	clk := startClock()
+	if gws, err := s.Gateways(ctx, time.Time{}); err != nil || len(gws) != 0 {
+		t.Fatalf("Gateways of a new store = %v, %v; want none", gws, err)
+	}
+	started := clk.before.Add(-time.Minute).UTC()
+	a := store.Gateway{ID: "gw-a", Host: "h1", PID: 10, Addr: "127.0.0.1:8080", StartedAt: started.Add(time.Second)}
+	b := store.Gateway{ID: "gw-b", Host: "h2", PID: 20, Addr: "10.0.0.2:8080", StartedAt: started}
+	for _, gw := range []store.Gateway{a, b} {
+		if err := s.RecordGateway(ctx, gw); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gws, err := s.Gateways(ctx, clk.before)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(gws) != 2 || gws[0].ID != "gw-b" || gws[1].ID != "gw-a" {
+		t.Fatalf("Gateways = %+v, want gw-b then gw-a (oldest start first)", gws)
+	}
+	got := gws[1]
+	clk.check(t, "SeenAt", got.SeenAt)
+	checkUTC(t, "StartedAt", got.StartedAt)
+	got.SeenAt = time.Time{}
+	if diff := cmp.Diff(a, got); diff != "" {
+		t.Errorf("gateway read back (-recorded +read):\n%s", diff)
+	}
+	// A second record is a heartbeat: one row, seen later.
+	a.Addr = "127.0.0.1:9090"
+	if err := s.RecordGateway(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	if gws, _ := s.Gateways(ctx, time.Time{}); len(gws) != 2 || gws[1].Addr != "127.0.0.1:9090" {
+		t.Errorf("after a heartbeat: %+v", gws)
+	}
+	if gws, _ := s.Gateways(ctx, time.Now().Add(time.Hour)); len(gws) != 0 {
+		t.Errorf("gateways seen in the future: %+v", gws)
+	}
+	for _, id := range []string{"gw-b", "gw-b", "gw-nope"} {
+		if err := s.RemoveGateway(ctx, id); err != nil {
+			t.Errorf("RemoveGateway(%s) = %v", id, err)
+		}
+	}
+	if gws, _ := s.Gateways(ctx, time.Time{}); len(gws) != 1 || gws[0].ID != "gw-a" {
+		t.Errorf("after removing gw-b: %+v", gws)
 	}
 }
