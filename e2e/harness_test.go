@@ -40,6 +40,8 @@ type env struct {
 	store     store.Store
 	url       string
 	dataPath  string // the SQLite file; empty on PostgreSQL
+	data      string // what --data would say: dataPath or the PostgreSQL URL
+	cfg       gateway.Config
 	project   store.Project
 	agentKey  string
 	clientKey string
@@ -84,14 +86,16 @@ func newEnv(t *testing.T, opts ...func(*envOptions)) *env {
 		dataPath string
 		err      error
 	)
+	var data string
 	if o.pgURL != "" || os.Getenv(storeVar) == "postgres" {
-		url := testenv.Postgres(t)
+		data = testenv.Postgres(t)
 		if o.pgURLOut != nil {
-			*o.pgURLOut = url
+			*o.pgURLOut = data
 		}
-		st, err = postgres.Open(ctx, url)
+		st, err = postgres.Open(ctx, data)
 	} else {
 		dataPath = filepath.Join(t.TempDir(), "spacefix.db")
+		data = dataPath
 		st, err = sqlite.Open(ctx, dataPath)
 	}
 	if err != nil {
@@ -147,7 +151,7 @@ func newEnv(t *testing.T, opts ...func(*envOptions)) *env {
 			t.Errorf("close gateway: %v", err)
 		}
 	})
-	return &env{t: t, gw: g, store: st, url: g.URL(), dataPath: dataPath, project: p, agentKey: first.AgentKey, clientKey: first.ClientKey}
+	return &env{t: t, gw: g, store: st, url: g.URL(), dataPath: dataPath, data: data, cfg: cfg, project: p, agentKey: first.AgentKey, clientKey: first.ClientKey}
 }
 
 func logOutput() io.Writer {

@@ -1,6 +1,6 @@
 // Command spacefix is the Spacefix gateway and its administration CLI.
 //
-//	spacefix serve [--addr HOST:PORT] [--data FILE]
+//	spacefix serve [--addr HOST:PORT] [--data FILE|postgres://…] [--bus nats://HOST:PORT[,…]] [--advertise-addr HOST:PORT]
 //	spacefix keys create --project NAME --kind agent|client [--read-only] [--tools a,b] [--name LABEL] [--json]
 //	spacefix keys list [--project NAME] [--json]
 //	spacefix keys revoke ID

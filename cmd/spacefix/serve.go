@@ -40,12 +40,17 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&cfg.WriteTimeout, "write-timeout", envDuration("SPACEFIX_WRITE_TIMEOUT", cfg.WriteTimeout), "how long one write of a response may take (env SPACEFIX_WRITE_TIMEOUT)")
 	fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", envDuration("SPACEFIX_IDLE_TIMEOUT", cfg.IdleTimeout), "close a keep-alive connection idle this long (env SPACEFIX_IDLE_TIMEOUT)")
 	hosts := fs.String("allowed-hosts", os.Getenv("SPACEFIX_ALLOWED_HOSTS"), "comma-separated `hosts` requests may name in Host; default the listen and public-url hosts, plus localhost names on loopback; * allows any (env SPACEFIX_ALLOWED_HOSTS)")
+	fs.StringVar(&cfg.Bus, "bus", os.Getenv("SPACEFIX_BUS"), "NATS `servers` (nats://host:port[,…]) that join the gateways sharing --data, so they share agents and calls (env SPACEFIX_BUS)")
+	fs.StringVar(&cfg.AdvertiseAddr, "advertise-addr", os.Getenv("SPACEFIX_ADVERTISE_ADDR"), "`host:port` the other gateways reach this one at, with --bus; default the listen address (env SPACEFIX_ADVERTISE_ADDR)")
 	data := dataFlag(fs)
 	logger := obsFlags(fs, &cfg)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	cfg.DataPath = *data
+	if cfg.Bus != "" && !strings.HasPrefix(cfg.Bus, "nats://") && !strings.HasPrefix(cfg.Bus, "tls://") {
+		return usageError{fmt.Sprintf("--bus takes NATS server URLs, nats://HOST:PORT[,nats://…], not %q", cfg.Bus)}
+	}
 	for _, h := range strings.Split(*hosts, ",") {
 		if h = strings.TrimSpace(h); h != "" {
 			cfg.AllowedHosts = append(cfg.AllowedHosts, h)

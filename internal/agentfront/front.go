@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/spacefix/spacefix/internal/agentproto"
 	"github.com/spacefix/spacefix/internal/agents"
 	"github.com/spacefix/spacefix/internal/auth"
 	"github.com/spacefix/spacefix/internal/recovery"
@@ -37,6 +38,10 @@ type Options struct {
 	Logger   *slog.Logger
 	// Heartbeat is how often replicas ping; 0 means [Heartbeat].
 	Heartbeat time.Duration
+	// Redeem asks the other gateways for a registration ticket this one
+	// did not issue (the registration reached another gateway); nil when
+	// this gateway is alone.
+	Redeem func(ctx context.Context, ticket, keyID string) (*agentproto.Registration, bool)
 }
 
 // Front serves the agent side of one gateway. Register and Connect are its

@@ -76,7 +76,12 @@ func (f *Front) Connect(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	t, ok := f.tickets.redeem(r.URL.Query().Get("ticket"), key.ID)
+	ticketID := r.URL.Query().Get("ticket")
+	t, ok := f.tickets.redeem(ticketID, key.ID)
+	var elsewhere *agentproto.Registration
+	if !ok && f.opts.Redeem != nil && ticketID != "" {
+		elsewhere, ok = f.opts.Redeem(r.Context(), ticketID, key.ID)
+	}
 	if !ok {
 		http.Error(w, "Unknown or expired ticket: register again with POST "+agentproto.RegisterPath+".", http.StatusUnauthorized)
 		return
@@ -85,6 +90,16 @@ func (f *Front) Connect(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		http.Error(w, "The gateway could not load the key's project; try again.", http.StatusServiceUnavailable)
 		return
+	}
+	if elsewhere != nil {
+		// Registered on another gateway, which checked it; the schemas
+		// are compiled here.
+		schemas, err := Check(elsewhere, LimitsOf(project.Settings))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		t = &ticket{keyID: key.ID, reg: elsewhere, schemas: schemas}
 	}
 	rep := &agents.Replica{
 		ID: "r-" + rand.Text()[:10], ProjectID: key.ProjectID, AgentKey: key.ID,

@@ -52,3 +52,20 @@ func (ts *tickets) redeem(id, keyID string) (*ticket, bool) {
 	delete(ts.m, id)
 	return t, true
 }
+
+// RedeemTicket takes a registration ticket this gateway issued, for a
+// WebSocket that reached another gateway: it is used up here.
+func (f *Front) RedeemTicket(id, keyID string) (*agentproto.Registration, bool) {
+	t, ok := f.tickets.redeem(id, keyID)
+	if !ok {
+		return nil, false
+	}
+	return t.reg, true
+}
+
+// Compile checks a registration another gateway accepted and compiles its
+// input schemas. The limits are that gateway's business: it applied the
+// project's.
+func Compile(reg *agentproto.Registration) (map[string]*schema.Schema, error) {
+	return Check(reg, Limits{MaxTools: 1 << 30, MaxSchema: 1 << 30, MaxResources: 1 << 30, MaxRegister: 1 << 30})
+}

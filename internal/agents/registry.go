@@ -31,6 +31,8 @@ type Registry struct {
 	changes *changes.Bus
 	log     *slog.Logger
 
+	observer Observer
+
 	mu       sync.RWMutex // guards projects; each project has its own lock
 	projects map[int64]*project
 	seq      atomic.Uint64 // orders agents by first registration
@@ -48,6 +50,20 @@ type Options struct {
 	// Logger receives the warning when replicas of one agent key register
 	// different definitions of a tool; nil means slog.Default().
 	Logger *slog.Logger
+	// Observer hears of every replica that comes, goes or changes; nil
+	// means nobody does.
+	Observer Observer
+}
+
+// Observer hears of each replica's arrival, departure and changes of state
+// (tools switched on or off, disabled), after the registry applied them and
+// outside its locks, on the goroutine that made the change. Its methods
+// must be short and must not block; they may read the replica
+// ([Registry.Off], [Replica.Disabled]).
+type Observer interface {
+	ReplicaUp(rep *Replica)
+	ReplicaDown(rep *Replica)
+	ReplicaChanged(rep *Replica)
 }
 
 // New returns an empty registry.
@@ -58,6 +74,7 @@ func New(opts *Options) *Registry {
 			r.grace = opts.Grace
 		}
 		r.changes = opts.Changes
+		r.observer = opts.Observer
 		if opts.Logger != nil {
 			r.log = opts.Logger
 		}
@@ -128,6 +145,10 @@ type Replica struct {
 	Schemas map[string]*schema.Schema
 	// Conn carries calls to the replica.
 	Conn Conn
+	// Gateway is the id of the gateway that holds the replica's
+	// connection when another one does (its calls go over the bus); ""
+	// when this gateway does.
+	Gateway string
 
 	inflight atomic.Int64
 	disabled atomic.Bool
@@ -291,6 +312,9 @@ func (r *Registry) Add(rep *Replica, schemas map[string]*schema.Schema) {
 	}
 	a.replicas = append(a.replicas, rep)
 	r.commitLocked(p, changes.AgentConnected, rep.AgentKey)
+	if r.observer != nil {
+		r.observer.ReplicaUp(rep)
+	}
 }
 
 // Remove takes a replica out: its connection ended, or it is draining. What
@@ -313,6 +337,9 @@ func (r *Registry) Remove(rep *Replica) {
 		recovery.Do(r.log, "expire a departed replica", func() { r.expire(rep.ProjectID, rep.AgentKey) })
 	})
 	r.commitLocked(p, changes.Agents, rep.AgentKey)
+	if r.observer != nil {
+		r.observer.ReplicaDown(rep)
+	}
 }
 
 // expire drops the ghosts whose grace period ended, and the agent once it
@@ -364,18 +391,42 @@ func (r *Registry) SetEnabled(rep *Replica, tool string, on bool) error {
 		rep.off[tool] = true
 	}
 	r.commitLocked(p, changes.Agents, rep.AgentKey)
+	if r.observer != nil {
+		r.observer.ReplicaChanged(rep)
+	}
 	return nil
+}
+
+// Off returns the tools rep switched off, sorted.
+func (r *Registry) Off(rep *Replica) []string {
+	p := r.project(rep.ProjectID, false)
+	if p == nil {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	off := make([]string, 0, len(rep.off))
+	for name := range rep.off {
+		off = append(off, name)
+	}
+	slices.Sort(off)
+	return off
 }
 
 // SetReplicaDisabled takes one replica out of (or back into) rotation.
 func (r *Registry) SetReplicaDisabled(rep *Replica, disabled bool) {
-	rep.disabled.Store(disabled)
+	if rep.disabled.Swap(disabled) == disabled {
+		return
+	}
 	p := r.project(rep.ProjectID, false)
 	if p == nil {
 		return
 	}
 	p.mu.Lock()
 	r.commitLocked(p, changes.Agents, rep.AgentKey)
+	if r.observer != nil {
+		r.observer.ReplicaChanged(rep)
+	}
 }
 
 // commitLocked notes a change of p (whose lock the caller holds), unlocks

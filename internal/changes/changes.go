@@ -51,6 +51,9 @@ type Change struct {
 	// changes, not one per agent.
 	AgentKeys []string `json:"agentKeys,omitempty"`
 	Key       string   `json:"key,omitempty"` // KeyRevoked: the revoked key's id
+	// From is the id of the gateway the change was made on, when it came
+	// over the bus from another one; "" for a change made here.
+	From string `json:"from,omitempty"`
 }
 
 // Registry reports whether the change came from the live registry of

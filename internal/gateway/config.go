@@ -43,6 +43,17 @@ type Config struct {
 	// request for this long. A session is never idle while a request of it
 	// is in flight. Default 30m.
 	SessionIdle time.Duration
+	// Bus is the NATS server list (nats://host:port[,…]) that joins the
+	// gateways sharing the store; "" means this gateway is alone.
+	Bus string
+	// AdvertiseAddr is the host:port the other gateways reach this one at
+	// (to forward an MCP session's requests to it); "" means the listen
+	// address, with an unspecified IP replaced by this host's first
+	// non-loopback one.
+	AdvertiseAddr string
+	// BusHeartbeat is how often the gateway says on the bus that it is
+	// alive; three missed ones drop it. 0 means 1s.
+	BusHeartbeat time.Duration
 	// KeepAlive is how often the gateway pings sessions that hold a GET
 	// stream; three misses in a row close the session. Sessions without a
 	// stream are never pinged. Default 30s.

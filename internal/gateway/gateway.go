@@ -2,12 +2,14 @@ package gateway
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/spacefix/spacefix/internal/agentfront"
@@ -15,6 +17,7 @@ import (
 	"github.com/spacefix/spacefix/internal/agents"
 	"github.com/spacefix/spacefix/internal/auth"
 	"github.com/spacefix/spacefix/internal/changes"
+	"github.com/spacefix/spacefix/internal/cluster"
 	"github.com/spacefix/spacefix/internal/mcpfront"
 	"github.com/spacefix/spacefix/internal/recovery"
 	"github.com/spacefix/spacefix/internal/store"
@@ -31,8 +34,9 @@ type Gateway struct {
 	agents   *agentfront.Front
 	calls    *store.CallLog
 	verifier *auth.Verifier
-	obs      *observability // metrics, readiness, pprof
-	me       store.Gateway  // this gateway as the store knows it (peers.go)
+	obs      *observability                  // metrics, readiness, pprof
+	me       store.Gateway                   // this gateway as the store knows it (peers.go)
+	cluster  atomic.Pointer[cluster.Cluster] // the bus, with --bus; set by Start
 
 	srv *http.Server
 	mux http.Handler // every route, behind panic recovery; Start adds the Host check and metrics
@@ -55,22 +59,28 @@ func New(cfg Config, st store.Store) (*Gateway, error) {
 		return nil, err
 	}
 	g := &Gateway{cfg: cfg, log: cfg.Logger, store: st}
+	g.me.ID = "gw-" + rand.Text()[:10]
+	var sessionPrefix string
+	if cfg.Bus != "" {
+		sessionPrefix = g.me.ID + "." // whose a session is: see forwardSessions
+	}
 	g.ctx, g.cancel = context.WithCancel(context.Background())
 	g.verifier = auth.NewVerifier(st, 500*time.Millisecond)
 	g.obs = newObservability(g) // before the call log: metrics count every record
 	g.calls = store.NewCallLog(st, &store.CallLogOptions{Logger: g.log, Observe: g.obs.metrics.ObserveCall})
 	g.changes = changes.New(g.log)
-	g.reg = agents.New(&agents.Options{Grace: cfg.Grace, Changes: g.changes, Logger: g.log})
+	g.reg = agents.New(&agents.Options{Grace: cfg.Grace, Changes: g.changes, Logger: g.log, Observer: observer{g}})
 	g.front = mcpfront.New(mcpfront.Options{
 		Registry: g.reg, Changes: g.changes, Store: st, Verifier: g.verifier, CallLog: g.calls,
 		Logger: g.log, Version: cfg.Version, TracerProvider: cfg.TracerProvider,
 		SessionIdle: cfg.SessionIdle, KeepAlive: cfg.KeepAlive, ViewIdle: cfg.ViewIdle,
 		MaxSessionsPerKey: cfg.MaxSessionsPerKey, MaxInFlightPerKey: cfg.MaxInFlightPerKey,
-		HostsChecked: true, // checkHost, with --allowed-hosts
+		HostsChecked:  true, // checkHost, with --allowed-hosts
+		SessionPrefix: sessionPrefix,
 	})
 	g.agents = agentfront.New(agentfront.Options{
 		Context: g.ctx, Registry: g.reg, Store: st, Verifier: g.verifier, Logger: g.log,
-		Heartbeat: cfg.Heartbeat,
+		Heartbeat: cfg.Heartbeat, Redeem: g.redeemElsewhere,
 	})
 
 	// Every path but the agent WebSocket (hijacked, with deadlines of its
@@ -78,7 +88,7 @@ func New(cfg Config, st store.Store) (*Gateway, error) {
 	mux := http.NewServeMux()
 	timed := http.NewServeMux()
 	mux.Handle("/", withTimeouts(timed, cfg.BodyTimeout, cfg.WriteTimeout))
-	timed.Handle(mcpfront.Path, g.front)
+	timed.Handle(mcpfront.Path, g.forwardSessions(g.front))
 	timed.HandleFunc("POST "+agentproto.RegisterPath, g.agents.Register)
 	mux.HandleFunc("GET "+agentproto.ConnectPath, g.agents.Connect)
 	timed.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
@@ -107,7 +117,14 @@ func (g *Gateway) Start() error {
 		g.obs.close()
 		return fmt.Errorf("listen on %s: %w", g.cfg.Addr, err)
 	}
-	if err := g.claimStore(g.ctx, ln.Addr().String()); err != nil {
+	if err := g.claimStore(g.ctx, advertiseAddr(g.cfg.AdvertiseAddr, ln.Addr())); err != nil {
+		ln.Close()
+		g.obs.close()
+		return err
+	}
+	if err := g.joinBus(); err != nil {
+		g.cancel() // the store record goes
+		g.conns.Wait()
 		ln.Close()
 		g.obs.close()
 		return err
@@ -182,7 +199,9 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 		// Calls still running after the grace fail now, with a message that
 		// says why; give their answers a moment to reach the clients.
 		for _, rep := range g.reg.All() {
-			rep.Conn.Close("gateway shutting down")
+			if rep.Gateway == "" { // another gateway's replica is not ours to end
+				rep.Conn.Close("gateway shutting down")
+			}
 		}
 		answered, cancelAnswered := context.WithTimeout(context.Background(), 2*time.Second)
 		g.front.WaitIdle(answered)
@@ -191,6 +210,9 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 		g.front.Close()
 		g.cancel()
 		g.agents.Close()
+		if c := g.cluster.Load(); c != nil {
+			c.Close() // after the agents: their departures went out
+		}
 		g.conns.Wait()
 		if e := <-srvDone; e != nil {
 			g.srv.Close()

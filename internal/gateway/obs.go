@@ -144,6 +144,11 @@ func (g *Gateway) ready(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if c := g.cluster.Load(); c != nil {
+		if err := c.Ping(); err != nil {
+			return err
+		}
+	}
 	if h := g.calls.Health(); h.Failing(time.Now(), failingWindow) {
 		return fmt.Errorf("call records are not being written (%d lost since %s: %s); see the gateway's log",
 			h.Dropped, h.Since.UTC().Format(time.RFC3339), h.Reason)

@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"os"
@@ -17,7 +16,7 @@ import (
 // Without a bus between them, each would hold its own registry: a client
 // of one would not see the agents connected to the other, and a call
 // could not reach them. So a gateway refuses to start while an older one
-// is alive on the same store.
+// is alive on the same store, unless both have a bus (--bus).
 var (
 	beatEvery = 5 * time.Second // a variable for tests
 )
@@ -35,7 +34,7 @@ var liveHere sync.Map
 // at the same moment, the one that started first wins.
 func (g *Gateway) claimStore(ctx context.Context, addr string) error {
 	host, _ := os.Hostname()
-	g.me = store.Gateway{ID: "gw-" + rand.Text()[:10], Host: host, PID: os.Getpid(), Addr: addr, StartedAt: time.Now().UTC()}
+	g.me = store.Gateway{ID: g.me.ID, Host: host, PID: os.Getpid(), Addr: addr, Bus: g.cfg.Bus != "", StartedAt: time.Now().UTC()}
 	if err := g.store.RecordGateway(ctx, g.me); err != nil {
 		return err
 	}
@@ -53,12 +52,23 @@ func (g *Gateway) claimStore(ctx context.Context, addr string) error {
 			}
 			continue
 		}
+		if o.Bus && g.me.Bus {
+			continue // they share agents and calls over the bus
+		}
 		g.store.RemoveGateway(ctx, g.me.ID)
-		return fmt.Errorf("another gateway is using this store: %s, listening on %s on host %s (pid %d), last seen %s ago. "+
-			"Gateways sharing a store would each see only the agents connected to them; sharing agents and calls "+
-			"needs a bus between them, which this version of spacefix does not have yet. Stop the other gateway, "+
-			"or give this one its own --data. A gateway that stopped without a word is forgotten %s after it was last seen",
-			o.ID, o.Addr, o.Host, o.PID, time.Since(o.SeenAt).Round(time.Second), beatLost())
+		seen := fmt.Sprintf("%s, listening on %s on host %s (pid %d), last seen %s ago", o.ID, o.Addr, o.Host, o.PID, time.Since(o.SeenAt).Round(time.Second))
+		forgotten := fmt.Sprintf("A gateway that stopped without a word is forgotten %s after it was last seen", beatLost())
+		if o.Bus {
+			return fmt.Errorf("another gateway is using this store with a bus: %s. Start this one with --bus too, "+
+				"naming the same NATS servers, so that they share agents and calls. %s", seen, forgotten)
+		}
+		if g.me.Bus {
+			return fmt.Errorf("another gateway is using this store without a bus: %s. It would not share its agents "+
+				"and calls with this one: restart it with --bus, naming the same NATS servers, or stop it. %s", seen, forgotten)
+		}
+		return fmt.Errorf("another gateway is using this store: %s. Gateways sharing a store would each see only the "+
+			"agents connected to them; to run several, start each with --bus nats://HOST:PORT (NATS). Stop the other "+
+			"gateway, or give this one its own --data. %s", seen, forgotten)
 	}
 	liveHere.Store(g.me.ID, true)
 	every, lost := beatEvery, beatLost()

@@ -45,7 +45,7 @@ func TestSecondGatewayRefused(t *testing.T) {
 	host, _ := os.Hostname()
 	for _, want := range []string{
 		"another gateway is using this store: " + first.me.ID + ", listening on " + first.Addr() + " on host " + host,
-		"Stop the other gateway, or give this one its own --data.",
+		"to run several, start each with --bus nats://HOST:PORT (NATS). Stop the other gateway, or give this one its own --data.",
 		"forgotten 15s after it was last seen",
 	} {
 		if err == nil || !strings.Contains(err.Error(), want) {

@@ -83,22 +83,27 @@ type Options struct {
 	// loopback host) is off: it would refuse the hosts the operator allowed
 	// behind a local proxy. False keeps go-sdk's check.
 	HostsChecked bool
+	// SessionPrefix starts every MCP session id this gateway makes, so
+	// that the gateways sharing a store can tell whose a session is and
+	// forward its requests there; "" when this gateway is alone.
+	SessionPrefix string
 }
 
 // Front is the MCP endpoint. It is an http.Handler.
 type Front struct {
-	reg      *agents.Registry
-	store    store.Store
-	verifier *sfauth.Verifier
-	calls    *store.CallLog
-	log      *slog.Logger
-	sdkLog   *slog.Logger // go-sdk's, quieter about normal endings: see sdkLogger
-	version  string
-	controls *access.Cache
-	held     *heldCalls // calls waiting for the user's answer
-	cache    *cache.Cache
-	limiter  *ratelimit.Limiter
-	tracer   trace.Tracer // nil: no traces
+	sessionPrefix string // see Options.SessionPrefix
+	reg           *agents.Registry
+	store         store.Store
+	verifier      *sfauth.Verifier
+	calls         *store.CallLog
+	log           *slog.Logger
+	sdkLog        *slog.Logger // go-sdk's, quieter about normal endings: see sdkLogger
+	version       string
+	controls      *access.Cache
+	held          *heldCalls // calls waiting for the user's answer
+	cache         *cache.Cache
+	limiter       *ratelimit.Limiter
+	tracer        trace.Tracer // nil: no traces
 
 	stateful  *mcp.StreamableHTTPHandler
 	stateless *mcp.StreamableHTTPHandler
@@ -126,7 +131,8 @@ func New(opts Options) *Front {
 		panic("mcpfront.New: Registry, Store, Verifier and CallLog are required")
 	}
 	f := &Front{
-		reg: opts.Registry, store: opts.Store, verifier: opts.Verifier, calls: opts.CallLog,
+		sessionPrefix: opts.SessionPrefix,
+		reg:           opts.Registry, store: opts.Store, verifier: opts.Verifier, calls: opts.CallLog,
 		log: opts.Logger, version: opts.Version, controls: access.NewCache(opts.Store, time.Second),
 		limiter: ratelimit.New(),
 		views:   make(map[string]*view),

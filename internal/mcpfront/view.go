@@ -2,6 +2,7 @@ package mcpfront
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"sync"
 	"sync/atomic"
@@ -69,6 +70,7 @@ func (f *Front) viewFor(k store.Key) *view {
 		},
 		// No KeepAlive: go-sdk would ping sessions without a GET stream,
 		// fail, and close them; see keepAlive in sessions.go.
+		GetSessionID: func() string { return f.sessionPrefix + rand.Text() },
 	})
 	v.server.AddReceivingMiddleware(v.f.recoverPanics, v.resolve, eraFields)
 	f.views[k.ID] = v

@@ -176,6 +176,7 @@ type Gateway struct {
 	Host      string // the machine's host name
 	PID       int
 	Addr      string // the address it listens on
+	Bus       bool   // it shares agents and calls with the others over a bus
 	StartedAt time.Time
 	SeenAt    time.Time // set by the store
 }

@@ -12,10 +12,10 @@ import (
 // RecordGateway implements [store.Store].
 func (s *Store) RecordGateway(ctx context.Context, gw store.Gateway) error {
 	err := s.writeTx(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO gateways (id, host, pid, addr, started_at, seen_at) VALUES (?, ?, ?, ?, ?, ?)
-ON CONFLICT (id) DO UPDATE SET host = excluded.host, pid = excluded.pid, addr = excluded.addr,
+		_, err := tx.ExecContext(ctx, `INSERT INTO gateways (id, host, pid, addr, bus, started_at, seen_at) VALUES (?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (id) DO UPDATE SET host = excluded.host, pid = excluded.pid, addr = excluded.addr, bus = excluded.bus,
 started_at = excluded.started_at, seen_at = excluded.seen_at`,
-			gw.ID, gw.Host, gw.PID, gw.Addr, millis(gw.StartedAt), millis(now()))
+			gw.ID, gw.Host, gw.PID, gw.Addr, gw.Bus, millis(gw.StartedAt), millis(now()))
 		return err
 	})
 	if err != nil {
@@ -26,7 +26,7 @@ started_at = excluded.started_at, seen_at = excluded.seen_at`,
 
 // Gateways implements [store.Store].
 func (s *Store) Gateways(ctx context.Context, since time.Time) ([]store.Gateway, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT id, host, pid, addr, started_at, seen_at FROM gateways
+	rows, err := s.r.QueryContext(ctx, `SELECT id, host, pid, addr, bus, started_at, seen_at FROM gateways
 WHERE seen_at >= ? ORDER BY started_at, id`, millis(since))
 	if err != nil {
 		return nil, fmt.Errorf("list gateways: %w", err)
@@ -38,7 +38,7 @@ WHERE seen_at >= ? ORDER BY started_at, id`, millis(since))
 			gw            store.Gateway
 			started, seen int64
 		)
-		if err := rows.Scan(&gw.ID, &gw.Host, &gw.PID, &gw.Addr, &started, &seen); err != nil {
+		if err := rows.Scan(&gw.ID, &gw.Host, &gw.PID, &gw.Addr, &gw.Bus, &started, &seen); err != nil {
 			return nil, fmt.Errorf("list gateways: %w", err)
 		}
 		gw.StartedAt, gw.SeenAt = fromMillis(started), fromMillis(seen)

@@ -161,6 +161,7 @@ CREATE TABLE gateways (
 	host       TEXT    NOT NULL,
 	pid        INTEGER NOT NULL,
 	addr       TEXT    NOT NULL,
+	bus        BOOLEAN NOT NULL,
 	started_at BIGINT  NOT NULL,
 	seen_at    BIGINT  NOT NULL
 );

@@ -781,7 +781,7 @@ func testGateways(t *testing.T, s store.Store) {
 	}
 	started := clk.before.Add(-time.Minute).UTC()
 	a := store.Gateway{ID: "gw-a", Host: "h1", PID: 10, Addr: "127.0.0.1:8080", StartedAt: started.Add(time.Second)}
-	b := store.Gateway{ID: "gw-b", Host: "h2", PID: 20, Addr: "10.0.0.2:8080", StartedAt: started}
+	b := store.Gateway{ID: "gw-b", Host: "h2", PID: 20, Addr: "10.0.0.2:8080", Bus: true, StartedAt: started}
 	for _, gw := range []store.Gateway{a, b} {
 		if err := s.RecordGateway(ctx, gw); err != nil {
 			t.Fatal(err)
@@ -791,7 +791,7 @@ func testGateways(t *testing.T, s store.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(gws) != 2 || gws[0].ID != "gw-b" || gws[1].ID != "gw-a" {
+	if len(gws) != 2 || gws[0].ID != "gw-b" || gws[1].ID != "gw-a" || !gws[0].Bus || gws[1].Bus {
 		t.Fatalf("Gateways = %+v, want gw-b then gw-a (oldest start first)", gws)
 	}
 	got := gws[1]

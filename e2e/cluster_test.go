@@ -1,0 +1,397 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	natsserver "github.com/nats-io/nats-server/v2/server"
+
+	"github.com/spacefix/spacefix/core"
+	"github.com/spacefix/spacefix/internal/agentproto"
+	"github.com/spacefix/spacefix/internal/gateway"
+	"github.com/spacefix/spacefix/internal/store"
+	"github.com/spacefix/spacefix/internal/store/postgres"
+	"github.com/spacefix/spacefix/internal/store/sqlite"
+)
+
+// startNATS runs a NATS server on a loopback port for the test and
+// returns its URL.
+func startNATS(t *testing.T) string {
+	t.Helper()
+	ns, err := natsserver.NewServer(&natsserver.Options{Host: "127.0.0.1", Port: -1, NoLog: true, NoSigs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go ns.Start()
+	if !ns.ReadyForConnections(10 * time.Second) {
+		t.Fatal("NATS did not start")
+	}
+	t.Cleanup(ns.Shutdown)
+	return ns.ClientURL()
+}
+
+// onBus joins the gateway to the bus at url, with a heartbeat short
+// enough for a test to see a silent gateway dropped.
+func onBus(url string) func(*envOptions) {
+	return withConfig(func(c *gateway.Config) {
+		c.Bus = url
+		c.BusHeartbeat = 100 * time.Millisecond
+	})
+}
+
+// openStore opens another handle of e's store.
+func (e *env) openStore() store.Store {
+	e.t.Helper()
+	var (
+		st  store.Store
+		err error
+	)
+	if e.dataPath != "" {
+		st, err = sqlite.Open(context.Background(), e.dataPath)
+	} else {
+		st, err = postgres.Open(context.Background(), e.data)
+	}
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return st
+}
+
+// sibling starts another gateway on e's store (its own handle of it) and
+// bus, as a second replica behind a load balancer would be.
+func (e *env) sibling() *env {
+	t := e.t
+	t.Helper()
+	st := e.openStore()
+	g, err := gateway.New(e.cfg, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close() })
+	s := *e
+	s.gw, s.store, s.url = g, st, g.URL()
+	return &s
+}
+
+// clusterAgent is an agent with the tools the cluster tests call: echo,
+// steps (two progress lines) and hang (waits until cancelled, and says
+// so on the channels).
+func clusterAgent(t *testing.T, started, cancelled chan<- string) func(a *core.Agent) {
+	return func(a *core.Agent) {
+		type textIn struct {
+			Text string `json:"text"`
+		}
+		must(t, core.AddTool(a, "echo", "Echo.", func(ctx context.Context, in textIn) (string, error) { return in.Text, nil }))
+		must(t, core.AddTool(a, "steps", "Two steps.", func(ctx context.Context, _ struct{}) (string, error) {
+			core.Progress(ctx, "step 1")
+			core.Progress(ctx, "step 2")
+			return "done", nil
+		}))
+		must(t, core.AddTool(a, "hang", "Waits.", func(ctx context.Context, _ struct{}) (string, error) {
+			started <- "hang"
+			<-ctx.Done()
+			cancelled <- "hang"
+			return "", ctx.Err()
+		}))
+	}
+}
+
+// Two gateways on one store and one bus: an agent connected to A serves
+// calls that reach B, with progress and cancellation as on one gateway;
+// a tool disabled on A disappears on B; when A goes away, B's caller
+// learns the agent disconnected, and B no longer lists its tools.
+func TestClusterCallsCrossGateways(t *testing.T) {
+	t.Parallel()
+	a := newEnv(t, onBus(startNATS(t)))
+	b := a.sibling()
+	started, cancelled := make(chan string, 4), make(chan string, 4)
+	a.startAgent(core.Options{}, clusterAgent(t, started, cancelled))
+
+	progress := new(progressCollector)
+	cs := b.connect("2025-11-25", b.clientKey, &mcp.ClientOptions{ProgressNotificationHandler: progress.handler})
+	waitFor(t, "B to list the tools of the agent on A", func() bool {
+		return slices.Contains(toolNames(t, cs), "echo")
+	})
+	if got := text(call(t, cs, "echo", map[string]any{"text": "across"})); got != "across" {
+		t.Errorf("echo through B = %q", got)
+	}
+	r, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "steps", Arguments: map[string]any{}, Meta: mcp.Meta{"progressToken": "p1"}})
+	if err != nil || r.IsError || text(r) != "done" {
+		t.Fatalf("steps through B = %v %v", r, err)
+	}
+	waitFor(t, "both progress lines at B's client", func() bool { return len(progress.got()) == 2 })
+	if got := progress.got(); got[0] != "step 1" || got[1] != "step 2" {
+		t.Errorf("progress = %q, want step 1, step 2 in order", got)
+	}
+	if calls := b.calls(); len(calls) == 0 || calls[0].Replica == "" {
+		t.Errorf("B's call log: %+v", calls)
+	}
+
+	// Cancellation crosses the bus to the agent's handler.
+	ctx, cancel := context.WithCancel(context.Background())
+	res := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "hang", Arguments: map[string]any{}})
+		res <- err
+	}()
+	receive(t, started, "the hang call to start on the agent")
+	cancel()
+	receive(t, cancelled, "the agent's handler to be cancelled")
+	<-res
+
+	// A control saved on A holds on B at once.
+	a.save(store.ToolSettings{ProjectID: a.project.ID, Tool: "echo", Disabled: true})
+	waitFor(t, "B to hide the tool disabled on A", func() bool {
+		return !slices.Contains(toolNames(t, cs), "echo")
+	})
+
+	// A goes away mid-call: B's caller hears it, not the whole wait.
+	go func() {
+		r, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "hang", Arguments: map[string]any{}})
+		if err != nil {
+			res <- err
+			return
+		}
+		if want := "Agent disconnected before returning a result."; !r.IsError || text(r) != want {
+			t.Errorf("hang through B when A stops = isError %v %q, want %q", r.IsError, text(r), want)
+		}
+		res <- nil
+	}()
+	receive(t, started, "the second hang call to start on the agent")
+	begun := time.Now()
+	go a.gw.Shutdown(context.Background())
+	if err := receive(t, res, "the call through B to end"); err != nil {
+		t.Errorf("hang through B when A stops: %v", err)
+	}
+	if d := time.Since(begun); d > 8*time.Second {
+		t.Errorf("B's caller waited %v after A stopped", d)
+	}
+}
+
+// A registration and its WebSocket may reach different gateways: the
+// ticket A issued opens the connection at B.
+func TestClusterTicketRedeemedElsewhere(t *testing.T) {
+	t.Parallel()
+	a := newEnv(t, onBus(startNATS(t)))
+	b := a.sibling()
+	status, body := a.register(a.agentKey, regJSON(t, regWith("far_tool")))
+	if status != http.StatusOK {
+		t.Fatalf("register at A: %d %s", status, body)
+	}
+	var tk agentproto.Ticket
+	must(t, json.Unmarshal([]byte(body), &tk))
+	ws, resp, err := websocket.Dial(context.Background(), b.url+agentproto.ConnectPath+"?ticket="+tk.Ticket,
+		&websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + b.agentKey}}})
+	if err != nil {
+		t.Fatalf("connect at B with A's ticket: %v %v", err, resp)
+	}
+	t.Cleanup(func() { ws.CloseNow() })
+	cs := a.connect("2025-11-25", a.clientKey, nil)
+	waitFor(t, "A to list the tool of the agent connected to B", func() bool {
+		return slices.Contains(toolNames(t, cs), "far_tool")
+	})
+	// A ticket is used once, wherever.
+	_, resp, err = websocket.Dial(context.Background(), a.url+agentproto.ConnectPath+"?ticket="+tk.Ticket,
+		&websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + a.agentKey}}})
+	if err == nil || resp == nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("second use of the ticket: %v %v, want 401", err, resp)
+	}
+}
+
+// A gateway without a bus is refused beside one with a bus, saying what to
+// do.
+func TestClusterRefusesGatewayWithoutBus(t *testing.T) {
+	t.Parallel()
+	a := newEnv(t, onBus(startNATS(t)))
+	cfg := a.cfg
+	cfg.Bus = ""
+	g, err := gateway.New(cfg, a.openStore())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	err = g.Start()
+	if want := "another gateway is using this store with a bus: "; err == nil || !strings.Contains(err.Error(), want) ||
+		!strings.Contains(err.Error(), "Start this one with --bus too") {
+		t.Errorf("start without a bus beside one with: %v", err)
+	}
+}
+
+// roundRobin is a load balancer without stickiness: each request (and each
+// WebSocket upgrade) goes to the next gateway in turn. It returns its URL.
+func roundRobin(t *testing.T, backends ...string) string {
+	t.Helper()
+	var next atomic.Uint64
+	proxies := make([]*httputil.ReverseProxy, len(backends))
+	for i, b := range backends {
+		u, err := url.Parse(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		proxies[i] = &httputil.ReverseProxy{
+			Rewrite:       func(pr *httputil.ProxyRequest) { pr.SetURL(u); pr.Out.Host = pr.In.Host },
+			FlushInterval: -1,
+		}
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		proxies[next.Add(1)%uint64(len(proxies))].ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// Two gateways behind a round-robin load balancer: an agent registers
+// through it (its registration and WebSocket may reach different
+// gateways), and clients of every protocol era call its tools through
+// it, each request landing on either gateway. A 2025 session lives on the
+// gateway that made it; the other forwards its requests there.
+func TestClusterBehindRoundRobin(t *testing.T) {
+	t.Parallel()
+	a := newEnv(t, onBus(startNATS(t)))
+	b := a.sibling()
+	lb := *a
+	lb.url = roundRobin(t, a.url, b.url)
+	started, cancelled := make(chan string, 4), make(chan string, 4)
+	lb.startAgent(core.Options{}, clusterAgent(t, started, cancelled))
+	for _, v := range versions {
+		t.Run(v, func(t *testing.T) {
+			cs := lb.connect(v, lb.clientKey, nil)
+			waitFor(t, "the agent's tools through the load balancer", func() bool {
+				return slices.Contains(toolNames(t, cs), "echo")
+			})
+			for i := range 6 {
+				want := fmt.Sprint("call ", i)
+				if got := text(call(t, cs, "echo", map[string]any{"text": want})); got != want {
+					t.Errorf("echo %d = %q", i, got)
+				}
+			}
+		})
+	}
+}
+
+// A 2025 session whose gateway went away is gone: the other gateway
+// answers its next request with the spec's 404, and the client starts a
+// new session.
+func TestClusterSessionOwnerGone(t *testing.T) {
+	t.Parallel()
+	a := newEnv(t, onBus(startNATS(t)))
+	b := a.sibling()
+	s := a.newRawSession(a.clientKey)
+	if !strings.HasPrefix(s.id, "gw-") {
+		t.Fatalf("session id %q does not name its gateway", s.id)
+	}
+	// Through B, the session's requests reach A.
+	sb := *s
+	sb.url = b.url
+	if code, body := sb.call(2, "nothing_here", `{}`); code != http.StatusOK {
+		t.Fatalf("a request of A's session sent to B: %d %s", code, body)
+	}
+	a.gw.Close()
+	waitFor(t, "B to see A gone", func() bool {
+		code, _ := sb.call(3, "nothing_here", `{}`)
+		return code == http.StatusNotFound
+	})
+}
+
+// A gateway process killed with SIGKILL says nothing on the bus: the other
+// gateway drops its agents once three of its heartbeats are missed, and a
+// call in flight to one of them ends with the disconnect message, in
+// seconds rather than the call's whole wait.
+func TestClusterGatewayKilled(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("builds and runs the gateway binary; skipped under -short")
+	}
+	nats := startNATS(t)
+	p := startServeProcess(t, "--bus", nats)
+
+	// The survivor: a gateway in this process on the same store and bus.
+	cfg := gateway.DefaultConfig()
+	cfg.Addr, cfg.Bus, cfg.Logger = "127.0.0.1:0", nats, testLogger(t)
+	st, err := sqlite.Open(context.Background(), p.dataPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := gateway.New(cfg, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+
+	started, cancelled := make(chan string, 4), make(chan string, 4)
+	agent, err := core.New(core.Options{APIKey: p.agentKey, URL: p.url, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clusterAgent(t, started, cancelled)(agent)
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	go agent.Run(ctx)
+
+	survivor := &env{t: t, gw: b, url: b.URL()}
+	cs := survivor.connect("2025-11-25", p.clientKey, nil)
+	waitFor(t, "the survivor to list the tools of the agent on the other process", func() bool {
+		return slices.Contains(toolNames(t, cs), "hang")
+	})
+	res := make(chan *mcp.CallToolResult, 1)
+	go func() {
+		r, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "hang", Arguments: map[string]any{}})
+		if err != nil {
+			t.Errorf("hang: %v", err)
+		}
+		res <- r
+	}()
+	receive(t, started, "the call to reach the agent through the other process")
+	killed := time.Now()
+	p.cmd.Process.Kill()
+	r := receive(t, res, "the call to end after the kill")
+	if want := "Agent disconnected before returning a result."; r == nil || !r.IsError || text(r) != want {
+		t.Errorf("hang after the holder was killed = %+v, want %q", r, want)
+	}
+	if d := time.Since(killed); d > 10*time.Second {
+		t.Errorf("the caller waited %v after the kill; the call's wait is 30 s, the bus drops a silent gateway after 3 s", d)
+	}
+	// A call made now waits within its tool's wait (the tool stays listed
+	// for the grace period) and is served once the agent is back, here
+	// through the surviving gateway.
+	echoed := make(chan string, 1)
+	go func() {
+		r, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "back"}})
+		if err != nil || r.IsError {
+			t.Errorf("echo while the agent reconnects: %v %+v", err, r)
+			echoed <- ""
+			return
+		}
+		echoed <- text(r)
+	}()
+	stop()
+	again, err := core.New(core.Options{APIKey: p.agentKey, URL: b.URL(), Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clusterAgent(t, started, cancelled)(again)
+	ctx2, stop2 := context.WithCancel(context.Background())
+	defer stop2()
+	go again.Run(ctx2)
+	if got := receive(t, echoed, "the waiting call to be served by the reconnected agent"); got != "back" {
+		t.Errorf("echo after the reconnect = %q", got)
+	}
+}

@@ -1,0 +1,306 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/spacefix/spacefix/internal/agentproto"
+	"github.com/spacefix/spacefix/internal/agents"
+)
+
+// callMsg asks the holder of a replica to deliver a call to it.
+type callMsg struct {
+	Rep string              `json:"rep"`
+	Msg *agentproto.Message `json:"msg"`
+}
+
+// ctlMsg is everything else a caller tells the holder about a replica.
+type ctlMsg struct {
+	Op     string              `json:"op"` // cancel, send, close
+	Rep    string              `json:"rep"`
+	ID     string              `json:"id,omitempty"` // cancel: the call
+	Reason string              `json:"reason,omitempty"`
+	Msg    *agentproto.Message `json:"msg,omitempty"` // send
+}
+
+// frame is one step of a call served over the bus, holder to caller.
+type frame struct {
+	Kind    string              `json:"kind"` // progress, confirm, result
+	Line    string              `json:"line,omitempty"`
+	Msg     *agentproto.Message `json:"msg,omitempty"`
+	Result  json.RawMessage     `json:"result,omitempty"`
+	Err     string              `json:"err,omitempty"`
+	Disconn bool                `json:"disconnected,omitempty"`
+}
+
+// remoteConn is a replica held by another gateway, as this one calls it:
+// an [agents.Conn] over the bus.
+type remoteConn struct {
+	c       *Cluster
+	gw, rep string
+
+	disabled atomic.Bool // the disabled state last heard or told
+
+	mu     sync.Mutex
+	calls  map[string]string // call id → reply token, while pending
+	ended  bool
+	reason string
+	done   chan struct{}
+}
+
+var _ agents.Conn = (*remoteConn)(nil)
+
+func newRemoteConn(c *Cluster, gw, rep string) *remoteConn {
+	return &remoteConn{c: c, gw: gw, rep: rep, calls: make(map[string]string), done: make(chan struct{})}
+}
+
+// remoteCall is one call this gateway sent over the bus.
+type remoteCall struct {
+	conn *remoteConn
+	id   string
+	p    *agents.Pending
+}
+
+// Start implements [agents.Conn].
+func (rc *remoteConn) Start(ctx context.Context, m *agentproto.Message) (*agents.Pending, error) {
+	c := rc.c
+	p := agents.NewPending()
+	rc.mu.Lock()
+	if rc.ended {
+		rc.mu.Unlock()
+		return nil, agents.ErrDisconnected
+	}
+	c.mu.Lock()
+	c.seq++
+	token := strconv.FormatUint(c.seq, 36)
+	c.calls[token] = &remoteCall{conn: rc, id: m.ID, p: p}
+	c.mu.Unlock()
+	rc.calls[m.ID] = token
+	rc.mu.Unlock()
+	b, err := json.Marshal(callMsg{Rep: rc.rep, Msg: m})
+	if err == nil {
+		err = c.nc.PublishMsg(&nats.Msg{Subject: subjCall(rc.gw), Reply: subjReply(c.opts.Gateway) + "." + token, Data: b})
+	}
+	if err != nil {
+		rc.forget(m.ID)
+		return nil, agents.ErrDisconnected
+	}
+	return p, nil
+}
+
+// forget drops a call's bookkeeping; a late frame for it is dropped.
+func (rc *remoteConn) forget(id string) {
+	rc.mu.Lock()
+	token, ok := rc.calls[id]
+	delete(rc.calls, id)
+	rc.mu.Unlock()
+	if ok {
+		rc.c.mu.Lock()
+		delete(rc.c.calls, token)
+		rc.c.mu.Unlock()
+	}
+}
+
+// Cancel implements [agents.Conn].
+func (rc *remoteConn) Cancel(id, reason string) {
+	rc.forget(id)
+	rc.c.publish(subjCtl(rc.gw), ctlMsg{Op: "cancel", Rep: rc.rep, ID: id, Reason: reason})
+}
+
+// Send implements [agents.Conn].
+func (rc *remoteConn) Send(_ context.Context, m *agentproto.Message) error {
+	rc.mu.Lock()
+	ended := rc.ended
+	rc.mu.Unlock()
+	if ended {
+		return agents.ErrDisconnected
+	}
+	rc.c.publish(subjCtl(rc.gw), ctlMsg{Op: "send", Rep: rc.rep, Msg: m})
+	return nil
+}
+
+// Close implements [agents.Conn]: the holder ends the agent's connection
+// (a revoked key, say), and its announcement takes the replica out.
+func (rc *remoteConn) Close(reason string) {
+	rc.c.publish(subjCtl(rc.gw), ctlMsg{Op: "close", Rep: rc.rep, Reason: reason})
+}
+
+// Done implements [agents.Conn].
+func (rc *remoteConn) Done() <-chan struct{} { return rc.done }
+
+// end fails the calls in flight as disconnected and ends the connection
+// here: the holder said the replica left, or the holder went away.
+func (rc *remoteConn) end(reason string) {
+	rc.mu.Lock()
+	if rc.ended {
+		rc.mu.Unlock()
+		return
+	}
+	rc.ended, rc.reason = true, reason
+	calls := rc.calls
+	rc.calls = nil
+	rc.mu.Unlock()
+	c := rc.c
+	for _, token := range calls {
+		c.mu.Lock()
+		call := c.calls[token]
+		delete(c.calls, token)
+		c.mu.Unlock()
+		if call != nil {
+			call.p.Result <- agents.Reply{Disconnected: true}
+		}
+	}
+	close(rc.done)
+}
+
+// onReply takes a frame of a call this gateway sent.
+func (c *Cluster) onReply(m *nats.Msg) {
+	token := m.Subject[len(subjReply(c.opts.Gateway))+1:]
+	var f frame
+	if json.Unmarshal(m.Data, &f) != nil {
+		return
+	}
+	c.mu.Lock()
+	call := c.calls[token]
+	if call != nil && f.Kind == "result" {
+		delete(c.calls, token)
+	}
+	c.mu.Unlock()
+	if call == nil {
+		return // cancelled, or its connection ended: dropped
+	}
+	switch f.Kind {
+	case "progress":
+		select {
+		case call.p.Progress <- f.Line:
+		default: // full: the caller's throttle keeps the latest
+		}
+	case "confirm":
+		if f.Msg != nil {
+			select {
+			case call.p.Confirm <- *f.Msg:
+			default:
+			}
+		}
+	case "result":
+		rc := call.conn
+		rc.mu.Lock()
+		if rc.calls != nil {
+			delete(rc.calls, call.id)
+		}
+		rc.mu.Unlock()
+		call.p.Result <- agents.Reply{Result: f.Result, Err: f.Err, Disconnected: f.Disconn}
+	}
+}
+
+// relay is a call this gateway serves for another over the bus.
+type relay struct {
+	rep  *agents.Replica
+	id   string
+	stop chan struct{}
+	once sync.Once
+}
+
+func (r *relay) end() { r.once.Do(func() { close(r.stop) }) }
+
+// onCall delivers a call another gateway sent to a replica this one holds,
+// and sends its progress, questions and result back frame by frame.
+func (c *Cluster) onCall(m *nats.Msg) {
+	var msg callMsg
+	if json.Unmarshal(m.Data, &msg) != nil || msg.Msg == nil || m.Reply == "" {
+		return
+	}
+	reply := func(f frame) {
+		b, _ := json.Marshal(f)
+		c.nc.Publish(m.Reply, b)
+	}
+	c.mu.Lock()
+	rep := c.local[msg.Rep]
+	c.mu.Unlock()
+	if rep == nil {
+		reply(frame{Kind: "result", Disconn: true})
+		return
+	}
+	rep.Begin() // least-in-flight here counts the calls of every gateway
+	p, err := rep.Conn.Start(context.Background(), msg.Msg)
+	if err != nil {
+		rep.End()
+		reply(frame{Kind: "result", Disconn: true})
+		return
+	}
+	r := &relay{rep: rep, id: msg.Msg.ID, stop: make(chan struct{})}
+	key := rep.ID + "/" + r.id
+	c.mu.Lock()
+	c.relays[key] = r
+	c.mu.Unlock()
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		defer rep.End()
+		defer func() {
+			c.mu.Lock()
+			delete(c.relays, key)
+			c.mu.Unlock()
+		}()
+		for {
+			select {
+			case line := <-p.Progress:
+				reply(frame{Kind: "progress", Line: line})
+			case q := <-p.Confirm:
+				reply(frame{Kind: "confirm", Msg: &q})
+			case res := <-p.Result:
+				// Progress sent before the result goes first.
+			drain:
+				for {
+					select {
+					case line := <-p.Progress:
+						reply(frame{Kind: "progress", Line: line})
+					default:
+						break drain
+					}
+				}
+				reply(frame{Kind: "result", Result: res.Result, Err: res.Err, Disconn: res.Disconnected})
+				return
+			case <-r.stop:
+				return // cancelled: the agent was told, a late answer is dropped
+			case <-c.stop:
+				reply(frame{Kind: "result", Disconn: true})
+				return
+			}
+		}
+	}()
+}
+
+// onCtl applies a cancel, an answer or a close another gateway sent for a
+// replica this one holds.
+func (c *Cluster) onCtl(m *nats.Msg) {
+	var msg ctlMsg
+	if json.Unmarshal(m.Data, &msg) != nil {
+		return
+	}
+	c.mu.Lock()
+	rep := c.local[msg.Rep]
+	r := c.relays[msg.Rep+"/"+msg.ID]
+	c.mu.Unlock()
+	if rep == nil {
+		return
+	}
+	switch msg.Op {
+	case "cancel":
+		rep.Conn.Cancel(msg.ID, msg.Reason)
+		if r != nil {
+			r.end()
+		}
+	case "send":
+		if msg.Msg != nil {
+			rep.Conn.Send(context.Background(), msg.Msg)
+		}
+	case "close":
+		rep.Conn.Close(msg.Reason)
+	}
+}
