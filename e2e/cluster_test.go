@@ -267,10 +267,23 @@ func TestClusterBehindRoundRobin(t *testing.T) {
 	lb := *a
 	lb.url = roundRobin(t, a.url, b.url)
 	started, cancelled := make(chan string, 4), make(chan string, 4)
-	lb.startAgent(core.Options{}, clusterAgent(t, started, cancelled))
+	lb.startAgent(core.Options{}, func(a *core.Agent) {
+		clusterAgent(t, started, cancelled)(a)
+		must(t, core.AddTool(a, "delete_order", "Deletes an order after asking the user.", func(ctx context.Context, in GetOrderInput) (string, error) {
+			ok, err := core.Confirm(ctx, "Delete order "+in.ID+"?")
+			if err != nil || !ok {
+				return "kept order " + in.ID, err
+			}
+			return "deleted order " + in.ID, nil
+		}, core.Destructive()))
+	})
 	for _, v := range versions {
 		t.Run(v, func(t *testing.T) {
-			cs := lb.connect(v, lb.clientKey, nil)
+			cs := lb.connect(v, lb.clientKey, &mcp.ClientOptions{
+				ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+					return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"confirm": true}}, nil
+				},
+			})
 			waitFor(t, "the agent's tools through the load balancer", func() bool {
 				return slices.Contains(toolNames(t, cs), "echo")
 			})
@@ -278,6 +291,15 @@ func TestClusterBehindRoundRobin(t *testing.T) {
 				want := fmt.Sprint("call ", i)
 				if got := text(call(t, cs, "echo", map[string]any{"text": want})); got != want {
 					t.Errorf("echo %d = %q", i, got)
+				}
+			}
+			// The user's answer comes back through the load balancer to
+			// either gateway: in 2026-07-28 a retry carrying requestState,
+			// in 2025 a response on the session.
+			for i := range 2 {
+				id := fmt.Sprint(1042 + i)
+				if got := text(call(t, cs, "delete_order", map[string]any{"id": id})); got != "deleted order "+id {
+					t.Errorf("confirmed delete %d = %q", i, got)
 				}
 			}
 		})

@@ -1,7 +1,9 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -70,19 +72,27 @@ func (o observer) ReplicaChanged(rep *agents.Replica) {
 const forwardedHeader = "X-Spacefix-Forwarded-By"
 
 // forwardSessions sends a request of an MCP session (protocol 2025) that
-// another gateway owns to that gateway: sessions live in the memory of
-// the gateway that made them, and a load balancer without stickiness
-// sends a session's requests anywhere. A session whose owner is gone is
-// answered here, with the spec's 404, and the client starts a new one.
+// another gateway owns to that gateway, and so a 2026-07-28 retry that
+// carries the requestState of a call another gateway holds: sessions and
+// calls waiting for the user live in the memory of the gateway that made
+// them, and a load balancer without stickiness sends their requests
+// anywhere. A session or call whose gateway is gone is answered here (the
+// spec's 404; "not pending any more") and the client starts again.
 func (g *Gateway) forwardSessions(next http.Handler) http.Handler {
 	if g.cfg.Bus == "" {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c := g.cluster.Load()
-		sid := r.Header.Get("Mcp-Session-Id")
-		owner, _, ok := strings.Cut(sid, ".")
-		if c == nil || !ok || owner == g.me.ID || r.Header.Get(forwardedHeader) != "" {
+		if c == nil || r.Header.Get(forwardedHeader) != "" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		owner, _, _ := strings.Cut(r.Header.Get("Mcp-Session-Id"), ".")
+		if owner == "" && r.Method == http.MethodPost {
+			owner = heldCallOwner(r)
+		}
+		if owner == "" || owner == g.me.ID {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -93,6 +103,45 @@ func (g *Gateway) forwardSessions(next http.Handler) http.Handler {
 		}
 		g.proxyTo(addr).ServeHTTP(w, r)
 	})
+}
+
+// statePeek is how much of a stateless request's body is read to find a
+// requestState; a longer body is served where it landed.
+const statePeek = 1 << 20
+
+// heldCallOwner returns the gateway id a stateless request's requestState
+// starts with, or "". It reads at most statePeek bytes of the body and
+// puts them back.
+func heldCallOwner(r *http.Request) string {
+	if r.Header.Get("Mcp-Session-Id") != "" || r.Body == nil {
+		return ""
+	}
+	buf, err := io.ReadAll(io.LimitReader(r.Body, statePeek))
+	r.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(bytes.NewReader(buf), r.Body), r.Body}
+	if err != nil {
+		return ""
+	}
+	i := bytes.Index(buf, []byte(`"requestState"`))
+	if i < 0 {
+		return ""
+	}
+	rest := bytes.TrimLeft(buf[i+len(`"requestState"`):], " \t\r\n")
+	rest, ok := bytes.CutPrefix(rest, []byte(":"))
+	if !ok {
+		return ""
+	}
+	rest, ok = bytes.CutPrefix(bytes.TrimLeft(rest, " \t\r\n"), []byte(`"gw-`))
+	if !ok {
+		return ""
+	}
+	id, _, ok := bytes.Cut(rest, []byte("."))
+	if !ok || len(id) > 32 {
+		return ""
+	}
+	return "gw-" + string(id)
 }
 
 // proxyTo returns a reverse proxy to another gateway's listener. It keeps

@@ -39,18 +39,19 @@ type held struct {
 
 // heldCalls keeps calls that wait for an answer, until their deadline.
 type heldCalls struct {
-	aead cipher.AEAD
-	log  *slog.Logger
-	mu   sync.Mutex
-	m    map[string]*held // by call id
+	prefix string // starts every request state: Options.SessionPrefix
+	aead   cipher.AEAD
+	log    *slog.Logger
+	mu     sync.Mutex
+	m      map[string]*held // by call id
 }
 
-func newHeldCalls(log *slog.Logger) *heldCalls {
+func newHeldCalls(log *slog.Logger, prefix string) *heldCalls {
 	key := make([]byte, 32)
 	rand.Read(key)
 	block, _ := aes.NewCipher(key)
 	aead, _ := cipher.NewGCM(block)
-	return &heldCalls{aead: aead, m: make(map[string]*held), log: log}
+	return &heldCalls{prefix: prefix, aead: aead, m: make(map[string]*held), log: log}
 }
 
 // hold keeps h until its call's deadline, then gives up on the call and
@@ -70,7 +71,7 @@ func (hc *heldCalls) hold(h *held, expired func(*held, route.Result)) string {
 	nonce := make([]byte, hc.aead.NonceSize())
 	rand.Read(nonce)
 	sealed := hc.aead.Seal(nonce, nonce, []byte(h.call.ID()+"\n"+h.keyID), nil)
-	return base64.RawURLEncoding.EncodeToString(sealed)
+	return hc.prefix + base64.RawURLEncoding.EncodeToString(sealed)
 }
 
 // take removes and returns a held call, or nil.
@@ -89,6 +90,10 @@ var errBadState = errors.New("this confirmation is not pending any more: the cal
 
 // resume returns the held call a request state names, if keyID holds it.
 func (hc *heldCalls) resume(state, keyID string) (*held, error) {
+	state, ok := strings.CutPrefix(state, hc.prefix)
+	if !ok {
+		return nil, errBadState
+	}
 	sealed, err := base64.RawURLEncoding.DecodeString(state)
 	ns := hc.aead.NonceSize()
 	if err != nil || len(sealed) < ns {

@@ -83,9 +83,10 @@ type Options struct {
 	// loopback host) is off: it would refuse the hosts the operator allowed
 	// behind a local proxy. False keeps go-sdk's check.
 	HostsChecked bool
-	// SessionPrefix starts every MCP session id this gateway makes, so
-	// that the gateways sharing a store can tell whose a session is and
-	// forward its requests there; "" when this gateway is alone.
+	// SessionPrefix starts every MCP session id and every requestState
+	// (a 2026-07-28 call waiting for the user) this gateway makes, so that
+	// the gateways sharing a store can tell whose a session or a held call
+	// is and forward its requests there; "" when this gateway is alone.
 	SessionPrefix string
 }
 
@@ -143,7 +144,7 @@ func New(opts Options) *Front {
 	if opts.TracerProvider != nil {
 		f.tracer = opts.TracerProvider.Tracer(tracerName, trace.WithInstrumentationVersion(opts.Version))
 	}
-	f.held = newHeldCalls(f.log)
+	f.held = newHeldCalls(f.log, opts.SessionPrefix)
 	f.sdkLog = sdkLogger(f.log)
 	if opts.CacheBytes <= 0 {
 		opts.CacheBytes = 64 << 20
