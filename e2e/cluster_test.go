@@ -20,6 +20,7 @@ import (
 
 	"github.com/spacefix/spacefix/core"
 	"github.com/spacefix/spacefix/internal/agentproto"
+	"github.com/spacefix/spacefix/internal/cluster"
 	"github.com/spacefix/spacefix/internal/gateway"
 	"github.com/spacefix/spacefix/internal/store"
 	"github.com/spacefix/spacefix/internal/store/postgres"
@@ -415,5 +416,26 @@ func TestClusterGatewayKilled(t *testing.T) {
 	go again.Run(ctx2)
 	if got := receive(t, echoed, "the waiting call to be served by the reconnected agent"); got != "back" {
 		t.Errorf("echo after the reconnect = %q", got)
+	}
+}
+
+// A key's rate limit holds across gateways: the calls one gateway allowed
+// count on the other once they are exchanged (every cluster.RateEvery).
+func TestClusterRateLimitShared(t *testing.T) {
+	t.Parallel()
+	a := newEnv(t, onBus(startNATS(t)), func(o *envOptions) { o.settings = &store.ProjectSettings{RateLimitPerMinute: 4} })
+	b := a.sibling()
+	a.startAgent(core.Options{}, clusterAgent(t, make(chan string, 4), make(chan string, 4)))
+	ca, cb := a.connect("2025-11-25", a.clientKey, nil), b.connect("2025-11-25", b.clientKey, nil)
+	waitFor(t, "B to list the agent's tools", func() bool { return slices.Contains(toolNames(t, cb), "echo") })
+	for i := range 4 {
+		if r := call(t, ca, "echo", map[string]any{"text": "a"}); r.IsError {
+			t.Fatalf("call %d of 4 on A: %q", i, text(r))
+		}
+	}
+	time.Sleep(4 * cluster.RateEvery) // the exchange, not a timing assertion
+	r := call(t, cb, "echo", map[string]any{"text": "b"})
+	if want := "Rate limit exceeded: this key may make 4 calls per minute. Try again in "; !r.IsError || !strings.HasPrefix(text(r), want) {
+		t.Errorf("fifth call, on B = isError %v %q, want %q…", r.IsError, text(r), want)
 	}
 }

@@ -37,6 +37,7 @@ import (
 	"github.com/spacefix/spacefix/internal/agentproto"
 	"github.com/spacefix/spacefix/internal/agents"
 	"github.com/spacefix/spacefix/internal/changes"
+	"github.com/spacefix/spacefix/internal/ratelimit"
 	"github.com/spacefix/spacefix/internal/recovery"
 	"github.com/spacefix/spacefix/internal/schema"
 )
@@ -47,7 +48,13 @@ const (
 	subjHeartbeat = "spacefix.hb"
 	subjChanges   = "spacefix.changes"
 	subjTickets   = "spacefix.ticket"
+	subjRates     = "spacefix.rate"
 )
+
+// RateEvery is how often a gateway tells the others the calls it allowed
+// to keys with a rate limit: the most a key can overshoot its limit is
+// what the other gateways allow it in that time.
+const RateEvery = 250 * time.Millisecond
 
 func subjCall(gw string) string  { return "spacefix.gw." + gw + ".call" }
 func subjCtl(gw string) string   { return "spacefix.gw." + gw + ".ctl" }
@@ -76,6 +83,10 @@ type Options struct {
 	// Redeem takes a registration ticket this gateway issued, for a
 	// WebSocket that reached another gateway; nil answers no ticket.
 	Redeem func(ticket, keyID string) (*agentproto.Registration, bool)
+	// Limiter is this gateway's rate limiter, shared (ratelimit.Share):
+	// the calls it allows go to the others every RateEvery, and theirs
+	// count here. Nil: rate limits stay per gateway.
+	Limiter *ratelimit.Limiter
 	// Heartbeat is how often to say this gateway is alive; 0 means
 	// [DefaultHeartbeat].
 	Heartbeat time.Duration
@@ -177,6 +188,7 @@ func Join(ctx context.Context, opts Options) (*Cluster, error) {
 		subjSync(opts.Gateway):         func(*nats.Msg) { c.announceAll() },
 		subjReply(opts.Gateway) + ".*": c.onReply,
 		subjTickets:                    c.onTicket,
+		subjRates:                      c.onRates,
 	} {
 		sub, err := nc.Subscribe(subj, c.guard(subj, fn))
 		if err != nil {
@@ -191,11 +203,15 @@ func Join(ctx context.Context, opts Options) (*Cluster, error) {
 		return nil, fmt.Errorf("connect to the bus %s: %w", redactURL(opts.URL), err)
 	}
 	unsub := opts.Changes.Subscribe(c.broadcastChange)
-	c.wg.Add(1)
+	c.wg.Add(2)
 	go func() {
 		defer c.wg.Done()
 		defer unsub()
 		c.beat()
+	}()
+	go func() {
+		defer c.wg.Done()
+		c.shareRates()
 	}()
 	c.heartbeat() // at once: the others learn of this gateway and announce to it
 	return c, nil
@@ -585,6 +601,56 @@ func (c *Cluster) onChange(m *nats.Msg) {
 		for _, rep := range reps {
 			rep.Conn.Close("agent key revoked")
 		}
+	}
+}
+
+// rateMsg carries the calls a gateway allowed to rate-limited keys, as
+// Unix milliseconds by key id.
+type rateMsg struct {
+	Gw    string             `json:"gw"`
+	Calls map[string][]int64 `json:"calls"`
+}
+
+// shareRates sends the calls this gateway allowed every RateEvery.
+func (c *Cluster) shareRates() {
+	if c.opts.Limiter == nil {
+		return
+	}
+	t := time.NewTicker(RateEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-t.C:
+		}
+		fresh := c.opts.Limiter.Fresh()
+		if fresh == nil {
+			continue
+		}
+		msg := rateMsg{Gw: c.opts.Gateway, Calls: make(map[string][]int64, len(fresh))}
+		for key, calls := range fresh {
+			ms := make([]int64, len(calls))
+			for i, t := range calls {
+				ms[i] = t.UnixMilli()
+			}
+			msg.Calls[key] = ms
+		}
+		c.publish(subjRates, msg)
+	}
+}
+
+func (c *Cluster) onRates(m *nats.Msg) {
+	var msg rateMsg
+	if c.opts.Limiter == nil || json.Unmarshal(m.Data, &msg) != nil || msg.Gw == c.opts.Gateway {
+		return
+	}
+	for key, ms := range msg.Calls {
+		calls := make([]time.Time, len(ms))
+		for i, v := range ms {
+			calls[i] = time.UnixMilli(v)
+		}
+		c.opts.Limiter.Merge(key, calls)
 	}
 }
 

@@ -24,7 +24,7 @@ func (g *Gateway) joinBus() error {
 	}
 	c, err := cluster.Join(g.ctx, cluster.Options{
 		URL: g.cfg.Bus, Gateway: g.me.ID, Addr: g.me.Addr,
-		Registry: g.reg, Changes: g.changes, Compile: agentfront.Compile, Redeem: g.agents.RedeemTicket,
+		Registry: g.reg, Changes: g.changes, Compile: agentfront.Compile, Redeem: g.agents.RedeemTicket, Limiter: g.limiter,
 		Heartbeat: g.cfg.BusHeartbeat, Logger: g.log,
 	})
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/spacefix/spacefix/internal/changes"
 	"github.com/spacefix/spacefix/internal/cluster"
 	"github.com/spacefix/spacefix/internal/mcpfront"
+	"github.com/spacefix/spacefix/internal/ratelimit"
 	"github.com/spacefix/spacefix/internal/recovery"
 	"github.com/spacefix/spacefix/internal/store"
 )
@@ -37,6 +38,7 @@ type Gateway struct {
 	obs      *observability                  // metrics, readiness, pprof
 	me       store.Gateway                   // this gateway as the store knows it (peers.go)
 	cluster  atomic.Pointer[cluster.Cluster] // the bus, with --bus; set by Start
+	limiter  *ratelimit.Limiter              // per-key rate limits, shared over the bus
 
 	srv *http.Server
 	mux http.Handler // every route, behind panic recovery; Start adds the Host check and metrics
@@ -61,8 +63,10 @@ func New(cfg Config, st store.Store) (*Gateway, error) {
 	g := &Gateway{cfg: cfg, log: cfg.Logger, store: st}
 	g.me.ID = "gw-" + rand.Text()[:10]
 	var sessionPrefix string
+	g.limiter = ratelimit.New()
 	if cfg.Bus != "" {
 		sessionPrefix = g.me.ID + "." // whose a session is: see forwardSessions
+		g.limiter.Share()             // the gateways count each other's calls
 	}
 	g.ctx, g.cancel = context.WithCancel(context.Background())
 	g.verifier = auth.NewVerifier(st, 500*time.Millisecond)
@@ -76,7 +80,7 @@ func New(cfg Config, st store.Store) (*Gateway, error) {
 		SessionIdle: cfg.SessionIdle, KeepAlive: cfg.KeepAlive, ViewIdle: cfg.ViewIdle,
 		MaxSessionsPerKey: cfg.MaxSessionsPerKey, MaxInFlightPerKey: cfg.MaxInFlightPerKey,
 		HostsChecked:  true, // checkHost, with --allowed-hosts
-		SessionPrefix: sessionPrefix,
+		SessionPrefix: sessionPrefix, Limiter: g.limiter,
 	})
 	g.agents = agentfront.New(agentfront.Options{
 		Context: g.ctx, Registry: g.reg, Store: st, Verifier: g.verifier, Logger: g.log,

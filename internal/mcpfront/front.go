@@ -88,6 +88,10 @@ type Options struct {
 	// the gateways sharing a store can tell whose a session or a held call
 	// is and forward its requests there; "" when this gateway is alone.
 	SessionPrefix string
+	// Limiter counts the calls of keys with a rate limit; nil means one
+	// of the front's own. Gateways sharing a store share it (see
+	// ratelimit.Limiter.Share).
+	Limiter *ratelimit.Limiter
 }
 
 // Front is the MCP endpoint. It is an http.Handler.
@@ -135,7 +139,7 @@ func New(opts Options) *Front {
 		sessionPrefix: opts.SessionPrefix,
 		reg:           opts.Registry, store: opts.Store, verifier: opts.Verifier, calls: opts.CallLog,
 		log: opts.Logger, version: opts.Version, controls: access.NewCache(opts.Store, time.Second),
-		limiter: ratelimit.New(),
+		limiter: opts.Limiter,
 		views:   make(map[string]*view),
 	}
 	if f.log == nil {
@@ -145,6 +149,9 @@ func New(opts Options) *Front {
 		f.tracer = opts.TracerProvider.Tracer(tracerName, trace.WithInstrumentationVersion(opts.Version))
 	}
 	f.held = newHeldCalls(f.log, opts.SessionPrefix)
+	if f.limiter == nil {
+		f.limiter = ratelimit.New()
+	}
 	f.sdkLog = sdkLogger(f.log)
 	if opts.CacheBytes <= 0 {
 		opts.CacheBytes = 64 << 20

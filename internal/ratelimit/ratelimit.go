@@ -9,6 +9,7 @@ package ratelimit
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"time"
 )
@@ -25,6 +26,9 @@ type Limiter struct {
 	mu         sync.Mutex
 	keys       map[string]*log
 	lastForget time.Time
+	// fresh are the calls allowed here since the last Fresh, by key, while
+	// the limiter is shared with other gateways (see Share).
+	fresh map[string][]time.Time
 }
 
 // log holds the start times of a key's calls in the window, oldest first.
@@ -59,7 +63,54 @@ func (l *Limiter) Allow(keyID string, perMinute int) (ok bool, retryAfter time.D
 		return false, lg.calls[n-perMinute].Add(Window).Sub(now)
 	}
 	lg.calls = append(lg.calls, now)
+	if l.fresh != nil {
+		l.fresh[keyID] = append(l.fresh[keyID], now)
+	}
 	return true, 0
+}
+
+// Share makes the limiter keep the calls it allows for [Limiter.Fresh], so
+// that gateways sharing a store count each other's calls: a key's limit
+// then holds across them, give or take the calls made between two
+// exchanges.
+func (l *Limiter) Share() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.fresh == nil {
+		l.fresh = make(map[string][]time.Time)
+	}
+}
+
+// Fresh returns the calls allowed here since the last Fresh, by key, and
+// forgets them; nil when there were none.
+func (l *Limiter) Fresh() map[string][]time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.fresh) == 0 {
+		return nil
+	}
+	f := l.fresh
+	l.fresh = make(map[string][]time.Time)
+	return f
+}
+
+// Merge counts calls another gateway allowed for keyID: later calls here
+// see them in the window.
+func (l *Limiter) Merge(keyID string, calls []time.Time) {
+	now := time.Now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	lg := l.keys[keyID]
+	if lg == nil {
+		lg = &log{}
+		l.keys[keyID] = lg
+	}
+	for _, c := range calls {
+		if now.Before(c.Add(Window)) {
+			lg.calls = append(lg.calls, c)
+		}
+	}
+	slices.SortFunc(lg.calls, time.Time.Compare)
 }
 
 // trim drops calls that left the window.

@@ -125,3 +125,42 @@ func BenchmarkAllow(b *testing.B) {
 		i++
 	}
 }
+
+// Calls another gateway allowed count here: a key's limit holds across the
+// gateways that exchange them.
+func TestShared(t *testing.T) {
+	a, b := New(), New()
+	a.Share()
+	b.Share()
+	for i := range 3 {
+		if ok, _ := a.Allow("k", 5); !ok {
+			t.Fatalf("call %d on a refused", i)
+		}
+	}
+	if f := b.Fresh(); f != nil {
+		t.Errorf("b allowed nothing, yet has fresh calls %v", f)
+	}
+	fresh := a.Fresh()
+	if len(fresh["k"]) != 3 {
+		t.Fatalf("a's fresh calls = %v, want 3 of k", fresh)
+	}
+	if a.Fresh() != nil {
+		t.Error("Fresh twice returned the same calls again")
+	}
+	b.Merge("k", fresh["k"])
+	for i := range 2 {
+		if ok, _ := b.Allow("k", 5); !ok {
+			t.Fatalf("call %d on b refused with 3 of 5 used on a", i)
+		}
+	}
+	ok, retry := b.Allow("k", 5)
+	if ok || retry <= 0 || retry > Window {
+		t.Errorf("sixth call across a and b: ok %v, retry %v; want refused", ok, retry)
+	}
+	// Calls older than the window are not merged.
+	c := New()
+	c.Merge("k", []time.Time{time.Now().Add(-2 * Window)})
+	if ok, _ := c.Allow("k", 1); !ok {
+		t.Error("a call from two windows ago counted")
+	}
+}
