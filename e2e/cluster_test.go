@@ -439,3 +439,34 @@ func TestClusterRateLimitShared(t *testing.T) {
 		t.Errorf("fifth call, on B = isError %v %q, want %q…", r.IsError, text(r), want)
 	}
 }
+
+// The dashboard works on either gateway for a person signed in on the
+// other (sign-ins live in the store) and shows the agents of both; a key
+// revoked through one gateway ends its sessions on the other at once.
+func TestClusterDashboardAndRevoke(t *testing.T) {
+	t.Parallel()
+	a := newEnv(t, onBus(startNATS(t)))
+	b := a.sibling()
+	a.startAgent(core.Options{}, clusterAgent(t, make(chan string, 4), make(chan string, 4)))
+	cookie := a.dashboardSession()
+	waitFor(t, "B's dashboard to show the tools of the agent on A", func() bool {
+		code, html := getWithCookie(t, b.url+"/p/"+b.project.Name+"/tools", cookie)
+		return code == http.StatusOK && strings.Contains(html, "echo")
+	})
+
+	k, secret := a.newKey(store.Key{Kind: store.KindClient, Name: "soon revoked"})
+	cs := a.connect("2025-11-25", secret, nil)
+	call(t, cs, "echo", map[string]any{"text": "before"})
+	if n := a.gw.Sessions(k.ID); n != 1 {
+		t.Fatalf("sessions of the key on A = %d, want 1", n)
+	}
+	if code := b.adminPost("/api/projects/" + b.project.Name + "/keys/" + k.ID + "/revoke"); code != http.StatusOK {
+		t.Fatalf("revoke through B: %d", code)
+	}
+	waitFor(t, "A to close the revoked key's session", func() bool { return a.gw.Sessions(k.ID) == 0 })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "after"}}); err == nil {
+		t.Error("the key revoked through B still calls tools on A")
+	}
+}
