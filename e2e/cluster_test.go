@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -120,11 +121,15 @@ func TestClusterCallsCrossGateways(t *testing.T) {
 	t.Parallel()
 	a := newEnv(t, onBus(startNATS(t)))
 	b := a.sibling()
+	progress := new(progressCollector)
+	listChanged := make(chan bool, 16)
+	cs := b.connect("2025-11-25", b.clientKey, &mcp.ClientOptions{
+		ProgressNotificationHandler: progress.handler,
+		ToolListChangedHandler:      func(context.Context, *mcp.ToolListChangedRequest) { listChanged <- true },
+	})
 	started, cancelled := make(chan string, 4), make(chan string, 4)
 	a.startAgent(core.Options{}, clusterAgent(t, started, cancelled))
-
-	progress := new(progressCollector)
-	cs := b.connect("2025-11-25", b.clientKey, &mcp.ClientOptions{ProgressNotificationHandler: progress.handler})
+	receive(t, listChanged, "tools/list_changed at B's client when an agent connects to A")
 	waitFor(t, "B to list the tools of the agent on A", func() bool {
 		return slices.Contains(toolNames(t, cs), "echo")
 	})
@@ -469,4 +474,45 @@ func TestClusterDashboardAndRevoke(t *testing.T) {
 	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "after"}}); err == nil {
 		t.Error("the key revoked through B still calls tools on A")
 	}
+}
+
+// /readyz takes a gateway out of rotation while its bus is away, saying
+// so, and puts it back when the bus returns.
+func TestClusterReadyzBus(t *testing.T) {
+	t.Parallel()
+	ns, err := natsserver.NewServer(&natsserver.Options{Host: "127.0.0.1", Port: -1, NoLog: true, NoSigs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go ns.Start()
+	if !ns.ReadyForConnections(10 * time.Second) {
+		t.Fatal("NATS did not start")
+	}
+	url, port := ns.ClientURL(), ns.Addr().(*net.TCPAddr).Port
+	a := newEnv(t, onBus(url))
+	if status, body := get(t, a.url+"/readyz", ""); status != http.StatusOK {
+		t.Fatalf("GET /readyz with the bus up: %d %q", status, body)
+	}
+	ns.Shutdown()
+	var (
+		status int
+		body   string
+	)
+	waitFor(t, "/readyz to notice the bus is away", func() bool {
+		status, body = get(t, a.url+"/readyz", "")
+		return status != http.StatusOK
+	})
+	if want := "not ready: the bus " + url + " is reconnecting; check that NATS is running and reachable\n"; status != http.StatusServiceUnavailable || body != want {
+		t.Errorf("GET /readyz with the bus away: %d %q, want 503 %q", status, body, want)
+	}
+	again, err := natsserver.NewServer(&natsserver.Options{Host: "127.0.0.1", Port: port, NoLog: true, NoSigs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go again.Start()
+	t.Cleanup(again.Shutdown)
+	waitFor(t, "/readyz to see the bus back", func() bool {
+		status, _ := get(t, a.url+"/readyz", "")
+		return status == http.StatusOK
+	})
 }
