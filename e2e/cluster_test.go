@@ -18,6 +18,7 @@ import (
 	"github.com/coder/websocket"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	natsserver "github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
 
 	"github.com/spacefix/spacefix/core"
 	"github.com/spacefix/spacefix/internal/agentproto"
@@ -515,4 +516,42 @@ func TestClusterReadyzBus(t *testing.T) {
 		status, _ := get(t, a.url+"/readyz", "")
 		return status == http.StatusOK
 	})
+}
+
+// Garbage on every subject of the bus (a misbehaving client of the same
+// NATS) changes nothing: the gateways log it, stay up and keep serving.
+func TestClusterBusGarbage(t *testing.T) {
+	t.Parallel()
+	url := startNATS(t)
+	a := newEnv(t, onBus(url))
+	b := a.sibling()
+	a.startAgent(core.Options{}, clusterAgent(t, make(chan string, 4), make(chan string, 4)))
+	cs := b.connect("2025-11-25", b.clientKey, nil)
+	waitFor(t, "B to list the agent's tools", func() bool { return slices.Contains(toolNames(t, cs), "echo") })
+
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	var rep string
+	for _, r := range b.gw.Registry().All() {
+		rep = r.ID
+	}
+	for _, subj := range []string{"spacefix.rep", "spacefix.hb", "spacefix.changes", "spacefix.rate", "spacefix.ticket",
+		"spacefix.gw.x.call", "spacefix.reply.x.1"} {
+		for _, body := range []string{``, `{`, `null`, `[]`, `{"op":"up","gw":"gw-evil","rep":{"id":"r1"}}`,
+			`{"op":"down","gw":"gw-evil","rep":{"id":"` + rep + `"}}`, `{"op":"list","gw":"gw-evil"}`,
+			`{"op":"disable","rep":{"id":"nope"}}`, `{"gw":"gw-evil","calls":{"k":[1,2,3]}}`,
+			`{"gw":"gw-evil","replicas":-1,"everyMs":-5}`, `{"rep":"` + rep + `","msg":null}`, `{"kind":"result"}`} {
+			must(t, nc.Publish(subj, []byte(body)))
+		}
+	}
+	must(t, nc.Flush())
+	if got := text(call(t, cs, "echo", map[string]any{"text": "still"})); got != "still" {
+		t.Errorf("echo through B after garbage on the bus = %q", got)
+	}
+	if !slices.Contains(toolNames(t, cs), "echo") {
+		t.Error("a forged announcement took the agent's tools away")
+	}
 }

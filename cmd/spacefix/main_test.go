@@ -216,3 +216,19 @@ func TestDataURLPasswordNotPrinted(t *testing.T) {
 		t.Errorf("keys list on an unreachable database: %v", err)
 	}
 }
+
+// --bus takes NATS URLs; anything else is a usage error that says the
+// form, and a bus that cannot be reached stops serve with what to do.
+func TestServeBusFlag(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "s.db")
+	err := run(context.Background(), []string{"serve", "--addr", "127.0.0.1:0", "--data", data, "--bus", "redis://127.0.0.1:6379"}, &syncBuffer{}, &syncBuffer{})
+	want := `serve: --bus takes NATS server URLs, nats://HOST:PORT[,nats://…], not "redis://127.0.0.1:6379"`
+	if _, ok := err.(usageError); !ok || err.Error() != want {
+		t.Errorf("serve --bus redis://…: %v, want the usage error %q", err, want)
+	}
+	err = run(context.Background(), []string{"serve", "--addr", "127.0.0.1:0", "--data", data, "--bus", "nats://u:s3cret@127.0.0.1:1"}, &syncBuffer{}, &syncBuffer{})
+	if err == nil || !strings.Contains(err.Error(), "connect to the bus nats://xxxxx@127.0.0.1:1: ") ||
+		!strings.Contains(err.Error(), "check that NATS is running and reachable") || strings.Contains(err.Error(), "s3cret") {
+		t.Errorf("serve with an unreachable bus: %v", err)
+	}
+}

@@ -49,7 +49,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	cfg.DataPath = *data
 	if cfg.Bus != "" && !strings.HasPrefix(cfg.Bus, "nats://") && !strings.HasPrefix(cfg.Bus, "tls://") {
-		return usageError{fmt.Sprintf("--bus takes NATS server URLs, nats://HOST:PORT[,nats://…], not %q", cfg.Bus)}
+		return usageError{fmt.Sprintf("serve: --bus takes NATS server URLs, nats://HOST:PORT[,nats://…], not %q", cfg.Bus)}
 	}
 	for _, h := range strings.Split(*hosts, ",") {
 		if h = strings.TrimSpace(h); h != "" {
