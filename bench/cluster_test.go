@@ -9,11 +9,11 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	natsserver "github.com/nats-io/nats-server/v2/server"
 
 	"github.com/spacefix/spacefix/core"
 	"github.com/spacefix/spacefix/internal/gateway"
 	"github.com/spacefix/spacefix/internal/store/sqlite"
+	"github.com/spacefix/spacefix/internal/testenv"
 )
 
 // BenchmarkCluster times tools/call of echo with two gateways on one store
@@ -75,15 +75,7 @@ type cluster struct {
 }
 
 func startCluster(b *testing.B) *cluster {
-	ns, err := natsserver.NewServer(&natsserver.Options{Host: "127.0.0.1", Port: -1, NoLog: true, NoSigs: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	go ns.Start()
-	if !ns.ReadyForConnections(10 * time.Second) {
-		b.Fatal("NATS did not start")
-	}
-	b.Cleanup(ns.Shutdown)
+	ns := testenv.NATS(b, 0)
 	ctx := context.Background()
 	path := filepath.Join(b.TempDir(), "spacefix.db")
 	c := &cluster{}

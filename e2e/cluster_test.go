@@ -17,7 +17,6 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	natsserver "github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
 	"github.com/spacefix/spacefix/core"
@@ -27,23 +26,12 @@ import (
 	"github.com/spacefix/spacefix/internal/store"
 	"github.com/spacefix/spacefix/internal/store/postgres"
 	"github.com/spacefix/spacefix/internal/store/sqlite"
+	"github.com/spacefix/spacefix/internal/testenv"
 )
 
 // startNATS runs a NATS server on a loopback port for the test and
 // returns its URL.
-func startNATS(t *testing.T) string {
-	t.Helper()
-	ns, err := natsserver.NewServer(&natsserver.Options{Host: "127.0.0.1", Port: -1, NoLog: true, NoSigs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go ns.Start()
-	if !ns.ReadyForConnections(10 * time.Second) {
-		t.Fatal("NATS did not start")
-	}
-	t.Cleanup(ns.Shutdown)
-	return ns.ClientURL()
-}
+func startNATS(t *testing.T) string { return testenv.NATS(t, 0).ClientURL() }
 
 // onBus joins the gateway to the bus at url, with a heartbeat short
 // enough for a test to see a silent gateway dropped.
@@ -481,14 +469,7 @@ func TestClusterDashboardAndRevoke(t *testing.T) {
 // so, and puts it back when the bus returns.
 func TestClusterReadyzBus(t *testing.T) {
 	t.Parallel()
-	ns, err := natsserver.NewServer(&natsserver.Options{Host: "127.0.0.1", Port: -1, NoLog: true, NoSigs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go ns.Start()
-	if !ns.ReadyForConnections(10 * time.Second) {
-		t.Fatal("NATS did not start")
-	}
+	ns := testenv.NATS(t, 0)
 	url, port := ns.ClientURL(), ns.Addr().(*net.TCPAddr).Port
 	a := newEnv(t, onBus(url))
 	if status, body := get(t, a.url+"/readyz", ""); status != http.StatusOK {
@@ -506,12 +487,7 @@ func TestClusterReadyzBus(t *testing.T) {
 	if want := "not ready: the bus " + url + " is reconnecting; check that NATS is running and reachable\n"; status != http.StatusServiceUnavailable || body != want {
 		t.Errorf("GET /readyz with the bus away: %d %q, want 503 %q", status, body, want)
 	}
-	again, err := natsserver.NewServer(&natsserver.Options{Host: "127.0.0.1", Port: port, NoLog: true, NoSigs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go again.Start()
-	t.Cleanup(again.Shutdown)
+	testenv.NATS(t, port)
 	waitFor(t, "/readyz to see the bus back", func() bool {
 		status, _ := get(t, a.url+"/readyz", "")
 		return status == http.StatusOK

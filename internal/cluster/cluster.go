@@ -336,6 +336,18 @@ func (c *Cluster) dropPeer(p *peer, reason string) {
 	}
 }
 
+// peerLocked returns the peer with that id, making it (seen now) if this
+// gateway had not heard of it. c.mu is held.
+func (c *Cluster) peerLocked(id string) (p *peer, isNew bool) {
+	p = c.peers[id]
+	if p == nil {
+		p = &peer{id: id, seen: time.Now(), replicas: make(map[string]*agents.Replica)}
+		c.peers[id] = p
+		isNew = true
+	}
+	return p, isNew
+}
+
 func (c *Cluster) onHeartbeat(m *nats.Msg) {
 	var hb heartbeat
 	if json.Unmarshal(m.Data, &hb) != nil || hb.Gw == c.opts.Gateway || hb.Gw == "" {
@@ -346,12 +358,7 @@ func (c *Cluster) onHeartbeat(m *nats.Msg) {
 		c.mu.Unlock()
 		return
 	}
-	p := c.peers[hb.Gw]
-	isNew := p == nil
-	if isNew {
-		p = &peer{id: hb.Gw, replicas: make(map[string]*agents.Replica)}
-		c.peers[hb.Gw] = p
-	}
+	p, isNew := c.peerLocked(hb.Gw)
 	p.seen, p.addr, p.every = time.Now(), hb.Addr, time.Duration(hb.EveryMs)*time.Millisecond
 	// A count that differs asks the peer to announce everything again,
 	// at most once per two heartbeats (announcements may be on their way).
@@ -453,11 +460,7 @@ func (c *Cluster) onReplica(m *nats.Msg) {
 		c.mu.Unlock()
 		return
 	}
-	p := c.peers[msg.Gw]
-	if p == nil {
-		p = &peer{id: msg.Gw, seen: time.Now(), replicas: make(map[string]*agents.Replica)}
-		c.peers[msg.Gw] = p
-	}
+	p, _ := c.peerLocked(msg.Gw)
 	rep := p.replicas[msg.Rep.ID]
 	c.mu.Unlock()
 	reg := c.opts.Registry

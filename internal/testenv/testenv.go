@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	natsserver "github.com/nats-io/nats-server/v2/server"
 )
 
 // Unavailable skips t with msg, or fails it under SPACEFIX_REQUIRE_ALL=1.
@@ -73,4 +74,24 @@ func Postgres(t testing.TB) string {
 	q.Set("search_path", schema)
 	u.RawQuery = q.Encode()
 	return fmt.Sprint(u)
+}
+
+// NATS runs a NATS server in the test process on a loopback port (port 0:
+// any free one) until t ends, and returns it; its ClientURL is what
+// --bus takes. Nothing to install: the server is the nats-server module.
+func NATS(t testing.TB, port int) *natsserver.Server {
+	t.Helper()
+	if port == 0 {
+		port = -1
+	}
+	ns, err := natsserver.NewServer(&natsserver.Options{Host: "127.0.0.1", Port: port, NoLog: true, NoSigs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go ns.Start()
+	if !ns.ReadyForConnections(10 * time.Second) {
+		t.Fatal("NATS did not start within 10s")
+	}
+	t.Cleanup(ns.Shutdown)
+	return ns
 }

@@ -3,7 +3,6 @@ package postgres
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -40,14 +39,14 @@ func (s *Store) AppendCalls(ctx context.Context, calls []store.Call) error {
 	rows := make([][]any, len(calls))
 	counts := make(map[usageKey]int64)
 	for i, c := range calls {
-		progress, err := json.Marshal(nonNil(c.Progress))
+		progress, err := store.EncodeList(c.Progress)
 		if err != nil {
 			return fmt.Errorf("append %d calls: %w", len(calls), err)
 		}
 		rows[i] = []any{millis(c.Time), c.ProjectID, c.Kind, c.Name, c.KeyID, c.Agent, c.Replica,
-			c.Duration.Microseconds(), c.Outcome, textfmt.Cut(c.Error, store.MaxErrorRunes), string(progress), c.Billable}
+			c.Duration.Microseconds(), c.Outcome, textfmt.Cut(c.Error, store.MaxErrorRunes), progress, c.Billable}
 		if c.Billable {
-			counts[usageKey{c.ProjectID, day(c.Time), c.Kind, c.Name}]++
+			counts[usageKey{c.ProjectID, store.DayMillis(c.Time), c.Kind, c.Name}]++
 		}
 	}
 	// Replicas upsert counters at the same time: in one order, so that
@@ -151,15 +150,17 @@ func scanCall(row pgx.Row) (store.Call, error) {
 	}
 	c.Time = fromMillis(started)
 	c.Duration = time.Duration(durationUS) * time.Microsecond
-	if err := decodeList(progress, &c.Progress); err != nil {
+	list, err := store.DecodeList(progress)
+	if err != nil {
 		return store.Call{}, fmt.Errorf("decode progress of call %d: %w", c.ID, err)
 	}
+	c.Progress = list
 	return c, nil
 }
 
 // Usage implements [store.Store]. A projectID of 0 sums over every project.
 func (s *Store) Usage(ctx context.Context, projectID int64, from, to time.Time) ([]store.Usage, error) {
-	q, args := `SELECT day, kind, name, SUM(calls)::BIGINT FROM usage_daily WHERE day >= $1 AND day <= $2`, []any{day(from), day(to)}
+	q, args := `SELECT day, kind, name, SUM(calls)::BIGINT FROM usage_daily WHERE day >= $1 AND day <= $2`, []any{store.DayMillis(from), store.DayMillis(to)}
 	if projectID != 0 {
 		q += ` AND project_id = $3`
 		args = append(args, projectID)
@@ -196,10 +197,4 @@ func (s *Store) PruneCalls(ctx context.Context, before time.Time) (int64, error)
 			return total, nil
 		}
 	}
-}
-
-// day returns the Unix milliseconds of midnight UTC of the day t falls on.
-func day(t time.Time) int64 {
-	u := t.UTC()
-	return time.Date(u.Year(), u.Month(), u.Day(), 0, 0, 0, 0, time.UTC).UnixMilli()
 }

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -104,14 +103,14 @@ FROM keys k JOIN projects p ON p.id = k.project_id`
 // CreateKey implements [store.Store]. It returns [store.ErrNotFound] if the
 // project does not exist and [store.ErrExists] if the id or the hash is taken.
 func (s *Store) CreateKey(ctx context.Context, k store.Key, hash []byte) (store.Key, error) {
-	if err := checkNewKey(k, hash); err != nil {
+	if err := store.CheckNewKey(k, hash); err != nil {
 		return store.Key{}, fmt.Errorf("create key %q: %w", k.ID, err)
 	}
-	tools, err := json.Marshal(nonNil(k.Tools))
+	tools, err := store.EncodeList(k.Tools)
 	if err != nil {
 		return store.Key{}, fmt.Errorf("create key %q: %w", k.ID, err)
 	}
-	k.Tools = clone(k.Tools)
+	k.Tools = store.CloneList(k.Tools)
 	k.CreatedAt = now()
 	k.RevokedAt = time.Time{}
 	err = s.tx(ctx, func(tx pgx.Tx) error {
@@ -121,7 +120,7 @@ func (s *Store) CreateKey(ctx context.Context, k store.Key, hash []byte) (store.
 		_, err := tx.Exec(ctx, `INSERT INTO keys
 (id, project_id, kind, name, hash, read_only, tools, display_name, author, community, created_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
-			k.ID, k.ProjectID, k.Kind, k.Name, hash, k.ReadOnly, string(tools),
+			k.ID, k.ProjectID, k.Kind, k.Name, hash, k.ReadOnly, tools,
 			k.DisplayName, k.Author, k.Community, millis(k.CreatedAt))
 		if isUnique(err) {
 			return store.ErrExists
@@ -132,26 +131,6 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
 		return store.Key{}, fmt.Errorf("create key %q: %w", k.ID, err)
 	}
 	return k, nil
-}
-
-func checkNewKey(k store.Key, hash []byte) error {
-	switch {
-	case k.ID == "":
-		return errors.New("empty id")
-	case k.ProjectID == 0:
-		return errors.New("no project id")
-	case k.Kind != store.KindAgent && k.Kind != store.KindClient:
-		return fmt.Errorf("kind %q is neither %q nor %q", k.Kind, store.KindAgent, store.KindClient)
-	}
-	return checkHash(hash)
-}
-
-// checkHash refuses anything but a SHA-256.
-func checkHash(hash []byte) error {
-	if len(hash) != sha256.Size {
-		return fmt.Errorf("hash has %d bytes, want a SHA-256 of %d", len(hash), sha256.Size)
-	}
-	return nil
 }
 
 // KeyByHash implements [store.Store].
@@ -225,34 +204,12 @@ func scanKey(row pgx.Row) (store.Key, error) {
 	if err != nil {
 		return store.Key{}, notFound(err)
 	}
-	if err := decodeList(tools, &k.Tools); err != nil {
+	list, err := store.DecodeList(tools)
+	if err != nil {
 		return store.Key{}, fmt.Errorf("decode tools of key %q: %w", k.ID, err)
 	}
+	k.Tools = list
 	k.CreatedAt = fromMillis(created)
 	k.RevokedAt = fromNullMillis(revoked)
 	return k, nil
-}
-
-// decodeList decodes a JSON array of strings; an empty one becomes nil.
-func decodeList(s string, dst *[]string) error {
-	if s == "" || s == "[]" {
-		*dst = nil
-		return nil
-	}
-	return json.Unmarshal([]byte(s), dst)
-}
-
-// nonNil makes a nil list encode as [] rather than null.
-func nonNil(l []string) []string {
-	if l == nil {
-		return []string{}
-	}
-	return l
-}
-
-func clone(l []string) []string {
-	if len(l) == 0 {
-		return nil
-	}
-	return append([]string(nil), l...)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -21,7 +20,7 @@ func (s *Store) CreateUser(ctx context.Context, u store.User, passwordHash strin
 	}
 	u.CreatedAt = now()
 	err := s.pool.QueryRow(ctx, `INSERT INTO users (email, email_key, password_hash, admin, created_at)
-VALUES ($1, $2, $3, $4, $5) RETURNING id`, u.Email, emailKey(u.Email), passwordHash, u.Admin, millis(u.CreatedAt)).Scan(&u.ID)
+VALUES ($1, $2, $3, $4, $5) RETURNING id`, u.Email, store.EmailKey(u.Email), passwordHash, u.Admin, millis(u.CreatedAt)).Scan(&u.ID)
 	if isUnique(err) {
 		return store.User{}, fmt.Errorf("create user %q: %w", u.Email, store.ErrExists)
 	}
@@ -31,13 +30,10 @@ VALUES ($1, $2, $3, $4, $5) RETURNING id`, u.Email, emailKey(u.Email), passwordH
 	return u, nil
 }
 
-// emailKey is what makes two emails the same user.
-func emailKey(email string) string { return strings.ToLower(strings.TrimSpace(email)) }
-
 // UserByEmail implements [store.Store].
 func (s *Store) UserByEmail(ctx context.Context, email string) (store.User, string, error) {
 	var hash string
-	u, err := scanUser(s.pool.QueryRow(ctx, selectUser+` WHERE email_key = $1`, emailKey(email)), &hash)
+	u, err := scanUser(s.pool.QueryRow(ctx, selectUser+` WHERE email_key = $1`, store.EmailKey(email)), &hash)
 	if err != nil {
 		return store.User{}, "", fmt.Errorf("user %q: %w", email, err)
 	}
@@ -95,7 +91,7 @@ func scanUser(row pgx.Row, hash *string) (store.User, error) {
 
 // CreateSession implements [store.Store].
 func (s *Store) CreateSession(ctx context.Context, sess store.Session, hash []byte) (store.Session, error) {
-	if err := checkHash(hash); err != nil {
+	if err := store.CheckHash(hash); err != nil {
 		return store.Session{}, fmt.Errorf("create session: %w", err)
 	}
 	if sess.ExpiresAt.IsZero() {
@@ -152,7 +148,7 @@ const selectInvite = `SELECT id, email, admin, created_by, created_at, expires_a
 
 // CreateInvite implements [store.Store].
 func (s *Store) CreateInvite(ctx context.Context, inv store.Invite, hash []byte) (store.Invite, error) {
-	if err := checkHash(hash); err != nil {
+	if err := store.CheckHash(hash); err != nil {
 		return store.Invite{}, fmt.Errorf("create invite: %w", err)
 	}
 	if inv.ID == "" || inv.ExpiresAt.IsZero() {
@@ -213,7 +209,7 @@ const selectToken = `SELECT id, name, created_by, created_at, revoked_at FROM ap
 
 // CreateAPIToken implements [store.Store].
 func (s *Store) CreateAPIToken(ctx context.Context, tok store.APIToken, hash []byte) (store.APIToken, error) {
-	if err := checkHash(hash); err != nil {
+	if err := store.CheckHash(hash); err != nil {
 		return store.APIToken{}, fmt.Errorf("create API token: %w", err)
 	}
 	if tok.ID == "" {

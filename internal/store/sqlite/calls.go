@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -39,7 +38,7 @@ func (s *Store) AppendCalls(ctx context.Context, calls []store.Call) error {
 	usage := make(map[usageKey]int64)
 	for _, c := range calls {
 		if c.Billable {
-			usage[usageKey{c.ProjectID, day(c.Time), c.Kind, c.Name}]++
+			usage[usageKey{c.ProjectID, store.DayMillis(c.Time), c.Kind, c.Name}]++
 		}
 	}
 	err := s.writeTx(ctx, func(tx *sql.Tx) error {
@@ -49,12 +48,12 @@ func (s *Store) AppendCalls(ctx context.Context, calls []store.Call) error {
 		}
 		defer ins.Close()
 		for _, c := range calls {
-			progress, err := json.Marshal(nonNil(c.Progress))
+			progress, err := store.EncodeList(c.Progress)
 			if err != nil {
 				return err
 			}
 			if _, err := ins.ExecContext(ctx, millis(c.Time), c.ProjectID, c.Kind, c.Name, c.KeyID, c.Agent, c.Replica,
-				c.Duration.Microseconds(), c.Outcome, textfmt.Cut(c.Error, store.MaxErrorRunes), string(progress), c.Billable); err != nil {
+				c.Duration.Microseconds(), c.Outcome, textfmt.Cut(c.Error, store.MaxErrorRunes), progress, c.Billable); err != nil {
 				return err
 			}
 		}
@@ -153,15 +152,17 @@ func scanCall(sc scanner) (store.Call, error) {
 	}
 	c.Time = fromMillis(started)
 	c.Duration = time.Duration(durationUS) * time.Microsecond
-	if err := decodeList(progress, &c.Progress); err != nil {
+	list, err := store.DecodeList(progress)
+	if err != nil {
 		return store.Call{}, fmt.Errorf("decode progress of call %d: %w", c.ID, err)
 	}
+	c.Progress = list
 	return c, nil
 }
 
 // Usage implements [store.Store]. A projectID of 0 sums over every project.
 func (s *Store) Usage(ctx context.Context, projectID int64, from, to time.Time) ([]store.Usage, error) {
-	q, args := `SELECT day, kind, name, SUM(calls) FROM usage_daily WHERE day >= ? AND day <= ?`, []any{day(from), day(to)}
+	q, args := `SELECT day, kind, name, SUM(calls) FROM usage_daily WHERE day >= ? AND day <= ?`, []any{store.DayMillis(from), store.DayMillis(to)}
 	if projectID != 0 {
 		q += ` AND project_id = ?`
 		args = append(args, projectID)
@@ -213,10 +214,4 @@ func (s *Store) PruneCalls(ctx context.Context, before time.Time) (int64, error)
 			return total, nil
 		}
 	}
-}
-
-// day returns the Unix milliseconds of midnight UTC of the day t falls on.
-func day(t time.Time) int64 {
-	u := t.UTC()
-	return time.Date(u.Year(), u.Month(), u.Day(), 0, 0, 0, 0, time.UTC).UnixMilli()
 }

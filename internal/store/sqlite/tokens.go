@@ -14,7 +14,7 @@ const selectInvite = `SELECT id, email, admin, created_by, created_at, expires_a
 
 // CreateInvite implements [store.Store].
 func (s *Store) CreateInvite(ctx context.Context, inv store.Invite, hash []byte) (store.Invite, error) {
-	if err := checkHash(hash); err != nil {
+	if err := store.CheckHash(hash); err != nil {
 		return store.Invite{}, fmt.Errorf("create invite: %w", err)
 	}
 	if inv.ID == "" || inv.ExpiresAt.IsZero() {
@@ -93,7 +93,7 @@ const selectToken = `SELECT id, name, created_by, created_at, revoked_at FROM ap
 
 // CreateAPIToken implements [store.Store].
 func (s *Store) CreateAPIToken(ctx context.Context, tok store.APIToken, hash []byte) (store.APIToken, error) {
-	if err := checkHash(hash); err != nil {
+	if err := store.CheckHash(hash); err != nil {
 		return store.APIToken{}, fmt.Errorf("create API token: %w", err)
 	}
 	if tok.ID == "" {

@@ -2,11 +2,9 @@ package sqlite
 
 import (
 	"context"
-	"crypto/sha256"
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/spacefix/spacefix/internal/store"
@@ -22,7 +20,7 @@ func (s *Store) CreateUser(ctx context.Context, u store.User, passwordHash strin
 	u.CreatedAt = now()
 	err := s.writeTx(ctx, func(tx *sql.Tx) error {
 		return tx.QueryRowContext(ctx, `INSERT INTO users (email, email_key, password_hash, admin, created_at)
-VALUES (?, ?, ?, ?, ?) RETURNING id`, u.Email, emailKey(u.Email), passwordHash, u.Admin, millis(u.CreatedAt)).Scan(&u.ID)
+VALUES (?, ?, ?, ?, ?) RETURNING id`, u.Email, store.EmailKey(u.Email), passwordHash, u.Admin, millis(u.CreatedAt)).Scan(&u.ID)
 	})
 	if isUnique(err) {
 		return store.User{}, fmt.Errorf("create user %q: %w", u.Email, store.ErrExists)
@@ -33,12 +31,9 @@ VALUES (?, ?, ?, ?, ?) RETURNING id`, u.Email, emailKey(u.Email), passwordHash, 
 	return u, nil
 }
 
-// emailKey is what makes two emails the same user.
-func emailKey(email string) string { return strings.ToLower(strings.TrimSpace(email)) }
-
 // UserByEmail implements [store.Store].
 func (s *Store) UserByEmail(ctx context.Context, email string) (store.User, string, error) {
-	u, hash, err := scanUser(s.r.QueryRowContext(ctx, selectUser+` WHERE email_key = ?`, emailKey(email)))
+	u, hash, err := scanUser(s.r.QueryRowContext(ctx, selectUser+` WHERE email_key = ?`, store.EmailKey(email)))
 	if err != nil {
 		return store.User{}, "", fmt.Errorf("user %q: %w", email, err)
 	}
@@ -114,17 +109,9 @@ func scanUser(sc scanner) (store.User, string, error) {
 	return u, hash, nil
 }
 
-// checkHash refuses anything but a SHA-256.
-func checkHash(hash []byte) error {
-	if len(hash) != sha256.Size {
-		return fmt.Errorf("hash has %d bytes, want a SHA-256 of %d", len(hash), sha256.Size)
-	}
-	return nil
-}
-
 // CreateSession implements [store.Store].
 func (s *Store) CreateSession(ctx context.Context, sess store.Session, hash []byte) (store.Session, error) {
-	if err := checkHash(hash); err != nil {
+	if err := store.CheckHash(hash); err != nil {
 		return store.Session{}, fmt.Errorf("create session: %w", err)
 	}
 	if sess.ExpiresAt.IsZero() {
