@@ -531,3 +531,36 @@ func TestClusterBusGarbage(t *testing.T) {
 		t.Error("a forged announcement took the agent's tools away")
 	}
 }
+
+// Two agent keys offer the same tool name, one connected to A, the later
+// one to B; a third gateway started afterwards hears of both at once, in
+// no particular order. Every gateway gives the name to the agent that
+// registered first and _2 to the other: the names are the same wherever a
+// client lands.
+func TestClusterContestedNames(t *testing.T) {
+	t.Parallel()
+	a := newEnv(t, onBus(startNATS(t)))
+	b := a.sibling()
+	who := func(name string) func(*core.Agent) {
+		return func(ag *core.Agent) {
+			must(t, core.AddTool(ag, "who", "Says who.", func(context.Context, struct{}) (string, error) { return name, nil }))
+		}
+	}
+	a.startAgent(core.Options{}, who("first"))
+	_, second := a.newKey(store.Key{Kind: store.KindAgent, Name: "second"})
+	b.startAgent(core.Options{APIKey: second}, who("second"))
+	c := a.sibling()
+	for name, e := range map[string]*env{"A": a, "B": b, "C": c} {
+		cs := e.connect("2026-07-28", e.clientKey, nil)
+		waitFor(t, name+" to list both agents' tools", func() bool {
+			names := toolNames(t, cs)
+			return slices.Contains(names, "who") && slices.Contains(names, "who_2")
+		})
+		if got := text(call(t, cs, "who", nil)); got != "first" {
+			t.Errorf("who on %s = %q, want first (registered first)", name, got)
+		}
+		if got := text(call(t, cs, "who_2", nil)); got != "second" {
+			t.Errorf("who_2 on %s = %q, want second", name, got)
+		}
+	}
+}

@@ -30,3 +30,25 @@ func BenchmarkRegisterAt10000(b *testing.B) {
 		b.StartTimer()
 	}
 }
+
+// BenchmarkRegisterAt10000Distinct is BenchmarkRegisterAt10000 with a tool
+// name of its own for every agent: no name is contested.
+func BenchmarkRegisterAt10000Distinct(b *testing.B) {
+	r := New(&Options{Grace: time.Hour})
+	add := func(i int) *Replica {
+		rep := replica(fmt.Sprintf("r%d", i), fmt.Sprintf("k%d", i), reg(fmt.Sprintf("svc%d", i), false, fmt.Sprintf("ping%d", i)))
+		r.Add(rep, nil)
+		return rep
+	}
+	for i := range 10000 {
+		add(i)
+	}
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		rep := add(10000 + i)
+		b.StopTimer()
+		r.Remove(rep)
+		r.expire(rep.ProjectID, rep.AgentKey)
+		b.StartTimer()
+	}
+}

@@ -35,7 +35,6 @@ type Registry struct {
 
 	mu       sync.RWMutex // guards projects; each project has its own lock
 	projects map[int64]*project
-	seq      atomic.Uint64 // orders agents by first registration
 }
 
 // Options configure a Registry.
@@ -93,7 +92,7 @@ type project struct {
 
 	mu     sync.Mutex        // guards what follows, and the replicas' off maps
 	agents map[string]*agent // by agent key id
-	order  []*agent          // the same, in the order they first registered
+	order  []*agent          // the same, in the order they registered (agent.first, then key)
 	// pending are the agent keys changed since the last rebuild began, with
 	// what happened to them (AgentConnected wins over Agents).
 	pending map[string]changes.Kind
@@ -102,6 +101,49 @@ type project struct {
 	flushing bool
 	// flushed is closed when a snapshot with the pending changes is live.
 	flushed chan struct{}
+	// gone are the base names of tools whose agent left the project since
+	// the last rebuild: their families are checked (settleContested).
+	gone map[string]bool
+	// claimants counts, by base name, the agents whose pieces offer a
+	// tool of that base: a family of one needs no look at the others.
+	claimants map[string]int
+}
+
+// place inserts a into p.order at its place (see agent.first). p.mu is
+// held. On one gateway agents arrive in that order, so this appends.
+func (p *project) place(a *agent) {
+	i, _ := slices.BinarySearchFunc(p.order, a, compareAgents)
+	p.order = slices.Insert(p.order, i, a)
+}
+
+// count moves a's claims from the base names it was counted under to
+// those of tools (nil: none). p.mu is held.
+func (p *project) count(a *agent, tools []*Tool) {
+	for _, b := range a.bases {
+		if p.claimants[b]--; p.claimants[b] <= 0 {
+			delete(p.claimants, b)
+		}
+	}
+	a.bases = a.bases[:0]
+	for _, t := range tools {
+		if !slices.Contains(a.bases, t.base) {
+			a.bases = append(a.bases, t.base)
+		}
+	}
+	if len(a.bases) > 0 && p.claimants == nil {
+		p.claimants = make(map[string]int)
+	}
+	for _, b := range a.bases {
+		p.claimants[b]++
+	}
+}
+
+// compareAgents orders agents by registration, then key.
+func compareAgents(a, b *agent) int {
+	if c := a.first.Compare(b.first); c != 0 {
+		return c
+	}
+	return strings.Compare(a.keyID, b.keyID)
 }
 
 // agent is everything connected with one agent key. Its replicas may differ
@@ -110,8 +152,13 @@ type project struct {
 // registration, compiled schemas and set_enabled state, and the snapshot is
 // the union of them.
 type agent struct {
-	keyID    string
-	seq      uint64
+	keyID string
+	// first is when the agent registered: the Since of the oldest replica
+	// seen while it stayed in the registry (with replicas or ghosts). It
+	// orders the agents for contested names, the same way on every
+	// gateway, since a mirrored replica carries its holder's Since.
+	first    time.Time
+	bases    []string   // the base names claimants counts it under
 	replicas []*Replica // connected, in the order they registered
 	// ghosts are replicas that left less than the grace period ago: what
 	// only they offered stays listed, without replicas to serve it.
@@ -186,6 +233,7 @@ var emptySnapshot = &Snapshot{Changed: make(chan struct{})}
 // Tool is one exposed tool.
 type Tool struct {
 	Name     string // exposed name
+	base     string // the exposed name without a collision suffix
 	AgentKey string // the agent key that offers it
 	// Reg is the registration of the newest replica that offers the tool
 	// (its name, display name and author).
@@ -306,9 +354,15 @@ func (r *Registry) Add(rep *Replica, schemas map[string]*schema.Schema) {
 	p.mu.Lock()
 	a := p.agents[rep.AgentKey]
 	if a == nil {
-		a = &agent{keyID: rep.AgentKey, seq: r.seq.Add(1), names: make(map[string]string), warned: make(map[string]string)}
+		a = &agent{keyID: rep.AgentKey, first: rep.Since, names: make(map[string]string), warned: make(map[string]string)}
 		p.agents[rep.AgentKey] = a
-		p.order = append(p.order, a) // seq grows: order stays sorted
+		p.place(a)
+	} else if rep.Since.Before(a.first) {
+		// A replica older than any seen: another gateway's, announced
+		// late. The agent registered earlier than this gateway thought.
+		p.order = slices.DeleteFunc(p.order, func(x *agent) bool { return x == a })
+		a.first = rep.Since
+		p.place(a)
 	}
 	a.replicas = append(a.replicas, rep)
 	r.commitLocked(p, changes.AgentConnected, rep.AgentKey)
@@ -365,6 +419,13 @@ func (r *Registry) expire(projectID int64, agentKey string) {
 	if len(a.replicas) == 0 && len(a.ghosts) == 0 {
 		delete(p.agents, agentKey)
 		p.order = slices.DeleteFunc(p.order, func(x *agent) bool { return x == a })
+		for _, b := range a.bases {
+			if p.gone == nil {
+				p.gone = make(map[string]bool)
+			}
+			p.gone[b] = true
+		}
+		p.count(a, nil)
 	}
 	r.commitLocked(p, changes.Agents, agentKey)
 }

@@ -353,3 +353,68 @@ func TestConnectStormGathersChanges(t *testing.T) {
 		t.Errorf("the changes name %d agent keys, want %d", len(seen), n+1)
 	}
 }
+
+// Gateways sharing a store mirror each other's agents, and may hear of an
+// agent that registered earlier after one that registered later. Every
+// gateway ends with the names of the order of registration: the agent
+// registered first keeps the contested name, whatever order a gateway
+// heard of them in.
+func TestContestedNamesFollowRegistration(t *testing.T) {
+	t0 := time.Now()
+	at := func(id, key string, since time.Time, tools ...string) *Replica {
+		rep := replica(id, key, reg(key, false, tools...))
+		rep.Since = since
+		return rep
+	}
+	heardInOrder := New(&Options{Grace: time.Hour})
+	heardInOrder.Add(at("r1", "k1", t0, "get", "list"), nil)
+	heardInOrder.Add(at("r2", "k2", t0.Add(time.Second), "get"), nil)
+	heardInOrder.Add(at("r3", "k3", t0.Add(2*time.Second), "get"), nil)
+
+	heardLate := New(&Options{Grace: time.Hour})
+	heardLate.Add(at("r3", "k3", t0.Add(2*time.Second), "get"), nil)
+	heardLate.Add(at("r2", "k2", t0.Add(time.Second), "get"), nil)
+	if got := heardLate.Snapshot(1).Tools["get"].AgentKey; got != "k2" {
+		t.Errorf("get belongs to %s before k1 is heard of, want k2 (registered before k3)", got)
+	}
+	heardLate.Add(at("r1", "k1", t0, "get", "list"), nil)
+
+	for _, r := range []*Registry{heardInOrder, heardLate} {
+		s := r.Snapshot(1)
+		got := map[string]string{}
+		for name, tool := range s.Tools {
+			got[name] = tool.AgentKey
+		}
+		want := map[string]string{"get": "k1", "list": "k1", "get_2": "k2", "get_3": "k3"}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("names (-want +got):\n%s", diff)
+		}
+	}
+
+	// An older replica of an agent, heard of late, moves the agent up.
+	r := New(&Options{Grace: time.Hour})
+	r.Add(at("r1", "k1", t0.Add(time.Second), "get"), nil)
+	r.Add(at("r2", "k2", t0.Add(2*time.Second), "get"), nil)
+	r.Add(at("r0", "k2", t0, "get"), nil)
+	if got := r.Snapshot(1).Tools["get"].AgentKey; got != "k2" {
+		t.Errorf("get belongs to %s, want k2: one of its replicas registered first", got)
+	}
+}
+
+// When the agent that held a contested name leaves for good (its grace
+// period over), the next in order of registration takes it, on every
+// gateway alike.
+func TestContestedNameHolderGone(t *testing.T) {
+	r := New(&Options{Grace: time.Millisecond})
+	x := replica("r1", "k1", reg("x", false, "get"))
+	r.Add(x, nil)
+	r.Add(replica("r2", "k2", reg("y", false, "get")), nil)
+	r.Add(replica("r3", "k3", reg("z", false, "get")), nil)
+	r.Remove(x)
+	time.Sleep(5 * time.Millisecond)
+	r.expire(1, "k1")
+	s := r.Snapshot(1)
+	if s.Tools["get"] == nil || s.Tools["get"].AgentKey != "k2" || s.Tools["get_2"] == nil || s.Tools["get_2"].AgentKey != "k3" || s.Tools["get_3"] != nil {
+		t.Errorf("after k1 left: %v, want get→k2, get_2→k3", names(s))
+	}
+}

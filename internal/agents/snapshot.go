@@ -39,22 +39,26 @@ func (r *Registry) rebuildLocked(p *project) []warning {
 	// Names already assigned keep their owners. Only the agents that
 	// changed since the last rebuild merge their replicas again; the others
 	// bring the pieces they made then.
+	var changed []*agent
 	for _, a := range p.order {
 		if a.pieces == nil {
 			a.pieces = &pieces{tools: a.mergeTools(), resources: a.mergeResources(), prompts: a.mergePrompts()}
 			a.forgetUnoffered()
+			p.count(a, a.pieces.tools)
+			changed = append(changed, a)
 		}
 		for _, exp := range a.names {
 			ns.taken[exp] = a.keyID
 		}
 	}
+	p.settleContested(&ns, changed)
 	var warnings []warning
 	for _, a := range p.order {
 		for _, t := range a.pieces.tools {
 			if t.Name == "" { // merged in this rebuild
 				exp, ok := a.names[t.Def.Name]
 				if !ok {
-					exp = ns.unique(ExposedName(t.Reg, t.Def.Name))
+					exp = ns.unique(t.base)
 					a.names[t.Def.Name] = exp
 					ns.taken[exp] = a.keyID
 				}
@@ -88,6 +92,134 @@ func (r *Registry) rebuildLocked(p *project) []warning {
 		close(old.Changed)
 	}
 	return warnings
+}
+
+// settleContested keeps the names of each contested family (one base
+// name offered by several agents) in the order of registration (p.order):
+// the agent registered first has the base name, the next _2, and so on
+// (names other families hold are skipped). A family is checked when one
+// of its agents (changed) changed since the last rebuild or left the project; if its
+// names are out of that order, they are given again. On one gateway agents
+// arrive in order and take the next name, so this changes nothing until
+// the holder of a name leaves for good; across gateways an agent
+// registered earlier on another one may be heard of later, and this makes
+// every gateway end with the same names.
+func (p *project) settleContested(ns *namer, changed []*agent) {
+	type claim struct {
+		a *agent
+		t *Tool
+	}
+	// A family of one is its changed agent alone: nothing to look for.
+	// Families of several, and those an agent left, are gathered from
+	// every agent.
+	families := make(map[string][]claim)
+	scan := p.gone
+	p.gone = nil
+	for b := range scan {
+		if p.claimants[b] == 0 {
+			delete(scan, b) // nobody offers it any more
+		}
+	}
+	for _, a := range changed {
+		for _, t := range a.pieces.tools {
+			if p.claimants[t.base] > 1 || scan[t.base] {
+				if scan == nil {
+					scan = make(map[string]bool)
+				}
+				scan[t.base] = true
+				continue
+			}
+			families[t.base] = append(families[t.base], claim{a, t})
+		}
+	}
+	if len(scan) > 0 {
+		for _, a := range p.order {
+			for _, t := range a.pieces.tools {
+				if scan[t.base] {
+					families[t.base] = append(families[t.base], claim{a, t})
+				}
+			}
+		}
+	}
+	var remake []*agent
+	for base, cs := range families {
+		if familyInOrder(base, ns, func(i int) (*agent, *Tool) { return cs[i].a, cs[i].t }, len(cs)) {
+			continue
+		}
+		for _, c := range cs {
+			exp, ok := c.a.names[c.t.Def.Name]
+			if !ok {
+				continue
+			}
+			delete(c.a.names, c.t.Def.Name)
+			if ns.taken[exp] == c.a.keyID {
+				delete(ns.taken, exp)
+			}
+			if c.t.Name != "" && !slices.Contains(remake, c.a) {
+				remake = append(remake, c.a) // its pieces carry the old name
+			}
+		}
+		delete(ns.next, base)
+	}
+	for _, a := range remake {
+		a.pieces = &pieces{tools: a.mergeTools(), resources: a.mergeResources(), prompts: a.mergePrompts()}
+	}
+}
+
+// familyInOrder reports whether the n claimants of base (claim(i), in
+// the order of registration) hold base, base_2, … in that order, skipping
+// only names that agents outside the family hold, with the claimants not
+// named yet after all the named ones (they take the next names).
+func familyInOrder(base string, ns *namer, claim func(int) (*agent, *Tool), n int) bool {
+	member := func(key string) bool {
+		for i := range n {
+			if a, _ := claim(i); a.keyID == key {
+				return true
+			}
+		}
+		return false
+	}
+	prev, unnamed := 0, false
+	for i := range n {
+		a, t := claim(i)
+		exp, named := a.names[t.Def.Name]
+		if !named {
+			unnamed = true
+			continue
+		}
+		k := suffix(exp, base)
+		if unnamed || k <= prev {
+			return false
+		}
+		for j := prev + 1; j < k; j++ { // a gap: only other families' names may fill it
+			name := base
+			if j > 1 {
+				name = base + "_" + strconv.Itoa(j)
+			}
+			holder, ok := ns.taken[name]
+			if !ok || member(holder) {
+				return false
+			}
+		}
+		prev = k
+	}
+	return true
+}
+
+// suffix returns k of an exposed name base_k, 1 for base itself, and 0
+// for a name of another shape.
+func suffix(name, base string) int {
+	if name == base {
+		return 1
+	}
+	if len(name) < len(base)+2 || name[:len(base)] != base || name[len(base)] != '_' {
+		return 0
+	}
+	k, err := strconv.Atoi(name[len(base)+1:])
+	if err != nil || k < 2 {
+		return 0
+	}
+	return k
 }
 
 // pieces are what one agent contributes to its project's snapshot, made
@@ -218,6 +350,7 @@ func (a *agent) mergeTools() []*Tool {
 		newest := src.reps[last]
 		def := newest.Reg.Tools[src.at[last]]
 		t := &Tool{
+			base:     ExposedName(newest.Reg, def.Name),
 			AgentKey: a.keyID, Def: def, Reg: newest.Reg, Schema: newest.Schemas[n],
 			GraceUntil: src.graceUntil, OwnsInstance: hasProperty(def.InputSchema, "instance"),
 		}
