@@ -564,3 +564,37 @@ func TestClusterContestedNames(t *testing.T) {
 		}
 	}
 }
+
+// The calls in flight on a replica count on every gateway, not only on the
+// one that sent them: least-in-flight on B sees the calls A's clients
+// keep busy on A's replica (and so does B's dashboard), and sees them end.
+func TestClusterInflightSeenEverywhere(t *testing.T) {
+	t.Parallel()
+	a := newEnv(t, onBus(startNATS(t)))
+	b := a.sibling()
+	started, cancelled := make(chan string, 4), make(chan string, 4)
+	a.startAgent(core.Options{}, clusterAgent(t, started, cancelled))
+	cs := a.connect("2026-07-28", a.clientKey, nil)
+	remote := func() int64 {
+		for _, r := range b.gw.Registry().All() {
+			return r.Inflight()
+		}
+		return -1
+	}
+	waitFor(t, "B to mirror A's replica", func() bool { return remote() == 0 })
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{}, 2)
+	for range 2 {
+		go func() {
+			cs.CallTool(ctx, &mcp.CallToolParams{Name: "hang", Arguments: map[string]any{}})
+			done <- struct{}{}
+		}()
+	}
+	receive(t, started, "the first call to start")
+	receive(t, started, "the second call to start")
+	waitFor(t, "B to count the two calls A's clients keep on the replica", func() bool { return remote() == 2 })
+	cancel()
+	receive(t, done, "the first call to end")
+	receive(t, done, "the second call to end")
+	waitFor(t, "B to see them end", func() bool { return remote() == 0 })
+}

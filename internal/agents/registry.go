@@ -198,13 +198,20 @@ type Replica struct {
 	Gateway string
 
 	inflight atomic.Int64
+	reported atomic.Int64 // see Report
 	disabled atomic.Bool
 	off      map[string]bool // tools this replica switched off (set_enabled); guarded by its project's mu
 	idx      replicaIndex    // made once by Add
 }
 
-// Inflight returns the number of calls the replica is serving now.
-func (r *Replica) Inflight() int64 { return r.inflight.Load() }
+// Inflight returns the number of calls the replica is serving now: those
+// this gateway sent, or, for a replica another gateway holds, what that
+// gateway last reported of all gateways' calls, if more.
+func (r *Replica) Inflight() int64 { return max(r.inflight.Load(), r.reported.Load()) }
+
+// Report notes how many calls the holder of a replica another gateway
+// holds says it is serving, from every gateway.
+func (r *Replica) Report(n int64) { r.reported.Store(n) }
 
 // Begin and End count a call in flight on the replica.
 func (r *Replica) Begin() { r.inflight.Add(1) }

@@ -148,6 +148,10 @@ type heartbeat struct {
 	Addr     string `json:"addr"`
 	Replicas int    `json:"replicas"`
 	EveryMs  int64  `json:"everyMs"` // the sender's interval: three missed ones drop it
+	// Busy are the calls in flight of the sender's replicas that have any,
+	// from every gateway, by replica id: least-in-flight everywhere counts
+	// them (a replica not named has none).
+	Busy map[string]int64 `json:"busy,omitempty"`
 }
 
 // Join connects to NATS and starts serving this gateway's part of the bus.
@@ -321,10 +325,19 @@ func (c *Cluster) beat() {
 }
 
 func (c *Cluster) heartbeat() {
+	hb := heartbeat{Gw: c.opts.Gateway, Addr: c.opts.Addr, EveryMs: c.opts.Heartbeat.Milliseconds()}
 	c.mu.Lock()
-	n := len(c.local)
+	hb.Replicas = len(c.local)
+	for id, rep := range c.local {
+		if n := rep.Inflight(); n > 0 {
+			if hb.Busy == nil {
+				hb.Busy = make(map[string]int64)
+			}
+			hb.Busy[id] = n
+		}
+	}
 	c.mu.Unlock()
-	c.publish(subjHeartbeat, heartbeat{Gw: c.opts.Gateway, Addr: c.opts.Addr, Replicas: n, EveryMs: c.opts.Heartbeat.Milliseconds()})
+	c.publish(subjHeartbeat, hb)
 }
 
 // dropPeer takes a gone gateway's replicas out of the registry; their calls
@@ -365,6 +378,9 @@ func (c *Cluster) onHeartbeat(m *nats.Msg) {
 	resync := len(p.replicas) != hb.Replicas && time.Since(p.synced) > 2*c.opts.Heartbeat
 	if resync {
 		p.synced = time.Now()
+	}
+	for id, rep := range p.replicas {
+		rep.Report(hb.Busy[id])
 	}
 	c.mu.Unlock()
 	if isNew {
@@ -482,7 +498,9 @@ func (c *Cluster) onReplica(m *nats.Msg) {
 			ID: msg.Rep.ID, ProjectID: msg.Rep.Project, AgentKey: msg.Rep.AgentKey, Instance: msg.Rep.Instance,
 			Since: msg.Rep.Since, Reg: msg.Rep.Reg, Gateway: msg.Gw,
 		}
-		rep.Conn = newRemoteConn(c, msg.Gw, rep.ID)
+		rc := newRemoteConn(c, msg.Gw, rep.ID)
+		rc.entry.Store(rep)
+		rep.Conn = rc
 		c.mu.Lock()
 		if c.closed || c.peers[msg.Gw] != p || p.replicas[rep.ID] != nil {
 			c.mu.Unlock()

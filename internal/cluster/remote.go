@@ -36,6 +36,7 @@ type frame struct {
 	Result  json.RawMessage     `json:"result,omitempty"`
 	Err     string              `json:"err,omitempty"`
 	Disconn bool                `json:"disconnected,omitempty"`
+	Busy    int64               `json:"busy,omitempty"` // result: the replica's calls in flight then, from every gateway
 }
 
 // remoteConn is a replica held by another gateway, as this one calls it:
@@ -44,7 +45,8 @@ type remoteConn struct {
 	c       *Cluster
 	gw, rep string
 
-	disabled atomic.Bool // the disabled state last heard or told
+	disabled atomic.Bool                    // the disabled state last heard or told
+	entry    atomic.Pointer[agents.Replica] // the registry's entry of the replica
 
 	mu     sync.Mutex
 	calls  map[string]string // call id → reply token, while pending
@@ -130,6 +132,9 @@ func (rc *remoteConn) Close(reason string) {
 	rc.c.publish(subjCtl(rc.gw), ctlMsg{Op: "close", Rep: rc.rep, Reason: reason})
 }
 
+// replica returns the registry's entry this connection carries calls of.
+func (rc *remoteConn) replica() *agents.Replica { return rc.entry.Load() }
+
 // Done implements [agents.Conn].
 func (rc *remoteConn) Done() <-chan struct{} { return rc.done }
 
@@ -189,6 +194,9 @@ func (c *Cluster) onReply(m *nats.Msg) {
 		}
 	case "result":
 		rc := call.conn
+		if rep := rc.replica(); rep != nil {
+			rep.Report(f.Busy)
+		}
 		rc.mu.Lock()
 		if rc.calls != nil {
 			delete(rc.calls, call.id)
@@ -264,7 +272,7 @@ func (c *Cluster) onCall(m *nats.Msg) {
 						break drain
 					}
 				}
-				reply(frame{Kind: "result", Result: res.Result, Err: res.Err, Disconn: res.Disconnected})
+				reply(frame{Kind: "result", Result: res.Result, Err: res.Err, Disconn: res.Disconnected, Busy: rep.Inflight() - 1})
 				return
 			case <-r.stop:
 				return // cancelled: the agent was told, a late answer is dropped
