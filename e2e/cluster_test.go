@@ -27,6 +27,7 @@ import (
 	"github.com/spacefix/spacefix/internal/store/postgres"
 	"github.com/spacefix/spacefix/internal/store/sqlite"
 	"github.com/spacefix/spacefix/internal/testenv"
+	"github.com/spacefix/spacefix/internal/users"
 )
 
 // startNATS runs a NATS server on a loopback port for the test and
@@ -597,4 +598,41 @@ func TestClusterInflightSeenEverywhere(t *testing.T) {
 	receive(t, done, "the first call to end")
 	receive(t, done, "the second call to end")
 	waitFor(t, "B to see them end", func() bool { return remote() == 0 })
+}
+
+// A replica disabled from the dashboard of the gateway that does not hold
+// it is disabled everywhere: the holder sends it no more calls either.
+func TestClusterReplicaDisabledElsewhere(t *testing.T) {
+	t.Parallel()
+	a := newEnv(t, onBus(startNATS(t)))
+	b := a.sibling()
+	a.startAgent(core.Options{}, clusterAgent(t, make(chan string, 4), make(chan string, 4)))
+	var id string
+	waitFor(t, "B to mirror A's replica", func() bool {
+		for _, r := range b.gw.Registry().All() {
+			id = r.ID
+		}
+		return id != ""
+	})
+	_, token, err := users.CreateAPIToken(context.Background(), b.store, "e2e", 0)
+	must(t, err)
+	req, _ := http.NewRequest(http.MethodPatch, b.url+"/api/projects/"+b.project.Name+"/replicas/"+id, strings.NewReader(`{"disabled":true}`))
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	must(t, err)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("disable through B: %d", resp.StatusCode)
+	}
+	waitFor(t, "A, the holder, to disable the replica too", func() bool {
+		for _, r := range a.gw.Registry().All() {
+			return r.ID == id && r.Disabled()
+		}
+		return false
+	})
+	cs := a.connect("2025-11-25", a.clientKey, nil)
+	if r := call(t, cs, "echo", map[string]any{"text": "x"}); !r.IsError {
+		t.Errorf("a call on A to the only replica, disabled through B, was served: %q", text(r))
+	}
 }
