@@ -636,3 +636,21 @@ func TestClusterReplicaDisabledElsewhere(t *testing.T) {
 		t.Errorf("a call on A to the only replica, disabled through B, was served: %q", text(r))
 	}
 }
+
+// A call through B to an agent on A that does not answer within the wait
+// gets the timeout message of one gateway, and the agent's handler is
+// cancelled.
+func TestClusterTimeout(t *testing.T) {
+	t.Parallel()
+	a := newEnv(t, onBus(startNATS(t)), func(o *envOptions) { o.settings = &store.ProjectSettings{CallWaitMs: 1000} })
+	b := a.sibling()
+	started, cancelled := make(chan string, 4), make(chan string, 4)
+	a.startAgent(core.Options{}, clusterAgent(t, started, cancelled))
+	cs := b.connect("2025-11-25", b.clientKey, nil)
+	waitFor(t, "B to list the agent's tools", func() bool { return slices.Contains(toolNames(t, cs), "hang") })
+	r := call(t, cs, "hang", nil)
+	if want := `Request for tool "hang" timed out after 1000ms`; !r.IsError || !strings.HasPrefix(text(r), want) {
+		t.Errorf("hang through B = isError %v %q, want %q…", r.IsError, text(r), want)
+	}
+	receive(t, cancelled, "the agent's handler to be cancelled after the timeout")
+}
