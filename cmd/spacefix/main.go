@@ -6,7 +6,7 @@
 //	spacefix keys revoke ID
 //	spacefix projects create NAME
 //	spacefix projects list [--json]
-//	spacefix tokens create|list|revoke, spacefix users list|setup-link
+//	spacefix tokens create|list|revoke, spacefix users list|setup-link, spacefix gateways list
 //	spacefix tools list|set, spacefix settings show|set (over the admin API: --url or the address serve recorded in --data, --token)
 //	spacefix bridge [--url GATEWAY] [--key KEY] --name NAME -- COMMAND [ARGS…] | --remote URL [--header "N: v"]… | --config FILE
 //	spacefix bench [--url GATEWAY] [--key CLIENT_KEY] --tool NAME [--args JSON] [--calls N | --duration D] [--concurrency C] [--json]
@@ -58,6 +58,7 @@ Usage:
   spacefix projects  create|list                        manage projects
   spacefix tokens    create|list|revoke                 admin API tokens (for scripts and CI)
   spacefix users     list|setup-link                    dashboard users
+  spacefix gateways  list                               the gateways running on the store
   spacefix tools     list|set                           per-tool controls, over the admin API
   spacefix settings  show|set                           project settings, over the admin API
   spacefix bridge    --name N -- COMMAND | --remote URL | --config FILE
@@ -89,6 +90,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return settings(ctx, args[1:], stdout)
 	case "users":
 		return usersCmd(ctx, args[1:], stdout)
+	case "gateways":
+		return gatewaysCmd(ctx, args[1:], stdout)
 	case "bridge":
 		return bridgeCmd(ctx, args[1:], stdout, stderr)
 	case "bench":

@@ -232,3 +232,44 @@ func TestServeBusFlag(t *testing.T) {
 		t.Errorf("serve with an unreachable bus: %v", err)
 	}
 }
+
+// gateways list shows the gateways running on a store, and says so when
+// none is.
+func TestGatewaysList(t *testing.T) { eachStore(t, testGatewaysList) }
+
+func testGatewaysList(t *testing.T, data string) {
+	out, err := runCLI(t, "gateways", "list", "--data", data)
+	if err != nil || !strings.Contains(out, "No gateway is running on this store (none recorded itself in the last 15s).") {
+		t.Fatalf("gateways list on a store nobody serves: %v\n%s", err, out)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stdout, logs syncBuffer
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--data", data}, &stdout, &logs) }()
+	addr := regexp.MustCompile(`MCP endpoint  http://(\S+)/mcp`)
+	waitUntil := time.Now().Add(10 * time.Second)
+	for !addr.MatchString(stdout.String()) {
+		if time.Now().After(waitUntil) {
+			t.Fatalf("serve did not start:\n%s", logs.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	listening := addr.FindStringSubmatch(stdout.String())[1]
+	out, err = runCLI(t, "gateways", "list", "--data", data)
+	if err != nil || !strings.Contains(out, "ID") || !strings.Contains(out, "gw-") || !strings.Contains(out, listening) || !strings.Contains(out, "  no  ") {
+		t.Errorf("gateways list beside a running serve: %v\n%s", err, out)
+	}
+	out, err = runCLI(t, "gateways", "list", "--data", data, "--json")
+	var list []struct {
+		ID, Addr string
+		Bus      bool
+	}
+	if err != nil || json.Unmarshal([]byte(out), &list) != nil || len(list) != 1 || list[0].Addr != listening || list[0].Bus {
+		t.Errorf("gateways list --json: %v %s", err, out)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("serve: %v", err)
+	}
+}

@@ -24,6 +24,10 @@ var (
 // beatLost is how long after its last record a gateway counts as gone.
 func beatLost() time.Duration { return 3 * beatEvery }
 
+// Lost is how long after its last record in the store a gateway counts as
+// gone (spacefix gateways list shows the others).
+func Lost() time.Duration { return beatLost() }
+
 // liveHere holds the ids of the gateways running in this process, so that
 // a record with this host and pid can be told from one a previous run of
 // the process left (a container restarted with the same pid).
