@@ -448,6 +448,9 @@ func TestClusterDashboardAndRevoke(t *testing.T) {
 		code, html := getWithCookie(t, b.url+"/p/"+b.project.Name+"/tools", cookie)
 		return code == http.StatusOK && strings.Contains(html, "echo")
 	})
+	if code, html := getWithCookie(t, b.url+"/p/"+b.project.Name+"/agents", cookie); code != http.StatusOK || !strings.Contains(html, `on gateway <code>gw-`) {
+		t.Errorf("B's Agents page does not say which gateway holds A's replica: %d", code)
+	}
 
 	k, secret := a.newKey(store.Key{Kind: store.KindClient, Name: "soon revoked"})
 	cs := a.connect("2025-11-25", secret, nil)
@@ -624,6 +627,21 @@ func TestClusterReplicaDisabledElsewhere(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("disable through B: %d", resp.StatusCode)
+	}
+	var listed struct {
+		Replicas []struct {
+			ID, Gateway string
+			Disabled    bool
+		}
+	}
+	req, _ = http.NewRequest(http.MethodGet, b.url+"/api/projects/"+b.project.Name+"/agents", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err = http.DefaultClient.Do(req)
+	must(t, err)
+	must(t, json.NewDecoder(resp.Body).Decode(&listed))
+	resp.Body.Close()
+	if len(listed.Replicas) != 1 || listed.Replicas[0].ID != id || !strings.HasPrefix(listed.Replicas[0].Gateway, "gw-") || !listed.Replicas[0].Disabled {
+		t.Errorf("B's agents API lists %+v; want the replica, disabled, with the id of the gateway that holds it", listed.Replicas)
 	}
 	waitFor(t, "A, the holder, to disable the replica too", func() bool {
 		for _, r := range a.gw.Registry().All() {

@@ -54,6 +54,9 @@ type replicaJSON struct {
 	Inflight int64     `json:"inflight"`
 	Tools    int       `json:"tools"`
 	Disabled bool      `json:"disabled"`
+	// Gateway, for a replica another gateway holds (several gateways on
+	// one store and bus), is that gateway's id; "" for this one.
+	Gateway string `json:"gateway,omitempty"`
 	// Bridge, for a replica run by `spacefix bridge`, is the MCP server it
 	// stands for: transport, command or URL (without secrets), and the
 	// server's own name and version.
@@ -106,6 +109,7 @@ func replicaOut(rep *agents.Replica, k store.Key) replicaJSON {
 	out := replicaJSON{
 		ID: rep.ID, AgentKey: rep.AgentKey, Instance: rep.Instance, Since: rep.Since,
 		Inflight: rep.Inflight(), Disabled: rep.Disabled(), Agent: access.AgentName(k, rep.Reg),
+		Gateway: rep.Gateway,
 	}
 	if rep.Reg != nil {
 		out.Version, out.SDK, out.Tools = rep.Reg.Version, rep.Reg.SDK, len(rep.Reg.Tools)
