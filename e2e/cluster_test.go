@@ -672,3 +672,25 @@ func TestClusterTimeout(t *testing.T) {
 	}
 	receive(t, cancelled, "the agent's handler to be cancelled after the timeout")
 }
+
+// NATS goes away and comes back: each gateway drops the other's agents
+// while the bus is gone, and gets them back by itself once it returns
+// (the heartbeats' counts differ, so each asks the other to announce).
+func TestClusterBusRestartHeals(t *testing.T) {
+	t.Parallel()
+	ns := testenv.NATS(t, 0)
+	url, port := ns.ClientURL(), ns.Addr().(*net.TCPAddr).Port
+	a := newEnv(t, onBus(url))
+	b := a.sibling()
+	a.startAgent(core.Options{}, clusterAgent(t, make(chan string, 4), make(chan string, 4)))
+	mirrored := func() bool { return len(b.gw.Registry().All()) == 1 }
+	waitFor(t, "B to mirror A's replica", mirrored)
+	ns.Shutdown()
+	waitFor(t, "B to drop A's replica while the bus is away", func() bool { return len(b.gw.Registry().All()) == 0 })
+	testenv.NATS(t, port)
+	waitFor(t, "B to mirror A's replica again once the bus is back", mirrored)
+	cs := b.connect("2025-11-25", b.clientKey, nil)
+	if got := text(callEventuallyWith(t, cs, "echo", map[string]any{"text": "healed"})); got != "healed" {
+		t.Errorf("echo through B after the bus came back = %q", got)
+	}
+}
