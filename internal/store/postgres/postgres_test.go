@@ -17,6 +17,16 @@ import (
 	"github.com/spacefix/spacefix/internal/testenv"
 )
 
+func openB(b *testing.B, url string) *postgres.Store {
+	b.Helper()
+	s, err := postgres.Open(context.Background(), url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	return s
+}
+
 func open(t *testing.T, url string) *postgres.Store {
 	t.Helper()
 	s, err := postgres.Open(context.Background(), url)
