@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -693,4 +694,49 @@ func TestClusterBusRestartHeals(t *testing.T) {
 	if got := text(callEventuallyWith(t, cs, "echo", map[string]any{"text": "healed"})); got != "healed" {
 		t.Errorf("echo through B after the bus came back = %q", got)
 	}
+}
+
+// An agent on A that never reads its socket (its buffers fill with the
+// calls B sends it) holds up its own calls only: a call from B to another
+// agent on A is served at once, not after the stuck one is dropped.
+func TestClusterStuckAgentHoldsUpOnlyItself(t *testing.T) {
+	t.Parallel()
+	// The default heartbeat: 14 MB of calls keep the machine busy, and
+	// this test is not about a gateway going silent.
+	a := newEnv(t, withConfig(func(c *gateway.Config) { c.Bus = startNATS(t) }),
+		func(o *envOptions) { o.settings = &store.ProjectSettings{CallWaitMs: 3000} })
+	b := a.sibling()
+	a.startAgent(core.Options{}, clusterAgent(t, make(chan string, 4), make(chan string, 4)))
+	_, stuckKey := a.newKey(store.Key{Kind: store.KindAgent, Name: "stuck"})
+	status, body := a.register(stuckKey, regJSON(t, agentproto.Registration{Tools: []agentproto.Tool{{
+		Name: "sink", Description: "Never reads.", InputSchema: json.RawMessage(`{"type":"object","properties":{"blob":{"type":"string"}}}`),
+	}}}))
+	if status != http.StatusOK {
+		t.Fatalf("register the stuck agent: %d %s", status, body)
+	}
+	var tk agentproto.Ticket
+	must(t, json.Unmarshal([]byte(body), &tk))
+	ws, _, err := websocket.Dial(context.Background(), a.url+agentproto.ConnectPath+"?ticket="+tk.Ticket,
+		&websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + stuckKey}}})
+	must(t, err)
+	t.Cleanup(func() { ws.CloseNow() }) // and never read from it
+
+	cs := b.connect("2026-07-28", b.clientKey, nil)
+	waitFor(t, "B to list both agents' tools", func() bool {
+		names := toolNames(t, cs)
+		return slices.Contains(names, "sink") && slices.Contains(names, "echo")
+	})
+	blob := strings.Repeat("x", 600_000)
+	var sent sync.WaitGroup
+	for range 24 { // about 14 MB for a socket nobody reads
+		sent.Go(func() {
+			cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "sink", Arguments: map[string]any{"blob": blob}})
+		})
+	}
+	time.Sleep(500 * time.Millisecond) // the sink calls reach A first
+	r := call(t, cs, "echo", map[string]any{"text": "through"})
+	if r.IsError || text(r) != "through" {
+		t.Errorf("echo through B while another agent on A is stuck = isError %v %q, want it served", r.IsError, text(r))
+	}
+	sent.Wait()
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spacefix/spacefix/internal/agentproto"
 	"github.com/spacefix/spacefix/internal/agents"
+	"github.com/spacefix/spacefix/internal/recovery"
 )
 
 // callMsg asks the holder of a replica to deliver a call to it.
@@ -208,13 +209,19 @@ func (c *Cluster) onReply(m *nats.Msg) {
 
 // relay is a call this gateway serves for another over the bus.
 type relay struct {
-	rep  *agents.Replica
-	id   string
-	stop chan struct{}
-	once sync.Once
+	rep    *agents.Replica
+	id     string
+	stop   chan struct{}
+	once   sync.Once
+	reason string // why it was cancelled; set before stop closes
 }
 
-func (r *relay) end() { r.once.Do(func() { close(r.stop) }) }
+func (r *relay) end(reason string) {
+	r.once.Do(func() {
+		r.reason = reason
+		close(r.stop)
+	})
+}
 
 // onCall delivers a call another gateway sent to a replica this one holds,
 // and sends its progress, questions and result back frame by frame.
@@ -234,18 +241,16 @@ func (c *Cluster) onCall(m *nats.Msg) {
 		reply(frame{Kind: "result", Disconn: true})
 		return
 	}
-	rep.Begin() // least-in-flight here counts the calls of every gateway
-	p, err := rep.Conn.Start(context.Background(), msg.Msg)
-	if err != nil {
-		rep.End()
-		reply(frame{Kind: "result", Disconn: true})
-		return
-	}
+	// The relay is known before the call goes out, so a cancel that
+	// arrives meanwhile is not lost; the call goes out on a goroutine of
+	// its own, so an agent that does not read (its socket full) holds up
+	// its own calls only, not every call the bus brings this gateway.
 	r := &relay{rep: rep, id: msg.Msg.ID, stop: make(chan struct{})}
 	key := rep.ID + "/" + r.id
 	c.mu.Lock()
 	c.relays[key] = r
 	c.mu.Unlock()
+	rep.Begin() // least-in-flight here counts the calls of every gateway
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
@@ -255,6 +260,17 @@ func (c *Cluster) onCall(m *nats.Msg) {
 			delete(c.relays, key)
 			c.mu.Unlock()
 		}()
+		p, err := rep.Conn.Start(context.Background(), msg.Msg)
+		if err != nil {
+			reply(frame{Kind: "result", Disconn: true})
+			return
+		}
+		select {
+		case <-r.stop: // cancelled while it went out
+			rep.Conn.Cancel(r.id, r.reason)
+			return
+		default:
+		}
 		for {
 			select {
 			case line := <-p.Progress:
@@ -298,17 +314,23 @@ func (c *Cluster) onCtl(m *nats.Msg) {
 	if rep == nil {
 		return
 	}
+	// Writes to the agent's socket go on goroutines of their own: one
+	// agent that does not read must not hold up the bus for the others.
 	switch msg.Op {
 	case "cancel":
-		rep.Conn.Cancel(msg.ID, msg.Reason)
 		if r != nil {
-			r.end()
+			r.end(msg.Reason)
 		}
+		rep.Conn.Cancel(msg.ID, msg.Reason) // sends off the caller's path
 	case "send":
 		if msg.Msg != nil {
-			rep.Conn.Send(context.Background(), msg.Msg)
+			recovery.Go(c.log, "answer an agent's question for another gateway", func() {
+				rep.Conn.Send(context.Background(), msg.Msg)
+			})
 		}
 	case "close":
-		rep.Conn.Close(msg.Reason)
+		recovery.Go(c.log, "close an agent's connection for another gateway", func() {
+			rep.Conn.Close(msg.Reason)
+		})
 	}
 }
