@@ -740,3 +740,28 @@ func TestClusterStuckAgentHoldsUpOnlyItself(t *testing.T) {
 	}
 	sent.Wait()
 }
+
+// NATS carries 1 MB in one message by default; arguments (here 2 MB) and
+// results (here 3 MB) larger than that cross the bus in parts, whole.
+func TestClusterLargeMessages(t *testing.T) {
+	t.Parallel()
+	a := newEnv(t, onBus(startNATS(t)), func(o *envOptions) {
+		o.settings = &store.ProjectSettings{MaxArgumentBytes: 4 << 20}
+	})
+	b := a.sibling()
+	a.startAgent(core.Options{}, func(ag *core.Agent) {
+		type in struct {
+			Blob string `json:"blob"`
+			N    int    `json:"n"`
+		}
+		must(t, core.AddTool(ag, "big", "Returns n bytes, and the length of blob.", func(_ context.Context, x in) (string, error) {
+			return fmt.Sprintf("%d:", len(x.Blob)) + strings.Repeat("y", x.N), nil
+		}))
+	})
+	cs := b.connect("2025-11-25", b.clientKey, nil)
+	waitFor(t, "B to list the agent's tool", func() bool { return slices.Contains(toolNames(t, cs), "big") })
+	r := call(t, cs, "big", map[string]any{"blob": strings.Repeat("x", 2_000_000), "n": 3_000_000})
+	if want := "2000000:" + strings.Repeat("y", 3_000_000); r.IsError || text(r) != want {
+		t.Errorf("big through B: isError %v, %d characters, want %d", r.IsError, len(text(r)), len(want))
+	}
+}

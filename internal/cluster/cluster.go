@@ -109,6 +109,8 @@ type Cluster struct {
 	relays map[string]*relay          // calls this gateway serves for others, by replica/call id
 	seq    uint64
 	closed bool
+
+	parts parts // messages sent in parts, being put together
 }
 
 // peer is another gateway, as its heartbeats and announcements tell.
@@ -194,7 +196,7 @@ func Join(ctx context.Context, opts Options) (*Cluster, error) {
 		subjTickets:                    c.onTicket,
 		subjRates:                      c.onRates,
 	} {
-		sub, err := nc.Subscribe(subj, c.guard(subj, fn))
+		sub, err := nc.Subscribe(subj, c.guard(subj, c.assemble(fn)))
 		if err != nil {
 			nc.Close()
 			return nil, fmt.Errorf("subscribe to %s: %w", subj, err)
@@ -287,7 +289,7 @@ func (c *Cluster) publish(subj string, v any) {
 		c.log.Error("encode a bus message", "subject", subj, "err", err)
 		return
 	}
-	if err := c.nc.Publish(subj, b); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
+	if err := c.send(subj, "", b); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
 		c.log.Warn("publish on the bus", "subject", subj, "err", err)
 	}
 }
@@ -687,12 +689,30 @@ func (c *Cluster) Redeem(ctx context.Context, ticket, keyID string) (*agentproto
 	b, _ := json.Marshal(ticketMsg{Ticket: ticket, Key: keyID})
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	m, err := c.nc.RequestWithContext(ctx, subjTickets, b)
+	// Not nc.Request: the registration may come back in parts.
+	answer := make(chan []byte, 1)
+	inbox := nats.NewInbox()
+	sub, err := c.nc.Subscribe(inbox, c.assemble(func(m *nats.Msg) {
+		select {
+		case answer <- m.Data:
+		default:
+		}
+	}))
 	if err != nil {
 		return nil, false
 	}
+	defer sub.Unsubscribe()
+	if err := c.nc.PublishMsg(&nats.Msg{Subject: subjTickets, Reply: inbox, Data: b}); err != nil {
+		return nil, false
+	}
+	var data []byte
+	select {
+	case data = <-answer:
+	case <-ctx.Done():
+		return nil, false
+	}
 	reg := new(agentproto.Registration)
-	if json.Unmarshal(m.Data, reg) != nil {
+	if json.Unmarshal(data, reg) != nil {
 		return nil, false
 	}
 	return reg, true
@@ -708,8 +728,8 @@ func (c *Cluster) onTicket(m *nats.Msg) {
 		return // not ours: stay silent, the one that has it answers
 	}
 	b, err := json.Marshal(reg)
-	if err == nil {
-		m.Respond(b)
+	if err == nil && m.Reply != "" {
+		c.send(m.Reply, "", b)
 	}
 }
 

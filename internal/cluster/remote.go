@@ -87,7 +87,7 @@ func (rc *remoteConn) Start(ctx context.Context, m *agentproto.Message) (*agents
 	rc.mu.Unlock()
 	b, err := json.Marshal(callMsg{Rep: rc.rep, Msg: m})
 	if err == nil {
-		err = c.nc.PublishMsg(&nats.Msg{Subject: subjCall(rc.gw), Reply: subjReply(c.opts.Gateway) + "." + token, Data: b})
+		err = c.send(subjCall(rc.gw), subjReply(c.opts.Gateway)+"."+token, b)
 	}
 	if err != nil {
 		rc.forget(m.ID)
@@ -232,7 +232,9 @@ func (c *Cluster) onCall(m *nats.Msg) {
 	}
 	reply := func(f frame) {
 		b, _ := json.Marshal(f)
-		c.nc.Publish(m.Reply, b)
+		if err := c.send(m.Reply, "", b); err != nil && f.Kind == "result" {
+			c.log.Warn("send a result back over the bus", "err", err)
+		}
 	}
 	c.mu.Lock()
 	rep := c.local[msg.Rep]
