@@ -36,11 +36,12 @@ import (
 func startNATS(t *testing.T) string { return testenv.NATS(t, 0).ClientURL() }
 
 // onBus joins the gateway to the bus at url, with a heartbeat short
-// enough for a test to see a silent gateway dropped.
+// enough for a test to see a silent gateway dropped (after 750 ms), and
+// long enough that a gateway busy under the race detector is not.
 func onBus(url string) func(*envOptions) {
 	return withConfig(func(c *gateway.Config) {
 		c.Bus = url
-		c.BusHeartbeat = 100 * time.Millisecond
+		c.BusHeartbeat = 250 * time.Millisecond
 	})
 }
 
@@ -745,7 +746,8 @@ func TestClusterStuckAgentHoldsUpOnlyItself(t *testing.T) {
 // results (here 3 MB) larger than that cross the bus in parts, whole.
 func TestClusterLargeMessages(t *testing.T) {
 	t.Parallel()
-	a := newEnv(t, onBus(startNATS(t)), func(o *envOptions) {
+	// The default heartbeat: moving 5 MB keeps the machine busy.
+	a := newEnv(t, withConfig(func(c *gateway.Config) { c.Bus = startNATS(t) }), func(o *envOptions) {
 		o.settings = &store.ProjectSettings{MaxArgumentBytes: 4 << 20}
 	})
 	b := a.sibling()
