@@ -6,13 +6,9 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -230,29 +226,6 @@ func TestClusterRefusesGatewayWithoutBus(t *testing.T) {
 	}
 }
 
-// roundRobin is a load balancer without stickiness: each request (and each
-// WebSocket upgrade) goes to the next gateway in turn. It returns its URL.
-func roundRobin(t *testing.T, backends ...string) string {
-	t.Helper()
-	var next atomic.Uint64
-	proxies := make([]*httputil.ReverseProxy, len(backends))
-	for i, b := range backends {
-		u, err := url.Parse(b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		proxies[i] = &httputil.ReverseProxy{
-			Rewrite:       func(pr *httputil.ProxyRequest) { pr.SetURL(u); pr.Out.Host = pr.In.Host },
-			FlushInterval: -1,
-		}
-	}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		proxies[next.Add(1)%uint64(len(proxies))].ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	return srv.URL
-}
-
 // Two gateways behind a round-robin load balancer: an agent registers
 // through it (its registration and WebSocket may reach different
 // gateways), and clients of every protocol era call its tools through
@@ -263,7 +236,7 @@ func TestClusterBehindRoundRobin(t *testing.T) {
 	a := newEnv(t, onBus(startNATS(t)))
 	b := a.sibling()
 	lb := *a
-	lb.url = roundRobin(t, a.url, b.url)
+	lb.url = failoverLB(t, a.url, b.url)
 	started, cancelled := make(chan string, 4), make(chan string, 4)
 	lb.startAgent(core.Options{}, func(a *core.Agent) {
 		clusterAgent(t, started, cancelled)(a)

@@ -204,7 +204,10 @@ func Join(ctx context.Context, opts Options) (*Cluster, error) {
 		sub.SetPendingLimits(-1, 256<<20)
 		c.subs = append(c.subs, sub)
 	}
-	if err := nc.FlushTimeout(5 * time.Second); err != nil {
+	fctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	err = nc.FlushWithContext(fctx)
+	cancel()
+	if err != nil {
 		nc.Close()
 		return nil, fmt.Errorf("connect to the bus %s: %w", redactURL(opts.URL), err)
 	}
