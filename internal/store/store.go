@@ -136,6 +136,38 @@ type Store interface {
 	// RevokeAPIToken marks a token revoked; ErrNotFound if there is none.
 	RevokeAPIToken(ctx context.Context, id string) error
 
+	// CreateOAuthClient stores a dynamically registered OAuth client;
+	// ErrExists if its id is taken.
+	CreateOAuthClient(ctx context.Context, c OAuthClient) error
+	// OAuthClient returns a registered client by id, or ErrNotFound.
+	OAuthClient(ctx context.Context, id string) (OAuthClient, error)
+	// CreateOAuthGrant stores a new grant (CreatedAt set by the store);
+	// ErrExists if its id is taken.
+	CreateOAuthGrant(ctx context.Context, g OAuthGrant) (OAuthGrant, error)
+	// OAuthGrant returns a grant by id, revoked or not, or ErrNotFound.
+	OAuthGrant(ctx context.Context, id string) (OAuthGrant, error)
+	// OAuthGrants lists a project's live grants, newest first.
+	OAuthGrants(ctx context.Context, projectID int64) ([]OAuthGrant, error)
+	// RevokeOAuthGrant marks a grant revoked, which ends every token of
+	// it; ErrNotFound if there is none. Revoking twice is not an error.
+	RevokeOAuthGrant(ctx context.Context, id string) error
+	// TouchOAuthGrant records that a token of the grant was used at t.
+	TouchOAuthGrant(ctx context.Context, id string, t time.Time) error
+	// CreateOAuthToken stores a code or token under the hash of its
+	// secret; ErrExists if the hash is taken.
+	CreateOAuthToken(ctx context.Context, tok OAuthToken, hash []byte) error
+	// OAuthToken returns the code or token whose secret hashes to hash,
+	// expired or used or not, or ErrNotFound.
+	OAuthToken(ctx context.Context, hash []byte) (OAuthToken, error)
+	// UseOAuthToken marks a code or refresh token used and returns it, in
+	// one step, so that one secret is never used twice. A secret used
+	// before returns the token with ErrUsed; an unknown one ErrNotFound.
+	// Expiry is the caller's to check.
+	UseOAuthToken(ctx context.Context, hash []byte) (OAuthToken, error)
+	// PruneOAuthTokens deletes codes and tokens that expired before t and
+	// returns how many.
+	PruneOAuthTokens(ctx context.Context, before time.Time) (int64, error)
+
 	// Check reports whether the store can take writes now: nil, or an
 	// error that says what is wrong and what to do. It writes a little (a
 	// probe row), so callers throttle it; /readyz calls it at most every

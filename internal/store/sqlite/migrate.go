@@ -166,6 +166,42 @@ CREATE TABLE gateways (
 	seen_at    BIGINT  NOT NULL
 );
 `,
+	// 5: OAuth: dynamically registered clients, people's grants (the
+	// connected apps) and the hashes of codes and tokens. Unset times are 0.
+	`
+CREATE TABLE oauth_clients (
+	id          TEXT   PRIMARY KEY,
+	metadata    TEXT   NOT NULL,
+	secret_hash BLOB,
+	created_at  BIGINT NOT NULL
+);
+
+CREATE TABLE oauth_grants (
+	id           TEXT   PRIMARY KEY,
+	project_id   BIGINT NOT NULL REFERENCES projects (id),
+	user_id      BIGINT NOT NULL,
+	client_id    TEXT   NOT NULL,
+	client_name  TEXT   NOT NULL,
+	scope        TEXT   NOT NULL,
+	resource     TEXT   NOT NULL,
+	created_at   BIGINT NOT NULL,
+	last_used_at BIGINT NOT NULL DEFAULT 0,
+	revoked_at   BIGINT NOT NULL DEFAULT 0
+);
+CREATE INDEX oauth_grants_project ON oauth_grants (project_id);
+
+CREATE TABLE oauth_tokens (
+	hash       BLOB   PRIMARY KEY,
+	kind       TEXT   NOT NULL,
+	grant_id   TEXT   NOT NULL,
+	data       TEXT   NOT NULL DEFAULT '',
+	created_at BIGINT NOT NULL,
+	expires_at BIGINT NOT NULL,
+	used_at    BIGINT NOT NULL DEFAULT 0
+);
+CREATE INDEX oauth_tokens_expires ON oauth_tokens (expires_at);
+CREATE INDEX oauth_tokens_grant ON oauth_tokens (grant_id);
+`,
 }
 
 // migrate brings the schema up to date, one step per transaction. Each step

@@ -64,6 +64,10 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"APITokens", testAPITokens},
 		{"Meta", testMeta},
 		{"Gateways", testGateways},
+		{"OAuthClients", testOAuthClients},
+		{"OAuthGrants", testOAuthGrants},
+		{"OAuthTokens", testOAuthTokens},
+		{"OAuthTokenUsedOnce", testOAuthTokenUsedOnce},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,0 +1,185 @@
+package storetest
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/spacefix/spacefix/internal/store"
+)
+
+func oauthHash(s string) []byte {
+	h := sha256.Sum256([]byte(s))
+	return h[:]
+}
+
+func testOAuthClients(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	_, err := s.OAuthClient(ctx, "client_nope")
+	wantErr(t, "OAuthClient of an unknown id", err, store.ErrNotFound)
+	clk := startClock()
+	meta := []byte(`{"client_name":"Claude","redirect_uris":["https://claude.ai/api/mcp/auth_callback"]}`)
+	if err := s.CreateOAuthClient(ctx, store.OAuthClient{ID: "client_a", Metadata: meta}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateOAuthClient(ctx, store.OAuthClient{ID: "client_b", Metadata: []byte(`{}`), SecretHash: oauthHash("s")}); err != nil {
+		t.Fatal(err)
+	}
+	wantErr(t, "CreateOAuthClient of a taken id", s.CreateOAuthClient(ctx, store.OAuthClient{ID: "client_a", Metadata: meta}), store.ErrExists)
+	a, err := s.OAuthClient(ctx, "client_a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk.check(t, "CreatedAt", a.CreatedAt)
+	if !bytes.Equal(a.Metadata, meta) || a.SecretHash != nil {
+		t.Errorf("OAuthClient = %+v; want the metadata given and no secret", a)
+	}
+	b, err := s.OAuthClient(ctx, "client_b")
+	if err != nil || !bytes.Equal(b.SecretHash, oauthHash("s")) {
+		t.Errorf("OAuthClient(client_b) = %+v, %v; want its secret hash", b, err)
+	}
+}
+
+func testOAuthGrants(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	p := mustProject(t, s, "shop")
+	other := mustProject(t, s, "other")
+	ada := mustUser(t, s, "ada@example.com", true)
+	clk := startClock()
+	g1, err := s.CreateOAuthGrant(ctx, store.OAuthGrant{ID: "app_1", ProjectID: p.ID, UserID: ada.ID, ClientID: "client_a",
+		ClientName: "Claude", Scope: "mcp:read mcp:write", Resource: "https://gw.example/mcp"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk.check(t, "CreatedAt", g1.CreatedAt)
+	if g1.ProjectName != "shop" || g1.UserEmail != "ada@example.com" || g1.Scope != "mcp:read mcp:write" ||
+		g1.Resource != "https://gw.example/mcp" || !g1.LastUsedAt.IsZero() || g1.Revoked() {
+		t.Errorf("CreateOAuthGrant = %+v; want the fields given, names filled, unused and live", g1)
+	}
+	_, err = s.CreateOAuthGrant(ctx, store.OAuthGrant{ID: "app_1", ProjectID: p.ID})
+	wantErr(t, "CreateOAuthGrant of a taken id", err, store.ErrExists)
+	time.Sleep(2 * time.Millisecond) // distinct creation times order the list
+	if _, err := s.CreateOAuthGrant(ctx, store.OAuthGrant{ID: "app_2", ProjectID: p.ID, UserID: ada.ID, ClientID: "https://app.example/client.json",
+		ClientName: "Other", Scope: "mcp:read", Resource: "https://gw.example/mcp"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CreateOAuthGrant(ctx, store.OAuthGrant{ID: "app_3", ProjectID: other.ID, UserID: ada.ID, ClientID: "c", ClientName: "c", Scope: "mcp:read"}); err != nil {
+		t.Fatal(err)
+	}
+	gs, err := s.OAuthGrants(ctx, p.ID)
+	if err != nil || len(gs) != 2 || gs[0].ID != "app_2" || gs[1].ID != "app_1" {
+		t.Fatalf("OAuthGrants = %+v, %v; want app_2 then app_1 (newest first, this project only)", gs, err)
+	}
+
+	used := time.Now().Add(time.Minute).Truncate(time.Millisecond).UTC()
+	if err := s.TouchOAuthGrant(ctx, "app_1", used); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.TouchOAuthGrant(ctx, "app_1", used.Add(-time.Hour)); err != nil { // an older use does not move it back
+		t.Fatal(err)
+	}
+	if g, _ := s.OAuthGrant(ctx, "app_1"); !g.LastUsedAt.Equal(used) {
+		t.Errorf("LastUsedAt = %v; want %v", g.LastUsedAt, used)
+	}
+
+	if err := s.RevokeOAuthGrant(ctx, "app_1"); err != nil {
+		t.Fatal(err)
+	}
+	g, _ := s.OAuthGrant(ctx, "app_1")
+	if !g.Revoked() {
+		t.Errorf("grant after RevokeOAuthGrant = %+v; want revoked", g)
+	}
+	if err := s.RevokeOAuthGrant(ctx, "app_1"); err != nil {
+		t.Errorf("RevokeOAuthGrant twice: %v; want nil", err)
+	}
+	if again, _ := s.OAuthGrant(ctx, "app_1"); !again.RevokedAt.Equal(g.RevokedAt) {
+		t.Errorf("revoking twice moved RevokedAt from %v to %v", g.RevokedAt, again.RevokedAt)
+	}
+	wantErr(t, "RevokeOAuthGrant of an unknown id", s.RevokeOAuthGrant(ctx, "app_nope"), store.ErrNotFound)
+	_, err = s.OAuthGrant(ctx, "app_nope")
+	wantErr(t, "OAuthGrant of an unknown id", err, store.ErrNotFound)
+	if gs, _ := s.OAuthGrants(ctx, p.ID); len(gs) != 1 || gs[0].ID != "app_2" {
+		t.Errorf("OAuthGrants after revoking app_1 = %+v; want only app_2", gs)
+	}
+}
+
+func testOAuthTokens(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	exp := time.Now().Add(time.Hour).Truncate(time.Millisecond).UTC()
+	err := s.CreateOAuthToken(ctx, store.OAuthToken{Kind: store.OAuthCode, GrantID: "app_1", Data: []byte(`{"a":1}`), ExpiresAt: exp}, oauthHash("code"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateOAuthToken(ctx, store.OAuthToken{Kind: store.OAuthAccess, GrantID: "app_1", ExpiresAt: exp}, oauthHash("at")); err != nil {
+		t.Fatal(err)
+	}
+	wantErr(t, "CreateOAuthToken of a taken hash",
+		s.CreateOAuthToken(ctx, store.OAuthToken{Kind: store.OAuthAccess, GrantID: "app_2", ExpiresAt: exp}, oauthHash("at")), store.ErrExists)
+	if err := s.CreateOAuthToken(ctx, store.OAuthToken{Kind: store.OAuthAccess, GrantID: "app_1"}, oauthHash("x")); err == nil {
+		t.Error("CreateOAuthToken without an expiry succeeded")
+	}
+	code, err := s.OAuthToken(ctx, oauthHash("code"))
+	if err != nil || code.Kind != store.OAuthCode || code.GrantID != "app_1" || string(code.Data) != `{"a":1}` ||
+		!code.ExpiresAt.Equal(exp) || !code.UsedAt.IsZero() {
+		t.Errorf("OAuthToken(code) = %+v, %v; want the code as stored, unused", code, err)
+	}
+	at, err := s.OAuthToken(ctx, oauthHash("at"))
+	if err != nil || at.Kind != store.OAuthAccess || at.Data != nil {
+		t.Errorf("OAuthToken(access) = %+v, %v; want an access token without data", at, err)
+	}
+	_, err = s.OAuthToken(ctx, oauthHash("nope"))
+	wantErr(t, "OAuthToken of an unknown hash", err, store.ErrNotFound)
+
+	// Pruning takes the expired only.
+	if err := s.CreateOAuthToken(ctx, store.OAuthToken{Kind: store.OAuthRefresh, GrantID: "app_1", ExpiresAt: time.Now().Add(-time.Minute)}, oauthHash("old")); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.PruneOAuthTokens(ctx, time.Now()); err != nil || n != 1 {
+		t.Errorf("PruneOAuthTokens = %d, %v; want 1", n, err)
+	}
+	_, err = s.OAuthToken(ctx, oauthHash("old"))
+	wantErr(t, "OAuthToken of a pruned token", err, store.ErrNotFound)
+	if _, err := s.OAuthToken(ctx, oauthHash("at")); err != nil {
+		t.Errorf("a live token was pruned: %v", err)
+	}
+}
+
+// testOAuthTokenUsedOnce: of many concurrent uses of one code, exactly one
+// succeeds and the rest see ErrUsed with the token, so the caller can
+// revoke its grant.
+func testOAuthTokenUsedOnce(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	if err := s.CreateOAuthToken(ctx, store.OAuthToken{Kind: store.OAuthRefresh, GrantID: "app_9", ExpiresAt: time.Now().Add(time.Hour)}, oauthHash("rt")); err != nil {
+		t.Fatal(err)
+	}
+	var (
+		wg             sync.WaitGroup
+		mu             sync.Mutex
+		ok, used, errs int
+	)
+	for range 8 {
+		wg.Go(func() {
+			tok, err := s.UseOAuthToken(ctx, oauthHash("rt"))
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil && tok.GrantID == "app_9":
+				ok++
+			case errors.Is(err, store.ErrUsed) && tok.GrantID == "app_9" && !tok.UsedAt.IsZero():
+				used++
+			default:
+				errs++
+				t.Errorf("UseOAuthToken = %+v, %v", tok, err)
+			}
+		})
+	}
+	wg.Wait()
+	if ok != 1 || used != 7 {
+		t.Errorf("8 concurrent uses: %d succeeded, %d saw ErrUsed; want 1 and 7", ok, used)
+	}
+	_, err := s.UseOAuthToken(ctx, oauthHash("unknown"))
+	wantErr(t, "UseOAuthToken of an unknown hash", err, store.ErrNotFound)
+}
