@@ -36,6 +36,8 @@ func (d *Dashboard) apiRoutes(mux *http.ServeMux) {
 		{"GET /api/projects/{project}/keys", d.apiKeys, false},
 		{"POST /api/projects/{project}/keys", d.apiCreateKey, false},
 		{"POST /api/projects/{project}/keys/{id}/revoke", d.apiRevokeKey, false},
+		{"GET /api/projects/{project}/apps", d.apiApps, false},
+		{"POST /api/projects/{project}/apps/{id}/revoke", d.apiRevokeApp, false},
 		{"GET /api/projects/{project}/calls", d.apiCalls, false},
 		{"GET /api/projects/{project}/calls/stream", d.apiCallStream, false},
 		{"GET /api/projects/{project}/usage", d.apiUsage, false},

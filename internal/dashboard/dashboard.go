@@ -23,6 +23,7 @@ import (
 
 	"github.com/spacefix/spacefix/internal/agents"
 	"github.com/spacefix/spacefix/internal/changes"
+	"github.com/spacefix/spacefix/internal/oauth"
 	"github.com/spacefix/spacefix/internal/ratelimit"
 	"github.com/spacefix/spacefix/internal/store"
 )
@@ -56,6 +57,9 @@ type Options struct {
 	// Overview, Logs and Usage pages warn while any were. Nil means they
 	// never warn.
 	CallLogHealth func() store.Health
+	// OAuth is the gateway's authorization server, whose consent page and
+	// connected apps the dashboard shows; nil when OAuth is off.
+	OAuth *oauth.Server
 }
 
 // Dashboard serves the pages and the admin API. It is an http.Handler
@@ -69,6 +73,7 @@ type Dashboard struct {
 	log     *slog.Logger
 	version string
 	health  func() store.Health
+	oauth   *oauth.Server // nil when OAuth is off
 
 	pages   map[string]*pageTemplate
 	signIns *ratelimit.Limiter
@@ -83,7 +88,7 @@ func New(opts Options) *Dashboard {
 	d := &Dashboard{
 		st: opts.Store, reg: opts.Registry, changes: opts.Changes, baseURL: opts.BaseURL,
 		ctx: opts.Context, log: opts.Logger, version: opts.Version, signIns: ratelimit.New(),
-		health: opts.CallLogHealth,
+		health: opts.CallLogHealth, oauth: opts.OAuth,
 	}
 	if d.log == nil {
 		d.log = slog.Default()
@@ -113,6 +118,10 @@ func (d *Dashboard) routes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /setup/{secret}", d.join)
 	mux.HandleFunc("GET /join/{secret}", d.joinPage)
 	mux.HandleFunc("POST /join/{secret}", d.join)
+
+	// OAuth consent: the authorization endpoint (internal/oauth does the rest).
+	mux.HandleFunc("GET "+oauth.AuthorizePath, d.consentPage)
+	mux.HandleFunc("POST "+oauth.AuthorizePath, d.consent)
 
 	// Pages.
 	mux.Handle("GET /{$}", d.page(d.projectsPage))

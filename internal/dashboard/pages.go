@@ -137,8 +137,18 @@ func (d *Dashboard) keysPage(r *http.Request, v *view) (string, error) {
 		}
 	}
 	slices.Reverse(clients) // newest first
-	v.Title, v.Tab, v.Data = "Keys · "+v.Project.Name, "keys", clients
+	apps, err := d.connectedApps(r, v.Project.ID)
+	if err != nil {
+		return "", err
+	}
+	v.Title, v.Tab, v.Data = "Keys · "+v.Project.Name, "keys", keysData{Keys: clients, Apps: apps, OAuth: d.oauth != nil}
 	return "keys", nil
+}
+
+type keysData struct {
+	Keys  []keyJSON
+	Apps  []appJSON // connected OAuth apps
+	OAuth bool      // OAuth sign-in is on
 }
 
 type logsData struct {

@@ -18,7 +18,7 @@ import (
 // navigation (sign-in, sign-up).
 var (
 	pageNames = []string{"projects", "admin", "overview", "tools", "agents", "keys", "logs", "usage", "settings", "error"}
-	bareNames = []string{"login", "join"}
+	bareNames = []string{"login", "join", "consent"}
 )
 
 type pageTemplate struct {

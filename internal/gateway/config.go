@@ -4,6 +4,7 @@
 package gateway
 
 import (
+	"crypto/x509"
 	"fmt"
 	"log/slog"
 	"net"
@@ -88,6 +89,16 @@ type Config struct {
 	// unspecified address (or every local interface address when it is
 	// unspecified), and the PublicURL host. "*" allows any host.
 	AllowedHosts []string
+	// NoOAuth turns the gateway's OAuth authorization server off: MCP
+	// clients then need a client key (docs/oauth.md).
+	NoOAuth bool
+	// OAuthPrivateClientIDs lets OAuth Client ID Metadata Documents live
+	// on loopback and private addresses (and plain http on loopback): for
+	// development only.
+	OAuthPrivateClientIDs bool
+	// OAuthClientIDRoots verifies the certificates of the hosts of Client
+	// ID Metadata Documents; nil means the system's roots.
+	OAuthClientIDRoots *x509.CertPool
 	// Logger receives operator logs. Nil means slog.Default().
 	Logger *slog.Logger
 	// Version is reported to clients and agents.

@@ -18,7 +18,7 @@ func (g *Gateway) mountDashboard(mux *http.ServeMux) {
 	mux.Handle("/", dashboard.New(dashboard.Options{
 		Store: g.store, Registry: g.reg, Changes: g.changes, BaseURL: g.URL,
 		Context: g.ctx, Logger: g.log, Version: g.cfg.Version,
-		CallLogHealth: g.calls.Health,
+		CallLogHealth: g.calls.Health, OAuth: g.oauth,
 	}))
 }
 
@@ -38,6 +38,13 @@ func (g *Gateway) pruneCalls(retention time.Duration) {
 	t := time.NewTicker(pruneEvery)
 	defer t.Stop()
 	for {
+		if g.oauth != nil {
+			if n, err := g.oauth.Prune(g.ctx); err != nil && g.ctx.Err() == nil {
+				g.log.Warn("prune expired OAuth tokens", "err", err)
+			} else if n > 0 {
+				g.log.Info("pruned expired OAuth tokens", "tokens", n)
+			}
+		}
 		n, err := g.store.PruneCalls(g.ctx, time.Now().Add(-retention))
 		switch {
 		case err != nil && g.ctx.Err() == nil:

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"github.com/spacefix/spacefix/internal/changes"
 	"github.com/spacefix/spacefix/internal/cluster"
 	"github.com/spacefix/spacefix/internal/mcpfront"
+	"github.com/spacefix/spacefix/internal/oauth"
 	"github.com/spacefix/spacefix/internal/ratelimit"
 	"github.com/spacefix/spacefix/internal/recovery"
 	"github.com/spacefix/spacefix/internal/store"
@@ -39,6 +41,7 @@ type Gateway struct {
 	me       store.Gateway                   // this gateway as the store knows it (peers.go)
 	cluster  atomic.Pointer[cluster.Cluster] // the bus, with --bus; set by Start
 	limiter  *ratelimit.Limiter              // per-key rate limits, shared over the bus
+	oauth    *oauth.Server                   // nil with NoOAuth
 
 	srv *http.Server
 	mux http.Handler // every route, behind panic recovery; Start adds the Host check and metrics
@@ -74,13 +77,22 @@ func New(cfg Config, st store.Store) (*Gateway, error) {
 	g.calls = store.NewCallLog(st, &store.CallLogOptions{Logger: g.log, Observe: g.obs.metrics.ObserveCall})
 	g.changes = changes.New(g.log)
 	g.reg = agents.New(&agents.Options{Grace: cfg.Grace, Changes: g.changes, Logger: g.log, Observer: observer{g}})
+	if !cfg.NoOAuth {
+		g.oauth = oauth.New(oauth.Options{
+			Store: st, BaseURL: g.baseFor, Logger: g.log,
+			AllowPrivateClientIDs: cfg.OAuthPrivateClientIDs, ClientIDRoots: cfg.OAuthClientIDRoots,
+			Revoked: func(projectID int64, grantID string) {
+				g.changes.Publish(changes.Change{Project: projectID, Kind: changes.KeyRevoked, Key: grantID})
+			},
+		})
+	}
 	g.front = mcpfront.New(mcpfront.Options{
 		Registry: g.reg, Changes: g.changes, Store: st, Verifier: g.verifier, CallLog: g.calls,
 		Logger: g.log, Version: cfg.Version, TracerProvider: cfg.TracerProvider,
 		SessionIdle: cfg.SessionIdle, KeepAlive: cfg.KeepAlive, ViewIdle: cfg.ViewIdle,
 		MaxSessionsPerKey: cfg.MaxSessionsPerKey, MaxInFlightPerKey: cfg.MaxInFlightPerKey,
 		HostsChecked:  true, // checkHost, with --allowed-hosts
-		SessionPrefix: sessionPrefix, Limiter: g.limiter,
+		SessionPrefix: sessionPrefix, Limiter: g.limiter, OAuth: g.oauth,
 	})
 	g.agents = agentfront.New(agentfront.Options{
 		Context: g.ctx, Registry: g.reg, Store: st, Verifier: g.verifier, Logger: g.log,
@@ -100,6 +112,9 @@ func New(cfg Config, st store.Store) (*Gateway, error) {
 		fmt.Fprintln(w, "ok")
 	})
 	g.mountObs(mux) // untimed: a CPU profile runs as long as asked
+	if g.oauth != nil {
+		g.oauth.Mount(timed)
+	}
 	g.mountDashboard(timed)
 	g.mux = recovery.HTTP(g.log, mux)
 	g.srv = &http.Server{
@@ -161,6 +176,21 @@ func (g *Gateway) URL() string {
 		return g.cfg.PublicURL
 	}
 	return "http://" + g.Addr()
+}
+
+// baseFor is the base URL a request reached the gateway at: the public
+// URL, else the request's own scheme and (checked) host. OAuth's issuer and
+// resource use it, so that a client that came by localhost is not told to
+// ask for a token for 127.0.0.1.
+func (g *Gateway) baseFor(r *http.Request) string {
+	if g.cfg.PublicURL != "" {
+		return strings.TrimRight(g.cfg.PublicURL, "/")
+	}
+	scheme := "http"
+	if r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https") {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
 }
 
 // Registry returns the live registry (for the dashboard and tests).

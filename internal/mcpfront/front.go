@@ -27,6 +27,7 @@ import (
 	sfauth "github.com/spacefix/spacefix/internal/auth"
 	"github.com/spacefix/spacefix/internal/cache"
 	"github.com/spacefix/spacefix/internal/changes"
+	"github.com/spacefix/spacefix/internal/oauth"
 	"github.com/spacefix/spacefix/internal/ratelimit"
 	"github.com/spacefix/spacefix/internal/store"
 	"github.com/spacefix/spacefix/internal/textfmt"
@@ -88,6 +89,9 @@ type Options struct {
 	// the gateways sharing a store can tell whose a session or a held call
 	// is and forward its requests there; "" when this gateway is alone.
 	SessionPrefix string
+	// OAuth checks OAuth access tokens and says how to get one in every
+	// 401; nil means client keys only.
+	OAuth *oauth.Server
 	// Limiter counts the calls of keys with a rate limit; nil means one
 	// of the front's own. Gateways sharing a store share it (see
 	// ratelimit.Limiter.Share).
@@ -100,6 +104,7 @@ type Front struct {
 	reg           *agents.Registry
 	store         store.Store
 	verifier      *sfauth.Verifier
+	oauth         *oauth.Server // nil: client keys only
 	calls         *store.CallLog
 	log           *slog.Logger
 	sdkLog        *slog.Logger // go-sdk's, quieter about normal endings: see sdkLogger
@@ -139,7 +144,7 @@ func New(opts Options) *Front {
 		sessionPrefix: opts.SessionPrefix,
 		reg:           opts.Registry, store: opts.Store, verifier: opts.Verifier, calls: opts.CallLog,
 		log: opts.Logger, version: opts.Version, controls: access.NewCache(opts.Store, time.Second),
-		limiter: opts.Limiter,
+		limiter: opts.Limiter, oauth: opts.OAuth,
 		views:   make(map[string]*view),
 	}
 	if f.log == nil {
@@ -195,7 +200,7 @@ func New(opts Options) *Front {
 	f.unsubscribe = opts.Changes.Subscribe(f.changed)
 	go f.keepAlive(opts.KeepAlive, opts.SessionIdle, f.stop)
 	bearer := auth.RequireBearerToken(f.verifyToken, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})
-	f.handler = http.NewCrossOriginProtection().Handler(bearer(http.HandlerFunc(f.dispatch)))
+	f.handler = http.NewCrossOriginProtection().Handler(f.challenge(bearer(http.HandlerFunc(f.dispatch))))
 	return f
 }
 
@@ -216,6 +221,9 @@ func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // its protocol era: go-sdk serves one era per handler, so sessions and the
 // stateless protocol share the URL here.
 func (f *Front) dispatch(w http.ResponseWriter, r *http.Request) {
+	if cw, ok := w.(*challengeWriter); ok {
+		w = cw.ResponseWriter // verified: no challenge from here on
+	}
 	r.Header.Del(requestHeader) // only the gateway sets it
 	k, ok := keyFrom(auth.TokenInfoFromContext(r.Context()))
 	if !ok {
@@ -231,6 +239,11 @@ func (f *Front) dispatch(w http.ResponseWriter, r *http.Request) {
 		}
 		defer v.inflight.Add(-1)
 		if !f.limitBody(w, r, k) {
+			return
+		}
+		if k.OAuth && k.ReadOnly && f.needsWrite(r, k) {
+			w.Header().Set("WWW-Authenticate", f.oauth.InsufficientScope(r))
+			refuse(w, http.StatusForbidden, msgInsufficientScope)
 			return
 		}
 	}
@@ -276,7 +289,10 @@ type keyError string
 func (e keyError) Error() string { return string(e) }
 func (e keyError) Unwrap() error { return auth.ErrInvalidToken }
 
-func (f *Front) verifyToken(ctx context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
+func (f *Front) verifyToken(ctx context.Context, token string, r *http.Request) (*auth.TokenInfo, error) {
+	if f.oauth != nil && oauth.IsAccessToken(token) {
+		return f.verifyOAuth(ctx, token, r)
+	}
 	k, err := f.verifier.Verify(ctx, token)
 	if errors.Is(err, sfauth.ErrUnknownKey) {
 		return nil, keyError("Unknown or revoked client key. Create one with: spacefix keys create --kind client")
@@ -348,6 +364,9 @@ func (f *Front) changed(c changes.Change) {
 	}
 	if c.Kind == changes.KeyRevoked {
 		f.verifier.Forget(c.Key)
+		if f.oauth != nil {
+			f.oauth.Forget(c.Key) // a grant's id, when an OAuth app was disconnected
+		}
 		f.dropView(c.Key, "key revoked")
 	}
 	f.mu.Lock()

@@ -282,6 +282,9 @@ type Key struct {
 	KeyMeta
 	CreatedAt time.Time
 	RevokedAt time.Time // zero while the key is live
+	// OAuth marks the key an OAuth grant acts as on the MCP endpoint (its
+	// ID is the grant's); never stored.
+	OAuth bool
 }
 
 // Revoked reports whether the key has been revoked.

@@ -1,0 +1,404 @@
+package oauth
+
+import (
+	"context"
+	"crypto/subtle"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+	"unicode/utf8"
+
+	"github.com/spacefix/spacefix/internal/store"
+)
+
+// client is what the gateway knows of an app, from its registration or
+// its metadata document. Nothing in it is verified: the consent page says
+// so.
+type client struct {
+	ID            string   `json:"client_id"`
+	Name          string   `json:"client_name,omitempty"`
+	URI           string   `json:"client_uri,omitempty"`
+	LogoURI       string   `json:"logo_uri,omitempty"`
+	RedirectURIs  []string `json:"redirect_uris"`
+	AuthMethod    string   `json:"token_endpoint_auth_method,omitempty"`
+	GrantTypes    []string `json:"grant_types,omitempty"`
+	ResponseTypes []string `json:"response_types,omitempty"`
+	Scope         string   `json:"scope,omitempty"`
+
+	document   bool   // named by a metadata document
+	secretHash []byte // registered confidential clients
+}
+
+// DisplayName is the client's name as it gave it, or its id.
+func (c *client) DisplayName() string {
+	if c.Name != "" {
+		return c.Name
+	}
+	return c.ID
+}
+
+// isDocumentID reports whether a client_id is a Client ID Metadata Document
+// URL rather than a registered id.
+func isDocumentID(id string) bool {
+	return strings.HasPrefix(id, "https://") || strings.HasPrefix(id, "http://")
+}
+
+// lookup finds a client by id: a registered one in the store, or a
+// metadata document fetched (and cached) from its URL.
+func (s *Server) lookup(ctx context.Context, id string) (*client, error) {
+	if id == "" {
+		return nil, oauthError{"invalid_request", "client_id is missing."}
+	}
+	if isDocumentID(id) {
+		return s.docs.get(ctx, id)
+	}
+	rec, err := s.st.OAuthClient(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, oauthError{"invalid_client", "Unknown client_id. Register the client again (dynamic client registration) or use a Client ID Metadata Document URL."}
+	}
+	if err != nil {
+		return nil, err
+	}
+	var c client
+	if err := json.Unmarshal(rec.Metadata, &c); err != nil {
+		return nil, fmt.Errorf("stored client %q: %w", id, err)
+	}
+	c.ID, c.secretHash = rec.ID, rec.SecretHash
+	return &c, nil
+}
+
+// authenticate checks the client of a token or revocation request: its id
+// (form or HTTP Basic) and, for a confidential client, its secret.
+func (s *Server) authenticate(r *http.Request) (*client, error) {
+	id, secret, basic := r.BasicAuth()
+	if basic {
+		id, _ = url.QueryUnescape(id)
+		secret, _ = url.QueryUnescape(secret)
+	} else {
+		id, secret = r.PostFormValue("client_id"), r.PostFormValue("client_secret")
+	}
+	c, err := s.lookup(r.Context(), id)
+	var oe oauthError
+	if errors.As(err, &oe) {
+		return nil, oauthError{"invalid_client", oe.Description}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if c.secretHash != nil && subtle.ConstantTimeCompare(hash(secret), c.secretHash) != 1 {
+		return nil, oauthError{"invalid_client", "The client secret is missing or wrong."}
+	}
+	return c, nil
+}
+
+// redirectFor returns the redirect URI an authorization request may use:
+// the one given, if the client registered it (loopback URIs match on any
+// port, RFC 8252 section 7.3), or the client's only one when none is given.
+func (c *client) redirectFor(given string) (string, bool) {
+	if given == "" {
+		if len(c.RedirectURIs) == 1 {
+			return c.RedirectURIs[0], true
+		}
+		return "", false
+	}
+	for _, reg := range c.RedirectURIs {
+		if given == reg || loopbackMatch(reg, given) {
+			return given, true
+		}
+	}
+	return "", false
+}
+
+// loopbackMatch reports whether given is registered except for the port,
+// both being http URIs on a loopback IP address or localhost.
+func loopbackMatch(registered, given string) bool {
+	r, err1 := url.Parse(registered)
+	g, err2 := url.Parse(given)
+	if err1 != nil || err2 != nil || r.Scheme != "http" || g.Scheme != "http" || !isLoopbackHost(r.Hostname()) {
+		return false
+	}
+	return r.Hostname() == g.Hostname() && r.EscapedPath() == g.EscapedPath() && r.RawQuery == g.RawQuery && g.Fragment == "" && g.User == nil
+}
+
+func isLoopbackHost(h string) bool {
+	if h == "localhost" {
+		return true
+	}
+	ip, err := netip.ParseAddr(h)
+	return err == nil && ip.IsLoopback()
+}
+
+// checkRedirectURI says what is wrong with a redirect URI a client
+// registers, or nil: https anywhere, http only on loopback, or a private
+// scheme of a native app (RFC 8252 section 7.1); never a fragment, and
+// never a scheme a browser would run.
+func checkRedirectURI(s string) error {
+	u, err := url.Parse(s)
+	if err != nil || u.Scheme == "" {
+		return fmt.Errorf("%q is not an absolute URI", s)
+	}
+	if u.Fragment != "" || strings.Contains(s, "#") {
+		return fmt.Errorf("%q has a fragment; redirect URIs may not", s)
+	}
+	switch strings.ToLower(u.Scheme) {
+	case "https":
+		if u.Host == "" {
+			return fmt.Errorf("%q has no host", s)
+		}
+	case "http":
+		if !isLoopbackHost(u.Hostname()) {
+			return fmt.Errorf("%q uses plain http on a host that is not loopback; use https", s)
+		}
+	case "javascript", "data", "vbscript", "file", "blob", "about":
+		return fmt.Errorf("%q uses the %s scheme, which may not receive codes", s, u.Scheme)
+	}
+	return nil
+}
+
+// validate checks a client's metadata, registered or fetched.
+func (c *client) validate() error {
+	if len(c.RedirectURIs) == 0 || len(c.RedirectURIs) > 10 {
+		return oauthError{"invalid_redirect_uri", "redirect_uris must list 1 to 10 URIs."}
+	}
+	for _, u := range c.RedirectURIs {
+		if err := checkRedirectURI(u); err != nil {
+			return oauthError{"invalid_redirect_uri", err.Error()}
+		}
+	}
+	if utf8.RuneCountInString(c.Name) > 100 {
+		return oauthError{"invalid_client_metadata", "client_name is longer than 100 characters."}
+	}
+	for _, u := range []string{c.URI, c.LogoURI} {
+		if u != "" && !strings.HasPrefix(u, "https://") {
+			return oauthError{"invalid_client_metadata", fmt.Sprintf("%q must be an https URL.", u)}
+		}
+	}
+	for _, g := range c.GrantTypes {
+		if g != "authorization_code" && g != "refresh_token" {
+			return oauthError{"invalid_client_metadata", fmt.Sprintf("grant type %q is not supported; use authorization_code and refresh_token.", g)}
+		}
+	}
+	for _, rt := range c.ResponseTypes {
+		if rt != "code" {
+			return oauthError{"invalid_client_metadata", fmt.Sprintf("response type %q is not supported; use code.", rt)}
+		}
+	}
+	return nil
+}
+
+// register is dynamic client registration (RFC 7591).
+func (s *Server) register(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxRegistrationLen+1))
+	if err != nil || len(body) > maxRegistrationLen {
+		writeJSON(w, http.StatusBadRequest, oauthError{"invalid_client_metadata", fmt.Sprintf("The registration must be a JSON object of at most %d bytes.", maxRegistrationLen)})
+		return
+	}
+	var c client
+	if err := json.Unmarshal(body, &c); err != nil {
+		writeJSON(w, http.StatusBadRequest, oauthError{"invalid_client_metadata", "The registration is not a JSON object of client metadata: " + err.Error()})
+		return
+	}
+	switch c.AuthMethod {
+	case "":
+		c.AuthMethod = "client_secret_basic" // RFC 7591's default
+	case "none", "client_secret_basic", "client_secret_post":
+	default:
+		writeJSON(w, http.StatusBadRequest, oauthError{"invalid_client_metadata", fmt.Sprintf("token_endpoint_auth_method %q is not supported; use none, client_secret_basic or client_secret_post.", c.AuthMethod)})
+		return
+	}
+	if err := c.validate(); err != nil {
+		writeJSON(w, http.StatusBadRequest, err)
+		return
+	}
+	c.ID = newID("client_")
+	var secret string
+	rec := store.OAuthClient{ID: c.ID}
+	if c.AuthMethod != "none" {
+		secret = newSecret(secretPrefix)
+		rec.SecretHash = hash(secret)
+	}
+	rec.Metadata, _ = json.Marshal(&c)
+	if err := s.st.CreateOAuthClient(r.Context(), rec); err != nil {
+		s.log.Error("register OAuth client", "err", err)
+		writeJSON(w, http.StatusInternalServerError, oauthError{"server_error", "The gateway could not save the registration; try again."})
+		return
+	}
+	s.log.Info("OAuth client registered", "client", c.ID, "name", c.Name, "addr", clientAddr(r))
+	resp := map[string]any{}
+	json.Unmarshal(rec.Metadata, &resp)
+	resp["client_id_issued_at"] = s.now().Unix()
+	if secret != "" {
+		resp["client_secret"] = secret
+		resp["client_secret_expires_at"] = 0
+	}
+	writeJSON(w, http.StatusCreated, resp)
+}
+
+// Client ID Metadata Documents: limits of a fetch and of the cache.
+const (
+	docMaxBytes   = 16 << 10
+	docTimeout    = 5 * time.Second
+	docTTL        = 10 * time.Minute
+	docFailTTL    = time.Minute
+	docCacheLimit = 1000
+)
+
+// docCache fetches Client ID Metadata Documents and remembers them (and
+// failures, so a bad URL cannot make the gateway fetch in a loop).
+type docCache struct {
+	http         *http.Client
+	allowPrivate bool
+
+	mu   sync.Mutex
+	docs map[string]cachedDoc
+}
+
+type cachedDoc struct {
+	c       *client
+	err     error
+	expires time.Time
+}
+
+func newDocCache(allowPrivate bool, roots *x509.CertPool) *docCache {
+	dialer := &net.Dialer{Timeout: docTimeout, Control: func(_, address string, _ syscall.RawConn) error {
+		return checkTarget(address, allowPrivate)
+	}}
+	tr := &http.Transport{
+		Proxy:                 nil, // a proxy would hide the address dialled
+		DialContext:           dialer.DialContext,
+		TLSClientConfig:       &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12},
+		TLSHandshakeTimeout:   docTimeout,
+		ResponseHeaderTimeout: docTimeout,
+		MaxIdleConns:          10,
+		IdleConnTimeout:       30 * time.Second,
+	}
+	return &docCache{
+		allowPrivate: allowPrivate,
+		docs:         make(map[string]cachedDoc),
+		http: &http.Client{Transport: tr, Timeout: docTimeout, CheckRedirect: func(*http.Request, []*http.Request) error {
+			return errors.New("the metadata document URL redirects; it must answer itself")
+		}},
+	}
+}
+
+// checkTarget refuses to connect to loopback, private, link-local,
+// multicast and unspecified addresses unless allowPrivate. It runs on the
+// address actually dialled, after name resolution, so DNS tricks do not
+// get past it.
+func checkTarget(address string, allowPrivate bool) error {
+	host, _, err := net.SplitHostPort(address)
+	if err != nil {
+		return err
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil {
+		return fmt.Errorf("dial %s: not an IP address", address)
+	}
+	ip = ip.Unmap()
+	if allowPrivate {
+		return nil
+	}
+	if ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
+		ip.IsMulticast() || ip.IsUnspecified() || ip.IsInterfaceLocalMulticast() || cgnat.Contains(ip) {
+		return fmt.Errorf("the metadata document's host resolves to %s, a private address the gateway does not fetch from", ip)
+	}
+	return nil
+}
+
+var cgnat = netip.MustParsePrefix("100.64.0.0/10")
+
+func (d *docCache) get(ctx context.Context, id string) (*client, error) {
+	now := time.Now()
+	d.mu.Lock()
+	e, ok := d.docs[id]
+	d.mu.Unlock()
+	if ok && now.Before(e.expires) {
+		return e.c, e.err
+	}
+	c, err := d.fetch(ctx, id)
+	ttl := docTTL
+	if err != nil {
+		ttl = docFailTTL
+		var oe oauthError
+		if !errors.As(err, &oe) {
+			err = oauthError{"invalid_client", fmt.Sprintf("The gateway could not load the client's metadata document %s: %v", id, err)}
+		}
+	}
+	d.mu.Lock()
+	if len(d.docs) >= docCacheLimit {
+		clear(d.docs) // bounded: many client ids must not grow it forever
+	}
+	d.docs[id] = cachedDoc{c: c, err: err, expires: now.Add(ttl)}
+	d.mu.Unlock()
+	return c, err
+}
+
+func (d *docCache) fetch(ctx context.Context, id string) (*client, error) {
+	u, err := url.Parse(id)
+	if err != nil || u.Host == "" || u.User != nil || u.Fragment != "" {
+		return nil, oauthError{"invalid_client", fmt.Sprintf("client_id %q is not a usable metadata document URL.", id)}
+	}
+	switch {
+	case u.Scheme == "https":
+	case u.Scheme == "http" && d.allowPrivate && isLoopbackHost(u.Hostname()):
+	default:
+		return nil, oauthError{"invalid_client", fmt.Sprintf("client_id %q must be an https URL.", id)}
+	}
+	if u.Path == "" || u.Path == "/" {
+		return nil, oauthError{"invalid_client", fmt.Sprintf("client_id %q must have a path (a metadata document URL is never the bare host).", id)}
+	}
+	ctx, cancel := context.WithTimeout(ctx, docTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, id, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := d.http.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("it answered %s", resp.Status)
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, docMaxBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(body) > docMaxBytes {
+		return nil, fmt.Errorf("it is larger than %d bytes", docMaxBytes)
+	}
+	var raw map[string]json.RawMessage
+	var c client
+	if json.Unmarshal(body, &raw) != nil || json.Unmarshal(body, &c) != nil {
+		return nil, errors.New("it is not a JSON object of client metadata")
+	}
+	if c.ID != id {
+		return nil, fmt.Errorf("its client_id %q is not its own URL", c.ID)
+	}
+	if _, ok := raw["client_secret"]; ok {
+		return nil, errors.New("it carries a client_secret, which a public document must not")
+	}
+	if c.AuthMethod != "" && c.AuthMethod != "none" {
+		return nil, fmt.Errorf("token_endpoint_auth_method %q is not supported for metadata documents; use none", c.AuthMethod)
+	}
+	if err := c.validate(); err != nil {
+		var oe oauthError
+		errors.As(err, &oe)
+		return nil, errors.New(oe.Description)
+	}
+	c.AuthMethod, c.document = "none", true
+	return &c, nil
+}
