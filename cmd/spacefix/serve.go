@@ -42,12 +42,15 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	hosts := fs.String("allowed-hosts", os.Getenv("SPACEFIX_ALLOWED_HOSTS"), "comma-separated `hosts` requests may name in Host; default the listen and public-url hosts, plus localhost names on loopback; * allows any (env SPACEFIX_ALLOWED_HOSTS)")
 	fs.StringVar(&cfg.Bus, "bus", os.Getenv("SPACEFIX_BUS"), "NATS `servers` (nats://host:port[,…]) that join the gateways sharing --data, so they share agents and calls (env SPACEFIX_BUS)")
 	fs.StringVar(&cfg.AdvertiseAddr, "advertise-addr", os.Getenv("SPACEFIX_ADVERTISE_ADDR"), "`host:port` the other gateways reach this one at, with --bus; default the listen address (env SPACEFIX_ADVERTISE_ADDR)")
+	oauthOn := fs.Bool("oauth", os.Getenv("SPACEFIX_OAUTH") != "false", "be an OAuth 2.1 authorization server, so MCP clients can sign in instead of pasting a client key; --oauth=false turns it off (env SPACEFIX_OAUTH)")
+	fs.BoolVar(&cfg.OAuthPrivateClientIDs, "oauth-private-client-ids", os.Getenv("SPACEFIX_OAUTH_PRIVATE_CLIENT_IDS") == "true", "DEVELOPMENT ONLY: fetch OAuth client metadata documents from loopback and private addresses (env SPACEFIX_OAUTH_PRIVATE_CLIENT_IDS=true)")
 	data := dataFlag(fs)
 	logger := obsFlags(fs, &cfg)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	cfg.DataPath = *data
+	cfg.NoOAuth = !*oauthOn
 	if cfg.Bus != "" && !strings.HasPrefix(cfg.Bus, "nats://") && !strings.HasPrefix(cfg.Bus, "tls://") {
 		return usageError{fmt.Sprintf("serve: --bus takes NATS server URLs, nats://HOST:PORT[,nats://…], not %q", cfg.Bus)}
 	}
@@ -162,6 +165,10 @@ Run the example agent, in another terminal of this repository:
 
 Connect Claude Code:
   %s
+
+Connect Claude or ChatGPT (remote connector) or any MCP client that signs in
+with OAuth: give it the MCP endpoint above and sign in with your dashboard
+account.
 
 Or look around with the MCP Inspector (Node.js 20 or later):
   %s

@@ -66,6 +66,7 @@ func snippets(project, mcpURL string) []snippet {
 		{"Codex", "~/.codex/config.toml", fmt.Sprintf("[mcp_servers.%s]\nurl = %q\nhttp_headers = { Authorization = %q }", name, mcpURL, auth)},
 		{"Cursor", ".cursor/mcp.json", fmt.Sprintf("{\n  \"mcpServers\": {\n    %q: {\n      \"url\": %q,\n      \"headers\": { \"Authorization\": %q }\n    }\n  }\n}", name, mcpURL, auth)},
 		{"VS Code", ".vscode/mcp.json", fmt.Sprintf("{\n  \"servers\": {\n    %q: {\n      \"type\": \"http\",\n      \"url\": %q,\n      \"headers\": { \"Authorization\": %q }\n    }\n  }\n}", name, mcpURL, auth)},
+		{"Claude, ChatGPT and other OAuth clients", "as a remote connector: paste this URL, then sign in with your dashboard account", mcpURL},
 		{"MCP Inspector", "in a terminal (Node.js 20 or later)", quickstart.InspectorList(mcpURL, auth)},
 		{"MCP Inspector, call a tool", "in a terminal, with the example agent running", quickstart.InspectorCall(mcpURL, auth)},
 	}

@@ -116,6 +116,15 @@ func (s *Server) exchangeCode(r *http.Request, c *client) (*tokenResponse, error
 	if err != nil {
 		return nil, err
 	}
+	// The app signed in again (or stepped up): its older grant from this
+	// person for this project goes, so Connected apps lists it once.
+	if older, err := s.st.OAuthGrants(r.Context(), g.ProjectID); err == nil {
+		for _, o := range older {
+			if o.ID != g.ID && o.ClientID == g.ClientID && o.UserID == g.UserID {
+				s.revokeGrant(r.Context(), o.ID, "replaced by a new sign-in")
+			}
+		}
+	}
 	s.log.Info("OAuth app connected", "grant", g.ID, "project", g.ProjectName, "client", g.ClientName, "user", g.UserEmail, "scope", g.Scope)
 	return s.issue(r.Context(), g)
 }

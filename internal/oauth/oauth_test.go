@@ -1,0 +1,492 @@
+package oauth
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/spacefix/spacefix/internal/store"
+	"github.com/spacefix/spacefix/internal/store/sqlite"
+)
+
+const base = "https://gw.example"
+
+type harness struct {
+	t       *testing.T
+	s       *Server
+	st      store.Store
+	srv     *httptest.Server
+	project store.Project
+	user    store.User
+
+	mu      sync.Mutex
+	revoked []string
+}
+
+func newHarness(t *testing.T, opts ...func(*Options)) *harness {
+	t.Helper()
+	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "s.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	h := &harness{t: t, st: st}
+	o := Options{Store: st, BaseURL: func(*http.Request) string { return base },
+		Revoked: func(_ int64, id string) { h.mu.Lock(); h.revoked = append(h.revoked, id); h.mu.Unlock() }}
+	for _, f := range opts {
+		f(&o)
+	}
+	h.s = New(o)
+	mux := http.NewServeMux()
+	h.s.Mount(mux)
+	h.srv = httptest.NewServer(mux)
+	t.Cleanup(h.srv.Close)
+	if h.project, err = st.CreateProject(t.Context(), "shop"); err != nil {
+		t.Fatal(err)
+	}
+	if h.user, err = st.CreateUser(t.Context(), store.User{Email: "ada@example.com"}, "x"); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// post sends a form (or JSON when body is a string) and decodes the JSON answer.
+func (h *harness) post(path string, form url.Values) (int, map[string]any) {
+	h.t.Helper()
+	resp, err := http.PostForm(h.srv.URL+path, form)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return decode(h.t, resp)
+}
+
+func decode(t *testing.T, resp *http.Response) (int, map[string]any) {
+	t.Helper()
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	var m map[string]any
+	if len(body) > 0 {
+		if err := json.Unmarshal(body, &m); err != nil {
+			t.Fatalf("%s: body %q is not JSON", resp.Request.URL.Path, body)
+		}
+	}
+	return resp.StatusCode, m
+}
+
+func (h *harness) register(meta string) (int, map[string]any) {
+	h.t.Helper()
+	resp, err := http.Post(h.srv.URL+RegisterPath, "application/json", strings.NewReader(meta))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return decode(h.t, resp)
+}
+
+// publicClient registers a public client with one loopback redirect URI.
+func (h *harness) publicClient() string {
+	h.t.Helper()
+	code, m := h.register(`{"client_name":"Test app","redirect_uris":["http://127.0.0.1:3000/callback"],"token_endpoint_auth_method":"none"}`)
+	if code != http.StatusCreated {
+		h.t.Fatalf("register: %d %v", code, m)
+	}
+	return m["client_id"].(string)
+}
+
+const verifier = "a-long-enough-pkce-code-verifier-of-at-least-43-characters-0123"
+
+func challenge(v string) string {
+	sum := sha256.Sum256([]byte(v))
+	return base64.RawURLEncoding.EncodeToString(sum[:])
+}
+
+// authorize checks an authorization request as the consent page does.
+func (h *harness) authorize(q url.Values) (*AuthRequest, error) {
+	r := httptest.NewRequest("GET", AuthorizePath+"?"+q.Encode(), nil)
+	return h.s.ParseAuthorize(r)
+}
+
+func authQuery(clientID string) url.Values {
+	return url.Values{
+		"response_type": {"code"}, "client_id": {clientID}, "redirect_uri": {"http://127.0.0.1:3000/callback"},
+		"state": {"xyz"}, "code_challenge": {challenge(verifier)}, "code_challenge_method": {"S256"},
+		"resource": {base + "/mcp"}, "scope": {"mcp:read mcp:write"},
+	}
+}
+
+// code runs an approved authorization and returns the code.
+func (h *harness) code(clientID string, write bool) string {
+	h.t.Helper()
+	a, err := h.authorize(authQuery(clientID))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	to, err := h.s.Approve(h.t.Context(), a, h.user.ID, h.project.ID, write)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	u, _ := url.Parse(to)
+	q := u.Query()
+	if q.Get("state") != "xyz" || q.Get("iss") != base || !strings.HasPrefix(to, "http://127.0.0.1:3000/callback?") {
+		h.t.Fatalf("approved redirect = %s; want the callback with the state and iss", to)
+	}
+	return q.Get("code")
+}
+
+func (h *harness) exchange(clientID, code, v string) (int, map[string]any) {
+	return h.post(TokenPath, url.Values{"grant_type": {"authorization_code"}, "client_id": {clientID}, "code": {code},
+		"code_verifier": {v}, "redirect_uri": {"http://127.0.0.1:3000/callback"}, "resource": {base + "/mcp"}})
+}
+
+func wantError(t *testing.T, what string, status int, m map[string]any, wantStatus int, wantCode string) {
+	t.Helper()
+	if status != wantStatus || m["error"] != wantCode {
+		t.Errorf("%s = %d %v; want %d with error %q", what, status, m, wantStatus, wantCode)
+	}
+}
+
+func TestMetadata(t *testing.T) {
+	h := newHarness(t)
+	for _, p := range []string{ServerMetaPath, OpenIDMetaPath} {
+		resp, err := http.Get(h.srv.URL + p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, m := decode(t, resp)
+		if m["issuer"] != base || m["authorization_endpoint"] != base+"/oauth/authorize" || m["token_endpoint"] != base+"/oauth/token" ||
+			m["registration_endpoint"] != base+"/oauth/register" || m["client_id_metadata_document_supported"] != true ||
+			fmt.Sprint(m["code_challenge_methods_supported"]) != "[S256]" || fmt.Sprint(m["scopes_supported"]) != "[mcp:read mcp:write]" ||
+			m["authorization_response_iss_parameter_supported"] != true {
+			t.Errorf("%s = %v", p, m)
+		}
+	}
+	for _, p := range []string{ResourceMetaPath, ResourceMetaPath + "/mcp"} {
+		resp, err := http.Get(h.srv.URL + p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, m := decode(t, resp)
+		if m["resource"] != base+"/mcp" || fmt.Sprint(m["authorization_servers"]) != "["+base+"]" || fmt.Sprint(m["scopes_supported"]) != "[mcp:read mcp:write]" {
+			t.Errorf("%s = %v", p, m)
+		}
+	}
+	r := httptest.NewRequest("POST", "/mcp", nil)
+	if got, want := h.s.Challenge(r), `Bearer resource_metadata="https://gw.example/.well-known/oauth-protected-resource/mcp", scope="mcp:read mcp:write"`; got != want {
+		t.Errorf("Challenge = %s; want %s", got, want)
+	}
+}
+
+func TestRegister(t *testing.T) {
+	h := newHarness(t)
+	code, m := h.register(`{"client_name":"Claude","redirect_uris":["https://claude.ai/api/mcp/auth_callback"],"token_endpoint_auth_method":"none"}`)
+	if code != http.StatusCreated || !strings.HasPrefix(fmt.Sprint(m["client_id"]), "client_") || m["client_secret"] != nil || m["client_name"] != "Claude" {
+		t.Errorf("public registration = %d %v; want 201 with a client_id and no secret", code, m)
+	}
+	code, m = h.register(`{"redirect_uris":["http://localhost:8976/cb"]}`)
+	if code != http.StatusCreated || !strings.HasPrefix(fmt.Sprint(m["client_secret"]), "sfx_ocs_") || m["token_endpoint_auth_method"] != "client_secret_basic" {
+		t.Errorf("registration without an auth method = %d %v; want a client_secret_basic client with a secret", code, m)
+	}
+	for _, tc := range []struct{ meta, code, says string }{
+		{`{"redirect_uris":["http://app.example/cb"]}`, "invalid_redirect_uri", "plain http on a host that is not loopback"},
+		{`{"redirect_uris":["javascript:alert(1)"]}`, "invalid_redirect_uri", "javascript scheme"},
+		{`{"redirect_uris":["https://app.example/cb#x"]}`, "invalid_redirect_uri", "fragment"},
+		{`{"redirect_uris":[]}`, "invalid_redirect_uri", "1 to 10"},
+		{`{"redirect_uris":["https://a.example/cb"],"grant_types":["client_credentials"]}`, "invalid_client_metadata", "client_credentials"},
+		{`{"redirect_uris":["https://a.example/cb"],"token_endpoint_auth_method":"private_key_jwt"}`, "invalid_client_metadata", "private_key_jwt"},
+		{`[1]`, "invalid_client_metadata", "not a JSON object"},
+		{`{"redirect_uris":["https://a.example/cb"],"client_name":"` + strings.Repeat("x", 20<<10) + `"}`, "invalid_client_metadata", "at most 16384 bytes"},
+	} {
+		code, m := h.register(tc.meta)
+		if code != http.StatusBadRequest || m["error"] != tc.code || !strings.Contains(fmt.Sprint(m["error_description"]), tc.says) {
+			t.Errorf("register %.60s = %d %v; want 400 %s saying %q", tc.meta, code, m, tc.code, tc.says)
+		}
+	}
+}
+
+func TestRegistrationFlood(t *testing.T) {
+	h := newHarness(t)
+	var last int
+	var m map[string]any
+	for range registersPerAddr + 1 {
+		last, m = h.register(`{"redirect_uris":["https://a.example/cb"],"token_endpoint_auth_method":"none"}`)
+	}
+	if last != http.StatusTooManyRequests || m["error"] != "slow_down" {
+		t.Errorf("registration %d in a minute = %d %v; want 429 slow_down", registersPerAddr+1, last, m)
+	}
+}
+
+func TestAuthorizeChecks(t *testing.T) {
+	h := newHarness(t)
+	id := h.publicClient()
+	page := func(what string, q url.Values, says string) {
+		t.Helper()
+		_, err := h.authorize(q)
+		var pe *PageError
+		if !errors.As(err, &pe) || !strings.Contains(pe.Message, says) {
+			t.Errorf("%s: error %v; want a page (no redirect) saying %q", what, err, says)
+		}
+	}
+	redirect := func(what string, q url.Values, code string) {
+		t.Helper()
+		_, err := h.authorize(q)
+		var re *RedirectError
+		if !errors.As(err, &re) {
+			t.Fatalf("%s: error %v; want a redirect with %s", what, err, code)
+		}
+		u, _ := url.Parse(re.URL)
+		if u.Host != "127.0.0.1:3000" || u.Query().Get("error") != code || u.Query().Get("state") != "xyz" || u.Query().Get("iss") != base {
+			t.Errorf("%s: redirect %s; want the callback with error=%s, the state and iss", what, re.URL, code)
+		}
+	}
+	q := authQuery("client_unknown")
+	page("unknown client", q, "Unknown client_id")
+	q = authQuery(id)
+	q.Set("redirect_uri", "https://evil.example/cb")
+	page("unregistered redirect", q, "which it did not register")
+	q = authQuery(id)
+	q.Set("redirect_uri", "http://127.0.0.1:49152/callback")
+	if a, err := h.authorize(q); err != nil || a.RedirectURI != "http://127.0.0.1:49152/callback" {
+		t.Errorf("loopback redirect on another port = %v, %v; want accepted (RFC 8252)", a, err)
+	}
+	q.Set("redirect_uri", "http://127.0.0.1:49152/other")
+	page("loopback redirect on another path", q, "did not register")
+
+	q = authQuery(id)
+	q.Set("code_challenge_method", "plain")
+	redirect("plain PKCE", q, "invalid_request")
+	q.Del("code_challenge_method")
+	redirect("no PKCE method", q, "invalid_request")
+	q = authQuery(id)
+	q.Del("code_challenge")
+	redirect("no code_challenge", q, "invalid_request")
+	q = authQuery(id)
+	q.Set("resource", "https://other.example/mcp")
+	redirect("another resource", q, "invalid_target")
+	q = authQuery(id)
+	q.Set("response_type", "token")
+	redirect("implicit grant", q, "unsupported_response_type")
+
+	q = authQuery(id)
+	q.Set("scope", "mcp:read")
+	if a, err := h.authorize(q); err != nil || a.Scope != "mcp:read" || a.ClientName != "Test app" || a.RedirectHost() != "127.0.0.1:3000" {
+		t.Errorf("read-only request = %+v, %v", a, err)
+	}
+	q.Del("scope")
+	if a, _ := h.authorize(q); a == nil || a.Scope != ScopeAll {
+		t.Errorf("request without a scope = %+v; want %s", a, ScopeAll)
+	}
+}
+
+func TestCodeExchange(t *testing.T) {
+	h := newHarness(t)
+	id := h.publicClient()
+
+	st, m := h.exchange(id, h.code(id, true), "")
+	wantError(t, "exchange without a verifier", st, m, 400, "invalid_request")
+	st, m = h.exchange(id, h.code(id, true), verifier+"x")
+	wantError(t, "exchange with a wrong verifier", st, m, 400, "invalid_grant")
+	st, m = h.exchange("client_other", h.code(id, true), verifier)
+	wantError(t, "exchange by an unknown client", st, m, 401, "invalid_client")
+
+	code := h.code(id, true)
+	st, m = h.post(TokenPath, url.Values{"grant_type": {"authorization_code"}, "client_id": {id}, "code": {code},
+		"code_verifier": {verifier}, "redirect_uri": {"http://127.0.0.1:3000/callback"}, "resource": {"https://other.example/mcp"}})
+	wantError(t, "exchange for another resource", st, m, 400, "invalid_target")
+
+	code = h.code(id, true)
+	st, m = h.exchange(id, code, verifier)
+	if st != 200 || m["token_type"] != "Bearer" || m["scope"] != ScopeAll || m["expires_in"] != float64(3600) ||
+		!strings.HasPrefix(fmt.Sprint(m["access_token"]), "sfx_oat_") || !strings.HasPrefix(fmt.Sprint(m["refresh_token"]), "sfx_ort_") {
+		t.Fatalf("exchange = %d %v", st, m)
+	}
+	access := m["access_token"].(string)
+	g, err := h.s.Verify(t.Context(), access, base+"/mcp")
+	if err != nil || g.ProjectID != h.project.ID || !g.Write || g.Client != "Test app" {
+		t.Errorf("Verify = %+v, %v; want a writing grant on the project", g, err)
+	}
+	if _, err := h.s.Verify(t.Context(), access, "https://other.example/mcp"); !errors.Is(err, ErrInvalidToken) {
+		t.Errorf("Verify at another resource: %v; want ErrInvalidToken", err)
+	}
+
+	// A code used twice: refused, and what it granted is revoked.
+	st, m = h.exchange(id, code, verifier)
+	wantError(t, "second use of a code", st, m, 400, "invalid_grant")
+	h.s.Forget(g.ID) // as the change path does; other gateways wait out the cache
+	if _, err := h.s.Verify(t.Context(), access, base+"/mcp"); !errors.Is(err, ErrInvalidToken) {
+		t.Errorf("Verify after the code was reused: %v; want ErrInvalidToken", err)
+	}
+	if len(h.revoked) != 1 || h.revoked[0] != g.ID {
+		t.Errorf("revoked = %v; want [%s]", h.revoked, g.ID)
+	}
+
+	// A read-only approval gives mcp:read only, even when write was asked.
+	st, m = h.exchange(id, h.code(id, false), verifier)
+	if st != 200 || m["scope"] != ScopeRead {
+		t.Errorf("read-only exchange = %d %v; want scope mcp:read", st, m)
+	}
+	// Signing in again replaces the app's older grant.
+	h.exchange(id, h.code(id, true), verifier)
+	if gs, _ := h.st.OAuthGrants(t.Context(), h.project.ID); len(gs) != 1 || gs[0].Scope != ScopeAll {
+		t.Errorf("grants after signing in again = %+v; want only the newest", gs)
+	}
+}
+
+func TestRefreshRotation(t *testing.T) {
+	h := newHarness(t)
+	id := h.publicClient()
+	_, m := h.exchange(id, h.code(id, true), verifier)
+	first := m["refresh_token"].(string)
+	refresh := func(rt string) (int, map[string]any) {
+		return h.post(TokenPath, url.Values{"grant_type": {"refresh_token"}, "client_id": {id}, "refresh_token": {rt}})
+	}
+	st, m := refresh(first)
+	if st != 200 || m["refresh_token"] == first || m["access_token"] == nil {
+		t.Fatalf("refresh = %d %v; want new tokens", st, m)
+	}
+	second, access := m["refresh_token"].(string), m["access_token"].(string)
+	if _, err := h.s.Verify(t.Context(), access, base+"/mcp"); err != nil {
+		t.Fatalf("refreshed access token: %v", err)
+	}
+	// The first refresh token again: someone else has it. The family goes.
+	st, m = refresh(first)
+	wantError(t, "reused refresh token", st, m, 400, "invalid_grant")
+	h.s.Forget(h.revoked[0])
+	if _, err := h.s.Verify(t.Context(), access, base+"/mcp"); !errors.Is(err, ErrInvalidToken) {
+		t.Errorf("access token after refresh reuse: %v; want ErrInvalidToken", err)
+	}
+	st, m = refresh(second)
+	wantError(t, "the newest refresh token of a revoked family", st, m, 400, "invalid_grant")
+}
+
+func TestRevokeEndpoint(t *testing.T) {
+	h := newHarness(t)
+	id := h.publicClient()
+	_, m := h.exchange(id, h.code(id, true), verifier)
+	access := m["access_token"].(string)
+	st, _ := h.post(RevokePath, url.Values{"client_id": {"client_other"}, "token": {access}})
+	if st != http.StatusUnauthorized {
+		t.Errorf("revoke by an unknown client = %d; want 401", st)
+	}
+	if st, _ := h.post(RevokePath, url.Values{"client_id": {id}, "token": {"sfx_oat_unknown"}}); st != 200 {
+		t.Errorf("revoke of an unknown token = %d; want 200 (RFC 7009)", st)
+	}
+	if st, _ := h.post(RevokePath, url.Values{"client_id": {id}, "token": {access}}); st != 200 {
+		t.Errorf("revoke = %d; want 200", st)
+	}
+	if _, err := h.s.Verify(t.Context(), access, base+"/mcp"); !errors.Is(err, ErrInvalidToken) {
+		t.Errorf("Verify after revocation: %v; want ErrInvalidToken", err)
+	}
+	st, m = h.post(TokenPath, url.Values{"grant_type": {"refresh_token"}, "client_id": {id}, "refresh_token": {m["refresh_token"].(string)}})
+	wantError(t, "refresh after revocation", st, m, 400, "invalid_grant")
+}
+
+func TestConfidentialClient(t *testing.T) {
+	h := newHarness(t)
+	_, m := h.register(`{"client_name":"Server app","redirect_uris":["http://127.0.0.1:3000/callback"],"token_endpoint_auth_method":"client_secret_post"}`)
+	id, secret := m["client_id"].(string), m["client_secret"].(string)
+	code := h.code(id, true)
+	st, m := h.exchange(id, code, verifier)
+	wantError(t, "exchange without the secret", st, m, 401, "invalid_client")
+	req, _ := http.NewRequest("POST", h.srv.URL+TokenPath, strings.NewReader(url.Values{"grant_type": {"authorization_code"}, "code": {code},
+		"code_verifier": {verifier}, "redirect_uri": {"http://127.0.0.1:3000/callback"}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.SetBasicAuth(id, secret)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, m := decode(t, resp); st != 200 || m["access_token"] == nil {
+		t.Errorf("exchange with the secret in HTTP Basic = %d %v", st, m)
+	}
+}
+
+// TestMetadataDocument: a client named by a Client ID Metadata Document
+// URL, fetched over TLS, and what the fetch refuses.
+func TestMetadataDocument(t *testing.T) {
+	docs := map[string]string{}
+	var fetches sync.Map
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n, _ := fetches.LoadOrStore(r.URL.Path, new(int))
+		*n.(*int)++
+		switch r.URL.Path {
+		case "/moved.json":
+			http.Redirect(w, r, "/client.json", http.StatusFound)
+			return
+		case "/big.json":
+			w.Write([]byte(`{"client_name":"` + strings.Repeat("x", 20<<10) + `"}`))
+			return
+		}
+		doc, ok := docs[r.URL.Path]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		w.Write([]byte(doc))
+	}))
+	defer srv.Close()
+	id := srv.URL + "/client.json"
+	docs["/client.json"] = `{"client_id":"` + id + `","client_name":"Doc app","logo_uri":"https://app.example/logo.png","redirect_uris":["http://127.0.0.1:3000/callback"]}`
+	docs["/wrong-id.json"] = `{"client_id":"https://else.example/c.json","redirect_uris":["http://127.0.0.1:3000/callback"]}`
+	docs["/secret.json"] = `{"client_id":"` + srv.URL + `/secret.json","client_secret":"s","redirect_uris":["http://127.0.0.1:3000/callback"]}`
+	roots := srv.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs
+
+	strict := newHarness(t, func(o *Options) { o.ClientIDRoots = roots })
+	if _, err := strict.authorize(authQuery(id)); err == nil || !strings.Contains(err.Error(), "a private address the gateway does not fetch from") {
+		t.Errorf("a document on loopback without AllowPrivateClientIDs: %v; want refused as private", err)
+	}
+
+	h := newHarness(t, func(o *Options) { o.ClientIDRoots = roots; o.AllowPrivateClientIDs = true })
+	a, err := h.authorize(authQuery(id))
+	if err != nil || a.ClientName != "Doc app" || !a.Document || a.LogoURI != "https://app.example/logo.png" {
+		t.Fatalf("authorize with a metadata document = %+v, %v", a, err)
+	}
+	h.authorize(authQuery(id))
+	if n, _ := fetches.Load("/client.json"); *n.(*int) != 1 {
+		t.Errorf("the document was fetched %d times for two requests; want 1 (cached)", *n.(*int))
+	}
+	st, m := h.exchange(id, h.code(id, false), verifier)
+	if st != 200 || m["scope"] != ScopeRead {
+		t.Errorf("exchange by a document client = %d %v", st, m)
+	}
+	for _, tc := range []struct{ path, says string }{
+		{"/wrong-id.json", "is not its own URL"},
+		{"/secret.json", "client_secret"},
+		{"/moved.json", "redirects"},
+		{"/big.json", "larger than 16384 bytes"},
+		{"/missing.json", "404"},
+	} {
+		_, err := h.authorize(authQuery(srv.URL + tc.path))
+		if err == nil || !strings.Contains(err.Error(), tc.says) {
+			t.Errorf("document %s: %v; want refused saying %q", tc.path, err, tc.says)
+		}
+	}
+	for _, bad := range []string{"http://app.example/client.json", "https://app.example", "https://app.example/"} {
+		if _, err := h.s.docs.get(context.Background(), bad); err == nil {
+			t.Errorf("client_id %s accepted", bad)
+		}
+	}
+}
+
+func TestCheckTarget(t *testing.T) {
+	for _, addr := range []string{"127.0.0.1:443", "[::1]:443", "10.1.2.3:443", "192.168.0.1:443", "172.16.5.4:443", "169.254.169.254:80", "[fe80::1]:443", "0.0.0.0:443", "100.64.0.1:443", "[::ffff:127.0.0.1]:443"} {
+		if err := checkTarget(addr, false); err == nil {
+			t.Errorf("checkTarget(%s) allowed a private address", addr)
+		}
+		if err := checkTarget(addr, true); err != nil {
+			t.Errorf("checkTarget(%s, allowPrivate) = %v", addr, err)
+		}
+	}
+	if err := checkTarget("93.184.216.34:443", false); err != nil {
+		t.Errorf("checkTarget of a public address = %v", err)
+	}
+}
