@@ -80,7 +80,10 @@ type gw struct {
 	token     string // an admin API token, made on first use
 }
 
-func startGateway(t *testing.T) *gw {
+func startGateway(t *testing.T) *gw { t.Helper(); return startGatewayWith(t, nil) }
+
+// startGatewayWith is startGateway with the last word on the config.
+func startGatewayWith(t *testing.T, config func(*gateway.Config)) *gw {
 	t.Helper()
 	ctx := context.Background()
 	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "spacefix.db"))
@@ -94,6 +97,9 @@ func startGateway(t *testing.T) *gw {
 	cfg := gateway.DefaultConfig()
 	cfg.Addr, cfg.Grace, cfg.ShutdownGrace, cfg.Version = "127.0.0.1:0", 200*time.Millisecond, 2*time.Second, "test"
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	if config != nil {
+		config(&cfg)
+	}
 	g, err := gateway.New(cfg, st)
 	if err != nil {
 		t.Fatal(err)
