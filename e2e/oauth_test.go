@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -391,8 +392,12 @@ func handCode(t *testing.T, e *env, p *person, clientID string, extra url.Values
 	if err != nil {
 		t.Fatal(err)
 	}
-	if back.Query().Get("iss") != e.url || back.Query().Get("state") != "s1" {
-		t.Errorf("redirect %s; want iss %s and state s1", back, e.url)
+	iss := e.url
+	if e.cfg.PublicURL != "" {
+		iss = e.cfg.PublicURL
+	}
+	if back.Query().Get("iss") != iss || back.Query().Get("state") != "s1" {
+		t.Errorf("redirect %s; want iss %s and state s1", back, iss)
 	}
 	return back.Query().Get("code")
 }
@@ -577,3 +582,109 @@ func apiPost(t *testing.T, e *env, token, path string, want int) {
 	}
 }
 
+// TestOAuthAcrossGateways: every code, grant and token lives in the store,
+// so a sign-in started on one gateway finishes on another, and a token
+// works on both; a disconnect on one is refused on the other within a
+// second. Nothing secret reaches either gateway's log.
+func TestOAuthAcrossGateways(t *testing.T) {
+	t.Parallel()
+	var logs syncBuffer
+	bus := startNATS(t)
+	e := newEnv(t, withConfig(func(c *gateway.Config) {
+		c.Bus, c.BusHeartbeat = bus, 250*time.Millisecond
+		c.PublicURL, c.AllowedHosts = "https://mcp.example.com", []string{"*"}
+	}), func(o *envOptions) { o.logs = &logs })
+	a := "http://" + e.gw.Addr()
+	sib := e.sibling()
+	b := "http://" + sib.gw.Addr()
+	e.url = a // the person's browser and the app reach gateway A first
+	p := newPerson(t, e, "dee@example.com")
+
+	clientID := register(t, e)
+	code := handCode(t, e, p, clientID, url.Values{"resource": {"https://mcp.example.com/mcp"}})
+	// The app's token request lands on gateway B.
+	resp, err := http.PostForm(b+"/oauth/token", url.Values{"grant_type": {"authorization_code"}, "client_id": {clientID}, "code": {code},
+		"code_verifier": {handVerifier}, "redirect_uri": {oauthRedirect}, "resource": {"https://mcp.example.com/mcp"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tok map[string]any
+	json.NewDecoder(resp.Body).Decode(&tok)
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("exchange on the other gateway = %d %v", resp.StatusCode, tok)
+	}
+	access := tok["access_token"].(string)
+	for _, g := range []*env{e, sib} {
+		g.url = "http://" + g.gw.Addr()
+		if st := mcpStatus(t, g, access); st != 200 {
+			t.Errorf("tools/list on %s = %d; want 200", g.url, st)
+		}
+	}
+	// Refreshed on A; the new token works on B.
+	resp, err = http.PostForm(a+"/oauth/token", url.Values{"grant_type": {"refresh_token"}, "client_id": {clientID}, "refresh_token": {tok["refresh_token"].(string)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fresh map[string]any
+	json.NewDecoder(resp.Body).Decode(&fresh)
+	resp.Body.Close()
+	sib.url = b
+	if st := mcpStatus(t, sib, fresh["access_token"].(string)); st != 200 {
+		t.Errorf("refreshed token on the other gateway = %d", st)
+	}
+
+	// Disconnected on A: B refuses within a second (the bus says so at once).
+	_, apiToken, err := users.CreateAPIToken(context.Background(), e.store, "e2e", 0)
+	must(t, err)
+	grants, _ := e.store.OAuthGrants(context.Background(), e.project.ID)
+	if len(grants) != 1 {
+		t.Fatalf("grants = %+v", grants)
+	}
+	apiPost(t, e, apiToken, "/api/projects/default/apps/"+grants[0].ID+"/revoke", http.StatusNoContent)
+	waitFor(t, "the other gateway to refuse the disconnected app", func() bool { return mcpStatus(t, sib, fresh["access_token"].(string)) == 401 })
+
+	for _, secret := range []string{code, access, tok["refresh_token"].(string), fresh["access_token"].(string), "sfx_oat_", "sfx_ort_", "sfx_oac_"} {
+		if strings.Contains(logs.String(), secret) {
+			t.Errorf("the gateway log holds a secret (%.12s…)", secret)
+		}
+	}
+	if !strings.Contains(logs.String(), "OAuth app connected") {
+		t.Errorf("the gateway log does not say the app connected:\n%s", logs.String())
+	}
+}
+
+// TestOAuthConsentCrossSite: the consent form cannot be posted from
+// another site, nor the page framed.
+func TestOAuthConsentCrossSite(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	p := newPerson(t, e, "eve@example.com")
+	clientID := register(t, e)
+	form := url.Values{"response_type": {"code"}, "client_id": {clientID}, "redirect_uri": {oauthRedirect},
+		"code_challenge": {handChallenge}, "code_challenge_method": {"S256"}, "project": {"default"}, "access": {"write"}, "decision": {"approve"}}
+	req, _ := http.NewRequest("POST", e.url+"/oauth/authorize", strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Sec-Fetch-Site", "cross-site")
+	req.Header.Set("Origin", "https://evil.example")
+	req.AddCookie(&http.Cookie{Name: "spacefix_session", Value: p.session})
+	resp, err := noRedirects.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden || resp.Header.Get("Location") != "" {
+		t.Errorf("cross-site consent POST = %d to %q; want 403 and no code", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	req, _ = http.NewRequest("GET", e.url+"/oauth/authorize?"+form.Encode(), nil)
+	req.AddCookie(&http.Cookie{Name: "spacefix_session", Value: p.session})
+	resp, err = noRedirects.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 || resp.Header.Get("X-Frame-Options") != "DENY" || !strings.Contains(resp.Header.Get("Content-Security-Policy"), "frame-ancestors 'none'") ||
+		resp.Header.Get("Cache-Control") != "no-store" {
+		t.Errorf("consent page headers = %v; want framing denied and no-store", resp.Header)
+	}
+}

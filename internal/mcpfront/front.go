@@ -145,7 +145,7 @@ func New(opts Options) *Front {
 		reg:           opts.Registry, store: opts.Store, verifier: opts.Verifier, calls: opts.CallLog,
 		log: opts.Logger, version: opts.Version, controls: access.NewCache(opts.Store, time.Second),
 		limiter: opts.Limiter, oauth: opts.OAuth,
-		views:   make(map[string]*view),
+		views: make(map[string]*view),
 	}
 	if f.log == nil {
 		f.log = slog.Default()

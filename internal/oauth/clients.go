@@ -19,6 +19,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/spacefix/spacefix/internal/ratelimit"
 	"github.com/spacefix/spacefix/internal/store"
 )
 
@@ -199,6 +200,14 @@ func (c *client) validate() error {
 
 // register is dynamic client registration (RFC 7591).
 func (s *Server) register(w http.ResponseWriter, r *http.Request) {
+	// Per address (see Mount), and in all: many addresses together must
+	// not fill the store either.
+	if ok, retry := s.limits.Allow("register:all", registersInAll); !ok {
+		w.Header().Set("Retry-After", fmt.Sprint(ratelimit.Seconds(retry)))
+		writeJSON(w, http.StatusTooManyRequests, oauthError{"slow_down",
+			fmt.Sprintf("Too many client registrations on this gateway. Try again in %d seconds.", ratelimit.Seconds(retry))})
+		return
+	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxRegistrationLen+1))
 	if err != nil || len(body) > maxRegistrationLen {
 		writeJSON(w, http.StatusBadRequest, oauthError{"invalid_client_metadata", fmt.Sprintf("The registration must be a JSON object of at most %d bytes.", maxRegistrationLen)})

@@ -86,6 +86,7 @@ const (
 // Requests per minute per client address, by endpoint.
 const (
 	registersPerAddr = 10
+	registersInAll   = 120 // a minute, from every address together
 	tokensPerAddr    = 60
 	authorizePerAddr = 60
 	metadataPerAddr  = 300

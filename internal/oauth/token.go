@@ -326,4 +326,3 @@ func (s *Server) Forget(grantID string) {
 func (s *Server) Prune(ctx context.Context) (int64, error) {
 	return s.st.PruneOAuthTokens(ctx, s.now().Add(-24*time.Hour))
 }
-

@@ -181,8 +181,8 @@ const selectOAuthToken = `SELECT kind, grant_id, data, created_at, expires_at, u
 
 func scanOAuthToken(sc scanner) (store.OAuthToken, error) {
 	var (
-		tok                     store.OAuthToken
-		data                    string
+		tok                    store.OAuthToken
+		data                   string
 		created, expires, used int64
 	)
 	err := sc.Scan(&tok.Kind, &tok.GrantID, &data, &created, &expires, &used)
