@@ -39,7 +39,7 @@ var layers = []struct {
 	// them; the SDK, the far end of the agent protocol, at the same height.
 	{"fronts and SDK", []string{"internal/agentfront", "internal/mcpfront", "internal/dashboard", "core"}},
 	{"test transport", []string{"internal/route/routetest"}},
-	{"routing and rules", []string{"internal/route", "internal/access", "internal/users", "internal/metrics", "internal/cluster"}},
+	{"routing and rules", []string{"internal/route", "internal/access", "internal/users", "internal/metrics", "internal/cluster", "internal/oauth"}},
 	{"registry and stores", []string{"internal/agents", "internal/auth", "internal/cache", "internal/store/sqlite", "internal/store/postgres", "internal/store/storetest"}},
 	{"protocol, schemas, store interface", []string{"internal/agentproto", "internal/schema", "internal/schemagen", "internal/changes", "internal/store"}},
 	{"helpers", []string{
