@@ -297,33 +297,16 @@ func TestOAuthReadScope(t *testing.T) {
 	}
 	asked := p.asked.Load()
 	token := readToken(t, e, p)
-	req, _ := http.NewRequest("POST", e.url+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"cancel_order","arguments":{"id":"1"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}}}`))
-	req.Header.Set("Authorization", "Bearer "+token)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
-	req.Header.Set("Mcp-Method", "tools/call")
-	req.Header.Set("Mcp-Name", "cancel_order")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	resp, body := modernCall(t, e, token, "tools/call", "cancel_order", `{"name":"cancel_order","arguments":{"id":"1"}}`)
 	ch := resp.Header.Get("WWW-Authenticate")
 	if resp.StatusCode != 403 || !strings.HasPrefix(ch, `Bearer error="insufficient_scope", scope="mcp:write", resource_metadata="`+e.url) ||
 		!strings.Contains(string(body), "the OAuth token may only read (scope mcp:read)") {
 		t.Errorf("write call with an mcp:read token = %d %q %q", resp.StatusCode, ch, body)
 	}
 	// A read call with the same token goes through.
-	req, _ = http.NewRequest("POST", e.url+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"get_order","arguments":{"id":"1"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}}}`))
-	req.Header = resp.Request.Header.Clone()
-	req.Header.Set("Mcp-Name", "get_order")
-	resp, err = http.DefaultClient.Do(req)
-	if err != nil || resp.StatusCode != 200 {
-		t.Errorf("read call with an mcp:read token = %v, %v", resp, err)
+	if resp, body := modernCall(t, e, token, "tools/call", "get_order", `{"name":"get_order","arguments":{"id":"1"}}`); resp.StatusCode != 200 {
+		t.Errorf("read call with an mcp:read token = %d %s", resp.StatusCode, body)
 	}
-	resp.Body.Close()
 
 	// go-sdk steps up: the person is asked again and allows writing.
 	p.access.Store("write")
@@ -417,24 +400,37 @@ func tokenRequest(t *testing.T, e *env, form url.Values) (int, map[string]any) {
 	return resp.StatusCode, m
 }
 
-// mcpStatus is the HTTP status of a tools/list with token.
-func mcpStatus(t *testing.T, e *env, token string) int {
+// modernCall sends one stateless (2026-07-28) request with token, as any
+// client would, and returns the answer and its body.
+func modernCall(t *testing.T, e *env, token, method, name, params string) (*http.Response, []byte) {
 	t.Helper()
-	req, _ := http.NewRequest("POST", e.url+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}}}`))
+	params = strings.TrimSuffix(params, "}")
+	if params != "{" {
+		params += ","
+	}
+	body := `{"jsonrpc":"2.0","id":1,"method":"` + method + `","params":` + params + `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}}}`
+	req, _ := http.NewRequest("POST", e.url+"/mcp", strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
-	req.Header.Set("Mcp-Method", "tools/list")
+	req.Header.Set("Mcp-Method", method)
+	if name != "" {
+		req.Header.Set("Mcp-Name", name)
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != 200 {
-		t.Logf("tools/list = %s %s", resp.Status, body)
-	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	return resp, out
+}
+
+// mcpStatus is the HTTP status of a tools/list with token.
+func mcpStatus(t *testing.T, e *env, token string) int {
+	t.Helper()
+	resp, _ := modernCall(t, e, token, "tools/list", "", "{}")
 	return resp.StatusCode
 }
 

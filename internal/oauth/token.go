@@ -25,17 +25,14 @@ type tokenResponse struct {
 
 // token is the token endpoint: authorization_code and refresh_token.
 func (s *Server) token(w http.ResponseWriter, r *http.Request) {
-	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
-	if err := r.ParseForm(); err != nil {
-		writeJSON(w, http.StatusBadRequest, oauthError{"invalid_request", "The body must be an application/x-www-form-urlencoded form."})
+	c, ok := s.formClient(w, r)
+	if !ok {
 		return
 	}
-	c, err := s.authenticate(r)
-	if err != nil {
-		s.tokenError(w, err)
-		return
-	}
-	var resp *tokenResponse
+	var (
+		resp *tokenResponse
+		err  error
+	)
 	switch gt := r.PostFormValue("grant_type"); gt {
 	case "authorization_code":
 		resp, err = s.exchangeCode(r, c)
@@ -51,6 +48,23 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, resp)
+}
+
+// formClient reads the form of a token or revocation request and
+// authenticates its client; it answers the request itself when either
+// fails.
+func (s *Server) formClient(w http.ResponseWriter, r *http.Request) (*client, bool) {
+	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+	if err := r.ParseForm(); err != nil {
+		writeJSON(w, http.StatusBadRequest, oauthError{"invalid_request", "The body must be an application/x-www-form-urlencoded form."})
+		return nil, false
+	}
+	c, err := s.authenticate(r)
+	if err != nil {
+		s.tokenError(w, err)
+		return nil, false
+	}
+	return c, true
 }
 
 func (s *Server) tokenError(w http.ResponseWriter, err error) {
@@ -196,14 +210,8 @@ func (s *Server) issue(ctx context.Context, g store.OAuthGrant) (*tokenResponse,
 // the grant: the app is disconnected, as from the dashboard. It answers 200
 // for unknown tokens too, as the RFC says.
 func (s *Server) revoke(w http.ResponseWriter, r *http.Request) {
-	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
-	if err := r.ParseForm(); err != nil {
-		writeJSON(w, http.StatusBadRequest, oauthError{"invalid_request", "The body must be an application/x-www-form-urlencoded form."})
-		return
-	}
-	c, err := s.authenticate(r)
-	if err != nil {
-		s.tokenError(w, err)
+	c, ok := s.formClient(w, r)
+	if !ok {
 		return
 	}
 	secret := r.PostFormValue("token")

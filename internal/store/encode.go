@@ -38,6 +38,15 @@ func CheckHash(hash []byte) error {
 // space do not count.
 func EmailKey(email string) string { return strings.ToLower(strings.TrimSpace(email)) }
 
+// OptTime is the time of Unix milliseconds ms in UTC, where 0 means unset
+// (the zero time): how the OAuth tables keep optional times.
+func OptTime(ms int64) time.Time {
+	if ms == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms).UTC()
+}
+
 // DayMillis returns the Unix milliseconds of midnight UTC of the day t
 // falls on: how usage counters are keyed.
 func DayMillis(t time.Time) int64 {

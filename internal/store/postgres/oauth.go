@@ -11,15 +11,6 @@ import (
 	"github.com/spacefix/spacefix/internal/store"
 )
 
-// fromOptMillis is fromMillis for the OAuth tables' optional times, where
-// 0 means unset.
-func fromOptMillis(ms int64) time.Time {
-	if ms == 0 {
-		return time.Time{}
-	}
-	return fromMillis(ms)
-}
-
 // CreateOAuthClient implements [store.Store].
 func (s *Store) CreateOAuthClient(ctx context.Context, c store.OAuthClient) error {
 	if c.ID == "" {
@@ -66,7 +57,7 @@ func scanGrant(row pgx.Row) (store.OAuthGrant, error) {
 	if err != nil {
 		return store.OAuthGrant{}, notFound(err)
 	}
-	g.CreatedAt, g.LastUsedAt, g.RevokedAt = fromMillis(created), fromOptMillis(used), fromOptMillis(revoked)
+	g.CreatedAt, g.LastUsedAt, g.RevokedAt = fromMillis(created), store.OptTime(used), store.OptTime(revoked)
 	return g, nil
 }
 
@@ -155,7 +146,7 @@ func scanOAuthToken(row pgx.Row) (store.OAuthToken, error) {
 	if data != "" {
 		tok.Data = []byte(data)
 	}
-	tok.CreatedAt, tok.ExpiresAt, tok.UsedAt = fromMillis(created), fromMillis(expires), fromOptMillis(used)
+	tok.CreatedAt, tok.ExpiresAt, tok.UsedAt = fromMillis(created), fromMillis(expires), store.OptTime(used)
 	return tok, nil
 }
 

@@ -10,15 +10,6 @@ import (
 	"github.com/spacefix/spacefix/internal/store"
 )
 
-// fromOptMillis is fromMillis for the OAuth tables' optional times, where
-// 0 means unset.
-func fromOptMillis(ms int64) time.Time {
-	if ms == 0 {
-		return time.Time{}
-	}
-	return fromMillis(ms)
-}
-
 // CreateOAuthClient implements [store.Store].
 func (s *Store) CreateOAuthClient(ctx context.Context, c store.OAuthClient) error {
 	if c.ID == "" {
@@ -74,7 +65,7 @@ func scanGrant(sc scanner) (store.OAuthGrant, error) {
 	if err != nil {
 		return store.OAuthGrant{}, err
 	}
-	g.CreatedAt, g.LastUsedAt, g.RevokedAt = fromMillis(created), fromOptMillis(used), fromOptMillis(revoked)
+	g.CreatedAt, g.LastUsedAt, g.RevokedAt = fromMillis(created), store.OptTime(used), store.OptTime(revoked)
 	return g, nil
 }
 
@@ -195,7 +186,7 @@ func scanOAuthToken(sc scanner) (store.OAuthToken, error) {
 	if data != "" {
 		tok.Data = []byte(data)
 	}
-	tok.CreatedAt, tok.ExpiresAt, tok.UsedAt = fromMillis(created), fromMillis(expires), fromOptMillis(used)
+	tok.CreatedAt, tok.ExpiresAt, tok.UsedAt = fromMillis(created), fromMillis(expires), store.OptTime(used)
 	return tok, nil
 }
 
