@@ -23,7 +23,7 @@ import (
 const base = "https://gw.example"
 
 type harness struct {
-	t       *testing.T
+	t       testing.TB
 	s       *Server
 	st      store.Store
 	srv     *httptest.Server
@@ -34,7 +34,7 @@ type harness struct {
 	revoked []string
 }
 
-func newHarness(t *testing.T, opts ...func(*Options)) *harness {
+func newHarness(t testing.TB, opts ...func(*Options)) *harness {
 	t.Helper()
 	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "s.db"))
 	if err != nil {
@@ -71,7 +71,7 @@ func (h *harness) post(path string, form url.Values) (int, map[string]any) {
 	return decode(h.t, resp)
 }
 
-func decode(t *testing.T, resp *http.Response) (int, map[string]any) {
+func decode(t testing.TB, resp *http.Response) (int, map[string]any) {
 	t.Helper()
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
