@@ -68,9 +68,9 @@ type call struct {
 
 	cancelled atomic.Bool // by the gateway: its answer is not wanted
 
-	// Questions to the user (Confirm).
+	// Questions to the user and the client (Confirm, Elicit, Sample, Roots).
 	sess      *session
-	confirmed chan agentproto.Message // the gateway's answers
+	confirmed chan agentproto.Message // the gateway's answers: confirmed and answered
 	mu        sync.Mutex
 	inputs    int // questions asked so far
 }

@@ -113,7 +113,7 @@ func (s *session) serve(ctx context.Context, registered map[string]bool) (welcom
 			s.start(m)
 		case agentproto.TypeCancel:
 			s.cancelCall(m.ID, m.Reason)
-		case agentproto.TypeConfirmed:
+		case agentproto.TypeConfirmed, agentproto.TypeAnswered:
 			s.mu.Lock()
 			c := s.calls[m.ID]
 			s.mu.Unlock()

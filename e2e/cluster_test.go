@@ -247,11 +247,15 @@ func TestClusterBehindRoundRobin(t *testing.T) {
 			}
 			return "deleted order " + in.ID, nil
 		}, core.Destructive()))
+		askAgent(t)(a)
 	})
 	for _, v := range versions {
 		t.Run(v, func(t *testing.T) {
 			cs := lb.connect(v, lb.clientKey, &mcp.ClientOptions{
-				ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+				ElicitationHandler: func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+					if strings.HasPrefix(r.Params.Message, "Book a table") {
+						return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Bo", "seats": 3}}, nil
+					}
 					return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"confirm": true}}, nil
 				},
 			})
@@ -271,6 +275,10 @@ func TestClusterBehindRoundRobin(t *testing.T) {
 				id := fmt.Sprint(1042 + i)
 				if got := text(call(t, cs, "delete_order", map[string]any{"id": id})); got != "deleted order "+id {
 					t.Errorf("confirmed delete %d = %q", i, got)
+				}
+				// core.Elicit: the form and its answer cross the bus too.
+				if got := text(call(t, cs, "book_table", map[string]any{"restaurant": "Luigi's"})); got != "booked 3 seats for Bo on <nil>, <nil>" {
+					t.Errorf("book_table %d = %q", i, got)
 				}
 			}
 		})

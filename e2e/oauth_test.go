@@ -404,11 +404,17 @@ func tokenRequest(t *testing.T, e *env, form url.Values) (int, map[string]any) {
 // client would, and returns the answer and its body.
 func modernCall(t *testing.T, e *env, token, method, name, params string) (*http.Response, []byte) {
 	t.Helper()
+	return modernCallCaps(t, e, token, method, name, params, "{}")
+}
+
+// modernCallCaps is modernCall declaring the client capabilities caps.
+func modernCallCaps(t *testing.T, e *env, token, method, name, params, caps string) (*http.Response, []byte) {
+	t.Helper()
 	params = strings.TrimSuffix(params, "}")
 	if params != "{" {
 		params += ","
 	}
-	body := `{"jsonrpc":"2.0","id":1,"method":"` + method + `","params":` + params + `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}}}`
+	body := `{"jsonrpc":"2.0","id":1,"method":"` + method + `","params":` + params + `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"},"io.modelcontextprotocol/clientCapabilities":` + caps + `}}}`
 	req, _ := http.NewRequest("POST", e.url+"/mcp", strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Content-Type", "application/json")

@@ -156,6 +156,8 @@ const (
 	TypeDrain      = "drain"       // A→G: send no new calls; the agent stops after the running ones
 	TypeConfirm    = "confirm"     // A→G: ask the user a yes/no question for call ID
 	TypeConfirmed  = "confirmed"   // G→A: the user's answer (Accepted) or why there is none (Message)
+	TypeAsk        = "ask"         // A→G: MCP input requests for call ID's client (elicitation, sampling, roots)
+	TypeAnswered   = "answered"    // G→A: the client's responses to an ask (Responses), or why there are none (Message, Code)
 )
 
 // Call kinds.
@@ -207,6 +209,18 @@ type Message struct {
 	Input string `json:"input,omitempty"`
 	// Accepted is the user's answer, on confirmed.
 	Accepted *bool `json:"accepted,omitempty"`
+	// Requests, on ask, are MCP input requests by id, as the 2026-07-28
+	// inputRequests member has them: {"<id>": {"method":
+	// "elicitation/create" | "sampling/createMessage" | "roots/list",
+	// "params": {…}}}.
+	Requests json.RawMessage `json:"requests,omitempty"`
+	// Responses, on answered, are the client's results by the same ids:
+	// {"<id>": ElicitResult | CreateMessageResult | ListRootsResult}.
+	Responses json.RawMessage `json:"responses,omitempty"`
+	// Code, on an answered without responses, is the JSON-RPC error code
+	// of why: -32021 when the client did not declare the capability an
+	// input request needs.
+	Code int `json:"code,omitempty"`
 	// Welcome goes with welcome.
 	Welcome *Welcome `json:"welcome,omitempty"`
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -54,10 +55,19 @@ func (f *Front) toolHandler(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 	if req.Params.RequestState != "" {
 		h, err := f.held.resume(req.Params.RequestState, key.ID)
 		if err != nil {
-			return errorResult(err.Error()), nil
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
 		}
-		accepted, err := answer(req, h.input)
-		h.call.Answer(h.input, accepted, err)
+		if h.asked != nil {
+			responses, err := collect(req, h.asked)
+			if err != nil {
+				h.call.Respond(nil, err.Error(), jsonrpc.CodeInvalidParams)
+			} else {
+				h.call.Respond(responses, "", 0)
+			}
+		} else {
+			accepted, err := answer(req, h.input)
+			h.call.Answer(h.input, accepted, err)
+		}
 		return f.await(ctx, req, t, key, h.call, h.call.Wait(ctx, progress), h.start)
 	}
 
@@ -184,6 +194,31 @@ func (f *Front) wait(ctx context.Context, t *agents.Tool, key store.Key, c *acce
 func (f *Front) await(ctx context.Context, req *mcp.CallToolRequest, t *agents.Tool, key store.Key, call *route.Call, res route.Result, start time.Time) (*mcp.CallToolResult, error) {
 	for res.Question != nil {
 		q := res.Question
+		if q.Type == agentproto.TypeAsk {
+			reqs, methods, err := parseAsk(q)
+			if err != nil {
+				call.Respond(nil, err.Error(), jsonrpc.CodeInvalidParams)
+				res = call.Wait(ctx, progressSender(ctx, req))
+				continue
+			}
+			caps, modern := clientCaps(req)
+			if missing := missingCaps(caps, methods); missing != nil {
+				msg := fmt.Sprintf("the MCP client did not declare the %s capability, so it cannot answer", strings.Join(missing, " and "))
+				call.Respond(nil, msg, mcp.CodeMissingRequiredClientCapabilities)
+				if modern {
+					// 2026-07-28: the call fails with -32021, so that the
+					// client can declare the capability and call again.
+					f.toolResult(t, key, call.Abandon(agentproto.ReasonCancelled), start)
+					return nil, errMissingCaps(missing)
+				}
+				res = call.Wait(ctx, progressSender(ctx, req))
+				continue
+			}
+			state := f.held.hold(&held{call: call, asked: reqs, keyID: key.ID, start: start}, func(h *held, res route.Result) {
+				f.toolResult(t, key, res, h.start) // the client never answered: log the timeout
+			})
+			return &mcp.CallToolResult{InputRequests: reqs, RequestState: state}, nil
+		}
 		if !canElicit(req) {
 			call.Answer(q.Input, false, errCannotAsk)
 			res = call.Wait(ctx, progressSender(ctx, req))

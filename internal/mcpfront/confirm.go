@@ -31,7 +31,8 @@ var errCannotAsk = errors.New("the MCP client cannot ask the user: it does not s
 // held is a call waiting for the user's answer between two requests.
 type held struct {
 	call   *route.Call
-	input  string // the question's id
+	input  string              // the question's id (confirm)
+	asked  mcp.InputRequestMap // the input requests (ask); nil for confirm
 	keyID  string
 	start  time.Time
 	expire *time.Timer
@@ -86,7 +87,7 @@ func (hc *heldCalls) take(callID string) *held {
 	return h
 }
 
-var errBadState = errors.New("this confirmation is not pending any more: the call ended or timed out. Call the tool again")
+var errBadState = errors.New("this requestState names no call waiting for input here: it ended or timed out, or the state was altered or is another client's. Call the tool again")
 
 // resume returns the held call a request state names, if keyID holds it.
 func (hc *heldCalls) resume(state, keyID string) (*held, error) {

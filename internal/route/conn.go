@@ -208,14 +208,19 @@ func (c *Conn) handle(ctx context.Context, m *agentproto.Message) {
 			default:
 			}
 		}
-	case agentproto.TypeConfirm:
+	case agentproto.TypeConfirm, agentproto.TypeAsk:
 		if p := c.lookup(m.ID); p != nil {
 			select {
 			case p.Confirm <- *m:
 			default:
 				// One question at a time: the SDK waits for each answer.
-				c.Send(ctx, &agentproto.Message{Type: agentproto.TypeConfirmed, ID: m.ID, Input: m.Input,
-					Message: "another question of this call is still waiting for the user"})
+				busy := &agentproto.Message{Type: agentproto.TypeConfirmed, ID: m.ID, Input: m.Input,
+					Message: "another question of this call is still waiting for the user"}
+				if m.Type == agentproto.TypeAsk {
+					busy.Type, busy.Input = agentproto.TypeAnswered, ""
+					busy.Message = "another input request of this call is still waiting for the client; ask for several together instead"
+				}
+				c.Send(ctx, busy)
 			}
 		}
 	case agentproto.TypeSetEnabled:

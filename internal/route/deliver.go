@@ -56,8 +56,9 @@ type Result struct {
 	Wait     time.Duration   // how long the caller waits in all
 	Replica  *agents.Replica // nil if no replica was reached
 	Progress []string        // the lines passed on, for the call log
-	// Question, when set, is the agent asking the user to confirm something:
-	// the call is still running; answer with [Call.Answer], then Wait again.
+	// Question, when set, is the agent asking the user to confirm something
+	// (confirm) or the client for input (ask): the call is still running;
+	// answer with [Call.Answer] or [Call.Respond], then Wait again.
 	Question *agentproto.Message
 }
 
@@ -240,6 +241,19 @@ func (c *Call) Answer(input string, accepted bool, noAnswer error) {
 		m.Message = noAnswer.Error()
 	} else {
 		m.Accepted = &accepted
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c.conn.Send(ctx, m)
+}
+
+// Respond gives the agent the client's responses to its ask (JSON by
+// input request id), or, with responses nil, why there are none: msg, and a
+// JSON-RPC code when there is one.
+func (c *Call) Respond(responses json.RawMessage, msg string, code int) {
+	m := &agentproto.Message{Type: agentproto.TypeAnswered, ID: c.res.ID, Responses: responses}
+	if responses == nil {
+		m.Message, m.Code = msg, code
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

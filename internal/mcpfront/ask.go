@@ -1,0 +1,156 @@
+package mcpfront
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/spacefix/spacefix/internal/agentproto"
+	"github.com/spacefix/spacefix/internal/schema"
+)
+
+// An agent's ask (core.Elicit, core.Sample, core.Roots) is a set of MCP
+// input requests for the call's client. They reach the client as a
+// 2026-07-28 input_required result (go-sdk turns it into elicitation/create,
+// sampling/createMessage and roots/list requests for older sessions), and
+// the client's responses go back to the agent as one answered message,
+// while the call keeps running there, as for Confirm (see confirm.go).
+
+// Limits of one ask.
+const (
+	maxAskRequests = 8
+	maxAskBytes    = 256 << 10
+)
+
+// capabilityOf is the client capability each input request needs.
+var capabilityOf = map[string]string{
+	"elicitation/create":     "elicitation",
+	"sampling/createMessage": "sampling",
+	"roots/list":             "roots",
+}
+
+// parseAsk reads an ask's input requests, with the methods they name.
+func parseAsk(q *agentproto.Message) (mcp.InputRequestMap, map[string]string, error) {
+	if len(q.Requests) > maxAskBytes {
+		return nil, nil, fmt.Errorf("the input requests are %d bytes; at most %d are passed on", len(q.Requests), maxAskBytes)
+	}
+	var methods map[string]struct {
+		Method string `json:"method"`
+	}
+	if err := json.Unmarshal(q.Requests, &methods); err != nil {
+		return nil, nil, fmt.Errorf("the input requests are not a JSON object of {method, params} by id: %v", err)
+	}
+	if len(methods) == 0 || len(methods) > maxAskRequests {
+		return nil, nil, fmt.Errorf("an ask carries 1 to %d input requests, not %d", maxAskRequests, len(methods))
+	}
+	out := make(map[string]string, len(methods))
+	for id, m := range methods {
+		if capabilityOf[m.Method] == "" {
+			return nil, nil, fmt.Errorf("input request %q has method %q; the methods are elicitation/create, sampling/createMessage and roots/list", id, m.Method)
+		}
+		out[id] = m.Method
+	}
+	var reqs mcp.InputRequestMap
+	if err := json.Unmarshal(q.Requests, &reqs); err != nil {
+		return nil, nil, fmt.Errorf("the input requests do not read as MCP requests: %v", err)
+	}
+	return reqs, out, nil
+}
+
+// clientCaps returns the capabilities the client declared: its session's at
+// initialize, or a 2026-07-28 request's own; and whether the request is of
+// the stateless protocol.
+func clientCaps(req *mcp.CallToolRequest) (caps map[string]any, modern bool) {
+	v, _ := req.Params.Meta[mcp.MetaKeyProtocolVersion].(string)
+	if ss := req.Session; ss != nil {
+		if ip := ss.InitializeParams(); ip != nil {
+			b, _ := json.Marshal(ip.Capabilities)
+			json.Unmarshal(b, &caps)
+			return caps, v >= modernVersion || ip.ProtocolVersion >= modernVersion
+		}
+	}
+	caps, _ = req.Params.Meta[mcp.MetaKeyClientCapabilities].(map[string]any)
+	return caps, true
+}
+
+// missingCaps lists the capabilities the requests need that the client did
+// not declare, sorted.
+func missingCaps(caps map[string]any, methods map[string]string) []string {
+	var missing []string
+	for _, m := range methods {
+		c := capabilityOf[m]
+		if caps[c] == nil && !slices.Contains(missing, c) {
+			missing = append(missing, c)
+		}
+	}
+	sort.Strings(missing)
+	return missing
+}
+
+// errMissingCaps is the JSON-RPC error of a 2026-07-28 call whose handler
+// asked for what the client cannot give (SEP-2575): -32021 with the
+// capabilities required.
+func errMissingCaps(missing []string) error {
+	required := map[string]any{}
+	for _, c := range missing {
+		required[c] = map[string]any{}
+	}
+	data, _ := json.Marshal(map[string]any{"requiredCapabilities": required})
+	return &jsonrpc.Error{Code: mcp.CodeMissingRequiredClientCapabilities, Data: data,
+		Message: fmt.Sprintf("The tool needs the client's %s capability, which this request did not declare.", strings.Join(missing, " and "))}
+}
+
+// collect reads the client's responses to an ask from its retried call,
+// checking elicitation answers against the schema asked for. The error
+// says, for the agent's developer, why there are none.
+func collect(req *mcp.CallToolRequest, asked mcp.InputRequestMap) (json.RawMessage, error) {
+	out := make(map[string]mcp.InputResponse, len(asked))
+	for id, ir := range asked {
+		resp, ok := req.Params.InputResponses[id]
+		if !ok {
+			return nil, fmt.Errorf("the client retried the call without a response to input request %q", id)
+		}
+		if ep, ok := ir.(*mcp.ElicitParams); ok {
+			er, ok := resp.(*mcp.ElicitResult)
+			if !ok {
+				return nil, fmt.Errorf("the client's response to input request %q is not an elicitation result", id)
+			}
+			if err := checkElicited(ep, er); err != nil {
+				return nil, fmt.Errorf("the user's answer to input request %q does not match the schema asked for: %w", id, err)
+			}
+		}
+		out[id] = resp
+	}
+	return json.Marshal(out)
+}
+
+// checkElicited validates an accepted elicitation's content against its
+// requested schema.
+func checkElicited(ep *mcp.ElicitParams, er *mcp.ElicitResult) error {
+	if er.Action != "accept" || ep.RequestedSchema == nil {
+		return nil
+	}
+	raw, err := json.Marshal(ep.RequestedSchema)
+	if err != nil {
+		return err
+	}
+	s, err := schema.Compile(raw)
+	if err != nil {
+		return nil // the agent's schema; the SDK checked it when it asked
+	}
+	content, _ := json.Marshal(er.Content)
+	if er.Content == nil {
+		content = []byte("{}")
+	}
+	var ve *schema.ValidationError
+	if err := s.Validate(content); errors.As(err, &ve) {
+		return err
+	}
+	return nil
+}
