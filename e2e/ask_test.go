@@ -44,7 +44,7 @@ func askAgent(t *testing.T) func(a *core.Agent) {
 				return "not booked (" + r.Action + ")", nil
 			}
 			return fmt.Sprintf("booked %v seats for %v on %v, %v", r.Content["seats"], r.Content["name"], r.Content["when"], r.Content["area"]), nil
-		}))
+		}, core.Timeout(3*time.Second))) // short: a test client that drops its own answer leaves the call waiting
 		must(t, core.AddTool(a, "summarise", "Summarises a text with the client's model.", func(ctx context.Context, in bookIn) (string, error) {
 			r, err := core.Sample(ctx, core.SampleRequest{
 				Messages:     []core.SamplingMessage{{Role: "user", Content: core.Text("Summarise: " + in.Restaurant)}},
@@ -101,6 +101,22 @@ func TestAskTheClient(t *testing.T) {
 		if got := text(call(t, cs, "book_table", map[string]any{"restaurant": "Luigi's"})); got != "booked 4 seats for Ada on 2026-12-24, out" {
 			t.Errorf("book_table = %q", got)
 		}
+		// An answer over the form's maximum: on 2025 sessions the gateway
+		// asks and the handler reads why the answer was refused; a
+		// 2026-07-28 go-sdk client refuses its own answer (-32602); the
+		// gateway's check of such a retry is in TestAskRaw.
+		seats.Store(20)
+		r, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "book_table", Arguments: map[string]any{"restaurant": "Luigi's"}})
+		var je *jsonrpc.Error
+		switch {
+		case v >= "2026-07-28":
+			if !errors.As(err, &je) || je.Code != jsonrpc.CodeInvalidParams || !strings.Contains(je.Message, "seats") {
+				t.Errorf("an answer over the form's maximum at %s = %v, %v; want JSON-RPC -32602 naming seats", v, r, err)
+			}
+		case err != nil || !r.IsError || !strings.Contains(text(r), "does not match") || !strings.Contains(text(r), "seats"):
+			t.Errorf("an answer over the form's maximum at %s = %v, %v; want the handler's error naming seats", v, r, err)
+		}
+		seats.Store(4)
 		if got := text(call(t, cs, "summarise", map[string]any{"restaurant": "a long menu"})); got != "test-model wrote: short." {
 			t.Errorf("summarise = %q", got)
 		}
@@ -113,9 +129,8 @@ func TestAskTheClient(t *testing.T) {
 
 		// A client that cannot sample.
 		plain := e.connect(v, e.clientKey, nil)
-		r, err := plain.CallTool(context.Background(), &mcp.CallToolParams{Name: "summarise", Arguments: map[string]any{"restaurant": "x"}})
+		r, err = plain.CallTool(context.Background(), &mcp.CallToolParams{Name: "summarise", Arguments: map[string]any{"restaurant": "x"}})
 		if v >= "2026-07-28" {
-			var je *jsonrpc.Error
 			if !errors.As(err, &je) || je.Code != -32021 || !strings.Contains(string(je.Data), `"sampling"`) {
 				t.Errorf("summarise without sampling at %s = %v, %v; want JSON-RPC error -32021 naming sampling", v, r, err)
 			}

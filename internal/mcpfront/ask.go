@@ -1,12 +1,14 @@
 package mcpfront
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -153,4 +155,56 @@ func checkElicited(ep *mcp.ElicitParams, er *mcp.ElicitResult) error {
 		return err
 	}
 	return nil
+}
+
+// fulfil asks a 2025 session's client for every input request at once and
+// returns the responses for the agent, or why there are none (a message and
+// a JSON-RPC code), as [route.Call.Respond] takes them.
+func fulfil(ctx context.Context, ss *mcp.ServerSession, reqs mcp.InputRequestMap, deadline time.Time) (json.RawMessage, string, int) {
+	ctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	type answer struct {
+		id   string
+		resp mcp.InputResponse
+		err  error
+	}
+	answers := make(chan answer, len(reqs))
+	for id, ir := range reqs {
+		go func() {
+			var (
+				resp mcp.InputResponse
+				err  error
+			)
+			switch p := ir.(type) {
+			case *mcp.ElicitParams:
+				resp, err = ss.Elicit(ctx, p)
+			case *mcp.CreateMessageWithToolsParams:
+				resp, err = ss.CreateMessageWithTools(ctx, p)
+			case *mcp.ListRootsParams:
+				resp, err = ss.ListRoots(ctx, p)
+			default:
+				err = fmt.Errorf("unknown input request %T", ir)
+			}
+			answers <- answer{id, resp, err}
+		}()
+	}
+	out := make(map[string]mcp.InputResponse, len(reqs))
+	var problems []string
+	for range reqs {
+		a := <-answers
+		if a.err != nil {
+			problems = append(problems, fmt.Sprintf("input request %q: %v", a.id, a.err))
+			continue
+		}
+		out[a.id] = a.resp
+	}
+	if problems != nil {
+		sort.Strings(problems)
+		return nil, "the client could not answer: " + strings.Join(problems, "; "), jsonrpc.CodeInvalidParams
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return nil, "the client's responses could not be passed on: " + err.Error(), jsonrpc.CodeInternalError
+	}
+	return b, "", 0
 }

@@ -214,6 +214,13 @@ func (f *Front) await(ctx context.Context, req *mcp.CallToolRequest, t *agents.T
 				res = call.Wait(ctx, progressSender(ctx, req))
 				continue
 			}
+			if !modern && req.Session != nil {
+				// A 2025 session: ask the client over the session now, so
+				// that whatever goes wrong reaches the agent as an answer.
+				call.Respond(fulfil(ctx, req.Session, reqs, call.Deadline()))
+				res = call.Wait(ctx, progressSender(ctx, req))
+				continue
+			}
 			state := f.held.hold(&held{call: call, asked: reqs, keyID: key.ID, start: start}, func(h *held, res route.Result) {
 				f.toolResult(t, key, res, h.start) // the client never answered: log the timeout
 			})

@@ -432,6 +432,9 @@ export class Agent {
           case 'confirmed':
             s.confirmed(m);
             break;
+          case 'answered':
+            s.answered(m);
+            break;
           case 'goodbye':
             s.fail(new GoodbyeError(m.message || 'goodbye'));
             break;

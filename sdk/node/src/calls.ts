@@ -2,6 +2,8 @@
 // the handler with its signal, deadline, progress and questions, and send
 // the result or the error (docs/agent-protocol.md, "Calls").
 import type { Logger } from './agent.js';
+import { ask } from './ask.js';
+import type { ElicitResult, Root, SampleRequest, SampleResult } from './ask.js';
 import { confirm } from './confirm.js';
 import type { Call, Caller } from './define.js';
 import { ProgressThrottle } from './progress.js';
@@ -42,7 +44,7 @@ export function startCall(s: Session, m: WireMessage, handlerFor: HandlerFor, lo
     keyId: m.caller?.keyId ?? '',
     keyName: m.caller?.keyName ?? '',
   };
-  const running: RunningCall = { ac, done: false, asked: 0, question: undefined };
+  const running: RunningCall = { ac, done: false, asked: 0, question: undefined, asking: undefined };
   const call: Call = Object.freeze({
     callId: id,
     kind,
@@ -53,6 +55,13 @@ export function startCall(s: Session, m: WireMessage, handlerFor: HandlerFor, lo
     signal: ac.signal,
     progress: (message: string) => throttle.line(message),
     confirm: (question: string) => confirm(s, id, running, question),
+    elicit: (message: string, requestedSchema: Record<string, unknown>) =>
+      ask(s, id, running, 'elicitation/create', { mode: 'form', message: String(message), requestedSchema }) as Promise<ElicitResult>,
+    sample: (req: SampleRequest) => {
+      if (!(req?.maxTokens > 0)) return Promise.reject(new Error('call.sample: maxTokens must be positive'));
+      return ask(s, id, running, 'sampling/createMessage', req) as Promise<SampleResult>;
+    },
+    roots: async () => ((await ask(s, id, running, 'roots/list', {})) as { roots?: Root[] }).roots ?? [],
   });
   s.calls.set(id, running);
 
@@ -70,6 +79,7 @@ export function startCall(s: Session, m: WireMessage, handlerFor: HandlerFor, lo
       throttle.stop();
       running.done = true;
       running.question?.fail(new Error('call.confirm: the call is over: its handler has returned'));
+      running.asking?.fail(new Error('the call is over: its handler has returned'));
       s.finished(id);
     }
     // A late answer is not wanted: the gateway cancelled the call, gave up

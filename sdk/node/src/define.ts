@@ -1,3 +1,4 @@
+import type { ElicitResult, Root, SampleRequest, SampleResult } from './ask.js';
 import { toJSONSchema, type InferArgs, type InputSchema, type NoSchema, type PromptArgs } from './schema.js';
 
 /** Who made a call: the client key, as named in the project. */
@@ -58,6 +59,28 @@ export interface Call {
    * question of this call is still waiting (ask one at a time).
    */
   confirm(question: string): Promise<boolean>;
+  /**
+   * Asks the MCP client's user to fill in a form (MCP elicitation): message
+   * says what for, requestedSchema is the form — a JSON Schema object of flat
+   * properties (strings with format email, uri, date or date-time; numbers
+   * and integers with bounds; booleans; enums, titled through oneOf of const
+   * and title; defaults). Resolves with the user's action and, when they
+   * accepted, the content, which the gateway checked against the form.
+   * Rejects with a `MissingCapabilityError` when the client cannot ask.
+   */
+  elicit(message: string, requestedSchema: Record<string, unknown>): Promise<ElicitResult>;
+  /**
+   * Asks the MCP client's model to write a message (MCP sampling), for a
+   * handler that needs a model's help without a model of its own; the
+   * client usually shows the request to its user first. Rejects with a
+   * `MissingCapabilityError` when the client does not offer sampling.
+   */
+  sample(request: SampleRequest): Promise<SampleResult>;
+  /**
+   * The client's roots (MCP roots/list): where its user works. Rejects with
+   * a `MissingCapabilityError` when the client offers none.
+   */
+  roots(): Promise<Root[]>;
 }
 
 /** The context a tool handler receives. */

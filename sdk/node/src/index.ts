@@ -9,6 +9,8 @@ export { Agent, DEFAULT_DRAIN_TIMEOUT_MS, DEFAULT_URL, PROTOCOL_VERSION, SDK_VER
 export { RefusedError } from './registration.js';
 export type { AgentOptions, Logger } from './agent.js';
 export { CannotConfirmError, isCannotConfirm } from './confirm.js';
+export { MissingCapabilityError } from './ask.js';
+export type { ElicitResult, Root, SampleRequest, SampleResult, SamplingMessage } from './ask.js';
 export { defineTool, defineResource, definePrompt } from './define.js';
 export type {
   Call,

@@ -22,6 +22,8 @@ export interface WireMessage {
   reason?: string;
   input?: string;
   accepted?: unknown;
+  responses?: unknown;
+  code?: unknown;
   welcome?: { protocol?: number; replica?: string; project?: string; agent?: string; callWaitMs?: number; heartbeatMs?: number };
 }
 
@@ -114,6 +116,13 @@ export class Session {
     else q.fail(new CannotConfirmError(typeof m.message === 'string' ? m.message : ''));
   }
 
+  /** answered hands the gateway's answer to the call's input request, if it still waits for it. */
+  answered(m: WireMessage): void {
+    const a = m.id === undefined ? undefined : this.calls.get(m.id)?.asking;
+    if (!a) return; // a request that gave up, or never ours
+    a.answer(m.responses, typeof m.message === 'string' ? m.message : '', typeof m.code === 'number' ? m.code : 0);
+  }
+
   cancel(id: string | undefined, reason: string | undefined): void {
     const ac = id === undefined ? undefined : this.calls.get(id)?.ac;
     if (!ac) return; // finished already, or never ours
@@ -175,6 +184,10 @@ export interface RunningCall {
   asked: number;
   /** The question waiting for the user's answer, if any: one at a time. */
   question: { readonly input: string; answer(accepted: boolean): void; fail(err: Error): void } | undefined;
+  /** The input request (elicit, sample, roots) waiting for the client, if any: one at a time. */
+  asking:
+    | { readonly input: string; answer(responses: unknown, message: string, code: number): void; fail(err: Error): void }
+    | undefined;
 }
 
 /** abortError is the reason a call's signal aborts with. */

@@ -4,11 +4,16 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
 
-import { ElicitRequestSchema, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import {
+  CreateMessageRequestSchema,
+  ElicitRequestSchema,
+  ListRootsRequestSchema,
+  ToolListChangedNotificationSchema,
+} from '@modelcontextprotocol/sdk/types.js';
 import { type } from 'arktype';
 import { z } from 'zod';
 
-import { Agent, CannotConfirmError, definePrompt, defineResource, defineTool, toolError, toolImage, toolText } from '../dist/index.js';
+import { Agent, CannotConfirmError, MissingCapabilityError, definePrompt, defineResource, defineTool, toolError, toolImage, toolText } from '../dist/index.js';
 import { Gateway, memoryLogger, startAgent, textOf, toolNames, untilVisible, waitFor } from './harness.mjs';
 
 const DOT_PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==';
@@ -839,6 +844,109 @@ describe('asking the user (call.confirm)', () => {
     assert.ok(error instanceof CannotConfirmError, String(error));
     assert.equal(textOf(r), error.message);
     assert.match(error.message, /^the MCP client cannot ask the user: .*elicitation/);
+  });
+});
+
+describe('asking the client (call.elicit, call.sample, call.roots)', () => {
+  const seen = [];
+  let asker;
+  let seats = 4;
+
+  before(async () => {
+    const settle = async (f) => {
+      try {
+        const v = await f();
+        seen.push({ value: v });
+        return v;
+      } catch (err) {
+        seen.push({ error: err });
+        throw err;
+      }
+    };
+    await connect([
+      defineTool({
+        name: 'node_book',
+        description: 'Books a table, asking the user for the details.',
+        inputSchema: z.object({ at: z.string() }),
+        handler: ({ at }, call) =>
+          settle(async () => {
+            const r = await call.elicit(`Book a table at ${at}?`, {
+              type: 'object',
+              properties: {
+                name: { type: 'string', title: 'Name' },
+                seats: { type: 'integer', minimum: 1, maximum: 8, default: 2 },
+              },
+              required: ['name', 'seats'],
+            });
+            return r.action === 'accept' ? `booked ${r.content.seats} for ${r.content.name}` : `not booked (${r.action})`;
+          }),
+      }),
+      defineTool({
+        name: 'node_summarise',
+        description: "Summarises with the client's model.",
+        inputSchema: z.object({ text: z.string() }),
+        annotations: { readOnlyHint: true },
+        handler: ({ text }, call) =>
+          settle(async () => {
+            const r = await call.sample({ messages: [{ role: 'user', content: { type: 'text', text } }], maxTokens: 40, systemPrompt: 'Be brief.' });
+            const parts = Array.isArray(r.content) ? r.content : [r.content];
+            return `${r.model} wrote: ${parts.map((p) => p.text).join('')}`;
+          }),
+      }),
+      defineTool({
+        name: 'node_workspace',
+        description: 'Says where the user works.',
+        inputSchema: obj,
+        annotations: { readOnlyHint: true },
+        handler: (_args, call) => settle(async () => (await call.roots()).map((r) => `${r.name}=${r.uri}`).join(',')),
+      }),
+    ]);
+    asker = await gw.client(gw.clientKey, {
+      capabilities: { elicitation: {}, sampling: {}, roots: {} },
+      setup: (c) => {
+        c.setRequestHandler(ElicitRequestSchema, () => ({ action: 'accept', content: { name: 'Ada', seats } }));
+        c.setRequestHandler(CreateMessageRequestSchema, (req) => ({
+          role: 'assistant',
+          model: 'ts-model',
+          content: { type: 'text', text: `${req.params.systemPrompt} ${req.params.messages[0].content.text.length} chars.` },
+        }));
+        c.setRequestHandler(ListRootsRequestSchema, () => ({ roots: [{ uri: 'file:///home/ada/shop', name: 'shop' }] }));
+      },
+    });
+  });
+
+  after(() => asker?.close());
+
+  it('elicit resolves with the form the user filled in', async () => {
+    const r = await asker.callTool({ name: 'node_book', arguments: { at: "Luigi's" } });
+    assert.deepEqual(r, { content: [{ type: 'text', text: 'booked 4 for Ada' }] });
+  });
+
+  it('elicit rejects an answer that breaks the form, with the gateway saying why', async () => {
+    seats = 20;
+    const r = await asker.callTool({ name: 'node_book', arguments: { at: "Luigi's" } });
+    seats = 4;
+    assert.equal(r.isError, true);
+    assert.match(textOf(r), /does not match.*seats/);
+  });
+
+  it("sample resolves with what the client's model wrote", async () => {
+    const r = await asker.callTool({ name: 'node_summarise', arguments: { text: 'a long menu' } });
+    assert.deepEqual(r, { content: [{ type: 'text', text: 'ts-model wrote: Be brief. 11 chars.' }] });
+  });
+
+  it("roots resolves with the client's roots", async () => {
+    const r = await asker.callTool({ name: 'node_workspace', arguments: {} });
+    assert.deepEqual(r, { content: [{ type: 'text', text: 'shop=file:///home/ada/shop' }] });
+  });
+
+  it('rejects with MissingCapabilityError when the client cannot sample', async () => {
+    const r = await client.callTool({ name: 'node_summarise', arguments: { text: 'x' } });
+    assert.equal(r.isError, true);
+    assert.match(textOf(r), /did not declare the sampling capability/);
+    const { error } = seen.at(-1);
+    assert.ok(error instanceof MissingCapabilityError, String(error));
+    assert.equal(error.code, -32021);
   });
 });
 

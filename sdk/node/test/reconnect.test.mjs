@@ -65,12 +65,21 @@ describe('reconnecting', () => {
   it('keeps retrying with growing backoff while the gateway is down, and connects when it is back', async () => {
     const mark = logs.length;
     await gw.stop();
-    const refused = () => logs.slice(mark).filter((l) => l.level === 'warn' && /^spacefix: cannot connect to the gateway \(retrying in .*\): register: connect ECONNREFUSED 127\.0\.0\.1:\d+$/.test(l.msg));
-    await waitFor(() => refused().length >= 2, { what: 'two failed attempts' });
+    // Attempt 2 may reach the gateway while it is still closing ("other
+    // side closed") or find its port shut (ECONNREFUSED): either way it is
+    // a failed attempt, and the backoff grows the same.
+    const tries = () =>
+      logs.slice(mark).filter((l) => l.level === 'warn' && /^spacefix: cannot connect to the gateway \(retrying in .*\): register: /.test(l.msg));
+    await waitFor(() => tries().filter((l) => /ECONNREFUSED 127\.0\.0\.1:\d+$/.test(l.msg)).length >= 2, { what: 'two refused attempts' });
+    const delay = {};
+    for (const l of tries()) {
+      const m = /\(retrying in ([\d.]+) s, attempt (\d+)\)/.exec(l.msg);
+      if (m) delay[m[2]] = Number(m[1]);
+    }
     // After the goodbye (attempt 1): about 500 ms, then about 1 s.
-    const since = logs.slice(mark);
-    assert.match(refused()[0].msg, /\(retrying in 0\.[4-6] s, attempt 2\)/, JSON.stringify(since));
-    assert.match(refused()[1].msg, /\(retrying in (0\.[89]|1\.[0-2]) s, attempt 3\)/, JSON.stringify(since));
+    const since = JSON.stringify(logs.slice(mark));
+    assert.ok(delay[2] >= 0.4 && delay[2] <= 0.6, since);
+    assert.ok(delay[3] >= 0.8 && delay[3] <= 1.2, since);
     assert.equal(agent.connected, false);
     await gw.start();
     await callWhenBack();
