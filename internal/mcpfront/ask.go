@@ -1,3 +1,4 @@
+//lint:file-ignore SA1019 sampling and roots are deprecated in 2026-07-28 (SEP-2577) but still part of every protocol version the gateway serves; agents may use them
 package mcpfront
 
 import (
