@@ -158,7 +158,15 @@ const (
 	TypeConfirmed  = "confirmed"   // G→A: the user's answer (Accepted) or why there is none (Message)
 	TypeAsk        = "ask"         // A→G: MCP input requests for call ID's client (elicitation, sampling, roots)
 	TypeAnswered   = "answered"    // G→A: the client's responses to an ask (Responses), or why there are none (Message, Code)
+	TypeLog        = "log"         // A→G: a log message for call ID's client (Level, Logger, Data)
 )
+
+// LogLevels are the levels of log messages, least severe first (RFC 5424,
+// as MCP names them).
+var LogLevels = []string{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
+
+// MaxLogBytes caps the data of one log message.
+const MaxLogBytes = 16 << 10
 
 // Call kinds.
 const (
@@ -221,6 +229,12 @@ type Message struct {
 	// of why: -32021 when the client did not declare the capability an
 	// input request needs.
 	Code int `json:"code,omitempty"`
+	// Level, Logger and Data, on log, are an MCP notifications/message:
+	// the RFC 5424 level (debug, info, notice, warning, error, critical,
+	// alert, emergency), an optional logger name and any JSON.
+	Level  string          `json:"level,omitempty"`
+	Logger string          `json:"logger,omitempty"`
+	Data   json.RawMessage `json:"data,omitempty"`
 	// Welcome goes with welcome.
 	Welcome *Welcome `json:"welcome,omitempty"`
 }

@@ -48,11 +48,15 @@ type Pending struct {
 	Progress chan string
 	// Confirm receives the agent's questions for the user.
 	Confirm chan agentproto.Message
+	// Log receives the agent's log messages for the client; one that finds
+	// it full is dropped.
+	Log chan agentproto.Message
 }
 
 // NewPending makes the channels of one pending call.
 func NewPending() *Pending {
-	return &Pending{Result: make(chan Reply, 1), Progress: make(chan string, 8), Confirm: make(chan agentproto.Message, 1)}
+	return &Pending{Result: make(chan Reply, 1), Progress: make(chan string, 8), Confirm: make(chan agentproto.Message, 1),
+		Log: make(chan agentproto.Message, 16)}
 }
 
 // Reply is how a delivered call ended on the agent's side.

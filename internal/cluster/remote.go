@@ -31,7 +31,7 @@ type ctlMsg struct {
 
 // frame is one step of a call served over the bus, holder to caller.
 type frame struct {
-	Kind    string              `json:"kind"` // progress, confirm, result
+	Kind    string              `json:"kind"` // progress, confirm (confirm and ask), log, result
 	Line    string              `json:"line,omitempty"`
 	Msg     *agentproto.Message `json:"msg,omitempty"`
 	Result  json.RawMessage     `json:"result,omitempty"`
@@ -193,6 +193,13 @@ func (c *Cluster) onReply(m *nats.Msg) {
 			default:
 			}
 		}
+	case "log":
+		if f.Msg != nil {
+			select {
+			case call.p.Log <- *f.Msg:
+			default: // a flood: dropped, as on the holder
+			}
+		}
 	case "result":
 		rc := call.conn
 		if rep := rc.replica(); rep != nil {
@@ -279,13 +286,17 @@ func (c *Cluster) onCall(m *nats.Msg) {
 				reply(frame{Kind: "progress", Line: line})
 			case q := <-p.Confirm:
 				reply(frame{Kind: "confirm", Msg: &q})
+			case m := <-p.Log:
+				reply(frame{Kind: "log", Msg: &m})
 			case res := <-p.Result:
-				// Progress sent before the result goes first.
+				// Progress and logs sent before the result go first.
 			drain:
 				for {
 					select {
 					case line := <-p.Progress:
 						reply(frame{Kind: "progress", Line: line})
+					case m := <-p.Log:
+						reply(frame{Kind: "log", Msg: &m})
 					default:
 						break drain
 					}

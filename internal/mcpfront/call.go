@@ -48,7 +48,6 @@ func (f *Front) toolHandler(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 	if req.Session != nil {
 		defer f.viewFor(key).trackCall(req.Session.ID(), cancel)()
 	}
-	progress := progressSender(ctx, req)
 
 	// A retry that carries the user's answer to the agent's question: the
 	// call is still running on its replica.
@@ -68,7 +67,7 @@ func (f *Front) toolHandler(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 			accepted, err := answer(req, h.input)
 			h.call.Answer(h.input, accepted, err)
 		}
-		return f.await(ctx, req, t, key, h.call, h.call.Wait(ctx, progress), h.start)
+		return f.await(ctx, req, t, key, h.call, waitOn(ctx, req, h.call), h.start)
 	}
 
 	// The gateway's own instance argument comes out first. (Arguments over
@@ -125,7 +124,7 @@ func (f *Front) toolHandler(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 	// Delivery to the replica, within the tool's wait.
 	call, res = call.Send(ctx)
 	if call != nil {
-		res = call.Wait(ctx, progress)
+		res = waitOn(ctx, req, call)
 	}
 	out, err := f.await(ctx, req, t, key, call, res, start)
 	if cacheFor > 0 && err == nil && out != nil && !out.IsError && out.InputRequests == nil && res.Outcome == route.OK && len(res.Result) > 0 {
@@ -198,7 +197,7 @@ func (f *Front) await(ctx context.Context, req *mcp.CallToolRequest, t *agents.T
 			reqs, methods, err := parseAsk(q)
 			if err != nil {
 				call.Respond(nil, err.Error(), jsonrpc.CodeInvalidParams)
-				res = call.Wait(ctx, progressSender(ctx, req))
+				res = waitOn(ctx, req, call)
 				continue
 			}
 			caps, modern := clientCaps(req)
@@ -211,14 +210,14 @@ func (f *Front) await(ctx context.Context, req *mcp.CallToolRequest, t *agents.T
 					f.toolResult(t, key, call.Abandon(agentproto.ReasonCancelled), start)
 					return nil, errMissingCaps(missing)
 				}
-				res = call.Wait(ctx, progressSender(ctx, req))
+				res = waitOn(ctx, req, call)
 				continue
 			}
 			if !modern && req.Session != nil {
 				// A 2025 session: ask the client over the session now, so
 				// that whatever goes wrong reaches the agent as an answer.
 				call.Respond(fulfil(ctx, req.Session, reqs, call.Deadline()))
-				res = call.Wait(ctx, progressSender(ctx, req))
+				res = waitOn(ctx, req, call)
 				continue
 			}
 			state := f.held.hold(&held{call: call, asked: reqs, keyID: key.ID, start: start}, func(h *held, res route.Result) {
@@ -228,7 +227,7 @@ func (f *Front) await(ctx context.Context, req *mcp.CallToolRequest, t *agents.T
 		}
 		if !canElicit(req) {
 			call.Answer(q.Input, false, errCannotAsk)
-			res = call.Wait(ctx, progressSender(ctx, req))
+			res = waitOn(ctx, req, call)
 			continue
 		}
 		state := f.held.hold(&held{call: call, input: q.Input, keyID: key.ID, start: start}, func(h *held, res route.Result) {

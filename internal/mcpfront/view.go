@@ -60,6 +60,8 @@ func (f *Front) viewFor(k store.Key) *view {
 			Tools:     &mcp.ToolCapabilities{ListChanged: true},
 			Resources: &mcp.ResourceCapabilities{ListChanged: true},
 			Prompts:   &mcp.PromptCapabilities{ListChanged: true},
+			//lint:ignore SA1019 deprecated in 2026-07-28 (SEP-2577), still in every version served: agents log to the client with core.Log
+			Logging: &mcp.LoggingCapabilities{},
 		},
 		Logger: f.sdkLog,
 		// What a key sees depends on the key: never share lists between

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -206,6 +207,13 @@ func (c *Conn) handle(ctx context.Context, m *agentproto.Message) {
 			select {
 			case p.Progress <- m.Message:
 			default:
+			}
+		}
+	case agentproto.TypeLog:
+		if p := c.lookup(m.ID); p != nil && slices.Contains(agentproto.LogLevels, m.Level) && len(m.Data) <= agentproto.MaxLogBytes {
+			select {
+			case p.Log <- agentproto.Message{Type: m.Type, ID: m.ID, Level: m.Level, Logger: m.Logger, Data: m.Data}:
+			default: // a flood: dropped
 			}
 		}
 	case agentproto.TypeConfirm, agentproto.TypeAsk:

@@ -84,6 +84,9 @@ type Call struct {
 	th       throttle
 	over     bool
 	span     trace.Span // nil when not traced
+	// OnLog, when set, receives the agent's log messages for the client
+	// while Wait runs; without it they are dropped.
+	OnLog func(agentproto.Message)
 }
 
 // Deliver sends req to one replica and waits for how it ends; see [Start].
@@ -202,6 +205,10 @@ func (c *Call) Wait(ctx context.Context, progress func(string)) Result {
 			if l, ok := c.th.admit(line, time.Now()); ok {
 				c.res.Progress = deliverLine(progress, c.res.Progress, l)
 			}
+		case m := <-c.p.Log:
+			if c.OnLog != nil {
+				c.OnLog(m)
+			}
 		case <-c.th.flush():
 			c.res.Progress = deliverLine(progress, c.res.Progress, c.th.take(time.Now()))
 		case <-c.timer.C:
@@ -217,6 +224,12 @@ func (c *Call) Wait(ctx context.Context, progress func(string)) Result {
 // still holds goes too, just before the result: the latest line wins, and
 // whether it was held a moment longer must not decide whether it is seen.
 func (c *Call) drainProgress(progress func(string)) {
+	// Log messages sent before the result go first too.
+	for len(c.p.Log) > 0 {
+		if m := <-c.p.Log; c.OnLog != nil {
+			c.OnLog(m)
+		}
+	}
 	for {
 		select {
 		case line := <-c.p.Progress:

@@ -477,7 +477,7 @@ export class Agent {
   // Calls.
 
   #startCall(s: Session, m: WireMessage): void {
-    startCall(s, m, (kind, name, args) => this.#handlerFor(kind, name, args), this.#log);
+    startCall(s, m, (kind, name, args) => this.#handlerFor(kind, name, args), this.#log, this.#opts.name ?? '');
   }
 
   /** #handlerFor returns a function that runs the call's handler and encodes its result, or undefined. */

@@ -3,6 +3,8 @@
 // the result or the error (docs/agent-protocol.md, "Calls").
 import type { Logger } from './agent.js';
 import { ask } from './ask.js';
+import { LOG_LEVELS, MAX_LOG_BYTES } from './log.js';
+import type { LogLevel } from './log.js';
 import type { ElicitResult, Root, SampleRequest, SampleResult } from './ask.js';
 import { confirm } from './confirm.js';
 import type { Call, Caller } from './define.js';
@@ -17,7 +19,7 @@ export type HandlerFor = (kind: string, name: string, args: unknown) => ((call: 
  * startCall starts call message m on s: it runs the handler in the
  * background and sends its answer, unless the call was aborted first.
  */
-export function startCall(s: Session, m: WireMessage, handlerFor: HandlerFor, log: Logger): void {
+export function startCall(s: Session, m: WireMessage, handlerFor: HandlerFor, log: Logger, logger = ''): void {
   const id = m.id;
   if (typeof id !== 'string' || id === '' || s.calls.has(id)) {
     log.warn(`spacefix: ignoring a call with an empty or repeated id ${JSON.stringify(id)}`);
@@ -60,6 +62,16 @@ export function startCall(s: Session, m: WireMessage, handlerFor: HandlerFor, lo
     sample: (req: SampleRequest) => {
       if (!(req?.maxTokens > 0)) return Promise.reject(new Error('call.sample: maxTokens must be positive'));
       return ask(s, id, running, 'sampling/createMessage', req) as Promise<SampleResult>;
+    },
+    log: (level: LogLevel, data: unknown) => {
+      if (!LOG_LEVELS.includes(level)) throw new Error(`call.log: level must be one of ${LOG_LEVELS.join(', ')}, not ${JSON.stringify(level)}`);
+      if (running.done || ac.signal.aborted) return;
+      const body = JSON.stringify({ type: 'log', id, level, ...(logger ? { logger } : {}), data: data ?? null });
+      if (body.length > MAX_LOG_BYTES + 200) {
+        log.warn(`spacefix: a log message for the client was dropped: over ${MAX_LOG_BYTES} bytes`);
+        return;
+      }
+      void s.send(body);
     },
     roots: async () => ((await ask(s, id, running, 'roots/list', {})) as { roots?: Root[] }).roots ?? [],
   });

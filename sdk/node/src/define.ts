@@ -1,4 +1,5 @@
 import type { ElicitResult, Root, SampleRequest, SampleResult } from './ask.js';
+import type { LogLevel } from './log.js';
 import { toJSONSchema, type InferArgs, type InputSchema, type NoSchema, type PromptArgs } from './schema.js';
 
 /** Who made a call: the client key, as named in the project. */
@@ -81,6 +82,15 @@ export interface Call {
    * a `MissingCapabilityError` when the client offers none.
    */
   roots(): Promise<Root[]>;
+  /**
+   * Sends a log message to the MCP client (notifications/message, with the
+   * agent's `name` as the logger): `data` is anything JSON, a string or an
+   * object. The client gets it only at or above the level it asked for
+   * (logging/setLevel, or a 2026-07-28 request's logLevel); messages over
+   * 16 KiB, or faster than the gateway passes them on, are dropped. Best
+   * effort: it never throws for a sent message and returns nothing.
+   */
+  log(level: LogLevel, data: unknown): void;
 }
 
 /** The context a tool handler receives. */

@@ -10,6 +10,8 @@ export { RefusedError } from './registration.js';
 export type { AgentOptions, Logger } from './agent.js';
 export { CannotConfirmError, isCannotConfirm } from './confirm.js';
 export { MissingCapabilityError } from './ask.js';
+export { LOG_LEVELS, MAX_LOG_BYTES } from './log.js';
+export type { LogLevel } from './log.js';
 export type { ElicitResult, Root, SampleRequest, SampleResult, SamplingMessage } from './ask.js';
 export { defineTool, defineResource, definePrompt } from './define.js';
 export type {

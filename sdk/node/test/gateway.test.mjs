@@ -8,6 +8,7 @@ import {
   CreateMessageRequestSchema,
   ElicitRequestSchema,
   ListRootsRequestSchema,
+  LoggingMessageNotificationSchema,
   ToolListChangedNotificationSchema,
 } from '@modelcontextprotocol/sdk/types.js';
 import { type } from 'arktype';
@@ -947,6 +948,44 @@ describe('asking the client (call.elicit, call.sample, call.roots)', () => {
     const { error } = seen.at(-1);
     assert.ok(error instanceof MissingCapabilityError, String(error));
     assert.equal(error.code, -32021);
+  });
+});
+
+describe('logging to the client (call.log)', () => {
+  it('sends notifications/message at or above the level the client asked for', async () => {
+    await connect(
+      [
+        defineTool({
+          name: 'node_noisy',
+          description: 'Logs as it works.',
+          inputSchema: obj,
+          annotations: { readOnlyHint: true },
+          handler: (_args, call) => {
+            call.log('debug', 'looking closely');
+            call.log('info', { step: 1, of: 2 });
+            call.log('error', 'the second step failed');
+            return 'done';
+          },
+        }),
+      ],
+      { name: 'shop' },
+    );
+    const got = [];
+    const c = await gw.client(gw.clientKey, {
+      setup: (cl) => cl.setNotificationHandler(LoggingMessageNotificationSchema, (n) => got.push(n.params)),
+    });
+    try {
+      await c.setLoggingLevel('info');
+      const r = await c.callTool({ name: 'node_noisy', arguments: {} });
+      assert.equal(textOf(r), 'done');
+      await waitFor(() => got.length >= 2, { what: 'two log messages' });
+      assert.deepEqual(got, [
+        { level: 'info', logger: 'shop', data: { step: 1, of: 2 } },
+        { level: 'error', logger: 'shop', data: 'the second step failed' },
+      ]);
+    } finally {
+      await c.close();
+    }
   });
 });
 

@@ -1,0 +1,37 @@
+//lint:file-ignore SA1019 logging is deprecated in 2026-07-28 (SEP-2577) but still part of every protocol version the gateway serves; agents may use it
+package mcpfront
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/spacefix/spacefix/internal/agentproto"
+	"github.com/spacefix/spacefix/internal/route"
+)
+
+// waitOn waits for the call's next event, passing its progress lines and
+// log messages to the client of req.
+func waitOn(ctx context.Context, req *mcp.CallToolRequest, call *route.Call) route.Result {
+	call.OnLog = logSender(ctx, req)
+	return call.Wait(ctx, progressSender(ctx, req))
+}
+
+// logSender passes an agent's log messages (core.Log) to the client as
+// notifications/message. go-sdk applies the level the client asked for:
+// logging/setLevel on a session, the request's _meta logLevel on
+// 2026-07-28; without either nothing is sent, as the spec has it.
+func logSender(ctx context.Context, req *mcp.CallToolRequest) func(agentproto.Message) {
+	ss := req.Session
+	if ss == nil {
+		return nil
+	}
+	return func(m agentproto.Message) {
+		var data any = json.RawMessage(m.Data)
+		if len(m.Data) == 0 {
+			data = nil
+		}
+		ss.Log(ctx, &mcp.LoggingMessageParams{Level: mcp.LoggingLevel(m.Level), Logger: m.Logger, Data: data})
+	}
+}
