@@ -68,7 +68,9 @@ func TestLogToClient(t *testing.T) {
 		if v < "2026-07-28" {
 			var quiet []string
 			cs := e.connect(v, e.clientKey, &mcp.ClientOptions{
-				LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) { quiet = append(quiet, fmt.Sprint(r.Params.Data)) },
+				LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) {
+					quiet = append(quiet, fmt.Sprint(r.Params.Data))
+				},
 			})
 			call(t, cs, "noisy", map[string]any{})
 			call(t, cs, "noisy", map[string]any{}) // the second call's answer comes after any log of the first
