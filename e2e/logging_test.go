@@ -69,11 +69,15 @@ func TestLogToClient(t *testing.T) {
 			var quiet []string
 			cs := e.connect(v, e.clientKey, &mcp.ClientOptions{
 				LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) {
+					mu.Lock()
 					quiet = append(quiet, fmt.Sprint(r.Params.Data))
+					mu.Unlock()
 				},
 			})
 			call(t, cs, "noisy", map[string]any{})
 			call(t, cs, "noisy", map[string]any{}) // the second call's answer comes after any log of the first
+			mu.Lock()
+			defer mu.Unlock()
 			if len(quiet) != 0 {
 				t.Errorf("a session that asked for no logs got %v", quiet)
 			}
