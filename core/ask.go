@@ -197,23 +197,121 @@ func Roots(ctx context.Context) ([]Root, error) {
 	return out.Roots, nil
 }
 
+// ElicitRequest is a form for [Together]: what [Elicit] takes.
+type ElicitRequest struct {
+	Message string
+	Schema  any
+}
+
+// Inputs are input requests asked in one round by [Together]; each may be
+// left out.
+type Inputs struct {
+	Elicit *ElicitRequest
+	Sample *SampleRequest
+	Roots  bool
+}
+
+// Answers are the client's responses to [Together], for the requests asked.
+type Answers struct {
+	Elicit ElicitResult
+	Sample SampleResult
+	Roots  []Root
+}
+
+// Together asks the client for several inputs in one round: a form, a
+// model's message and the roots, as one input_required result on 2026-07-28
+// (one retry) and as parallel requests on 2025 sessions. It fails as a whole
+// when the client cannot give any of them.
+func Together(ctx context.Context, in Inputs) (Answers, error) {
+	var out Answers
+	reqs := map[string]inputRequest{}
+	if in.Elicit != nil {
+		reqs["elicit"] = inputRequest{"elicitation/create", map[string]any{"mode": "form", "message": in.Elicit.Message, "requestedSchema": in.Elicit.Schema}}
+	}
+	if in.Sample != nil {
+		if in.Sample.MaxTokens <= 0 {
+			return out, errors.New("core: together: Sample.MaxTokens must be positive")
+		}
+		reqs["sample"] = inputRequest{"sampling/createMessage", in.Sample}
+	}
+	if in.Roots {
+		reqs["roots"] = inputRequest{"roots/list", map[string]any{}}
+	}
+	if len(reqs) == 0 {
+		return out, errors.New("core: together: no input requested")
+	}
+	rs, err := askAll(ctx, "together", reqs)
+	if err != nil {
+		return out, err
+	}
+	if raw := rs["elicit"]; raw != nil {
+		if err := json.Unmarshal(raw, &out.Elicit); err != nil {
+			return out, fmt.Errorf("core: together: the client's answer is not an elicitation result: %w", err)
+		}
+	}
+	if raw := rs["sample"]; raw != nil {
+		if err := json.Unmarshal(raw, &out.Sample); err != nil {
+			return out, fmt.Errorf("core: together: the client's answer is not a sampling result: %w", err)
+		}
+	}
+	if raw := rs["roots"]; raw != nil {
+		var r struct {
+			Roots []Root `json:"roots"`
+		}
+		if err := json.Unmarshal(raw, &r); err != nil {
+			return out, fmt.Errorf("core: together: the client's answer is not a roots list: %w", err)
+		}
+		out.Roots = r.Roots
+	}
+	return out, nil
+}
+
+// inputRequest is one MCP input request as the agent protocol carries it.
+type inputRequest struct {
+	Method string `json:"method"`
+	Params any    `json:"params"`
+}
+
 // ask sends one input request for the call ctx serves and waits for the
 // client's response to it.
 func ask(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	rs, err := askAll(ctx, method, map[string]inputRequest{"": {method, params}})
+	if err != nil {
+		return nil, err
+	}
+	return rs[""], nil
+}
+
+// askAll sends input requests by name for the call ctx serves and waits
+// for the client's responses to all of them. what names the caller in
+// errors.
+func askAll(ctx context.Context, what string, reqs map[string]inputRequest) (map[string]json.RawMessage, error) {
 	c, ok := ctx.Value(callKey{}).(*call)
 	if !ok {
-		return nil, fmt.Errorf("core: %s is for use inside a handler, with its ctx", method)
+		return nil, fmt.Errorf("core: %s is for use inside a handler, with its ctx", what)
 	}
 	c.mu.Lock()
 	c.inputs++
-	id := "in-" + strconv.Itoa(c.inputs)
+	round := "in-" + strconv.Itoa(c.inputs)
 	c.mu.Unlock()
-	reqs, err := json.Marshal(map[string]any{id: map[string]any{"method": method, "params": params}})
-	if err != nil {
-		return nil, fmt.Errorf("core: %s: %w", method, err)
+	// Ids are unique per round ("in-2", or "in-2-sample" among several), so
+	// a late answer to an earlier round never matches.
+	id := func(name string) string {
+		if name == "" {
+			return round
+		}
+		return round + "-" + name
 	}
-	if err := c.sess.send(agentproto.Message{Type: agentproto.TypeAsk, ID: c.info.ID, Requests: reqs}); err != nil {
-		return nil, fmt.Errorf("core: %s: %w", method, err)
+	ids := make(map[string]inputRequest, len(reqs))
+	for name, r := range reqs {
+		ids[id(name)] = r
+	}
+	raw, err := json.Marshal(ids)
+	if err != nil {
+		return nil, fmt.Errorf("core: %s: %w", what, err)
+	}
+	if err := c.sess.send(agentproto.Message{Type: agentproto.TypeAsk, ID: c.info.ID, Requests: raw}); err != nil {
+		return nil, fmt.Errorf("core: %s: %w", what, err)
 	}
 	for {
 		select {
@@ -225,15 +323,22 @@ func ask(ctx context.Context, method string, params any) (json.RawMessage, error
 			}
 			if m.Responses == nil {
 				if m.Code == -32021 {
-					return nil, fmt.Errorf("core: %s: %w: %s", method, ErrMissingCapability, m.Message)
+					return nil, fmt.Errorf("core: %s: %w: %s", what, ErrMissingCapability, m.Message)
 				}
-				return nil, fmt.Errorf("core: %s: %s", method, m.Message)
+				return nil, fmt.Errorf("core: %s: %s", what, m.Message)
 			}
 			var rs map[string]json.RawMessage
-			if err := json.Unmarshal(m.Responses, &rs); err != nil || rs[id] == nil {
-				return nil, fmt.Errorf("core: %s: the gateway's answer has no response to %s", method, id)
+			if err := json.Unmarshal(m.Responses, &rs); err != nil {
+				return nil, fmt.Errorf("core: %s: the gateway's answer is not JSON: %w", what, err)
 			}
-			return rs[id], nil
+			out := make(map[string]json.RawMessage, len(reqs))
+			for name := range reqs {
+				if rs[id(name)] == nil {
+					return nil, fmt.Errorf("core: %s: the gateway's answer has no response to %s", what, id(name))
+				}
+				out[name] = rs[id(name)]
+			}
+			return out, nil
 		}
 	}
 }

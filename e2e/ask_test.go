@@ -56,6 +56,19 @@ func askAgent(t *testing.T) func(a *core.Agent) {
 			}
 			return r.Model + " wrote: " + r.Text(), nil
 		}, core.ReadOnly()))
+		must(t, core.AddTool(a, "plan_trip", "Asks for a form, a model's message and the roots in one round.", func(ctx context.Context, _ Empty) (string, error) {
+			r, err := core.Together(ctx, core.Inputs{
+				Elicit: &core.ElicitRequest{Message: "Book a table at the trip's end?", Schema: map[string]any{
+					"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}, "seats": map[string]any{"type": "integer"}},
+				}},
+				Sample: &core.SampleRequest{Messages: []core.SamplingMessage{{Role: "user", Content: core.Text("Plan: Rome")}}, MaxTokens: 20},
+				Roots:  true,
+			})
+			if err != nil {
+				return "", err
+			}
+			return fmt.Sprintf("%s %v | %s | %d root(s)", r.Elicit.Action, r.Elicit.Content["name"], r.Sample.Text(), len(r.Roots)), nil
+		}, core.ReadOnly()))
 		must(t, core.AddTool(a, "workspace", "Says where the user works.", func(ctx context.Context, _ Empty) (string, error) {
 			roots, err := core.Roots(ctx)
 			if err != nil {
@@ -125,6 +138,9 @@ func TestAskTheClient(t *testing.T) {
 		}
 		if got := text(call(t, cs, "workspace", map[string]any{})); got != "shop=file:///home/ada/shop" {
 			t.Errorf("workspace = %q", got)
+		}
+		if got := text(call(t, cs, "plan_trip", map[string]any{})); got != "accept Ada | short. | 1 root(s)" {
+			t.Errorf("plan_trip (three inputs in one round) = %q", got)
 		}
 
 		// A client that cannot sample.

@@ -58,33 +58,92 @@ export interface Root {
   name?: string;
 }
 
+/** What `call.together` asks in one round; each may be left out. */
+export interface Inputs {
+  elicit?: { message: string; schema: Record<string, unknown> };
+  sample?: SampleRequest;
+  roots?: boolean;
+}
+
+/** The client's responses to `call.together`, for the requests asked. */
+export interface Answers {
+  elicit?: ElicitResult;
+  sample?: SampleResult;
+  roots?: Root[];
+}
+
+/** together asks several input requests in one round (see Call.together). */
+export async function together(s: Session, id: string, c: RunningCall, inputs: Inputs): Promise<Answers> {
+  const reqs: Record<string, { method: string; params: unknown }> = {};
+  if (inputs?.elicit) {
+    reqs.elicit = { method: 'elicitation/create', params: { mode: 'form', message: String(inputs.elicit.message), requestedSchema: inputs.elicit.schema } };
+  }
+  if (inputs?.sample) {
+    if (!(inputs.sample.maxTokens > 0)) throw new Error('call.together: sample.maxTokens must be positive');
+    reqs.sample = { method: 'sampling/createMessage', params: inputs.sample };
+  }
+  if (inputs?.roots) reqs.roots = { method: 'roots/list', params: {} };
+  if (Object.keys(reqs).length === 0) throw new Error('call.together: no input requested');
+  const rs = await askAll(s, id, c, 'call.together', reqs);
+  const out: Answers = {};
+  if ('elicit' in rs) out.elicit = rs.elicit as ElicitResult;
+  if ('sample' in rs) out.sample = rs.sample as SampleResult;
+  if ('roots' in rs) out.roots = ((rs.roots as { roots?: Root[] }).roots ?? []);
+  return out;
+}
+
 /**
  * ask sends one MCP input request for the call to the gateway and resolves
  * with the client's response to it (see Call.elicit, Call.sample, Call.roots).
  */
-export function ask(s: Session, id: string, c: RunningCall, method: string, params: unknown): Promise<unknown> {
+export async function ask(s: Session, id: string, c: RunningCall, method: string, params: unknown): Promise<unknown> {
   const what = `call.${method === 'elicitation/create' ? 'elicit' : method === 'sampling/createMessage' ? 'sample' : 'roots'}`;
+  return (await askAll(s, id, c, what, { '': { method, params } }))[''];
+}
+
+/**
+ * askAll sends input requests by name for the call and resolves with the
+ * client's responses by the same names. Ids on the wire are unique per round
+ * (`in-2`, or `in-2-sample` among several).
+ */
+function askAll(
+  s: Session,
+  id: string,
+  c: RunningCall,
+  what: string,
+  reqs: Record<string, { method: string; params: unknown }>,
+): Promise<Record<string, unknown>> {
   const signal = c.ac.signal;
   if (signal.aborted) return Promise.reject(signal.reason);
   if (c.done) return Promise.reject(new Error(`${what}: the call is over: its handler has returned`));
   if (c.asking) {
     return Promise.reject(new Error(`${what}: another input request of this call is still waiting for the client; ask one at a time`));
   }
-  const input = `in-${++c.asked}`;
-  return new Promise<unknown>((resolve, reject) => {
+  const round = `in-${++c.asked}`;
+  const wire = (name: string) => (name === '' ? round : `${round}-${name}`);
+  return new Promise<Record<string, unknown>>((resolve, reject) => {
     const settle = (f: () => void) => {
-      if (c.asking?.input !== input) return;
+      if (c.asking?.input !== round) return;
       c.asking = undefined;
       signal.removeEventListener('abort', onAbort);
       f();
     };
     const onAbort = () => settle(() => reject(signal.reason));
     c.asking = {
-      input,
+      input: round,
       answer: (responses, message, code) =>
         settle(() => {
-          if (responses && typeof responses === 'object' && input in responses) {
-            resolve((responses as Record<string, unknown>)[input]);
+          if (responses && typeof responses === 'object') {
+            const rs = responses as Record<string, unknown>;
+            const out: Record<string, unknown> = {};
+            for (const name of Object.keys(reqs)) {
+              if (!(wire(name) in rs)) {
+                reject(new Error(`${what}: the gateway's answer has no response to ${wire(name)}`));
+                return;
+              }
+              out[name] = rs[wire(name)];
+            }
+            resolve(out);
             return;
           }
           const text = `${what}: ${message || 'the gateway gave no response'}`;
@@ -93,7 +152,7 @@ export function ask(s: Session, id: string, c: RunningCall, method: string, para
       fail: (err) => settle(() => reject(err)),
     };
     signal.addEventListener('abort', onAbort, { once: true });
-    const requests = { [input]: { method, params } };
+    const requests = Object.fromEntries(Object.entries(reqs).map(([name, r]) => [wire(name), r]));
     void s.send(JSON.stringify({ type: 'ask', id, requests })).then((sent) => {
       if (!sent) settle(() => reject(new Error(`${what}: the request was not sent: the connection to the gateway is closed`)));
     });

@@ -2,10 +2,10 @@
 // the handler with its signal, deadline, progress and questions, and send
 // the result or the error (docs/agent-protocol.md, "Calls").
 import type { Logger } from './agent.js';
-import { ask } from './ask.js';
+import { ask, together } from './ask.js';
 import { LOG_LEVELS, MAX_LOG_BYTES } from './log.js';
 import type { LogLevel } from './log.js';
-import type { ElicitResult, Root, SampleRequest, SampleResult } from './ask.js';
+import type { ElicitResult, Inputs, Root, SampleRequest, SampleResult } from './ask.js';
 import { confirm } from './confirm.js';
 import type { Call, Caller } from './define.js';
 import { ProgressThrottle } from './progress.js';
@@ -63,6 +63,7 @@ export function startCall(s: Session, m: WireMessage, handlerFor: HandlerFor, lo
       if (!(req?.maxTokens > 0)) return Promise.reject(new Error('call.sample: maxTokens must be positive'));
       return ask(s, id, running, 'sampling/createMessage', req) as Promise<SampleResult>;
     },
+    together: (inputs: Inputs) => together(s, id, running, inputs),
     log: (level: LogLevel, data: unknown) => {
       if (!LOG_LEVELS.includes(level)) throw new Error(`call.log: level must be one of ${LOG_LEVELS.join(', ')}, not ${JSON.stringify(level)}`);
       if (running.done || ac.signal.aborted) return;

@@ -1,4 +1,4 @@
-import type { ElicitResult, Root, SampleRequest, SampleResult } from './ask.js';
+import type { Answers, ElicitResult, Inputs, Root, SampleRequest, SampleResult } from './ask.js';
 import type { LogLevel } from './log.js';
 import { toJSONSchema, type InferArgs, type InputSchema, type NoSchema, type PromptArgs } from './schema.js';
 
@@ -82,6 +82,13 @@ export interface Call {
    * a `MissingCapabilityError` when the client offers none.
    */
   roots(): Promise<Root[]>;
+  /**
+   * Asks the client for several inputs in one round — a form, a model's
+   * message and the roots — as one input_required result on 2026-07-28 and
+   * parallel requests on 2025 sessions; resolves with the responses to
+   * those asked. Rejects as a whole when the client cannot give any of them.
+   */
+  together(inputs: Inputs): Promise<Answers>;
   /**
    * Sends a log message to the MCP client (notifications/message, with the
    * agent's `name` as the logger): `data` is anything JSON, a string or an

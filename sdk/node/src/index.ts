@@ -12,7 +12,7 @@ export { CannotConfirmError, isCannotConfirm } from './confirm.js';
 export { MissingCapabilityError } from './ask.js';
 export { LOG_LEVELS, MAX_LOG_BYTES } from './log.js';
 export type { LogLevel } from './log.js';
-export type { ElicitResult, Root, SampleRequest, SampleResult, SamplingMessage } from './ask.js';
+export type { Answers, ElicitResult, Inputs, Root, SampleRequest, SampleResult, SamplingMessage } from './ask.js';
 export { defineTool, defineResource, definePrompt } from './define.js';
 export type {
   Call,

@@ -895,6 +895,21 @@ describe('asking the client (call.elicit, call.sample, call.roots)', () => {
           }),
       }),
       defineTool({
+        name: 'node_plan',
+        description: "Asks for a form, a model's message and the roots in one round.",
+        inputSchema: obj,
+        annotations: { readOnlyHint: true },
+        handler: (_args, call) =>
+          settle(async () => {
+            const r = await call.together({
+              elicit: { message: 'Book a table?', schema: { type: 'object', properties: { name: { type: 'string' }, seats: { type: 'integer' } } } },
+              sample: { messages: [{ role: 'user', content: { type: 'text', text: 'Plan: Rome' } }], maxTokens: 20, systemPrompt: 'Plan.' },
+              roots: true,
+            });
+            return `${r.elicit.action} ${r.elicit.content.name} | ${r.sample.model} | ${r.roots.length} root(s)`;
+          }),
+      }),
+      defineTool({
         name: 'node_workspace',
         description: 'Says where the user works.',
         inputSchema: obj,
@@ -939,6 +954,11 @@ describe('asking the client (call.elicit, call.sample, call.roots)', () => {
   it("roots resolves with the client's roots", async () => {
     const r = await asker.callTool({ name: 'node_workspace', arguments: {} });
     assert.deepEqual(r, { content: [{ type: 'text', text: 'shop=file:///home/ada/shop' }] });
+  });
+
+  it('together asks for several inputs in one round', async () => {
+    const r = await asker.callTool({ name: 'node_plan', arguments: {} });
+    assert.deepEqual(r, { content: [{ type: 'text', text: 'accept Ada | ts-model | 1 root(s)' }] });
   });
 
   it('rejects with MissingCapabilityError when the client cannot sample', async () => {
