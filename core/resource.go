@@ -28,8 +28,9 @@ type resource struct {
 
 // Resource registers a resource: a current view of something, read by its
 // URI with no arguments (use a tool for anything with arguments or side
-// effects). The handler's string result is sent as is, anything else as its
-// JSON. A failing read reaches the client as a JSON-RPC error with the
+// effects). The handler's string result is sent as is, a []byte as the
+// resource's bytes (a blob: base64 on the wire, for images, PDFs and other
+// binary data; set MimeType), anything else as its JSON. A failing read reaches the client as a JSON-RPC error with the
 // handler's message. The URI must be absolute (orders://open) and the name
 // non-empty; registering after [Agent.Run] has started is an error.
 func (a *Agent) Resource(uri string, opts ResourceOptions, h func(ctx context.Context) (any, error)) error {
@@ -52,6 +53,12 @@ func (a *Agent) Resource(uri string, opts ResourceOptions, h func(ctx context.Co
 			v, err := h(ctx)
 			if err != nil {
 				return nil, handlerError(err)
+			}
+			if b, ok := v.([]byte); ok {
+				if b == nil {
+					b = []byte{}
+				}
+				return sized(agentproto.ResourceResult{Blob: b, MimeType: mime})
 			}
 			text, ok := plainText(v)
 			if !ok {

@@ -26,6 +26,8 @@ func TestResources(t *testing.T) {
 			func(ctx context.Context) (any, error) { return []Order{orders[0]}, nil }))
 		must(t, a.Resource("notes://readme", core.ResourceOptions{Name: "Readme", MimeType: "text/markdown"},
 			func(ctx context.Context) (any, error) { return "# Orders\nSee get_order.", nil }))
+		must(t, a.Resource("orders://logo", core.ResourceOptions{Name: "Logo", MimeType: "image/png"},
+			func(ctx context.Context) (any, error) { return []byte{0x89, 'P', 'N', 'G', 0, 0xff}, nil }))
 		must(t, a.Resource("orders://broken", core.ResourceOptions{Name: "Broken"},
 			func(ctx context.Context) (any, error) {
 				return nil, errors.New("the order database is down; try again in a minute")
@@ -39,7 +41,7 @@ func TestResources(t *testing.T) {
 		for _, r := range lr.Resources {
 			got = append(got, r.URI+" "+r.Name+" "+r.MIMEType)
 		}
-		want := []string{"notes://readme Readme text/markdown", "orders://broken Broken application/json", "orders://open Open orders application/json"}
+		want := []string{"notes://readme Readme text/markdown", "orders://broken Broken application/json", "orders://logo Logo image/png", "orders://open Open orders application/json"}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("resources/list (-want +got):\n%s", diff)
 		}
@@ -53,6 +55,12 @@ func TestResources(t *testing.T) {
 		if rr.Contents[0].Text != "# Orders\nSee get_order." || rr.Contents[0].MIMEType != "text/markdown" {
 			t.Errorf("notes://readme = %q %s; a string is sent as is", rr.Contents[0].Text, rr.Contents[0].MIMEType)
 		}
+		// Bytes are a blob: base64 on the wire, the same bytes at the client.
+		rr, err = cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: "orders://logo"})
+		must(t, err)
+		if c := rr.Contents[0]; string(c.Blob) != "\x89PNG\x00\xff" || c.Text != "" || c.MIMEType != "image/png" {
+			t.Errorf("orders://logo = %+v; want the bytes as a blob", c)
+		}
 		_, err = cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: "orders://broken"})
 		var werr *jsonrpc.Error
 		if !errors.As(err, &werr) || werr.Code != jsonrpc.CodeInternalError || werr.Message != "the order database is down; try again in a minute" {
@@ -65,8 +73,8 @@ func TestResources(t *testing.T) {
 			reads++
 		}
 	}
-	if reads != 3*len(versions) {
-		t.Errorf("call log has %d resource reads, want %d (a read is a call)", reads, 3*len(versions))
+	if reads != 4*len(versions) {
+		t.Errorf("call log has %d resource reads, want %d (a read is a call)", reads, 4*len(versions))
 	}
 }
 

@@ -267,6 +267,9 @@ type ToolResult struct {
 type ResourceResult struct {
 	Text     string `json:"text"`
 	MimeType string `json:"mimeType,omitempty"`
+	// Blob, when set, is the resource's bytes (base64 on the wire) and
+	// Text is unused.
+	Blob []byte `json:"blob,omitempty"`
 }
 
 // PromptResult is a rendered prompt.

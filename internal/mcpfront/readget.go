@@ -45,6 +45,9 @@ func (f *Front) resourceHandler(ctx context.Context, req *mcp.ReadResourceReques
 	if mime == "" {
 		mime = resourceMime(r.Def.MimeType)
 	}
+	if rr.Blob != nil {
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: mime, Blob: rr.Blob}}}, nil
+	}
 	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: mime, Text: rr.Text}}}, nil
 }
 

@@ -169,12 +169,13 @@ export interface ResourceOptions {
   /** The display name. */
   name: string;
   description?: string;
-  /** The type of the resource's text; default `application/json`. */
+  /** The type of the resource's text or bytes; default `application/json`. */
   mimeType?: string;
   /**
    * Reads the resource; it takes no arguments (the call is passed for its
-   * signal). A string is sent as is, anything else as JSON. A throw reaches
-   * the client as a JSON-RPC error with the message.
+   * signal). A string is sent as is, bytes (a Uint8Array or Buffer) as a
+   * blob (base64 on the wire: images, PDFs), anything else as JSON. A throw
+   * reaches the client as a JSON-RPC error with the message.
    */
   handler: (call: Call) => unknown;
 }

@@ -119,8 +119,13 @@ export function encodeToolResult(value: unknown, structured = false): string {
   return sized(json({ content: [{ type: 'text', text }] }));
 }
 
-/** encodeResourceResult turns a resource handler's value into the wire's `{text, mimeType}`. */
+/**
+ * encodeResourceResult turns a resource handler's value into the wire's
+ * `{text, mimeType}`, or `{text: '', blob, mimeType}` (base64) for bytes (a
+ * Uint8Array or Buffer).
+ */
 export function encodeResourceResult(value: unknown, mimeType: string): string {
+  if (value instanceof Uint8Array) return sized(json({ text: '', blob: Buffer.from(value).toString('base64'), mimeType }));
   const text = typeof value === 'string' ? value : json(value);
   return sized(json({ text, mimeType }));
 }

@@ -492,6 +492,7 @@ describe('resources', () => {
       }),
       defineResource({ uri: 'notes://readme', name: 'Readme', handler: () => 'Read me first.' }),
       defineResource({ uri: 'notes://plain', name: 'Plain', mimeType: 'text/plain', handler: () => 'hi' }),
+      defineResource({ uri: 'notes://logo', name: 'Logo', mimeType: 'image/png', handler: () => Buffer.from([0x89, 0x50, 0x4e, 0x47, 0, 0xff]) }),
       defineResource({
         uri: 'broken://catalogue',
         name: 'Catalogue',
@@ -520,6 +521,12 @@ describe('resources', () => {
       { uri: 'notes://readme', mimeType: 'application/json', text: 'Read me first.' },
     ]);
     assert.deepEqual((await client.readResource({ uri: 'notes://plain' })).contents, [{ uri: 'notes://plain', mimeType: 'text/plain', text: 'hi' }]);
+  });
+
+  it('reads bytes as a blob, base64 on the wire', async () => {
+    assert.deepEqual((await client.readResource({ uri: 'notes://logo' })).contents, [
+      { uri: 'notes://logo', mimeType: 'image/png', blob: Buffer.from([0x89, 0x50, 0x4e, 0x47, 0, 0xff]).toString('base64') },
+    ]);
   });
 
   it('fails a throwing read with JSON-RPC error -32603 and the message', async () => {
