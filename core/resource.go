@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"strings"
 
 	"github.com/spacefix/spacefix/internal/agentproto"
 )
@@ -54,23 +55,76 @@ func (a *Agent) Resource(uri string, opts ResourceOptions, h func(ctx context.Co
 			if err != nil {
 				return nil, handlerError(err)
 			}
-			if b, ok := v.([]byte); ok {
-				if b == nil {
-					b = []byte{}
-				}
-				return sized(agentproto.ResourceResult{Blob: b, MimeType: mime})
-			}
-			text, ok := plainText(v)
-			if !ok {
-				data, err := marshal(v)
-				if err != nil {
-					return nil, resultError(err)
-				}
-				text = string(data)
-			}
-			return sized(agentproto.ResourceResult{Text: text, MimeType: mime})
+			return resourceResult(v, mime)
 		}},
 	}
+	return a.addResource(r)
+}
+
+// ResourceTemplate registers a resource template: resources named by an
+// RFC 6570 URI template such as orders://orders/{id} (simple {var}
+// expansions match one path segment, {+var} any text). Clients list it
+// with resources/templates/list and read any URI it matches; the handler
+// gets the URI read and the template's variables by name. Its result is
+// sent as [Agent.Resource]'s is.
+func (a *Agent) ResourceTemplate(uriTemplate string, opts ResourceOptions, h func(ctx context.Context, uri string, params map[string]string) (any, error)) error {
+	i := strings.Index(uriTemplate, "{")
+	if u, err := url.Parse(uriTemplate[:max(i, 0)]); i < 0 || err != nil || u.Scheme == "" || !strings.Contains(uriTemplate[i:], "}") {
+		return fmt.Errorf("core: add resource template %q: use an absolute URI template with a variable, such as orders://orders/{id}", uriTemplate)
+	}
+	if opts.Name == "" {
+		return fmt.Errorf("core: add resource template %q: ResourceOptions.Name is required", uriTemplate)
+	}
+	if h == nil {
+		return fmt.Errorf("core: add resource template %q: the handler is nil", uriTemplate)
+	}
+	mime := opts.MimeType
+	if mime == "" {
+		mime = "application/json"
+	}
+	r := &resource{
+		def: agentproto.Resource{URI: uriTemplate, Name: opts.Name, Description: opts.Description, MimeType: mime, Template: true},
+		h: &handler{run: func(ctx context.Context, args json.RawMessage) (json.RawMessage, error) {
+			var in struct {
+				URI    string            `json:"uri"`
+				Params map[string]string `json:"params"`
+			}
+			if err := json.Unmarshal(args, &in); err != nil {
+				return nil, fmt.Errorf("the gateway sent a template read this agent cannot read: %v", err)
+			}
+			v, err := h(ctx, in.URI, in.Params)
+			if err != nil {
+				return nil, handlerError(err)
+			}
+			return resourceResult(v, mime)
+		}},
+	}
+	return a.addResource(r)
+}
+
+// resourceResult encodes a resource handler's value: a string as is, bytes
+// as a blob, anything else as its JSON.
+func resourceResult(v any, mime string) (json.RawMessage, error) {
+	if b, ok := v.([]byte); ok {
+		if b == nil {
+			b = []byte{}
+		}
+		return sized(agentproto.ResourceResult{Blob: b, MimeType: mime})
+	}
+	text, ok := plainText(v)
+	if !ok {
+		data, err := marshal(v)
+		if err != nil {
+			return nil, resultError(err)
+		}
+		text = string(data)
+	}
+	return sized(agentproto.ResourceResult{Text: text, MimeType: mime})
+}
+
+// addResource registers r unless its URI is taken.
+func (a *Agent) addResource(r *resource) error {
+	uri := r.def.URI
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if err := a.checkOpen(fmt.Sprintf("add resource %q", uri)); err != nil {

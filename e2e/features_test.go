@@ -28,6 +28,10 @@ func TestResources(t *testing.T) {
 			func(ctx context.Context) (any, error) { return "# Orders\nSee get_order.", nil }))
 		must(t, a.Resource("orders://logo", core.ResourceOptions{Name: "Logo", MimeType: "image/png"},
 			func(ctx context.Context) (any, error) { return []byte{0x89, 'P', 'N', 'G', 0, 0xff}, nil }))
+		must(t, a.ResourceTemplate("orders://orders/{id}", core.ResourceOptions{Name: "Order", Description: "One order by id"},
+			func(ctx context.Context, uri string, params map[string]string) (any, error) {
+				return map[string]string{"id": params["id"], "uri": uri}, nil
+			}))
 		must(t, a.Resource("orders://broken", core.ResourceOptions{Name: "Broken"},
 			func(ctx context.Context) (any, error) {
 				return nil, errors.New("the order database is down; try again in a minute")
@@ -55,6 +59,23 @@ func TestResources(t *testing.T) {
 		if rr.Contents[0].Text != "# Orders\nSee get_order." || rr.Contents[0].MIMEType != "text/markdown" {
 			t.Errorf("notes://readme = %q %s; a string is sent as is", rr.Contents[0].Text, rr.Contents[0].MIMEType)
 		}
+		// A template: listed apart, read at any URI it matches.
+		lt, err := cs.ListResourceTemplates(context.Background(), nil)
+		must(t, err)
+		if len(lt.ResourceTemplates) != 1 || lt.ResourceTemplates[0].URITemplate != "orders://orders/{id}" || lt.ResourceTemplates[0].Name != "Order" ||
+			lt.ResourceTemplates[0].MIMEType != "application/json" {
+			t.Errorf("resources/templates/list = %+v", lt.ResourceTemplates)
+		}
+		rr, err = cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: "orders://orders/1042"})
+		must(t, err)
+		if c := rr.Contents[0]; c.URI != "orders://orders/1042" || c.Text != `{"id":"1042","uri":"orders://orders/1042"}` {
+			t.Errorf("orders://orders/1042 = %+v; want the template's handler with id 1042", c)
+		}
+		_, err = cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: "orders://customers/ada"})
+		var nf *jsonrpc.Error
+		if !errors.As(err, &nf) || nf.Code != mcp.CodeResourceNotFound {
+			t.Errorf("a URI no resource or template matches: %v; want resource not found", err)
+		}
 		// Bytes are a blob: base64 on the wire, the same bytes at the client.
 		rr, err = cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: "orders://logo"})
 		must(t, err)
@@ -73,8 +94,8 @@ func TestResources(t *testing.T) {
 			reads++
 		}
 	}
-	if reads != 4*len(versions) {
-		t.Errorf("call log has %d resource reads, want %d (a read is a call)", reads, 4*len(versions))
+	if reads != 5*len(versions) {
+		t.Errorf("call log has %d resource reads, want %d (a read is a call)", reads, 5*len(versions))
 	}
 }
 

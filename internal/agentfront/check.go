@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/yosida95/uritemplate/v3"
+
 	"github.com/spacefix/spacefix/internal/agentproto"
 	"github.com/spacefix/spacefix/internal/agents"
 	"github.com/spacefix/spacefix/internal/schema"
@@ -129,7 +131,12 @@ func validate(r *agentproto.Registration, lim Limits) error {
 	}
 	uris := make(map[string]bool, len(r.Resources))
 	for _, res := range r.Resources {
-		if u, err := url.Parse(res.URI); err != nil || u.Scheme == "" {
+		if res.Template {
+			i := strings.Index(res.URI, "{")
+			if _, err := uritemplate.New(res.URI); err != nil || i < 0 || !hasScheme(res.URI[:i]) {
+				return refuse("resource", res.URI, "Invalid resource template %q: use an RFC 6570 URI template with at least one variable, such as orders://orders/{id}.", res.URI)
+			}
+		} else if u, err := url.Parse(res.URI); err != nil || u.Scheme == "" {
 			return refuse("resource", res.URI, "Invalid resource URI %q: use an absolute URI such as orders://open.", res.URI)
 		}
 		if uris[res.URI] {
@@ -214,4 +221,10 @@ func isObjectSchema(raw json.RawMessage) bool {
 		return false
 	}
 	return s.Type == "object"
+}
+
+// hasScheme reports whether s starts with a URI scheme and its colon.
+func hasScheme(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && u.Scheme != ""
 }

@@ -59,6 +59,14 @@ func TestAgentFrontCheck(t *testing.T) {
 		{"resource without a scheme", agentproto.Registration{Protocol: 1,
 			Resources: []agentproto.Resource{{URI: "open", Name: "Open"}}}, "resource", "open",
 			`Invalid resource URI "open": use an absolute URI such as orders://open.`},
+		{"template without a variable", agentproto.Registration{Protocol: 1,
+			Resources: []agentproto.Resource{{URI: "orders://all", Name: "All", Template: true}}}, "resource", "orders://all",
+			`Invalid resource template "orders://all": use an RFC 6570 URI template with at least one variable, such as orders://orders/{id}.`},
+		{"template that does not parse", agentproto.Registration{Protocol: 1,
+			Resources: []agentproto.Resource{{URI: "orders://orders/{id", Name: "Order", Template: true}}}, "resource", "orders://orders/{id",
+			`Invalid resource template "orders://orders/{id": use an RFC 6570 URI template with at least one variable, such as orders://orders/{id}.`},
+		{"template", agentproto.Registration{Protocol: 1,
+			Resources: []agentproto.Resource{{URI: "orders://orders/{id}", Name: "Order", Template: true}}}, "", "", ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			schemas, err := Check(&c.reg, DefaultLimits())

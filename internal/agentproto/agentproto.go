@@ -119,6 +119,11 @@ type Resource struct {
 	Name        string `json:"name"`
 	Description string `json:"description,omitempty"`
 	MimeType    string `json:"mimeType,omitempty"`
+	// Template makes URI an RFC 6570 URI template (test://orders/{id}):
+	// clients list it with resources/templates/list, and a read of any URI
+	// it matches is a call with Name the template and Args
+	// {"uri": "<the URI read>", "params": {"id": "42"}}.
+	Template bool `json:"template,omitempty"`
 }
 
 // Prompt is one registered prompt template.

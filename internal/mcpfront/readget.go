@@ -8,6 +8,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/yosida95/uritemplate/v3"
 
 	"github.com/spacefix/spacefix/internal/agentproto"
 	"github.com/spacefix/spacefix/internal/agents"
@@ -23,7 +24,7 @@ func (f *Front) resourceHandler(ctx context.Context, req *mcp.ReadResourceReques
 	key, _ := keyFrom(req.Extra.TokenInfo)
 	uri := req.Params.URI
 	r := f.reg.Snapshot(key.ProjectID).Resources[uri]
-	if r == nil {
+	if r == nil || r.Def.Template {
 		return nil, mcp.ResourceNotFoundError(uri)
 	}
 	target := func(s *agents.Snapshot) ([]*agents.Replica, time.Time, bool) {
@@ -37,6 +38,61 @@ func (f *Front) resourceHandler(ctx context.Context, req *mcp.ReadResourceReques
 	if err != nil {
 		return nil, err
 	}
+	return resourceContents(uri, r, raw)
+}
+
+// templateHandler reads a resource through the template it matches: the
+// agent's template handler gets the URI and the template's variables.
+func (f *Front) templateHandler(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	key, _ := keyFrom(req.Extra.TokenInfo)
+	uri := req.Params.URI
+	r, params := matchTemplate(f.reg.Snapshot(key.ProjectID), uri)
+	if r == nil {
+		return nil, mcp.ResourceNotFoundError(uri)
+	}
+	tmpl := r.Def.URI
+	target := func(s *agents.Snapshot) ([]*agents.Replica, time.Time, bool) {
+		r := s.Resources[tmpl]
+		if r == nil || !r.Def.Template {
+			return nil, time.Time{}, false
+		}
+		return r.Replicas, r.GraceUntil, true
+	}
+	args, _ := json.Marshal(map[string]any{"uri": uri, "params": params})
+	raw, err := f.deliverRead(ctx, key, agentproto.KindResource, uri, tmpl, r.AgentKey, args, target)
+	if err != nil {
+		return nil, err
+	}
+	return resourceContents(uri, r, raw)
+}
+
+// matchTemplate finds the project's resource template that uri matches,
+// first by template order, and the values of its variables.
+func matchTemplate(s *agents.Snapshot, uri string) (*agents.Resource, map[string]string) {
+	for _, r := range s.ResList {
+		if !r.Def.Template {
+			continue
+		}
+		t, err := uritemplate.New(r.Def.URI)
+		if err != nil {
+			continue // checked at registration
+		}
+		vals := t.Match(uri)
+		if vals == nil {
+			continue
+		}
+		params := make(map[string]string, len(t.Varnames()))
+		for _, name := range t.Varnames() {
+			params[name] = vals.Get(name).String()
+		}
+		return r, params
+	}
+	return nil, nil
+}
+
+// resourceContents turns an agent's read of r at uri into the client's
+// result.
+func resourceContents(uri string, r *agents.Resource, raw json.RawMessage) (*mcp.ReadResourceResult, error) {
 	var rr agentproto.ResourceResult
 	if err := json.Unmarshal(raw, &rr); err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "The agent sent a resource the gateway could not read: " + err.Error()}

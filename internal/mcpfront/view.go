@@ -40,6 +40,7 @@ type view struct {
 	// project of 10,000 tools re-makes one tool, not 10,000.
 	from      map[string]toolSource
 	resources map[string][]byte // URI → JSON of the advertised resource
+	templates map[string][]byte // URI template → JSON of the advertised resource template
 	prompts   map[string][]byte // name → JSON of the advertised prompt
 }
 
@@ -53,7 +54,7 @@ func (f *Front) viewFor(k store.Key) *view {
 		f.mu.Unlock()
 		return v
 	}
-	v = &view{f: f, key: k, lastUsed: time.Now(), tools: map[string][]byte{}, from: map[string]toolSource{}, resources: map[string][]byte{}, prompts: map[string][]byte{}}
+	v = &view{f: f, key: k, lastUsed: time.Now(), tools: map[string][]byte{}, from: map[string]toolSource{}, resources: map[string][]byte{}, templates: map[string][]byte{}, prompts: map[string][]byte{}}
 	v.sess.m = map[string]*sessState{}
 	v.server = mcp.NewServer(&mcp.Implementation{Name: "spacefix", Title: "Spacefix", Version: f.version}, &mcp.ServerOptions{
 		Capabilities: &mcp.ServerCapabilities{
@@ -159,11 +160,18 @@ func (v *view) sync() {
 		func(t *mcp.Tool) { v.server.AddTool(t, v.f.tracedToolHandler) }, v.server.RemoveTools)
 
 	resources := make([]*mcp.Resource, 0, len(snap.ResList))
+	var templates []*mcp.ResourceTemplate
 	for _, r := range snap.ResList {
+		if r.Def.Template {
+			templates = append(templates, &mcp.ResourceTemplate{URITemplate: r.Def.URI, Name: r.Def.Name, Description: r.Def.Description, MIMEType: resourceMime(r.Def.MimeType)})
+			continue
+		}
 		resources = append(resources, &mcp.Resource{URI: r.Def.URI, Name: r.Def.Name, Description: r.Def.Description, MIMEType: resourceMime(r.Def.MimeType)})
 	}
 	mirror(v.resources, resources, nil, func(r *mcp.Resource) string { return r.URI },
 		func(r *mcp.Resource) { v.server.AddResource(r, v.f.resourceHandler) }, v.server.RemoveResources)
+	mirror(v.templates, templates, nil, func(r *mcp.ResourceTemplate) string { return r.URITemplate },
+		func(r *mcp.ResourceTemplate) { v.server.AddResourceTemplate(r, v.f.templateHandler) }, v.server.RemoveResourceTemplates)
 
 	prompts := make([]*mcp.Prompt, 0, len(snap.PromptLst))
 	for _, p := range snap.PromptLst {

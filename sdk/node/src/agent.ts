@@ -2,7 +2,7 @@ import WebSocket from 'ws';
 import type { IncomingMessage } from 'node:http';
 
 import { startCall } from './calls.js';
-import type { Call, Prompt, Registrable, Resource, Tool } from './define.js';
+import type { Call, Prompt, Registrable, Resource, TemplateRead, Tool } from './define.js';
 import { RefusedError, gatewayURLs, readBody, register, registrationBody } from './registration.js';
 import { Session, type WireMessage } from './session.js';
 import { checkName } from './names.js';
@@ -490,7 +490,7 @@ export class Agent {
       }
       case 'resource': {
         const r = this.#resources.get(name);
-        return r && (async (call) => encodeResourceResult(await r.handler(call), r.mimeType));
+        return r && (async (call) => encodeResourceResult(await r.handler(call, r.template ? templateRead(a) : undefined), r.mimeType));
       }
       case 'prompt': {
         const p = this.#prompts.get(name);
@@ -503,4 +503,14 @@ export class Agent {
 
 function asError(err: unknown): Error {
   return err instanceof Error ? err : new Error(String(err));
+}
+
+/** templateRead reads a template read's arguments: `{uri, params}`. */
+function templateRead(args: unknown): TemplateRead {
+  const a = (args ?? {}) as { uri?: unknown; params?: unknown };
+  const params: Record<string, string> = {};
+  if (a.params && typeof a.params === 'object') {
+    for (const [k, v] of Object.entries(a.params as Record<string, unknown>)) params[k] = String(v);
+  }
+  return { uri: typeof a.uri === 'string' ? a.uri : '', params };
 }

@@ -183,11 +183,33 @@ export interface ResourceOptions {
 /** A resource, ready for agent.register. */
 export interface Resource {
   readonly kind: 'resource';
+  /** The URI, or with template the RFC 6570 URI template. */
   readonly uri: string;
   readonly name: string;
   readonly description?: string;
   readonly mimeType: string;
-  readonly handler: (call: Call) => unknown;
+  /** Set by defineResourceTemplate: uri is a template. */
+  readonly template?: true;
+  readonly handler: (call: Call, read?: TemplateRead) => unknown;
+}
+
+/** What a resource template's handler reads: the URI and the template's variables. */
+export interface TemplateRead {
+  uri: string;
+  params: Record<string, string>;
+}
+
+/** What defineResourceTemplate takes. */
+export interface ResourceTemplateOptions {
+  /** An RFC 6570 URI template with a variable, such as `orders://orders/{id}` ({var} matches one path segment, {+var} any text). */
+  uriTemplate: string;
+  /** The display name. */
+  name: string;
+  description?: string;
+  /** The type of the resources' text or bytes; default `application/json`. */
+  mimeType?: string;
+  /** Reads the resource at `read.uri`, with the template's variables in `read.params`; its value is sent as a resource's is. */
+  handler: (read: TemplateRead, call: Call) => unknown;
 }
 
 /** What definePrompt takes. */
@@ -269,6 +291,31 @@ export function defineResource(options: ResourceOptions): Resource {
     name: o.name,
     mimeType: o.mimeType || 'application/json',
     handler: o.handler,
+    ...(o.description !== undefined && { description: o.description }),
+  };
+  return Object.freeze(resource);
+}
+
+/**
+ * defineResourceTemplate defines resources named by a URI template: clients
+ * list it with resources/templates/list and read any URI it matches.
+ */
+export function defineResourceTemplate(options: ResourceTemplateOptions): Resource {
+  const o = options ?? ({} as ResourceTemplateOptions);
+  const what = `defineResourceTemplate ${JSON.stringify(o.uriTemplate)}`;
+  if (typeof o.uriTemplate !== 'string' || !/^[A-Za-z][A-Za-z0-9+.-]*:[^{]*\{[^}]+\}/.test(o.uriTemplate)) {
+    throw new TypeError(`${what}: uriTemplate must be an absolute URI template with a variable, such as orders://orders/{id}`);
+  }
+  if (typeof o.name !== 'string' || o.name === '') throw new TypeError(`${what}: name (the display name) is required`);
+  if (typeof o.handler !== 'function') throw new TypeError(`${what}: handler must be a function`);
+  const handler = o.handler;
+  const resource: Resource = {
+    kind: 'resource',
+    uri: o.uriTemplate,
+    name: o.name,
+    mimeType: o.mimeType || 'application/json',
+    template: true,
+    handler: (call, read) => handler(read ?? { uri: '', params: {} }, call),
     ...(o.description !== undefined && { description: o.description }),
   };
   return Object.freeze(resource);

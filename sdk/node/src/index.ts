@@ -13,7 +13,7 @@ export { MissingCapabilityError } from './ask.js';
 export { LOG_LEVELS, MAX_LOG_BYTES } from './log.js';
 export type { LogLevel } from './log.js';
 export type { Answers, ElicitResult, Inputs, Root, SampleRequest, SampleResult, SamplingMessage } from './ask.js';
-export { defineTool, defineResource, definePrompt } from './define.js';
+export { defineTool, defineResource, defineResourceTemplate, definePrompt } from './define.js';
 export type {
   Call,
   Caller,
@@ -23,6 +23,8 @@ export type {
   Registrable,
   Resource,
   ResourceOptions,
+  ResourceTemplateOptions,
+  TemplateRead,
   Tool,
   ToolAnnotations,
   ToolCall,

@@ -14,7 +14,7 @@ import {
 import { type } from 'arktype';
 import { z } from 'zod';
 
-import { Agent, CannotConfirmError, MissingCapabilityError, definePrompt, defineResource, defineTool, toolError, toolImage, toolText } from '../dist/index.js';
+import { Agent, CannotConfirmError, MissingCapabilityError, definePrompt, defineResource, defineResourceTemplate, defineTool, toolError, toolImage, toolText } from '../dist/index.js';
 import { Gateway, memoryLogger, startAgent, textOf, toolNames, untilVisible, waitFor } from './harness.mjs';
 
 const DOT_PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==';
@@ -492,6 +492,12 @@ describe('resources', () => {
       }),
       defineResource({ uri: 'notes://readme', name: 'Readme', handler: () => 'Read me first.' }),
       defineResource({ uri: 'notes://plain', name: 'Plain', mimeType: 'text/plain', handler: () => 'hi' }),
+      defineResourceTemplate({
+        uriTemplate: 'orders://orders/{id}',
+        name: 'Order',
+        description: 'One order by id',
+        handler: ({ uri, params }) => ({ id: params.id, uri }),
+      }),
       defineResource({ uri: 'notes://logo', name: 'Logo', mimeType: 'image/png', handler: () => Buffer.from([0x89, 0x50, 0x4e, 0x47, 0, 0xff]) }),
       defineResource({
         uri: 'broken://catalogue',
@@ -521,6 +527,19 @@ describe('resources', () => {
       { uri: 'notes://readme', mimeType: 'application/json', text: 'Read me first.' },
     ]);
     assert.deepEqual((await client.readResource({ uri: 'notes://plain' })).contents, [{ uri: 'notes://plain', mimeType: 'text/plain', text: 'hi' }]);
+  });
+
+  it('lists a resource template apart and reads any URI it matches', async () => {
+    const { resourceTemplates } = await client.listResourceTemplates();
+    assert.deepEqual(resourceTemplates, [
+      { uriTemplate: 'orders://orders/{id}', name: 'Order', description: 'One order by id', mimeType: 'application/json' },
+    ]);
+    const { resources } = await client.listResources();
+    assert.ok(!resources.some((r) => r.uri.includes('{')), JSON.stringify(resources));
+    assert.deepEqual((await client.readResource({ uri: 'orders://orders/1042' })).contents, [
+      { uri: 'orders://orders/1042', mimeType: 'application/json', text: '{"id":"1042","uri":"orders://orders/1042"}' },
+    ]);
+    await assert.rejects(client.readResource({ uri: 'orders://customers/ada' }), (err) => /Resource not found/.test(err.message));
   });
 
   it('reads bytes as a blob, base64 on the wire', async () => {

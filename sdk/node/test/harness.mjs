@@ -193,7 +193,8 @@ export async function untilVisible(client, items, { name, namespace } = {}) {
   const list = Array.isArray(items) ? items : [items];
   const prefix = namespace ? `${name.replaceAll('-', '_')}_` : '';
   const tools = list.filter((i) => i.kind === 'tool').map((t) => prefix + t.name);
-  const uris = list.filter((i) => i.kind === 'resource').map((r) => r.uri);
+  const uris = list.filter((i) => i.kind === 'resource' && !i.template).map((r) => r.uri);
+  const templates = list.filter((i) => i.kind === 'resource' && i.template).map((r) => r.uri);
   const prompts = list.filter((i) => i.kind === 'prompt').map((p) => p.name);
   await waitFor(
     async () => {
@@ -205,13 +206,17 @@ export async function untilVisible(client, items, { name, namespace } = {}) {
         const seen = new Set((await client.listResources()).resources.map((r) => r.uri));
         if (!uris.every((u) => seen.has(u))) return false;
       }
+      if (templates.length > 0) {
+        const seen = new Set((await client.listResourceTemplates()).resourceTemplates.map((r) => r.uriTemplate));
+        if (!templates.every((u) => seen.has(u))) return false;
+      }
       if (prompts.length > 0) {
         const seen = new Set((await client.listPrompts()).prompts.map((p) => p.name));
         if (!prompts.every((n) => seen.has(n))) return false;
       }
       return true;
     },
-    { what: `${[...tools, ...uris, ...prompts].join(', ')} to be listed` },
+    { what: `${[...tools, ...uris, ...templates, ...prompts].join(', ')} to be listed` },
   );
 }
 
