@@ -73,7 +73,7 @@ func TestResources(t *testing.T) {
 		}
 		_, err = cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: "orders://customers/ada"})
 		var nf *jsonrpc.Error
-		if !errors.As(err, &nf) || nf.Code != mcp.CodeResourceNotFound {
+		if !errors.As(err, &nf) || nf.Code != jsonrpc.CodeInvalidParams {
 			t.Errorf("a URI no resource or template matches: %v; want resource not found", err)
 		}
 		// Bytes are a blob: base64 on the wire, the same bytes at the client.
