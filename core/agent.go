@@ -334,6 +334,17 @@ func (a *Agent) lookup(kind, name string) *handler {
 				return p.h
 			}
 		}
+	case agentproto.KindComplete:
+		for _, p := range a.prompts {
+			if p.def.Name == name {
+				return p.complete
+			}
+		}
+		for _, r := range a.resources {
+			if r.def.URI == name && r.complete != nil {
+				return r.complete
+			}
+		}
 	}
 	return nil
 }

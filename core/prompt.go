@@ -30,6 +30,11 @@ type PromptArg struct {
 	// Required makes the gateway refuse a request without the argument,
 	// before the handler runs.
 	Required bool
+	// Complete, when set, suggests values as the user types the argument
+	// in a client (MCP completion/complete): value is what they typed so
+	// far, args the other arguments already filled in. The first 100
+	// suggestions are passed on. Without it the client gets none.
+	Complete func(ctx context.Context, value string, args map[string]string) ([]string, error)
 }
 
 // PromptResult is a rendered prompt: the messages that start a
@@ -64,8 +69,9 @@ func AssistantMessage(text string) PromptMessage {
 
 // prompt is one registered prompt.
 type prompt struct {
-	def agentproto.Prompt
-	h   *handler
+	def      agentproto.Prompt
+	h        *handler
+	complete *handler // suggests argument values; see completion
 }
 
 // Prompt registers a prompt: a message template that users pick from a
@@ -89,9 +95,21 @@ func (a *Agent) Prompt(name string, opts PromptOptions, h func(ctx context.Conte
 			return fmt.Errorf("core: add prompt %q: argument %q is listed twice", name, arg.Name)
 		}
 		seen[arg.Name] = true
-		def.Arguments = append(def.Arguments, agentproto.PromptArg(arg))
+		def.Arguments = append(def.Arguments, agentproto.PromptArg{Name: arg.Name, Description: arg.Description, Required: arg.Required, Completable: arg.Complete != nil})
 	}
-	p := &prompt{def: def, h: &handler{run: func(ctx context.Context, raw json.RawMessage) (json.RawMessage, error) {
+	completers := map[string]func(context.Context, string, map[string]string) ([]string, error){}
+	for _, arg := range opts.Args {
+		if arg.Complete != nil {
+			completers[arg.Name] = arg.Complete
+		}
+	}
+	p := &prompt{def: def, complete: completion(func(ctx context.Context, argument, value string, args map[string]string) ([]string, error) {
+		c := completers[argument]
+		if c == nil {
+			return nil, nil
+		}
+		return c(ctx, value, args)
+	}), h: &handler{run: func(ctx context.Context, raw json.RawMessage) (json.RawMessage, error) {
 		args := map[string]string{}
 		if len(raw) > 0 && string(raw) != "null" {
 			if err := json.Unmarshal(raw, &args); err != nil {

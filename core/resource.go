@@ -19,12 +19,19 @@ type ResourceOptions struct {
 	// MimeType is the type of the resource's text. Empty means
 	// application/json.
 	MimeType string
+	// Complete, for a [Agent.ResourceTemplate], suggests values as the user
+	// types one of its variables in a client (MCP completion/complete):
+	// param names the variable, value is what they typed so far, args the
+	// other variables already filled in. The first 100 suggestions are
+	// passed on. Without it the client gets none.
+	Complete func(ctx context.Context, param, value string, args map[string]string) ([]string, error)
 }
 
 // resource is one registered resource.
 type resource struct {
-	def agentproto.Resource
-	h   *handler
+	def      agentproto.Resource
+	h        *handler
+	complete *handler // a template's variable suggestions; nil: none
 }
 
 // Resource registers a resource: a current view of something, read by its
@@ -83,7 +90,8 @@ func (a *Agent) ResourceTemplate(uriTemplate string, opts ResourceOptions, h fun
 		mime = "application/json"
 	}
 	r := &resource{
-		def: agentproto.Resource{URI: uriTemplate, Name: opts.Name, Description: opts.Description, MimeType: mime, Template: true},
+		def: agentproto.Resource{URI: uriTemplate, Name: opts.Name, Description: opts.Description, MimeType: mime, Template: true,
+			Completable: opts.Complete != nil},
 		h: &handler{run: func(ctx context.Context, args json.RawMessage) (json.RawMessage, error) {
 			var in struct {
 				URI    string            `json:"uri"`
@@ -98,6 +106,9 @@ func (a *Agent) ResourceTemplate(uriTemplate string, opts ResourceOptions, h fun
 			}
 			return resourceResult(v, mime)
 		}},
+	}
+	if opts.Complete != nil {
+		r.complete = completion(opts.Complete)
 	}
 	return a.addResource(r)
 }

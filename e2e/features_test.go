@@ -415,3 +415,79 @@ func TestCallFrom(t *testing.T) {
 		t.Errorf("CallFrom = %q, want %q", got, want)
 	}
 }
+
+// TestCompletion: completion/complete asks the agent's completer of a
+// prompt argument or a template variable, with what the user typed and the
+// other values; an argument without a completer gets no suggestions.
+func TestCompletion(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	customers := []string{"ada", "alan", "bob"}
+	e.startAgent(core.Options{}, func(a *core.Agent) {
+		must(t, a.Prompt("summary", core.PromptOptions{Args: []core.PromptArg{
+			{Name: "customer", Required: true, Complete: func(ctx context.Context, value string, _ map[string]string) ([]string, error) {
+				var out []string
+				for _, c := range customers {
+					if strings.HasPrefix(c, value) {
+						out = append(out, c)
+					}
+				}
+				return out, nil
+			}},
+			{Name: "style"},
+		}}, func(ctx context.Context, args map[string]string) (core.PromptResult, error) {
+			return core.PromptText("Summarise " + args["customer"]), nil
+		}))
+		must(t, a.ResourceTemplate("orders://customers/{customer}/orders/{id}", core.ResourceOptions{Name: "Customer order",
+			Complete: func(ctx context.Context, param, value string, args map[string]string) ([]string, error) {
+				if param == "id" {
+					return []string{args["customer"] + "-1", args["customer"] + "-2"}, nil
+				}
+				return nil, nil
+			}}, func(ctx context.Context, uri string, params map[string]string) (any, error) { return params, nil }))
+	})
+	forEachVersion(t, func(t *testing.T, v string) {
+		cs := e.connect(v, e.clientKey, nil)
+		complete := func(ref *mcp.CompleteReference, arg, value string, ctxArgs map[string]string) []string {
+			t.Helper()
+			p := &mcp.CompleteParams{Ref: ref, Argument: mcp.CompleteParamsArgument{Name: arg, Value: value}}
+			if ctxArgs != nil {
+				p.Context = &mcp.CompleteContext{Arguments: ctxArgs}
+			}
+			r, err := cs.Complete(context.Background(), p)
+			if err != nil {
+				t.Fatalf("complete %s %q: %v", arg, value, err)
+			}
+			return r.Completion.Values
+		}
+		prompt := &mcp.CompleteReference{Type: "ref/prompt", Name: "summary"}
+		if got := complete(prompt, "customer", "a", nil); strings.Join(got, ",") != "ada,alan" {
+			t.Errorf("customer a… = %v", got)
+		}
+		if got := complete(prompt, "style", "br", nil); got == nil || len(got) != 0 {
+			t.Errorf("an argument without a completer = %#v; want an empty list", got)
+		}
+		tmpl := &mcp.CompleteReference{Type: "ref/resource", URI: "orders://customers/{customer}/orders/{id}"}
+		if got := complete(tmpl, "id", "", map[string]string{"customer": "ada"}); strings.Join(got, ",") != "ada-1,ada-2" {
+			t.Errorf("template id for ada = %v", got)
+		}
+		_, err := cs.Complete(context.Background(), &mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/prompt", Name: "nope"},
+			Argument: mcp.CompleteParamsArgument{Name: "x"}})
+		var je *jsonrpc.Error
+		if !errors.As(err, &je) || je.Code != jsonrpc.CodeInvalidParams || !strings.Contains(je.Message, "Prompt nope not found") {
+			t.Errorf("completion of an unknown prompt: %v", err)
+		}
+	})
+	completions := 0
+	for _, c := range e.calls() {
+		if c.Kind == "complete" {
+			completions++
+			if c.Billable {
+				t.Errorf("a completion was billed: %+v", c)
+			}
+		}
+	}
+	if want := 2 * len(versions); completions != want { // the two with a completer reached the agent
+		t.Errorf("call log has %d completions; want %d", completions, want)
+	}
+}

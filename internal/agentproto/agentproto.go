@@ -124,6 +124,9 @@ type Resource struct {
 	// it matches is a call with Name the template and Args
 	// {"uri": "<the URI read>", "params": {"id": "42"}}.
 	Template bool `json:"template,omitempty"`
+	// Completable, on a template, says the agent suggests values for its
+	// variables: see KindComplete.
+	Completable bool `json:"completable,omitempty"`
 }
 
 // Prompt is one registered prompt template.
@@ -139,6 +142,9 @@ type PromptArg struct {
 	Name        string `json:"name"`
 	Description string `json:"description,omitempty"`
 	Required    bool   `json:"required,omitempty"`
+	// Completable says the agent suggests values for the argument: see
+	// KindComplete.
+	Completable bool `json:"completable,omitempty"`
 }
 
 // Ticket answers a successful registration. The agent opens the WebSocket
@@ -178,6 +184,12 @@ const (
 	KindTool     = "tool"
 	KindResource = "resource"
 	KindPrompt   = "prompt"
+	// KindComplete asks for suggested values of a prompt argument or a
+	// template variable (MCP completion/complete): Name is the prompt or the
+	// template, Args {"argument": "<name>", "value": "<typed so far>",
+	// "context": {"<other argument>": "<value>"}}, and the result
+	// {"values": ["…"]}.
+	KindComplete = "complete"
 )
 
 // Cancel reasons.

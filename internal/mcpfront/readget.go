@@ -172,7 +172,8 @@ func (f *Front) deliverRead(ctx context.Context, key store.Key, kind, exposed, r
 		f.calls.Add(store.Call{
 			Time: start, ProjectID: key.ProjectID, Kind: kind, Name: exposed, KeyID: key.ID,
 			Agent: agentKey, Replica: res.Replica.ID, Duration: time.Since(start), Outcome: outcome,
-			Error: textfmt.Cut(errText, agentproto.MaxErrorLogLen), Progress: res.Progress, Billable: true,
+			Error: textfmt.Cut(errText, agentproto.MaxErrorLogLen), Progress: res.Progress,
+			Billable: kind != agentproto.KindComplete, // suggestions as a person types are not calls they pay for
 		})
 	}
 	if res.Outcome == route.Cancelled {
@@ -185,8 +186,11 @@ func (f *Front) deliverRead(ctx context.Context, key store.Key, kind, exposed, r
 }
 
 func kindWord(kind string) string {
-	if kind == agentproto.KindPrompt {
+	switch kind {
+	case agentproto.KindPrompt:
 		return "Prompt"
+	case agentproto.KindComplete:
+		return "Completion for"
 	}
 	return "Resource"
 }

@@ -64,7 +64,8 @@ func (f *Front) viewFor(k store.Key) *view {
 			//lint:ignore SA1019 deprecated in 2026-07-28 (SEP-2577), still in every version served: agents log to the client with core.Log
 			Logging: &mcp.LoggingCapabilities{},
 		},
-		Logger: f.sdkLog,
+		Logger:            f.sdkLog,
+		CompletionHandler: f.completionHandler,
 		// What a key sees depends on the key: never share lists between
 		// callers. Only 2026-07-28 results carry the fields; eraFields
 		// removes them from those of older sessions.

@@ -496,6 +496,17 @@ export class Agent {
         const p = this.#prompts.get(name);
         return p && (async (call) => encodePromptResult(await p.handler(a, call)));
       }
+      case 'complete': {
+        const req = completionRequest(a);
+        const p = this.#prompts.get(name);
+        if (p) {
+          const c = p.complete?.[req.argument];
+          return async (call) => encodeCompletion(c ? await c(req.value, req.context, call) : []);
+        }
+        const r = this.#resources.get(name);
+        const rc = r?.complete;
+        return rc && (async (call) => encodeCompletion(await rc(req.argument, req.value, req.context, call)));
+      }
     }
     return undefined;
   }
@@ -513,4 +524,20 @@ function templateRead(args: unknown): TemplateRead {
     for (const [k, v] of Object.entries(a.params as Record<string, unknown>)) params[k] = String(v);
   }
   return { uri: typeof a.uri === 'string' ? a.uri : '', params };
+}
+
+/** completionRequest reads a completion call's arguments. */
+function completionRequest(args: unknown): { argument: string; value: string; context: Record<string, string> } {
+  const a = (args ?? {}) as { argument?: unknown; value?: unknown; context?: unknown };
+  const context: Record<string, string> = {};
+  if (a.context && typeof a.context === 'object') {
+    for (const [k, v] of Object.entries(a.context as Record<string, unknown>)) context[k] = String(v);
+  }
+  return { argument: String(a.argument ?? ''), value: String(a.value ?? ''), context };
+}
+
+/** encodeCompletion is a completion's wire result: `{"values": [...]}`, strings only. */
+function encodeCompletion(values: unknown): string {
+  const list = Array.isArray(values) ? values.map((v) => String(v)) : [];
+  return JSON.stringify({ values: list });
 }

@@ -190,6 +190,8 @@ export interface Resource {
   readonly mimeType: string;
   /** Set by defineResourceTemplate: uri is a template. */
   readonly template?: true;
+  /** A template's variable completer: see ResourceTemplateOptions.complete. */
+  readonly complete?: (param: string, value: string, args: Record<string, string>, call: Call) => string[] | Promise<string[]>;
   readonly handler: (call: Call, read?: TemplateRead) => unknown;
 }
 
@@ -210,6 +212,12 @@ export interface ResourceTemplateOptions {
   mimeType?: string;
   /** Reads the resource at `read.uri`, with the template's variables in `read.params`; its value is sent as a resource's is. */
   handler: (read: TemplateRead, call: Call) => unknown;
+  /**
+   * Suggests values as a user types one of the template's variables in a
+   * client (MCP completion/complete): `param` names it, `value` is what they
+   * typed so far, `args` the other variables filled in.
+   */
+  complete?: (param: string, value: string, args: Record<string, string>, call: Call) => string[] | Promise<string[]>;
 }
 
 /** What definePrompt takes. */
@@ -225,15 +233,26 @@ export interface PromptOptions<S extends InputSchema> {
    * the gateway refuses a request that lacks a required one.
    */
   argsSchema?: S;
+  /**
+   * Suggests values as a user types an argument in a client (MCP
+   * completion/complete), by argument name: `value` is what they typed so
+   * far, `args` the other arguments filled in. The first 100 suggestions
+   * are passed on; an argument without one gets none.
+   */
+  complete?: Record<string, Completer>;
   /** Renders the prompt: a string (one user message) or `{ messages: [{ role, content }] }`. */
   handler: (args: PromptArgs<S>, call: Call) => unknown;
 }
+
+/** Suggests values for one argument or template variable: see PromptOptions.complete. */
+export type Completer = (value: string, args: Record<string, string>, call: Call) => string[] | Promise<string[]>;
 
 /** One argument of a prompt. */
 export interface PromptArgument {
   readonly name: string;
   readonly description?: string;
   readonly required?: boolean;
+  readonly completable?: boolean;
 }
 
 /** A prompt, ready for agent.register. */
@@ -244,6 +263,8 @@ export interface Prompt<Args = Record<string, string>> {
   readonly description?: string;
   readonly arguments: readonly PromptArgument[];
   readonly handler: (args: Args, call: Call) => unknown;
+  /** The argument completers, by name. */
+  readonly complete?: Readonly<Record<string, Completer>>;
 }
 
 /** Anything agent.register takes. */
@@ -316,6 +337,7 @@ export function defineResourceTemplate(options: ResourceTemplateOptions): Resour
     mimeType: o.mimeType || 'application/json',
     template: true,
     handler: (call, read) => handler(read ?? { uri: '', params: {} }, call),
+    ...(typeof o.complete === 'function' && { complete: o.complete }),
     ...(o.description !== undefined && { description: o.description }),
   };
   return Object.freeze(resource);
@@ -333,9 +355,10 @@ export function definePrompt<const S extends InputSchema = NoSchema>(options: Pr
     const props = (schema.properties ?? {}) as Record<string, { description?: unknown }>;
     const required = new Set(Array.isArray(schema.required) ? (schema.required as string[]) : []);
     for (const [name, prop] of Object.entries(props)) {
-      const arg: { name: string; description?: string; required?: boolean } = { name };
+      const arg: { name: string; description?: string; required?: boolean; completable?: boolean } = { name };
       if (prop && typeof prop.description === 'string') arg.description = prop.description;
       if (required.has(name)) arg.required = true;
+      if (typeof o.complete?.[name] === 'function') arg.completable = true;
       args.push(Object.freeze(arg));
     }
   }
@@ -344,6 +367,7 @@ export function definePrompt<const S extends InputSchema = NoSchema>(options: Pr
     name: o.name,
     arguments: Object.freeze(args),
     handler: o.handler,
+    ...(o.complete !== undefined && { complete: Object.freeze({ ...o.complete }) }),
     ...(o.title !== undefined && { title: o.title }),
     ...(o.description !== undefined && { description: o.description }),
   };

@@ -17,6 +17,7 @@ export { defineTool, defineResource, defineResourceTemplate, definePrompt } from
 export type {
   Call,
   Caller,
+  Completer,
   Prompt,
   PromptArgument,
   PromptOptions,

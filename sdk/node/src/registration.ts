@@ -44,7 +44,7 @@ export function registrationBody(
       disabled: disabled || undefined,
     })),
     resources:
-      resources.length > 0 ? resources.map((r) => ({ uri: r.uri, name: r.name, description: r.description, mimeType: r.mimeType, ...(r.template && { template: true }) })) : undefined,
+      resources.length > 0 ? resources.map((r) => ({ uri: r.uri, name: r.name, description: r.description, mimeType: r.mimeType, ...(r.template && { template: true }), ...(r.complete && { completable: true }) })) : undefined,
     prompts:
       prompts.length > 0
         ? prompts.map((p) => ({

@@ -997,6 +997,31 @@ describe('asking the client (call.elicit, call.sample, call.roots)', () => {
   });
 });
 
+describe('completion (complete)', () => {
+  it("asks the prompt's or template's completer, and answers none without one", async () => {
+    const customers = ['ada', 'alan', 'bob'];
+    await connect([
+      definePrompt({
+        name: 'node_summary',
+        argsSchema: z.object({ customer: z.string(), style: z.string().optional() }),
+        complete: { customer: (value) => customers.filter((c) => c.startsWith(value)) },
+        handler: ({ customer }) => `Summarise ${customer}`,
+      }),
+      defineResourceTemplate({
+        uriTemplate: 'orders://node/{customer}/{id}',
+        name: 'Customer order',
+        complete: (param, _value, args) => (param === 'id' ? [`${args.customer}-1`, `${args.customer}-2`] : []),
+        handler: ({ params }) => params,
+      }),
+    ]);
+    const values = async (ref, name, value, args) =>
+      (await client.complete({ ref, argument: { name, value }, ...(args && { context: { arguments: args } }) })).completion.values;
+    assert.deepEqual(await values({ type: 'ref/prompt', name: 'node_summary' }, 'customer', 'a'), ['ada', 'alan']);
+    assert.deepEqual(await values({ type: 'ref/prompt', name: 'node_summary' }, 'style', 'br'), []);
+    assert.deepEqual(await values({ type: 'ref/resource', uri: 'orders://node/{customer}/{id}' }, 'id', '', { customer: 'ada' }), ['ada-1', 'ada-2']);
+  });
+});
+
 describe('logging to the client (call.log)', () => {
   it('sends notifications/message at or above the level the client asked for', async () => {
     await connect(
