@@ -149,3 +149,28 @@ func (a *Agent) addResource(r *resource) error {
 	a.resources = append(a.resources, r)
 	return nil
 }
+
+// ResourceChanged tells the gateway that the resource at uri (registered,
+// or matched by a registered template) has changed: MCP clients subscribed
+// to it get notifications/resources/updated and read it again. It returns
+// an error when uri is not one of the agent's, or when the agent is not
+// connected (nobody can be subscribed then). The gateway passes on at most
+// 600 a minute per replica.
+func (a *Agent) ResourceChanged(uri string) error {
+	a.mu.Lock()
+	known := false
+	for _, r := range a.resources {
+		if r.def.URI == uri || (r.def.Template && strings.HasPrefix(uri, r.def.URI[:strings.Index(r.def.URI, "{")])) {
+			known = true
+		}
+	}
+	s := a.sess
+	a.mu.Unlock()
+	if !known {
+		return fmt.Errorf("core: resource changed %q: no resource or template of this agent has that URI", uri)
+	}
+	if s == nil {
+		return fmt.Errorf("core: resource changed %q: the agent is not connected", uri)
+	}
+	return s.send(agentproto.Message{Type: agentproto.TypeUpdated, Name: uri})
+}

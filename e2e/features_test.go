@@ -491,3 +491,57 @@ func TestCompletion(t *testing.T) {
 		t.Errorf("call log has %d completions; want %d", completions, want)
 	}
 }
+
+// TestResourceSubscribe: a session subscribed to a resource hears when its
+// agent says it changed (notifications/resources/updated), also for a URI
+// of a template; an unsubscribed one does not; an unknown URI is refused
+// on the agent's side.
+func TestResourceSubscribe(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ra := e.startAgent(core.Options{}, func(a *core.Agent) {
+		must(t, a.Resource("orders://open", core.ResourceOptions{Name: "Open orders"}, func(ctx context.Context) (any, error) { return "[]", nil }))
+		must(t, a.ResourceTemplate("orders://orders/{id}", core.ResourceOptions{Name: "Order"},
+			func(ctx context.Context, uri string, params map[string]string) (any, error) { return params, nil }))
+	})
+	for _, v := range []string{"2025-06-18", "2025-11-25"} {
+		t.Run(v, func(t *testing.T) {
+			updated := make(chan string, 8)
+			cs := e.connect(v, e.clientKey, &mcp.ClientOptions{
+				ResourceUpdatedHandler: func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) { updated <- r.Params.URI },
+			})
+			other := make(chan string, 8)
+			e.connect(v, e.clientKey, &mcp.ClientOptions{
+				ResourceUpdatedHandler: func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) { other <- r.Params.URI },
+			})
+			must(t, cs.Subscribe(context.Background(), &mcp.SubscribeParams{URI: "orders://open"}))
+			must(t, cs.Subscribe(context.Background(), &mcp.SubscribeParams{URI: "orders://orders/1042"}))
+			must(t, ra.agent.ResourceChanged("orders://open"))
+			must(t, ra.agent.ResourceChanged("orders://orders/1042"))
+			for _, want := range []string{"orders://open", "orders://orders/1042"} {
+				select {
+				case got := <-updated:
+					if got != want {
+						t.Errorf("updated %q; want %q", got, want)
+					}
+				case <-time.After(5 * time.Second):
+					t.Fatalf("no notifications/resources/updated for %s", want)
+				}
+			}
+			must(t, cs.Unsubscribe(context.Background(), &mcp.UnsubscribeParams{URI: "orders://open"}))
+			must(t, ra.agent.ResourceChanged("orders://open"))
+			must(t, ra.agent.ResourceChanged("orders://orders/1042")) // still subscribed: it comes after any stray open
+			if got := <-updated; got != "orders://orders/1042" {
+				t.Errorf("after unsubscribing from orders://open the session heard of %s", got)
+			}
+			select {
+			case got := <-other:
+				t.Errorf("a session that never subscribed heard of %s", got)
+			default:
+			}
+		})
+	}
+	if err := ra.agent.ResourceChanged("orders://closed"); err == nil || !strings.Contains(err.Error(), "no resource or template of this agent has that URI") {
+		t.Errorf("ResourceChanged of an unknown URI: %v", err)
+	}
+}

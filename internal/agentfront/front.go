@@ -16,6 +16,7 @@ import (
 	"github.com/spacefix/spacefix/internal/agentproto"
 	"github.com/spacefix/spacefix/internal/agents"
 	"github.com/spacefix/spacefix/internal/auth"
+	"github.com/spacefix/spacefix/internal/ratelimit"
 	"github.com/spacefix/spacefix/internal/recovery"
 	"github.com/spacefix/spacefix/internal/store"
 )
@@ -50,6 +51,7 @@ type Front struct {
 	opts    Options
 	log     *slog.Logger
 	tickets *tickets
+	updates *ratelimit.Limiter // resource_updated messages, per replica
 
 	mu      sync.Mutex // orders conns.Add against Close's conns.Wait; guards live
 	closing bool
@@ -73,7 +75,7 @@ func New(opts Options) *Front {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	return &Front{opts: opts, log: opts.Logger, tickets: newTickets(TicketTTL),
+	return &Front{opts: opts, log: opts.Logger, tickets: newTickets(TicketTTL), updates: ratelimit.New(),
 		live: make(map[*wsTransport]struct{}), stop: make(chan struct{})}
 }
 

@@ -131,6 +131,10 @@ func (f *Front) Connect(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
+// maxUpdatesPerMinute caps the resource_updated messages of one replica:
+// each reaches every subscribed session of the project.
+const maxUpdatesPerMinute = 600
+
 // run welcomes a replica, puts it in the registry and serves its
 // connection until it ends.
 func (f *Front) run(tr *wsTransport, rep *agents.Replica, project store.Project, schemas map[string]*schema.Schema, keyID string) {
@@ -138,6 +142,12 @@ func (f *Front) run(tr *wsTransport, rep *agents.Replica, project store.Project,
 	log := tr.log
 	conn := route.NewConn(tr, log, route.Events{
 		SetEnabled: func(name string, on bool) error { return reg.SetEnabled(rep, name, on) },
+		ResourceUpdated: func(uri string) error {
+			if ok, _ := f.updates.Allow(rep.ID, maxUpdatesPerMinute); !ok {
+				return fmt.Errorf("more than %d resource updates a minute; this one is dropped", maxUpdatesPerMinute)
+			}
+			return reg.ResourceUpdated(rep, uri)
+		},
 		Drain: func() {
 			log.Info("agent draining")
 			reg.Remove(rep)

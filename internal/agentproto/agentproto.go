@@ -156,20 +156,21 @@ type Ticket struct {
 
 // Message types. Direction: G→A gateway to agent, A→G agent to gateway.
 const (
-	TypeWelcome    = "welcome"     // G→A, first message: [Welcome]
-	TypeCall       = "call"        // G→A: run a tool, read a resource, get a prompt
-	TypeCancel     = "cancel"      // G→A: stop call ID; drop its result
-	TypeProgress   = "progress"    // A→G: a progress line for call ID
-	TypeResult     = "result"      // A→G: the result of call ID
-	TypeError      = "error"       // A→G: call ID failed with Message
-	TypeSetEnabled = "set_enabled" // A→G: switch tool Name on or off in this replica only
-	TypeGoodbye    = "goodbye"     // G→A: the gateway is going away; reconnect later
-	TypeDrain      = "drain"       // A→G: send no new calls; the agent stops after the running ones
-	TypeConfirm    = "confirm"     // A→G: ask the user a yes/no question for call ID
-	TypeConfirmed  = "confirmed"   // G→A: the user's answer (Accepted) or why there is none (Message)
-	TypeAsk        = "ask"         // A→G: MCP input requests for call ID's client (elicitation, sampling, roots)
-	TypeAnswered   = "answered"    // G→A: the client's responses to an ask (Responses), or why there are none (Message, Code)
-	TypeLog        = "log"         // A→G: a log message for call ID's client (Level, Logger, Data)
+	TypeWelcome    = "welcome"          // G→A, first message: [Welcome]
+	TypeCall       = "call"             // G→A: run a tool, read a resource, get a prompt
+	TypeCancel     = "cancel"           // G→A: stop call ID; drop its result
+	TypeProgress   = "progress"         // A→G: a progress line for call ID
+	TypeResult     = "result"           // A→G: the result of call ID
+	TypeError      = "error"            // A→G: call ID failed with Message
+	TypeSetEnabled = "set_enabled"      // A→G: switch tool Name on or off in this replica only
+	TypeGoodbye    = "goodbye"          // G→A: the gateway is going away; reconnect later
+	TypeDrain      = "drain"            // A→G: send no new calls; the agent stops after the running ones
+	TypeConfirm    = "confirm"          // A→G: ask the user a yes/no question for call ID
+	TypeConfirmed  = "confirmed"        // G→A: the user's answer (Accepted) or why there is none (Message)
+	TypeAsk        = "ask"              // A→G: MCP input requests for call ID's client (elicitation, sampling, roots)
+	TypeAnswered   = "answered"         // G→A: the client's responses to an ask (Responses), or why there are none (Message, Code)
+	TypeLog        = "log"              // A→G: a log message for call ID's client (Level, Logger, Data)
+	TypeUpdated    = "resource_updated" // A→G: resource Name (a URI) changed; subscribed clients are told
 )
 
 // LogLevels are the levels of log messages, least severe first (RFC 5424,

@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/yosida95/uritemplate/v3"
+
 	"github.com/spacefix/spacefix/internal/agentproto"
 	"github.com/spacefix/spacefix/internal/changes"
 	"github.com/spacefix/spacefix/internal/recovery"
@@ -435,6 +437,24 @@ func (r *Registry) expire(projectID int64, agentKey string) {
 		p.count(a, nil)
 	}
 	r.commitLocked(p, changes.Agents, agentKey)
+}
+
+// ResourceUpdated says that rep's resource uri (or a URI of one of its
+// templates) changed: clients subscribed to it are told, on every gateway.
+func (r *Registry) ResourceUpdated(rep *Replica, uri string) error {
+	if !slices.ContainsFunc(rep.Reg.Resources, func(res agentproto.Resource) bool {
+		return res.URI == uri || (res.Template && templateMatches(res.URI, uri))
+	}) {
+		return fmt.Errorf("resource updated: no resource %q registered by this replica", uri)
+	}
+	r.changes.Publish(changes.Change{Project: rep.ProjectID, Kind: changes.ResourceUpdated, URI: uri})
+	return nil
+}
+
+// templateMatches reports whether uri is one of the URIs template names.
+func templateMatches(template, uri string) bool {
+	t, err := uritemplate.New(template)
+	return err == nil && t.Match(uri) != nil
 }
 
 // SetEnabled switches one of rep's tools on or off. The state is the

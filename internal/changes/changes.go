@@ -39,6 +39,9 @@ const (
 	Settings Kind = "settings"
 	// KeyRevoked: Key was revoked. It is a settings change too.
 	KeyRevoked Kind = "key_revoked"
+	// ResourceUpdated: an agent said the resource URI changed; clients
+	// subscribed to it are told (notifications/resources/updated).
+	ResourceUpdated Kind = "resource_updated"
 )
 
 // Change is one change to a project.
@@ -51,6 +54,7 @@ type Change struct {
 	// changes, not one per agent.
 	AgentKeys []string `json:"agentKeys,omitempty"`
 	Key       string   `json:"key,omitempty"` // KeyRevoked: the revoked key's id
+	URI       string   `json:"uri,omitempty"` // ResourceUpdated: the resource's URI
 	// From is the id of the gateway the change was made on, when it came
 	// over the bus from another one; "" for a change made here.
 	From string `json:"from,omitempty"`

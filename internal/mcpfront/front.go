@@ -130,6 +130,7 @@ type Front struct {
 	requests    sync.Map // requestHeader token → the HTTP request's context
 	viewIdle    time.Duration
 	unsubscribe func()
+	updated     chan changes.Change // resource updates for tellSubscribers
 	stop        chan struct{}
 	closeOnce   sync.Once
 }
@@ -197,6 +198,8 @@ func New(opts Options) *Front {
 		DisableLocalhostProtection:   opts.HostsChecked,
 	})
 	f.stop = make(chan struct{})
+	f.updated = make(chan changes.Change, 1024)
+	go f.tellSubscribers(f.stop)
 	f.unsubscribe = opts.Changes.Subscribe(f.changed)
 	go f.keepAlive(opts.KeepAlive, opts.SessionIdle, f.stop)
 	bearer := auth.RequireBearerToken(f.verifyToken, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})
@@ -345,6 +348,16 @@ func (f *Front) getServer(r *http.Request) *mcp.Server {
 // Then every view of the project is brought up to date; go-sdk sends
 // list_changed to sessions whose lists changed.
 func (f *Front) changed(c changes.Change) {
+	if c.Kind == changes.ResourceUpdated {
+		// Off the publisher's goroutine (an agent's connection), in order:
+		// clients that read slowly must not hold it up.
+		select {
+		case f.updated <- c:
+		default:
+			f.log.Warn("resource update dropped: too many waiting to go out", "uri", c.URI)
+		}
+		return
+	}
 	switch c.Kind {
 	case changes.AgentConnected:
 		connected := make(map[string]bool, len(c.AgentKeys))

@@ -66,6 +66,10 @@ func (f *Front) viewFor(k store.Key) *view {
 		},
 		Logger:            f.sdkLog,
 		CompletionHandler: f.completionHandler,
+		// Subscriptions are go-sdk's, per session; agents say when a
+		// resource changed (see resourceUpdated).
+		SubscribeHandler:   func(context.Context, *mcp.SubscribeRequest) error { return nil },
+		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
 		// What a key sees depends on the key: never share lists between
 		// callers. Only 2026-07-28 results carry the fields; eraFields
 		// removes them from those of older sessions.

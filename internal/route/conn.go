@@ -75,6 +75,8 @@ var _ agents.Conn = (*Conn)(nil)
 type Events struct {
 	// SetEnabled switches one of the agent's tools on or off.
 	SetEnabled func(name string, on bool) error
+	// ResourceUpdated says one of the agent's resources changed.
+	ResourceUpdated func(uri string) error
 	// Drain takes the replica out of rotation: it is stopping and serves
 	// only the calls it has.
 	Drain func()
@@ -235,6 +237,12 @@ func (c *Conn) handle(ctx context.Context, m *agentproto.Message) {
 		if c.events.SetEnabled != nil && m.Enabled != nil {
 			if err := c.events.SetEnabled(m.Name, *m.Enabled); err != nil {
 				c.log.Warn("agent set_enabled refused", "tool", m.Name, "err", err)
+			}
+		}
+	case agentproto.TypeUpdated:
+		if c.events.ResourceUpdated != nil {
+			if err := c.events.ResourceUpdated(m.Name); err != nil {
+				c.log.Warn("agent resource_updated refused", "uri", m.Name, "err", err)
 			}
 		}
 	case agentproto.TypeDrain:

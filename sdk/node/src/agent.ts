@@ -296,6 +296,25 @@ export class Agent {
     if (s) await s.send(JSON.stringify({ type: 'set_enabled', name, enabled: Boolean(enabled) }));
   }
 
+  /**
+   * resourceChanged tells the gateway that the resource at uri (registered,
+   * or matched by a registered template) has changed: MCP clients subscribed
+   * to it get notifications/resources/updated and read it again. It throws
+   * when uri is not one of the agent's and when the agent is not connected
+   * (nobody can be subscribed then). The gateway passes on at most 600 a
+   * minute per replica.
+   */
+  async resourceChanged(uri: string): Promise<void> {
+    const known = [...this.#resources.values()].some(
+      (r) => r.uri === uri || (r.template === true && uri.startsWith(r.uri.slice(0, r.uri.indexOf('{')))),
+    );
+    if (!known) throw new Error(`agent.resourceChanged: no resource or template of this agent has the URI ${JSON.stringify(uri)}`);
+    const s = this.#session;
+    if (!s || !(await s.send(JSON.stringify({ type: 'resource_updated', name: uri })))) {
+      throw new Error(`agent.resourceChanged: ${JSON.stringify(uri)} not sent: the agent is not connected`);
+    }
+  }
+
   #warnName(kind: 'tool' | 'prompt', name: string): void {
     const msg = checkName(kind, name);
     if (msg) this.#log.warn(`spacefix: ${msg} The gateway will refuse the connection until the name is fixed.`);

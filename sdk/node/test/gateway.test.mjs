@@ -9,6 +9,7 @@ import {
   ElicitRequestSchema,
   ListRootsRequestSchema,
   LoggingMessageNotificationSchema,
+  ResourceUpdatedNotificationSchema,
   ToolListChangedNotificationSchema,
 } from '@modelcontextprotocol/sdk/types.js';
 import { type } from 'arktype';
@@ -540,6 +541,23 @@ describe('resources', () => {
       { uri: 'orders://orders/1042', mimeType: 'application/json', text: '{"id":"1042","uri":"orders://orders/1042"}' },
     ]);
     await assert.rejects(client.readResource({ uri: 'orders://customers/ada' }), (err) => /Resource not found/.test(err.message));
+  });
+
+  it('tells a subscribed client when the agent says a resource changed', async () => {
+    const { agent } = await connect([defineResource({ uri: 'notes://news', name: 'News', handler: () => 'today' })]);
+    const updated = [];
+    const c = await gw.client(gw.clientKey, {
+      setup: (cl) => cl.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => updated.push(n.params.uri)),
+    });
+    try {
+      await c.subscribeResource({ uri: 'notes://news' });
+      await agent.resourceChanged('notes://news');
+      await waitFor(() => updated.length === 1, { what: 'notifications/resources/updated' });
+      assert.deepEqual(updated, ['notes://news']);
+      await assert.rejects(agent.resourceChanged('notes://nope'), /no resource or template of this agent/);
+    } finally {
+      await c.close();
+    }
   });
 
   it('reads bytes as a blob, base64 on the wire', async () => {
