@@ -216,6 +216,56 @@ func (a *Agent) SetEnabled(name string, on bool) error {
 	return nil
 }
 
+// SetPromptEnabled switches one of the agent's prompts off or back on at
+// run time, as [Agent.SetEnabled] does for tools: the prompt is listed while
+// at least one live replica has it on, and clients get
+// notifications/prompts/list_changed when the listing changes.
+func (a *Agent) SetPromptEnabled(name string, on bool) error {
+	a.mu.Lock()
+	var p *prompt
+	for _, x := range a.prompts {
+		if x.def.Name == name {
+			p = x
+		}
+	}
+	if p == nil {
+		a.mu.Unlock()
+		return fmt.Errorf("core: set prompt enabled %q: no prompt of that name is registered", name)
+	}
+	p.def.Disabled = !on
+	s := a.sess
+	a.mu.Unlock()
+	if s != nil {
+		s.send(agentproto.Message{Type: agentproto.TypeSetEnabled, Kind: agentproto.KindPrompt, Name: name, Enabled: &on})
+	}
+	return nil
+}
+
+// SetResourceEnabled switches one of the agent's resources (or resource
+// templates, by their template) off or back on at run time, as
+// [Agent.SetEnabled] does for tools; clients get
+// notifications/resources/list_changed when the listing changes.
+func (a *Agent) SetResourceEnabled(uri string, on bool) error {
+	a.mu.Lock()
+	var r *resource
+	for _, x := range a.resources {
+		if x.def.URI == uri {
+			r = x
+		}
+	}
+	if r == nil {
+		a.mu.Unlock()
+		return fmt.Errorf("core: set resource enabled %q: no resource or template with that URI is registered", uri)
+	}
+	r.def.Disabled = !on
+	s := a.sess
+	a.mu.Unlock()
+	if s != nil {
+		s.send(agentproto.Message{Type: agentproto.TypeSetEnabled, Kind: agentproto.KindResource, Name: uri, Enabled: &on})
+	}
+	return nil
+}
+
 // toolNamed returns the tool registered as name, or nil. a.mu is held.
 func (a *Agent) toolNamed(name string) *tool {
 	for _, t := range a.tools {

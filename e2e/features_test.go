@@ -545,3 +545,52 @@ func TestResourceSubscribe(t *testing.T) {
 		t.Errorf("ResourceChanged of an unknown URI: %v", err)
 	}
 }
+
+// TestSetEnabledPromptsAndResources: an agent switches a prompt and a
+// resource off and on at run time; clients' lists follow, with
+// list_changed on 2025 sessions.
+func TestSetEnabledPromptsAndResources(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ra := e.startAgent(core.Options{}, func(a *core.Agent) {
+		must(t, a.Prompt("summary", core.PromptOptions{}, func(ctx context.Context, _ map[string]string) (core.PromptResult, error) {
+			return core.PromptText("Summarise."), nil
+		}))
+		must(t, a.Resource("orders://open", core.ResourceOptions{Name: "Open orders"}, func(ctx context.Context) (any, error) { return "[]", nil }))
+	})
+	forEachVersion(t, func(t *testing.T, v string) {
+		promptsChanged, resourcesChanged := make(chan struct{}, 8), make(chan struct{}, 8)
+		cs := e.connect(v, e.clientKey, &mcp.ClientOptions{
+			PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { promptsChanged <- struct{}{} },
+			ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { resourcesChanged <- struct{}{} },
+		})
+		listed := func() (prompts, resources int) {
+			lp, err := cs.ListPrompts(context.Background(), nil)
+			must(t, err)
+			lr, err := cs.ListResources(context.Background(), nil)
+			must(t, err)
+			return len(lp.Prompts), len(lr.Resources)
+		}
+		must(t, ra.agent.SetPromptEnabled("summary", false))
+		must(t, ra.agent.SetResourceEnabled("orders://open", false))
+		waitFor(t, "the prompt and the resource to go", func() bool { p, r := listed(); return p == 0 && r == 0 })
+		if _, err := cs.GetPrompt(context.Background(), &mcp.GetPromptParams{Name: "summary"}); err == nil {
+			t.Errorf("a switched-off prompt could still be got")
+		}
+		if v < "2026-07-28" {
+			for what, ch := range map[string]chan struct{}{"prompts": promptsChanged, "resources": resourcesChanged} {
+				select {
+				case <-ch:
+				case <-time.After(5 * time.Second):
+					t.Errorf("no %s/list_changed after switching one off", what)
+				}
+			}
+		}
+		must(t, ra.agent.SetPromptEnabled("summary", true))
+		must(t, ra.agent.SetResourceEnabled("orders://open", true))
+		waitFor(t, "the prompt and the resource to come back", func() bool { p, r := listed(); return p == 1 && r == 1 })
+	})
+	if err := ra.agent.SetPromptEnabled("nope", false); err == nil {
+		t.Error("SetPromptEnabled of an unknown prompt succeeded")
+	}
+}

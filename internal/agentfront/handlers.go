@@ -141,7 +141,7 @@ func (f *Front) run(tr *wsTransport, rep *agents.Replica, project store.Project,
 	ctx, reg := f.opts.Context, f.opts.Registry
 	log := tr.log
 	conn := route.NewConn(tr, log, route.Events{
-		SetEnabled: func(name string, on bool) error { return reg.SetEnabled(rep, name, on) },
+		SetEnabled: func(kind, name string, on bool) error { return reg.SetEnabledKind(rep, kind, name, on) },
 		ResourceUpdated: func(uri string) error {
 			if ok, _ := f.updates.Allow(rep.ID, maxUpdatesPerMinute); !ok {
 				return fmt.Errorf("more than %d resource updates a minute; this one is dropped", maxUpdatesPerMinute)

@@ -127,6 +127,8 @@ type Resource struct {
 	// Completable, on a template, says the agent suggests values for its
 	// variables: see KindComplete.
 	Completable bool `json:"completable,omitempty"`
+	// Disabled registers the resource switched off (see TypeSetEnabled).
+	Disabled bool `json:"disabled,omitempty"`
 }
 
 // Prompt is one registered prompt template.
@@ -135,6 +137,8 @@ type Prompt struct {
 	Title       string      `json:"title,omitempty"`
 	Description string      `json:"description,omitempty"`
 	Arguments   []PromptArg `json:"arguments,omitempty"`
+	// Disabled registers the prompt switched off (see TypeSetEnabled).
+	Disabled bool `json:"disabled,omitempty"`
 }
 
 // PromptArg is one string argument of a prompt.

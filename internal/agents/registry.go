@@ -358,6 +358,16 @@ func (r *Registry) Add(rep *Replica, schemas map[string]*schema.Schema) {
 			rep.off[t.Name] = true
 		}
 	}
+	for _, p := range rep.Reg.Prompts {
+		if p.Disabled {
+			rep.off[OffKey(agentproto.KindPrompt, p.Name)] = true
+		}
+	}
+	for _, res := range rep.Reg.Resources {
+		if res.Disabled {
+			rep.off[OffKey(agentproto.KindResource, res.URI)] = true
+		}
+	}
 	rep.idx = indexOf(rep.Reg)
 	p := r.project(rep.ProjectID, true)
 	p.mu.Lock()
@@ -461,9 +471,37 @@ func templateMatches(template, uri string) bool {
 // replica's own: a tool is listed while at least one connected replica has
 // it on, and calls go only to replicas that have it on.
 func (r *Registry) SetEnabled(rep *Replica, tool string, on bool) error {
-	if !slices.ContainsFunc(rep.Reg.Tools, func(t agentproto.Tool) bool { return t.Name == tool }) {
-		return fmt.Errorf("set enabled: no tool %q registered by this replica", tool)
+	return r.SetEnabledKind(rep, agentproto.KindTool, tool, on)
+}
+
+// OffKey is how a replica's switched-off item is named in [Registry.Off]:
+// a tool by its name, a prompt as "prompt:<name>", a resource as
+// "resource:<uri>".
+func OffKey(kind, name string) string {
+	if kind == agentproto.KindTool || kind == "" {
+		return name
 	}
+	return kind + ":" + name
+}
+
+// SetEnabledKind switches one of rep's tools, prompts (kind prompt) or
+// resources (kind resource, name its URI or template) on or off, as
+// SetEnabled does for tools: an item is listed while at least one
+// connected replica has it on.
+func (r *Registry) SetEnabledKind(rep *Replica, kind, name string, on bool) error {
+	var known bool
+	switch kind {
+	case agentproto.KindTool, "":
+		known = slices.ContainsFunc(rep.Reg.Tools, func(t agentproto.Tool) bool { return t.Name == name })
+	case agentproto.KindPrompt:
+		known = slices.ContainsFunc(rep.Reg.Prompts, func(p agentproto.Prompt) bool { return p.Name == name })
+	case agentproto.KindResource:
+		known = slices.ContainsFunc(rep.Reg.Resources, func(res agentproto.Resource) bool { return res.URI == name })
+	}
+	if !known {
+		return fmt.Errorf("set enabled: no %s %q registered by this replica", kind, name)
+	}
+	tool := OffKey(kind, name)
 	p := r.project(rep.ProjectID, false)
 	if p == nil {
 		return nil

@@ -392,8 +392,12 @@ func (a *agent) mergeResources() []*Resource {
 		src := by[uri]
 		last := len(src.reps) - 1
 		res := &Resource{Def: src.reps[last].Reg.Resources[src.at[last]], AgentKey: a.keyID, GraceUntil: src.graceUntil}
+		on := switchedOn(src.reps, OffKey(agentproto.KindResource, uri))
 		if src.graceUntil.IsZero() {
-			res.Replicas = liveReplicas(src.reps)
+			if len(on) == 0 {
+				continue // every replica switched it off
+			}
+			res.Replicas = liveReplicas(on)
 		}
 		out = append(out, res)
 	}
@@ -408,13 +412,30 @@ func (a *agent) mergePrompts() []*Prompt {
 	for _, name := range names {
 		src := by[name]
 		last := len(src.reps) - 1
-		pr := &Prompt{Name: name, Def: src.reps[last].Reg.Prompts[src.at[last]], AgentKey: a.keyID, GraceUntil: src.graceUntil}
+		def := src.reps[last].Reg.Prompts[src.at[last]]
+		pr := &Prompt{Name: name, Def: def, AgentKey: a.keyID, GraceUntil: src.graceUntil}
+		on := switchedOn(src.reps, OffKey(agentproto.KindPrompt, def.Name))
 		if src.graceUntil.IsZero() {
-			pr.Replicas = liveReplicas(src.reps)
+			if len(on) == 0 {
+				continue // every replica switched it off
+			}
+			pr.Replicas = liveReplicas(on)
 		}
 		out = append(out, pr)
 	}
 	return out
+}
+
+// switchedOn returns the replicas that have not switched off the item
+// named key (see OffKey).
+func switchedOn(reps []*Replica, key string) []*Replica {
+	on := make([]*Replica, 0, len(reps))
+	for _, rep := range reps {
+		if !rep.off[key] {
+			on = append(on, rep)
+		}
+	}
+	return on
 }
 
 // toolDifferences says how other differs from listed, one entry per field,

@@ -567,6 +567,12 @@ func (c *Cluster) applyState(rep *agents.Replica, ri repInfo) {
 	for _, t := range rep.Reg.Tools {
 		reg.SetEnabled(rep, t.Name, !off[t.Name])
 	}
+	for _, p := range rep.Reg.Prompts {
+		reg.SetEnabledKind(rep, agentproto.KindPrompt, p.Name, !off[agents.OffKey(agentproto.KindPrompt, p.Name)])
+	}
+	for _, res := range rep.Reg.Resources {
+		reg.SetEnabledKind(rep, agentproto.KindResource, res.URI, !off[agents.OffKey(agentproto.KindResource, res.URI)])
+	}
 	rc := rep.Conn.(*remoteConn)
 	rc.disabled.Store(ri.Disabled)
 	reg.SetReplicaDisabled(rep, ri.Disabled)

@@ -73,8 +73,9 @@ var _ agents.Conn = (*Conn)(nil)
 // Events are the agent's own requests; nil funcs ignore them. They run on
 // the connection's read goroutine.
 type Events struct {
-	// SetEnabled switches one of the agent's tools on or off.
-	SetEnabled func(name string, on bool) error
+	// SetEnabled switches one of the agent's tools (kind tool or ""),
+	// prompts or resources on or off.
+	SetEnabled func(kind, name string, on bool) error
 	// ResourceUpdated says one of the agent's resources changed.
 	ResourceUpdated func(uri string) error
 	// Drain takes the replica out of rotation: it is stopping and serves
@@ -235,8 +236,8 @@ func (c *Conn) handle(ctx context.Context, m *agentproto.Message) {
 		}
 	case agentproto.TypeSetEnabled:
 		if c.events.SetEnabled != nil && m.Enabled != nil {
-			if err := c.events.SetEnabled(m.Name, *m.Enabled); err != nil {
-				c.log.Warn("agent set_enabled refused", "tool", m.Name, "err", err)
+			if err := c.events.SetEnabled(m.Kind, m.Name, *m.Enabled); err != nil {
+				c.log.Warn("agent set_enabled refused", "kind", m.Kind, "name", m.Name, "err", err)
 			}
 		}
 	case agentproto.TypeUpdated:

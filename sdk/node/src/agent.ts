@@ -315,6 +315,35 @@ export class Agent {
     }
   }
 
+  /** The prompts (`prompt:<name>`) and resources (`resource:<uri>`) switched off. */
+  readonly #off = new Set<string>();
+
+  /**
+   * setPromptEnabled switches a prompt off or back on at run time, as
+   * setEnabled does for tools: it is listed while at least one live replica
+   * has it on, and clients get notifications/prompts/list_changed.
+   */
+  async setPromptEnabled(name: string, enabled: boolean): Promise<void> {
+    if (!this.#prompts.has(name)) throw new Error(`agent.setPromptEnabled: no prompt named ${JSON.stringify(name)} is registered`);
+    await this.#switch('prompt', name, enabled);
+  }
+
+  /**
+   * setResourceEnabled switches a resource (or a template, by its template)
+   * off or back on at run time; clients get notifications/resources/list_changed.
+   */
+  async setResourceEnabled(uri: string, enabled: boolean): Promise<void> {
+    if (!this.#resources.has(uri)) throw new Error(`agent.setResourceEnabled: no resource or template ${JSON.stringify(uri)} is registered`);
+    await this.#switch('resource', uri, enabled);
+  }
+
+  async #switch(kind: 'prompt' | 'resource', name: string, enabled: boolean): Promise<void> {
+    if (enabled) this.#off.delete(`${kind}:${name}`);
+    else this.#off.add(`${kind}:${name}`);
+    const s = this.#session;
+    if (s) await s.send(JSON.stringify({ type: 'set_enabled', kind, name, enabled: Boolean(enabled) }));
+  }
+
   #warnName(kind: 'tool' | 'prompt', name: string): void {
     const msg = checkName(kind, name);
     if (msg) this.#log.warn(`spacefix: ${msg} The gateway will refuse the connection until the name is fixed.`);
@@ -388,7 +417,7 @@ export class Agent {
       disabled.set(tool.name, off);
       return { tool, disabled: off };
     });
-    const body = registrationBody(this.#opts, tools, [...this.#resources.values()], [...this.#prompts.values()]);
+    const body = registrationBody(this.#opts, tools, [...this.#resources.values()], [...this.#prompts.values()], this.#off);
     return { body, disabled };
   }
 

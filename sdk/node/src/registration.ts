@@ -21,6 +21,7 @@ export function registrationBody(
   tools: readonly { tool: Tool<any>; disabled: boolean }[],
   resources: readonly Resource[],
   prompts: readonly Prompt<any>[],
+  off: ReadonlySet<string> = new Set(),
 ): string {
   const reg = {
     protocol: PROTOCOL_VERSION,
@@ -44,7 +45,7 @@ export function registrationBody(
       disabled: disabled || undefined,
     })),
     resources:
-      resources.length > 0 ? resources.map((r) => ({ uri: r.uri, name: r.name, description: r.description, mimeType: r.mimeType, ...(r.template && { template: true }), ...(r.complete && { completable: true }) })) : undefined,
+      resources.length > 0 ? resources.map((r) => ({ uri: r.uri, name: r.name, description: r.description, mimeType: r.mimeType, ...(r.template && { template: true }), ...(r.complete && { completable: true }), ...(off.has(`resource:${r.uri}`) && { disabled: true }) })) : undefined,
     prompts:
       prompts.length > 0
         ? prompts.map((p) => ({
@@ -52,6 +53,7 @@ export function registrationBody(
             title: p.title,
             description: p.description,
             arguments: p.arguments.length > 0 ? p.arguments : undefined,
+            ...(off.has(`prompt:${p.name}`) && { disabled: true }),
           }))
         : undefined,
   };

@@ -1015,6 +1015,26 @@ describe('asking the client (call.elicit, call.sample, call.roots)', () => {
   });
 });
 
+describe('switching prompts and resources off (setPromptEnabled, setResourceEnabled)', () => {
+  it('takes them out of the lists and puts them back', async () => {
+    const { agent } = await connect([
+      definePrompt({ name: 'node_switch_prompt', handler: () => 'hi' }),
+      defineResource({ uri: 'notes://switch', name: 'Switch', handler: () => 'x' }),
+    ]);
+    const listed = async () => [
+      (await client.listPrompts()).prompts.some((p) => p.name === 'node_switch_prompt'),
+      (await client.listResources()).resources.some((r) => r.uri === 'notes://switch'),
+    ];
+    await agent.setPromptEnabled('node_switch_prompt', false);
+    await agent.setResourceEnabled('notes://switch', false);
+    await waitFor(async () => JSON.stringify(await listed()) === '[false,false]', { what: 'the prompt and resource to go' });
+    await agent.setPromptEnabled('node_switch_prompt', true);
+    await agent.setResourceEnabled('notes://switch', true);
+    await waitFor(async () => JSON.stringify(await listed()) === '[true,true]', { what: 'the prompt and resource to come back' });
+    await assert.rejects(agent.setPromptEnabled('nope', false), /no prompt named "nope"/);
+  });
+});
+
 describe('completion (complete)', () => {
   it("asks the prompt's or template's completer, and answers none without one", async () => {
     const customers = ['ada', 'alan', 'bob'];
