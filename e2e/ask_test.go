@@ -255,3 +255,47 @@ func sseData(body []byte) []byte {
 	}
 	return last
 }
+
+// TestAskFromPrompt: a prompt handler asks the user too (core.Elicit), at
+// every protocol version.
+func TestAskFromPrompt(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.startAgent(core.Options{}, func(a *core.Agent) {
+		must(t, a.Prompt("greet", core.PromptOptions{Description: "Greets the user by name."}, func(ctx context.Context, _ map[string]string) (core.PromptResult, error) {
+			r, err := core.Elicit(ctx, "What is your name?", map[string]any{
+				"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}, "required": []string{"name"},
+			})
+			if err != nil {
+				return core.PromptResult{}, err
+			}
+			return core.PromptText(fmt.Sprintf("Hello, %v!", r.Content["name"])), nil
+		}))
+	})
+	forEachVersion(t, func(t *testing.T, v string) {
+		cs := e.connect(v, e.clientKey, &mcp.ClientOptions{
+			ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+				return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada"}}, nil
+			},
+		})
+		r, err := cs.GetPrompt(context.Background(), &mcp.GetPromptParams{Name: "greet"})
+		if err != nil {
+			t.Fatalf("prompts/get greet: %v", err)
+		}
+		if tc, ok := r.Messages[0].Content.(*mcp.TextContent); !ok || tc.Text != "Hello, Ada!" {
+			t.Errorf("greet = %+v", r.Messages[0].Content)
+		}
+		plain := e.connect(v, e.clientKey, nil)
+		_, err = plain.GetPrompt(context.Background(), &mcp.GetPromptParams{Name: "greet"})
+		if err == nil {
+			t.Errorf("prompts/get from a client that cannot elicit succeeded")
+		} else if v >= "2026-07-28" {
+			var je *jsonrpc.Error
+			if !errors.As(err, &je) || je.Code != -32021 {
+				t.Errorf("prompts/get without elicitation at %s: %v; want -32021", v, err)
+			}
+		} else if !strings.Contains(err.Error(), "did not declare the elicitation capability") {
+			t.Errorf("prompts/get without elicitation at %s: %v; want the handler's error", v, err)
+		}
+	})
+}

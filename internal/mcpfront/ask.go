@@ -69,16 +69,16 @@ func parseAsk(q *agentproto.Message) (mcp.InputRequestMap, map[string]string, er
 // clientCaps returns the capabilities the client declared: its session's at
 // initialize, or a 2026-07-28 request's own; and whether the request is of
 // the stateless protocol.
-func clientCaps(req *mcp.CallToolRequest) (caps map[string]any, modern bool) {
-	v, _ := req.Params.Meta[mcp.MetaKeyProtocolVersion].(string)
-	if ss := req.Session; ss != nil {
+func clientCaps(ss *mcp.ServerSession, meta mcp.Meta) (caps map[string]any, modern bool) {
+	v, _ := meta[mcp.MetaKeyProtocolVersion].(string)
+	if ss != nil {
 		if ip := ss.InitializeParams(); ip != nil {
 			b, _ := json.Marshal(ip.Capabilities)
 			json.Unmarshal(b, &caps)
 			return caps, v >= modernVersion || ip.ProtocolVersion >= modernVersion
 		}
 	}
-	caps, _ = req.Params.Meta[mcp.MetaKeyClientCapabilities].(map[string]any)
+	caps, _ = meta[mcp.MetaKeyClientCapabilities].(map[string]any)
 	return caps, true
 }
 
@@ -112,10 +112,10 @@ func errMissingCaps(missing []string) error {
 // collect reads the client's responses to an ask from its retried call,
 // checking elicitation answers against the schema asked for. The error
 // says, for the agent's developer, why there are none.
-func collect(req *mcp.CallToolRequest, asked mcp.InputRequestMap) (json.RawMessage, error) {
+func collect(responses mcp.InputResponseMap, asked mcp.InputRequestMap) (json.RawMessage, error) {
 	out := make(map[string]mcp.InputResponse, len(asked))
 	for id, ir := range asked {
-		resp, ok := req.Params.InputResponses[id]
+		resp, ok := responses[id]
 		if !ok {
 			return nil, fmt.Errorf("the client retried the call without a response to input request %q", id)
 		}

@@ -57,7 +57,7 @@ func (f *Front) toolHandler(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
 		}
 		if h.asked != nil {
-			responses, err := collect(req, h.asked)
+			responses, err := collect(req.Params.InputResponses, h.asked)
 			if err != nil {
 				h.call.Respond(nil, err.Error(), jsonrpc.CodeInvalidParams)
 			} else {
@@ -200,7 +200,7 @@ func (f *Front) await(ctx context.Context, req *mcp.CallToolRequest, t *agents.T
 				res = waitOn(ctx, req, call)
 				continue
 			}
-			caps, modern := clientCaps(req)
+			caps, modern := clientCaps(req.Session, req.Params.Meta)
 			if missing := missingCaps(caps, methods); missing != nil {
 				msg := fmt.Sprintf("the MCP client did not declare the %s capability, so it cannot answer", strings.Join(missing, " and "))
 				call.Respond(nil, msg, mcp.CodeMissingRequiredClientCapabilities)

@@ -3,7 +3,9 @@ package mcpfront
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -134,7 +136,67 @@ func (f *Front) promptHandler(ctx context.Context, req *mcp.GetPromptRequest) (*
 		}
 		return p.Replicas, p.GraceUntil, true
 	}
-	raw, err := f.deliverRead(ctx, key, agentproto.KindPrompt, name, p.Def.Name, p.AgentKey, args, target)
+	var (
+		call  *route.Call
+		res   route.Result
+		start = time.Now()
+	)
+	if req.Params.RequestState != "" {
+		// A retry that carries the client's responses to the agent's ask.
+		h, err := f.held.resume(req.Params.RequestState, key.ID)
+		if err != nil || h.asked == nil {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: errBadState.Error()}
+		}
+		if responses, err := collect(req.Params.InputResponses, h.asked); err != nil {
+			h.call.Respond(nil, err.Error(), jsonrpc.CodeInvalidParams)
+		} else {
+			h.call.Respond(responses, "", 0)
+		}
+		call, start = h.call, h.start
+		res = call.Wait(ctx, nil)
+	} else {
+		call, res = route.Start(ctx, f.reg, key.ProjectID, target, route.Request{
+			Kind: agentproto.KindPrompt, Name: p.Def.Name, Exposed: name, Args: args,
+			Wait: f.controls.Get(ctx, key.ProjectID).Settings.CallWait(), Caller: agentproto.Caller{KeyID: key.ID, KeyName: key.Name},
+		})
+		if call != nil {
+			res = call.Wait(ctx, nil)
+		}
+	}
+	for call != nil && res.Question != nil {
+		q := res.Question
+		if q.Type != agentproto.TypeAsk {
+			call.Answer(q.Input, false, errors.New("a prompt cannot ask a yes/no question (Confirm); use Elicit"))
+			res = call.Wait(ctx, nil)
+			continue
+		}
+		reqs, methods, err := parseAsk(q)
+		if err != nil {
+			call.Respond(nil, err.Error(), jsonrpc.CodeInvalidParams)
+			res = call.Wait(ctx, nil)
+			continue
+		}
+		caps, modern := clientCaps(req.Session, req.Params.Meta)
+		if missing := missingCaps(caps, methods); missing != nil {
+			call.Respond(nil, fmt.Sprintf("the MCP client did not declare the %s capability, so it cannot answer", strings.Join(missing, " and ")), mcp.CodeMissingRequiredClientCapabilities)
+			if modern {
+				f.readResult(ctx, key, agentproto.KindPrompt, name, p.AgentKey, call.Abandon(agentproto.ReasonCancelled), start)
+				return nil, errMissingCaps(missing)
+			}
+			res = call.Wait(ctx, nil)
+			continue
+		}
+		if !modern && req.Session != nil {
+			call.Respond(fulfil(ctx, req.Session, reqs, call.Deadline()))
+			res = call.Wait(ctx, nil)
+			continue
+		}
+		state := f.held.hold(&held{call: call, asked: reqs, keyID: key.ID, start: start}, func(h *held, res route.Result) {
+			f.readResult(context.Background(), key, agentproto.KindPrompt, name, p.AgentKey, res, h.start) // never answered: log the timeout
+		})
+		return &mcp.GetPromptResult{InputRequests: reqs, RequestState: state}, nil
+	}
+	raw, err := f.readResult(ctx, key, agentproto.KindPrompt, name, p.AgentKey, res, start)
 	if err != nil {
 		return nil, err
 	}
@@ -154,6 +216,13 @@ func (f *Front) deliverRead(ctx context.Context, key store.Key, kind, exposed, r
 		Kind: kind, Name: registered, Exposed: exposed, Args: args, Wait: wait,
 		Caller: agentproto.Caller{KeyID: key.ID, KeyName: key.Name},
 	})
+	return f.readResult(ctx, key, kind, exposed, agentKey, res, start)
+}
+
+// readResult logs how a read (a resource, a prompt, a completion) ended
+// and turns it into the client's answer: the agent's result, or a
+// JSON-RPC error.
+func (f *Front) readResult(ctx context.Context, key store.Key, kind, exposed, agentKey string, res route.Result, start time.Time) (json.RawMessage, error) {
 	var errText, outcome = "", store.OutcomeOK
 	switch res.Outcome {
 	case route.NotFound:

@@ -938,6 +938,13 @@ describe('asking the client (call.elicit, call.sample, call.roots)', () => {
             return `${r.model} wrote: ${parts.map((p) => p.text).join('')}`;
           }),
       }),
+      definePrompt({
+        name: 'node_greet',
+        handler: async (_args, call) => {
+          const r = await call.elicit('What is your name?', { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] });
+          return `Hello, ${r.content.name}!`;
+        },
+      }),
       defineTool({
         name: 'node_plan',
         description: "Asks for a form, a model's message and the roots in one round.",
@@ -998,6 +1005,11 @@ describe('asking the client (call.elicit, call.sample, call.roots)', () => {
   it("roots resolves with the client's roots", async () => {
     const r = await asker.callTool({ name: 'node_workspace', arguments: {} });
     assert.deepEqual(r, { content: [{ type: 'text', text: 'shop=file:///home/ada/shop' }] });
+  });
+
+  it('a prompt handler asks too', async () => {
+    const r = await asker.getPrompt({ name: 'node_greet' });
+    assert.deepEqual(r.messages, [{ role: 'user', content: { type: 'text', text: 'Hello, Ada!' } }]);
   });
 
   it('together asks for several inputs in one round', async () => {
