@@ -22,7 +22,6 @@ import (
 // the bridge until the agent protocol carries what they need (the
 // MCP-surface work): the bridge relays them as soon as it does.
 var surfacePending = []string{
-	"completion-complete",          // completion/complete
 	"tools-call-with-logging",      // notifications/message
 	"tools-call-sampling",          // sampling/createMessage
 	"tools-call-elicitation",       // elicitation/create
@@ -30,8 +29,6 @@ var surfacePending = []string{
 	"elicitation-sep1330-enums",    // elicitation/create
 	"resources-read-binary",        // blob resources
 	"resources-templates-read",     // resource templates
-	"resources-subscribe",          // resources/subscribe
-	"resources-unsubscribe",        // resources/unsubscribe
 	// 2026-07-28 (0.2.0-alpha.12 --requirements 2026-07-28):
 	"caching",          // its resources/read check reads a blob resource
 	"server-stateless", // -32021 for an undeclared client capability (sampling)
