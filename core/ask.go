@@ -209,6 +209,11 @@ type Inputs struct {
 	Elicit *ElicitRequest
 	Sample *SampleRequest
 	Roots  bool
+	// ElicitID, SampleID and RootsID name the input requests on the wire
+	// (the keys of a 2026-07-28 client's inputRequests), for clients that
+	// look for particular ones; empty means ids of the SDK's own. They must
+	// differ from each other.
+	ElicitID, SampleID, RootsID string
 }
 
 // Answers are the client's responses to [Together], for the requests asked.
@@ -226,16 +231,16 @@ func Together(ctx context.Context, in Inputs) (Answers, error) {
 	var out Answers
 	reqs := map[string]inputRequest{}
 	if in.Elicit != nil {
-		reqs["elicit"] = inputRequest{"elicitation/create", map[string]any{"mode": "form", "message": in.Elicit.Message, "requestedSchema": in.Elicit.Schema}}
+		reqs["elicit"] = inputRequest{"elicitation/create", map[string]any{"mode": "form", "message": in.Elicit.Message, "requestedSchema": in.Elicit.Schema}, in.ElicitID}
 	}
 	if in.Sample != nil {
 		if in.Sample.MaxTokens <= 0 {
 			return out, errors.New("core: together: Sample.MaxTokens must be positive")
 		}
-		reqs["sample"] = inputRequest{"sampling/createMessage", in.Sample}
+		reqs["sample"] = inputRequest{"sampling/createMessage", in.Sample, in.SampleID}
 	}
 	if in.Roots {
-		reqs["roots"] = inputRequest{"roots/list", map[string]any{}}
+		reqs["roots"] = inputRequest{"roots/list", map[string]any{}, in.RootsID}
 	}
 	if len(reqs) == 0 {
 		return out, errors.New("core: together: no input requested")
@@ -270,12 +275,13 @@ func Together(ctx context.Context, in Inputs) (Answers, error) {
 type inputRequest struct {
 	Method string `json:"method"`
 	Params any    `json:"params"`
+	id     string // the wire id; "" means one of the round's
 }
 
 // ask sends one input request for the call ctx serves and waits for the
 // client's response to it.
 func ask(ctx context.Context, method string, params any) (json.RawMessage, error) {
-	rs, err := askAll(ctx, method, map[string]inputRequest{"": {method, params}})
+	rs, err := askAll(ctx, method, map[string]inputRequest{"": {method, params, ""}})
 	if err != nil {
 		return nil, err
 	}
@@ -297,7 +303,10 @@ func askAll(ctx context.Context, what string, reqs map[string]inputRequest) (map
 	// Ids are unique per round ("in-2", or "in-2-sample" among several), so
 	// a late answer to an earlier round never matches.
 	id := func(name string) string {
-		if name == "" {
+		switch {
+		case reqs[name].id != "":
+			return reqs[name].id
+		case name == "":
 			return round
 		}
 		return round + "-" + name

@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,6 +35,18 @@ type Call struct {
 	// and for passing the context on by hand.
 	TraceParent string
 	TraceState  string
+	// ClientCapabilities are the client capabilities that [Elicit],
+	// [Sample] and [Roots] need and that the client declared for this call:
+	// "elicitation", "sampling", "roots". Ask only for what is here to
+	// avoid [ErrMissingCapability].
+	ClientCapabilities []string
+}
+
+// ClientCan reports whether the client of the call the handler holding ctx
+// serves declared capability ("elicitation", "sampling" or "roots").
+func ClientCan(ctx context.Context, capability string) bool {
+	c, ok := CallFrom(ctx)
+	return ok && slices.Contains(c.ClientCapabilities, capability)
 }
 
 // CallFrom returns the call that the handler holding ctx is serving, and

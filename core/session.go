@@ -245,6 +245,7 @@ func (s *session) start(m agentproto.Message) {
 	c := &call{info: Call{ID: m.ID, Kind: m.Kind, Tool: m.Name}, sess: s, confirmed: make(chan agentproto.Message, 1)}
 	if m.Caller != nil {
 		c.info.KeyID, c.info.KeyName = m.Caller.KeyID, m.Caller.KeyName
+		c.info.ClientCapabilities = m.Caller.Capabilities
 	}
 	ctx, cancel := context.WithCancelCause(s.ctx)
 	ctx = withTrace(ctx, &c.info, m)

@@ -265,6 +265,10 @@ type Message struct {
 type Caller struct {
 	KeyID   string `json:"keyId,omitempty"`
 	KeyName string `json:"keyName,omitempty"`
+	// Capabilities are the client capabilities that input requests need
+	// and the client declared for this call: "elicitation", "sampling",
+	// "roots" (sorted; tools and prompts only).
+	Capabilities []string `json:"capabilities,omitempty"`
 }
 
 // Welcome is the gateway's first message on a new connection.

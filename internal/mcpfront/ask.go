@@ -82,6 +82,24 @@ func clientCaps(ss *mcp.ServerSession, meta mcp.Meta) (caps map[string]any, mode
 	return caps, true
 }
 
+// callerCaps is askable of the client of a request.
+func callerCaps(ss *mcp.ServerSession, meta mcp.Meta) []string {
+	caps, _ := clientCaps(ss, meta)
+	return askable(caps)
+}
+
+// askable lists the capabilities input requests need that the client
+// declared, sorted: what the agent's handler may ask for.
+func askable(caps map[string]any) []string {
+	var out []string
+	for _, c := range []string{"elicitation", "roots", "sampling"} {
+		if caps[c] != nil {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 // missingCaps lists the capabilities the requests need that the client did
 // not declare, sorted.
 func missingCaps(caps map[string]any, methods map[string]string) []string {

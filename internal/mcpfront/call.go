@@ -91,7 +91,7 @@ func (f *Front) toolHandler(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 		Name:     t.Def.Name,
 		Exposed:  t.Name,
 		Args:     args,
-		Caller:   agentproto.Caller{KeyID: key.ID, KeyName: key.Name},
+		Caller:   agentproto.Caller{KeyID: key.ID, KeyName: key.Name, Capabilities: callerCaps(req.Session, req.Params.Meta)},
 		Wait:     f.wait(ctx, t, key, c),
 		Instance: instance,
 		Tracer:   f.tracer,

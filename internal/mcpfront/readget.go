@@ -157,7 +157,8 @@ func (f *Front) promptHandler(ctx context.Context, req *mcp.GetPromptRequest) (*
 	} else {
 		call, res = route.Start(ctx, f.reg, key.ProjectID, target, route.Request{
 			Kind: agentproto.KindPrompt, Name: p.Def.Name, Exposed: name, Args: args,
-			Wait: f.controls.Get(ctx, key.ProjectID).Settings.CallWait(), Caller: agentproto.Caller{KeyID: key.ID, KeyName: key.Name},
+			Wait:   f.controls.Get(ctx, key.ProjectID).Settings.CallWait(),
+			Caller: agentproto.Caller{KeyID: key.ID, KeyName: key.Name, Capabilities: callerCaps(req.Session, req.Params.Meta)},
 		})
 		if call != nil {
 			res = call.Wait(ctx, nil)
