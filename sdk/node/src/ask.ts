@@ -63,6 +63,12 @@ export interface Inputs {
   elicit?: { message: string; schema: Record<string, unknown> };
   sample?: SampleRequest;
   roots?: boolean;
+  /**
+   * The input requests' ids on the wire (the keys of a 2026-07-28 client's
+   * inputRequests), for clients that look for particular ones; absent means
+   * ids of the SDK's own. They must differ from each other.
+   */
+  ids?: { elicit?: string; sample?: string; roots?: string };
 }
 
 /** The client's responses to `call.together`, for the requests asked. */
@@ -74,15 +80,15 @@ export interface Answers {
 
 /** together asks several input requests in one round (see Call.together). */
 export async function together(s: Session, id: string, c: RunningCall, inputs: Inputs): Promise<Answers> {
-  const reqs: Record<string, { method: string; params: unknown }> = {};
+  const reqs: Record<string, { method: string; params: unknown; id?: string }> = {};
   if (inputs?.elicit) {
-    reqs.elicit = { method: 'elicitation/create', params: { mode: 'form', message: String(inputs.elicit.message), requestedSchema: inputs.elicit.schema } };
+    reqs.elicit = { method: 'elicitation/create', params: { mode: 'form', message: String(inputs.elicit.message), requestedSchema: inputs.elicit.schema }, id: inputs.ids?.elicit };
   }
   if (inputs?.sample) {
     if (!(inputs.sample.maxTokens > 0)) throw new Error('call.together: sample.maxTokens must be positive');
-    reqs.sample = { method: 'sampling/createMessage', params: inputs.sample };
+    reqs.sample = { method: 'sampling/createMessage', params: inputs.sample, id: inputs.ids?.sample };
   }
-  if (inputs?.roots) reqs.roots = { method: 'roots/list', params: {} };
+  if (inputs?.roots) reqs.roots = { method: 'roots/list', params: {}, id: inputs.ids?.roots };
   if (Object.keys(reqs).length === 0) throw new Error('call.together: no input requested');
   const rs = await askAll(s, id, c, 'call.together', reqs);
   const out: Answers = {};
@@ -111,7 +117,7 @@ function askAll(
   id: string,
   c: RunningCall,
   what: string,
-  reqs: Record<string, { method: string; params: unknown }>,
+  reqs: Record<string, { method: string; params: unknown; id?: string }>,
 ): Promise<Record<string, unknown>> {
   const signal = c.ac.signal;
   if (signal.aborted) return Promise.reject(signal.reason);
@@ -120,7 +126,7 @@ function askAll(
     return Promise.reject(new Error(`${what}: another input request of this call is still waiting for the client; ask one at a time`));
   }
   const round = `in-${++c.asked}`;
-  const wire = (name: string) => (name === '' ? round : `${round}-${name}`);
+  const wire = (name: string) => reqs[name]?.id || (name === '' ? round : `${round}-${name}`);
   return new Promise<Record<string, unknown>>((resolve, reject) => {
     const settle = (f: () => void) => {
       if (c.asking?.input !== round) return;
@@ -152,7 +158,7 @@ function askAll(
       fail: (err) => settle(() => reject(err)),
     };
     signal.addEventListener('abort', onAbort, { once: true });
-    const requests = Object.fromEntries(Object.entries(reqs).map(([name, r]) => [wire(name), r]));
+    const requests = Object.fromEntries(Object.entries(reqs).map(([name, r]) => [wire(name), { method: r.method, params: r.params }]));
     void s.send(JSON.stringify({ type: 'ask', id, requests })).then((sent) => {
       if (!sent) settle(() => reject(new Error(`${what}: the request was not sent: the connection to the gateway is closed`)));
     });

@@ -52,6 +52,9 @@ export function startCall(s: Session, m: WireMessage, handlerFor: HandlerFor, lo
     kind,
     tool: name,
     caller,
+    clientCapabilities: Object.freeze(
+      Array.isArray(m.caller?.capabilities) ? m.caller.capabilities.filter((c): c is string => typeof c === 'string') : [],
+    ),
     deadline,
     ...traceContext(m),
     signal: ac.signal,

@@ -20,6 +20,12 @@ export interface Call {
   readonly tool: string;
   /** The client key that made the call. */
   readonly caller: Caller;
+  /**
+   * The client capabilities that elicit, sample and roots need and that the
+   * client declared for this call: `elicitation`, `sampling`, `roots`. Ask
+   * only for what is here to avoid a MissingCapabilityError.
+   */
+  readonly clientCapabilities: readonly string[];
   /** Epoch milliseconds after which the gateway has given up on the call; 0 when it sent none. */
   readonly deadline: number;
   /**

@@ -15,7 +15,7 @@ export interface WireMessage {
   name?: string;
   args?: unknown;
   deadline?: number;
-  caller?: { keyId?: string; keyName?: string };
+  caller?: { keyId?: string; keyName?: string; capabilities?: unknown };
   traceparent?: unknown;
   tracestate?: unknown;
   message?: string;
