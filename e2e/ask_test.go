@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -154,10 +155,22 @@ func TestAskTheClient(t *testing.T) {
 			t.Errorf("summarise without sampling at %s = %v, %v; want the handler's error", v, r, err)
 		}
 	})
+	asked := 0
 	for _, c := range e.calls() {
 		if c.Outcome == "timeout" {
 			t.Errorf("call %s was logged as a timeout", c.Name)
 		}
+		if c.Name == "plan_trip" && slices.Contains(c.Progress, "asked the client for a form (Book a table at the trip's end?), its roots, a message from its model (1 message, up to 20 tokens)") {
+			asked++
+		}
+	}
+	if asked != len(versions) {
+		for _, c := range e.calls() {
+			if c.Name == "plan_trip" {
+				t.Logf("plan_trip logged with %q", c.Progress)
+			}
+		}
+		t.Errorf("%d plan_trip calls in the log say what was asked; want %d", asked, len(versions))
 	}
 }
 

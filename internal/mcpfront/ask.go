@@ -16,6 +16,7 @@ import (
 
 	"github.com/spacefix/spacefix/internal/agentproto"
 	"github.com/spacefix/spacefix/internal/schema"
+	"github.com/spacefix/spacefix/internal/textfmt"
 )
 
 // An agent's ask (core.Elicit, core.Sample, core.Roots) is a set of MCP
@@ -30,6 +31,32 @@ const (
 	maxAskRequests = 8
 	maxAskBytes    = 256 << 10
 )
+
+// askedLine is what the call log keeps of an ask: what was asked, never
+// the answers.
+func askedLine(reqs mcp.InputRequestMap) string {
+	ids := make([]string, 0, len(reqs))
+	for id := range reqs {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	parts := make([]string, 0, len(ids))
+	for _, id := range ids {
+		switch p := reqs[id].(type) {
+		case *mcp.ElicitParams:
+			parts = append(parts, fmt.Sprintf("a form (%s)", textfmt.Cut(p.Message, 80)))
+		case *mcp.CreateMessageWithToolsParams:
+			msgs := "messages"
+			if len(p.Messages) == 1 {
+				msgs = "message"
+			}
+			parts = append(parts, fmt.Sprintf("a message from its model (%d %s, up to %d tokens)", len(p.Messages), msgs, p.MaxTokens))
+		default:
+			parts = append(parts, "its roots")
+		}
+	}
+	return "asked the client for " + strings.Join(parts, ", ")
+}
 
 // capabilityOf is the client capability each input request needs.
 var capabilityOf = map[string]string{

@@ -200,6 +200,7 @@ func (f *Front) await(ctx context.Context, req *mcp.CallToolRequest, t *agents.T
 				res = waitOn(ctx, req, call)
 				continue
 			}
+			call.Note(askedLine(reqs))
 			caps, modern := clientCaps(req.Session, req.Params.Meta)
 			if missing := missingCaps(caps, methods); missing != nil {
 				msg := fmt.Sprintf("the MCP client did not declare the %s capability, so it cannot answer", strings.Join(missing, " and "))

@@ -177,6 +177,7 @@ func (f *Front) promptHandler(ctx context.Context, req *mcp.GetPromptRequest) (*
 			res = call.Wait(ctx, nil)
 			continue
 		}
+		call.Note(askedLine(reqs))
 		caps, modern := clientCaps(req.Session, req.Params.Meta)
 		if missing := missingCaps(caps, methods); missing != nil {
 			call.Respond(nil, fmt.Sprintf("the MCP client did not declare the %s capability, so it cannot answer", strings.Join(missing, " and ")), mcp.CodeMissingRequiredClientCapabilities)

@@ -273,6 +273,10 @@ func (c *Call) Respond(responses json.RawMessage, msg string, code int) {
 	c.conn.Send(ctx, m)
 }
 
+// Note adds a line to what the call log keeps of the call beside its
+// progress (what the agent asked the client, for instance).
+func (c *Call) Note(line string) { c.res.Progress = append(c.res.Progress, line) }
+
 // Abandon gives up on the call — the wait expired (reason timeout) or the
 // caller left (cancelled) — tells the agent, and returns how it ended.
 func (c *Call) Abandon(reason string) Result {
