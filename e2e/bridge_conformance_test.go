@@ -27,10 +27,7 @@ var surfacePending = []string{
 	"tools-call-elicitation",       // elicitation/create
 	"elicitation-sep1034-defaults", // elicitation/create
 	"elicitation-sep1330-enums",    // elicitation/create
-	"resources-read-binary",        // blob resources
-	"resources-templates-read",     // resource templates
 	// 2026-07-28 (0.2.0-alpha.12 --requirements 2026-07-28):
-	"caching",          // its resources/read check reads a blob resource
 	"server-stateless", // -32021 for an undeclared client capability (sampling)
 	// input_required results (multi-round trip) for elicitation, sampling
 	// and roots:

@@ -105,7 +105,7 @@ func (b *Bridge) offer(ctx context.Context, up *upstream, meta core.Bridge) (*ge
 			if err != nil {
 				return nil, fmt.Errorf("prompts/list: %w", err)
 			}
-			if b.addPrompt(a, up, p) {
+			if b.addPrompt(a, up, p, caps.Completions != nil) {
 				counts["prompts"]++
 			}
 		}
@@ -123,11 +123,12 @@ func (b *Bridge) offer(ctx context.Context, up *upstream, meta core.Bridge) (*ge
 			if err != nil {
 				break // optional for servers; many answer method not found
 			}
-			b.log.Warn("bridge: resource template not bridged: this gateway's agent protocol cannot carry templates yet",
-				"template", rt.URITemplate)
+			if b.addTemplate(a, up, rt, caps.Completions != nil) {
+				counts["templates"]++
+			}
 		}
 	}
-	b.log.Info("bridge: registering", "tools", counts["tools"], "prompts", counts["prompts"], "resources", counts["resources"])
+	b.log.Info("bridge: registering", "tools", counts["tools"], "prompts", counts["prompts"], "resources", counts["resources"], "templates", counts["templates"])
 	return g, nil
 }
 
@@ -207,17 +208,24 @@ func (b *Bridge) addTool(a *core.Agent, up *upstream, t *mcp.Tool) bool {
 	return true
 }
 
-func (b *Bridge) addPrompt(a *core.Agent, up *upstream, p *mcp.Prompt) bool {
+func (b *Bridge) addPrompt(a *core.Agent, up *upstream, p *mcp.Prompt, completes bool) bool {
 	exposed, err := b.exposed("prompt", p.Name)
 	if err != nil {
 		b.refuse("prompt", p.Name, err.Error())
 		return false
 	}
 	opts := core.PromptOptions{Title: p.Title, Description: p.Description}
-	for _, arg := range p.Arguments {
-		opts.Args = append(opts.Args, core.PromptArg{Name: arg.Name, Description: arg.Description, Required: arg.Required})
-	}
 	name := p.Name
+	for _, arg := range p.Arguments {
+		pa := core.PromptArg{Name: arg.Name, Description: arg.Description, Required: arg.Required}
+		if completes {
+			argName := arg.Name
+			pa.Complete = func(ctx context.Context, value string, args map[string]string) ([]string, error) {
+				return b.complete(ctx, up, &mcp.CompleteReference{Type: "ref/prompt", Name: name}, argName, value, args)
+			}
+		}
+		opts.Args = append(opts.Args, pa)
+	}
 	err = a.Prompt(exposed, opts, func(ctx context.Context, args map[string]string) (core.PromptResult, error) {
 		return b.getPrompt(ctx, up, name, args)
 	})
@@ -242,6 +250,34 @@ func (b *Bridge) addResource(a *core.Agent, up *upstream, r *mcp.Resource) bool 
 		func(ctx context.Context) (any, error) { return b.readResource(ctx, up, uri) })
 	if err != nil {
 		b.refuse("resource", r.URI, err.Error())
+		return false
+	}
+	return true
+}
+
+// addTemplate bridges a resource template: reads of the URIs it matches go
+// to the server, and so do completions of its variables when the server
+// offers completion.
+func (b *Bridge) addTemplate(a *core.Agent, up *upstream, rt *mcp.ResourceTemplate, completes bool) bool {
+	name := rt.Name
+	if name == "" {
+		name = rt.URITemplate
+	}
+	opts := core.ResourceOptions{Name: name, Description: rt.Description, MimeType: rt.MIMEType}
+	if opts.MimeType == "" {
+		opts.MimeType = "text/plain"
+	}
+	tmpl := rt.URITemplate
+	if completes {
+		opts.Complete = func(ctx context.Context, param, value string, args map[string]string) ([]string, error) {
+			return b.complete(ctx, up, &mcp.CompleteReference{Type: "ref/resource", URI: tmpl}, param, value, args)
+		}
+	}
+	err := a.ResourceTemplate(tmpl, opts, func(ctx context.Context, uri string, _ map[string]string) (any, error) {
+		return b.readResource(ctx, up, uri)
+	})
+	if err != nil {
+		b.refuse("resource template", tmpl, err.Error())
 		return false
 	}
 	return true

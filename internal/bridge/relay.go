@@ -106,8 +106,7 @@ func content(c mcp.Content) core.Content {
 }
 
 // readResource relays a read. Text contents go back as they are (several
-// are joined by newlines); a binary one cannot travel over this gateway's
-// agent protocol yet and is an error that says so.
+// are joined by newlines); a binary one goes back as its bytes (a blob).
 func (b *Bridge) readResource(ctx context.Context, up *upstream, uri string) (any, error) {
 	cctx, stop := up.bind(ctx)
 	defer stop()
@@ -118,11 +117,30 @@ func (b *Bridge) readResource(ctx context.Context, up *upstream, uri string) (an
 	var parts []string
 	for _, c := range res.Contents {
 		if c.Blob != nil {
-			return nil, fmt.Errorf("Resource %s is binary (%s); the bridge relays only text resources for now.", uri, c.MIMEType)
+			if len(res.Contents) > 1 {
+				return nil, fmt.Errorf("Resource %s has %d contents, one of them binary; the bridge relays a binary resource only alone.", uri, len(res.Contents))
+			}
+			return c.Blob, nil
 		}
 		parts = append(parts, c.Text)
 	}
 	return strings.Join(parts, "\n"), nil
+}
+
+// complete relays completion/complete for a prompt argument or a template
+// variable.
+func (b *Bridge) complete(ctx context.Context, up *upstream, ref *mcp.CompleteReference, arg, value string, args map[string]string) ([]string, error) {
+	cctx, stop := up.bind(ctx)
+	defer stop()
+	p := &mcp.CompleteParams{Ref: ref, Argument: mcp.CompleteParamsArgument{Name: arg, Value: value}}
+	if len(args) > 0 {
+		p.Context = &mcp.CompleteContext{Arguments: args}
+	}
+	res, err := up.cs.Complete(cctx, p)
+	if err != nil {
+		return nil, b.callError(ctx, err)
+	}
+	return res.Completion.Values, nil
 }
 
 // progressSink is where a call's progress notifications go.
