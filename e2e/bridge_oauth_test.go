@@ -24,6 +24,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
+	"github.com/spacefix/spacefix/core"
 	"github.com/spacefix/spacefix/internal/bridge"
 )
 
@@ -295,5 +296,69 @@ func TestBridgeLoginCLI(t *testing.T) {
 	o.mu.Unlock()
 	if f.ClientID != cimdURL || registered != 0 {
 		t.Errorf("client id %q after %d dynamic registrations; want the metadata document's URL and none", f.ClientID, registered)
+	}
+}
+
+// TestBridgeOAuthIntoSpacefix bridges one Spacefix project into another:
+// the bridge is an OAuth client of the first gateway's own authorization
+// server (dynamic registration, the person's consent on its dashboard,
+// PKCE), and the first project's tools are called through the second
+// gateway.
+func TestBridgeOAuthIntoSpacefix(t *testing.T) {
+	t.Parallel()
+	up := newEnv(t)
+	up.startAgent(core.Options{}, func(a *core.Agent) { must(t, addOAuthTools(a)) })
+	p := newPerson(t, up, "ops@example.com")
+	p.access.Store("read")
+	down := newEnv(t)
+	dir := t.TempDir()
+	srv := bridge.Server{Name: "shop", URL: up.url + "/mcp"}
+	b, err := bridge.New(srv, bridge.Options{GatewayURL: down.url, APIKey: down.agentKey, TokenDir: dir})
+	must(t, err)
+
+	pr, pw := io.Pipe()
+	browsed := make(chan error, 1)
+	go func() {
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			line := strings.TrimSpace(sc.Text())
+			if !strings.HasPrefix(line, up.url+"/oauth/authorize?") {
+				continue
+			}
+			back, err := p.consent(line, "approve") // the person allows reading, on the first gateway's dashboard
+			if err == nil {
+				var resp *http.Response
+				if resp, err = http.Get(back.String()); err == nil { // the browser goes back to the bridge
+					body, _ := io.ReadAll(resp.Body)
+					resp.Body.Close()
+					if !strings.Contains(string(body), "Signed in. You can close this tab") {
+						err = fmt.Errorf("callback page: %d %s", resp.StatusCode, body)
+					}
+				}
+			}
+			browsed <- err
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	must(t, b.Login(ctx, bridge.LoginOptions{Out: pw}))
+	pw.Close()
+	must(t, <-browsed)
+
+	e := down
+	e.startBridge(srv, bridge.Options{TokenDir: dir})
+	cs := e.connect("2025-11-25", e.clientKey, nil)
+	waitFor(t, "the first project's read tools through the bridge", func() bool {
+		return slices.Contains(toolNames(t, cs), "shop__get_order")
+	})
+	if got := strings.Join(toolNames(t, cs), ","); got != "shop__get_order,shop__search_orders" {
+		t.Errorf("tools through a read-only grant = %s; want the read tools only", got)
+	}
+	if r := call(t, cs, "shop__get_order", map[string]any{"id": "1042"}); r.IsError || !strings.Contains(text(r), `"customer":"ada"`) {
+		t.Errorf("shop__get_order = %v %q", r.IsError, text(r))
+	}
+	grants, _ := up.store.OAuthGrants(context.Background(), up.project.ID)
+	if len(grants) != 1 || grants[0].Scope != "mcp:read" || grants[0].UserEmail != "ops@example.com" {
+		t.Errorf("the first gateway's connected apps = %+v; want the bridge, read only, approved by ops", grants)
 	}
 }
