@@ -21,21 +21,21 @@ import (
 // the bridge until the agent protocol carries what they need (the
 // MCP-surface work): the bridge relays them as soon as it does.
 var surfacePending = []string{
-	"tools-call-with-logging",      // notifications/message
-	"tools-call-sampling",          // sampling/createMessage
-	"tools-call-elicitation",       // elicitation/create
-	"elicitation-sep1034-defaults", // elicitation/create
-	"elicitation-sep1330-enums",    // elicitation/create
-	// 2026-07-28 (0.2.0-alpha.12 --requirements 2026-07-28):
-	"server-stateless", // -32021 for an undeclared client capability (sampling)
-	// input_required results (multi-round trip) for elicitation, sampling
-	// and roots:
+	"elicitation-sep1330-enums", // the bridge's go-sdk client checks the answer against enumNames it does not know
+	// 2026-07-28 (0.2.0-alpha.12 --requirements 2026-07-28): the bridge
+	// speaks 2025-11-25 to the server, so the server's input requests reach
+	// it as requests without their ids; the client sees the gateway's ids.
 	"input-required-result-basic-elicitation", "input-required-result-basic-list-roots",
-	"input-required-result-basic-sampling", "input-required-result-capability-check",
-	"input-required-result-multi-round", "input-required-result-multiple-input-requests",
-	"input-required-result-non-tool-request", "input-required-result-request-state",
-	"input-required-result-result-type", "input-required-result-tampered-state",
+	"input-required-result-multiple-input-requests",
+	"server-stateless", // -32021 for an undeclared client capability (sampling)
 }
+
+// surfaceUnsure pass or fail through the bridge by timing, so the test
+// asserts neither: the server's log messages reach the bridge beside its
+// result, and one that comes after the result has no call to go to; the
+// capability check's requests race the calls of earlier scenarios still
+// waiting for answers the suite never gives.
+var surfaceUnsure = []string{"tools-call-with-logging", "input-required-result-capability-check"}
 
 // TestBridgeConformance runs the official conformance suite (both pinned
 // versions, in e2e/servers) against go-sdk's everything-server twice: as
@@ -82,6 +82,10 @@ func TestBridgeConformance(t *testing.T) {
 
 			var lost, pendingNow []string
 			for name, ok := range direct {
+				if slices.Contains(surfaceUnsure, name) {
+					t.Logf("by timing: %s passed through the bridge: %v", name, bridged[name])
+					continue
+				}
 				pending := slices.Contains(surfacePending, name)
 				switch {
 				case ok && !bridged[name] && !pending:
@@ -139,11 +143,17 @@ func scenarioResults(t *testing.T, dir string) map[string]bool {
 		if err != nil {
 			continue
 		}
-		var checks []struct{ Status string }
+		var checks []struct {
+			Status, ID   string
+			ErrorMessage string `json:"errorMessage"`
+		}
 		must(t, json.Unmarshal(data, &checks))
 		ok := len(checks) > 0
 		for _, c := range checks {
 			ok = ok && c.Status != "FAILURE"
+			if c.Status == "FAILURE" && testing.Verbose() {
+				t.Logf("%s: %s: %s", m[1], c.ID, c.ErrorMessage)
+			}
 		}
 		out[m[1]] = ok
 	}

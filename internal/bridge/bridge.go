@@ -116,12 +116,19 @@ func (b *Bridge) clientOptions() *mcp.ClientOptions {
 		PromptListChangedHandler:    func(context.Context, *mcp.PromptListChangedRequest) { changed() },
 		ResourceListChangedHandler:  func(context.Context, *mcp.ResourceListChangedRequest) { changed() },
 		ProgressNotificationHandler: b.onProgress,
-		// Until the agent protocol carries notifications/message to the
-		// client, the server's log messages go to the bridge's log.
+		// The server's log messages go to the client of the call they
+		// belong to (when the bridge can tell: see soleCall), and to the
+		// bridge's log.
 		//lint:ignore SA1019 deprecated in 2026-07-28; 2025 servers log this way
 		LoggingMessageHandler: func(ctx context.Context, r *mcp.LoggingMessageRequest) {
 			b.log.Log(ctx, slogLevel(r.Params.Level), "bridge: server log message", "logger", r.Params.Logger, "data", r.Params.Data)
+			if cctx, err := b.soleCall(); err == nil {
+				core.Log(cctx, core.LogLevel(r.Params.Level), r.Params.Data)
+			}
 		},
+		ElicitationHandler: b.onElicit,
+		//lint:ignore SA1019 deprecated in 2026-07-28 (SEP-2577); 2025 servers sample this way
+		CreateMessageHandler: b.onSample,
 	}
 }
 

@@ -27,7 +27,7 @@ func (b *Bridge) connect(ctx context.Context) (_ *mcp.ClientSession, transport s
 			cmd.Env = append(cmd.Env, k+"="+v)
 		}
 		cmd.Stderr = &lineLogger{log: b.log} // b.log names the server
-		cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: b.opts.TerminateDuration}, nil)
+		cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: b.opts.TerminateDuration}, sessionOptions)
 		if err != nil {
 			return nil, "", 0, fmt.Errorf("start %s: %w", b.srv.Command, err)
 		}
@@ -39,14 +39,14 @@ func (b *Bridge) connect(ctx context.Context) (_ *mcp.ClientSession, transport s
 	if err != nil {
 		return nil, "", 0, err
 	}
-	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: b.srv.URL, HTTPClient: hc, MaxRetries: -1, OAuthHandler: oh}, nil)
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: b.srv.URL, HTTPClient: hc, MaxRetries: -1, OAuthHandler: oh}, sessionOptions)
 	if err == nil {
 		return cs, "streamable-http", 0, nil
 	}
 	if ctx.Err() != nil || errors.Is(err, ErrSignIn) || !fallbackToSSE(err) {
 		return nil, "", 0, fmt.Errorf("connect to %s: %w", redactURL(b.srv.URL), err)
 	}
-	cs, sseErr := client.Connect(ctx, &mcp.SSEClientTransport{Endpoint: b.srv.URL, HTTPClient: hc}, nil)
+	cs, sseErr := client.Connect(ctx, &mcp.SSEClientTransport{Endpoint: b.srv.URL, HTTPClient: hc}, sessionOptions)
 	if sseErr != nil {
 		return nil, "", 0, fmt.Errorf("connect to %s: Streamable HTTP: %v; legacy SSE: %w", redactURL(b.srv.URL), err, sseErr)
 	}
@@ -123,3 +123,10 @@ var _ io.Writer = (*lineLogger)(nil)
 
 // errGone says the server's session ended.
 var errGone = errors.New("the MCP server went away")
+
+// sessionOptions speak protocol 2025-11-25 to the server: a session in
+// which the server sends its requests (elicitation, sampling) and log
+// messages on the session, where the bridge relays them to the client of
+// the call they belong to. (A server's 2026-07-28 input_required results
+// become such requests in a 2025 session too.)
+var sessionOptions = &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"}

@@ -70,6 +70,8 @@ func (b *Bridge) callError(ctx context.Context, err error) error {
 }
 
 func (b *Bridge) getPrompt(ctx context.Context, up *upstream, name string, args map[string]string) (core.PromptResult, error) {
+	_, done := b.watchProgress(ctx) // in flight: see soleCall
+	defer done()
 	cctx, stop := up.bind(ctx)
 	defer stop()
 	res, err := up.cs.GetPrompt(cctx, &mcp.GetPromptParams{Name: name, Arguments: args})
@@ -144,7 +146,10 @@ func (b *Bridge) complete(ctx context.Context, up *upstream, ref *mcp.CompleteRe
 }
 
 // progressSink is where a call's progress notifications go.
-type progressSink struct{ ctx context.Context }
+type progressSink struct {
+	ctx    context.Context
+	asking bool // waiting for the client's answer to a request of the server's; guarded by b.mu
+}
 
 // watchProgress registers a progress token for the call whose handler holds
 // ctx; the server's notifications/progress for it become core.Progress
@@ -187,4 +192,110 @@ func progressLineOf(progress, total float64, msg string) string {
 		return num
 	}
 	return msg + " (" + num + ")"
+}
+
+// soleCall returns the context of the one call in flight to the server:
+// a request the server sends the client (elicitation, sampling) or a log
+// message belongs to it. With several in flight the bridge cannot tell
+// which (a 2025 session does not say), and says so.
+// Calls already waiting for the client's answer to an earlier request do
+// not count: the server waits for that answer before it asks again.
+func (b *Bridge) soleCall() (context.Context, error) {
+	s, err := b.sole()
+	if err != nil {
+		return nil, err
+	}
+	return s.ctx, nil
+}
+
+func (b *Bridge) sole() (*progressSink, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var found *progressSink
+	n := 0
+	for _, s := range b.progress {
+		if !s.asking {
+			found = s
+			n++
+		}
+	}
+	if n != 1 {
+		return nil, fmt.Errorf("the bridge cannot tell which call this request is for: %d calls to the server are in flight", n)
+	}
+	return found, nil
+}
+
+// asking marks s as waiting for the client's answer until the returned
+// function is called.
+func (b *Bridge) asking(s *progressSink) func() {
+	b.mu.Lock()
+	s.asking = true
+	b.mu.Unlock()
+	return func() {
+		b.mu.Lock()
+		s.asking = false
+		b.mu.Unlock()
+	}
+}
+
+// onElicit relays the server's elicitation/create to the user of the call
+// it belongs to (core.Elicit): the gateway asks the client.
+func (b *Bridge) onElicit(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+	s, err := b.sole()
+	if err != nil {
+		return nil, err
+	}
+	defer b.asking(s)()
+	cctx := s.ctx
+	if r.Params.Mode == "url" {
+		return nil, errors.New("the bridge relays form elicitation only, not URL mode")
+	}
+	res, err := core.Elicit(cctx, r.Params.Message, r.Params.RequestedSchema)
+	if err != nil {
+		return nil, err
+	}
+	return &mcp.ElicitResult{Action: res.Action, Content: res.Content}, nil
+}
+
+// onSample relays the server's sampling/createMessage to the client of the
+// call it belongs to (core.Sample).
+func (b *Bridge) onSample(_ context.Context, r *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+	s, err := b.sole()
+	if err != nil {
+		return nil, err
+	}
+	defer b.asking(s)()
+	cctx := s.ctx
+	p := r.Params
+	req := core.SampleRequest{SystemPrompt: p.SystemPrompt, MaxTokens: int(p.MaxTokens), Temperature: p.Temperature,
+		StopSequences: p.StopSequences, IncludeContext: p.IncludeContext}
+	for _, m := range p.Messages {
+		req.Messages = append(req.Messages, core.SamplingMessage{Role: string(m.Role), Content: content(m.Content)})
+	}
+	if mp := p.ModelPreferences; mp != nil {
+		req.ModelPreferences = &core.ModelPreferences{CostPriority: mp.CostPriority, SpeedPriority: mp.SpeedPriority, IntelligencePriority: mp.IntelligencePriority}
+		for _, h := range mp.Hints {
+			req.ModelPreferences.Hints = append(req.ModelPreferences.Hints, core.ModelHint{Name: h.Name})
+		}
+	}
+	res, err := core.Sample(cctx, req)
+	if err != nil {
+		return nil, err
+	}
+	out := &mcp.CreateMessageResult{Role: mcp.Role(res.Role), Model: res.Model, StopReason: res.StopReason}
+	if len(res.Content) > 0 {
+		out.Content = mcpContent(res.Content[0])
+	}
+	return out, nil
+}
+
+// mcpContent converts one of core's content parts into MCP's.
+func mcpContent(c core.Content) mcp.Content {
+	switch c.Type {
+	case "image":
+		return &mcp.ImageContent{Data: c.Data, MIMEType: c.MimeType}
+	case "audio":
+		return &mcp.AudioContent{Data: c.Data, MIMEType: c.MimeType}
+	}
+	return &mcp.TextContent{Text: c.Text}
 }
