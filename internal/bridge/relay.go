@@ -1,3 +1,4 @@
+//lint:file-ignore SA1019 sampling is deprecated in 2026-07-28 (SEP-2577); 2025 servers still sample, and the bridge relays it
 package bridge
 
 import (
