@@ -25,7 +25,7 @@ var surfacePending = []string{
 	// 2026-07-28 (0.2.0-alpha.12 --requirements 2026-07-28): the bridge
 	// speaks 2025-11-25 to the server, so the server's input requests reach
 	// it as requests without their ids; the client sees the gateway's ids.
-	"input-required-result-basic-elicitation", "input-required-result-basic-list-roots",
+	"input-required-result-basic-elicitation",
 	"input-required-result-multiple-input-requests",
 	"server-stateless", // -32021 for an undeclared client capability (sampling)
 }

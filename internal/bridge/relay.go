@@ -300,3 +300,28 @@ func mcpContent(c core.Content) mcp.Content {
 	}
 	return &mcp.TextContent{Text: c.Text}
 }
+
+// relayRoots answers the server's roots/list with the roots of the client
+// of the call it belongs to (core.Roots), as onElicit does for forms; go-sdk's
+// client would answer from a fixed list.
+func (b *Bridge) relayRoots(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if method != "roots/list" {
+			return next(ctx, method, req)
+		}
+		s, err := b.sole()
+		if err != nil {
+			return nil, err
+		}
+		defer b.asking(s)()
+		roots, err := core.Roots(s.ctx)
+		if err != nil {
+			return nil, err
+		}
+		out := &mcp.ListRootsResult{Roots: []*mcp.Root{}}
+		for _, r := range roots {
+			out.Roots = append(out.Roots, &mcp.Root{URI: r.URI, Name: r.Name})
+		}
+		return out, nil
+	}
+}
