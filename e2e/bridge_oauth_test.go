@@ -82,6 +82,12 @@ func newOAuthServer(t *testing.T, cimd bool) *oauthServer {
 		ResourceMetadataURL: base + "/.well-known/oauth-protected-resource/mcp"})(handler))
 	mux.Handle("/.well-known/oauth-protected-resource/mcp", auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
 		Resource: base + "/mcp", AuthorizationServers: []string{base}, ScopesSupported: []string{"mcp"}}))
+	// The same server over the legacy SSE transport, behind the same OAuth.
+	sse := mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return mcpServer }, nil)
+	mux.Handle("/sse", auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{
+		ResourceMetadataURL: base + "/.well-known/oauth-protected-resource/sse"})(sse))
+	mux.Handle("/.well-known/oauth-protected-resource/sse", auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
+		Resource: base + "/sse", AuthorizationServers: []string{base}, ScopesSupported: []string{"mcp"}}))
 	mux.HandleFunc("/.well-known/oauth-authorization-server", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(map[string]any{
@@ -360,5 +366,50 @@ func TestBridgeOAuthIntoSpacefix(t *testing.T) {
 	grants, _ := up.store.OAuthGrants(context.Background(), up.project.ID)
 	if len(grants) != 1 || grants[0].Scope != "mcp:read" || grants[0].UserEmail != "ops@example.com" {
 		t.Errorf("the first gateway's connected apps = %+v; want the bridge, read only, approved by ops", grants)
+	}
+}
+
+// TestBridgeOAuthLegacySSE: a server that speaks only the legacy SSE
+// transport, behind OAuth: the bridge signs in as for Streamable HTTP and
+// sends the token (refreshed as needed) on the SSE stream and its posts.
+func TestBridgeOAuthLegacySSE(t *testing.T) {
+	t.Parallel()
+	o := newOAuthServer(t, false)
+	e := newEnv(t)
+	dir := t.TempDir()
+	srv := bridge.Server{Name: "old", URL: o.srv.URL + "/sse"}
+
+	b, err := bridge.New(srv, bridge.Options{GatewayURL: e.url, APIKey: e.agentKey, TokenDir: dir})
+	must(t, err)
+	pr, pw := io.Pipe()
+	browsed := make(chan error, 1)
+	go func() {
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			if line := strings.TrimSpace(sc.Text()); strings.HasPrefix(line, o.srv.URL+"/authorize?") {
+				resp, err := http.Get(line)
+				if err == nil {
+					resp.Body.Close()
+				}
+				browsed <- err
+			}
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	must(t, b.Login(ctx, bridge.LoginOptions{Out: pw}))
+	pw.Close()
+	must(t, <-browsed)
+
+	br := e.startBridge(srv, bridge.Options{TokenDir: dir})
+	br.waitLog(t, `transport=sse`)
+	cs := e.connect("2025-11-25", e.clientKey, nil)
+	waitFor(t, "the SSE server's tool", func() bool { return slices.Contains(toolNames(t, cs), "old__whoami") })
+	if r := call(t, cs, "old__whoami", nil); r.IsError || text(r) != "signed in" {
+		t.Errorf("whoami over legacy SSE = %v %q", r.IsError, text(r))
+	}
+	waitFor(t, "a refresh", func() bool { return o.refreshCount() > 0 })
+	if r := call(t, cs, "old__whoami", nil); r.IsError || text(r) != "signed in" {
+		t.Errorf("whoami after a refresh = %v %q", r.IsError, text(r))
 	}
 }

@@ -47,7 +47,13 @@ func (b *Bridge) connect(ctx context.Context) (_ *mcp.ClientSession, transport s
 	if ctx.Err() != nil || errors.Is(err, ErrSignIn) || !fallbackToSSE(err) {
 		return nil, "", 0, fmt.Errorf("connect to %s: %w", redactURL(b.srv.URL), err)
 	}
-	cs, sseErr := client.Connect(ctx, &mcp.SSEClientTransport{Endpoint: b.srv.URL, HTTPClient: hc}, sessionOptions)
+	// The legacy transport has no OAuth handler: the saved token goes in
+	// every request's Authorization header, refreshed as needed.
+	sseClient := &http.Client{Transport: bearerFrom{h: oh, base: hc.Transport}}
+	cs, sseErr := client.Connect(ctx, &mcp.SSEClientTransport{Endpoint: b.srv.URL, HTTPClient: sseClient}, sessionOptions)
+	if sseErr != nil && strings.Contains(sseErr.Error(), "401") {
+		return nil, "", 0, b.signInError()
+	}
 	if sseErr != nil {
 		return nil, "", 0, fmt.Errorf("connect to %s: Streamable HTTP: %v; legacy SSE: %w", redactURL(b.srv.URL), err, sseErr)
 	}
@@ -131,3 +137,24 @@ var errGone = errors.New("the MCP server went away")
 // the call they belong to. (A server's 2026-07-28 input_required results
 // become such requests in a 2025 session too.)
 var sessionOptions = &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"}
+
+// bearerFrom adds the OAuth handler's current token, if it has one, to
+// each request: the legacy SSE transport's sign-in.
+type bearerFrom struct {
+	h    *oauthHandler
+	base http.RoundTripper
+}
+
+func (t bearerFrom) RoundTrip(r *http.Request) (*http.Response, error) {
+	src, _ := t.h.TokenSource(r.Context())
+	if src == nil {
+		return t.base.RoundTrip(r)
+	}
+	tok, err := src.Token()
+	if err != nil {
+		return nil, t.h.b.signInError()
+	}
+	r = r.Clone(r.Context())
+	tok.SetAuthHeader(r)
+	return t.base.RoundTrip(r)
+}

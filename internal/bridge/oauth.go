@@ -272,10 +272,15 @@ func (b *Bridge) Login(ctx context.Context, opts LoginOptions) error {
 	tr := &mcp.StreamableClientTransport{Endpoint: b.srv.URL, HTTPClient: &http.Client{Transport: headers{h: b.srv.Headers, base: b.opts.httpTransport()}},
 		OAuthHandler: h, MaxRetries: -1}
 	cs, err := client.Connect(ctx, tr, nil)
-	if err != nil {
+	switch {
+	case err == nil:
+		cs.Close()
+	case saved != nil && fallbackToSSE(err):
+		// Signed in; the server speaks only the legacy SSE transport,
+		// which the bridge uses with these tokens.
+	default:
 		return fmt.Errorf("login %q: %w", b.srv.Name, err)
 	}
-	cs.Close()
 	if saved == nil {
 		fmt.Fprintf(opts.Out, "%s did not ask for a sign-in; nothing to save.\n", redactURL(b.srv.URL))
 		return nil
