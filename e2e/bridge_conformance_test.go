@@ -21,7 +21,6 @@ import (
 // the bridge until the agent protocol carries what they need (the
 // MCP-surface work): the bridge relays them as soon as it does.
 var surfacePending = []string{
-	"elicitation-sep1330-enums", // the bridge's go-sdk client checks the answer against enumNames it does not know
 	// 2026-07-28 (0.2.0-alpha.12 --requirements 2026-07-28): the bridge
 	// speaks 2025-11-25 to the server, so the server's input requests reach
 	// it as requests without their ids; the client sees the gateway's ids.

@@ -306,6 +306,14 @@ func mcpContent(c core.Content) mcp.Content {
 // client would answer from a fixed list.
 func (b *Bridge) relayRoots(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if method == "elicitation/create" {
+			// Before go-sdk's own checks of the form, which refuse some the
+			// spec allows (legacy enumNames, multi-select arrays): the
+			// gateway and the client judge the form.
+			if er, ok := req.(*mcp.ElicitRequest); ok {
+				return b.onElicit(ctx, er)
+			}
+		}
 		if method != "roots/list" {
 			return next(ctx, method, req)
 		}
