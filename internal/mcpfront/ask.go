@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/spacefix/spacefix/internal/agentproto"
+	"github.com/spacefix/spacefix/internal/route"
 	"github.com/spacefix/spacefix/internal/schema"
 	"github.com/spacefix/spacefix/internal/textfmt"
 )
@@ -93,47 +94,54 @@ func parseAsk(q *agentproto.Message) (mcp.InputRequestMap, map[string]string, er
 	return reqs, out, nil
 }
 
-// clientCaps returns the capabilities the client declared: its session's at
-// initialize, or a 2026-07-28 request's own; and whether the request is of
-// the stateless protocol.
-func clientCaps(ss *mcp.ServerSession, meta mcp.Meta) (caps map[string]any, modern bool) {
+// declared lists the capabilities input requests need that the client
+// declared — its session's at initialize, or a 2026-07-28 request's own —,
+// sorted: what the agent's handler may ask for; and whether the request is
+// of the stateless protocol. It is on every tools/call's path (the caller's
+// capabilities go with the call), so it reads go-sdk's types directly.
+func declared(ss *mcp.ServerSession, meta mcp.Meta) (caps []string, modern bool) {
 	v, _ := meta[mcp.MetaKeyProtocolVersion].(string)
 	if ss != nil {
 		if ip := ss.InitializeParams(); ip != nil {
-			b, _ := json.Marshal(ip.Capabilities)
-			json.Unmarshal(b, &caps)
-			return caps, v >= modernVersion || ip.ProtocolVersion >= modernVersion
+			modern = v >= modernVersion || ip.ProtocolVersion >= modernVersion
+			c := ip.Capabilities
+			if c == nil {
+				return nil, modern
+			}
+			if c.Elicitation != nil {
+				caps = append(caps, "elicitation")
+			}
+			// go-sdk keeps a session's roots capability as a struct that
+			// cannot say it is absent: a session counts as declaring it.
+			caps = append(caps, "roots")
+			if c.Sampling != nil {
+				caps = append(caps, "sampling")
+			}
+			return caps, modern
 		}
 	}
-	caps, _ = meta[mcp.MetaKeyClientCapabilities].(map[string]any)
+	m, _ := meta[mcp.MetaKeyClientCapabilities].(map[string]any)
+	for _, c := range []string{"elicitation", "roots", "sampling"} {
+		if m[c] != nil {
+			caps = append(caps, c)
+		}
+	}
 	return caps, true
 }
 
-// callerCaps is askable of the client of a request.
+// callerCaps is what declared lists, for a call's caller.
 func callerCaps(ss *mcp.ServerSession, meta mcp.Meta) []string {
-	caps, _ := clientCaps(ss, meta)
-	return askable(caps)
-}
-
-// askable lists the capabilities input requests need that the client
-// declared, sorted: what the agent's handler may ask for.
-func askable(caps map[string]any) []string {
-	var out []string
-	for _, c := range []string{"elicitation", "roots", "sampling"} {
-		if caps[c] != nil {
-			out = append(out, c)
-		}
-	}
-	return out
+	caps, _ := declared(ss, meta)
+	return caps
 }
 
 // missingCaps lists the capabilities the requests need that the client did
 // not declare, sorted.
-func missingCaps(caps map[string]any, methods map[string]string) []string {
+func missingCaps(have []string, methods map[string]string) []string {
 	var missing []string
 	for _, m := range methods {
 		c := capabilityOf[m]
-		if caps[c] == nil && !slices.Contains(missing, c) {
+		if !slices.Contains(have, c) && !slices.Contains(missing, c) {
 			missing = append(missing, c)
 		}
 	}
@@ -253,4 +261,53 @@ func fulfil(ctx context.Context, ss *mcp.ServerSession, reqs mcp.InputRequestMap
 		return nil, "the client's responses could not be passed on: " + err.Error(), jsonrpc.CodeInternalError
 	}
 	return b, "", 0
+}
+
+// respond gives the agent of a held ask the client's responses from its
+// retried request, or why there are none.
+func (h *held) respond(responses mcp.InputResponseMap) {
+	if out, err := collect(responses, h.asked); err != nil {
+		h.call.Respond(nil, err.Error(), jsonrpc.CodeInvalidParams)
+	} else {
+		h.call.Respond(out, "", 0)
+	}
+}
+
+// askClient passes an agent's ask (q) to the client of the request, for a
+// tool call or a prompt. With again true the agent has been answered (or
+// told why not) and the caller waits for the call's next event. Otherwise
+// the request ends here: with err (-32021 on 2026-07-28 when the client
+// lacks a capability; ended has logged the call), or, on 2026-07-28, with
+// the input requests and the sealed state of the call now held for the
+// client's retry (ended logs it if the retry never comes).
+func (f *Front) askClient(ctx context.Context, ss *mcp.ServerSession, meta mcp.Meta, call *route.Call, q *agentproto.Message,
+	keyID string, start time.Time, ended func(route.Result, time.Time)) (reqs mcp.InputRequestMap, state string, again bool, err error) {
+	reqs, methods, err := parseAsk(q)
+	if err != nil {
+		call.Respond(nil, err.Error(), jsonrpc.CodeInvalidParams)
+		return nil, "", true, nil
+	}
+	call.Note(askedLine(reqs))
+	caps, modern := declared(ss, meta)
+	if missing := missingCaps(caps, methods); missing != nil {
+		msg := fmt.Sprintf("the MCP client did not declare the %s capability, so it cannot answer", strings.Join(missing, " and "))
+		call.Respond(nil, msg, mcp.CodeMissingRequiredClientCapabilities)
+		if !modern {
+			return nil, "", true, nil
+		}
+		// 2026-07-28: the request fails with -32021, so that the client
+		// can declare the capability and call again.
+		ended(call.Abandon(agentproto.ReasonCancelled), start)
+		return nil, "", false, errMissingCaps(missing)
+	}
+	if !modern && ss != nil {
+		// A 2025 session: ask the client over the session now, so that
+		// whatever goes wrong reaches the agent as an answer.
+		call.Respond(fulfil(ctx, ss, reqs, call.Deadline()))
+		return nil, "", true, nil
+	}
+	state = f.held.hold(&held{call: call, asked: reqs, keyID: keyID, start: start}, func(h *held, res route.Result) {
+		ended(res, h.start) // the client never answered: log the timeout
+	})
+	return reqs, state, false, nil
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -57,12 +56,7 @@ func (f *Front) toolHandler(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
 		}
 		if h.asked != nil {
-			responses, err := collect(req.Params.InputResponses, h.asked)
-			if err != nil {
-				h.call.Respond(nil, err.Error(), jsonrpc.CodeInvalidParams)
-			} else {
-				h.call.Respond(responses, "", 0)
-			}
+			h.respond(req.Params.InputResponses)
 		} else {
 			accepted, err := answer(req, h.input)
 			h.call.Answer(h.input, accepted, err)
@@ -194,39 +188,19 @@ func (f *Front) await(ctx context.Context, req *mcp.CallToolRequest, t *agents.T
 	for res.Question != nil {
 		q := res.Question
 		if q.Type == agentproto.TypeAsk {
-			reqs, methods, err := parseAsk(q)
-			if err != nil {
-				call.Respond(nil, err.Error(), jsonrpc.CodeInvalidParams)
-				res = waitOn(ctx, req, call)
-				continue
-			}
-			call.Note(askedLine(reqs))
-			caps, modern := clientCaps(req.Session, req.Params.Meta)
-			if missing := missingCaps(caps, methods); missing != nil {
-				msg := fmt.Sprintf("the MCP client did not declare the %s capability, so it cannot answer", strings.Join(missing, " and "))
-				call.Respond(nil, msg, mcp.CodeMissingRequiredClientCapabilities)
-				if modern {
-					// 2026-07-28: the call fails with -32021, so that the
-					// client can declare the capability and call again.
-					f.toolResult(t, key, call.Abandon(agentproto.ReasonCancelled), start)
-					return nil, errMissingCaps(missing)
-				}
-				res = waitOn(ctx, req, call)
-				continue
-			}
-			if !modern && req.Session != nil {
-				// A 2025 session: ask the client over the session now, so
-				// that whatever goes wrong reaches the agent as an answer.
-				call.Respond(fulfil(ctx, req.Session, reqs, call.Deadline()))
-				res = waitOn(ctx, req, call)
-				continue
-			}
-			state := f.held.hold(&held{call: call, asked: reqs, keyID: key.ID, start: start}, func(h *held, res route.Result) {
-				f.toolResult(t, key, res, h.start) // the client never answered: log the timeout
+			reqs, state, again, err := f.askClient(ctx, req.Session, req.Params.Meta, call, q, key.ID, start, func(res route.Result, start time.Time) {
+				f.toolResult(t, key, res, start)
 			})
+			if again {
+				res = waitOn(ctx, req, call)
+				continue
+			}
+			if err != nil {
+				return nil, err
+			}
 			return &mcp.CallToolResult{InputRequests: reqs, RequestState: state}, nil
 		}
-		if !canElicit(req) {
+		if caps, _ := declared(req.Session, req.Params.Meta); !slices.Contains(caps, "elicitation") {
 			call.Answer(q.Input, false, errCannotAsk)
 			res = waitOn(ctx, req, call)
 			continue

@@ -115,18 +115,6 @@ func (hc *heldCalls) resume(state, keyID string) (*held, error) {
 	return h, nil
 }
 
-// canElicit reports whether the client can ask its user: a session's
-// declared capabilities, or a 2026-07-28 request's own.
-func canElicit(req *mcp.CallToolRequest) bool {
-	if ss := req.Session; ss != nil {
-		if ip := ss.InitializeParams(); ip != nil && ip.Capabilities != nil {
-			return ip.Capabilities.Elicitation != nil
-		}
-	}
-	caps, _ := req.Params.Meta[mcp.MetaKeyClientCapabilities].(map[string]any)
-	return caps["elicitation"] != nil
-}
-
 // question is the input request a client gets for the agent's question.
 func question(q *agentproto.Message) mcp.InputRequestMap {
 	return mcp.InputRequestMap{q.Input: &mcp.ElicitParams{

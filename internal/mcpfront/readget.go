@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -147,11 +146,7 @@ func (f *Front) promptHandler(ctx context.Context, req *mcp.GetPromptRequest) (*
 		if err != nil || h.asked == nil {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: errBadState.Error()}
 		}
-		if responses, err := collect(req.Params.InputResponses, h.asked); err != nil {
-			h.call.Respond(nil, err.Error(), jsonrpc.CodeInvalidParams)
-		} else {
-			h.call.Respond(responses, "", 0)
-		}
+		h.respond(req.Params.InputResponses)
 		call, start = h.call, h.start
 		res = call.Wait(ctx, nil)
 	} else {
@@ -171,31 +166,16 @@ func (f *Front) promptHandler(ctx context.Context, req *mcp.GetPromptRequest) (*
 			res = call.Wait(ctx, nil)
 			continue
 		}
-		reqs, methods, err := parseAsk(q)
-		if err != nil {
-			call.Respond(nil, err.Error(), jsonrpc.CodeInvalidParams)
-			res = call.Wait(ctx, nil)
-			continue
-		}
-		call.Note(askedLine(reqs))
-		caps, modern := clientCaps(req.Session, req.Params.Meta)
-		if missing := missingCaps(caps, methods); missing != nil {
-			call.Respond(nil, fmt.Sprintf("the MCP client did not declare the %s capability, so it cannot answer", strings.Join(missing, " and ")), mcp.CodeMissingRequiredClientCapabilities)
-			if modern {
-				f.readResult(ctx, key, agentproto.KindPrompt, name, p.AgentKey, call.Abandon(agentproto.ReasonCancelled), start)
-				return nil, errMissingCaps(missing)
-			}
-			res = call.Wait(ctx, nil)
-			continue
-		}
-		if !modern && req.Session != nil {
-			call.Respond(fulfil(ctx, req.Session, reqs, call.Deadline()))
-			res = call.Wait(ctx, nil)
-			continue
-		}
-		state := f.held.hold(&held{call: call, asked: reqs, keyID: key.ID, start: start}, func(h *held, res route.Result) {
-			f.readResult(context.Background(), key, agentproto.KindPrompt, name, p.AgentKey, res, h.start) // never answered: log the timeout
+		reqs, state, again, err := f.askClient(ctx, req.Session, req.Params.Meta, call, q, key.ID, start, func(res route.Result, start time.Time) {
+			f.readResult(context.Background(), key, agentproto.KindPrompt, name, p.AgentKey, res, start)
 		})
+		if again {
+			res = call.Wait(ctx, nil)
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
 		return &mcp.GetPromptResult{InputRequests: reqs, RequestState: state}, nil
 	}
 	raw, err := f.readResult(ctx, key, agentproto.KindPrompt, name, p.AgentKey, res, start)
