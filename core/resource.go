@@ -45,15 +45,9 @@ func (a *Agent) Resource(uri string, opts ResourceOptions, h func(ctx context.Co
 	if u, err := url.Parse(uri); err != nil || u.Scheme == "" {
 		return fmt.Errorf("core: add resource %q: use an absolute URI such as orders://open", uri)
 	}
-	if opts.Name == "" {
-		return fmt.Errorf("core: add resource %q: ResourceOptions.Name is required", uri)
-	}
-	if h == nil {
-		return fmt.Errorf("core: add resource %q: the handler is nil", uri)
-	}
-	mime := opts.MimeType
-	if mime == "" {
-		mime = "application/json"
+	mime, err := opts.check(fmt.Sprintf("add resource %q", uri), h == nil)
+	if err != nil {
+		return err
 	}
 	r := &resource{
 		def: agentproto.Resource{URI: uri, Name: opts.Name, Description: opts.Description, MimeType: mime},
@@ -79,15 +73,9 @@ func (a *Agent) ResourceTemplate(uriTemplate string, opts ResourceOptions, h fun
 	if u, err := url.Parse(uriTemplate[:max(i, 0)]); i < 0 || err != nil || u.Scheme == "" || !strings.Contains(uriTemplate[i:], "}") {
 		return fmt.Errorf("core: add resource template %q: use an absolute URI template with a variable, such as orders://orders/{id}", uriTemplate)
 	}
-	if opts.Name == "" {
-		return fmt.Errorf("core: add resource template %q: ResourceOptions.Name is required", uriTemplate)
-	}
-	if h == nil {
-		return fmt.Errorf("core: add resource template %q: the handler is nil", uriTemplate)
-	}
-	mime := opts.MimeType
-	if mime == "" {
-		mime = "application/json"
+	mime, err := opts.check(fmt.Sprintf("add resource template %q", uriTemplate), h == nil)
+	if err != nil {
+		return err
 	}
 	r := &resource{
 		def: agentproto.Resource{URI: uriTemplate, Name: opts.Name, Description: opts.Description, MimeType: mime, Template: true,
@@ -111,6 +99,21 @@ func (a *Agent) ResourceTemplate(uriTemplate string, opts ResourceOptions, h fun
 		r.complete = completion(opts.Complete)
 	}
 	return a.addResource(r)
+}
+
+// check says what is wrong with the options of a resource or template
+// (what names it), or returns its MIME type, application/json by default.
+func (o ResourceOptions) check(what string, nilHandler bool) (mime string, err error) {
+	if o.Name == "" {
+		return "", fmt.Errorf("core: %s: ResourceOptions.Name is required", what)
+	}
+	if nilHandler {
+		return "", fmt.Errorf("core: %s: the handler is nil", what)
+	}
+	if o.MimeType == "" {
+		return "application/json", nil
+	}
+	return o.MimeType, nil
 }
 
 // resourceResult encodes a resource handler's value: a string as is, bytes

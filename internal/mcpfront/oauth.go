@@ -46,7 +46,7 @@ func (f *Front) challenge(next http.Handler) http.Handler {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		next.ServeHTTP(&challengeWriter{ResponseWriter: w, value: func() string { return f.oauth.Challenge(r) }}, r)
+		next.ServeHTTP(&challengeWriter{ResponseWriter: w, f: f, r: r}, r)
 	})
 }
 
@@ -54,12 +54,13 @@ func (f *Front) challenge(next http.Handler) http.Handler {
 // the response only while the token is checked: dispatch unwraps it.
 type challengeWriter struct {
 	http.ResponseWriter
-	value func() string
+	f *Front
+	r *http.Request
 }
 
 func (c *challengeWriter) WriteHeader(code int) {
 	if code == http.StatusUnauthorized {
-		c.Header().Set("WWW-Authenticate", c.value())
+		c.Header().Set("WWW-Authenticate", c.f.oauth.Challenge(c.r))
 	}
 	c.ResponseWriter.WriteHeader(code)
 }
