@@ -19,7 +19,7 @@ import (
 // "streamable-http" or "sse") and, for stdio, the child's process id.
 func (b *Bridge) connect(ctx context.Context) (_ *mcp.ClientSession, transport string, pid int, _ error) {
 	client := mcp.NewClient(&mcp.Implementation{Name: "spacefix-bridge", Version: Version}, b.clientOptions())
-	client.AddReceivingMiddleware(b.relayRoots)
+	client.AddReceivingMiddleware(b.relayRequests)
 	b.kill = func() {}
 	if b.srv.Command != "" {
 		cmd := exec.Command(b.srv.Command, b.srv.Args...)

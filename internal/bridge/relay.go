@@ -301,10 +301,11 @@ func mcpContent(c core.Content) mcp.Content {
 	return &mcp.TextContent{Text: c.Text}
 }
 
-// relayRoots answers the server's roots/list with the roots of the client
-// of the call it belongs to (core.Roots), as onElicit does for forms; go-sdk's
-// client would answer from a fixed list.
-func (b *Bridge) relayRoots(next mcp.MethodHandler) mcp.MethodHandler {
+// relayRequests takes the server's elicitation/create and roots/list before
+// go-sdk's client does: a form goes to the client of the call it belongs to
+// unchecked by go-sdk (onElicit), and roots/list is answered with that
+// client's roots (core.Roots), where go-sdk would answer from a fixed list.
+func (b *Bridge) relayRequests(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		if method == "elicitation/create" {
 			// Before go-sdk's own checks of the form, which refuse some the
