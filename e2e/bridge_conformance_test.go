@@ -46,38 +46,26 @@ var surfaceUnsure = []string{"tools-call-with-logging", "input-required-result-c
 func TestBridgeConformance(t *testing.T) {
 	t.Parallel()
 	node := suiteNode(t)
-	for _, suite := range []struct {
-		pkg       string
-		args      []string
-		stateless bool
-	}{
-		{"conformance-0.1", nil, false},
-		{"conformance-0.2", []string{"--requirements", "2026-07-28"}, true},
-	} {
+	for _, suite := range conformanceSuites {
 		t.Run(suite.pkg, func(t *testing.T) {
 			t.Parallel()
-			entry := npmServer(t, suite.pkg, "dist/index.js")
-			run := func(mcpURL string) map[string]bool {
-				out := t.TempDir()
-				cmd := exec.Command(node, append([]string{entry, "server", "--url", mcpURL, "-o", out}, suite.args...)...)
-				cmd.Stdout, cmd.Stderr = logOutput(), logOutput()
-				_ = cmd.Run() // exits non-zero when a scenario fails; the files say which
-				return scenarioResults(t, out)
-			}
+			stateless := suite.pkg == "conformance-0.2"
 
 			port := freePort(t)
-			srv := exec.Command(binary(t, goEverything), "-http", fmt.Sprintf("127.0.0.1:%d", port), fmt.Sprintf("-stateless=%v", suite.stateless))
+			srv := exec.Command(binary(t, goEverything), "-http", fmt.Sprintf("127.0.0.1:%d", port), fmt.Sprintf("-stateless=%v", stateless))
 			srv.Stderr = logOutput()
 			must(t, srv.Start())
 			p := &proc{cmd: srv, done: make(chan struct{})}
 			go func() { srv.Wait(); close(p.done) }()
 			t.Cleanup(p.kill)
 			waitFor(t, "the everything-server to listen", func() bool { return dialable(port) })
-			direct := run(fmt.Sprintf("http://127.0.0.1:%d/mcp", port))
+			direct := suite.run(t, node, fmt.Sprintf("http://127.0.0.1:%d/mcp", port), func(string) bool { return false })
 
 			e := newEnv(t)
 			e.startBridge(bridge.Server{Name: "ev", Command: binary(t, goEverything), Unprefixed: true}, bridge.Options{})
-			bridged := run(e.withKeyProxy(t) + "/mcp")
+			bridged := suite.run(t, node, e.withKeyProxy(t)+"/mcp", func(name string) bool {
+				return direct[name] && !slices.Contains(surfacePending, name) && !slices.Contains(surfaceUnsure, name)
+			})
 
 			var lost, pendingNow []string
 			for name, ok := range direct {
@@ -150,7 +138,7 @@ func scenarioResults(t *testing.T, dir string) map[string]bool {
 		ok := len(checks) > 0
 		for _, c := range checks {
 			ok = ok && c.Status != "FAILURE"
-			if c.Status == "FAILURE" && testing.Verbose() {
+			if c.Status == "FAILURE" {
 				t.Logf("%s: %s: %s", m[1], c.ID, c.ErrorMessage)
 			}
 		}

@@ -24,6 +24,47 @@ func unscored(name string) bool {
 	return strings.HasPrefix(name, "tasks-") || name == "json-schema-2020-12" || name == "http-custom-header-server-validation"
 }
 
+// conformanceSuite is one pinned version of the official suite: how to run
+// all of its scenarios, and how to run one again.
+type conformanceSuite struct {
+	pkg  string
+	args []string // for the whole run
+	spec []string // for a single --scenario at the same wire
+}
+
+var conformanceSuites = []conformanceSuite{
+	{"conformance-0.1", nil, nil},
+	{"conformance-0.2", []string{"--requirements", "2026-07-28"}, []string{"--spec-version", "2026-07-28"}},
+}
+
+// run runs the suite against mcpURL and returns each scenario's result. The
+// suite gives a server fixed windows of half a second for some probes
+// (server-stateless reads a tool call's stream for 500 ms); on a loaded CI
+// machine running every package under the race detector a call can miss
+// one. So a scenario that fails is run once more on its own, and only a
+// second failure counts; the first one's checks are logged. retry says
+// which failures are worth the second run (not the ones known to fail).
+func (s conformanceSuite) run(t *testing.T, node, mcpURL string, retry func(name string) bool) map[string]bool {
+	t.Helper()
+	entry := npmServer(t, s.pkg, "dist/index.js")
+	suite := func(args ...string) map[string]bool {
+		out := t.TempDir()
+		cmd := exec.Command(node, append([]string{entry, "server", "--url", mcpURL, "-o", out}, args...)...)
+		cmd.Stdout, cmd.Stderr = logOutput(), logOutput()
+		_ = cmd.Run() // exits non-zero when a scenario fails; the files say which
+		return scenarioResults(t, out)
+	}
+	results := suite(s.args...)
+	for name, ok := range results {
+		if !ok && retry(name) {
+			again := suite(append([]string{"--scenario", name}, s.spec...)...)[name]
+			t.Logf("%s failed; alone again it passed: %v", name, again)
+			results[name] = again
+		}
+	}
+	return results
+}
+
 // TestConformanceEverythingAgent runs the official conformance suite (both
 // pinned versions: 0.1.16 for 2025-11-25 sessions, 0.2.0-alpha.12 with
 // --requirements 2026-07-28) against the gateway serving an everything agent
@@ -96,20 +137,12 @@ func conformance(t *testing.T, node string, agentCmd *exec.Cmd) {
 	waitFor(t, "the everything agent to connect", func() bool { return len(e.gw.Registry().All()) > 0 })
 	mcpURL := e.withKeyProxy(t) + "/mcp"
 
-	for _, suite := range []struct {
-		pkg  string
-		args []string
-	}{
-		{"conformance-0.1", nil},
-		{"conformance-0.2", []string{"--requirements", "2026-07-28"}},
-	} {
+	for _, suite := range conformanceSuites {
 		t.Run(suite.pkg, func(t *testing.T) {
-			entry := npmServer(t, suite.pkg, "dist/index.js")
-			out := t.TempDir()
-			cmd := exec.Command(node, append([]string{entry, "server", "--url", mcpURL, "-o", out}, suite.args...)...)
-			cmd.Stdout, cmd.Stderr = logOutput(), logOutput()
-			_ = cmd.Run() // exits non-zero when a scenario fails; the files say which
-			results := scenarioResults(t, out)
+			results := suite.run(t, node, mcpURL, func(name string) bool {
+				_, pending := corePending[name]
+				return !pending && !unscored(name)
+			})
 			var failed, nowPass []string
 			passed, scored := 0, 0
 			for name, ok := range results {
