@@ -136,6 +136,28 @@ type Store interface {
 	// RevokeAPIToken marks a token revoked; ErrNotFound if there is none.
 	RevokeAPIToken(ctx context.Context, id string) error
 
+	// SetMember makes a user a member of a project with a role, or changes
+	// the role of one who is; ErrNotFound if the user or project does not
+	// exist. It returns the membership as stored.
+	SetMember(ctx context.Context, m Member) (Member, error)
+	// RemoveMember ends a membership; ErrNotFound if there is none.
+	RemoveMember(ctx context.Context, projectID, userID int64) error
+	// Member returns a user's membership of a project, or ErrNotFound.
+	Member(ctx context.Context, projectID, userID int64) (Member, error)
+	// Members lists a project's members, oldest first.
+	Members(ctx context.Context, projectID int64) ([]Member, error)
+	// Memberships lists the projects a user belongs to, by project id.
+	Memberships(ctx context.Context, userID int64) ([]Member, error)
+
+	// AppendAudit appends an entry to the audit log and returns it with
+	// its id and time. The log is append-only: no method changes an entry,
+	// and only PruneAudit removes them, by age.
+	AppendAudit(ctx context.Context, e AuditEntry) (AuditEntry, error)
+	// Audit returns entries newest first, as the filter says.
+	Audit(ctx context.Context, f AuditFilter) ([]AuditEntry, error)
+	// PruneAudit deletes entries older than before and says how many.
+	PruneAudit(ctx context.Context, before time.Time) (int64, error)
+
 	// CreateOAuthClient stores a dynamically registered OAuth client;
 	// ErrExists if its id is taken.
 	CreateOAuthClient(ctx context.Context, c OAuthClient) error

@@ -199,3 +199,25 @@ func TestNotAURL(t *testing.T) {
 		t.Errorf("Open of a file name: %v", err)
 	}
 }
+
+// TestUpgradeToMembers opens a database written before members and roles:
+// existing users become owners of every project, tokens stay instance
+// tokens.
+func TestUpgradeToMembers(t *testing.T) {
+	ctx := context.Background()
+	url := testenv.Postgres(t)
+	if err := postgres.MigrateTo(ctx, url, postgres.Versions-1); err != nil {
+		t.Fatal(err)
+	}
+	conn := connect(t, url)
+	for _, st := range storetest.PreMembersSeed {
+		q := st.SQL
+		for i := range st.Args {
+			q = strings.Replace(q, "?", fmt.Sprintf("$%d", i+1), 1)
+		}
+		if _, err := conn.Exec(ctx, q, st.Args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	storetest.CheckUpgrade(t, open(t, url))
+}

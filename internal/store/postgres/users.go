@@ -144,7 +144,10 @@ func (s *Store) DeleteSession(ctx context.Context, hash []byte) error {
 	return nil
 }
 
-const selectInvite = `SELECT id, email, admin, created_by, created_at, expires_at, used_at FROM invites`
+const (
+	inviteColumns = `id, email, admin, project_id, role, created_by, created_at, expires_at, used_at`
+	selectInvite  = `SELECT ` + inviteColumns + ` FROM invites`
+)
 
 // CreateInvite implements [store.Store].
 func (s *Store) CreateInvite(ctx context.Context, inv store.Invite, hash []byte) (store.Invite, error) {
@@ -157,8 +160,8 @@ func (s *Store) CreateInvite(ctx context.Context, inv store.Invite, hash []byte)
 	inv.CreatedAt = now()
 	inv.ExpiresAt = fromMillis(millis(inv.ExpiresAt))
 	inv.UsedAt = time.Time{}
-	_, err := s.pool.Exec(ctx, `INSERT INTO invites (id, hash, email, admin, created_by, created_at, expires_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7)`, inv.ID, hash, inv.Email, inv.Admin, inv.CreatedBy, millis(inv.CreatedAt), millis(inv.ExpiresAt))
+	_, err := s.pool.Exec(ctx, `INSERT INTO invites (id, hash, email, admin, project_id, role, created_by, created_at, expires_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`, inv.ID, hash, inv.Email, inv.Admin, inv.ProjectID, string(inv.Role), inv.CreatedBy, millis(inv.CreatedAt), millis(inv.ExpiresAt))
 	if isUnique(err) {
 		err = store.ErrExists
 	}
@@ -185,7 +188,7 @@ func (s *Store) UseInvite(ctx context.Context, hash []byte) (store.Invite, error
 	t := millis(now())
 	inv, err := scanInvite(s.pool.QueryRow(ctx, `UPDATE invites SET used_at = $1
 WHERE hash = $2 AND used_at IS NULL AND expires_at > $1
-RETURNING id, email, admin, created_by, created_at, expires_at, used_at`, t, hash))
+RETURNING `+inviteColumns, t, hash))
 	if err != nil {
 		return store.Invite{}, fmt.Errorf("use invite: %w", err)
 	}
@@ -198,14 +201,14 @@ func scanInvite(row pgx.Row) (store.Invite, error) {
 		created, expires int64
 		used             *int64
 	)
-	if err := row.Scan(&inv.ID, &inv.Email, &inv.Admin, &inv.CreatedBy, &created, &expires, &used); err != nil {
+	if err := row.Scan(&inv.ID, &inv.Email, &inv.Admin, &inv.ProjectID, (*string)(&inv.Role), &inv.CreatedBy, &created, &expires, &used); err != nil {
 		return store.Invite{}, notFound(err)
 	}
 	inv.CreatedAt, inv.ExpiresAt, inv.UsedAt = fromMillis(created), fromMillis(expires), fromNullMillis(used)
 	return inv, nil
 }
 
-const selectToken = `SELECT id, name, created_by, created_at, revoked_at FROM api_tokens`
+const selectToken = `SELECT id, name, project_id, role, created_by, created_at, revoked_at FROM api_tokens`
 
 // CreateAPIToken implements [store.Store].
 func (s *Store) CreateAPIToken(ctx context.Context, tok store.APIToken, hash []byte) (store.APIToken, error) {
@@ -217,8 +220,8 @@ func (s *Store) CreateAPIToken(ctx context.Context, tok store.APIToken, hash []b
 	}
 	tok.CreatedAt = now()
 	tok.RevokedAt = time.Time{}
-	_, err := s.pool.Exec(ctx, `INSERT INTO api_tokens (id, hash, name, created_by, created_at) VALUES ($1, $2, $3, $4, $5)`,
-		tok.ID, hash, tok.Name, tok.CreatedBy, millis(tok.CreatedAt))
+	_, err := s.pool.Exec(ctx, `INSERT INTO api_tokens (id, hash, name, project_id, role, created_by, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+		tok.ID, hash, tok.Name, tok.ProjectID, string(tok.Role), tok.CreatedBy, millis(tok.CreatedAt))
 	if isUnique(err) {
 		err = store.ErrExists
 	}
@@ -269,7 +272,7 @@ func scanToken(row pgx.Row) (store.APIToken, error) {
 		created int64
 		revoked *int64
 	)
-	if err := row.Scan(&tok.ID, &tok.Name, &tok.CreatedBy, &created, &revoked); err != nil {
+	if err := row.Scan(&tok.ID, &tok.Name, &tok.ProjectID, (*string)(&tok.Role), &tok.CreatedBy, &created, &revoked); err != nil {
 		return store.APIToken{}, notFound(err)
 	}
 	tok.CreatedAt, tok.RevokedAt = fromMillis(created), fromNullMillis(revoked)

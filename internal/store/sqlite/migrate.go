@@ -202,6 +202,42 @@ CREATE TABLE oauth_tokens (
 CREATE INDEX oauth_tokens_expires ON oauth_tokens (expires_at);
 CREATE INDEX oauth_tokens_grant ON oauth_tokens (grant_id);
 `,
+	// 6: project members with roles, project-scoped API tokens and
+	// invites, and the append-only audit log. Upgrading keeps every
+	// existing user working: each becomes an owner of every existing
+	// project; existing tokens stay instance tokens (project_id 0).
+	`
+CREATE TABLE members (
+	project_id BIGINT NOT NULL REFERENCES projects (id),
+	user_id    BIGINT NOT NULL REFERENCES users (id),
+	role       TEXT   NOT NULL,
+	created_at BIGINT NOT NULL,
+	PRIMARY KEY (project_id, user_id)
+);
+CREATE INDEX members_user ON members (user_id);
+INSERT INTO members (project_id, user_id, role, created_at)
+	SELECT p.id, u.id, 'owner', CAST(strftime('%s', 'now') AS INTEGER) * 1000 FROM projects p CROSS JOIN users u;
+
+ALTER TABLE api_tokens ADD COLUMN project_id BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE api_tokens ADD COLUMN role       TEXT   NOT NULL DEFAULT '';
+ALTER TABLE invites    ADD COLUMN project_id BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE invites    ADD COLUMN role       TEXT   NOT NULL DEFAULT '';
+
+-- No foreign keys: an entry outlives what it names.
+CREATE TABLE audit (
+	id         INTEGER PRIMARY KEY,
+	at         BIGINT NOT NULL,
+	project_id BIGINT NOT NULL,
+	actor      TEXT   NOT NULL,
+	addr       TEXT   NOT NULL,
+	action     TEXT   NOT NULL,
+	target     TEXT   NOT NULL,
+	before     TEXT   NOT NULL,
+	after      TEXT   NOT NULL
+);
+CREATE INDEX audit_project ON audit (project_id, id);
+CREATE INDEX audit_at ON audit (at);
+`,
 }
 
 // migrate brings the schema up to date, one step per transaction. Each step

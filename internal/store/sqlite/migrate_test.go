@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/spacefix/spacefix/internal/store"
+	"github.com/spacefix/spacefix/internal/store/storetest"
 )
 
 // TestUpgradeFromVersion1 opens a file written by a build that knew only
@@ -47,4 +48,35 @@ func TestUpgradeFromVersion1(t *testing.T) {
 	if err := s.SetKeyMeta(ctx, "key_old", store.KeyMeta{Community: true}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestUpgradeToMembers opens a file written before members and roles:
+// existing users become owners of every project, tokens stay instance
+// tokens.
+func TestUpgradeToMembers(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "spacefix.db")
+	db, err := sql.Open("sqlite", dsn(path, true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := migrations
+	migrations = all[:len(all)-1]
+	err = migrate(ctx, db)
+	migrations = all
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range storetest.PreMembersSeed {
+		if _, err := db.ExecContext(ctx, st.SQL, st.Args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	storetest.CheckUpgrade(t, s)
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/spacefix/spacefix/internal/store"
 )
 
-const selectInvite = `SELECT id, email, admin, created_by, created_at, expires_at, used_at FROM invites`
+const selectInvite = `SELECT id, email, admin, project_id, role, created_by, created_at, expires_at, used_at FROM invites`
 
 // CreateInvite implements [store.Store].
 func (s *Store) CreateInvite(ctx context.Context, inv store.Invite, hash []byte) (store.Invite, error) {
@@ -24,8 +24,8 @@ func (s *Store) CreateInvite(ctx context.Context, inv store.Invite, hash []byte)
 	inv.ExpiresAt = fromMillis(millis(inv.ExpiresAt))
 	inv.UsedAt = time.Time{}
 	err := s.writeTx(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO invites (id, hash, email, admin, created_by, created_at, expires_at)
-VALUES (?, ?, ?, ?, ?, ?, ?)`, inv.ID, hash, inv.Email, inv.Admin, inv.CreatedBy, millis(inv.CreatedAt), millis(inv.ExpiresAt))
+		_, err := tx.ExecContext(ctx, `INSERT INTO invites (id, hash, email, admin, project_id, role, created_by, created_at, expires_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, inv.ID, hash, inv.Email, inv.Admin, inv.ProjectID, string(inv.Role), inv.CreatedBy, millis(inv.CreatedAt), millis(inv.ExpiresAt))
 		if isUnique(err) {
 			return store.ErrExists
 		}
@@ -75,7 +75,7 @@ func scanInvite(sc scanner) (store.Invite, error) {
 		created, expires int64
 		used             sql.NullInt64
 	)
-	err := sc.Scan(&inv.ID, &inv.Email, &inv.Admin, &inv.CreatedBy, &created, &expires, &used)
+	err := sc.Scan(&inv.ID, &inv.Email, &inv.Admin, &inv.ProjectID, (*string)(&inv.Role), &inv.CreatedBy, &created, &expires, &used)
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Invite{}, store.ErrNotFound
 	}
@@ -89,7 +89,7 @@ func scanInvite(sc scanner) (store.Invite, error) {
 	return inv, nil
 }
 
-const selectToken = `SELECT id, name, created_by, created_at, revoked_at FROM api_tokens`
+const selectToken = `SELECT id, name, project_id, role, created_by, created_at, revoked_at FROM api_tokens`
 
 // CreateAPIToken implements [store.Store].
 func (s *Store) CreateAPIToken(ctx context.Context, tok store.APIToken, hash []byte) (store.APIToken, error) {
@@ -102,8 +102,8 @@ func (s *Store) CreateAPIToken(ctx context.Context, tok store.APIToken, hash []b
 	tok.CreatedAt = now()
 	tok.RevokedAt = time.Time{}
 	err := s.writeTx(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO api_tokens (id, hash, name, created_by, created_at) VALUES (?, ?, ?, ?, ?)`,
-			tok.ID, hash, tok.Name, tok.CreatedBy, millis(tok.CreatedAt))
+		_, err := tx.ExecContext(ctx, `INSERT INTO api_tokens (id, hash, name, project_id, role, created_by, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+			tok.ID, hash, tok.Name, tok.ProjectID, string(tok.Role), tok.CreatedBy, millis(tok.CreatedAt))
 		if isUnique(err) {
 			return store.ErrExists
 		}
@@ -172,7 +172,7 @@ func scanToken(sc scanner) (store.APIToken, error) {
 		created int64
 		revoked sql.NullInt64
 	)
-	err := sc.Scan(&tok.ID, &tok.Name, &tok.CreatedBy, &created, &revoked)
+	err := sc.Scan(&tok.ID, &tok.Name, &tok.ProjectID, (*string)(&tok.Role), &tok.CreatedBy, &created, &revoked)
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.APIToken{}, store.ErrNotFound
 	}

@@ -68,6 +68,9 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"OAuthGrants", testOAuthGrants},
 		{"OAuthTokens", testOAuthTokens},
 		{"OAuthTokenUsedOnce", testOAuthTokenUsedOnce},
+		{"Members", testMembers},
+		{"ScopedTokensAndInvites", testScopedTokensAndInvites},
+		{"Audit", testAudit},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
