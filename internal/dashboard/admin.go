@@ -3,9 +3,11 @@ package dashboard
 import (
 	"net/http"
 	"net/mail"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/spacefix/spacefix/internal/store"
 	"github.com/spacefix/spacefix/internal/users"
 )
 
@@ -16,11 +18,32 @@ type userJSON struct {
 	CreatedAt time.Time `json:"createdAt"`
 }
 
+// tokenJSON is an API token without its secret. Project and Role are
+// empty for an instance token.
 type tokenJSON struct {
-	ID        string    `json:"id"`
-	Name      string    `json:"name"`
-	CreatedAt time.Time `json:"createdAt"`
-	Revoked   bool      `json:"revoked"`
+	ID        string     `json:"id"`
+	Name      string     `json:"name"`
+	Project   string     `json:"project,omitempty"`
+	Role      store.Role `json:"role,omitempty"`
+	CreatedAt time.Time  `json:"createdAt"`
+	Revoked   bool       `json:"revoked"`
+}
+
+func tokenOut(t store.APIToken, project string) tokenJSON {
+	return tokenJSON{ID: t.ID, Name: t.Name, Project: project, Role: t.Role, CreatedAt: t.CreatedAt, Revoked: t.Revoked()}
+}
+
+// projectNames maps project ids to names, for listings.
+func (d *Dashboard) projectNames(r *http.Request) (map[int64]string, error) {
+	ps, err := d.st.Projects(r.Context())
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[int64]string, len(ps))
+	for _, p := range ps {
+		out[p.ID] = p.Name
+	}
+	return out, nil
 }
 
 func (d *Dashboard) apiUsers(w http.ResponseWriter, r *http.Request) error {
@@ -58,6 +81,7 @@ func (d *Dashboard) apiInvite(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	d.log.Info("invite created", "for", in.Email, "admin", in.Admin, "by", p.name())
+	d.audit(r, 0, "invite.create", in.Email, nil, map[string]any{"email": in.Email, "admin": in.Admin})
 	writeJSON(w, http.StatusCreated, map[string]any{
 		"url": d.base(r) + path, "expiresAt": time.Now().Add(users.InviteLifetime).UTC(),
 	})
@@ -69,9 +93,13 @@ func (d *Dashboard) apiTokens(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	names, err := d.projectNames(r)
+	if err != nil {
+		return err
+	}
 	out := make([]tokenJSON, 0, len(ts))
 	for _, t := range ts {
-		out = append(out, tokenJSON{t.ID, t.Name, t.CreatedAt, t.Revoked()})
+		out = append(out, tokenOut(t, names[t.ProjectID]))
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
@@ -90,19 +118,31 @@ func (d *Dashboard) apiCreateToken(w http.ResponseWriter, r *http.Request) error
 		return err
 	}
 	d.log.Info("admin API token created", "token", tok.ID, "by", p.name())
+	d.audit(r, 0, "token.create", tok.ID, nil, tokenAuditOf(tok))
 	writeJSON(w, http.StatusCreated, struct {
 		Token  tokenJSON `json:"token"`
 		Secret string    `json:"secret"`
-	}{tokenJSON{tok.ID, tok.Name, tok.CreatedAt, false}, secret})
+	}{tokenOut(tok, ""), secret})
 	return nil
 }
 
 func (d *Dashboard) apiRevokeToken(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
+	ts, err := d.st.APITokens(r.Context())
+	if err != nil {
+		return err
+	}
+	i := slices.IndexFunc(ts, func(t store.APIToken) bool { return t.ID == id })
+	if i < 0 {
+		return errorf(http.StatusNotFound, "There is no API token %q. GET /api/tokens lists them.", id)
+	}
 	if err := d.st.RevokeAPIToken(r.Context(), id); err != nil {
-		return notFound(err, "There is no admin API token %q. GET /api/tokens lists them.", id)
+		return err
 	}
 	d.log.Info("admin API token revoked", "token", id, "by", principalFrom(r.Context()).name())
+	after := tokenAuditOf(ts[i])
+	after.Revoked = true
+	d.audit(r, ts[i].ProjectID, "token.revoke", id, tokenAuditOf(ts[i]), after)
 	writeJSON(w, http.StatusOK, map[string]any{"id": id, "revoked": true})
 	return nil
 }

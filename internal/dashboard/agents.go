@@ -184,6 +184,7 @@ func (d *Dashboard) apiPatchAgentKey(w http.ResponseWriter, r *http.Request) err
 	}
 	d.notify(p.ID) // a community flag changes descriptions
 	d.log.Info("agent key updated", "project", p.Name, "key", k.ID, "by", principalFrom(r.Context()).name())
+	d.audit(r, p.ID, "agent_key.update", k.ID, keyMetaAudit(k.KeyMeta), keyMetaAudit(meta))
 	k.KeyMeta = meta
 	writeJSON(w, http.StatusOK, keyOut(k))
 	return nil
@@ -218,11 +219,19 @@ func (d *Dashboard) apiPatchReplica(w http.ResponseWriter, r *http.Request) erro
 		if rep.ID != id {
 			continue
 		}
+		was := rep.Disabled()
 		d.reg.SetReplicaDisabled(rep, *in.Disabled)
 		d.log.Info("replica disabled", "project", p.Name, "replica", id, "disabled", *in.Disabled, "by", principalFrom(r.Context()).name())
 		k, _ := d.st.Key(r.Context(), rep.AgentKey)
+		d.audit(r, p.ID, "replica.update", id, map[string]any{"agentKey": rep.AgentKey, "disabled": was},
+			map[string]any{"agentKey": rep.AgentKey, "disabled": *in.Disabled})
 		writeJSON(w, http.StatusOK, replicaOut(rep, k))
 		return nil
 	}
 	return errorf(http.StatusNotFound, "No replica %q is connected to project %q now. It may have disconnected; reload the Agents page.", id, p.Name)
+}
+
+// keyMetaAudit is what the audit log keeps of an agent key's metadata.
+func keyMetaAudit(m store.KeyMeta) map[string]any {
+	return map[string]any{"displayName": m.DisplayName, "author": m.Author, "community": m.Community}
 }

@@ -15,40 +15,63 @@ import (
 // maxBody bounds a JSON request body.
 const maxBody = 64 << 10
 
-func (d *Dashboard) apiRoutes(mux *http.ServeMux) {
-	routes := []struct {
-		pattern string
-		fn      apiFunc
-		admin   bool
-	}{
-		{"GET /api/me", d.apiMe, false},
-		{"GET /api/projects", d.apiProjects, false},
-		{"POST /api/projects", d.apiCreateProject, false},
-		{"GET /api/projects/{project}", d.apiProject, false},
-		{"PATCH /api/projects/{project}/settings", d.apiPatchSettings, false},
-		{"GET /api/projects/{project}/tools", d.apiTools, false},
-		{"PATCH /api/projects/{project}/tools/{tool}", d.apiPatchTool, false},
-		{"POST /api/projects/{project}/tools/{tool}/approve", d.apiApprove, false},
-		{"POST /api/projects/{project}/tools/{tool}/reject", d.apiReject, false},
-		{"GET /api/projects/{project}/agents", d.apiAgents, false},
-		{"PATCH /api/projects/{project}/agent-keys/{id}", d.apiPatchAgentKey, false},
-		{"PATCH /api/projects/{project}/replicas/{id}", d.apiPatchReplica, false},
-		{"GET /api/projects/{project}/keys", d.apiKeys, false},
-		{"POST /api/projects/{project}/keys", d.apiCreateKey, false},
-		{"POST /api/projects/{project}/keys/{id}/revoke", d.apiRevokeKey, false},
-		{"GET /api/projects/{project}/apps", d.apiApps, false},
-		{"POST /api/projects/{project}/apps/{id}/revoke", d.apiRevokeApp, false},
-		{"GET /api/projects/{project}/calls", d.apiCalls, false},
-		{"GET /api/projects/{project}/calls/stream", d.apiCallStream, false},
-		{"GET /api/projects/{project}/usage", d.apiUsage, false},
-		{"GET /api/users", d.apiUsers, true},
-		{"POST /api/invites", d.apiInvite, true},
-		{"GET /api/tokens", d.apiTokens, true},
-		{"POST /api/tokens", d.apiCreateToken, true},
-		{"POST /api/tokens/{id}/revoke", d.apiRevokeToken, true},
+// apiRoute is one route of the admin API and what it needs of the caller.
+type apiRoute struct {
+	pattern string
+	fn      apiFunc
+	need    need
+}
+
+// apiRoutes is the admin API. Every route with {project} names the least
+// role it needs there; the rest need an instance admin or only a sign-in.
+// Reads need viewer; tool controls, settings, approvals, agent metadata
+// and replicas need editor; members, keys, tokens and connected apps need
+// owner.
+func (d *Dashboard) apiRoutes() []apiRoute {
+	return []apiRoute{
+		{"GET /api/me", d.apiMe, signedIn},
+		{"GET /api/projects", d.apiProjects, signedIn},
+		{"POST /api/projects", d.apiCreateProject, instanceAdmin},
+		{"GET /api/projects/{project}", d.apiProject, viewer},
+		{"PATCH /api/projects/{project}/settings", d.apiPatchSettings, editor},
+		{"GET /api/projects/{project}/tools", d.apiTools, viewer},
+		{"PATCH /api/projects/{project}/tools/{tool}", d.apiPatchTool, editor},
+		{"POST /api/projects/{project}/tools/{tool}/approve", d.apiApprove, editor},
+		{"POST /api/projects/{project}/tools/{tool}/reject", d.apiReject, editor},
+		{"GET /api/projects/{project}/agents", d.apiAgents, viewer},
+		{"PATCH /api/projects/{project}/agent-keys/{id}", d.apiPatchAgentKey, editor},
+		{"PATCH /api/projects/{project}/replicas/{id}", d.apiPatchReplica, editor},
+		{"GET /api/projects/{project}/keys", d.apiKeys, viewer},
+		{"POST /api/projects/{project}/keys", d.apiCreateKey, owner},
+		{"POST /api/projects/{project}/keys/{id}/revoke", d.apiRevokeKey, owner},
+		{"GET /api/projects/{project}/apps", d.apiApps, viewer},
+		{"POST /api/projects/{project}/apps/{id}/revoke", d.apiRevokeApp, owner},
+		{"GET /api/projects/{project}/calls", d.apiCalls, viewer},
+		{"GET /api/projects/{project}/calls/stream", d.apiCallStream, viewer},
+		{"GET /api/projects/{project}/usage", d.apiUsage, viewer},
+		{"GET /api/projects/{project}/members", d.apiMembers, viewer},
+		{"POST /api/projects/{project}/members", d.apiAddMember, owner},
+		{"PATCH /api/projects/{project}/members/{user}", d.apiPatchMember, owner},
+		{"DELETE /api/projects/{project}/members/{user}", d.apiRemoveMember, owner},
+		{"GET /api/projects/{project}/tokens", d.apiProjectTokens, owner},
+		{"POST /api/projects/{project}/tokens", d.apiCreateProjectToken, owner},
+		{"POST /api/projects/{project}/tokens/{id}/revoke", d.apiRevokeProjectToken, owner},
+		{"GET /api/projects/{project}/audit", d.apiAudit, viewer},
+		{"GET /api/users", d.apiUsers, instanceAdmin},
+		{"POST /api/invites", d.apiInvite, instanceAdmin},
+		{"GET /api/tokens", d.apiTokens, instanceAdmin},
+		{"POST /api/tokens", d.apiCreateToken, instanceAdmin},
+		{"POST /api/tokens/{id}/revoke", d.apiRevokeToken, instanceAdmin},
+		{"GET /api/audit", d.apiAudit, instanceAdmin},
 	}
-	for _, rt := range routes {
-		mux.Handle(rt.pattern, d.api(rt.fn, rt.admin))
+}
+
+func (d *Dashboard) apiMux(mux *http.ServeMux) {
+	for _, rt := range d.apiRoutes() {
+		if strings.Contains(rt.pattern, "{project}") != (rt.need.role != "") {
+			panic("dashboard: route " + rt.pattern + ": a project route names the role it needs, and only a project route does")
+		}
+		mux.Handle(rt.pattern, d.api(rt.fn, rt.need))
 	}
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, apiErr{Error: "No such API route: " + r.Method + " " + r.URL.Path + ". See docs/api.md."})
@@ -65,9 +88,10 @@ type apiErr = apitypes.Error
 const msgUnauthorized = "Sign in to the dashboard, or send an admin API token: Authorization: Bearer sfx_admin_…. " +
 	"Make one with: spacefix tokens create"
 
-// api adapts an apiFunc: it authenticates the request (a Bearer admin token
-// or a session cookie), checks admin rights, and maps errors to statuses.
-func (d *Dashboard) api(fn apiFunc, admin bool) http.Handler {
+// api adapts an apiFunc: it authenticates the request (a Bearer API token
+// or a session cookie), checks what the route needs, and maps errors to
+// statuses.
+func (d *Dashboard) api(fn apiFunc, n need) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, ok, err := d.authenticate(r)
 		switch {
@@ -77,11 +101,12 @@ func (d *Dashboard) api(fn apiFunc, admin bool) http.Handler {
 		case !ok:
 			writeJSON(w, http.StatusUnauthorized, apiErr{Error: msgUnauthorized})
 			return
-		case admin && !p.admin():
-			writeJSON(w, http.StatusForbidden, apiErr{Error: "Only an admin may do this. Ask an admin of this gateway."})
-			return
 		}
 		r = r.WithContext(withPrincipal(r.Context(), p))
+		if r, err = d.check(r, p, n); err != nil {
+			d.apiError(w, r, err)
+			return
+		}
 		if err := fn(w, r); err != nil {
 			d.apiError(w, r, err)
 		}

@@ -73,6 +73,7 @@ func (d *Dashboard) apiRevokeApp(w http.ResponseWriter, r *http.Request) error {
 	}
 	d.changes.Publish(changes.Change{Project: p.ID, Kind: changes.KeyRevoked, Key: id})
 	d.log.Info("OAuth app disconnected", "project", p.Name, "app", id, "client", g.ClientName, "by", principalFrom(r.Context()).name())
+	d.audit(r, p.ID, "app.revoke", g.ClientName, appOut(g), map[string]any{"id": id, "revoked": true})
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }

@@ -25,18 +25,27 @@ const (
 	signInsPerEmail = 10
 )
 
-// principal is who makes a request: a signed-in user, or an admin API
-// token (which acts as an admin).
+// principal is who makes a request: a signed-in user, or an API token (an
+// instance token acts as an admin; a project token only in its project).
 type principal struct {
 	user  store.User      // zero ID for a token
 	token *store.APIToken // nil for a session
 }
 
-func (p principal) admin() bool { return p.token != nil || p.user.Admin }
+// admin reports whether p is an instance admin.
+func (p principal) admin() bool {
+	if p.token != nil {
+		return p.token.ProjectID == 0
+	}
+	return p.user.Admin
+}
 
-// name says who acted, for logs.
+// name says who acted, for logs and the audit log.
 func (p principal) name() string {
 	if p.token != nil {
+		if p.token.Name != "" {
+			return "token " + p.token.ID + " (" + p.token.Name + ")"
+		}
 		return "token " + p.token.ID
 	}
 	return p.user.Email
@@ -236,6 +245,12 @@ func (d *Dashboard) join(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d.log.Info("dashboard user created", "user", u.Email, "admin", u.Admin)
+	if ms, err := d.st.Memberships(r.Context(), u.ID); err == nil {
+		ar := r.WithContext(withPrincipal(r.Context(), principal{user: u}))
+		for _, m := range ms {
+			d.audit(ar, m.ProjectID, "member.join", u.Email, nil, memberAudit{u.Email, m.Role})
+		}
+	}
 	d.startSession(w, r, u, "/", false)
 }
 

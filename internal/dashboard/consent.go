@@ -78,10 +78,10 @@ func (d *Dashboard) renderConsent(w http.ResponseWriter, r *http.Request, status
 	d.render(w, status, "consent", v)
 }
 
-// projectsOf lists the projects a person may connect an app to. Every
-// signed-in person works on every project until project membership lands.
-func (d *Dashboard) projectsOf(r *http.Request, _ principal) ([]store.Project, error) {
-	return d.st.Projects(r.Context())
+// projectsOf lists the projects a person may connect an app to: those
+// they are a member of (instance admins: all).
+func (d *Dashboard) projectsOf(r *http.Request, p principal) ([]store.Project, error) {
+	return d.visibleProjects(r.Context(), p)
 }
 
 // consent takes the person's decision: the browser goes back to the app
@@ -112,11 +112,27 @@ func (d *Dashboard) consent(w http.ResponseWriter, r *http.Request) {
 		d.renderConsent(w, r, http.StatusBadRequest, a, p, "Pick one of your projects.")
 		return
 	}
-	to, err := d.oauth.Approve(r.Context(), a, p.user.ID, projects[i].ID, r.PostFormValue("access") == "write")
+	write := r.PostFormValue("access") == "write"
+	if write {
+		// Read and write access lets the app call tools that change
+		// things; a viewer can only give what a viewer has.
+		role, err := d.roleIn(r.Context(), p, projects[i])
+		if err != nil {
+			d.serverError(w, r, "check the role", err)
+			return
+		}
+		if !role.AtLeast(store.RoleEditor) {
+			d.renderConsent(w, r, http.StatusForbidden, a, p, "You are a viewer in "+name+", so you can give the app read-only access. "+askOwner)
+			return
+		}
+	}
+	to, err := d.oauth.Approve(r.Context(), a, p.user.ID, projects[i].ID, write)
 	if err != nil {
 		d.serverError(w, r, "issue an OAuth code", err)
 		return
 	}
-	d.log.Info("OAuth sign-in approved", "user", p.name(), "client", a.ClientName, "project", name, "write", r.PostFormValue("access") == "write")
+	d.log.Info("OAuth sign-in approved", "user", p.name(), "client", a.ClientName, "project", name, "write", write)
+	r = r.WithContext(withPrincipal(r.Context(), p))
+	d.audit(r, projects[i].ID, "app.connect", a.ClientName, nil, map[string]any{"client": a.ClientName, "clientId": a.ClientID, "readOnly": !write})
 	http.Redirect(w, r, to, http.StatusSeeOther)
 }

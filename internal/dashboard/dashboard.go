@@ -20,6 +20,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/spacefix/spacefix/internal/agents"
 	"github.com/spacefix/spacefix/internal/changes"
@@ -60,20 +61,24 @@ type Options struct {
 	// OAuth is the gateway's authorization server, whose consent page and
 	// connected apps the dashboard shows; nil when OAuth is off.
 	OAuth *oauth.Server
+	// AuditRetention is how long the audit log keeps entries (the gateway
+	// prunes older ones); shown on the Audit page. 0 means forever.
+	AuditRetention time.Duration
 }
 
 // Dashboard serves the pages and the admin API. It is an http.Handler
 // meant for the root of the gateway's mux.
 type Dashboard struct {
-	st      store.Store
-	reg     *agents.Registry
-	changes *changes.Bus
-	baseURL func() string
-	ctx     context.Context
-	log     *slog.Logger
-	version string
-	health  func() store.Health
-	oauth   *oauth.Server // nil when OAuth is off
+	st        store.Store
+	reg       *agents.Registry
+	changes   *changes.Bus
+	baseURL   func() string
+	ctx       context.Context
+	log       *slog.Logger
+	version   string
+	health    func() store.Health
+	oauth     *oauth.Server // nil when OAuth is off
+	retention time.Duration
 
 	pages   map[string]*pageTemplate
 	signIns *ratelimit.Limiter
@@ -88,7 +93,7 @@ func New(opts Options) *Dashboard {
 	d := &Dashboard{
 		st: opts.Store, reg: opts.Registry, changes: opts.Changes, baseURL: opts.BaseURL,
 		ctx: opts.Context, log: opts.Logger, version: opts.Version, signIns: ratelimit.New(),
-		health: opts.CallLogHealth, oauth: opts.OAuth,
+		health: opts.CallLogHealth, oauth: opts.OAuth, retention: opts.AuditRetention,
 	}
 	if d.log == nil {
 		d.log = slog.Default()
@@ -124,17 +129,19 @@ func (d *Dashboard) routes(mux *http.ServeMux) {
 	mux.HandleFunc("POST "+oauth.AuthorizePath, d.consent)
 
 	// Pages.
-	mux.Handle("GET /{$}", d.page(d.projectsPage))
-	mux.Handle("GET /admin", d.page(d.adminPage))
-	mux.Handle("GET /p/{project}", d.page(d.overviewPage))
-	mux.Handle("GET /p/{project}/tools", d.page(d.toolsPage))
-	mux.Handle("GET /p/{project}/agents", d.page(d.agentsPage))
-	mux.Handle("GET /p/{project}/keys", d.page(d.keysPage))
-	mux.Handle("GET /p/{project}/logs", d.page(d.logsPage))
-	mux.Handle("GET /p/{project}/usage", d.page(d.usagePage))
-	mux.Handle("GET /p/{project}/settings", d.page(d.settingsPage))
+	mux.Handle("GET /{$}", d.page(d.projectsPage, signedIn))
+	mux.Handle("GET /admin", d.page(d.adminPage, instanceAdmin))
+	mux.Handle("GET /p/{project}", d.page(d.overviewPage, viewer))
+	mux.Handle("GET /p/{project}/tools", d.page(d.toolsPage, viewer))
+	mux.Handle("GET /p/{project}/agents", d.page(d.agentsPage, viewer))
+	mux.Handle("GET /p/{project}/keys", d.page(d.keysPage, viewer))
+	mux.Handle("GET /p/{project}/logs", d.page(d.logsPage, viewer))
+	mux.Handle("GET /p/{project}/usage", d.page(d.usagePage, viewer))
+	mux.Handle("GET /p/{project}/settings", d.page(d.settingsPage, viewer))
+	mux.Handle("GET /p/{project}/members", d.page(d.membersPage, viewer))
+	mux.Handle("GET /p/{project}/audit", d.page(d.auditPage, viewer))
 
-	d.apiRoutes(mux)
+	d.apiMux(mux)
 }
 
 // notify publishes that a project's saved state changed.

@@ -254,3 +254,54 @@ func (d *Dashboard) settingsPage(r *http.Request, v *view) (string, error) {
 	v.Data = settingsData{settingsOut(v.Project.Settings), defaultLimits.MaxTools, defaultLimits.MaxSchema, defaultLimits.MaxResources, defaultLimits.MaxRegister, store.DefaultMaxArgumentBytes}
 	return "settings", nil
 }
+
+type membersData struct {
+	Members []store.Member
+	Owners  []string // their emails, for the read-only line
+	Roles   []store.Role
+	Tokens  []tokenJSON // the project's API tokens; owners only
+}
+
+func (d *Dashboard) membersPage(r *http.Request, v *view) (string, error) {
+	ms, err := d.st.Members(r.Context(), v.Project.ID)
+	if err != nil {
+		return "", err
+	}
+	data := membersData{Members: ms, Roles: store.Roles}
+	for _, m := range ms {
+		if m.Role == store.RoleOwner {
+			data.Owners = append(data.Owners, m.Email)
+		}
+	}
+	if v.Can("owner") {
+		ts, err := d.projectTokens(r, v.Project.ID)
+		if err != nil {
+			return "", err
+		}
+		for _, t := range slices.Backward(ts) {
+			data.Tokens = append(data.Tokens, tokenOut(t, v.Project.Name))
+		}
+	}
+	v.Title, v.Tab, v.Data = "Members · "+v.Project.Name, "members", data
+	return "members", nil
+}
+
+type auditData struct {
+	Page          auditPage
+	Action, Actor string
+	Actions       []string // the filter's choices
+	Retention     string
+}
+
+func (d *Dashboard) auditPage(r *http.Request, v *view) (string, error) {
+	page, err := d.readAudit(r, v.Project.ID)
+	if err != nil {
+		return "", err
+	}
+	v.Title, v.Tab = "Audit log · "+v.Project.Name, "audit"
+	v.Data = auditData{
+		Page: page, Action: r.URL.Query().Get("action"), Actor: r.URL.Query().Get("actor"),
+		Actions: AuditActions, Retention: d.auditRetention(),
+	}
+	return "audit", nil
+}

@@ -21,6 +21,13 @@ func (d *Dashboard) apiMe(w http.ResponseWriter, r *http.Request) error {
 	out := map[string]any{"admin": p.admin()}
 	if p.token != nil {
 		out["token"] = p.token.ID
+		if p.token.ProjectID != 0 {
+			names, err := d.projectNames(r)
+			if err != nil {
+				return err
+			}
+			out["project"], out["role"] = names[p.token.ProjectID], p.token.Role
+		}
 	} else {
 		out["email"] = p.user.Email
 	}
@@ -29,7 +36,7 @@ func (d *Dashboard) apiMe(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (d *Dashboard) apiProjects(w http.ResponseWriter, r *http.Request) error {
-	ps, err := d.st.Projects(r.Context())
+	ps, err := d.visibleProjects(r.Context(), principalFrom(r.Context()))
 	if err != nil {
 		return err
 	}
@@ -59,7 +66,14 @@ func (d *Dashboard) apiCreateProject(w http.ResponseWriter, r *http.Request) err
 	if err != nil {
 		return err
 	}
+	// The person who makes a project is its first owner.
+	if by := principalFrom(r.Context()); by.token == nil {
+		if _, err := d.st.SetMember(r.Context(), store.Member{ProjectID: p.ID, UserID: by.user.ID, Role: store.RoleOwner}); err != nil {
+			return err
+		}
+	}
 	d.log.Info("project created", "project", p.Name, "by", principalFrom(r.Context()).name())
+	d.audit(r, p.ID, "project.create", p.Name, nil, map[string]any{"name": p.Name})
 	writeJSON(w, http.StatusCreated, d.projectOut(r, p))
 	return nil
 }

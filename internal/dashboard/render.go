@@ -17,7 +17,7 @@ import (
 // pageNames are the templates with the full layout; bareNames have no
 // navigation (sign-in, sign-up).
 var (
-	pageNames = []string{"projects", "admin", "overview", "tools", "agents", "keys", "logs", "usage", "settings", "error"}
+	pageNames = []string{"projects", "admin", "overview", "tools", "agents", "keys", "logs", "usage", "settings", "members", "audit", "error"}
 	bareNames = []string{"login", "join", "consent"}
 )
 
@@ -56,12 +56,31 @@ type view struct {
 	User     store.User
 	Admin    bool
 	Project  *store.Project
-	Projects []store.Project // for the project switcher
+	Role     store.Role      // the visitor's role in Project
+	Projects []store.Project // the projects the visitor may see
 	MCPURL   string
 	Version  string
 	Data     any
 	// Lost warns that call records were lost (pages that show calls).
 	Lost string
+}
+
+// Can reports whether the visitor has at least role ("viewer", "editor",
+// "owner") in the page's project; templates show controls only then (the
+// API checks again).
+func (v *view) Can(role string) bool { return v.Role.AtLeast(store.Role(role)) }
+
+// WhoCan is the line a page shows above what the visitor may see but not
+// change, or "" when they may change it.
+func (v *view) WhoCan(role string) string {
+	if v.Project == nil || v.Can(role) {
+		return ""
+	}
+	who := "Owners"
+	if role == string(store.RoleEditor) {
+		who = "Editors and owners"
+	}
+	return fmt.Sprintf("You are a %s in %s, so this page is read-only for you. %s can change it; ask an owner of the project (see Members).", v.Role, v.Project.Name, who)
 }
 
 // httpError is a failure with a status and a message for people.
@@ -80,9 +99,10 @@ func errorf(status int, format string, args ...any) error {
 type pageFunc func(r *http.Request, v *view) (string, error)
 
 // page adapts a pageFunc: it signs the visitor in (or sends them to the
-// sign-in page), loads the project named in the path and renders the
-// result or the error.
-func (d *Dashboard) page(fn pageFunc) http.Handler {
+// sign-in page), checks what the page needs (a project page: a member's
+// role), loads the project named in the path and renders the result or the
+// error.
+func (d *Dashboard) page(fn pageFunc, n need) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, ok, err := d.authenticate(r)
 		if err != nil {
@@ -94,17 +114,17 @@ func (d *Dashboard) page(fn pageFunc) http.Handler {
 			return
 		}
 		v := &view{User: p.user, Admin: p.admin(), Version: d.version}
-		if v.Projects, err = d.st.Projects(r.Context()); err != nil {
+		if v.Projects, err = d.visibleProjects(r.Context(), p); err != nil {
 			d.serverError(w, r, "list projects", err)
 			return
 		}
-		if name := r.PathValue("project"); name != "" {
-			proj, err := d.project(r)
-			if err != nil {
-				d.renderError(w, r, v, err)
-				return
-			}
-			v.Project, v.MCPURL = &proj, d.base(r)+"/mcp"
+		r = r.WithContext(withPrincipal(r.Context(), p))
+		if r, err = d.check(r, p, n); err != nil {
+			d.renderError(w, r, v, err)
+			return
+		}
+		if a, ok := accessFrom(r.Context()); ok {
+			v.Project, v.Role, v.MCPURL = &a.project, a.role, d.base(r)+"/mcp"
 		}
 		name, err := fn(r, v)
 		if err != nil {
@@ -116,12 +136,21 @@ func (d *Dashboard) page(fn pageFunc) http.Handler {
 	})
 }
 
-// project loads the project named in the request path.
+// project is the project named in the request path, as the wrapper that
+// checked the caller's role in it loaded it.
 func (d *Dashboard) project(r *http.Request) (store.Project, error) {
+	if a, ok := accessFrom(r.Context()); ok {
+		return a.project, nil
+	}
+	return d.loadProject(r)
+}
+
+// loadProject loads the project named in the request path.
+func (d *Dashboard) loadProject(r *http.Request) (store.Project, error) {
 	name := r.PathValue("project")
 	p, err := d.st.Project(r.Context(), name)
 	if errors.Is(err, store.ErrNotFound) {
-		return store.Project{}, errorf(http.StatusNotFound, "There is no project %q. Pick one from the list of projects.", name)
+		return store.Project{}, noProject(name)
 	}
 	return p, err
 }
@@ -151,7 +180,10 @@ func (d *Dashboard) renderError(w http.ResponseWriter, r *http.Request, v *view,
 		d.serverError(w, r, "page "+r.URL.Path, err)
 		return
 	}
-	v.Title, v.Data, v.Tab = "Not found", he.msg, ""
+	v.Title, v.Data, v.Tab, v.Project = "Not found", he.msg, "", nil
+	if he.status == http.StatusForbidden {
+		v.Title = "Not allowed"
+	}
 	d.render(w, he.status, "error", v)
 }
 

@@ -123,6 +123,7 @@ func (d *Dashboard) apiPatchSettings(w http.ResponseWriter, r *http.Request) err
 	}
 	d.notify(proj.ID)
 	d.log.Info("project settings saved", "project", proj.Name, "by", principalFrom(r.Context()).name())
+	d.audit(r, proj.ID, "settings.update", proj.Name, settingsOut(proj.Settings), settingsOut(next))
 	proj.Settings = next
 	writeJSON(w, http.StatusOK, d.projectOut(r, proj))
 	return nil

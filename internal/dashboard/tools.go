@@ -214,6 +214,7 @@ func (d *Dashboard) apiPatchTool(w http.ResponseWriter, r *http.Request) error {
 	}
 	d.notify(p.ID)
 	d.log.Info("tool settings saved", "project", p.Name, "tool", name, "by", principalFrom(r.Context()).name())
+	d.audit(r, p.ID, "tool.update", name, toolAuditOf(cur), toolAuditOf(next))
 	return d.writeToolRow(w, r, p, name)
 }
 
@@ -288,5 +289,22 @@ func (d *Dashboard) decide(w http.ResponseWriter, r *http.Request, approve bool)
 	}
 	d.notify(p.ID)
 	d.log.Info("tool definition "+verb, "project", p.Name, "tool", name, "by", principalFrom(r.Context()).name())
+	action := "tool.reject"
+	if approve {
+		action = "tool.approve"
+	}
+	d.audit(r, p.ID, action, name, nil, map[string]string{"definitionHash": definitionHash(def)})
 	return d.writeToolRow(w, r, p, name)
+}
+
+// toolAudit is what the audit log keeps of a tool's controls.
+type toolAudit struct {
+	Description  string `json:"description"`
+	CacheSeconds int    `json:"cacheSeconds"`
+	Access       string `json:"access"`
+	Disabled     bool   `json:"disabled"`
+}
+
+func toolAuditOf(ts store.ToolSettings) toolAudit {
+	return toolAudit{ts.Description, ts.CacheSeconds, accessName(ts.Access), ts.Disabled}
 }

@@ -22,14 +22,14 @@ type Session struct {
 // Invite is a one-time link to create a user. The first-run setup link is
 // an invite with Admin set.
 type Invite struct {
-	ID        string // public id, "inv_…"
-	Email     string // the address it was made for; empty means anyone
-	Admin     bool   // the user it creates is an admin
+	ID    string // public id, "inv_…"
+	Email string // the address it was made for; empty means anyone
+	Admin bool   // the user it creates is an admin
 	// ProjectID and Role, when set, make the new user a member of that
 	// project with that role.
 	ProjectID int64
 	Role      Role
-	CreatedBy int64  // user id; 0 for the setup link
+	CreatedBy int64 // user id; 0 for the setup link
 	CreatedAt time.Time
 	ExpiresAt time.Time // required
 	UsedAt    time.Time // zero while unused

@@ -74,7 +74,21 @@ func SetupPath(ctx context.Context, st store.Store) (string, error) {
 // Invite creates a one-time link for a new user and returns its path
 // ("/join/…"). email, if not empty, is the only address that may use it.
 func Invite(ctx context.Context, st store.Store, by store.User, email string, admin bool) (string, error) {
-	secret, err := createInvite(ctx, st, store.Invite{Email: email, Admin: admin, CreatedBy: by.ID, ExpiresAt: time.Now().Add(InviteLifetime)})
+	return invite(ctx, st, store.Invite{Email: email, Admin: admin, CreatedBy: by.ID})
+}
+
+// InviteToProject is [Invite] for a new member of a project: the user it
+// creates joins the project with the role.
+func InviteToProject(ctx context.Context, st store.Store, by store.User, email string, projectID int64, role store.Role) (string, error) {
+	if projectID == 0 || !role.Valid() {
+		return "", fmt.Errorf("invite: project %d, role %q", projectID, role)
+	}
+	return invite(ctx, st, store.Invite{Email: email, CreatedBy: by.ID, ProjectID: projectID, Role: role})
+}
+
+func invite(ctx context.Context, st store.Store, inv store.Invite) (string, error) {
+	inv.ExpiresAt = time.Now().Add(InviteLifetime)
+	secret, err := createInvite(ctx, st, inv)
 	if err != nil {
 		return "", fmt.Errorf("invite: %w", err)
 	}
@@ -129,7 +143,14 @@ func SignUp(ctx context.Context, st store.Store, secret, email, password string)
 	if errors.Is(err, store.ErrExists) {
 		return store.User{}, errEmailTaken
 	}
-	return u, err
+	if err != nil || inv.ProjectID == 0 {
+		return u, err
+	}
+	// A project deleted since the invite leaves the user without it.
+	if _, err := st.SetMember(ctx, store.Member{ProjectID: inv.ProjectID, UserID: u.ID, Role: inv.Role}); err != nil && !errors.Is(err, store.ErrNotFound) {
+		return u, fmt.Errorf("sign up: join project %d: %w", inv.ProjectID, err)
+	}
+	return u, nil
 }
 
 // SignIn checks an email and password; wrong ones give ErrBadCredentials,
@@ -188,11 +209,25 @@ func EndSession(ctx context.Context, st store.Store, token string) error {
 	return st.DeleteSession(ctx, auth.Hash(token))
 }
 
-// CreateAPIToken makes an admin API token and returns it with its secret,
-// which is shown once and never again. by is 0 when the CLI makes it.
+// CreateAPIToken makes an instance admin API token and returns it with its
+// secret, which is shown once and never again. by is 0 when the CLI makes
+// it.
 func CreateAPIToken(ctx context.Context, st store.Store, name string, by int64) (store.APIToken, string, error) {
+	return createToken(ctx, st, store.APIToken{Name: name, CreatedBy: by})
+}
+
+// CreateProjectToken makes an API token that acts only on one project, with
+// a role there, and returns it with its secret.
+func CreateProjectToken(ctx context.Context, st store.Store, name string, by, projectID int64, role store.Role) (store.APIToken, string, error) {
+	if projectID == 0 || !role.Valid() {
+		return store.APIToken{}, "", fmt.Errorf("create API token: project %d, role %q", projectID, role)
+	}
+	return createToken(ctx, st, store.APIToken{Name: name, CreatedBy: by, ProjectID: projectID, Role: role})
+}
+
+func createToken(ctx context.Context, st store.Store, tok store.APIToken) (store.APIToken, string, error) {
 	secret := tokenPrefix + rand.Text()
-	tok := store.APIToken{ID: "tok_" + strings.ToLower(rand.Text()[:12]), Name: name, CreatedBy: by}
+	tok.ID = "tok_" + strings.ToLower(rand.Text()[:12])
 	tok, err := st.CreateAPIToken(ctx, tok, auth.Hash(secret))
 	if err != nil {
 		return store.APIToken{}, "", fmt.Errorf("create API token: %w", err)

@@ -1,0 +1,309 @@
+package dashboard
+
+import (
+	"errors"
+	"net/http"
+	"net/mail"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spacefix/spacefix/internal/changes"
+	"github.com/spacefix/spacefix/internal/store"
+	"github.com/spacefix/spacefix/internal/users"
+)
+
+// memberJSON is a project member.
+type memberJSON struct {
+	UserID   int64      `json:"userId"`
+	Email    string     `json:"email"`
+	Role     store.Role `json:"role"`
+	JoinedAt time.Time  `json:"joinedAt"`
+}
+
+func memberOut(m store.Member) memberJSON {
+	return memberJSON{m.UserID, m.Email, m.Role, m.CreatedAt}
+}
+
+// memberAudit is what the audit log keeps of a membership.
+type memberAudit struct {
+	Email string     `json:"email"`
+	Role  store.Role `json:"role"`
+}
+
+func (d *Dashboard) apiMembers(w http.ResponseWriter, r *http.Request) error {
+	p, err := d.project(r)
+	if err != nil {
+		return err
+	}
+	ms, err := d.st.Members(r.Context(), p.ID)
+	if err != nil {
+		return err
+	}
+	out := make([]memberJSON, 0, len(ms))
+	for _, m := range ms {
+		out = append(out, memberOut(m))
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func roleField(role store.Role) error {
+	if !role.Valid() {
+		return fieldError("role", "want viewer, editor or owner, not %q", role)
+	}
+	return nil
+}
+
+// apiAddMember adds a person to the project with a role. A person without
+// an account gets an invite link naming the project and role instead.
+func (d *Dashboard) apiAddMember(w http.ResponseWriter, r *http.Request) error {
+	p, err := d.project(r)
+	if err != nil {
+		return err
+	}
+	var in struct {
+		Email string     `json:"email"`
+		Role  store.Role `json:"role"`
+	}
+	if err := readJSON(r, &in); err != nil {
+		return err
+	}
+	in.Email = strings.TrimSpace(in.Email)
+	if a, err := mail.ParseAddress(in.Email); err != nil || a.Name != "" {
+		return fieldError("email", "want an address such as bob@example.com")
+	}
+	if err := roleField(in.Role); err != nil {
+		return err
+	}
+	by := principalFrom(r.Context())
+	u, _, err := d.st.UserByEmail(r.Context(), in.Email)
+	if errors.Is(err, store.ErrNotFound) {
+		path, err := users.InviteToProject(r.Context(), d.st, by.user, in.Email, p.ID, in.Role)
+		if err != nil {
+			return err
+		}
+		d.log.Info("member invited", "project", p.Name, "for", in.Email, "role", in.Role, "by", by.name())
+		d.audit(r, p.ID, "member.invite", in.Email, nil, memberAudit{in.Email, in.Role})
+		writeJSON(w, http.StatusCreated, map[string]any{
+			"invite": d.base(r) + path, "expiresAt": time.Now().Add(users.InviteLifetime).UTC(),
+			"email": in.Email, "role": in.Role,
+		})
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if m, err := d.st.Member(r.Context(), p.ID, u.ID); err == nil {
+		return errorf(http.StatusConflict, "%s is already a %s of project %s. Change their role with PATCH /api/projects/%s/members/%d.", u.Email, m.Role, p.Name, p.Name, u.ID)
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	m, err := d.st.SetMember(r.Context(), store.Member{ProjectID: p.ID, UserID: u.ID, Role: in.Role})
+	if err != nil {
+		return err
+	}
+	d.log.Info("member added", "project", p.Name, "user", u.Email, "role", in.Role, "by", by.name())
+	d.audit(r, p.ID, "member.add", u.Email, nil, memberAudit{u.Email, in.Role})
+	writeJSON(w, http.StatusCreated, memberOut(m))
+	return nil
+}
+
+// member loads the member named in the path.
+func (d *Dashboard) member(r *http.Request, p store.Project) (store.Member, error) {
+	missing := errorf(http.StatusNotFound, "Project %s has no member with user id %q. GET /api/projects/%s/members lists them.", p.Name, r.PathValue("user"), p.Name)
+	id, err := strconv.ParseInt(r.PathValue("user"), 10, 64)
+	if err != nil {
+		return store.Member{}, missing
+	}
+	m, err := d.st.Member(r.Context(), p.ID, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return store.Member{}, missing
+	}
+	return m, err
+}
+
+// keepsAnOwner refuses a change that would leave the project without an
+// owner.
+func (d *Dashboard) keepsAnOwner(r *http.Request, p store.Project, m store.Member, next store.Role) error {
+	if m.Role != store.RoleOwner || next == store.RoleOwner {
+		return nil
+	}
+	ms, err := d.st.Members(r.Context(), p.ID)
+	if err != nil {
+		return err
+	}
+	for _, o := range ms {
+		if o.Role == store.RoleOwner && o.UserID != m.UserID {
+			return nil
+		}
+	}
+	return errorf(http.StatusConflict, "%s is the last owner of project %s. Make someone else an owner first.", m.Email, p.Name)
+}
+
+func (d *Dashboard) apiPatchMember(w http.ResponseWriter, r *http.Request) error {
+	p, err := d.project(r)
+	if err != nil {
+		return err
+	}
+	m, err := d.member(r, p)
+	if err != nil {
+		return err
+	}
+	var in struct {
+		Role store.Role `json:"role"`
+	}
+	if err := readJSON(r, &in); err != nil {
+		return err
+	}
+	if err := roleField(in.Role); err != nil {
+		return err
+	}
+	if err := d.keepsAnOwner(r, p, m, in.Role); err != nil {
+		return err
+	}
+	next, err := d.st.SetMember(r.Context(), store.Member{ProjectID: p.ID, UserID: m.UserID, Role: in.Role})
+	if err != nil {
+		return err
+	}
+	d.log.Info("member role changed", "project", p.Name, "user", m.Email, "role", in.Role, "by", principalFrom(r.Context()).name())
+	d.audit(r, p.ID, "member.update", m.Email, memberAudit{m.Email, m.Role}, memberAudit{m.Email, in.Role})
+	writeJSON(w, http.StatusOK, memberOut(next))
+	return nil
+}
+
+// apiRemoveMember takes a person out of the project; the apps they
+// connected to it are disconnected with them.
+func (d *Dashboard) apiRemoveMember(w http.ResponseWriter, r *http.Request) error {
+	p, err := d.project(r)
+	if err != nil {
+		return err
+	}
+	m, err := d.member(r, p)
+	if err != nil {
+		return err
+	}
+	if err := d.keepsAnOwner(r, p, m, ""); err != nil {
+		return err
+	}
+	if err := d.st.RemoveMember(r.Context(), p.ID, m.UserID); err != nil {
+		return err
+	}
+	gs, err := d.st.OAuthGrants(r.Context(), p.ID)
+	if err != nil {
+		return err
+	}
+	for _, g := range gs {
+		if g.UserID != m.UserID || !g.RevokedAt.IsZero() {
+			continue
+		}
+		if err := d.st.RevokeOAuthGrant(r.Context(), g.ID); err != nil {
+			return err
+		}
+		d.changes.Publish(changes.Change{Project: p.ID, Kind: changes.KeyRevoked, Key: g.ID})
+	}
+	d.log.Info("member removed", "project", p.Name, "user", m.Email, "by", principalFrom(r.Context()).name())
+	d.audit(r, p.ID, "member.remove", m.Email, memberAudit{m.Email, m.Role}, nil)
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// tokenAudit is what the audit log keeps of an API token: never its
+// secret.
+type tokenAudit struct {
+	ID      string     `json:"id"`
+	Name    string     `json:"name"`
+	Role    store.Role `json:"role,omitempty"`
+	Revoked bool       `json:"revoked,omitempty"`
+}
+
+func tokenAuditOf(t store.APIToken) tokenAudit {
+	return tokenAudit{ID: t.ID, Name: t.Name, Role: t.Role, Revoked: t.Revoked()}
+}
+
+func (d *Dashboard) apiProjectTokens(w http.ResponseWriter, r *http.Request) error {
+	p, err := d.project(r)
+	if err != nil {
+		return err
+	}
+	ts, err := d.projectTokens(r, p.ID)
+	if err != nil {
+		return err
+	}
+	out := make([]tokenJSON, 0, len(ts))
+	for _, t := range ts {
+		out = append(out, tokenOut(t, p.Name))
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (d *Dashboard) projectTokens(r *http.Request, projectID int64) ([]store.APIToken, error) {
+	ts, err := d.st.APITokens(r.Context())
+	if err != nil {
+		return nil, err
+	}
+	var out []store.APIToken
+	for _, t := range ts {
+		if t.ProjectID == projectID {
+			out = append(out, t)
+		}
+	}
+	return out, nil
+}
+
+func (d *Dashboard) apiCreateProjectToken(w http.ResponseWriter, r *http.Request) error {
+	p, err := d.project(r)
+	if err != nil {
+		return err
+	}
+	var in struct {
+		Name string     `json:"name"`
+		Role store.Role `json:"role"`
+	}
+	if err := readJSON(r, &in); err != nil {
+		return err
+	}
+	if err := roleField(in.Role); err != nil {
+		return err
+	}
+	by := principalFrom(r.Context())
+	tok, secret, err := users.CreateProjectToken(r.Context(), d.st, strings.TrimSpace(in.Name), by.user.ID, p.ID, in.Role)
+	if err != nil {
+		return err
+	}
+	d.log.Info("project API token created", "project", p.Name, "token", tok.ID, "role", tok.Role, "by", by.name())
+	d.audit(r, p.ID, "token.create", tok.ID, nil, tokenAuditOf(tok))
+	writeJSON(w, http.StatusCreated, struct {
+		Token  tokenJSON `json:"token"`
+		Secret string    `json:"secret"`
+	}{tokenOut(tok, p.Name), secret})
+	return nil
+}
+
+func (d *Dashboard) apiRevokeProjectToken(w http.ResponseWriter, r *http.Request) error {
+	p, err := d.project(r)
+	if err != nil {
+		return err
+	}
+	id := r.PathValue("id")
+	ts, err := d.projectTokens(r, p.ID)
+	if err != nil {
+		return err
+	}
+	for _, t := range ts {
+		if t.ID != id {
+			continue
+		}
+		if err := d.st.RevokeAPIToken(r.Context(), id); err != nil {
+			return err
+		}
+		d.log.Info("project API token revoked", "project", p.Name, "token", id, "by", principalFrom(r.Context()).name())
+		after := tokenAuditOf(t)
+		after.Revoked = true
+		d.audit(r, p.ID, "token.revoke", id, tokenAuditOf(t), after)
+		writeJSON(w, http.StatusOK, map[string]any{"id": id, "revoked": true})
+		return nil
+	}
+	return errorf(http.StatusNotFound, "Project %s has no API token %q. GET /api/projects/%s/tokens lists them.", p.Name, id, p.Name)
+}
