@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -207,4 +208,72 @@ func TestTokensAndUsers(t *testing.T) {
 	if _, err := runCLI(t, "tokens", "revoke", "tok_nope", "--data", data); err == nil || !strings.Contains(err.Error(), `no token "tok_nope"`) {
 		t.Errorf("revoke unknown: %v", err)
 	}
+}
+
+// TestProjectTokensAndAudit: a project token made with the CLI acts on its
+// project with its role and nowhere else, through a running gateway's
+// admin API; the changes are in spacefix audit list.
+func TestProjectTokensAndAudit(t *testing.T) {
+	data, url, _, st := adminGateway(t)
+	if _, err := runCLI(t, "projects", "create", "shop", "--data", data); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runCLI(t, "tokens", "create", "--data", data, "--project", "default"); err == nil || !strings.Contains(err.Error(), "--project and --role go together") {
+		t.Errorf("--project without --role: %v", err)
+	}
+	if _, err := runCLI(t, "tokens", "create", "--data", data, "--project", "default", "--role", "admin"); err == nil || !strings.Contains(err.Error(), `--role must be viewer, editor or owner, not "admin"`) {
+		t.Errorf("--role admin: %v", err)
+	}
+	tok := func(role string) string {
+		out, err := runCLI(t, "tokens", "create", "--data", data, "--project", "default", "--role", role, "--name", role+"-bot", "--json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var v struct{ Token, Project, Role string }
+		if err := json.Unmarshal([]byte(out), &v); err != nil || v.Project != "default" || v.Role != role {
+			t.Fatalf("tokens create --project --role --json = %q: %v", out, err)
+		}
+		return v.Token
+	}
+	viewer, editor := tok("viewer"), tok("editor")
+	list, _ := runCLI(t, "tokens", "list", "--data", data, "--project", "default")
+	if !strings.Contains(list, "default (viewer)") || !strings.Contains(list, "default (editor)") || strings.Contains(list, "instance (admin)") {
+		t.Errorf("tokens list --project default:\n%s", list)
+	}
+
+	if out, err := runCLI(t, "tools", "list", "--url", url, "--token", viewer); err != nil {
+		t.Errorf("tools list with a viewer token: %v\n%s", err, out)
+	}
+	_, err := runCLI(t, "tools", "set", "search_orders", "--disabled", "--create", "--url", url, "--token", viewer)
+	if err == nil || !strings.Contains(err.Error(), `This change needs the editor or owner role in project "default"; this token is a viewer.`) {
+		t.Errorf("tools set with a viewer token: %v", err)
+	}
+	if out, err := runCLI(t, "tools", "set", "search_orders", "--disabled", "--create", "--url", url, "--token", editor); err != nil {
+		t.Errorf("tools set with an editor token: %v\n%s", err, out)
+	}
+	if _, err := runCLI(t, "tools", "list", "--project", "shop", "--url", url, "--token", editor); err == nil || !strings.Contains(err.Error(), `There is no project "shop", or you are not a member of it.`) {
+		t.Errorf("tools list of another project with a project token: %v", err)
+	}
+
+	out, err := runCLI(t, "audit", "list", "--data", data, "--project", "default", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var actions []string
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var e struct{ Action, Actor, Target string }
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatalf("audit list --json line %q: %v", line, err)
+		}
+		actions = append(actions, e.Action+" by "+strings.Fields(e.Actor)[0])
+	}
+	want := []string{"tool.update by token", "token.create by cli", "token.create by cli"}
+	if !slices.Equal(actions, want) {
+		t.Errorf("audit list --project default = %q; want %q", actions, want)
+	}
+	table, _ := runCLI(t, "audit", "list", "--data", data, "--project", "default")
+	if !strings.Contains(table, "tool.update") || !strings.Contains(table, `"disabled":true`) || strings.Contains(table, "sfx_admin_") {
+		t.Errorf("audit list table:\n%s", table)
+	}
+	_ = st
 }

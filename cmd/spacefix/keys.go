@@ -55,6 +55,7 @@ func keysCreate(ctx context.Context, args []string, stdout io.Writer) error {
 		if err != nil {
 			return err
 		}
+		cliAudit(ctx, st, p.ID, "key.create", k.ID, nil, store.KeyAudit(k))
 		if *asJSON {
 			return json.NewEncoder(stdout).Encode(map[string]any{"id": k.ID, "key": secret, "kind": k.Kind, "project": p.Name})
 		}
@@ -141,6 +142,9 @@ func keysRevoke(ctx context.Context, args []string, stdout io.Writer) error {
 		if err := st.RevokeKey(ctx, k.ID); err != nil {
 			return err
 		}
+		after := store.KeyAudit(k)
+		after["revoked"] = true
+		cliAudit(ctx, st, k.ProjectID, "key.revoke", k.ID, store.KeyAudit(k), after)
 		fmt.Fprintf(stdout, "Revoked %s. Running gateways refuse it within a second.\n", pos[0])
 		return nil
 	})
@@ -170,6 +174,7 @@ func projects(ctx context.Context, args []string, stdout io.Writer) error {
 			if err != nil {
 				return err
 			}
+			cliAudit(ctx, st, p.ID, "project.create", p.Name, nil, map[string]any{"name": p.Name})
 			if *asJSON {
 				return json.NewEncoder(stdout).Encode(map[string]any{"id": p.ID, "name": p.Name})
 			}

@@ -56,7 +56,8 @@ Usage:
   spacefix serve     [--addr HOST:PORT] [--data FILE]   run the gateway
   spacefix keys      create|list|revoke                 manage agent and client keys
   spacefix projects  create|list                        manage projects
-  spacefix tokens    create|list|revoke                 admin API tokens (for scripts and CI)
+  spacefix tokens    create|list|revoke                 API tokens for scripts and CI (instance, or --project and --role)
+  spacefix audit     list [--project NAME]              who changed what, when and from where
   spacefix users     list|setup-link                    dashboard users
   spacefix gateways  list                               the gateways running on the store
   spacefix tools     list|set                           per-tool controls, over the admin API
@@ -84,6 +85,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return projects(ctx, args[1:], stdout)
 	case "tokens":
 		return tokens(ctx, args[1:], stdout)
+	case "audit":
+		return auditCmd(ctx, args[1:], stdout)
 	case "tools":
 		return tools(ctx, args[1:], stdout)
 	case "settings":

@@ -31,6 +31,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&cfg.PublicURL, "public-url", os.Getenv("SPACEFIX_PUBLIC_URL"), "base `URL` clients reach the gateway at, if not http://ADDR (env SPACEFIX_PUBLIC_URL)")
 	fs.DurationVar(&cfg.ShutdownGrace, "shutdown-grace", cfg.ShutdownGrace, "how long calls in flight may finish on shutdown")
 	fs.DurationVar(&cfg.LogRetention, "log-retention", envDuration("SPACEFIX_LOG_RETENTION", cfg.LogRetention), "how long call log records are kept (env SPACEFIX_LOG_RETENTION)")
+	fs.DurationVar(&cfg.AuditRetention, "audit-retention", envDuration("SPACEFIX_AUDIT_RETENTION", cfg.AuditRetention), "how long audit log entries are kept, at least 24h (env SPACEFIX_AUDIT_RETENTION)")
 	fs.DurationVar(&cfg.SessionIdle, "session-idle", envDuration("SPACEFIX_SESSION_IDLE", cfg.SessionIdle), "close an MCP session after this long without a request (env SPACEFIX_SESSION_IDLE)")
 	fs.DurationVar(&cfg.KeepAlive, "keepalive", envDuration("SPACEFIX_KEEPALIVE", cfg.KeepAlive), "how often MCP sessions holding a GET stream are pinged; 3 misses close one (env SPACEFIX_KEEPALIVE)")
 	fs.IntVar(&cfg.MaxConns, "max-conns", envInt("SPACEFIX_MAX_CONNS", cfg.MaxConns), "most open connections; more wait to be accepted (env SPACEFIX_MAX_CONNS)")

@@ -2,9 +2,7 @@ package dashboard
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"slices"
 
@@ -151,23 +149,9 @@ func noProject(name string) error {
 // The change is made already, so a failure to record it is logged with
 // everything the entry would have held rather than undoing the change.
 func (d *Dashboard) audit(r *http.Request, projectID int64, action, target string, before, after any) {
-	e := store.AuditEntry{
-		ProjectID: projectID, Actor: principalFrom(r.Context()).name(), Addr: clientAddr(r),
-		Action: action, Target: target, Before: auditValue(before), After: auditValue(after),
-	}
+	e := store.NewAuditEntry(projectID, principalFrom(r.Context()).name(), clientAddr(r), action, target, before, after)
 	if _, err := d.st.AppendAudit(r.Context(), e); err != nil {
 		d.log.Error("audit log: entry not saved", "project", projectID, "actor", e.Actor, "addr", e.Addr,
 			"action", action, "target", target, "before", string(e.Before), "after", string(e.After), "err", err)
 	}
-}
-
-func auditValue(v any) json.RawMessage {
-	if v == nil {
-		return nil
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return json.RawMessage(fmt.Sprintf("%q", fmt.Sprint(v)))
-	}
-	return b
 }

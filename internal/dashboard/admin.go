@@ -118,7 +118,7 @@ func (d *Dashboard) apiCreateToken(w http.ResponseWriter, r *http.Request) error
 		return err
 	}
 	d.log.Info("admin API token created", "token", tok.ID, "by", p.name())
-	d.audit(r, 0, "token.create", tok.ID, nil, tokenAuditOf(tok))
+	d.audit(r, 0, "token.create", tok.ID, nil, store.TokenAudit(tok))
 	writeJSON(w, http.StatusCreated, struct {
 		Token  tokenJSON `json:"token"`
 		Secret string    `json:"secret"`
@@ -140,9 +140,9 @@ func (d *Dashboard) apiRevokeToken(w http.ResponseWriter, r *http.Request) error
 		return err
 	}
 	d.log.Info("admin API token revoked", "token", id, "by", principalFrom(r.Context()).name())
-	after := tokenAuditOf(ts[i])
-	after.Revoked = true
-	d.audit(r, ts[i].ProjectID, "token.revoke", id, tokenAuditOf(ts[i]), after)
+	after := store.TokenAudit(ts[i])
+	after["revoked"] = true
+	d.audit(r, ts[i].ProjectID, "token.revoke", id, store.TokenAudit(ts[i]), after)
 	writeJSON(w, http.StatusOK, map[string]any{"id": id, "revoked": true})
 	return nil
 }

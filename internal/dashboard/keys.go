@@ -118,7 +118,7 @@ func (d *Dashboard) apiCreateKey(w http.ResponseWriter, r *http.Request) error {
 	}
 	d.notify(p.ID)
 	d.log.Info("key created", "project", p.Name, "key", k.ID, "kind", k.Kind, "by", principalFrom(r.Context()).name())
-	d.audit(r, p.ID, "key.create", k.ID, nil, keyOut(k))
+	d.audit(r, p.ID, "key.create", k.ID, nil, store.KeyAudit(k))
 	writeJSON(w, http.StatusCreated, struct {
 		Key    keyJSON `json:"key"`
 		Secret string  `json:"secret"`
@@ -146,12 +146,12 @@ func (d *Dashboard) apiRevokeKey(w http.ResponseWriter, r *http.Request) error {
 	}
 	d.changes.Publish(changes.Change{Project: p.ID, Kind: changes.KeyRevoked, Key: k.ID})
 	d.log.Info("key revoked", "project", p.Name, "key", k.ID, "by", principalFrom(r.Context()).name())
-	before := keyOut(k)
+	before := store.KeyAudit(k)
 	k, err = d.st.Key(r.Context(), k.ID)
 	if err != nil {
 		return err
 	}
-	d.audit(r, p.ID, "key.revoke", k.ID, before, keyOut(k))
+	d.audit(r, p.ID, "key.revoke", k.ID, before, store.KeyAudit(k))
 	writeJSON(w, http.StatusOK, keyOut(k))
 	return nil
 }

@@ -208,19 +208,6 @@ func (d *Dashboard) apiRemoveMember(w http.ResponseWriter, r *http.Request) erro
 	return nil
 }
 
-// tokenAudit is what the audit log keeps of an API token: never its
-// secret.
-type tokenAudit struct {
-	ID      string     `json:"id"`
-	Name    string     `json:"name"`
-	Role    store.Role `json:"role,omitempty"`
-	Revoked bool       `json:"revoked,omitempty"`
-}
-
-func tokenAuditOf(t store.APIToken) tokenAudit {
-	return tokenAudit{ID: t.ID, Name: t.Name, Role: t.Role, Revoked: t.Revoked()}
-}
-
 func (d *Dashboard) apiProjectTokens(w http.ResponseWriter, r *http.Request) error {
 	p, err := d.project(r)
 	if err != nil {
@@ -273,7 +260,7 @@ func (d *Dashboard) apiCreateProjectToken(w http.ResponseWriter, r *http.Request
 		return err
 	}
 	d.log.Info("project API token created", "project", p.Name, "token", tok.ID, "role", tok.Role, "by", by.name())
-	d.audit(r, p.ID, "token.create", tok.ID, nil, tokenAuditOf(tok))
+	d.audit(r, p.ID, "token.create", tok.ID, nil, store.TokenAudit(tok))
 	writeJSON(w, http.StatusCreated, struct {
 		Token  tokenJSON `json:"token"`
 		Secret string    `json:"secret"`
@@ -299,9 +286,9 @@ func (d *Dashboard) apiRevokeProjectToken(w http.ResponseWriter, r *http.Request
 			return err
 		}
 		d.log.Info("project API token revoked", "project", p.Name, "token", id, "by", principalFrom(r.Context()).name())
-		after := tokenAuditOf(t)
-		after.Revoked = true
-		d.audit(r, p.ID, "token.revoke", id, tokenAuditOf(t), after)
+		after := store.TokenAudit(t)
+		after["revoked"] = true
+		d.audit(r, p.ID, "token.revoke", id, store.TokenAudit(t), after)
 		writeJSON(w, http.StatusOK, map[string]any{"id": id, "revoked": true})
 		return nil
 	}

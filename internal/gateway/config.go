@@ -40,6 +40,9 @@ type Config struct {
 	// pruned in the background every hour. Usage counts are kept. Default
 	// 7 days.
 	LogRetention time.Duration
+	// AuditRetention is how long audit log entries are kept; older ones
+	// are pruned with the call log. Default 1 year (8760h).
+	AuditRetention time.Duration
 	// SessionIdle closes an MCP session (protocol 2025) that received no
 	// request for this long. A session is never idle while a request of it
 	// is in flight. Default 30m.
@@ -120,19 +123,23 @@ type Config struct {
 	TracerProvider trace.TracerProvider
 }
 
-// DefaultLogRetention is how long call log records are kept by default.
-const DefaultLogRetention = 7 * 24 * time.Hour
+// Default retentions of the call log and the audit log.
+const (
+	DefaultLogRetention   = 7 * 24 * time.Hour
+	DefaultAuditRetention = 365 * 24 * time.Hour
+)
 
 // DefaultConfig returns the defaults documented on each field.
 func DefaultConfig() Config {
 	return Config{
-		Addr:          "127.0.0.1:8080",
-		DataPath:      "spacefix.db",
-		ShutdownGrace: 10 * time.Second,
-		Heartbeat:     5 * time.Second,
-		Grace:         10 * time.Second,
-		LogRetention:  DefaultLogRetention,
-		Version:       "dev",
+		Addr:           "127.0.0.1:8080",
+		DataPath:       "spacefix.db",
+		ShutdownGrace:  10 * time.Second,
+		Heartbeat:      5 * time.Second,
+		Grace:          10 * time.Second,
+		LogRetention:   DefaultLogRetention,
+		AuditRetention: DefaultAuditRetention,
+		Version:        "dev",
 
 		SessionIdle:       30 * time.Minute,
 		KeepAlive:         30 * time.Second,
@@ -158,6 +165,9 @@ func (c *Config) Validate() error {
 	}
 	if c.LogRetention < 0 || (c.LogRetention > 0 && c.LogRetention < time.Hour) {
 		return fmt.Errorf("config: log retention %v: use at least 1h, for example 168h for 7 days", c.LogRetention)
+	}
+	if c.AuditRetention < 0 || (c.AuditRetention > 0 && c.AuditRetention < 24*time.Hour) {
+		return fmt.Errorf("config: audit retention %v: use at least 24h, for example 8760h for a year", c.AuditRetention)
 	}
 	for _, d := range []struct {
 		name string
@@ -200,6 +210,9 @@ func (c *Config) withDefaults() Config {
 	}
 	if out.LogRetention == 0 {
 		out.LogRetention = d.LogRetention
+	}
+	if out.AuditRetention == 0 {
+		out.AuditRetention = d.AuditRetention
 	}
 	if out.SessionIdle == 0 {
 		out.SessionIdle = d.SessionIdle

@@ -18,11 +18,11 @@ func (g *Gateway) mountDashboard(mux *http.ServeMux) {
 	mux.Handle("/", dashboard.New(dashboard.Options{
 		Store: g.store, Registry: g.reg, Changes: g.changes, BaseURL: g.URL,
 		Context: g.ctx, Logger: g.log, Version: g.cfg.Version,
-		CallLogHealth: g.calls.Health, OAuth: g.oauth,
+		CallLogHealth: g.calls.Health, OAuth: g.oauth, AuditRetention: g.cfg.AuditRetention,
 	}))
 }
 
-// startPruning prunes the call log in the background for as long as the
+// startPruning prunes the call log and the audit log in the background for as long as the
 // gateway runs (Start calls it).
 func (g *Gateway) startPruning() {
 	g.conns.Add(1) // Shutdown waits for it before closing the store
@@ -51,6 +51,13 @@ func (g *Gateway) pruneCalls(retention time.Duration) {
 			g.log.Warn("prune call log", "err", err)
 		case n > 0:
 			g.log.Info("pruned call log", "records", n, "olderThan", retention)
+		}
+		n, err = g.store.PruneAudit(g.ctx, time.Now().Add(-g.cfg.AuditRetention))
+		switch {
+		case err != nil && g.ctx.Err() == nil:
+			g.log.Warn("prune audit log", "err", err)
+		case n > 0:
+			g.log.Info("pruned audit log", "entries", n, "olderThan", g.cfg.AuditRetention)
 		}
 		select {
 		case <-g.ctx.Done():

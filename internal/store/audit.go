@@ -3,6 +3,7 @@ package store
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -93,4 +94,50 @@ func AuditJSON(v json.RawMessage) string {
 		return "null"
 	}
 	return string(v)
+}
+
+// NewAuditEntry makes an entry, with before and after as JSON (nil is
+// null). They must hold no secret.
+func NewAuditEntry(projectID int64, actor, addr, action, target string, before, after any) AuditEntry {
+	return AuditEntry{
+		ProjectID: projectID, Actor: actor, Addr: addr, Action: action, Target: target,
+		Before: auditValue(before), After: auditValue(after),
+	}
+}
+
+func auditValue(v any) json.RawMessage {
+	if v == nil {
+		return nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return json.RawMessage(strconv.Quote(fmt.Sprint(v)))
+	}
+	return b
+}
+
+// KeyAudit is what the audit log keeps of a key: never its hash.
+func KeyAudit(k Key) map[string]any {
+	tools := k.Tools
+	if tools == nil {
+		tools = []string{}
+	}
+	return map[string]any{"id": k.ID, "kind": k.Kind, "name": k.Name, "readOnly": k.ReadOnly, "tools": tools, "revoked": k.Revoked()}
+}
+
+// ActorCLI is the actor of changes made with the command line on the
+// store (spacefix keys, tokens, projects).
+const ActorCLI = "cli"
+
+// TokenAudit is what the audit log keeps of an API token: never its
+// secret.
+func TokenAudit(t APIToken) map[string]any {
+	out := map[string]any{"id": t.ID, "name": t.Name}
+	if t.Role != "" {
+		out["role"] = t.Role
+	}
+	if t.Revoked() {
+		out["revoked"] = true
+	}
+	return out
 }
