@@ -35,7 +35,13 @@ type person struct {
 
 func newPerson(t *testing.T, e *env, email string) *person {
 	t.Helper()
-	u, err := e.store.CreateUser(context.Background(), store.User{Email: email, Admin: true}, users.HashPassword("correct horse battery"))
+	return newUser(t, e, email, true)
+}
+
+// newUser is newPerson with or without the instance admin flag.
+func newUser(t *testing.T, e *env, email string, admin bool) *person {
+	t.Helper()
+	u, err := e.store.CreateUser(context.Background(), store.User{Email: email, Admin: admin}, users.HashPassword("correct horse battery"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -689,4 +695,69 @@ func TestOAuthConsentCrossSite(t *testing.T) {
 		resp.Header.Get("Cache-Control") != "no-store" {
 		t.Errorf("consent page headers = %v; want framing denied and no-store", resp.Header)
 	}
+}
+
+// TestOAuthMembersOnly: the consent page offers a person only the projects
+// they are a member of; a viewer can give an app read-only access, not
+// read and write; removing the person from the project disconnects the
+// apps they connected.
+func TestOAuthMembersOnly(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.startAgent(core.Options{}, func(a *core.Agent) { must(t, addOAuthTools(a)) })
+	p := newUser(t, e, "vic@example.com", false)
+	ctx := context.Background()
+	u, _, err := e.store.UserByEmail(ctx, "vic@example.com")
+	must(t, err)
+	vicID := u.ID
+	_, err = e.store.SetMember(ctx, store.Member{ProjectID: e.project.ID, UserID: vicID, Role: store.RoleViewer})
+	must(t, err)
+	if _, err := e.store.CreateProject(ctx, "hidden"); err != nil {
+		t.Fatal(err)
+	}
+
+	clientID := register(t, e)
+	q := url.Values{"response_type": {"code"}, "client_id": {clientID}, "redirect_uri": {oauthRedirect}, "state": {"s1"},
+		"code_challenge": {handChallenge}, "code_challenge_method": {"S256"}, "resource": {e.url + "/mcp"}, "scope": {"mcp:read mcp:write"}}
+	page := p.page(e.url + "/oauth/authorize?" + q.Encode())
+	if !strings.Contains(page, `value="`+e.project.Name+`"`) || strings.Contains(page, `value="hidden"`) {
+		t.Errorf("the consent page's projects: want %s only\n%s", e.project.Name, page)
+	}
+	p.access.Store("write")
+	if _, err := p.consent(e.url+"/oauth/authorize?"+q.Encode(), "approve"); err == nil || !strings.Contains(err.Error(), "403") {
+		t.Errorf("a viewer approving read and write: %v; want 403", err)
+	}
+	p.access.Store("read")
+	token := readToken(t, e, p)
+	if resp, body := modernCall(t, e, token, "tools/call", "get_order", `{"name":"get_order","arguments":{"id":"1"}}`); resp.StatusCode != 200 {
+		t.Fatalf("read call with the viewer's app = %d %s", resp.StatusCode, body)
+	}
+
+	admin := e.adminToken()
+	req, _ := http.NewRequest("DELETE", fmt.Sprintf("%s/api/projects/%s/members/%d", e.url, e.project.Name, vicID), nil)
+	req.Header.Set("Authorization", "Bearer "+admin)
+	resp, err := http.DefaultClient.Do(req)
+	must(t, err)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("removing vic = %d", resp.StatusCode)
+	}
+	waitFor(t, "the removed member's app to be refused", func() bool {
+		resp, _ := modernCall(t, e, token, "tools/call", "get_order", `{"name":"get_order","arguments":{"id":"1"}}`)
+		return resp.StatusCode == http.StatusUnauthorized
+	})
+}
+
+// page GETs a dashboard page as the person.
+func (p *person) page(u string) string {
+	p.t.Helper()
+	req, _ := http.NewRequest("GET", u, nil)
+	req.AddCookie(&http.Cookie{Name: "spacefix_session", Value: p.session})
+	resp, err := noRedirects.Do(req)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
 }

@@ -1,10 +1,12 @@
 package dashboard
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"time"
 
@@ -116,4 +118,64 @@ func (d *Dashboard) auditRetention() string {
 		return fmt.Sprintf("for %g days", days)
 	}
 	return "for " + d.retention.String()
+}
+
+// auditRow is an entry as the Audit page shows it: what changed, field by
+// field, with the whole values behind a disclosure.
+type auditRow struct {
+	auditJSON
+	Changes []string // "rateLimitPerMinute: 0 → 60"
+}
+
+// fieldChanges lists the fields of two JSON objects that differ; for values
+// that are not both objects, the whole value.
+func fieldChanges(before, after json.RawMessage) []string {
+	var b, a map[string]json.RawMessage
+	bo := json.Unmarshal(before, &b) == nil && b != nil
+	ao := json.Unmarshal(after, &a) == nil && a != nil
+	switch {
+	case !bo && !ao:
+		return []string{fmt.Sprintf("%s → %s", before, after)}
+	case !bo:
+		b = map[string]json.RawMessage{}
+	case !ao:
+		a = map[string]json.RawMessage{}
+	}
+	keys := make([]string, 0, len(a)+len(b))
+	for k := range a {
+		keys = append(keys, k)
+	}
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	var out []string
+	for _, k := range keys {
+		bv, av := compactJSON(b[k]), compactJSON(a[k])
+		if bv == av {
+			continue
+		}
+		switch {
+		case !bo:
+			out = append(out, k+": "+av)
+		case !ao:
+			out = append(out, k+": "+bv+" → (gone)")
+		default:
+			out = append(out, k+": "+bv+" → "+av)
+		}
+	}
+	return out
+}
+
+func compactJSON(v json.RawMessage) string {
+	if v == nil {
+		return "—"
+	}
+	var b bytes.Buffer
+	if json.Compact(&b, v) != nil {
+		return string(v)
+	}
+	return b.String()
 }

@@ -287,7 +287,8 @@ func (d *Dashboard) membersPage(r *http.Request, v *view) (string, error) {
 }
 
 type auditData struct {
-	Page          auditPage
+	Rows          []auditRow
+	NextBefore    int64
 	Action, Actor string
 	Actions       []string // the filter's choices
 	Retention     string
@@ -299,8 +300,12 @@ func (d *Dashboard) auditPage(r *http.Request, v *view) (string, error) {
 		return "", err
 	}
 	v.Title, v.Tab = "Audit log · "+v.Project.Name, "audit"
+	rows := make([]auditRow, 0, len(page.Entries))
+	for _, e := range page.Entries {
+		rows = append(rows, auditRow{e, fieldChanges(e.Before, e.After)})
+	}
 	v.Data = auditData{
-		Page: page, Action: r.URL.Query().Get("action"), Actor: r.URL.Query().Get("actor"),
+		Rows: rows, NextBefore: page.NextBefore, Action: r.URL.Query().Get("action"), Actor: r.URL.Query().Get("actor"),
 		Actions: AuditActions, Retention: d.auditRetention(),
 	}
 	return "audit", nil
