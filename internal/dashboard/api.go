@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/spacefix/spacefix/internal/dashboard/apitypes"
-	"github.com/spacefix/spacefix/internal/store"
 )
 
 // maxBody bounds a JSON request body.
@@ -144,14 +143,6 @@ func readJSON(r *http.Request, v any) error {
 		return errorf(http.StatusBadRequest, "The request body is not the JSON this call takes: %v. See docs/api.md.", err)
 	}
 	return nil
-}
-
-// notFound turns the store's ErrNotFound into a 404 that names what.
-func notFound(err error, format string, args ...any) error {
-	if errors.Is(err, store.ErrNotFound) {
-		return errorf(http.StatusNotFound, format, args...)
-	}
-	return err
 }
 
 // fieldError is a 400 that names the field at fault.
