@@ -162,6 +162,13 @@ func TestMetricsNeedAdminToken(t *testing.T) {
 	if status, _ := get(t, e.url+"/metrics", "Bearer "+token); status != http.StatusOK {
 		t.Errorf("GET /metrics with an admin token: %d, want 200", status)
 	}
+	// A project token is no instance admin: the metrics name every project.
+	_, projectToken, err := users.CreateProjectToken(context.Background(), e.store, "ci", 0, e.project.ID, store.RoleOwner)
+	must(t, err)
+	status, body := get(t, e.url+"/metrics", "Bearer "+projectToken)
+	if want := "This needs an instance admin token; a project API token acts only on its project's admin API. Make one with: spacefix tokens create\n"; status != http.StatusForbidden || body != want {
+		t.Errorf("GET /metrics with a project token: %d %q, want 403 %q", status, body, want)
+	}
 }
 
 func TestMetricsSeparateListener(t *testing.T) {

@@ -158,10 +158,15 @@ func (g *Gateway) ready(ctx context.Context) error {
 
 const msgAdminToken = "Send an admin API token: Authorization: Bearer sfx_admin_…. Make one with: spacefix tokens create"
 
-// adminToken lets through requests that carry a live admin API token.
+// msgProjectToken refuses a project token where the whole instance shows:
+// metrics name every project, and a heap profile may hold anything.
+const msgProjectToken = "This needs an instance admin token; a project API token acts only on its project's admin API. Make one with: spacefix tokens create"
+
+// adminToken lets through requests that carry a live instance admin API
+// token.
 func (g *Gateway) adminToken(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, err := users.VerifyAPIToken(r.Context(), g.store, auth.BearerToken(r.Header.Get("Authorization")))
+		tok, err := users.VerifyAPIToken(r.Context(), g.store, auth.BearerToken(r.Header.Get("Authorization")))
 		switch {
 		case errors.Is(err, users.ErrUnknownToken):
 			w.Header().Set("WWW-Authenticate", `Bearer realm="spacefix admin"`)
@@ -169,6 +174,8 @@ func (g *Gateway) adminToken(next http.Handler) http.Handler {
 		case err != nil:
 			g.log.Error("check admin API token", "path", r.URL.Path, "err", err)
 			http.Error(w, "The gateway could not check the token; its log says why. Try again in a moment.", http.StatusInternalServerError)
+		case tok.ProjectID != 0:
+			http.Error(w, msgProjectToken, http.StatusForbidden)
 		default:
 			next.ServeHTTP(w, r)
 		}
