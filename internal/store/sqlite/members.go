@@ -43,16 +43,10 @@ ON CONFLICT (project_id, user_id) DO UPDATE SET role = excluded.role`, m.Project
 
 // RemoveMember implements [store.Store].
 func (s *Store) RemoveMember(ctx context.Context, projectID, userID int64) error {
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `DELETE FROM members WHERE project_id = ? AND user_id = ?`, projectID, userID)
-		if err != nil {
-			return err
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return store.ErrNotFound
-		}
-		return nil
-	})
+	n, err := s.deleteRows(ctx, `DELETE FROM members WHERE project_id = ? AND user_id = ?`, projectID, userID)
+	if err == nil && n == 0 {
+		err = store.ErrNotFound
+	}
 	if err != nil {
 		return fmt.Errorf("remove member %d of project %d: %w", userID, projectID, err)
 	}
@@ -147,15 +141,7 @@ func (s *Store) Audit(ctx context.Context, f store.AuditFilter) ([]store.AuditEn
 
 // PruneAudit implements [store.Store].
 func (s *Store) PruneAudit(ctx context.Context, before time.Time) (int64, error) {
-	var n int64
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `DELETE FROM audit WHERE at < ?`, millis(before))
-		if err != nil {
-			return err
-		}
-		n, err = res.RowsAffected()
-		return err
-	})
+	n, err := s.deleteRows(ctx, `DELETE FROM audit WHERE at < ?`, millis(before))
 	if err != nil {
 		return 0, fmt.Errorf("prune audit log: %w", err)
 	}

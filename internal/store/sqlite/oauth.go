@@ -225,17 +225,24 @@ func (s *Store) UseOAuthToken(ctx context.Context, hash []byte) (store.OAuthToke
 
 // PruneOAuthTokens implements [store.Store].
 func (s *Store) PruneOAuthTokens(ctx context.Context, before time.Time) (int64, error) {
+	n, err := s.deleteRows(ctx, `DELETE FROM oauth_tokens WHERE expires_at < ?`, millis(before))
+	if err != nil {
+		return 0, fmt.Errorf("prune OAuth tokens: %w", err)
+	}
+	return n, nil
+}
+
+// deleteRows runs a DELETE in a write transaction and says how many rows
+// it removed.
+func (s *Store) deleteRows(ctx context.Context, query string, args ...any) (int64, error) {
 	var n int64
 	err := s.writeTx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `DELETE FROM oauth_tokens WHERE expires_at < ?`, millis(before))
+		res, err := tx.ExecContext(ctx, query, args...)
 		if err != nil {
 			return err
 		}
 		n, err = res.RowsAffected()
 		return err
 	})
-	if err != nil {
-		return 0, fmt.Errorf("prune OAuth tokens: %w", err)
-	}
-	return n, nil
+	return n, err
 }

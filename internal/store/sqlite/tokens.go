@@ -126,20 +126,8 @@ func (s *Store) APITokenByHash(ctx context.Context, hash []byte) (store.APIToken
 
 // APITokens implements [store.Store].
 func (s *Store) APITokens(ctx context.Context) ([]store.APIToken, error) {
-	rows, err := s.r.QueryContext(ctx, selectToken+` ORDER BY seq`)
+	out, err := queryList(ctx, s.r, scanToken, selectToken+` ORDER BY seq`)
 	if err != nil {
-		return nil, fmt.Errorf("list API tokens: %w", err)
-	}
-	defer rows.Close()
-	var out []store.APIToken
-	for rows.Next() {
-		tok, err := scanToken(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list API tokens: %w", err)
-		}
-		out = append(out, tok)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list API tokens: %w", err)
 	}
 	return out, nil
