@@ -400,9 +400,12 @@ func TestPagesRender(t *testing.T) {
 	e := newEnv(t)
 	c := e.admin()
 	e.connect("r-1", "eu-1", tool("get_order", "Look up one order.", true))
+	c.mustCall(http.StatusCreated, "POST", "/api/tokens", map[string]any{"name": "ci"}, nil)
 	for path, want := range map[string]string{
 		"/":                "New project",
-		"/admin":           "Admin API tokens",
+		"/admin":           `<tr data-audit="token.create">`,
+		"/p/shop/members":  "Add member",
+		"/p/shop/audit":    "Audit log",
 		"/p/shop":          "claude mcp add --transport http spacefix-shop",
 		"/p/shop/tools":    "Description models see",
 		"/p/shop/agents":   "r-1",

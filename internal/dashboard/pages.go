@@ -32,7 +32,8 @@ func (d *Dashboard) projectsPage(r *http.Request, v *view) (string, error) {
 
 type adminData struct {
 	Users  []store.User
-	Tokens []store.APIToken
+	Tokens []tokenJSON
+	Audit  []auditRow // the newest instance-wide changes
 }
 
 func (d *Dashboard) adminPage(r *http.Request, v *view) (string, error) {
@@ -41,10 +42,23 @@ func (d *Dashboard) adminPage(r *http.Request, v *view) (string, error) {
 	if data.Users, err = d.st.Users(r.Context()); err != nil {
 		return "", err
 	}
-	if v.Admin {
-		if data.Tokens, err = d.st.APITokens(r.Context()); err != nil {
-			return "", err
-		}
+	ts, err := d.st.APITokens(r.Context())
+	if err != nil {
+		return "", err
+	}
+	names, err := d.projectNames(r)
+	if err != nil {
+		return "", err
+	}
+	for _, t := range ts {
+		data.Tokens = append(data.Tokens, tokenOut(t, names[t.ProjectID]))
+	}
+	es, err := d.st.Audit(r.Context(), store.AuditFilter{ProjectID: 0, Limit: 20})
+	if err != nil {
+		return "", err
+	}
+	for _, e := range es {
+		data.Audit = append(data.Audit, auditRow{auditJSON{e.ID, e.At, e.Actor, e.Addr, e.Action, e.Target, e.Before, e.After}, fieldChanges(e.Before, e.After)})
 	}
 	v.Title, v.Data = "Users and tokens", data
 	return "admin", nil
