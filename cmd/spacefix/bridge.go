@@ -64,6 +64,7 @@ func bridgeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	config := fs.String("config", "", "an mcpServers JSON file: bridge every server in it")
 	noPrefix := fs.Bool("no-prefix", false, "expose the server's tools under their own names, not NAME__<tool>")
 	timeout := fs.Duration("timeout", 0, "how long the gateway waits for each tool, up to 2m (default: the project's call wait)")
+	protocol := fs.String("protocol", "", `the MCP version offered to the server, "2026-07-28" or "2025-11-25" (default: 2026-07-28 for --remote, 2025-11-25 for a command)`)
 	headers := headerFlags{}
 	fs.Var(headers, "header", `a header for --remote, "Name: value" (repeatable)`)
 	if err := fs.Parse(args); err != nil {
@@ -78,6 +79,15 @@ func bridgeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return usageError{`bridge: --timeout goes with one server; in a --config file write "timeout": SECONDS`}
 		}
 		servers[0].Timeout = *timeout
+		if err := servers[0].Validate(); err != nil {
+			return usageError{"bridge: " + err.Error()}
+		}
+	}
+	if *protocol != "" {
+		if *config != "" {
+			return usageError{`bridge: --protocol goes with one server; in a --config file write "protocol": "2026-07-28"`}
+		}
+		servers[0].Protocol = *protocol
 		if err := servers[0].Validate(); err != nil {
 			return usageError{"bridge: " + err.Error()}
 		}

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/spacefix/spacefix/core"
@@ -127,6 +128,11 @@ func (b *Bridge) clientOptions() *mcp.ClientOptions {
 			}
 		},
 		ElicitationHandler: b.onElicit,
+		// A 2026-07-28 server's input_required results come back to the
+		// bridge, which asks the call's client under the server's ids
+		// (inputs.go); go-sdk would answer them from the handlers here,
+		// under ids of the gateway's.
+		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
 		//lint:ignore SA1019 deprecated in 2026-07-28 (SEP-2577); 2025 servers sample this way
 		CreateMessageHandler: b.onSample,
 	}
@@ -202,6 +208,9 @@ func (b *Bridge) runOnce(ctx context.Context) (served bool, err error) {
 		meta.Server, meta.ServerVersion = info.ServerInfo.Name, info.ServerInfo.Version
 	}
 	attrs := []any{"transport", transport, "target", meta.Target, "server_name", meta.Server, "server_version", meta.ServerVersion}
+	if info := cs.InitializeResult(); info != nil {
+		attrs = append(attrs, "protocol", info.ProtocolVersion)
+	}
 	if pid != 0 {
 		attrs = append(attrs, "pid", pid)
 	}
@@ -209,7 +218,7 @@ func (b *Bridge) runOnce(ctx context.Context) (served bool, err error) {
 	b.askForLogs(ctx, cs)
 
 	sctx, hung := context.WithCancelCause(context.WithoutCancel(ctx))
-	up := &upstream{cs: cs, ctx: sctx}
+	up := &upstream{cs: cs, ctx: sctx, modern: speaksModern(cs)}
 	gone := make(chan error, 1)
 	go func() { gone <- cs.Wait() }()
 	watchDone := make(chan struct{})
@@ -275,8 +284,8 @@ func (b *Bridge) serve(ctx context.Context, up *upstream, meta core.Bridge, gone
 func (b *Bridge) askForLogs(ctx context.Context, cs *mcp.ClientSession) {
 	r := cs.InitializeResult()
 	//lint:ignore SA1019 deprecated in 2026-07-28; 2025 servers declare logging this way
-	if r == nil || r.Capabilities == nil || r.Capabilities.Logging == nil {
-		return
+	if r == nil || r.Capabilities == nil || r.Capabilities.Logging == nil || speaksModern(cs) {
+		return // a 2026-07-28 server takes the level with each request (callerMeta)
 	}
 	lctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
@@ -299,6 +308,44 @@ func slogLevel(l mcp.LoggingLevel) slog.Level {
 		return slog.LevelWarn
 	}
 	return slog.LevelError // error, critical, alert, emergency
+}
+
+// answered reports whether a failed request got the server's answer (a
+// JSON-RPC error of its own): the server is alive. A 2026-07-28 server over
+// HTTP answers ping, which that protocol removed, with an error.
+func answered(err error) bool {
+	return serverError(err) != nil
+}
+
+// codeRejected is the code of go-sdk's "rejected by transport" error
+// (jsonrpc2.ErrRejected, internal to go-sdk), which wraps every request an
+// HTTP transport could not deliver or got no JSON-RPC answer to (a 401
+// whose sign-in failed, a server that is down) beside the cause.
+const codeRejected = -32005
+
+// serverError returns the JSON-RPC error the server answered with, looking
+// past go-sdk's transport rejection that may wrap it; nil when there is
+// none.
+func serverError(err error) *jsonrpc.Error {
+	switch e := err.(type) {
+	case nil:
+		return nil
+	case *jsonrpc.Error:
+		if e.Code != codeRejected {
+			return e
+		}
+		return nil
+	case interface{ Unwrap() []error }:
+		for _, w := range e.Unwrap() {
+			if rpc := serverError(w); rpc != nil {
+				return rpc
+			}
+		}
+		return nil
+	case interface{ Unwrap() error }:
+		return serverError(e.Unwrap())
+	}
+	return nil
 }
 
 // errHung says the server stopped answering pings.
@@ -326,7 +373,7 @@ func (b *Bridge) watch(ctx context.Context, up *upstream, hung context.CancelCau
 		switch {
 		case ctx.Err() != nil:
 			return
-		case err == nil:
+		case err == nil || answered(err):
 			failures = 0
 			continue
 		}

@@ -44,6 +44,32 @@ type Server struct {
 	// Timeout is how long the gateway waits for each of the server's tools,
 	// up to 120 s. Zero means the project's call wait (30 s by default).
 	Timeout time.Duration
+	// Protocol is the MCP version the bridge offers the server:
+	// "2026-07-28" (the server's input requests reach the client under
+	// their own ids; a server that does not speak it gets 2025-11-25) or
+	// "2025-11-25" (the server asks with requests on the session, which
+	// the bridge relays). Empty means 2026-07-28 for a remote server and
+	// 2025-11-25 for a stdio child: a child is one connection, so one
+	// protocol for all its tools, and a server that speaks both may have
+	// tools that still ask with requests, which 2026-07-28 forbids.
+	Protocol string
+}
+
+// MCP versions the bridge offers a server (see [Server.Protocol]).
+const (
+	modernVersion = "2026-07-28"
+	legacyVersion = "2025-11-25"
+)
+
+// offered is the version the bridge offers s.
+func (s Server) offered() string {
+	switch {
+	case s.Protocol != "":
+		return s.Protocol
+	case s.Command != "":
+		return legacyVersion
+	}
+	return modernVersion
 }
 
 // Validate names the field at fault, for the person who wrote it.
@@ -55,6 +81,8 @@ func (s Server) Validate() error {
 		return fmt.Errorf("server %q: give a command (stdio) or a url (remote)", s.Name)
 	case s.Command != "" && s.URL != "":
 		return fmt.Errorf("server %q: give a command or a url, not both", s.Name)
+	case s.Protocol != "" && s.Protocol != modernVersion && s.Protocol != legacyVersion:
+		return fmt.Errorf("server %q: protocol %q: use %q or %q", s.Name, s.Protocol, modernVersion, legacyVersion)
 	case s.Timeout < 0 || s.Timeout > core.MaxTimeout:
 		return fmt.Errorf("server %q: timeout %v: use at most %v", s.Name, s.Timeout, core.MaxTimeout)
 	case s.URL != "":
@@ -106,6 +134,9 @@ type configFile struct {
 		APIKey  string            `json:"apiKey"`  // a Spacefix extension: this server's agent key
 		Prefix  *bool             `json:"prefix"`  // a Spacefix extension: false exposes names as they are
 		Timeout float64           `json:"timeout"` // a Spacefix extension: seconds the gateway waits for a tool
+		// Protocol, a Spacefix extension, is the MCP version offered to
+		// the server (Server.Protocol).
+		Protocol string `json:"protocol"`
 	} `json:"mcpServers"`
 }
 
@@ -138,7 +169,7 @@ func ParseConfig(data []byte, lookup func(string) (string, bool)) ([]Server, err
 	var out []Server
 	for name, c := range f.MCPServers {
 		s := Server{Name: name, Command: expand(c.Command), URL: expand(c.URL), APIKey: expand(c.APIKey),
-			Unprefixed: c.Prefix != nil && !*c.Prefix, Timeout: time.Duration(c.Timeout * float64(time.Second))}
+			Unprefixed: c.Prefix != nil && !*c.Prefix, Timeout: time.Duration(c.Timeout * float64(time.Second)), Protocol: c.Protocol}
 		for _, a := range c.Args {
 			s.Args = append(s.Args, expand(a))
 		}

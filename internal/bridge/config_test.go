@@ -16,7 +16,7 @@ func TestParseConfig(t *testing.T) {
 	got, err := ParseConfig([]byte(`{"mcpServers": {
 		"fs": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "${ROOT}/data"]},
 		"github": {"url": "https://api.example.com/mcp?token=abc", "headers": {"Authorization": "Bearer ${GH_TOKEN}"}},
-		"tool": {"command": "./tool", "env": {"API_KEY": "${GH_TOKEN}"}, "prefix": false, "timeout": 90}
+		"tool": {"command": "./tool", "env": {"API_KEY": "${GH_TOKEN}"}, "prefix": false, "timeout": 90, "protocol": "2026-07-28"}
 	}}`), lookup)
 	if err != nil {
 		t.Fatal(err)
@@ -24,7 +24,7 @@ func TestParseConfig(t *testing.T) {
 	want := []Server{
 		{Name: "fs", Command: "npx", Args: []string{"-y", "@modelcontextprotocol/server-filesystem", "/srv/data"}},
 		{Name: "github", URL: "https://api.example.com/mcp?token=abc", Headers: map[string]string{"Authorization": "Bearer ghp_secret"}},
-		{Name: "tool", Command: "./tool", Env: map[string]string{"API_KEY": "ghp_secret"}, Unprefixed: true, Timeout: 90 * time.Second},
+		{Name: "tool", Command: "./tool", Env: map[string]string{"API_KEY": "ghp_secret"}, Unprefixed: true, Timeout: 90 * time.Second, Protocol: "2026-07-28"},
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("servers (-want +got):\n%s", d)
@@ -35,12 +35,20 @@ func TestParseConfig(t *testing.T) {
 	if tg := got[2].Target(); tg != "./tool" {
 		t.Errorf("stdio target = %q", tg)
 	}
+	// A child gets 2025-11-25 unless its entry says otherwise; a remote
+	// server is offered 2026-07-28.
+	for i, want := range []string{"2025-11-25", "2026-07-28", "2026-07-28"} {
+		if v := got[i].offered(); v != want {
+			t.Errorf("%s is offered %s, want %s", got[i].Name, v, want)
+		}
+	}
 
 	for _, c := range []struct{ file, want string }{
 		{`{"mcpServers": {"a": {"command": "x", "env": {"K": "${NOPE} ${ALSO_NOPE}"}}}}`, "config: environment variables not set: ALSO_NOPE, NOPE"},
 		{`{"mcpServers": {}}`, `config: no servers: write {"mcpServers": {"name": {"command": …} | {"url": …}}}`},
 		{`{"mcpServers": {"a__b": {"command": "x"}}}`, `config: server name "a__b": use 1 to 64 characters from A-Z a-z 0-9 _ - without "__"`},
 		{`{"mcpServers": {"a": {"command": "x", "timeout": 121}}}`, `config: server "a": timeout 2m1s: use at most 2m0s`},
+		{`{"mcpServers": {"a": {"command": "x", "protocol": "2025-06-18"}}}`, `config: server "a": protocol "2025-06-18": use "2026-07-28" or "2025-11-25"`},
 		{`{"mcpServers": {"a": {}}}`, `config: server "a": give a command (stdio) or a url (remote)`},
 		{`{"mcpServers": {"a": {"command": "x", "url": "http://h"}}}`, `config: server "a": give a command or a url, not both`},
 		{`{"mcpServers": {"a": {"url": "ftp://u:pw@h/x"}}}`, `config: server "a": url "ftp://h/x": use an http:// or https:// URL`},

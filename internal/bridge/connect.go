@@ -28,7 +28,7 @@ func (b *Bridge) connect(ctx context.Context) (_ *mcp.ClientSession, transport s
 			cmd.Env = append(cmd.Env, k+"="+v)
 		}
 		cmd.Stderr = &lineLogger{log: b.log} // b.log names the server
-		cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: b.opts.TerminateDuration}, sessionOptions)
+		cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: b.opts.TerminateDuration}, b.sessionOptions())
 		if err != nil {
 			return nil, "", 0, fmt.Errorf("start %s: %w", b.srv.Command, err)
 		}
@@ -40,7 +40,7 @@ func (b *Bridge) connect(ctx context.Context) (_ *mcp.ClientSession, transport s
 	if err != nil {
 		return nil, "", 0, err
 	}
-	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: b.srv.URL, HTTPClient: hc, MaxRetries: -1, OAuthHandler: oh}, sessionOptions)
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: b.srv.URL, HTTPClient: hc, MaxRetries: -1, OAuthHandler: oh}, b.sessionOptions())
 	if err == nil {
 		return cs, "streamable-http", 0, nil
 	}
@@ -50,7 +50,7 @@ func (b *Bridge) connect(ctx context.Context) (_ *mcp.ClientSession, transport s
 	// The legacy transport has no OAuth handler: the saved token goes in
 	// every request's Authorization header, refreshed as needed.
 	sseClient := &http.Client{Transport: bearerFrom{h: oh, base: hc.Transport}}
-	cs, sseErr := client.Connect(ctx, &mcp.SSEClientTransport{Endpoint: b.srv.URL, HTTPClient: sseClient}, sessionOptions)
+	cs, sseErr := client.Connect(ctx, &mcp.SSEClientTransport{Endpoint: b.srv.URL, HTTPClient: sseClient}, legacyOptions)
 	if sseErr != nil && strings.Contains(sseErr.Error(), "401") {
 		return nil, "", 0, b.signInError()
 	}
@@ -131,12 +131,27 @@ var _ io.Writer = (*lineLogger)(nil)
 // errGone says the server's session ended.
 var errGone = errors.New("the MCP server went away")
 
-// sessionOptions speak protocol 2025-11-25 to the server: a session in
-// which the server sends its requests (elicitation, sampling) and log
-// messages on the session, where the bridge relays them to the client of
-// the call they belong to. (A server's 2026-07-28 input_required results
-// become such requests in a 2025 session too.)
-var sessionOptions = &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"}
+// sessionOptions offer the server the version of [Server.Protocol]. With
+// 2026-07-28 go-sdk tries server/discover, and a server that does not
+// answer it gets initialize with 2025-11-25. A 2026 server asks for input
+// with input_required results, which the bridge answers under the
+// server's own ids (inputs.go); a 2025 server sends its requests
+// (elicitation, sampling, roots) and log messages on the session, where
+// the bridge relays them to the client of the call they belong to
+// (relay.go).
+func (b *Bridge) sessionOptions() *mcp.ClientSessionOptions {
+	return &mcp.ClientSessionOptions{ProtocolVersion: b.srv.offered()}
+}
+
+// legacyOptions speak 2025-11-25 over the legacy SSE transport, which no
+// 2026-07-28 server serves.
+var legacyOptions = &mcp.ClientSessionOptions{ProtocolVersion: legacyVersion}
+
+// speaksModern reports whether the session negotiated 2026-07-28 or later.
+func speaksModern(cs *mcp.ClientSession) bool {
+	r := cs.InitializeResult()
+	return r != nil && r.ProtocolVersion >= modernVersion
+}
 
 // bearerFrom adds the OAuth handler's current token, if it has one, to
 // each request: the legacy SSE transport's sign-in.

@@ -17,7 +17,14 @@
 // down), the generation ends and the server is started or dialled again
 // with backoff.
 //
+// The bridge offers a remote server protocol 2026-07-28 and a stdio child
+// 2025-11-25 unless [Server.Protocol] says otherwise. A 2026-07-28 server's
+// input requests reach the call's client under the server's own ids, and
+// its -32021 reaches the client as -32021; a 2025 server's requests on the
+// session are relayed to the client of the one call waiting.
+//
 // Files: config.go (what to bridge, the mcpServers file), connect.go (the
 // transports), bridge.go (the lifecycle), offer.go (the server's lists as
-// a core agent), relay.go (one call through).
+// a core agent), relay.go (one call through, and a 2025 server's requests),
+// inputs.go (a 2026-07-28 server's input requests and -32021).
 package bridge

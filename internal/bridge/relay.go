@@ -23,12 +23,28 @@ import (
 // the call timed out) sends notifications/cancelled to the server.
 func (b *Bridge) callTool(ctx context.Context, up *upstream, name string, args json.RawMessage) (any, error) {
 	params := &mcp.CallToolParams{Name: name, Arguments: args}
+	if up.modern {
+		params.Meta = callerMeta(ctx)
+	}
 	tok, done := b.watchProgress(ctx)
 	defer done()
 	params.SetProgressToken(tok)
 	cctx, stop := up.bind(ctx)
 	defer stop()
 	res, err := up.cs.CallTool(cctx, params)
+	for rounds := 0; err == nil && res.NeedsInput(); rounds++ {
+		// A 2026-07-28 server asks for input: see inputs.go.
+		if rounds == maxInputRounds {
+			return nil, fmt.Errorf("The MCP server asked for input %d times in one call; the bridge gave up.", rounds)
+		}
+		responses, aerr := answer(cctx, res.InputRequests)
+		if aerr != nil {
+			return nil, aerr
+		}
+		retry := *params
+		retry.InputResponses, retry.RequestState = responses, res.RequestState
+		res, err = up.cs.CallTool(cctx, &retry)
+	}
 	if err != nil {
 		return nil, b.callError(ctx, err)
 	}
@@ -45,6 +61,10 @@ func (b *Bridge) callTool(ctx context.Context, up *upstream, name string, args j
 type upstream struct {
 	cs  *mcp.ClientSession
 	ctx context.Context
+	// modern says the server speaks 2026-07-28: it asks for input with
+	// input_required results, which the bridge answers (inputs.go),
+	// rather than with requests on the session (relayRequests).
+	modern bool
 }
 
 // bind returns a context that ends with ctx (the call's) or with the
@@ -58,6 +78,9 @@ func (up *upstream) bind(ctx context.Context) (context.Context, context.CancelFu
 // callError words a failed request for the model: ctx is the call's own.
 func (b *Bridge) callError(ctx context.Context, err error) error {
 	var rpc *jsonrpc.Error
+	if se := serverError(err); se != nil && se.Code == mcp.CodeMissingRequiredClientCapabilities {
+		return missingCapability(ctx, se)
+	}
 	switch {
 	case errors.As(err, &rpc):
 		return errors.New(rpc.Message)
@@ -75,7 +98,23 @@ func (b *Bridge) getPrompt(ctx context.Context, up *upstream, name string, args 
 	defer done()
 	cctx, stop := up.bind(ctx)
 	defer stop()
-	res, err := up.cs.GetPrompt(cctx, &mcp.GetPromptParams{Name: name, Arguments: args})
+	params := &mcp.GetPromptParams{Name: name, Arguments: args}
+	if up.modern {
+		params.Meta = callerMeta(ctx)
+	}
+	res, err := up.cs.GetPrompt(cctx, params)
+	for rounds := 0; err == nil && res.NeedsInput(); rounds++ {
+		if rounds == maxInputRounds {
+			return core.PromptResult{}, fmt.Errorf("The MCP server asked for input %d times for one prompt; the bridge gave up.", rounds)
+		}
+		responses, aerr := answer(cctx, res.InputRequests)
+		if aerr != nil {
+			return core.PromptResult{}, aerr
+		}
+		retry := *params
+		retry.InputResponses, retry.RequestState = responses, res.RequestState
+		res, err = up.cs.GetPrompt(cctx, &retry)
+	}
 	if err != nil {
 		return core.PromptResult{}, b.callError(ctx, err)
 	}
@@ -113,9 +152,16 @@ func content(c mcp.Content) core.Content {
 func (b *Bridge) readResource(ctx context.Context, up *upstream, uri string) (any, error) {
 	cctx, stop := up.bind(ctx)
 	defer stop()
-	res, err := up.cs.ReadResource(cctx, &mcp.ReadResourceParams{URI: uri})
+	params := &mcp.ReadResourceParams{URI: uri}
+	if up.modern {
+		params.Meta = callerMeta(ctx) // no capabilities: the gateway passes no asks for reads
+	}
+	res, err := up.cs.ReadResource(cctx, params)
 	if err != nil {
 		return nil, b.callError(ctx, err)
+	}
+	if res.NeedsInput() {
+		return nil, fmt.Errorf("The MCP server asked the client for input to read %s; the gateway relays input requests for tool calls and prompts only.", uri)
 	}
 	var parts []string
 	for _, c := range res.Contents {
@@ -273,12 +319,7 @@ func (b *Bridge) onSample(_ context.Context, r *mcp.CreateMessageRequest) (*mcp.
 	for _, m := range p.Messages {
 		req.Messages = append(req.Messages, core.SamplingMessage{Role: string(m.Role), Content: content(m.Content)})
 	}
-	if mp := p.ModelPreferences; mp != nil {
-		req.ModelPreferences = &core.ModelPreferences{CostPriority: mp.CostPriority, SpeedPriority: mp.SpeedPriority, IntelligencePriority: mp.IntelligencePriority}
-		for _, h := range mp.Hints {
-			req.ModelPreferences.Hints = append(req.ModelPreferences.Hints, core.ModelHint{Name: h.Name})
-		}
-	}
+	req.ModelPreferences = modelPreferences(p.ModelPreferences)
 	res, err := core.Sample(cctx, req)
 	if err != nil {
 		return nil, err
