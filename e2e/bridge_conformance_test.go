@@ -20,14 +20,7 @@ import (
 // surfacePending are the conformance scenarios that cannot pass through
 // the bridge until the agent protocol carries what they need (the
 // MCP-surface work): the bridge relays them as soon as it does.
-var surfacePending = []string{
-	// 2026-07-28 (0.2.0-alpha.12 --requirements 2026-07-28): the bridge
-	// speaks 2025-11-25 to the server, so the server's input requests reach
-	// it as requests without their ids; the client sees the gateway's ids.
-	"input-required-result-basic-elicitation",
-	"input-required-result-multiple-input-requests",
-	"server-stateless", // -32021 for an undeclared client capability (sampling)
-}
+var surfacePending = []string{}
 
 // surfaceUnsure pass or fail through the bridge by timing, so the test
 // asserts neither: the server's log messages reach the bridge beside its
@@ -51,35 +44,36 @@ func TestBridgeConformance(t *testing.T) {
 			t.Parallel()
 			stateless := suite.pkg == "conformance-0.2"
 
-			port := freePort(t)
-			srv := exec.Command(binary(t, goEverything), "-http", fmt.Sprintf("127.0.0.1:%d", port), fmt.Sprintf("-stateless=%v", stateless))
-			srv.Stderr = logOutput()
-			must(t, srv.Start())
-			p := &proc{cmd: srv, done: make(chan struct{})}
-			go func() { srv.Wait(); close(p.done) }()
-			t.Cleanup(p.kill)
-			waitFor(t, "the everything-server to listen", func() bool { return dialable(port) })
-			direct := suite.run(t, node, fmt.Sprintf("http://127.0.0.1:%d/mcp", port), func(string) bool { return false })
+			direct := suite.run(t, node, everythingHTTP(t, stateless), func(string) bool { return false })
 
+			// 0.1: the server as a stdio child, spoken to in 2025-11-25 (the
+			// bridge's default for a child). 0.2: a server like the one the
+			// suite tested directly, stateless over HTTP, spoken to in
+			// 2026-07-28 (the default for a remote), so its input requests
+			// keep their ids and its -32021 reaches the client.
+			bridged := bridge.Server{Name: "ev", Command: binary(t, goEverything), Unprefixed: true}
+			if stateless {
+				bridged = bridge.Server{Name: "ev", URL: everythingHTTP(t, true), Unprefixed: true}
+			}
 			e := newEnv(t)
-			e.startBridge(bridge.Server{Name: "ev", Command: binary(t, goEverything), Unprefixed: true}, bridge.Options{})
-			bridged := suite.run(t, node, e.withKeyProxy(t)+"/mcp", func(name string) bool {
+			e.startBridge(bridged, bridge.Options{})
+			through := suite.run(t, node, e.withKeyProxy(t)+"/mcp", func(name string) bool {
 				return direct[name] && !slices.Contains(surfacePending, name) && !slices.Contains(surfaceUnsure, name)
 			})
 
 			var lost, pendingNow []string
 			for name, ok := range direct {
 				if slices.Contains(surfaceUnsure, name) {
-					t.Logf("by timing: %s passed through the bridge: %v", name, bridged[name])
+					t.Logf("by timing: %s passed through the bridge: %v", name, through[name])
 					continue
 				}
 				pending := slices.Contains(surfacePending, name)
 				switch {
-				case ok && !bridged[name] && !pending:
+				case ok && !through[name] && !pending:
 					lost = append(lost, name)
-				case ok && bridged[name] && pending:
+				case ok && through[name] && pending:
 					pendingNow = append(pendingNow, name)
-				case ok && !bridged[name]:
+				case ok && !through[name]:
 					t.Logf("waits for the MCP-surface work: %s", name)
 				}
 			}
@@ -92,14 +86,29 @@ func TestBridgeConformance(t *testing.T) {
 				t.Errorf("now pass through the bridge; remove from surfacePending: %s", strings.Join(pendingNow, ", "))
 			}
 			passed := 0
-			for _, ok := range bridged {
+			for _, ok := range through {
 				if ok {
 					passed++
 				}
 			}
-			t.Logf("%s: %d of %d scenarios pass through the bridge (%d directly)", suite.pkg, passed, len(bridged), count(direct))
+			t.Logf("%s: %d of %d scenarios pass through the bridge (%d directly)", suite.pkg, passed, len(through), count(direct))
 		})
 	}
+}
+
+// everythingHTTP starts go-sdk's everything-server on Streamable HTTP,
+// stateless (2026-07-28) or with sessions (2025-11-25), and returns its URL.
+func everythingHTTP(t *testing.T, stateless bool) string {
+	t.Helper()
+	port := freePort(t)
+	srv := exec.Command(binary(t, goEverything), "-http", fmt.Sprintf("127.0.0.1:%d", port), fmt.Sprintf("-stateless=%v", stateless))
+	srv.Stderr = logOutput()
+	must(t, srv.Start())
+	p := &proc{cmd: srv, done: make(chan struct{})}
+	go func() { srv.Wait(); close(p.done) }()
+	t.Cleanup(p.kill)
+	waitFor(t, "the everything-server to listen", func() bool { return dialable(port) })
+	return fmt.Sprintf("http://127.0.0.1:%d/mcp", port)
 }
 
 func count(m map[string]bool) int {
