@@ -1,9 +1,11 @@
 package dashboard
 
 import (
+	"errors"
 	"net/http"
 	"net/mail"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -144,5 +146,104 @@ func (d *Dashboard) apiRevokeToken(w http.ResponseWriter, r *http.Request) error
 	after["revoked"] = true
 	d.audit(r, ts[i].ProjectID, "token.revoke", id, store.TokenAudit(ts[i]), after)
 	writeJSON(w, http.StatusOK, map[string]any{"id": id, "revoked": true})
+	return nil
+}
+
+// userOf loads the user named in the path.
+func (d *Dashboard) userOf(r *http.Request) (store.User, error) {
+	missing := errorf(http.StatusNotFound, "There is no user with id %q. GET /api/users lists them.", r.PathValue("id"))
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil {
+		return store.User{}, missing
+	}
+	u, err := d.st.UserByID(r.Context(), id)
+	if errors.Is(err, store.ErrNotFound) {
+		return store.User{}, missing
+	}
+	return u, err
+}
+
+// keepsAnAdmin refuses a change that would leave the gateway without an
+// admin person.
+func (d *Dashboard) keepsAnAdmin(r *http.Request, u store.User) error {
+	if !u.Admin {
+		return nil
+	}
+	us, err := d.st.Users(r.Context())
+	if err != nil {
+		return err
+	}
+	for _, o := range us {
+		if o.Admin && o.ID != u.ID {
+			return nil
+		}
+	}
+	return errorf(http.StatusConflict, "%s is the last admin of this gateway. Make someone else an admin first.", u.Email)
+}
+
+// apiPatchUser gives or takes the instance admin flag.
+func (d *Dashboard) apiPatchUser(w http.ResponseWriter, r *http.Request) error {
+	u, err := d.userOf(r)
+	if err != nil {
+		return err
+	}
+	var in struct {
+		Admin *bool `json:"admin"`
+	}
+	if err := readJSON(r, &in); err != nil {
+		return err
+	}
+	if in.Admin == nil {
+		return fieldError("admin", "send {\"admin\": true} or {\"admin\": false}")
+	}
+	if !*in.Admin {
+		if err := d.keepsAnAdmin(r, u); err != nil {
+			return err
+		}
+	}
+	if err := d.st.SetAdmin(r.Context(), u.ID, *in.Admin); err != nil {
+		return err
+	}
+	d.log.Info("user admin flag set", "user", u.Email, "admin", *in.Admin, "by", principalFrom(r.Context()).name())
+	d.audit(r, 0, "user.update", u.Email, map[string]any{"email": u.Email, "admin": u.Admin}, map[string]any{"email": u.Email, "admin": *in.Admin})
+	u.Admin = *in.Admin
+	writeJSON(w, http.StatusOK, userJSON{u.ID, u.Email, u.Admin, u.CreatedAt})
+	return nil
+}
+
+// apiDeleteUser removes a person: their sessions end, their memberships
+// go, and the OAuth apps they connected are disconnected.
+func (d *Dashboard) apiDeleteUser(w http.ResponseWriter, r *http.Request) error {
+	u, err := d.userOf(r)
+	if err != nil {
+		return err
+	}
+	if err := d.keepsAnAdmin(r, u); err != nil {
+		return err
+	}
+	ms, err := d.st.Memberships(r.Context(), u.ID)
+	if err != nil {
+		return err
+	}
+	if err := d.st.DeleteUser(r.Context(), u.ID); err != nil {
+		return err
+	}
+	ps, err := d.st.Projects(r.Context())
+	if err != nil {
+		return err
+	}
+	for _, p := range ps {
+		if err := d.revokeGrantsOf(r, p.ID, u.ID); err != nil {
+			return err
+		}
+	}
+	d.log.Info("user removed", "user", u.Email, "by", principalFrom(r.Context()).name())
+	roles := map[string]store.Role{}
+	names, _ := d.projectNames(r)
+	for _, m := range ms {
+		roles[names[m.ProjectID]] = m.Role
+	}
+	d.audit(r, 0, "user.remove", u.Email, map[string]any{"email": u.Email, "admin": u.Admin, "projects": roles}, nil)
+	w.WriteHeader(http.StatusNoContent)
 	return nil
 }

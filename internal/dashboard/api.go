@@ -57,6 +57,8 @@ func (d *Dashboard) apiRoutes() []apiRoute {
 		{"POST /api/projects/{project}/tokens/{id}/revoke", d.apiRevokeProjectToken, owner},
 		{"GET /api/projects/{project}/audit", d.apiAudit, viewer},
 		{"GET /api/users", d.apiUsers, instanceAdmin},
+		{"PATCH /api/users/{id}", d.apiPatchUser, instanceAdmin},
+		{"DELETE /api/users/{id}", d.apiDeleteUser, instanceAdmin},
 		{"POST /api/invites", d.apiInvite, instanceAdmin},
 		{"GET /api/tokens", d.apiTokens, instanceAdmin},
 		{"POST /api/tokens", d.apiCreateToken, instanceAdmin},

@@ -189,18 +189,8 @@ func (d *Dashboard) apiRemoveMember(w http.ResponseWriter, r *http.Request) erro
 	if err := d.st.RemoveMember(r.Context(), p.ID, m.UserID); err != nil {
 		return err
 	}
-	gs, err := d.st.OAuthGrants(r.Context(), p.ID)
-	if err != nil {
+	if err := d.revokeGrantsOf(r, p.ID, m.UserID); err != nil {
 		return err
-	}
-	for _, g := range gs {
-		if g.UserID != m.UserID || !g.RevokedAt.IsZero() {
-			continue
-		}
-		if err := d.st.RevokeOAuthGrant(r.Context(), g.ID); err != nil {
-			return err
-		}
-		d.changes.Publish(changes.Change{Project: p.ID, Kind: changes.KeyRevoked, Key: g.ID})
 	}
 	d.log.Info("member removed", "project", p.Name, "user", m.Email, "by", principalFrom(r.Context()).name())
 	d.audit(r, p.ID, "member.remove", m.Email, memberAudit{m.Email, m.Role}, nil)
@@ -293,4 +283,23 @@ func (d *Dashboard) apiRevokeProjectToken(w http.ResponseWriter, r *http.Request
 		return nil
 	}
 	return errorf(http.StatusNotFound, "Project %s has no API token %q. GET /api/projects/%s/tokens lists them.", p.Name, id, p.Name)
+}
+
+// revokeGrantsOf disconnects the OAuth apps a person connected to a
+// project.
+func (d *Dashboard) revokeGrantsOf(r *http.Request, projectID, userID int64) error {
+	gs, err := d.st.OAuthGrants(r.Context(), projectID)
+	if err != nil {
+		return err
+	}
+	for _, g := range gs {
+		if g.UserID != userID || !g.RevokedAt.IsZero() {
+			continue
+		}
+		if err := d.st.RevokeOAuthGrant(r.Context(), g.ID); err != nil {
+			return err
+		}
+		d.changes.Publish(changes.Change{Project: projectID, Kind: changes.KeyRevoked, Key: g.ID})
+	}
+	return nil
 }

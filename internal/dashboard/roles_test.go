@@ -238,3 +238,51 @@ func TestMembersAndOwners(t *testing.T) {
 }
 
 func itoa(n int64) string { b, _ := json.Marshal(n); return string(b) }
+
+// TestInstanceAdminManagesPeople: admins give and take the admin flag and
+// remove people; the gateway keeps one admin; a removed person is signed
+// out and out of every project at once.
+func TestInstanceAdminManagesPeople(t *testing.T) {
+	e := newEnv(t)
+	admin := e.admin()
+	vic := e.member(admin, "vic@example.com", store.RoleEditor)
+	var us []struct {
+		ID    int64  `json:"id"`
+		Email string `json:"email"`
+		Admin bool   `json:"admin"`
+	}
+	admin.mustCall(http.StatusOK, "GET", "/api/users", nil, &us)
+	ids := map[string]int64{}
+	for _, u := range us {
+		ids[u.Email] = u.ID
+	}
+	res := admin.call("PATCH", "/api/users/"+itoa(ids["ada@example.com"]), map[string]any{"admin": false}, nil)
+	if res.StatusCode != http.StatusConflict || res.apiError() != "ada@example.com is the last admin of this gateway. Make someone else an admin first." {
+		t.Errorf("taking the last admin's flag: %d %q", res.StatusCode, res.apiError())
+	}
+	admin.mustCall(http.StatusOK, "PATCH", "/api/users/"+itoa(ids["vic@example.com"]), map[string]any{"admin": true}, nil)
+	if res := vic.get("/admin"); res.StatusCode != http.StatusOK {
+		t.Errorf("GET /admin as the new admin: %d", res.StatusCode)
+	}
+	vic.mustCall(http.StatusOK, "PATCH", "/api/users/"+itoa(ids["vic@example.com"]), map[string]any{"admin": false}, nil)
+	if res := vic.get("/admin"); res.StatusCode != http.StatusForbidden {
+		t.Errorf("GET /admin after giving up the flag: %d; want 403", res.StatusCode)
+	}
+	admin.mustCall(http.StatusNoContent, "DELETE", "/api/users/"+itoa(ids["vic@example.com"]), nil, nil)
+	if res := vic.get("/api/me"); res.StatusCode != http.StatusUnauthorized {
+		t.Errorf("GET /api/me as a removed person: %d; want 401", res.StatusCode)
+	}
+	var ms []struct{ Email string }
+	admin.mustCall(http.StatusOK, "GET", "/api/projects/shop/members", nil, &ms)
+	if len(ms) != 0 {
+		t.Errorf("members after removing vic = %+v; want none", ms)
+	}
+	var page auditPage
+	admin.mustCall(http.StatusOK, "GET", "/api/audit?action=user.", nil, &page)
+	if len(page.Entries) != 3 || page.Entries[0].Action != "user.remove" || !strings.Contains(compact(page.Entries[0].Before), `"projects":{"shop":"editor"}`) {
+		t.Errorf("instance audit user.* = %+v; want update, update, remove with vic's projects", page.Entries)
+	}
+	if res := admin.call("DELETE", "/api/users/9999", nil, nil); res.StatusCode != http.StatusNotFound {
+		t.Errorf("removing an unknown user: %d", res.StatusCode)
+	}
+}

@@ -105,6 +105,13 @@ type Store interface {
 	Users(ctx context.Context) ([]User, error)
 	// SetPassword replaces a user's password hash and ends its sessions.
 	SetPassword(ctx context.Context, userID int64, passwordHash string) error
+	// SetAdmin gives or takes a user's instance admin flag; ErrNotFound if
+	// there is no such user.
+	SetAdmin(ctx context.Context, userID int64, admin bool) error
+	// DeleteUser removes a user with their sessions and memberships;
+	// ErrNotFound if there is none. Their OAuth grants are the caller's to
+	// revoke.
+	DeleteUser(ctx context.Context, userID int64) error
 
 	// CreateSession stores a sign-in session under the SHA-256 of its
 	// token; ErrNotFound if the user does not exist.

@@ -278,3 +278,27 @@ func scanToken(row pgx.Row) (store.APIToken, error) {
 	tok.CreatedAt, tok.RevokedAt = fromMillis(created), fromNullMillis(revoked)
 	return tok, nil
 }
+
+// SetAdmin implements [store.Store].
+func (s *Store) SetAdmin(ctx context.Context, userID int64, admin bool) error {
+	if err := mustAffect(s.pool.Exec(ctx, `UPDATE users SET admin = $1 WHERE id = $2`, admin, userID)); err != nil {
+		return fmt.Errorf("set admin of user %d: %w", userID, err)
+	}
+	return nil
+}
+
+// DeleteUser implements [store.Store].
+func (s *Store) DeleteUser(ctx context.Context, userID int64) error {
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		for _, q := range []string{`DELETE FROM sessions WHERE user_id = $1`, `DELETE FROM members WHERE user_id = $1`} {
+			if _, err := tx.Exec(ctx, q, userID); err != nil {
+				return err
+			}
+		}
+		return mustAffect(tx.Exec(ctx, `DELETE FROM users WHERE id = $1`, userID))
+	})
+	if err != nil {
+		return fmt.Errorf("delete user %d: %w", userID, err)
+	}
+	return nil
+}

@@ -174,3 +174,38 @@ func (s *Store) DeleteSession(ctx context.Context, hash []byte) error {
 	}
 	return nil
 }
+
+// SetAdmin implements [store.Store].
+func (s *Store) SetAdmin(ctx context.Context, userID int64, admin bool) error {
+	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE users SET admin = ? WHERE id = ?`, admin, userID)
+		if err != nil {
+			return err
+		}
+		return mustAffect(res)
+	})
+	if err != nil {
+		return fmt.Errorf("set admin of user %d: %w", userID, err)
+	}
+	return nil
+}
+
+// DeleteUser implements [store.Store].
+func (s *Store) DeleteUser(ctx context.Context, userID int64) error {
+	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+		for _, q := range []string{`DELETE FROM sessions WHERE user_id = ?`, `DELETE FROM members WHERE user_id = ?`} {
+			if _, err := tx.ExecContext(ctx, q, userID); err != nil {
+				return err
+			}
+		}
+		res, err := tx.ExecContext(ctx, `DELETE FROM users WHERE id = ?`, userID)
+		if err != nil {
+			return err
+		}
+		return mustAffect(res)
+	})
+	if err != nil {
+		return fmt.Errorf("delete user %d: %w", userID, err)
+	}
+	return nil
+}

@@ -169,3 +169,36 @@ func testAudit(t *testing.T, s store.Store) {
 		t.Errorf("PruneAudit(now) = %d, %v; want 9", n, err)
 	}
 }
+
+// testUserAdminAndDelete: the admin flag is given and taken; deleting a
+// user ends their sessions and memberships and frees their email.
+func testUserAdminAndDelete(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	p := mustProject(t, s, "alpha")
+	bob := mustUser(t, s, "bob@example.com", false)
+	if err := s.SetAdmin(ctx, bob.ID, true); err != nil {
+		t.Fatal(err)
+	}
+	if u, err := s.UserByID(ctx, bob.ID); err != nil || !u.Admin {
+		t.Errorf("after SetAdmin(true) = %+v, %v; want admin", u, err)
+	}
+	wantErr(t, "SetAdmin(unknown)", s.SetAdmin(ctx, 9999, true), store.ErrNotFound)
+	if _, err := s.SetMember(ctx, store.Member{ProjectID: p.ID, UserID: bob.ID, Role: store.RoleOwner}); err != nil {
+		t.Fatal(err)
+	}
+	sess := mustSession(t, s, bob.ID, "bob-session")
+	if err := s.DeleteUser(ctx, bob.ID); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.UserByID(ctx, bob.ID)
+	wantErr(t, "UserByID after DeleteUser", err, store.ErrNotFound)
+	_, err = s.SessionByHash(ctx, hash(sess))
+	wantErr(t, "SessionByHash after DeleteUser", err, store.ErrNotFound)
+	if ms, err := s.Members(ctx, p.ID); err != nil || len(ms) != 0 {
+		t.Errorf("Members after DeleteUser = %+v, %v; want none", ms, err)
+	}
+	wantErr(t, "DeleteUser twice", s.DeleteUser(ctx, bob.ID), store.ErrNotFound)
+	if _, err := s.CreateUser(ctx, store.User{Email: "bob@example.com"}, "h"); err != nil {
+		t.Errorf("CreateUser with a deleted user's email: %v", err)
+	}
+}

@@ -71,6 +71,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Members", testMembers},
 		{"ScopedTokensAndInvites", testScopedTokensAndInvites},
 		{"Audit", testAudit},
+		{"UserAdminAndDelete", testUserAdminAndDelete},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
