@@ -225,6 +225,10 @@ CREATE TABLE audit (
 );
 CREATE INDEX audit_project ON audit (project_id, id);
 CREATE INDEX audit_at ON audit (at);
+-- Append-only: an entry is never changed (pruning by age deletes).
+CREATE FUNCTION audit_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN RAISE EXCEPTION 'the audit log is append-only'; END $$;
+CREATE TRIGGER audit_append_only BEFORE UPDATE ON audit FOR EACH ROW EXECUTE FUNCTION audit_append_only();
 `,
 }
 

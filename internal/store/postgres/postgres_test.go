@@ -221,3 +221,20 @@ func TestUpgradeToMembers(t *testing.T) {
 	}
 	storetest.CheckUpgrade(t, open(t, url))
 }
+
+// TestAuditAppendOnly: the database itself refuses to change an audit
+// entry, whatever writes to it.
+func TestAuditAppendOnly(t *testing.T) {
+	ctx := context.Background()
+	url := testenv.Postgres(t)
+	s := open(t, url)
+	if _, err := s.AppendAudit(ctx, store.AuditEntry{Actor: "ada@example.com", Action: "tool.update", Target: "search"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := connect(t, url).Exec(ctx, `UPDATE audit SET actor = 'mallory'`); err == nil || !strings.Contains(err.Error(), "the audit log is append-only") {
+		t.Errorf("UPDATE audit: %v; want the append-only refusal", err)
+	}
+	if n, err := s.PruneAudit(ctx, time.Now().Add(time.Second)); err != nil || n != 1 {
+		t.Errorf("PruneAudit = %d, %v; want the entry pruned", n, err)
+	}
+}

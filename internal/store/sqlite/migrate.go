@@ -237,6 +237,9 @@ CREATE TABLE audit (
 );
 CREATE INDEX audit_project ON audit (project_id, id);
 CREATE INDEX audit_at ON audit (at);
+-- Append-only: an entry is never changed (pruning by age deletes).
+CREATE TRIGGER audit_append_only BEFORE UPDATE ON audit
+BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
 `,
 }
 

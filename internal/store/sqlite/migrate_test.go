@@ -5,7 +5,9 @@ import (
 	"crypto/sha256"
 	"database/sql"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/spacefix/spacefix/internal/store"
 	"github.com/spacefix/spacefix/internal/store/storetest"
@@ -79,4 +81,24 @@ func TestUpgradeToMembers(t *testing.T) {
 	}
 	defer s.Close()
 	storetest.CheckUpgrade(t, s)
+}
+
+// TestAuditAppendOnly: the file itself refuses to change an audit entry,
+// whatever writes to it.
+func TestAuditAppendOnly(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "spacefix.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.AppendAudit(ctx, store.AuditEntry{Actor: "ada@example.com", Action: "tool.update", Target: "search"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.w.ExecContext(ctx, `UPDATE audit SET actor = 'mallory'`); err == nil || !strings.Contains(err.Error(), "the audit log is append-only") {
+		t.Errorf("UPDATE audit: %v; want the append-only refusal", err)
+	}
+	if n, err := s.PruneAudit(ctx, time.Now().Add(time.Second)); err != nil || n != 1 {
+		t.Errorf("PruneAudit = %d, %v; want the entry pruned", n, err)
+	}
 }
