@@ -17,6 +17,9 @@ import (
 // editTool opens a tool's Edit dialog, lets fill change it, and saves.
 func editTool(t *testing.T, ctx context.Context, tool string, fill ...chromedp.Action[chromedp.Void]) {
 	t.Helper()
+	// The last save reloads the page: click on the new one, fully loaded,
+	// not on nodes of the one going away.
+	until(t, ctx, "the Tools page loaded", `document.readyState === 'complete' && document.querySelector('tr[data-tool="`+tool+`"] button[data-edit]') !== null`)
 	steps := []chromedp.Action[chromedp.Void]{
 		chromedp.Click(chromedp.CSS(fmt.Sprintf(`tr[data-tool=%q] button[data-edit]`, tool))),
 		chromedp.WaitVisible(chromedp.CSS(`#edit-tool`)),
