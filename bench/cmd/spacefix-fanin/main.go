@@ -172,10 +172,10 @@ func run(n int, perKey bool, batch, lists int, keep, profile, early bool) error 
 		return err
 	}
 	fmt.Printf("agents %d (%s), %d at once: connected in %.2f s, %d reconnects\n", n, shapeName(perKey), batch, took.Seconds(), connects.Load()-int64(n))
-	fmt.Printf("gateway resident %.0f MiB; after a GC: live heap %.0f MiB (%.1f KiB per agent), goroutine stacks %.0f MiB (%.1f KiB per agent), %.0f goroutines\n",
-		mib(mem.rss), mib(mem.heap), mem.heap/1024/float64(n), mib(mem.stacks), mem.stacks/1024/float64(n), mem.goroutines)
+	fmt.Printf("gateway resident %.0f MiB (peak %.0f MiB), allocated %.0f KiB per agent since start; after a GC: live heap %.0f MiB (%.1f KiB per agent), goroutine stacks %.0f MiB (%.1f KiB per agent), %.0f goroutines\n",
+		mib(mem.rss), mib(mem.peak), mem.allocated/1024/float64(n), mib(mem.heap), mem.heap/1024/float64(n), mib(mem.stacks), mem.stacks/1024/float64(n), mem.goroutines)
 	fmt.Printf("tools/list of %d tools: p50 %.1f ms, max %.1f ms over %d calls\n", tools, ms(times[len(times)/2]), ms(times[len(times)-1]), len(times))
-	fmt.Printf("(GOMAXPROCS %d; go %s; gateway environment %q)\n", runtime.GOMAXPROCS(0), runtime.Version(), gatewayEnv)
+	fmt.Printf("(GOMAXPROCS %d; go %s; gateway environment %q; load average %s)\n", runtime.GOMAXPROCS(0), runtime.Version(), gatewayEnv, loadavg())
 	stop()
 	running.Wait()
 	return nil
@@ -267,19 +267,27 @@ func waitUp(url string) error {
 	return fmt.Errorf("the gateway did not answer %s within 10 s", url)
 }
 
-type mem struct{ rss, heap, stacks, goroutines float64 }
+type mem struct{ rss, peak, heap, stacks, goroutines, allocated float64 }
 
 func mib(b float64) float64 { return b / (1 << 20) }
 
-// memory returns the gateway's resident set (from /proc), and its heap in
-// use, goroutine stacks and goroutines (from its metrics).
+// memory returns the gateway's resident set and its peak (from /proc), and
+// its heap in use, goroutine stacks, goroutines and bytes allocated since it
+// started (from its metrics).
 func memory(pid int, metrics string) mem {
 	var m mem
 	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid)); err == nil {
 		for _, line := range strings.Split(string(b), "\n") {
-			if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
-				kb, _ := strconv.ParseFloat(f[1], 64)
+			f := strings.Fields(line)
+			if len(f) < 2 {
+				continue
+			}
+			kb, _ := strconv.ParseFloat(f[1], 64)
+			switch f[0] {
+			case "VmRSS:":
 				m.rss = kb * 1024
+			case "VmHWM:":
+				m.peak = kb * 1024
 			}
 		}
 	}
@@ -300,6 +308,8 @@ func memory(pid int, metrics string) mem {
 			m.stacks = f
 		case "go_goroutines":
 			m.goroutines = f
+		case "go_memstats_alloc_bytes_total":
+			m.allocated = f
 		}
 	}
 	return m
@@ -336,4 +346,17 @@ func timeLists(ctx context.Context, url, key string, count int) ([]time.Duration
 	}
 	slices.Sort(times)
 	return times, tools, nil
+}
+
+// loadavg returns the machine's load averages over 1, 5 and 15 minutes.
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
 }
