@@ -107,7 +107,7 @@ func (f *Front) Connect(w http.ResponseWriter, r *http.Request) {
 	}
 	log := f.log.With("replica", rep.ID, "agent", key.ID)
 	tr := newWSTransport(log)
-	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{
+	ws, err := websocket.Accept(smallBuffers(w), r, &websocket.AcceptOptions{
 		CompressionMode: websocket.CompressionDisabled,
 		OnPingReceived:  func(context.Context, []byte) bool { tr.heard(); return true },
 		OnPongReceived:  func(context.Context, []byte) { tr.heard() },

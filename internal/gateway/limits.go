@@ -1,10 +1,12 @@
 package gateway
 
 import (
+	"errors"
 	"io"
 	"net"
 	"net/http"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -33,7 +35,7 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		<-l.sem
 		return nil, err
 	}
-	return &limitConn{Conn: c, release: func() { <-l.sem }}, nil
+	return &limitConn{Conn: c, sem: l.sem}, nil
 }
 
 func (l *limitListener) Close() error {
@@ -44,14 +46,27 @@ func (l *limitListener) Close() error {
 // limitConn gives its slot back once, when it closes.
 type limitConn struct {
 	net.Conn
-	once    sync.Once
-	release func()
+	once sync.Once
+	sem  chan struct{}
 }
 
 func (c *limitConn) Close() error {
 	err := c.Conn.Close()
 	c.once.Do(c.release)
 	return err
+}
+
+func (c *limitConn) release() { <-c.sem }
+
+// SyscallConn returns the socket's, so that an agent's hijacked connection
+// can wait for data holding no buffer (agentfront's lazyConn): a limitConn
+// reads what its socket reads.
+func (c *limitConn) SyscallConn() (syscall.RawConn, error) {
+	sc, ok := c.Conn.(syscall.Conn)
+	if !ok {
+		return nil, errors.ErrUnsupported
+	}
+	return sc.SyscallConn()
 }
 
 // withTimeouts bounds how long a client may take to send its request body
