@@ -73,6 +73,10 @@ func refuseAs(kind, name string, err error) *RegistrationError {
 	return &RegistrationError{Kind: kind, Name: name, Message: err.Error()}
 }
 
+// compiled holds the input schemas of the registrations checked, so that
+// replicas registering the same schema text share one compiled copy.
+var compiled schema.Cache
+
 // Check makes every check of a decoded registration: the naming rules and
 // lim, the names its tools are exposed under, and their input schemas. It
 // returns the compiled schemas by registered tool name, or the first problem
@@ -91,7 +95,7 @@ func Check(reg *agentproto.Registration, lim Limits) (map[string]*schema.Schema,
 		if err := agentproto.CheckReserved("tool", exp); err != nil {
 			return nil, refuseAs("tool", t.Name, err)
 		}
-		s, err := schema.CompileWith(t.InputSchema, schema.Options{Default2020: true})
+		s, err := compiled.Compile(t.InputSchema, schema.Options{Default2020: true})
 		if err != nil {
 			return nil, refuse("tool", t.Name, "Input schema of tool %q does not compile: %v", t.Name, err)
 		}

@@ -3,10 +3,12 @@ package agentfront
 import (
 	"encoding/json"
 	"errors"
+	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/spacefix/spacefix/internal/agentproto"
+	"github.com/spacefix/spacefix/internal/schema"
 	"github.com/spacefix/spacefix/internal/store"
 )
 
@@ -99,4 +101,41 @@ func TestAgentFrontLimitsOf(t *testing.T) {
 	if got != want {
 		t.Errorf("LimitsOf = %+v, want %+v", got, want)
 	}
+}
+
+// replicaRegistration is what each replica of one agent registers.
+func replicaRegistration() *agentproto.Registration {
+	return &agentproto.Registration{Protocol: agentproto.Version, Name: "orders",
+		Tools: []agentproto.Tool{{Name: "get_order", InputSchema: json.RawMessage(
+			`{"type":"object","properties":{"id":{"type":"string","pattern":"^[0-9]+$"}},"required":["id"]}`)}}}
+}
+
+// 100 replicas of one agent share one compiled input schema.
+func TestAgentFrontCheckSharesSchemas(t *testing.T) {
+	var first map[string]*schema.Schema
+	for i := range 100 {
+		got, err := Check(replicaRegistration(), DefaultLimits())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			first = got
+		} else if got["get_order"] != first["get_order"] {
+			t.Fatalf("replica %d compiled a schema of its own", i)
+		}
+	}
+}
+
+// BenchmarkAgentFrontCheckReplica is the check of one more replica's
+// registration when others of the agent are connected (their schema is
+// compiled already).
+func BenchmarkAgentFrontCheckReplica(b *testing.B) {
+	held, _ := Check(replicaRegistration(), DefaultLimits())
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Check(replicaRegistration(), DefaultLimits()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	runtime.KeepAlive(held)
 }
