@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
@@ -64,12 +63,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if cfg.Logger, err = logger(stderr); err != nil {
 		return err
 	}
-	if os.Getenv("GOGC") == "" {
-		// Most of what a call allocates is short-lived JSON; collecting less
-		// often costs memory that a gateway has and saves CPU per call
-		// (docs/benchmarks.md). GOGC set in the environment wins.
-		debug.SetGCPercent(400)
-	}
+	setGC()
 
 	tp, err := tracing.FromEnv(ctx, version)
 	if err != nil {
