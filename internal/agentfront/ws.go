@@ -25,6 +25,12 @@ type wsTransport struct {
 	ws   *websocket.Conn // set once accepted
 	log  *slog.Logger
 	seen atomic.Int64 // unix nanoseconds of the last frame from the agent
+
+	// Recv's context, watched once for the connection rather than by
+	// coder/websocket on every frame read (a context.AfterFunc per frame);
+	// Recv has one caller at a time, which alone uses these.
+	readCtx   context.Context
+	stopWatch func() bool
 }
 
 var _ route.Transport = (*wsTransport)(nil)
@@ -64,11 +70,16 @@ func (t *wsTransport) Send(_ context.Context, m *agentproto.Message) error {
 }
 
 // Recv returns the next message; a frame that is not JSON is logged and
-// skipped.
+// skipped. When ctx ends, the connection is closed and Recv returns ctx's
+// error.
 func (t *wsTransport) Recv(ctx context.Context) (*agentproto.Message, error) {
+	t.watch(ctx)
 	for {
-		_, data, err := t.ws.Read(ctx)
+		_, data, err := t.ws.Read(context.Background())
 		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
 			return nil, err
 		}
 		t.heard()
@@ -78,6 +89,21 @@ func (t *wsTransport) Recv(ctx context.Context) (*agentproto.Message, error) {
 			continue
 		}
 		return m, nil
+	}
+}
+
+// watch closes the connection when ctx ends, unless it watches ctx
+// already (Recv is called with the same context for every message).
+func (t *wsTransport) watch(ctx context.Context) {
+	if ctx == t.readCtx {
+		return
+	}
+	if t.stopWatch != nil {
+		t.stopWatch()
+	}
+	t.readCtx, t.stopWatch = ctx, nil
+	if ctx.Done() != nil {
+		t.stopWatch = context.AfterFunc(ctx, func() { t.ws.CloseNow() })
 	}
 }
 

@@ -5,10 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/coder/websocket"
 
+	"github.com/spacefix/spacefix/internal/agentproto"
 	"github.com/spacefix/spacefix/internal/route"
 )
 
@@ -30,5 +35,84 @@ func TestAgentFrontCloseReason(t *testing.T) {
 		if got := closeReason(c.err); got != c.want {
 			t.Errorf("closeReason(%v) = %q, want %q", c.err, got, c.want)
 		}
+	}
+}
+
+// BenchmarkAgentFrontRecv is one message from an agent read by the
+// gateway's transport (under a context that can end, as Serve's) and one
+// message back: a call's result and the next call.
+func BenchmarkAgentFrontRecv(b *testing.B) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tr := newWSTransport(slog.New(slog.DiscardHandler))
+		ws, err := websocket.Accept(smallBuffers(w), r, nil)
+		if err != nil {
+			return
+		}
+		tr.accepted(ws)
+		go func() {
+			defer tr.Close("")
+			for {
+				m, err := tr.Recv(ctx)
+				if err != nil {
+					return
+				}
+				if err := tr.Send(ctx, &agentproto.Message{Type: agentproto.TypeCall, ID: m.ID, Kind: "tool", Name: "ping"}); err != nil {
+					return
+				}
+			}
+		}()
+	}))
+	defer srv.Close()
+	c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http"), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.CloseNow()
+	msg := []byte(`{"type":"result","id":"c-1","result":{"content":[{"type":"text","text":"pong"}]}}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := c.Write(ctx, websocket.MessageText, msg); err != nil {
+			b.Fatal(err)
+		}
+		if _, _, err := c.Read(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// Recv returns the context's error once the context ends, and the
+// connection is closed.
+func TestAgentFrontRecvEndsWithContext(t *testing.T) {
+	got := make(chan error, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tr := newWSTransport(slog.New(slog.DiscardHandler))
+		ws, err := websocket.Accept(smallBuffers(w), r, nil)
+		if err != nil {
+			return
+		}
+		tr.accepted(ws)
+		go func() {
+			_, err := tr.Recv(ctx)
+			got <- err
+		}()
+	}))
+	defer srv.Close()
+	c, _, err := websocket.Dial(context.Background(), "ws"+strings.TrimPrefix(srv.URL, "http"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseNow()
+	cancel()
+	if err := <-got; !errors.Is(err, context.Canceled) {
+		t.Errorf("Recv: %v, want context.Canceled", err)
+	}
+	if closeReason(context.Canceled) != "gateway shutting down" {
+		t.Error("a cancelled Recv is not read as the gateway shutting down")
+	}
+	if _, _, err := c.Read(context.Background()); err == nil {
+		t.Error("the connection is still open")
 	}
 }
