@@ -48,6 +48,9 @@ import (
 // gatewayEnv is what -gateway-env adds to the gateway's environment.
 var gatewayEnv []string
 
+// gatewayBin is -gateway-bin: a spacefix binary to run; "" builds one.
+var gatewayBin string
+
 func main() {
 	n := flag.Int("agents", 1000, "how many agent replicas connect")
 	shape := flag.String("shape", "keys", "keys: one agent key per agent (a project of N tools); replicas: N replicas of one key (one tool)")
@@ -62,6 +65,7 @@ func main() {
 		return nil
 	})
 	early := flag.Bool("early-client", false, "connect the MCP client (and list tools once) before the agents connect, so every change re-syncs its view during the storm")
+	flag.StringVar(&gatewayBin, "gateway-bin", "", "run this spacefix `binary` instead of building ./cmd/spacefix (to compare two builds)")
 	profile := flag.Bool("profile", false, "write the gateway's heap profile (heap.pprof) and goroutines (goroutines.txt) to the temporary directory once all are connected; implies -keep")
 	flag.Parse()
 	if *shape != "keys" && *shape != "replicas" {
@@ -83,11 +87,14 @@ func run(n int, perKey bool, batch, lists int, keep, profile, early bool) error 
 	} else {
 		defer os.RemoveAll(dir)
 	}
-	bin := filepath.Join(dir, "spacefix")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/spacefix")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		return fmt.Errorf("build ./cmd/spacefix (run from the repository root): %w", err)
+	bin := gatewayBin
+	if bin == "" {
+		bin = filepath.Join(dir, "spacefix")
+		build := exec.Command("go", "build", "-o", bin, "./cmd/spacefix")
+		build.Stdout, build.Stderr = os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			return fmt.Errorf("build ./cmd/spacefix (run from the repository root): %w", err)
+		}
 	}
 
 	db := filepath.Join(dir, "spacefix.db")
