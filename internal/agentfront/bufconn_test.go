@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -127,6 +128,9 @@ func (h *recordingHijacker) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	return c, brw, err
 }
 
+// echoConns counts the connections echo servers serve.
+var echoConns atomic.Int64
+
 // echoServer accepts WebSockets with small buffers (plain net/http's when
 // small is false) and echoes every message; hijacked gets what each
 // Hijack gave.
@@ -144,7 +148,9 @@ func echoServer(t testing.TB, small bool, hijacked chan<- *recordingHijacker) *h
 		if hijacked != nil {
 			hijacked <- rec
 		}
+		echoConns.Add(1)
 		go func() {
+			defer echoConns.Add(-1)
 			defer ws.CloseNow()
 			for {
 				typ, b, err := ws.Read(context.Background())
@@ -262,6 +268,9 @@ func BenchmarkAgentFrontIdleConn(b *testing.B) {
 				per = float64(int64(ms.HeapAlloc)-int64(before)) / conns
 				for _, c := range open {
 					c.Close()
+				}
+				for echoConns.Load() > 0 { // the next round starts from none
+					time.Sleep(time.Millisecond)
 				}
 			}
 			b.ReportMetric(per, "heap-B/conn")
