@@ -105,7 +105,7 @@ var AuditActions = []string{
 	"tool.update", "tool.approve", "tool.reject",
 	"key.create", "key.revoke", "agent_key.update", "replica.update",
 	"member.add", "member.invite", "member.join", "member.update", "member.remove",
-	"token.create", "token.revoke", "invite.create", "user.update", "user.remove",
+	"token.create", "token.revoke", "invite.create", "invite.revoke", "user.update", "user.remove",
 	"app.connect", "app.revoke",
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"net/mail"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -302,4 +303,99 @@ func (d *Dashboard) revokeGrantsOf(r *http.Request, projectID, userID int64) err
 		d.changes.Publish(changes.Change{Project: projectID, Kind: changes.KeyRevoked, Key: g.ID})
 	}
 	return nil
+}
+
+// inviteJSON is an invite that can still be used, without its link (shown
+// once, when made).
+type inviteJSON struct {
+	ID        string     `json:"id"`
+	Email     string     `json:"email,omitempty"` // empty: anyone with the link
+	Admin     bool       `json:"admin,omitempty"`
+	Project   string     `json:"project,omitempty"`
+	Role      store.Role `json:"role,omitempty"`
+	CreatedAt time.Time  `json:"createdAt"`
+	ExpiresAt time.Time  `json:"expiresAt"`
+}
+
+// invites lists the live invites of a project (0: all of them).
+func (d *Dashboard) invites(r *http.Request, projectID int64) ([]inviteJSON, error) {
+	is, err := d.st.Invites(r.Context())
+	if err != nil {
+		return nil, err
+	}
+	names, err := d.projectNames(r)
+	if err != nil {
+		return nil, err
+	}
+	out := []inviteJSON{}
+	for _, i := range is {
+		if projectID == 0 || i.ProjectID == projectID {
+			out = append(out, inviteJSON{i.ID, i.Email, i.Admin, names[i.ProjectID], i.Role, i.CreatedAt, i.ExpiresAt})
+		}
+	}
+	return out, nil
+}
+
+func (d *Dashboard) apiProjectInvites(w http.ResponseWriter, r *http.Request) error {
+	p, err := d.project(r)
+	if err != nil {
+		return err
+	}
+	out, err := d.invites(r, p.ID)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (d *Dashboard) apiInvites(w http.ResponseWriter, r *http.Request) error {
+	out, err := d.invites(r, 0)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// revokeInvite ends a live invite of a project (0: any); the link stops
+// working at once.
+func (d *Dashboard) revokeInvite(w http.ResponseWriter, r *http.Request, projectID int64, where string) error {
+	id := r.PathValue("id")
+	is, err := d.invites(r, projectID)
+	if err != nil {
+		return err
+	}
+	i := slices.IndexFunc(is, func(in inviteJSON) bool { return in.ID == id })
+	if i < 0 {
+		return errorf(http.StatusNotFound, "There is no open invite %q%s; it may have been used or have expired.", id, where)
+	}
+	if err := d.st.RevokeInvite(r.Context(), id); err != nil {
+		return notFoundAs(err, "The invite %q was used or expired meanwhile.", id)
+	}
+	inv := is[i]
+	d.log.Info("invite revoked", "invite", id, "by", principalFrom(r.Context()).name())
+	d.audit(r, projectID, "invite.revoke", inv.Email, map[string]any{"id": id, "email": inv.Email, "role": inv.Role, "admin": inv.Admin}, nil)
+	writeJSON(w, http.StatusOK, map[string]any{"id": id, "revoked": true})
+	return nil
+}
+
+func (d *Dashboard) apiRevokeProjectInvite(w http.ResponseWriter, r *http.Request) error {
+	p, err := d.project(r)
+	if err != nil {
+		return err
+	}
+	return d.revokeInvite(w, r, p.ID, " in project "+p.Name)
+}
+
+func (d *Dashboard) apiRevokeInvite(w http.ResponseWriter, r *http.Request) error {
+	return d.revokeInvite(w, r, 0, "")
+}
+
+// notFoundAs turns the store's ErrNotFound into a 404 with a message.
+func notFoundAs(err error, format string, args ...any) error {
+	if errors.Is(err, store.ErrNotFound) {
+		return errorf(http.StatusNotFound, format, args...)
+	}
+	return err
 }

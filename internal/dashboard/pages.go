@@ -271,7 +271,8 @@ func (d *Dashboard) settingsPage(r *http.Request, v *view) (string, error) {
 
 type membersData struct {
 	Members []store.Member
-	Owners  []string // their emails, for the read-only line
+	Invites []inviteJSON // open invites to the project; owners only
+	Owners  []string     // their emails, for the read-only line
 	Roles   []store.Role
 	Tokens  []tokenJSON // the project's API tokens; owners only
 }
@@ -288,6 +289,9 @@ func (d *Dashboard) membersPage(r *http.Request, v *view) (string, error) {
 		}
 	}
 	if v.Can("owner") {
+		if data.Invites, err = d.invites(r, v.Project.ID); err != nil {
+			return "", err
+		}
 		ts, err := d.projectTokens(r, v.Project.ID)
 		if err != nil {
 			return "", err

@@ -286,3 +286,37 @@ func TestInstanceAdminManagesPeople(t *testing.T) {
 		t.Errorf("removing an unknown user: %d", res.StatusCode)
 	}
 }
+
+// TestProjectInvites: an owner sees the project's open invites and revokes
+// one; its link stops working at once, and the audit log says so.
+func TestProjectInvites(t *testing.T) {
+	e := newEnv(t)
+	admin := e.admin()
+	var made struct {
+		Invite string `json:"invite"`
+	}
+	admin.mustCall(http.StatusCreated, "POST", "/api/projects/shop/members", map[string]any{"email": "bob@example.com", "role": "viewer"}, &made)
+	var open []struct {
+		ID, Email, Project string
+		Role               store.Role
+	}
+	admin.mustCall(http.StatusOK, "GET", "/api/projects/shop/invites", nil, &open)
+	if len(open) != 1 || open[0].Email != "bob@example.com" || open[0].Role != store.RoleViewer || open[0].Project != "shop" {
+		t.Fatalf("open invites = %+v; want bob's, viewer", open)
+	}
+	if !strings.Contains(admin.get("/p/shop/members").text(), `data-invite="`+open[0].ID+`"`) {
+		t.Error("the Members page does not list the open invite")
+	}
+	admin.mustCall(http.StatusOK, "POST", "/api/projects/shop/invites/"+open[0].ID+"/revoke", nil, nil)
+	u, _ := url.Parse(made.Invite)
+	if res := e.client().get(u.Path); res.StatusCode != http.StatusNotFound || !strings.Contains(res.text(), "This link is unknown, used or expired.") {
+		t.Errorf("GET a revoked invite link: %d", res.StatusCode)
+	}
+	res := admin.call("POST", "/api/projects/shop/invites/"+open[0].ID+"/revoke", nil, nil)
+	if res.StatusCode != http.StatusNotFound || !strings.Contains(res.apiError(), "There is no open invite") {
+		t.Errorf("revoking twice: %d %q", res.StatusCode, res.apiError())
+	}
+	if a := only(t, admin, "shop", "invite.revoke"); a.Target != "bob@example.com" {
+		t.Errorf("invite.revoke entry = %+v", a)
+	}
+}

@@ -131,6 +131,11 @@ type Store interface {
 	// InviteByHash returns an unused, unexpired invite without using it, or
 	// ErrNotFound.
 	InviteByHash(ctx context.Context, hash []byte) (Invite, error)
+	// Invites lists the invites that can still be used, oldest first.
+	Invites(ctx context.Context) ([]Invite, error)
+	// RevokeInvite ends an invite that can still be used; ErrNotFound if
+	// there is none by that id.
+	RevokeInvite(ctx context.Context, id string) error
 
 	// CreateAPIToken stores an admin API token under the SHA-256 of its
 	// secret; ErrExists if the id or hash is taken.

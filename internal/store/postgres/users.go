@@ -195,6 +195,24 @@ RETURNING `+inviteColumns, t, hash))
 	return inv, nil
 }
 
+// Invites implements [store.Store].
+func (s *Store) Invites(ctx context.Context) ([]store.Invite, error) {
+	out, err := list(ctx, s, scanInvite, selectInvite+` WHERE used_at IS NULL AND expires_at > $1 ORDER BY seq`, millis(time.Now()))
+	if err != nil {
+		return nil, fmt.Errorf("list invites: %w", err)
+	}
+	return out, nil
+}
+
+// RevokeInvite implements [store.Store]: the invite expires now.
+func (s *Store) RevokeInvite(ctx context.Context, id string) error {
+	t := millis(now())
+	if err := mustAffect(s.pool.Exec(ctx, `UPDATE invites SET expires_at = $1 WHERE id = $2 AND used_at IS NULL AND expires_at > $1`, t, id)); err != nil {
+		return fmt.Errorf("revoke invite %q: %w", id, err)
+	}
+	return nil
+}
+
 func scanInvite(row pgx.Row) (store.Invite, error) {
 	var (
 		inv              store.Invite

@@ -232,8 +232,8 @@ func (s *Store) PruneOAuthTokens(ctx context.Context, before time.Time) (int64, 
 	return n, nil
 }
 
-// deleteRows runs a DELETE in a write transaction and says how many rows
-// it removed.
+// deleteRows runs a DELETE (or an UPDATE) in a write transaction and says
+// how many rows it touched.
 func (s *Store) deleteRows(ctx context.Context, query string, args ...any) (int64, error) {
 	var n int64
 	err := s.writeTx(ctx, func(tx *sql.Tx) error {

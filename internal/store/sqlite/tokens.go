@@ -69,6 +69,28 @@ func (s *Store) UseInvite(ctx context.Context, hash []byte) (store.Invite, error
 	return inv, nil
 }
 
+// Invites implements [store.Store].
+func (s *Store) Invites(ctx context.Context) ([]store.Invite, error) {
+	out, err := queryList(ctx, s.r, scanInvite, selectInvite+` WHERE used_at IS NULL AND expires_at > ? ORDER BY seq`, millis(time.Now()))
+	if err != nil {
+		return nil, fmt.Errorf("list invites: %w", err)
+	}
+	return out, nil
+}
+
+// RevokeInvite implements [store.Store]: the invite expires now.
+func (s *Store) RevokeInvite(ctx context.Context, id string) error {
+	t := millis(now())
+	n, err := s.deleteRows(ctx, `UPDATE invites SET expires_at = ? WHERE id = ? AND used_at IS NULL AND expires_at > ?`, t, id, t)
+	if err == nil && n == 0 {
+		err = store.ErrNotFound
+	}
+	if err != nil {
+		return fmt.Errorf("revoke invite %q: %w", id, err)
+	}
+	return nil
+}
+
 func scanInvite(sc scanner) (store.Invite, error) {
 	var (
 		inv              store.Invite

@@ -147,6 +147,28 @@ func testInvites(t *testing.T, s store.Store) {
 	_, err = s.InviteByHash(ctx, hash("a"))
 	wantErr(t, "InviteByHash of a used invite", err, store.ErrNotFound)
 
+	if live, err := s.Invites(ctx); err != nil || len(live) != 0 {
+		t.Errorf("Invites after the only one was used = %+v, %v; want none", live, err)
+	}
+	for _, id := range []string{"inv_b", "inv_c"} {
+		if _, err := s.CreateInvite(ctx, store.Invite{ID: id, ExpiresAt: exp}, hash(id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if live, err := s.Invites(ctx); err != nil || len(live) != 2 || live[0].ID != "inv_b" || live[1].ID != "inv_c" {
+		t.Errorf("Invites = %+v, %v; want inv_b, inv_c", live, err)
+	}
+	if err := s.RevokeInvite(ctx, "inv_b"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.UseInvite(ctx, hash("inv_b"))
+	wantErr(t, "UseInvite of a revoked invite", err, store.ErrNotFound)
+	wantErr(t, "RevokeInvite twice", s.RevokeInvite(ctx, "inv_b"), store.ErrNotFound)
+	wantErr(t, "RevokeInvite of a used invite", s.RevokeInvite(ctx, "inv_a"), store.ErrNotFound)
+	if live, _ := s.Invites(ctx); len(live) != 1 || live[0].ID != "inv_c" {
+		t.Errorf("Invites after revoking inv_b = %+v; want inv_c", live)
+	}
+
 	setup, err := s.CreateInvite(ctx, store.Invite{ID: "inv_setup", Admin: true, ExpiresAt: time.Now().Add(-time.Second)}, hash("setup"))
 	if err != nil || !setup.Admin {
 		t.Fatalf("CreateInvite(admin) = %+v, %v", setup, err)
