@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/spacefix/spacefix/internal/store"
@@ -95,7 +94,7 @@ func (g *Gateway) gone(o store.Gateway) bool {
 		_, live := liveHere.Load(o.ID)
 		return !live
 	}
-	return errors.Is(syscall.Kill(o.PID, 0), syscall.ESRCH)
+	return processGone(o.PID)
 }
 
 // beat records the gateway every interval until it closes, then forgets it.
