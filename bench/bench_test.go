@@ -12,8 +12,9 @@ import (
 // warmup is how many calls each target and shape gets before it is timed.
 const warmup = 500
 
-// BenchmarkToolCall times tools/call of echo, direct and through the
-// gateway, with 1 caller, 16 callers on one session and 16 callers on a
+// BenchmarkToolCall times tools/call of echo, direct, through the gateway
+// and through a gateway that caches echo's results (gateway-cached: every
+// call after the first is a hit), with 1 caller, 16 callers on one session and 16 callers on a
 // session each. Besides ns/op (wall time per call, the inverse of
 // throughput) it reports p50-µs, p99-µs, calls/s and cpu-µs/call
 // (CPU time of the whole process per call). Fix the count for
@@ -87,7 +88,44 @@ func startTargets(b *testing.B) []*Target {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { closeTarget(b, gw) })
-	return []*Target{direct, gw}
+	cg, err := StartCachedGateway(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { closeTarget(b, cg) })
+	return []*Target{direct, gw, cg}
+}
+
+// TestCachedGatewayHits checks the cached target: from 16 callers, only the
+// first call reaches the agent and every answer is still right.
+func TestCachedGatewayHits(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a gateway; skipped under -short")
+	}
+	cg, err := StartCachedGateway(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := cg.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ss, err := cg.Sessions(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(ctx, ss, 1, 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(ctx, ss, 16, 400); err != nil {
+		t.Fatal(err)
+	}
+	if n := cg.AgentCalls(); n != 1 {
+		t.Errorf("calls that reached the agent = %d, want 1 (the rest cache hits)", n)
+	}
 }
 
 // sessionsFor opens and warms up the sessions a shape uses, once per target

@@ -12,14 +12,31 @@ import (
 
 	"github.com/spacefix/spacefix/core"
 	"github.com/spacefix/spacefix/internal/gateway"
+	"github.com/spacefix/spacefix/internal/store"
 	"github.com/spacefix/spacefix/internal/store/sqlite"
 )
+
+// SideGatewayCached names the target [StartCachedGateway] starts. Its
+// goroutines carry the pprof label side=gateway like the uncached one's.
+const SideGatewayCached = "gateway-cached"
+
+// CacheSeconds is the echo tool's cacheSeconds on the cached gateway: longer
+// than any run, so every call after the first is a hit.
+const CacheSeconds = 3600
 
 // StartGateway runs a real gateway on 127.0.0.1:0 with a SQLite store in a
 // new directory under dir (removed by Close), and a core agent in this
 // process that registers echo with the first start's agent key. It returns
 // once the gateway lists the agent.
-func StartGateway(dir string) (_ *Target, err error) {
+func StartGateway(dir string) (*Target, error) { return startGateway(dir, 0) }
+
+// StartCachedGateway is [StartGateway] with echo's results cached for
+// [CacheSeconds] (the store's ToolSettings, saved before the gateway starts,
+// as the dashboard would): every call sends the same arguments, so all but
+// the first are cache hits. [Target.AgentCalls] says how many were not.
+func StartCachedGateway(dir string) (*Target, error) { return startGateway(dir, CacheSeconds) }
+
+func startGateway(dir string, cacheSeconds int) (_ *Target, err error) {
 	tmp, err := os.MkdirTemp(dir, "spacefix-bench-")
 	if err != nil {
 		return nil, fmt.Errorf("start gateway: %w", err)
@@ -39,6 +56,19 @@ func StartGateway(dir string) (_ *Target, err error) {
 		st.Close()
 		return nil, fmt.Errorf("start gateway: %w", err)
 	}
+	if cacheSeconds > 0 {
+		ps, err := st.Projects(ctx)
+		if err == nil && len(ps) == 0 {
+			err = errors.New("no project")
+		}
+		if err == nil {
+			_, err = st.SaveToolSettings(ctx, store.ToolSettings{ProjectID: ps[0].ID, Tool: ToolName, CacheSeconds: cacheSeconds})
+		}
+		if err != nil {
+			st.Close()
+			return nil, fmt.Errorf("start gateway: cache echo: %w", err)
+		}
+	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	cfg := gateway.DefaultConfig()
 	cfg.Addr = "127.0.0.1:0"
@@ -56,12 +86,17 @@ func StartGateway(dir string) (_ *Target, err error) {
 		return nil, fmt.Errorf("start gateway: %w", err)
 	}
 
+	t := &Target{Name: SideGateway, Key: first.ClientKey}
+	if cacheSeconds > 0 {
+		t.Name = SideGatewayCached
+	}
 	agent, err := core.New(core.Options{APIKey: first.AgentKey, URL: g.URL(), Logger: quiet})
 	if err == nil {
 		err = core.AddTool(agent, ToolName, "Returns its text.",
 			func(_ context.Context, in EchoIn) (string, error) {
 				stampIn()
 				defer stampOut()
+				t.agentCalls.Add(1)
 				return in.Text, nil
 			})
 	}
@@ -92,5 +127,6 @@ func StartGateway(dir string) (_ *Target, err error) {
 			return nil, errors.New("start gateway: the agent did not connect within 10s")
 		}
 	}
-	return &Target{Name: SideGateway, Endpoint: g.URL() + "/mcp", Key: first.ClientKey, stop: stop}, nil
+	t.Endpoint, t.stop = g.URL()+"/mcp", stop
+	return t, nil
 }

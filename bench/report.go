@@ -7,11 +7,12 @@ import (
 	"time"
 )
 
-// Pair is one repetition of one shape: direct and gateway back to back.
+// Pair is one repetition of one shape: direct and gateway back to back,
+// and the cached gateway when it is measured (Cached.Calls > 0).
 type Pair struct {
-	Config          Config
-	Rep             int
-	Direct, Gateway Result
+	Config                  Config
+	Rep                     int
+	Direct, Gateway, Cached Result
 }
 
 // Summary is the medians of a shape over its repetitions, with each
@@ -19,11 +20,14 @@ type Pair struct {
 type Summary struct {
 	Config Config
 	Reps   int
-	// [0] direct, [1] gateway.
-	P50, P99 [2]Stat
-	PerSec   [2]Stat
-	CPU      [2]Stat // process CPU µs per call
+	// [0] direct, [1] gateway, [2] cached gateway (zero when not measured).
+	P50, P99 [3]Stat
+	PerSec   [3]Stat
+	CPU      [3]Stat // process CPU µs per call
 }
+
+// Cached says whether the cached gateway was measured.
+func (s Summary) Cached() bool { return s.PerSec[2].Median > 0 }
 
 // Stat is a median with its range.
 type Stat struct{ Median, Min, Max float64 }
@@ -32,12 +36,15 @@ type Stat struct{ Median, Min, Max float64 }
 func Summarize(cfgs []Config, pairs []Pair) []Summary {
 	var out []Summary
 	for _, c := range cfgs {
-		var p50, p99, ps, cpu [2][]float64
+		var p50, p99, ps, cpu [3][]float64
 		for _, p := range pairs {
 			if p.Config.Name != c.Name {
 				continue
 			}
-			for i, r := range []Result{p.Direct, p.Gateway} {
+			for i, r := range []Result{p.Direct, p.Gateway, p.Cached} {
+				if r.Calls == 0 {
+					continue
+				}
 				p50[i] = append(p50[i], micros(r.P50))
 				p99[i] = append(p99[i], micros(r.P99))
 				ps[i] = append(ps[i], r.PerSec())
@@ -48,7 +55,10 @@ func Summarize(cfgs []Config, pairs []Pair) []Summary {
 			continue
 		}
 		s := Summary{Config: c, Reps: len(p50[0])}
-		for i := range 2 {
+		for i := range 3 {
+			if len(p50[i]) == 0 {
+				continue
+			}
 			s.P50[i], s.P99[i], s.PerSec[i], s.CPU[i] = stat(p50[i]), stat(p99[i]), stat(ps[i]), stat(cpu[i])
 		}
 		out = append(out, s)
@@ -92,6 +102,36 @@ func WriteTable(w io.Writer, ss []Summary) {
 	}
 }
 
+// WriteCacheTable writes, for the shapes where the cached gateway was
+// measured, the medians of all three targets with the ratio of cached to
+// uncached gateway calls/s, then their spread.
+func WriteCacheTable(w io.Writer, ss []Summary) {
+	fmt.Fprintln(w, "| callers | calls/s direct | calls/s gateway | calls/s cached | cached/gateway calls/s × | p50 µs direct / gateway / cached | p99 µs direct / gateway / cached | CPU µs/call direct / gateway / cached |")
+	fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|--:|--:|")
+	for _, s := range ss {
+		if !s.Cached() {
+			continue
+		}
+		fmt.Fprintf(w, "| %s | %.0f | %.0f | %.0f | %.2f | %.0f / %.0f / %.0f | %.0f / %.0f / %.0f | %.0f / %.0f / %.0f |\n", s.Config.Name,
+			s.PerSec[0].Median, s.PerSec[1].Median, s.PerSec[2].Median, s.PerSec[2].Median/s.PerSec[1].Median,
+			s.P50[0].Median, s.P50[1].Median, s.P50[2].Median,
+			s.P99[0].Median, s.P99[1].Median, s.P99[2].Median,
+			s.CPU[0].Median, s.CPU[1].Median, s.CPU[2].Median)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Spread over the repetitions (min–max):")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| callers | reps | calls/s direct | calls/s gateway | calls/s cached | p50 µs cached | p99 µs cached | CPU µs/call cached |")
+	fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|--:|--:|")
+	for _, s := range ss {
+		if !s.Cached() {
+			continue
+		}
+		fmt.Fprintf(w, "| %s | %d | %s | %s | %s | %s | %s | %s |\n", s.Config.Name, s.Reps,
+			span(s.PerSec[0]), span(s.PerSec[1]), span(s.PerSec[2]), span(s.P50[2]), span(s.P99[2]), span(s.CPU[2]))
+	}
+}
+
 func span(s Stat) string { return fmt.Sprintf("%.0f–%.0f", s.Min, s.Max) }
 
 // WritePair writes one repetition as a line, for the record.
@@ -101,6 +141,11 @@ func WritePair(w io.Writer, p Pair) {
 		micros(p.Direct.P50), micros(p.Direct.P99), p.Direct.PerSec(), micros(p.Direct.CPUPerCall()),
 		micros(p.Gateway.P50), micros(p.Gateway.P99), p.Gateway.PerSec(), micros(p.Gateway.CPUPerCall()),
 		float64(p.Gateway.P50)/float64(p.Direct.P50), p.Gateway.PerSec()/p.Direct.PerSec())
+	if p.Cached.Calls > 0 {
+		fmt.Fprintf(w, "rep %d %-12s cached p50 %6.0fµs p99 %7.0fµs %6.0f/s cpu %4.0fµs | cached/gateway calls/s ×%.2f\n",
+			p.Rep, p.Config.Name, micros(p.Cached.P50), micros(p.Cached.P99), p.Cached.PerSec(), micros(p.Cached.CPUPerCall()),
+			p.Cached.PerSec()/p.Gateway.PerSec())
+	}
 }
 
 // WriteSplit writes the legs of single-caller calls as a markdown table:

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -17,11 +18,12 @@ const ProtocolVersion = "2025-11-25"
 
 // Target is one server of the echo tool: direct or through the gateway.
 type Target struct {
-	Name     string // SideDirect or SideGateway
+	Name     string // SideDirect, SideGateway or SideGatewayCached
 	Endpoint string // the Streamable HTTP URL
 	Key      string // the Bearer token to send; empty for direct
 
-	stop func() error
+	stop       func() error
+	agentCalls atomic.Int64
 
 	mu       sync.Mutex
 	sessions []*mcp.ClientSession
@@ -52,6 +54,11 @@ func (t *Target) Sessions(ctx context.Context, n int) ([]*mcp.ClientSession, err
 	t.mu.Unlock()
 	return out, err
 }
+
+// AgentCalls returns how many calls reached the echo handler of a gateway's
+// agent so far; 0 for direct. On the cached gateway it stays at 1 after the
+// first call: every other call was a hit.
+func (t *Target) AgentCalls() int64 { return t.agentCalls.Load() }
 
 // Close closes t's sessions and stops the target. It is safe to call twice.
 func (t *Target) Close() error {

@@ -6,9 +6,10 @@
 //	go run ./bench/cmd/spacefix-bench                 # 5 reps × 5,000 calls per shape
 //	go run ./bench/cmd/spacefix-bench -reps 1 -calls 1000
 //
-// Each repetition runs every shape on both targets back to back (alternating
-// which goes first), after a warm-up per target and shape. It stops by
-// itself.
+// Each repetition runs every shape on every target back to back (rotating
+// which goes first), after a warm-up per target and shape. With -cached (the
+// default) a third target, a gateway caching echo's results, is measured
+// too and compared with the uncached one. It stops by itself.
 package main
 
 import (
@@ -43,6 +44,7 @@ func run(ctx context.Context, args []string) (err error) {
 	reps := fs.Int("reps", 5, "repetitions; the table shows medians")
 	only := fs.String("configs", "c1,c16,c16-sessions", "shapes to run, comma-separated")
 	split := fs.Bool("split", true, "also split one caller's calls into legs (client→handler, handler, handler→client)")
+	cached := fs.Bool("cached", true, "also measure a gateway that caches echo's results (all calls but the first are hits)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -73,13 +75,22 @@ func run(ctx context.Context, args []string) (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, gw.Close()) }()
+	targets := []*bench.Target{direct, gw}
+	if *cached {
+		var cg *bench.Target
+		if cg, err = bench.StartCachedGateway(tmp); err != nil {
+			return err
+		}
+		defer func() { err = errors.Join(err, cg.Close()) }()
+		targets = append(targets, cg)
+	}
 
 	fmt.Fprintf(os.Stderr, "GOMAXPROCS=%d, %s, %d calls per run after %d warm-up, %d reps\n",
 		runtime.GOMAXPROCS(0), runtime.Version(), *calls, *warmup, *reps)
-	sessions := map[string][2][]*mcp.ClientSession{}
+	sessions := map[string][][]*mcp.ClientSession{}
 	for _, c := range cfgs {
-		var ss [2][]*mcp.ClientSession
-		for i, t := range []*bench.Target{direct, gw} {
+		ss := make([][]*mcp.ClientSession, len(targets))
+		for i, t := range targets {
 			n := 1
 			if c.PerCaller {
 				n = c.Callers
@@ -98,27 +109,34 @@ func run(ctx context.Context, args []string) (err error) {
 	for rep := 1; rep <= *reps; rep++ {
 		for _, c := range cfgs {
 			p := bench.Pair{Config: c, Rep: rep}
-			order := []int{0, 1}
-			if rep%2 == 0 {
-				order = []int{1, 0}
-			}
-			for _, i := range order {
+			// Each repetition starts with a different target.
+			for k := range targets {
+				i := (k + rep - 1) % len(targets)
 				runtime.GC() // each run starts from the same heap state
 				res, err := bench.Run(ctx, sessions[c.Name][i], c.Callers, *calls)
 				if err != nil {
 					return fmt.Errorf("rep %d %s: %w", rep, c.Name, err)
 				}
-				if i == 0 {
+				switch i {
+				case 0:
 					p.Direct = res
-				} else {
+				case 1:
 					p.Gateway = res
+				default:
+					p.Cached = res
 				}
 			}
 			bench.WritePair(os.Stderr, p)
 			pairs = append(pairs, p)
 		}
 	}
-	bench.WriteTable(os.Stdout, bench.Summarize(cfgs, pairs))
+	sums := bench.Summarize(cfgs, pairs)
+	bench.WriteTable(os.Stdout, sums)
+	if *cached {
+		fmt.Fprintf(os.Stdout, "\nCached gateway (echo cached %d s, the same arguments every call; calls that reached the agent: %d):\n\n",
+			bench.CacheSeconds, targets[2].AgentCalls())
+		bench.WriteCacheTable(os.Stdout, sums)
+	}
 	if *split {
 		return writeSplit(ctx, direct, gw, *calls, *reps)
 	}
