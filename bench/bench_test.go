@@ -96,8 +96,43 @@ func startTargets(b *testing.B) []*Target {
 	return []*Target{direct, gw, cg}
 }
 
-// TestCachedGatewayHits checks the cached target: from 16 callers, only the
-// first call reaches the agent and every answer is still right.
+// TestTargetsBothEras checks that direct and gateway answer echo over
+// 2025-11-25 sessions and the stateless 2026-07-28 protocol.
+func TestTargetsBothEras(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a gateway and a server; skipped under -short")
+	}
+	direct, err := StartDirect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer direct.Close()
+	gw, err := StartGateway(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gw.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, tg := range []*Target{direct, gw} {
+		for _, v := range []string{ProtocolVersion, StatelessVersion} {
+			ss, err := tg.SessionsAt(ctx, 1, v)
+			if err != nil {
+				t.Fatalf("%s %s: %v", tg.Name, v, err)
+			}
+			if got := ss[0].InitializeResult(); got == nil || got.ProtocolVersion != v {
+				t.Errorf("%s %s: initialize (or discover) result %+v, want version %s", tg.Name, v, got, v)
+			}
+			if _, err := Run(ctx, ss, 4, 40); err != nil {
+				t.Errorf("%s %s: %v", tg.Name, v, err)
+			}
+		}
+	}
+}
+
+// TestCachedGatewayHits checks the cached target: from 16 callers, in both
+// protocol eras, only the first call reaches the agent and every answer is
+// still right.
 func TestCachedGatewayHits(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a gateway; skipped under -short")
@@ -123,6 +158,12 @@ func TestCachedGatewayHits(t *testing.T) {
 	if _, err := Run(ctx, ss, 16, 400); err != nil {
 		t.Fatal(err)
 	}
+	if ss, err = cg.SessionsAt(ctx, 1, StatelessVersion); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(ctx, ss, 16, 400); err != nil {
+		t.Fatal(err)
+	}
 	if n := cg.AgentCalls(); n != 1 {
 		t.Errorf("calls that reached the agent = %d, want 1 (the rest cache hits)", n)
 	}
@@ -142,7 +183,7 @@ func sessionsFor(b *testing.B, t *Target, cfg Config) []*mcp.ClientSession {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	ss, err := t.Sessions(ctx, n)
+	ss, err := t.SessionsAt(ctx, n, cfg.ProtocolVersion())
 	if err != nil {
 		b.Fatal(err)
 	}

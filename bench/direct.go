@@ -12,9 +12,12 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// StartDirect serves echo from a go-sdk MCP server on 127.0.0.1:0, stateful
-// with SSE responses like the gateway's endpoint, and with the tool
-// registered raw (no schema validation, as go-sdk leaves that to raw tools).
+// StartDirect serves echo from a go-sdk MCP server on 127.0.0.1:0, with SSE
+// responses like the gateway's endpoint, and with the tool registered raw
+// (no schema validation, as go-sdk leaves that to raw tools). Like the
+// gateway it serves both protocol eras on one URL: a request whose
+// MCP-Protocol-Version is [StatelessVersion] or later goes to a stateless
+// handler, every other to a stateful one.
 func StartDirect() (*Target, error) {
 	s := mcp.NewServer(&mcp.Implementation{Name: "direct", Version: "1"}, nil)
 	s.AddTool(&mcp.Tool{
@@ -22,8 +25,16 @@ func StartDirect() (*Target, error) {
 		Description: "Returns its text.",
 		InputSchema: json.RawMessage(echoSchema),
 	}, echoHandler)
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s },
-		&mcp.StreamableHTTPOptions{SessionTimeout: 30 * time.Minute})
+	get := func(*http.Request) *mcp.Server { return s }
+	stateful := mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{SessionTimeout: 30 * time.Minute})
+	stateless := mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{Stateless: true, PropagateRequestCancellation: true})
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Mcp-Protocol-Version") >= StatelessVersion {
+			stateless.ServeHTTP(w, r)
+			return
+		}
+		stateful.ServeHTTP(w, r)
+	})
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

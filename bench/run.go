@@ -15,17 +15,31 @@ import (
 
 // Config is one load shape.
 type Config struct {
-	Name    string // as in the benchmark's name: c1, c16, c16-sessions
+	Name    string // as in the benchmark's name: c1, c16, c16-sessions, c16-stateless
 	Callers int    // concurrent callers
 	// PerCaller gives each caller its own session; otherwise all share one.
 	PerCaller bool
+	// Version is the protocol version the sessions speak; "" is
+	// [ProtocolVersion].
+	Version string
 }
 
-// Configs are the shapes measured, in order.
+// ProtocolVersion returns the protocol version of c's sessions.
+func (c Config) ProtocolVersion() string {
+	if c.Version == "" {
+		return ProtocolVersion
+	}
+	return c.Version
+}
+
+// Configs are the shapes measured, in order: 2025-11-25 sessions, then the
+// stateless 2026-07-28 protocol (c1-stateless, c16-stateless).
 var Configs = []Config{
 	{Name: "c1", Callers: 1},
 	{Name: "c16", Callers: 16},
 	{Name: "c16-sessions", Callers: 16, PerCaller: true},
+	{Name: "c1-stateless", Callers: 1, Version: StatelessVersion},
+	{Name: "c16-stateless", Callers: 16, Version: StatelessVersion},
 }
 
 // Result is how one run went.

@@ -13,8 +13,13 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// ProtocolVersion is the MCP version every session speaks.
+// ProtocolVersion is the MCP version sessions speak unless a shape says
+// otherwise ([Config.Version]).
 const ProtocolVersion = "2025-11-25"
+
+// StatelessVersion is the first stateless protocol revision: no
+// initialize, no session; every request carries the version.
+const StatelessVersion = "2026-07-28"
 
 // Target is one server of the echo tool: direct or through the gateway.
 type Target struct {
@@ -30,8 +35,16 @@ type Target struct {
 	closed   bool
 }
 
-// Sessions opens n client sessions on t. Close closes them.
+// Sessions opens n client sessions on t speaking [ProtocolVersion]. Close
+// closes them.
 func (t *Target) Sessions(ctx context.Context, n int) ([]*mcp.ClientSession, error) {
+	return t.SessionsAt(ctx, n, ProtocolVersion)
+}
+
+// SessionsAt opens n client sessions on t speaking version: at
+// [StatelessVersion] or later they are go-sdk client sessions without a
+// server session (each request stands alone). Close closes them.
+func (t *Target) SessionsAt(ctx context.Context, n int, version string) ([]*mcp.ClientSession, error) {
 	out := make([]*mcp.ClientSession, 0, n)
 	var err error
 	labelled(ctx, SideClient, func(ctx context.Context) {
@@ -40,7 +53,7 @@ func (t *Target) Sessions(ctx context.Context, n int) ([]*mcp.ClientSession, err
 			tr := &mcp.StreamableClientTransport{Endpoint: t.Endpoint, HTTPClient: httpClient(t.Key)}
 			var cs *mcp.ClientSession
 			cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			cs, err = client.Connect(cctx, tr, &mcp.ClientSessionOptions{ProtocolVersion: ProtocolVersion})
+			cs, err = client.Connect(cctx, tr, &mcp.ClientSessionOptions{ProtocolVersion: version})
 			cancel()
 			if err != nil {
 				err = fmt.Errorf("connect to %s: %w", t.Name, err)

@@ -42,7 +42,7 @@ func run(ctx context.Context, args []string) (err error) {
 	calls := fs.Int("calls", 5000, "timed calls per target, shape and repetition")
 	warmup := fs.Int("warmup", 500, "untimed calls per target and shape before the first repetition")
 	reps := fs.Int("reps", 5, "repetitions; the table shows medians")
-	only := fs.String("configs", "c1,c16,c16-sessions", "shapes to run, comma-separated")
+	only := fs.String("configs", "c1,c16,c16-sessions,c1-stateless,c16-stateless", "shapes to run, comma-separated (-stateless: protocol 2026-07-28)")
 	split := fs.Bool("split", true, "also split one caller's calls into legs (client→handler, handler, handler→client)")
 	cached := fs.Bool("cached", true, "also measure a gateway that caches echo's results (all calls but the first are hits)")
 	if err := fs.Parse(args); err != nil {
@@ -95,7 +95,7 @@ func run(ctx context.Context, args []string) (err error) {
 			if c.PerCaller {
 				n = c.Callers
 			}
-			if ss[i], err = t.Sessions(ctx, n); err != nil {
+			if ss[i], err = t.SessionsAt(ctx, n, c.ProtocolVersion()); err != nil {
 				return err
 			}
 			if _, err := bench.Run(ctx, ss[i], c.Callers, *warmup); err != nil {
