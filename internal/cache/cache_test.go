@@ -117,7 +117,7 @@ func TestSizeCapEvictsLeastRecentlyUsed(t *testing.T) {
 	}
 	// A result larger than the whole cache is refused, not allowed to
 	// empty it.
-	c.Put(1, "huge", nil, bytes.Repeat([]byte("r"), 4*resultSize), time.Minute)
+	c.Put(1, "huge", nil, bytes.Repeat([]byte("r"), int(3*per)), time.Minute)
 	if n, _ := c.Stats(); n != 3 {
 		t.Errorf("a result larger than the cache changed it to %d entries, want 3", n)
 	}
@@ -275,5 +275,102 @@ func TestDecodedResult(t *testing.T) {
 	c.Put(1, "u", raw(`{}`), []byte(`1`), time.Minute)
 	if _, d, ok := c.GetDecoded(1, "u", raw(`{}`)); !ok || d != nil {
 		t.Errorf("a result put without a decoded form: decoded %v, ok %v; want nil, true", d, ok)
+	}
+}
+
+// checkAliases fails t unless every alias finds an entry the cache holds
+// and every entry's aliases are in the alias map.
+func checkAliases(t *testing.T, c *Cache) {
+	t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, el := range c.items {
+		e := el.Value.(*entry)
+		for _, a := range e.aliases[:e.nAliases] {
+			if c.aliases[a] != el {
+				t.Errorf("alias %x of entry %x does not find it", a[:4], e.key[:4])
+			}
+		}
+		n += e.nAliases
+	}
+	if len(c.aliases) != n {
+		t.Errorf("%d aliases in the map, %d in the entries", len(c.aliases), n)
+	}
+}
+
+// A spelling of the arguments seen before finds its entry by its bytes;
+// a new spelling is canonicalised, then remembered, up to maxAliases of
+// them; the aliases go with their entry.
+func TestAliases(t *testing.T) {
+	c := New(1 << 20)
+	c.Put(1, "search", raw(`{"a":1,"b":[1,2]}`), []byte("r"), time.Minute)
+	spellings := []string{`{"a":1,"b":[1,2]}`, `{"b":[1,2],"a":1}`, `{"a":1.0,"b":[1,2]}`, `{ "a":1,"b":[1,2]}`, `{"a":10e-1,"b":[1,2]}`, `{"b":[1.0,2],"a":1}`}
+	for range 2 {
+		for _, s := range spellings {
+			if got, ok := c.Get(1, "search", raw(s)); !ok || string(got) != "r" {
+				t.Errorf("Get(%s) = %q, %v; want a hit", s, got, ok)
+			}
+		}
+	}
+	checkAliases(t, c)
+	if n := len(c.aliases); n != maxAliases {
+		t.Errorf("%d aliases, want %d (the most an entry keeps)", n, maxAliases)
+	}
+	// Not the same arguments, nor another project's or tool's.
+	for _, s := range []string{`{"a":1,"b":[2,1]}`, `{"a":1`} {
+		if _, ok := c.Get(1, "search", raw(s)); ok {
+			t.Errorf("Get(%s) hit", s)
+		}
+	}
+	if _, ok := c.Get(2, "search", raw(spellings[0])); ok {
+		t.Error("another project's call hit")
+	}
+	if _, ok := c.Get(1, "searc", raw(spellings[0])); ok {
+		t.Error("another tool's call hit")
+	}
+
+	// Put again under another spelling: the old entry and its aliases go.
+	c.Put(1, "search", raw(spellings[1]), []byte("r2"), time.Minute)
+	checkAliases(t, c)
+	if n := len(c.aliases); n != 1 {
+		t.Errorf("%d aliases after a new Put, want 1", n)
+	}
+	if got, ok := c.Get(1, "search", raw(spellings[0])); !ok || string(got) != "r2" {
+		t.Errorf("Get after a new Put = %q, %v; want r2", got, ok)
+	}
+	c.ClearTools(1, "search")
+	if n, _ := c.Stats(); n != 0 || len(c.aliases) != 0 {
+		t.Errorf("after ClearTools: %d entries, %d aliases; want none", n, len(c.aliases))
+	}
+	for _, s := range spellings {
+		if _, ok := c.Get(1, "search", raw(s)); ok {
+			t.Errorf("Get(%s) hit after ClearTools", s)
+		}
+	}
+}
+
+// An expired or evicted entry's aliases go with it.
+func TestAliasesExpireAndEvict(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := New(1 << 20)
+		c.Put(1, "t", raw(`{"a":1}`), []byte("r"), time.Second)
+		c.Get(1, "t", raw(`{ "a":1}`))
+		time.Sleep(2 * time.Second)
+		if _, ok := c.Get(1, "t", raw(`{"a":1}`)); ok {
+			t.Error("an expired entry hit through its alias")
+		}
+		if n, _ := c.Stats(); n != 0 || len(c.aliases) != 0 {
+			t.Errorf("after expiry: %d entries, %d aliases; want none", n, len(c.aliases))
+		}
+	})
+	c := New(2 * (1 + entryOverhead))
+	for i := range 5 {
+		c.Put(1, "t", raw(fmt.Sprintf(`{"i":%d}`, i)), []byte("r"), time.Minute)
+		c.Get(1, "t", raw(fmt.Sprintf(`{"i": %d}`, i)))
+	}
+	checkAliases(t, c)
+	if n, _ := c.Stats(); n != 2 || len(c.aliases) != 4 {
+		t.Errorf("after evictions: %d entries, %d aliases; want 2 and 4", n, len(c.aliases))
 	}
 }
