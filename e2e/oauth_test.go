@@ -761,3 +761,40 @@ func (p *person) page(u string) string {
 	b, _ := io.ReadAll(resp.Body)
 	return string(b)
 }
+
+// TestOAuthDemotedEditor: an editor demoted to viewer keeps the read-only
+// apps they connected; the read and write ones are disconnected.
+func TestOAuthDemotedEditor(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.startAgent(core.Options{}, func(a *core.Agent) { must(t, addOAuthTools(a)) })
+	p := newUser(t, e, "eve@example.com", false)
+	u, _, err := e.store.UserByEmail(context.Background(), "eve@example.com")
+	must(t, err)
+	_, err = e.store.SetMember(context.Background(), store.Member{ProjectID: e.project.ID, UserID: u.ID, Role: store.RoleEditor})
+	must(t, err)
+	p.access.Store("read")
+	readOnly := readToken(t, e, p)
+	p.access.Store("write")
+	readWrite := handFlow(t, e, p, nil)["access_token"].(string)
+	call := func(token string) int {
+		resp, _ := modernCall(t, e, token, "tools/call", "get_order", `{"name":"get_order","arguments":{"id":"1"}}`)
+		return resp.StatusCode
+	}
+	if call(readOnly) != 200 || call(readWrite) != 200 {
+		t.Fatal("the editor's apps do not work")
+	}
+	req, _ := http.NewRequest("PATCH", fmt.Sprintf("%s/api/projects/%s/members/%d", e.url, e.project.Name, u.ID), strings.NewReader(`{"role":"viewer"}`))
+	req.Header.Set("Authorization", "Bearer "+e.adminToken())
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	must(t, err)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("demoting eve = %d", resp.StatusCode)
+	}
+	waitFor(t, "the read and write app to be refused", func() bool { return call(readWrite) == http.StatusUnauthorized })
+	if st := call(readOnly); st != 200 {
+		t.Errorf("the read-only app after the demotion = %d; want 200", st)
+	}
+}

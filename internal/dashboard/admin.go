@@ -233,7 +233,7 @@ func (d *Dashboard) apiDeleteUser(w http.ResponseWriter, r *http.Request) error 
 		return err
 	}
 	for _, p := range ps {
-		if err := d.revokeGrantsOf(r, p.ID, u.ID); err != nil {
+		if err := d.revokeGrantsOf(r, p.ID, u.ID, false); err != nil {
 			return err
 		}
 	}

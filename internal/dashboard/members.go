@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spacefix/spacefix/internal/changes"
+	"github.com/spacefix/spacefix/internal/oauth"
 	"github.com/spacefix/spacefix/internal/store"
 	"github.com/spacefix/spacefix/internal/users"
 )
@@ -167,6 +168,14 @@ func (d *Dashboard) apiPatchMember(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
+	// A viewer may give apps read-only access only: the read and write
+	// ones they connected as an editor or owner are disconnected (they can
+	// sign in again, read only).
+	if !in.Role.AtLeast(store.RoleEditor) {
+		if err := d.revokeGrantsOf(r, p.ID, m.UserID, true); err != nil {
+			return err
+		}
+	}
 	d.log.Info("member role changed", "project", p.Name, "user", m.Email, "role", in.Role, "by", principalFrom(r.Context()).name())
 	d.audit(r, p.ID, "member.update", m.Email, memberAudit{m.Email, m.Role}, memberAudit{m.Email, in.Role})
 	writeJSON(w, http.StatusOK, memberOut(next))
@@ -190,7 +199,7 @@ func (d *Dashboard) apiRemoveMember(w http.ResponseWriter, r *http.Request) erro
 	if err := d.st.RemoveMember(r.Context(), p.ID, m.UserID); err != nil {
 		return err
 	}
-	if err := d.revokeGrantsOf(r, p.ID, m.UserID); err != nil {
+	if err := d.revokeGrantsOf(r, p.ID, m.UserID, false); err != nil {
 		return err
 	}
 	d.log.Info("member removed", "project", p.Name, "user", m.Email, "by", principalFrom(r.Context()).name())
@@ -287,14 +296,14 @@ func (d *Dashboard) apiRevokeProjectToken(w http.ResponseWriter, r *http.Request
 }
 
 // revokeGrantsOf disconnects the OAuth apps a person connected to a
-// project.
-func (d *Dashboard) revokeGrantsOf(r *http.Request, projectID, userID int64) error {
+// project; with onlyWrite, those they gave read and write access only.
+func (d *Dashboard) revokeGrantsOf(r *http.Request, projectID, userID int64, onlyWrite bool) error {
 	gs, err := d.st.OAuthGrants(r.Context(), projectID)
 	if err != nil {
 		return err
 	}
 	for _, g := range gs {
-		if g.UserID != userID || !g.RevokedAt.IsZero() {
+		if g.UserID != userID || !g.RevokedAt.IsZero() || (onlyWrite && !oauth.Writes(g.Scope)) {
 			continue
 		}
 		if err := d.st.RevokeOAuthGrant(r.Context(), g.ID); err != nil {

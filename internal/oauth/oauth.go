@@ -24,7 +24,6 @@
 package oauth
 
 import (
-	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/x509"
@@ -312,8 +311,11 @@ func Writes(scope string) bool { return slices.Contains(strings.Fields(scope), S
 // client key).
 func IsAccessToken(token string) bool { return strings.HasPrefix(token, accessPrefix) }
 
-// revokeGrant revokes a grant and says so to the MCP endpoint.
-func (s *Server) revokeGrant(ctx context.Context, id, why string) {
+// revokeGrant revokes a grant, says so to the MCP endpoint and writes the
+// project's audit log: the app disconnected itself, or the gateway did
+// (a code or refresh token used twice, a newer sign-in of the same app).
+func (s *Server) revokeGrant(r *http.Request, id, why string) {
+	ctx := r.Context()
 	g, err := s.st.OAuthGrant(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return
@@ -326,6 +328,14 @@ func (s *Server) revokeGrant(ctx context.Context, id, why string) {
 		return
 	}
 	s.log.Info("OAuth grant revoked", "grant", id, "project", g.ProjectName, "client", g.ClientName, "why", why)
+	actor := "gateway"
+	if why == "revoked by the app" {
+		actor = "app " + g.ClientName
+	}
+	if _, err := s.st.AppendAudit(ctx, store.NewAuditEntry(g.ProjectID, actor, clientAddr(r), "app.revoke", g.ClientName,
+		map[string]any{"id": id, "client": g.ClientName, "clientId": g.ClientID}, map[string]any{"id": id, "revoked": true, "why": why})); err != nil {
+		s.log.Error("audit log: entry not saved", "action", "app.revoke", "grant", id, "why", why, "err", err)
+	}
 	s.Forget(id)
 	if s.revoked != nil {
 		s.revoked(g.ProjectID, id)

@@ -388,6 +388,11 @@ func TestRevokeEndpoint(t *testing.T) {
 	}
 	st, m = h.post(TokenPath, url.Values{"grant_type": {"refresh_token"}, "client_id": {id}, "refresh_token": {m["refresh_token"].(string)}})
 	wantError(t, "refresh after revocation", st, m, 400, "invalid_grant")
+	// The project's audit log says the app disconnected itself.
+	es, err := h.st.Audit(t.Context(), store.AuditFilter{ProjectID: h.project.ID, Action: "app.revoke"})
+	if err != nil || len(es) != 1 || !strings.HasPrefix(es[0].Actor, "app ") || !strings.Contains(string(es[0].After), `"why":"revoked by the app"`) {
+		t.Errorf("audit entries of the revocation = %+v, %v; want one app.revoke by the app", es, err)
+	}
 }
 
 func TestConfidentialClient(t *testing.T) {

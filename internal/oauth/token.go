@@ -102,7 +102,7 @@ func (s *Server) exchangeCode(r *http.Request, c *client) (*tokenResponse, error
 	case errors.Is(err, store.ErrUsed):
 		// RFC 6749 section 4.1.2: a code used twice may have been stolen;
 		// what it granted goes too.
-		s.revokeGrant(r.Context(), tok.GrantID, "authorization code used twice")
+		s.revokeGrant(r, tok.GrantID, "authorization code used twice")
 		return nil, errBadCode
 	case err != nil:
 		return nil, err
@@ -135,7 +135,7 @@ func (s *Server) exchangeCode(r *http.Request, c *client) (*tokenResponse, error
 	if older, err := s.st.OAuthGrants(r.Context(), g.ProjectID); err == nil {
 		for _, o := range older {
 			if o.ID != g.ID && o.ClientID == g.ClientID && o.UserID == g.UserID {
-				s.revokeGrant(r.Context(), o.ID, "replaced by a new sign-in")
+				s.revokeGrant(r, o.ID, "replaced by a new sign-in")
 			}
 		}
 	}
@@ -165,7 +165,7 @@ func (s *Server) refresh(r *http.Request, c *client) (*tokenResponse, error) {
 		// A rotated refresh token presented again: one of two holders is
 		// not the app. The whole family goes (OAuth 2.1 section 4.3.1).
 		if tok.Kind == store.OAuthRefresh {
-			s.revokeGrant(r.Context(), tok.GrantID, "refresh token used twice")
+			s.revokeGrant(r, tok.GrantID, "refresh token used twice")
 		}
 		return nil, errBadRefresh
 	case err != nil:
@@ -222,7 +222,7 @@ func (s *Server) revoke(w http.ResponseWriter, r *http.Request) {
 	tok, err := s.st.OAuthToken(r.Context(), hash(secret))
 	if err == nil && tok.Kind != store.OAuthCode {
 		if g, err := s.st.OAuthGrant(r.Context(), tok.GrantID); err == nil && g.ClientID == c.ID {
-			s.revokeGrant(r.Context(), g.ID, "revoked by the app")
+			s.revokeGrant(r, g.ID, "revoked by the app")
 		}
 	} else if err != nil && !errors.Is(err, store.ErrNotFound) {
 		s.tokenError(w, err)
