@@ -56,6 +56,8 @@ func TestBrowserRoles(t *testing.T) {
 	w.signUp(ctx)
 	eve := inviteMember(t, ctx, w, "eve@example.com", "editor")
 	vic := inviteMember(t, ctx, w, "vic@example.com", "viewer")
+	run(t, ctx, chromedp.Navigate(w.url("/p/default/members")), chromedp.WaitVisible(chromedp.CSS(`tr[data-invite]`)))
+	until(t, ctx, "both open invites listed", `document.querySelectorAll('tr[data-invite]').length === 2`)
 	screenshotView(t, ctx, "roles-members")
 
 	// The editor: settings yes, members no.
