@@ -197,31 +197,8 @@ func TestBridgeOAuth(t *testing.T) {
 	b, err := bridge.New(srv, bridge.Options{GatewayURL: e.url, APIKey: e.agentKey, TokenDir: dir})
 	must(t, err)
 
-	pr, pw := io.Pipe()
-	browsed := make(chan error, 1)
-	go func() {
-		sc := bufio.NewScanner(pr)
-		for sc.Scan() {
-			line := strings.TrimSpace(sc.Text())
-			if strings.HasPrefix(line, o.srv.URL+"/authorize?") {
-				resp, err := http.Get(line) // the person's browser: follows the redirect to the bridge
-				if err == nil {
-					body, _ := io.ReadAll(resp.Body)
-					resp.Body.Close()
-					if !strings.Contains(string(body), "Signed in. You can close this tab") {
-						err = fmt.Errorf("callback page: %d %s", resp.StatusCode, body)
-					}
-				}
-				browsed <- err
-			}
-		}
-	}()
 	out := &syncBuffer{}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	must(t, b.Login(ctx, bridge.LoginOptions{Out: io.MultiWriter(out, pw)}))
-	pw.Close()
-	must(t, <-browsed)
+	loginThrough(t, b, o.srv.URL+"/authorize?", nil, out)
 	path := filepath.Join(dir, "prot.json")
 	if !strings.Contains(out.String(), `Signed in to "prot". The tokens are in `+path) {
 		t.Errorf("login output:\n%s", out)
@@ -322,34 +299,15 @@ func TestBridgeOAuthIntoSpacefix(t *testing.T) {
 	b, err := bridge.New(srv, bridge.Options{GatewayURL: down.url, APIKey: down.agentKey, TokenDir: dir})
 	must(t, err)
 
-	pr, pw := io.Pipe()
-	browsed := make(chan error, 1)
-	go func() {
-		sc := bufio.NewScanner(pr)
-		for sc.Scan() {
-			line := strings.TrimSpace(sc.Text())
-			if !strings.HasPrefix(line, up.url+"/oauth/authorize?") {
-				continue
-			}
-			back, err := p.consent(line, "approve") // the person allows reading, on the first gateway's dashboard
-			if err == nil {
-				var resp *http.Response
-				if resp, err = http.Get(back.String()); err == nil { // the browser goes back to the bridge
-					body, _ := io.ReadAll(resp.Body)
-					resp.Body.Close()
-					if !strings.Contains(string(body), "Signed in. You can close this tab") {
-						err = fmt.Errorf("callback page: %d %s", resp.StatusCode, body)
-					}
-				}
-			}
-			browsed <- err
+	// The person allows reading on the first gateway's dashboard; the
+	// browser goes back to the bridge.
+	loginThrough(t, b, up.url+"/oauth/authorize?", func(authURL string) (string, error) {
+		back, err := p.consent(authURL, "approve")
+		if err != nil {
+			return "", err
 		}
-	}()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	must(t, b.Login(ctx, bridge.LoginOptions{Out: pw}))
-	pw.Close()
-	must(t, <-browsed)
+		return back.String(), nil
+	}, io.Discard)
 
 	e := down
 	e.startBridge(srv, bridge.Options{TokenDir: dir})
@@ -381,25 +339,7 @@ func TestBridgeOAuthLegacySSE(t *testing.T) {
 
 	b, err := bridge.New(srv, bridge.Options{GatewayURL: e.url, APIKey: e.agentKey, TokenDir: dir})
 	must(t, err)
-	pr, pw := io.Pipe()
-	browsed := make(chan error, 1)
-	go func() {
-		sc := bufio.NewScanner(pr)
-		for sc.Scan() {
-			if line := strings.TrimSpace(sc.Text()); strings.HasPrefix(line, o.srv.URL+"/authorize?") {
-				resp, err := http.Get(line)
-				if err == nil {
-					resp.Body.Close()
-				}
-				browsed <- err
-			}
-		}
-	}()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	must(t, b.Login(ctx, bridge.LoginOptions{Out: pw}))
-	pw.Close()
-	must(t, <-browsed)
+	loginThrough(t, b, o.srv.URL+"/authorize?", nil, io.Discard)
 
 	br := e.startBridge(srv, bridge.Options{TokenDir: dir})
 	br.waitLog(t, `transport=sse`)
@@ -412,4 +352,45 @@ func TestBridgeOAuthLegacySSE(t *testing.T) {
 	if r := call(t, cs, "old__whoami", nil); r.IsError || text(r) != "signed in" {
 		t.Errorf("whoami after a refresh = %v %q", r.IsError, text(r))
 	}
+}
+
+// loginThrough runs spacefix bridge login as a person would: the browser
+// opens the authorization URL the bridge prints (it starts with
+// authorize), consent (nil: the server approves at once, following
+// redirects) turns it into the URL that leads back to the bridge, and the
+// bridge's page must say the person is signed in. The bridge's output
+// also goes to out.
+func loginThrough(t *testing.T, b *bridge.Bridge, authorize string, consent func(authURL string) (string, error), out io.Writer) {
+	t.Helper()
+	if consent == nil {
+		consent = func(u string) (string, error) { return u, nil }
+	}
+	pr, pw := io.Pipe()
+	browsed := make(chan error, 1)
+	go func() {
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			line := strings.TrimSpace(sc.Text())
+			if !strings.HasPrefix(line, authorize) {
+				continue
+			}
+			back, err := consent(line)
+			if err == nil {
+				var resp *http.Response
+				if resp, err = http.Get(back); err == nil {
+					body, _ := io.ReadAll(resp.Body)
+					resp.Body.Close()
+					if !strings.Contains(string(body), "Signed in. You can close this tab") {
+						err = fmt.Errorf("callback page: %d %s", resp.StatusCode, body)
+					}
+				}
+			}
+			browsed <- err
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	must(t, b.Login(ctx, bridge.LoginOptions{Out: io.MultiWriter(out, pw)}))
+	pw.Close()
+	must(t, <-browsed)
 }
