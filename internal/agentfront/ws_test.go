@@ -44,26 +44,18 @@ func TestAgentFrontCloseReason(t *testing.T) {
 func BenchmarkAgentFrontRecv(b *testing.B) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		tr := newWSTransport(slog.New(slog.DiscardHandler))
-		ws, err := websocket.Accept(smallBuffers(w), r, nil)
-		if err != nil {
-			return
-		}
-		tr.accepted(ws)
-		go func() {
-			defer tr.Close("")
-			for {
-				m, err := tr.Recv(ctx)
-				if err != nil {
-					return
-				}
-				if err := tr.Send(ctx, &agentproto.Message{Type: agentproto.TypeCall, ID: m.ID, Kind: "tool", Name: "ping"}); err != nil {
-					return
-				}
+	srv := transportServer(func(tr *wsTransport) {
+		defer tr.Close("")
+		for {
+			m, err := tr.Recv(ctx)
+			if err != nil {
+				return
 			}
-		}()
-	}))
+			if err := tr.Send(ctx, &agentproto.Message{Type: agentproto.TypeCall, ID: m.ID, Kind: "tool", Name: "ping"}); err != nil {
+				return
+			}
+		}
+	})
 	defer srv.Close()
 	c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http"), nil)
 	if err != nil {
@@ -87,18 +79,10 @@ func BenchmarkAgentFrontRecv(b *testing.B) {
 func TestAgentFrontRecvEndsWithContext(t *testing.T) {
 	got := make(chan error, 1)
 	ctx, cancel := context.WithCancel(context.Background())
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		tr := newWSTransport(slog.New(slog.DiscardHandler))
-		ws, err := websocket.Accept(smallBuffers(w), r, nil)
-		if err != nil {
-			return
-		}
-		tr.accepted(ws)
-		go func() {
-			_, err := tr.Recv(ctx)
-			got <- err
-		}()
-	}))
+	srv := transportServer(func(tr *wsTransport) {
+		_, err := tr.Recv(ctx)
+		got <- err
+	})
 	defer srv.Close()
 	c, _, err := websocket.Dial(context.Background(), "ws"+strings.TrimPrefix(srv.URL, "http"), nil)
 	if err != nil {
@@ -115,4 +99,19 @@ func TestAgentFrontRecvEndsWithContext(t *testing.T) {
 	if _, _, err := c.Read(context.Background()); err == nil {
 		t.Error("the connection is still open")
 	}
+}
+
+// transportServer accepts agent WebSocket connections as Connect does
+// (small buffers) and runs serve on each one's transport, on its own
+// goroutine.
+func transportServer(serve func(tr *wsTransport)) *httptest.Server {
+	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tr := newWSTransport(slog.New(slog.DiscardHandler))
+		ws, err := websocket.Accept(smallBuffers(w), r, nil)
+		if err != nil {
+			return
+		}
+		tr.accepted(ws)
+		go serve(tr)
+	}))
 }
