@@ -17,18 +17,7 @@ import (
 // the first schema step: its keys keep working and gain empty metadata.
 func TestUpgradeFromVersion1(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "spacefix.db")
-	db, err := sql.Open("sqlite", dsn(path, true))
-	if err != nil {
-		t.Fatal(err)
-	}
-	all := migrations
-	migrations = all[:1]
-	err = migrate(ctx, db)
-	migrations = all
-	if err != nil {
-		t.Fatal(err)
-	}
+	path, db := fileAtVersion(t, 1)
 	h := sha256.Sum256([]byte("secret"))
 	if _, err := db.ExecContext(ctx, `INSERT INTO projects (id, name, created_at) VALUES (1, 'default', 0)`); err != nil {
 		t.Fatal(err)
@@ -57,18 +46,7 @@ func TestUpgradeFromVersion1(t *testing.T) {
 // tokens.
 func TestUpgradeToMembers(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "spacefix.db")
-	db, err := sql.Open("sqlite", dsn(path, true))
-	if err != nil {
-		t.Fatal(err)
-	}
-	all := migrations
-	migrations = all[:len(all)-1]
-	err = migrate(ctx, db)
-	migrations = all
-	if err != nil {
-		t.Fatal(err)
-	}
+	path, db := fileAtVersion(t, len(migrations)-1)
 	for _, st := range storetest.PreMembersSeed {
 		if _, err := db.ExecContext(ctx, st.SQL, st.Args...); err != nil {
 			t.Fatal(err)
@@ -101,4 +79,23 @@ func TestAuditAppendOnly(t *testing.T) {
 	if n, err := s.PruneAudit(ctx, time.Now().Add(time.Second)); err != nil || n != 1 {
 		t.Errorf("PruneAudit = %d, %v; want the entry pruned", n, err)
 	}
+}
+
+// fileAtVersion makes a new file with only the first n schema steps, as an
+// older build would have left it, and returns its path and an open handle.
+func fileAtVersion(t *testing.T, n int) (string, *sql.DB) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "spacefix.db")
+	db, err := sql.Open("sqlite", dsn(path, true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := migrations
+	migrations = all[:n]
+	err = migrate(context.Background(), db)
+	migrations = all
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path, db
 }
