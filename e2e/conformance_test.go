@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,6 +10,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/spacefix/spacefix/internal/store"
 	"github.com/spacefix/spacefix/internal/testenv"
 )
 
@@ -76,7 +80,10 @@ func TestConformanceEverythingAgent(t *testing.T) {
 	node := suiteNode(t)
 	t.Run("go", func(t *testing.T) {
 		t.Parallel()
-		conformance(t, node, exec.Command(binary(t, "github.com/spacefix/spacefix/examples/everything")))
+		// Also the early answers of cached calls: the tools whose results
+		// never change are cached and called once first, so the suite's
+		// calls of them are answered from the cache, before go-sdk.
+		conformance(t, node, exec.Command(binary(t, "github.com/spacefix/spacefix/examples/everything")), cachedEverything...)
 	})
 	t.Run("node", func(t *testing.T) {
 		t.Parallel()
@@ -121,9 +128,16 @@ func buildNodeSDK(t *testing.T) string {
 	return filepath.Join(dir, "dist", "index.js")
 }
 
+// cachedEverything are the everything agent's tools whose results never
+// change: safe to cache under the conformance suite.
+var cachedEverything = []string{"test_simple_text", "test_image_content", "test_audio_content", "test_embedded_resource", "test_multiple_content_types"}
+
 // conformance serves the agent agentCmd starts (with the gateway's URL and
-// an agent key in its environment) and runs both suites against it.
-func conformance(t *testing.T, node string, agentCmd *exec.Cmd) {
+// an agent key in its environment) and runs both suites against it. The
+// tools named in cached are cached, and each is called once before the
+// suites run; then the suites must see some of their calls answered from
+// the cache before go-sdk parses them.
+func conformance(t *testing.T, node string, agentCmd *exec.Cmd, cached ...string) {
 	e := newEnv(t)
 	if agentCmd.Env == nil {
 		agentCmd.Env = os.Environ()
@@ -136,6 +150,16 @@ func conformance(t *testing.T, node string, agentCmd *exec.Cmd) {
 	t.Cleanup(p.kill)
 	waitFor(t, "the everything agent to connect", func() bool { return len(e.gw.Registry().All()) > 0 })
 	mcpURL := e.withKeyProxy(t) + "/mcp"
+	if len(cached) > 0 {
+		for _, name := range cached {
+			e.save(store.ToolSettings{Tool: name, CacheSeconds: 3600}) // each save empties the project's cache
+		}
+		cs := e.connect("2026-07-28", e.clientKey, nil)
+		for _, name := range cached {
+			_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: map[string]any{}})
+			must(t, err)
+		}
+	}
 
 	for _, suite := range conformanceSuites {
 		t.Run(suite.pkg, func(t *testing.T) {
@@ -174,5 +198,13 @@ func conformance(t *testing.T, node string, agentCmd *exec.Cmd) {
 			}
 			t.Logf("%s: %d of %d scored scenarios pass through the gateway (%d unscored)", suite.pkg, passed, scored, len(results)-scored)
 		})
+	}
+	if len(cached) > 0 {
+		_, early := e.gw.CacheHits()
+		// Each suite calls each of them at least once.
+		t.Logf("%d of the suites' calls of cached tools were answered early", early)
+		if want := int64(2 * len(cached)); early < want {
+			t.Errorf("%d of the suites' calls of cached tools (%s) were answered early; want at least %d", early, strings.Join(cached, ", "), want)
+		}
 	}
 }

@@ -182,6 +182,9 @@ func (c *Cache) addAliasLocked(el *list.Element, alias key) {
 	c.aliases[alias] = el
 }
 
+// Sizer is a decoded result that says how many bytes it holds.
+type Sizer interface{ Size() int64 }
+
 // Put caches result for ttl. It does nothing when ttl is not positive, the
 // result is larger than [MaxResultBytes] or than the whole cache, or args
 // is not valid JSON. result is copied.
@@ -191,13 +194,16 @@ func (c *Cache) Put(projectID int64, tool string, args json.RawMessage, result [
 
 // PutDecoded is Put, also keeping decoded, the result's decoded form, which
 // nobody may modify afterwards: hits get it from GetDecoded. It counts
-// against the cache's bytes as a second copy of the result.
+// against the cache's bytes as what its Size method says, if it has one
+// ([Sizer]), else as a second copy of the result.
 func (c *Cache) PutDecoded(projectID int64, tool string, args json.RawMessage, result []byte, decoded any, ttl time.Duration) {
 	if ttl <= 0 || len(result) > MaxResultBytes {
 		return
 	}
 	size := int64(len(result)) + entryOverhead
-	if decoded != nil {
+	if s, ok := decoded.(Sizer); ok {
+		size += s.Size()
+	} else if decoded != nil {
 		size += int64(len(result))
 	}
 	if size > c.max {

@@ -278,6 +278,24 @@ func TestDecodedResult(t *testing.T) {
 	}
 }
 
+type sized int64
+
+func (s sized) Size() int64 { return int64(s) }
+
+// A decoded form that says its size is counted as that size: the results
+// the gateway keeps encoded for each protocol era are larger than one copy.
+func TestDecodedResultSize(t *testing.T) {
+	c := New(4000)
+	c.PutDecoded(1, "t", raw(`{}`), []byte(`{"text":"hi"}`), sized(1000), time.Minute)
+	if _, bytes := c.Stats(); bytes != int64(len(`{"text":"hi"}`))+entryOverhead+1000 {
+		t.Errorf("cache holds %d bytes, want the result, the overhead and the decoded form's 1000", bytes)
+	}
+	c.PutDecoded(1, "u", raw(`{}`), []byte(`{}`), sized(3000), time.Minute)
+	if n, _ := c.Stats(); n != 1 {
+		t.Errorf("%d entries after putting 2 of about 1,700 and 3,600 bytes in 4,000; want the older evicted", n)
+	}
+}
+
 // checkAliases fails t unless every alias finds an entry the cache holds
 // and every entry's aliases are in the alias map.
 func checkAliases(t *testing.T, c *Cache) {

@@ -214,6 +214,11 @@ func (g *Gateway) Views() int { return g.front.ViewCount() }
 // has open.
 func (g *Gateway) Sessions(keyID string) int { return g.front.SessionCount(keyID) }
 
+// CacheHits returns how many tool calls the cache answered, and how many
+// tool calls were answered before go-sdk parsed them (for tests and
+// benchmarks).
+func (g *Gateway) CacheHits() (hits, early int64) { return g.front.CacheHits() }
+
 // CallLog returns the call log writer.
 func (g *Gateway) CallLog() *store.CallLog { return g.calls }
 

@@ -45,6 +45,10 @@ func newObservability(g *Gateway) *observability {
 		Agents:   g.agentCounts,
 		Sessions: func() map[string]int { return g.front.SessionCounts() },
 		Dropped:  func() int64 { return g.calls.Dropped() },
+		CacheHits: func() int64 {
+			hits, _ := g.front.CacheHits()
+			return hits
+		},
 	})
 	return o
 }

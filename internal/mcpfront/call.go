@@ -108,9 +108,10 @@ func (f *Front) toolHandler(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 	}
 	if cacheFor > 0 {
 		if _, decoded, ok := f.cache.GetDecoded(key.ProjectID, t.Name, args); ok {
-			if out, ok := decoded.(*mcp.CallToolResult); ok {
+			if cr, ok := decoded.(*cachedResult); ok {
 				call.Release()
-				return shareResult(out), nil
+				f.hits.Add(1)
+				return shareResult(cr.res), nil
 			}
 		}
 	}
@@ -122,7 +123,7 @@ func (f *Front) toolHandler(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 	}
 	out, err := f.await(ctx, req, t, key, call, res, start)
 	if cacheFor > 0 && err == nil && out != nil && !out.IsError && out.InputRequests == nil && res.Outcome == route.OK && len(res.Result) > 0 {
-		f.cache.PutDecoded(key.ProjectID, t.Name, args, res.Result, shareResult(out), cacheFor)
+		f.cache.PutDecoded(key.ProjectID, t.Name, args, res.Result, f.newCachedResult(shareResult(out)), cacheFor)
 	}
 	return out, err
 }

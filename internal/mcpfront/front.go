@@ -108,12 +108,15 @@ type Front struct {
 	calls         *store.CallLog
 	log           *slog.Logger
 	sdkLog        *slog.Logger // go-sdk's, quieter about normal endings: see sdkLogger
-	version       string
 	controls      *access.Cache
 	held          *heldCalls // calls waiting for the user's answer
 	cache         *cache.Cache
 	limiter       *ratelimit.Limiter
 	tracer        trace.Tracer // nil: no traces
+	impl          *mcp.Implementation
+
+	hits  atomic.Int64 // tool calls answered from the cache
+	early atomic.Int64 // tool calls answered before go-sdk (see early.go)
 
 	stateful  *mcp.StreamableHTTPHandler
 	stateless *mcp.StreamableHTTPHandler
@@ -144,9 +147,10 @@ func New(opts Options) *Front {
 	f := &Front{
 		sessionPrefix: opts.SessionPrefix,
 		reg:           opts.Registry, store: opts.Store, verifier: opts.Verifier, calls: opts.CallLog,
-		log: opts.Logger, version: opts.Version, controls: access.NewCache(opts.Store, time.Second),
+		log: opts.Logger, controls: access.NewCache(opts.Store, time.Second),
 		limiter: opts.Limiter, oauth: opts.OAuth,
 		views: make(map[string]*view),
+		impl:  &mcp.Implementation{Name: "spacefix", Title: "Spacefix", Version: opts.Version},
 	}
 	if f.log == nil {
 		f.log = slog.Default()
@@ -251,6 +255,9 @@ func (f *Front) dispatch(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if f.isModern(r) {
+		if r.Method == http.MethodPost && f.answerEarly(w, r, v, nil) {
+			return
+		}
 		f.stateless.ServeHTTP(w, r)
 		return
 	}
@@ -404,6 +411,11 @@ func trimName(s string) string {
 	}
 	return s
 }
+
+// CacheHits returns how many tool calls the cache answered, and how many
+// tool calls were answered before go-sdk parsed them (cache hits, and
+// their rate-limit refusals).
+func (f *Front) CacheHits() (hits, early int64) { return f.hits.Load(), f.early.Load() }
 
 // StartDrain marks the endpoint as shutting down: calls that lose their agent
 // from now on say so.

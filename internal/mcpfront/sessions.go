@@ -382,6 +382,11 @@ func (f *Front) serveSession(w http.ResponseWriter, r *http.Request, v *view) {
 		f.stateful.ServeHTTP(w, r)
 	default:
 		defer v.begin(id, false)()
+		if r.Method == http.MethodPost {
+			if ss := v.sessionOf(id); ss != nil && f.answerEarly(w, r, v, ss) {
+				return
+			}
+		}
 		tok := rand.Text()
 		r.Header.Set(requestHeader, tok)
 		f.requests.Store(tok, r.Context())

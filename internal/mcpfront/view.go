@@ -56,7 +56,7 @@ func (f *Front) viewFor(k store.Key) *view {
 	}
 	v = &view{f: f, key: k, lastUsed: time.Now(), tools: map[string][]byte{}, from: map[string]toolSource{}, resources: map[string][]byte{}, templates: map[string][]byte{}, prompts: map[string][]byte{}}
 	v.sess.m = map[string]*sessState{}
-	v.server = mcp.NewServer(&mcp.Implementation{Name: "spacefix", Title: "Spacefix", Version: f.version}, &mcp.ServerOptions{
+	v.server = mcp.NewServer(f.impl, &mcp.ServerOptions{
 		Capabilities: &mcp.ServerCapabilities{
 			Tools:     &mcp.ToolCapabilities{ListChanged: true},
 			Resources: &mcp.ResourceCapabilities{ListChanged: true},

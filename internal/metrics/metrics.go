@@ -35,6 +35,9 @@ type Options struct {
 	Sessions func() map[string]int
 	// Dropped returns how many call records were lost; nil means none.
 	Dropped func() int64
+	// CacheHits returns how many tool calls the cache answered; nil means
+	// none.
+	CacheHits func() int64
 }
 
 // Metrics is the gateway's registry and the instruments the request path
@@ -101,6 +104,15 @@ func New(opts Options) *Metrics {
 				return 0
 			}
 			return float64(opts.Dropped())
+		}),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "spacefix_cache_hits_total",
+			Help: "Tool calls answered from the gateway's result cache: they reach no agent and are not in spacefix_calls_total, the call log or usage.",
+		}, func() float64 {
+			if opts.CacheHits == nil {
+				return 0
+			}
+			return float64(opts.CacheHits())
 		}),
 	)
 	return m

@@ -1,0 +1,295 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/spacefix/spacefix/core"
+	"github.com/spacefix/spacefix/internal/store"
+)
+
+// The gateway answers a cached tools/call before go-sdk parses it (see
+// internal/mcpfront/early.go). These tests hold that answer to go-sdk's:
+// the same bytes, for every era, and go-sdk's own answer for every request
+// the early path must not take.
+
+type earlyIn struct {
+	Q string `json:"q"`
+}
+
+type earlyOut struct {
+	A    string `json:"a"`
+	Note string `json:"note"`
+}
+
+// earlyEnv is a gateway whose tool "echo" is cached; runs counts the
+// agent's handler runs.
+func earlyEnv(t *testing.T, opts ...func(*envOptions)) (*env, *atomic.Int64) {
+	e := newEnv(t, opts...)
+	var runs atomic.Int64
+	e.startAgent(core.Options{}, func(a *core.Agent) {
+		core.AddTool(a, "echo", "Echo q back.", func(ctx context.Context, in earlyIn) (earlyOut, error) {
+			runs.Add(1)
+			// HTML characters, quotes and non-ASCII: go-sdk escapes some of
+			// them and not others; the early answer must do the same.
+			return earlyOut{A: in.Q, Note: `<b>"fish" & chips</b> café 🐟`}, nil
+		})
+		core.AddTool(a, "uncached", "Not cached.", func(ctx context.Context, in earlyIn) (earlyOut, error) {
+			return earlyOut{A: in.Q}, nil
+		})
+	})
+	e.save(store.ToolSettings{Tool: "echo", CacheSeconds: 300})
+	return e, &runs
+}
+
+// rawAnswer is what a client reads off the wire.
+type rawAnswer struct {
+	status int
+	header http.Header
+	body   string
+}
+
+func (a rawAnswer) String() string { return fmt.Sprintf("%d %q", a.status, a.body) }
+
+// same reports how a and b differ in what a client sees: status, the
+// response headers go-sdk sets, and the body byte for byte.
+func (a rawAnswer) same(b rawAnswer) string {
+	if a.status != b.status || a.body != b.body {
+		return fmt.Sprintf("\n%s\nvs\n%s", a, b)
+	}
+	for _, h := range []string{"Content-Type", "Cache-Control", "Connection", "X-Accel-Buffering", "Mcp-Session-Id"} {
+		if a.header.Get(h) != b.header.Get(h) {
+			return fmt.Sprintf("header %s: %q vs %q", h, a.header.Get(h), b.header.Get(h))
+		}
+	}
+	return ""
+}
+
+// post sends body to /mcp with the client key and the given headers.
+func (e *env) post(header map[string]string, body string) rawAnswer {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.url+"/mcp", strings.NewReader(body))
+	must(e.t, err)
+	req.Header.Set("Authorization", "Bearer "+e.clientKey)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	for k, v := range header {
+		if v == "" {
+			req.Header.Del(k)
+			continue
+		}
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	must(e.t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	must(e.t, err)
+	return rawAnswer{resp.StatusCode, resp.Header, string(b)}
+}
+
+// modernHeaders are the headers of a 2026-07-28 tools/call of tool.
+func modernHeaders(tool string) map[string]string {
+	return map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": tool}
+}
+
+const modernCallMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}`
+
+// modernCall is a 2026-07-28 tools/call body; extra goes into params.
+func modernToolCall(id, tool, args, extra string) string {
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":%q,"arguments":%s,%s%s}}`, id, tool, args, modernCallMeta, extra)
+}
+
+func legacyCall(id, tool, args, extra string) string {
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":%q,"arguments":%s%s}}`, id, tool, args, extra)
+}
+
+// TestEarlyHitsAnswerAsGoSDK: in each era, a cached call answered early is
+// byte for byte what go-sdk answers for the same request when the result
+// comes from the agent (the miss) and when go-sdk serves the hit itself (a
+// request the early path leaves to it); the agent runs once.
+func TestEarlyHitsAnswerAsGoSDK(t *testing.T) {
+	t.Parallel()
+	e, runs := earlyEnv(t)
+	sess := e.newRawSession(e.clientKey)
+	eras := []struct {
+		name   string
+		header map[string]string
+		body   func(id, args, extra string) string
+	}{
+		{"2026-07-28", modernHeaders("echo"), func(id, args, extra string) string { return modernToolCall(id, "echo", args, extra) }},
+		{"2025-11-25 session", map[string]string{"Mcp-Session-Id": sess.id, "Mcp-Protocol-Version": "2025-11-25"},
+			func(id, args, extra string) string { return legacyCall(id, "echo", args, extra) }},
+		{"2025-11-25 session, no version header", map[string]string{"Mcp-Session-Id": sess.id},
+			func(id, args, extra string) string { return legacyCall(id, "echo", args, extra) }},
+	}
+	for i, era := range eras {
+		args := fmt.Sprintf(`{"q":"era %d"}`, i)
+		for _, id := range []string{"7", `"call-1 with spaces"`, "-42"} {
+			hits, early := e.gw.CacheHits()
+			before := runs.Load()
+			first := e.post(era.header, era.body(id, args, ""))
+			if first.status != http.StatusOK || !strings.Contains(first.body, `"structuredContent":{"a":"era`) {
+				t.Fatalf("%s id %s: %s", era.name, id, first)
+			}
+			again := e.post(era.header, era.body(id, args, ""))
+			// go-sdk takes params it does not know; the early path leaves
+			// such a request to it, so go-sdk serves this hit.
+			viaSDK := e.post(era.header, era.body(id, args, `,"spacefix-test":1`))
+			for what, a := range map[string]rawAnswer{"early hit": again, "go-sdk's hit": viaSDK} {
+				if d := first.same(a); d != "" {
+					t.Errorf("%s id %s: the %s differs from go-sdk's answer: %s", era.name, id, what, d)
+				}
+			}
+			// The first id of each era is a miss; after it, the first
+			// call of each id is answered early too.
+			wantRuns, wantEarly := int64(0), int64(2)
+			if id == "7" {
+				wantRuns, wantEarly = 1, 1
+			}
+			h, ea := e.gw.CacheHits()
+			if runs.Load()-before != wantRuns || h-hits != 3-wantRuns || ea-early != wantEarly {
+				t.Errorf("%s id %s: agent ran %d times, %d hits, %d answered early; want %d, %d, %d",
+					era.name, id, runs.Load()-before, h-hits, ea-early, wantRuns, 3-wantRuns, wantEarly)
+			}
+		}
+	}
+	// The same arguments spelled differently are the same cache entry.
+	_, early := e.gw.CacheHits()
+	a := e.post(modernHeaders("echo"), modernToolCall("7", "echo", `{ "q" : "era 0" }`, ""))
+	if _, now := e.gw.CacheHits(); now != early+1 || !strings.Contains(a.body, `"a":"era 0"`) {
+		t.Errorf("respelled arguments: %s, answered early %d times; want once", a, now-early)
+	}
+}
+
+// TestEarlyHitsOfficialClients: go-sdk's client at every version reads
+// early answers as it reads go-sdk's.
+func TestEarlyHitsOfficialClients(t *testing.T) {
+	t.Parallel()
+	e, runs := earlyEnv(t)
+	for _, v := range versions {
+		cs := e.connect(v, e.clientKey, nil)
+		args := map[string]any{"q": "client " + v}
+		first, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo", Arguments: args})
+		must(t, err)
+		_, early := e.gw.CacheHits()
+		second, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo", Arguments: args})
+		must(t, err)
+		if _, now := e.gw.CacheHits(); now != early+1 {
+			t.Errorf("%s: the second call was not answered early (%d)", v, now-early)
+		}
+		if got, want := fmt.Sprint(second.Content[0], second.StructuredContent, second.Meta), fmt.Sprint(first.Content[0], first.StructuredContent, first.Meta); got != want {
+			t.Errorf("%s: hit %s, miss %s", v, got, want)
+		}
+	}
+	if n := runs.Load(); n != int64(len(versions)) {
+		t.Errorf("the agent ran %d times; want %d (one miss per version)", n, len(versions))
+	}
+}
+
+// TestEarlyPathLeavesToGoSDK: requests the early path must not answer get
+// go-sdk's answer, even when their tool's result is cached.
+func TestEarlyPathLeavesToGoSDK(t *testing.T) {
+	t.Parallel()
+	e, runs := earlyEnv(t)
+	sess := e.newRawSession(e.clientKey)
+	const args = `{"q":"x"}`
+	if a := e.post(modernHeaders("echo"), modernToolCall("1", "echo", args, "")); a.status != http.StatusOK {
+		t.Fatalf("priming call: %s", a)
+	}
+	legacy := map[string]string{"Mcp-Session-Id": sess.id, "Mcp-Protocol-Version": "2025-11-25"}
+	noMeta := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"q":"x"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`
+	cases := []struct {
+		name   string
+		header map[string]string
+		body   string
+		want   string // in go-sdk's answer
+		status int
+	}{
+		{"Mcp-Name differs", map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "other"},
+			modernToolCall("2", "echo", args, ""), "Mcp-Name header value 'other' does not match body value 'echo'", http.StatusBadRequest},
+		{"no Mcp-Method", map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Name": "echo"},
+			modernToolCall("2", "echo", args, ""), "missing required Mcp-Method header", http.StatusBadRequest},
+		{"no client capabilities", modernHeaders("echo"), noMeta, `missing or invalid _meta field \"io.modelcontextprotocol/clientCapabilities\"`, http.StatusBadRequest},
+		{"version header and _meta differ", map[string]string{"Mcp-Protocol-Version": "2025-11-25", "Mcp-Method": "tools/call", "Mcp-Name": "echo"},
+			modernToolCall("2", "echo", args, ""), `"code":-32022,"message":"protocol version \"2025-11-25\" is not supported by this server"`, http.StatusBadRequest},
+		{"Accept without SSE", map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "echo", "Accept": "application/json"},
+			modernToolCall("2", "echo", args, ""), "Accept must contain both", http.StatusBadRequest},
+		{"Content-Type not JSON", map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "echo", "Content-Type": "text/plain"},
+			modernToolCall("2", "echo", args, ""), "Content-Type must be 'application/json'", http.StatusUnsupportedMediaType},
+		{"a batch", legacy, "[" + legacyCall("2", "echo", args, "") + "]", "batching is not supported", http.StatusBadRequest},
+		{"invalid arguments", modernHeaders("echo"), modernToolCall("2", "echo", `{"q":5}`, ""), "Invalid arguments for tool echo", http.StatusOK},
+		{"an unknown session", map[string]string{"Mcp-Session-Id": "no-such-session", "Mcp-Protocol-Version": "2025-11-25"},
+			legacyCall("2", "echo", args, ""), "session not found", http.StatusNotFound},
+		{"a session request claiming 2026-07-28", legacy,
+			legacyCall("2", "echo", args, `,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`),
+			`"code":-32022`, http.StatusBadRequest},
+	}
+	_, early := e.gw.CacheHits()
+	for _, c := range cases {
+		a := e.post(c.header, c.body)
+		if a.status != c.status || !strings.Contains(a.body, c.want) {
+			t.Errorf("%s: %s; want %d with %q", c.name, a, c.status, c.want)
+		}
+		if _, now := e.gw.CacheHits(); now != early {
+			t.Errorf("%s: answered early", c.name)
+			early = now
+		}
+	}
+
+	// A deleted session is gone for cached calls too.
+	req, _ := http.NewRequest(http.MethodDelete, e.url+"/mcp", nil)
+	req.Header.Set("Authorization", "Bearer "+e.clientKey)
+	req.Header.Set("Mcp-Session-Id", sess.id)
+	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	resp, err := http.DefaultClient.Do(req)
+	must(t, err)
+	resp.Body.Close()
+	if a := e.post(legacy, legacyCall("3", "echo", args, "")); a.status != http.StatusNotFound {
+		t.Errorf("a cached call in a deleted session: %s; want 404", a)
+	}
+
+	// A disabled tool is not found, cached or not.
+	e.save(store.ToolSettings{Tool: "echo", CacheSeconds: 300, Disabled: true})
+	if a := e.post(modernHeaders("echo"), modernToolCall("4", "echo", args, "")); !strings.Contains(a.body, "Tool echo not found") {
+		t.Errorf("a disabled cached tool: %s", a)
+	}
+	if _, now := e.gw.CacheHits(); now != early {
+		t.Errorf("%d requests answered early; want none", now-early)
+	}
+	if runs.Load() != 1 {
+		t.Errorf("the agent ran %d times; want 1", runs.Load())
+	}
+}
+
+// TestEarlyHitsRateLimited: the rate limit counts early answers, and a hit
+// over it gets the limit's message, as on go-sdk's path.
+func TestEarlyHitsRateLimited(t *testing.T) {
+	t.Parallel()
+	e, runs := earlyEnv(t, func(o *envOptions) { o.settings = &store.ProjectSettings{RateLimitPerMinute: 3} })
+	body := modernToolCall("1", "echo", `{"q":"limited"}`, "")
+	for i := range 3 {
+		if a := e.post(modernHeaders("echo"), body); strings.Contains(a.body, `"isError":true`) {
+			t.Fatalf("call %d of 3: %s", i+1, a)
+		}
+	}
+	hits, early := e.gw.CacheHits()
+	a := e.post(modernHeaders("echo"), body)
+	if !strings.Contains(a.body, `"isError":true`) || !strings.Contains(a.body, "Rate limit exceeded: this key may make 3 calls per minute. Try again in") ||
+		!strings.Contains(a.body, `"resultType":"complete"`) {
+		t.Errorf("fourth call: %s; want the rate limit's message", a)
+	}
+	if h, ea := e.gw.CacheHits(); h != hits || ea != early+1 || hits != 2 || runs.Load() != 1 {
+		t.Errorf("hits %d → %d, early %d → %d, agent runs %d; want 2 hits, one more early answer, one run", hits, h, early, ea, runs.Load())
+	}
+}

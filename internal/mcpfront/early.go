@@ -1,0 +1,377 @@
+package mcpfront
+
+import (
+	"bytes"
+	"encoding/json"
+	"maps"
+	"mime"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/spacefix/spacefix/internal/access"
+	"github.com/spacefix/spacefix/internal/agents"
+	"github.com/spacefix/spacefix/internal/ratelimit"
+	"github.com/spacefix/spacefix/internal/schema"
+)
+
+// A cached tools/call is answered here, before go-sdk parses the request:
+// go-sdk's per-request work (decoding the body several times over with a
+// fresh 32 KiB buffer each, a throwaway session per stateless request, the
+// middleware chain) costs more than the rest of a hit together. This early
+// answer takes only requests it can answer exactly as go-sdk would, byte
+// for byte (TestEarlyHitsAnswerAsGoSDK holds it to that, and the
+// conformance suite runs with cached tools): a plain, well-formed tools/call
+// of a cached tool whose result is in the cache. Anything else — another
+// method, a batch, a header or field go-sdk would refuse or act on, a retry
+// with requestState, a tool that takes parameters in headers, a miss, a
+// tool whose replicas disagree on its schema, traces switched on — goes to
+// go-sdk untouched, the body read once and given back.
+//
+// The checks a hit passes are those of the go-sdk path, in its order: the
+// key (already verified in dispatch), the access policy, the instance
+// argument, validation against the schema of the tool's replicas (all of
+// which must have one and the same), then the rate limit. A hit is neither
+// logged nor billed, as on the go-sdk path.
+
+// cachedResult is a cached tool result in the forms hits need: decoded,
+// for hits go-sdk serves, and encoded as each era's JSON-RPC result, for
+// early answers.
+type cachedResult struct {
+	res    *mcp.CallToolResult
+	legacy []byte // 2025-06-18 and 2025-11-25
+	modern []byte // 2026-07-28: serverInfo in _meta, resultType "complete"
+}
+
+// Size is what the cache counts for the decoded and encoded forms.
+func (c *cachedResult) Size() int64 { return int64(2*len(c.legacy) + len(c.modern)) }
+
+// newCachedResult encodes out, a successful result with no input requests,
+// for both eras.
+func (f *Front) newCachedResult(out *mcp.CallToolResult) *cachedResult {
+	legacy, err1 := f.encodeResult(out, false)
+	modern, err2 := f.encodeResult(out, true)
+	if err1 != nil || err2 != nil {
+		return &cachedResult{res: out}
+	}
+	return &cachedResult{res: out, legacy: legacy, modern: modern}
+}
+
+// encodeResult is the JSON go-sdk writes as the result of a tools/call that
+// returned r: content never null; at 2026-07-28 also the server's
+// identity in _meta (unless r has one) and resultType "complete", which
+// *mcp.CallToolResult marshals last. go-sdk encodes JSON-RPC messages
+// without escaping HTML; the result's own MarshalJSON does escape it.
+func (f *Front) encodeResult(r *mcp.CallToolResult, modern bool) ([]byte, error) {
+	c := *r
+	if c.Content == nil {
+		c.Content = []mcp.Content{}
+	}
+	if modern {
+		m := maps.Clone(r.Meta)
+		if m == nil {
+			m = mcp.Meta{}
+		}
+		if _, ok := m[mcp.MetaKeyServerInfo]; !ok {
+			m[mcp.MetaKeyServerInfo] = f.impl
+		}
+		c.Meta = m
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(&c); err != nil {
+		return nil, err
+	}
+	b := bytes.TrimRight(buf.Bytes(), "\n")
+	if modern {
+		if len(b) < 2 || b[len(b)-1] != '}' {
+			return nil, errUnexpectedEncoding
+		}
+		b = append(b[:len(b)-1:len(b)-1], `,"resultType":"complete"}`...)
+	}
+	return b, nil
+}
+
+type encodingError string
+
+func (e encodingError) Error() string { return string(e) }
+
+const errUnexpectedEncoding = encodingError("a tool result did not encode as a JSON object")
+
+// earlyCall is a tools/call the early path may answer.
+type earlyCall struct {
+	id   []byte // the request's id as sent: an integer or a plain string
+	name string
+	args json.RawMessage
+}
+
+// answerEarly answers a cached tools/call before go-sdk, if it can, and
+// reports whether it did. session is the 2025 session the request names,
+// nil at 2026-07-28.
+func (f *Front) answerEarly(w http.ResponseWriter, r *http.Request, v *view, session *mcp.ServerSession) bool {
+	if f.tracer != nil {
+		return false // every call gets its span, which go-sdk's path makes
+	}
+	modern := session == nil
+	if !earlyHeaders(r, modern) {
+		return false
+	}
+	body, err := readBody(r)
+	if err != nil {
+		return false
+	}
+	call, ok := parseEarly(body, modern)
+	if !ok {
+		return false
+	}
+	if modern && (r.Header.Get("Mcp-Method") != "tools/call" || r.Header.Get("Mcp-Name") != call.name) {
+		return false // go-sdk says which header is wrong
+	}
+	if !modern {
+		if p := session.InitializeParams(); p == nil || p.ProtocolVersion >= modernVersion {
+			return false
+		}
+	}
+
+	ctx := r.Context()
+	c := f.controls.Get(ctx, v.key.ProjectID)
+	t := f.reg.Snapshot(v.key.ProjectID).Tools[call.name]
+	if t == nil || !access.For(v.key, c).Permits(t) || c.CacheFor(t) <= 0 || !v.advertisedPlain(t.Name) {
+		return false
+	}
+	args, instance, err := prepareArgs(t, call.args)
+	if err != nil {
+		return false
+	}
+	s := commonSchema(t, instance)
+	if s == nil || s.Validate(args) != nil {
+		return false
+	}
+	_, decoded, ok := f.cache.GetDecoded(v.key.ProjectID, t.Name, args)
+	cr, _ := decoded.(*cachedResult)
+	if !ok || cr == nil || cr.legacy == nil {
+		return false
+	}
+
+	result := cr.legacy
+	if modern {
+		result = cr.modern
+	}
+	if n := c.Settings.RateLimitPerMinute; n > 0 {
+		if ok, retry := f.limiter.Allow(v.key.ID, n); !ok {
+			if result, err = f.encodeResult(errorResult(ratelimit.Message(n, retry)), modern); err != nil {
+				return false
+			}
+		} else {
+			f.hits.Add(1)
+		}
+	} else {
+		f.hits.Add(1)
+	}
+	f.early.Add(1)
+	writeSSEResult(w, call.id, result)
+	return true
+}
+
+// earlyHeaders reports whether a POST's headers are those of a request go-sdk
+// would serve as they are: JSON in, both answer types accepted, no stream
+// to resume, and the protocol version the path speaks.
+func earlyHeaders(r *http.Request, modern bool) bool {
+	if ct, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || ct != "application/json" {
+		return false
+	}
+	if !acceptsBoth(r.Header.Values("Accept")) || len(r.Header.Values("Last-Event-Id")) > 0 {
+		return false
+	}
+	pv := r.Header.Get("Mcp-Protocol-Version")
+	if modern {
+		return pv == modernVersion
+	}
+	return pv == "" || (pv < modernVersion && slices.Contains(mcp.SupportedProtocolVersions(), pv))
+}
+
+// acceptsBoth reports whether Accept takes both application/json and
+// text/event-stream, as go-sdk requires (wildcards count).
+func acceptsBoth(values []string) bool {
+	var jsonOK, streamOK bool
+	for _, v := range values {
+		for _, part := range strings.Split(v, ",") {
+			mt, _, _ := strings.Cut(strings.TrimSpace(part), ";")
+			switch strings.ToLower(strings.TrimSpace(mt)) {
+			case "application/json", "application/*":
+				jsonOK = true
+			case "text/event-stream", "text/*":
+				streamOK = true
+			case "*/*":
+				jsonOK, streamOK = true, true
+			}
+		}
+	}
+	return jsonOK && streamOK
+}
+
+// parseEarly reads a tools/call body the early path can answer: one JSON-RPC
+// request with exactly the members it needs, spelled as the protocol spells
+// them, an id echoed as sent, object arguments (or none), and at 2026-07-28 the
+// request _meta go-sdk requires. Anything it does not know means no.
+func parseEarly(body []byte, modern bool) (earlyCall, bool) {
+	var msg map[string]json.RawMessage
+	if len(body) == 0 || body[0] != '{' || json.Unmarshal(body, &msg) != nil || len(msg) != 4 {
+		return earlyCall{}, false
+	}
+	if string(msg["jsonrpc"]) != `"2.0"` || string(msg["method"]) != `"tools/call"` || !plainID(msg["id"]) {
+		return earlyCall{}, false
+	}
+	var params map[string]json.RawMessage
+	if json.Unmarshal(msg["params"], &params) != nil {
+		return earlyCall{}, false
+	}
+	call := earlyCall{id: msg["id"], args: params["arguments"]}
+	for k := range params {
+		if k != "name" && k != "arguments" && k != "_meta" {
+			return earlyCall{}, false // requestState, inputResponses, task, ...
+		}
+	}
+	// Arguments left out or null are {}, as on go-sdk's path.
+	if (len(call.args) > 0 && call.args[0] != '{' && string(call.args) != "null") || json.Unmarshal(params["name"], &call.name) != nil || call.name == "" {
+		return earlyCall{}, false
+	}
+	raw, hasMeta := params["_meta"]
+	var meta map[string]json.RawMessage
+	if hasMeta && (len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, &meta) != nil) {
+		return earlyCall{}, false
+	}
+	if !modern {
+		// A 2025 session's request must not claim the stateless protocol.
+		_, claims := meta[metaProtocolVersion]
+		return call, !claims
+	}
+	return call, hasMeta && modernMeta(meta)
+}
+
+// modernMeta reports whether a 2026-07-28 request's _meta is what go-sdk
+// accepts as it is: that version, client capabilities, and client info if
+// any, each of the right shape.
+func modernMeta(meta map[string]json.RawMessage) bool {
+	if string(meta[metaProtocolVersion]) != `"`+modernVersion+`"` {
+		return false
+	}
+	caps, ok := meta[mcp.MetaKeyClientCapabilities]
+	if !ok || len(caps) == 0 || caps[0] != '{' {
+		return false
+	}
+	var c struct {
+		mcp.ClientCapabilities
+		Roots *struct {
+			ListChanged bool `json:"listChanged,omitempty"`
+		} `json:"roots,omitempty"`
+	}
+	if json.Unmarshal(caps, &c) != nil {
+		return false
+	}
+	if info, ok := meta[mcp.MetaKeyClientInfo]; ok {
+		var impl mcp.Implementation
+		if len(info) == 0 || info[0] != '{' || json.Unmarshal(info, &impl) != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// plainID reports whether id is one go-sdk writes back exactly as sent: an
+// integer of up to 15 digits, or a string of printable ASCII with no
+// escapes.
+func plainID(id json.RawMessage) bool {
+	if len(id) == 0 {
+		return false
+	}
+	if id[0] == '"' {
+		if len(id) < 2 || id[len(id)-1] != '"' || len(id) > 258 {
+			return false
+		}
+		for _, b := range id[1 : len(id)-1] {
+			if b < 0x20 || b > 0x7e || b == '"' || b == '\\' {
+				return false
+			}
+		}
+		return true
+	}
+	digits := id
+	if digits[0] == '-' {
+		digits = digits[1:]
+	}
+	if len(digits) == 0 || len(digits) > 15 || (digits[0] == '0' && len(digits) > 1) {
+		return false
+	}
+	for _, b := range digits {
+		if b < '0' || b > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// advertisedPlain reports whether the view advertises tool name and its
+// input schema asks for no parameters in headers (go-sdk checks those).
+func (v *view) advertisedPlain(name string) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	b, ok := v.tools[name]
+	return ok && !bytes.Contains(b, []byte("x-mcp-header"))
+}
+
+// commonSchema returns the input schema every replica a call of t could go
+// to validates it with (those of the instance, if one is named), or nil if
+// there is no replica or they differ: then go-sdk's path picks one.
+func commonSchema(t *agents.Tool, instance string) *schema.Schema {
+	var s *schema.Schema
+	for _, rep := range t.Replicas {
+		if instance != "" && rep.Instance != instance {
+			continue
+		}
+		rs := t.SchemaOn(rep)
+		if rs == nil || (s != nil && rs != s) {
+			return nil
+		}
+		s = rs
+	}
+	return s
+}
+
+var sseBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+// writeSSEResult answers a request with one SSE event carrying its result,
+// as go-sdk frames it.
+func writeSSEResult(w http.ResponseWriter, id, result []byte) {
+	h := w.Header()
+	h.Set("Cache-Control", "no-cache, no-transform")
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Connection", "keep-alive")
+	w.WriteHeader(http.StatusOK)
+	bp := sseBuffers.Get().(*[]byte)
+	b := append((*bp)[:0], "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":"...)
+	b = append(b, id...)
+	b = append(b, `,"result":`...)
+	b = append(b, result...)
+	b = append(b, "}\n\n"...)
+	w.Write(b)
+	if cap(b) <= 64<<10 {
+		*bp = b
+		sseBuffers.Put(bp)
+	}
+}
+
+// sessionOf returns the view's live session id, or nil. It walks the
+// view's sessions, as go-sdk keeps them: a few per key as clients use them.
+func (v *view) sessionOf(id string) *mcp.ServerSession {
+	for s := range v.server.Sessions() {
+		if s.ID() == id {
+			return s
+		}
+	}
+	return nil
+}
