@@ -2,9 +2,11 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -135,8 +137,9 @@ func TestEarlyHitsAnswerAsGoSDK(t *testing.T) {
 	}
 	for i, era := range eras {
 		args := fmt.Sprintf(`{"q":"era %d"}`, i)
+		modern := i == 0
 		for _, id := range []string{"7", `"call-1 with spaces"`, "-42"} {
-			hits, early := e.gw.CacheHits()
+			hits, earlyHits, earlyCalls := e.gw.EarlyStats()
 			before := runs.Load()
 			first := e.post(era.header, era.body(id, args, ""))
 			if first.status != http.StatusOK || !strings.Contains(first.body, `"structuredContent":{"a":"era`) {
@@ -148,27 +151,30 @@ func TestEarlyHitsAnswerAsGoSDK(t *testing.T) {
 			viaSDK := e.post(era.header, era.body(id, args, `,"spacefix-test":1`))
 			for what, a := range map[string]rawAnswer{"early hit": again, "go-sdk's hit": viaSDK} {
 				if d := first.same(a); d != "" {
-					t.Errorf("%s id %s: the %s differs from go-sdk's answer: %s", era.name, id, what, d)
+					t.Errorf("%s id %s: the %s differs from the first answer: %s", era.name, id, what, d)
 				}
 			}
-			// The first id of each era is a miss; after it, the first
-			// call of each id is answered early too.
-			wantRuns, wantEarly := int64(0), int64(2)
+			// The first id of each era is a miss (answered early at
+			// 2026-07-28, by go-sdk in a session); after it, the first
+			// call of each id is an early hit too.
+			want := [4]int64{0, 3, 2, 0} // agent runs, hits, early hits, other early calls
 			if id == "7" {
-				wantRuns, wantEarly = 1, 1
+				want = [4]int64{1, 2, 1, 0}
+				if modern {
+					want[3] = 1
+				}
 			}
-			h, ea := e.gw.CacheHits()
-			if runs.Load()-before != wantRuns || h-hits != 3-wantRuns || ea-early != wantEarly {
-				t.Errorf("%s id %s: agent ran %d times, %d hits, %d answered early; want %d, %d, %d",
-					era.name, id, runs.Load()-before, h-hits, ea-early, wantRuns, 3-wantRuns, wantEarly)
+			h, eh, ec := e.gw.EarlyStats()
+			if got := [4]int64{runs.Load() - before, h - hits, eh - earlyHits, ec - earlyCalls}; got != want {
+				t.Errorf("%s id %s: agent runs, hits, early hits, other early calls = %v; want %v", era.name, id, got, want)
 			}
 		}
 	}
 	// The same arguments spelled differently are the same cache entry.
-	_, early := e.gw.CacheHits()
+	_, earlyHits, _ := e.gw.EarlyStats()
 	a := e.post(modernHeaders("echo"), modernToolCall("7", "echo", `{ "q" : "era 0" }`, ""))
-	if _, now := e.gw.CacheHits(); now != early+1 || !strings.Contains(a.body, `"a":"era 0"`) {
-		t.Errorf("respelled arguments: %s, answered early %d times; want once", a, now-early)
+	if _, now, _ := e.gw.EarlyStats(); now != earlyHits+1 || !strings.Contains(a.body, `"a":"era 0"`) {
+		t.Errorf("respelled arguments: %s, answered early %d times; want once", a, now-earlyHits)
 	}
 }
 
@@ -182,10 +188,10 @@ func TestEarlyHitsOfficialClients(t *testing.T) {
 		args := map[string]any{"q": "client " + v}
 		first, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo", Arguments: args})
 		must(t, err)
-		_, early := e.gw.CacheHits()
+		_, early, _ := e.gw.EarlyStats()
 		second, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo", Arguments: args})
 		must(t, err)
-		if _, now := e.gw.CacheHits(); now != early+1 {
+		if _, now, _ := e.gw.EarlyStats(); now != early+1 {
 			t.Errorf("%s: the second call was not answered early (%d)", v, now-early)
 		}
 		if got, want := fmt.Sprint(second.Content[0], second.StructuredContent, second.Meta), fmt.Sprint(first.Content[0], first.StructuredContent, first.Meta); got != want {
@@ -228,22 +234,30 @@ func TestEarlyPathLeavesToGoSDK(t *testing.T) {
 		{"Content-Type not JSON", map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "echo", "Content-Type": "text/plain"},
 			modernToolCall("2", "echo", args, ""), "Content-Type must be 'application/json'", http.StatusUnsupportedMediaType},
 		{"a batch", legacy, "[" + legacyCall("2", "echo", args, "") + "]", "batching is not supported", http.StatusBadRequest},
-		{"invalid arguments", modernHeaders("echo"), modernToolCall("2", "echo", `{"q":5}`, ""), "Invalid arguments for tool echo", http.StatusOK},
+		{"invalid arguments in a session", legacy, legacyCall("2", "echo", `{"q":5}`, ""), "Invalid arguments for tool echo", http.StatusOK},
+		{"a 2026-07-28 call asking for progress", modernHeaders("echo"),
+			modernToolCall("2", "echo", `{"q":"y"}`, `,"_meta":{"progressToken":"p","io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`), `"a":"y"`, http.StatusOK},
+		{"a 2026-07-28 call asking for logs", modernHeaders("echo"),
+			modernToolCall("2", "echo", `{"q":"z"}`, `,"_meta":{"io.modelcontextprotocol/logLevel":"debug","io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`), `"a":"z"`, http.StatusOK},
 		{"an unknown session", map[string]string{"Mcp-Session-Id": "no-such-session", "Mcp-Protocol-Version": "2025-11-25"},
 			legacyCall("2", "echo", args, ""), "session not found", http.StatusNotFound},
 		{"a session request claiming 2026-07-28", legacy,
 			legacyCall("2", "echo", args, `,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`),
 			`"code":-32022`, http.StatusBadRequest},
 	}
-	_, early := e.gw.CacheHits()
+	early := func() int64 {
+		_, hits, calls := e.gw.EarlyStats()
+		return hits + calls
+	}
+	before := early()
 	for _, c := range cases {
 		a := e.post(c.header, c.body)
 		if a.status != c.status || !strings.Contains(a.body, c.want) {
 			t.Errorf("%s: %s; want %d with %q", c.name, a, c.status, c.want)
 		}
-		if _, now := e.gw.CacheHits(); now != early {
+		if now := early(); now != before {
 			t.Errorf("%s: answered early", c.name)
-			early = now
+			before = now
 		}
 	}
 
@@ -264,11 +278,11 @@ func TestEarlyPathLeavesToGoSDK(t *testing.T) {
 	if a := e.post(modernHeaders("echo"), modernToolCall("4", "echo", args, "")); !strings.Contains(a.body, "Tool echo not found") {
 		t.Errorf("a disabled cached tool: %s", a)
 	}
-	if _, now := e.gw.CacheHits(); now != early {
-		t.Errorf("%d requests answered early; want none", now-early)
+	if now := early(); now != before {
+		t.Errorf("%d requests answered early; want none", now-before)
 	}
-	if runs.Load() != 1 {
-		t.Errorf("the agent ran %d times; want 1", runs.Load())
+	if runs.Load() != 3 {
+		t.Errorf("the agent ran %d times; want 3 (the first call, and the calls with progress and logs)", runs.Load())
 	}
 }
 
@@ -283,13 +297,118 @@ func TestEarlyHitsRateLimited(t *testing.T) {
 			t.Fatalf("call %d of 3: %s", i+1, a)
 		}
 	}
-	hits, early := e.gw.CacheHits()
+	hits, earlyHits, earlyCalls := e.gw.EarlyStats()
 	a := e.post(modernHeaders("echo"), body)
 	if !strings.Contains(a.body, `"isError":true`) || !strings.Contains(a.body, "Rate limit exceeded: this key may make 3 calls per minute. Try again in") ||
 		!strings.Contains(a.body, `"resultType":"complete"`) {
 		t.Errorf("fourth call: %s; want the rate limit's message", a)
 	}
-	if h, ea := e.gw.CacheHits(); h != hits || ea != early+1 || hits != 2 || runs.Load() != 1 {
-		t.Errorf("hits %d → %d, early %d → %d, agent runs %d; want 2 hits, one more early answer, one run", hits, h, early, ea, runs.Load())
+	// The first call was a miss (an early call), the next two early hits;
+	// the fourth is refused before the cache.
+	h, eh, ec := e.gw.EarlyStats()
+	if got, want := [6]int64{hits, earlyHits, earlyCalls, h, eh, ec}, [6]int64{2, 2, 1, 2, 2, 2}; got != want || runs.Load() != 1 {
+		t.Errorf("hits, early hits, other early calls before and after = %v, agent runs %d; want %v, 1", got, runs.Load(), want)
 	}
+}
+
+// TestEarlyCallsAnswerAsGoSDK: a 2026-07-28 call that is not a cache hit
+// is answered early too, and its answer — a result, a tool error, refused
+// arguments, a question for the user, a protocol error with its HTTP
+// status — is byte for byte what go-sdk answers for the same call (but
+// the requestState, which is new for every question).
+func TestEarlyCallsAnswerAsGoSDK(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.startAgent(core.Options{}, func(a *core.Agent) {
+		core.AddTool(a, "echo", "Echo q back.", func(ctx context.Context, in earlyIn) (earlyOut, error) {
+			return earlyOut{A: in.Q, Note: `<i>&</i>`}, nil
+		})
+		core.AddTool(a, "fails", "Always fails.", func(ctx context.Context, in earlyIn) (string, error) {
+			return "", fmt.Errorf("no order %q <here>", in.Q)
+		})
+		core.AddTool(a, "confirm", "Asks first.", func(ctx context.Context, in earlyIn) (string, error) {
+			ok, err := core.Confirm(ctx, "Delete "+in.Q+"?")
+			return fmt.Sprint("deleted: ", ok), err
+		})
+		core.AddTool(a, "sample", "Asks the client's model.", func(ctx context.Context, in earlyIn) (string, error) {
+			_, err := core.Sample(ctx, core.SampleRequest{Messages: []core.SamplingMessage{{Role: "user", Content: core.Text(in.Q)}}, MaxTokens: 1})
+			return "", err
+		})
+	})
+	withCaps := func(caps string) string {
+		return `,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":` + caps + `}`
+	}
+	body := func(tool, args, meta, extra string) string {
+		return fmt.Sprintf(`{"jsonrpc":"2.0","id":"c1","method":"tools/call","params":{"name":%q,"arguments":%s%s%s}}`, tool, args, meta, extra)
+	}
+	state := regexp.MustCompile(`"requestState":"[^"]+"`)
+	var questions []string // answers carrying a question, to answer
+	cases := []struct {
+		name, tool, args, caps, want string
+		status                       int
+	}{
+		{"a result", "echo", `{"q":"one"}`, `{}`, `"structuredContent":{"a":"one","note":"\u003ci\u003e\u0026\u003c/i\u003e"}`, http.StatusOK},
+		{"a tool error", "fails", `{"q":"x"}`, `{}`, `"isError":true`, http.StatusOK},
+		{"refused arguments", "echo", `{"q":5}`, `{}`, "Input validation error: Invalid arguments for tool echo", http.StatusOK},
+		{"no arguments", "echo", `null`, `{}`, "Invalid arguments for tool echo", http.StatusOK},
+		{"a question for the user", "confirm", `{"q":"order 7"}`, `{"elicitation":{}}`, `"resultType":"input_required"`, http.StatusOK},
+		{"a capability the client lacks", "sample", `{"q":"hi"}`, `{}`, `"code":-32021`, http.StatusBadRequest},
+	}
+	for _, c := range cases {
+		_, _, before := e.gw.EarlyStats()
+		early := e.post(modernHeaders(c.tool), body(c.tool, c.args, withCaps(c.caps), ""))
+		_, _, after := e.gw.EarlyStats()
+		viaSDK := e.post(modernHeaders(c.tool), body(c.tool, c.args, withCaps(c.caps), `,"spacefix-test":1`))
+		if _, _, now := e.gw.EarlyStats(); after != before+1 || now != after {
+			t.Errorf("%s: %d early answers, then %d for go-sdk's; want 1, 0", c.name, after-before, now-after)
+		}
+		if early.status != c.status || !strings.Contains(early.body, c.want) {
+			t.Errorf("%s: %s; want %d with %s", c.name, early, c.status, c.want)
+		}
+		if c.tool == "confirm" {
+			questions = append(questions, early.body, viaSDK.body)
+		}
+		early.body = state.ReplaceAllString(early.body, `"requestState":"…"`)
+		viaSDK.body = state.ReplaceAllString(viaSDK.body, `"requestState":"…"`)
+		if d := viaSDK.same(early); d != "" {
+			t.Errorf("%s: go-sdk's answer and the early one differ: %s", c.name, d)
+		}
+	}
+	// The answer comes back with requestState: go-sdk's path, where the
+	// call held for it goes on.
+	for i, q := range questions {
+		reply := "decline"
+		if i == 0 {
+			reply = "accept"
+		}
+		a := e.post(modernHeaders("confirm"), body("confirm", `{"q":"order 7"}`, withCaps(`{"elicitation":{}}`), answerTo(t, q, reply)))
+		if want := fmt.Sprint("deleted: ", reply == "accept"); !strings.Contains(a.body, want) {
+			t.Errorf("the question answered with %s: %s; want %q", reply, a, want)
+		}
+	}
+}
+
+// answerTo is the params to add to a retry that answers the confirmation
+// in answer (an SSE response carrying an input_required result) with
+// action.
+func answerTo(t *testing.T, answer, action string) string {
+	t.Helper()
+	data, _ := strings.CutPrefix(strings.TrimSpace(answer), "event: message\ndata: ")
+	var msg struct {
+		Result struct {
+			InputRequests map[string]any `json:"inputRequests"`
+			RequestState  string         `json:"requestState"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(data), &msg); err != nil || len(msg.Result.InputRequests) != 1 {
+		t.Fatalf("not one question: %s (%v)", answer, err)
+	}
+	for id := range msg.Result.InputRequests {
+		content := ""
+		if action == "accept" {
+			content = `,"content":{"confirm":true}`
+		}
+		return fmt.Sprintf(`,"requestState":%q,"inputResponses":{%q:{"action":%q%s}}`, msg.Result.RequestState, id, action, content)
+	}
+	return ""
 }

@@ -214,10 +214,10 @@ func (g *Gateway) Views() int { return g.front.ViewCount() }
 // has open.
 func (g *Gateway) Sessions(keyID string) int { return g.front.SessionCount(keyID) }
 
-// CacheHits returns how many tool calls the cache answered, and how many
-// tool calls were answered before go-sdk parsed them (for tests and
-// benchmarks).
-func (g *Gateway) CacheHits() (hits, early int64) { return g.front.CacheHits() }
+// EarlyStats returns how many tool calls the cache answered, how many of
+// those were answered before go-sdk parsed the request, and how many other
+// tool calls were (for tests and benchmarks).
+func (g *Gateway) EarlyStats() (hits, earlyHits, earlyCalls int64) { return g.front.EarlyStats() }
 
 // CallLog returns the call log writer.
 func (g *Gateway) CallLog() *store.CallLog { return g.calls }

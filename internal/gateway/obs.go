@@ -46,7 +46,7 @@ func newObservability(g *Gateway) *observability {
 		Sessions: func() map[string]int { return g.front.SessionCounts() },
 		Dropped:  func() int64 { return g.calls.Dropped() },
 		CacheHits: func() int64 {
-			hits, _ := g.front.CacheHits()
+			hits, _, _ := g.front.EarlyStats()
 			return hits
 		},
 	})

@@ -120,11 +120,15 @@ func declared(ss *mcp.ServerSession, meta mcp.Meta) (caps []string, modern bool)
 			return caps, modern
 		}
 	}
+	// A 2026-07-28 request answered before go-sdk made it a session (see
+	// early.go): its own capabilities, read as go-sdk's session would.
 	m, _ := meta[mcp.MetaKeyClientCapabilities].(map[string]any)
-	for _, c := range []string{"elicitation", "roots", "sampling"} {
-		if m[c] != nil {
-			caps = append(caps, c)
-		}
+	if m["elicitation"] != nil {
+		caps = append(caps, "elicitation")
+	}
+	caps = append(caps, "roots")
+	if m["sampling"] != nil {
+		caps = append(caps, "sampling")
 	}
 	return caps, true
 }

@@ -2,40 +2,55 @@ package mcpfront
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"maps"
 	"mime"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
-	"sync"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/spacefix/spacefix/internal/access"
 	"github.com/spacefix/spacefix/internal/agents"
 	"github.com/spacefix/spacefix/internal/ratelimit"
+	"github.com/spacefix/spacefix/internal/recovery"
 	"github.com/spacefix/spacefix/internal/schema"
 )
 
-// A cached tools/call is answered here, before go-sdk parses the request:
+// A tools/call is answered here, before go-sdk parses the request, when
+// the early path can answer it exactly as go-sdk would, byte for byte:
 // go-sdk's per-request work (decoding the body several times over with a
 // fresh 32 KiB buffer each, a throwaway session per stateless request, the
-// middleware chain) costs more than the rest of a hit together. This early
-// answer takes only requests it can answer exactly as go-sdk would, byte
-// for byte (TestEarlyHitsAnswerAsGoSDK holds it to that, and the
-// conformance suite runs with cached tools): a plain, well-formed tools/call
-// of a cached tool whose result is in the cache. Anything else — another
-// method, a batch, a header or field go-sdk would refuse or act on, a retry
-// with requestState, a tool that takes parameters in headers, a miss, a
-// tool whose replicas disagree on its schema, traces switched on — goes to
-// go-sdk untouched, the body read once and given back.
+// middleware chain) costs more than the rest of a cache hit together, and
+// about as much as the agent's round trip. Two kinds are taken:
 //
-// The checks a hit passes are those of the go-sdk path, in its order: the
-// key (already verified in dispatch), the access policy, the instance
+//   - a cache hit, in every era: the stored result, encoded for the era when
+//     it was cached, goes out without running the tool handler;
+//   - any other call at 2026-07-28 that asks for neither progress nor log
+//     messages: it runs the same tool handler go-sdk would run
+//     ([Front.tracedToolHandler]), then the result or error is written as go-sdk
+//     writes it (resultType, the server's identity in _meta, the HTTP status
+//     of a protocol error). Sessions of 2025 are left to go-sdk: their
+//     calls may need the session (progress, logs, elicitation).
+//
+// Only plain, well-formed requests qualify; anything else — another method,
+// a batch, a header or field go-sdk would refuse or act on, a retry with
+// requestState, a tool that takes parameters in headers, traces switched
+// on — goes to go-sdk untouched, the body read once and given back.
+// TestEarlyHitsAnswerAsGoSDK and TestEarlyCallsAnswerAsGoSDK hold the
+// answers to go-sdk's, and the conformance suite runs through this path.
+//
+// A cache hit passes the checks of go-sdk's path in its order: the key
+// (already verified in dispatch), the access policy, the instance
 // argument, validation against the schema of the tool's replicas (all of
 // which must have one and the same), then the rate limit. A hit is neither
-// logged nor billed, as on the go-sdk path.
+// logged nor billed, as on go-sdk's path.
 
 // cachedResult is a cached tool result in the forms hits need: decoded,
 // for hits go-sdk serves, and encoded as each era's JSON-RPC result, for
@@ -61,57 +76,58 @@ func (f *Front) newCachedResult(out *mcp.CallToolResult) *cachedResult {
 }
 
 // encodeResult is the JSON go-sdk writes as the result of a tools/call that
-// returned r: content never null; at 2026-07-28 also the server's
-// identity in _meta (unless r has one) and resultType "complete", which
-// *mcp.CallToolResult marshals last. go-sdk encodes JSON-RPC messages
-// without escaping HTML; the result's own MarshalJSON does escape it.
+// returned r: content never null (unless input is required); at
+// 2026-07-28 also the server's identity in _meta (unless r has one) and
+// the result type. go-sdk encodes JSON-RPC messages without escaping HTML;
+// the result's own MarshalJSON does escape it.
 func (f *Front) encodeResult(r *mcp.CallToolResult, modern bool) ([]byte, error) {
-	c := *r
-	if c.Content == nil {
+	c := new(mcp.CallToolResult)
+	inputRequired := modern && r.InputRequests != nil
+	if modern {
+		// The result type is not exported: go-sdk's own decoding sets it.
+		rt := `{"resultType":"complete"}`
+		if inputRequired {
+			rt = `{"resultType":"input_required"}`
+		}
+		if err := json.Unmarshal([]byte(rt), c); err != nil {
+			return nil, err
+		}
+	}
+	c.Meta, c.Content, c.StructuredContent, c.IsError = r.Meta, r.Content, r.StructuredContent, r.IsError
+	c.InputRequests, c.RequestState = r.InputRequests, r.RequestState
+	if c.Content == nil && !inputRequired {
 		c.Content = []mcp.Content{}
 	}
 	if modern {
-		m := maps.Clone(r.Meta)
-		if m == nil {
-			m = mcp.Meta{}
+		if _, ok := r.Meta[mcp.MetaKeyServerInfo]; !ok {
+			c.Meta = maps.Clone(r.Meta)
+			if c.Meta == nil {
+				c.Meta = mcp.Meta{}
+			}
+			c.Meta[mcp.MetaKeyServerInfo] = f.impl
 		}
-		if _, ok := m[mcp.MetaKeyServerInfo]; !ok {
-			m[mcp.MetaKeyServerInfo] = f.impl
-		}
-		c.Meta = m
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(&c); err != nil {
+	if err := enc.Encode(c); err != nil {
 		return nil, err
 	}
-	b := bytes.TrimRight(buf.Bytes(), "\n")
-	if modern {
-		if len(b) < 2 || b[len(b)-1] != '}' {
-			return nil, errUnexpectedEncoding
-		}
-		b = append(b[:len(b)-1:len(b)-1], `,"resultType":"complete"}`...)
-	}
-	return b, nil
+	return bytes.TrimRight(buf.Bytes(), "\n"), nil
 }
-
-type encodingError string
-
-func (e encodingError) Error() string { return string(e) }
-
-const errUnexpectedEncoding = encodingError("a tool result did not encode as a JSON object")
 
 // earlyCall is a tools/call the early path may answer.
 type earlyCall struct {
-	id   []byte // the request's id as sent: an integer or a plain string
-	name string
-	args json.RawMessage
+	id       []byte // the request's id as sent: an integer or a plain string
+	name     string
+	args     json.RawMessage
+	meta     json.RawMessage // the params' _meta, if any
+	notifies bool            // _meta asks for progress or log messages
 }
 
-// answerEarly answers a cached tools/call before go-sdk, if it can, and
-// reports whether it did. session is the 2025 session the request names,
-// nil at 2026-07-28.
+// answerEarly answers a tools/call before go-sdk, if it can (see above),
+// and reports whether it did. session is the 2025 session the request
+// names, nil at 2026-07-28.
 func (f *Front) answerEarly(w http.ResponseWriter, r *http.Request, v *view, session *mcp.ServerSession) bool {
 	if f.tracer != nil {
 		return false // every call gets its span, which go-sdk's path makes
@@ -137,44 +153,143 @@ func (f *Front) answerEarly(w http.ResponseWriter, r *http.Request, v *view, ses
 		}
 	}
 
-	ctx := r.Context()
-	c := f.controls.Get(ctx, v.key.ProjectID)
+	c := f.controls.Get(r.Context(), v.key.ProjectID)
 	t := f.reg.Snapshot(v.key.ProjectID).Tools[call.name]
-	if t == nil || !access.For(v.key, c).Permits(t) || c.CacheFor(t) <= 0 || !v.advertisedPlain(t.Name) {
-		return false
+	if t == nil || !access.For(v.key, c).Permits(t) || !v.advertisedPlain(t.Name) {
+		return false // go-sdk's path says "not found"
 	}
-	args, instance, err := prepareArgs(t, call.args)
-	if err != nil {
-		return false
+	var result []byte
+	if c.CacheFor(t) > 0 {
+		result = f.cachedEarly(v, t, call, modern)
 	}
-	s := commonSchema(t, instance)
-	if s == nil || s.Validate(args) != nil {
+	if result == nil && (!modern || call.notifies) {
 		return false
-	}
-	_, decoded, ok := f.cache.GetDecoded(v.key.ProjectID, t.Name, args)
-	cr, _ := decoded.(*cachedResult)
-	if !ok || cr == nil || cr.legacy == nil {
-		return false
-	}
-
-	result := cr.legacy
-	if modern {
-		result = cr.modern
 	}
 	if n := c.Settings.RateLimitPerMinute; n > 0 {
 		if ok, retry := f.limiter.Allow(v.key.ID, n); !ok {
-			if result, err = f.encodeResult(errorResult(ratelimit.Message(n, retry)), modern); err != nil {
-				return false
-			}
-		} else {
-			f.hits.Add(1)
+			f.earlyCalls.Add(1)
+			f.writeEarly(w, call.id, errorResult(ratelimit.Message(n, retry)), nil, modern)
+			return true
 		}
-	} else {
-		f.hits.Add(1)
 	}
-	f.early.Add(1)
-	writeSSEResult(w, call.id, result)
+	if result != nil {
+		f.hits.Add(1)
+		f.earlyHits.Add(1)
+		writeSSE(w, resultMessage(call.id, result))
+		return true
+	}
+	f.earlyCalls.Add(1)
+	res, err := f.callEarly(r, t, c, call)
+	f.writeEarly(w, call.id, res, err, true)
 	return true
+}
+
+// cachedEarly returns the cached result of call in the era's encoding, or
+// nil when there is none or the call must go through go-sdk's path to
+// find it.
+func (f *Front) cachedEarly(v *view, t *agents.Tool, call earlyCall, modern bool) []byte {
+	args, instance, err := prepareArgs(t, call.args)
+	if err != nil {
+		return nil
+	}
+	s := commonSchema(t, instance)
+	if s == nil || s.Validate(args) != nil {
+		return nil
+	}
+	_, decoded, ok := f.cache.GetDecoded(v.key.ProjectID, t.Name, args)
+	cr, _ := decoded.(*cachedResult)
+	if !ok || cr == nil {
+		return nil
+	}
+	if modern {
+		return cr.modern
+	}
+	return cr.legacy
+}
+
+// callEarly runs a 2026-07-28 call through the tool handler, as go-sdk's
+// path would after its parsing: [view.resolve]'s context, the request's
+// _meta, no session (a stateless request's is thrown away after it), and
+// a panic turned into an isError result ([Front.recoverPanics]).
+func (f *Front) callEarly(r *http.Request, t *agents.Tool, c *access.Controls, call earlyCall) (res *mcp.CallToolResult, err error) {
+	var meta mcp.Meta
+	if err := json.Unmarshal(call.meta, &meta); err != nil {
+		return nil, err // parseEarly read it: not reached
+	}
+	req := &mcp.CallToolRequest{
+		Params: &mcp.CallToolParamsRaw{Name: call.name, Arguments: call.args, Meta: meta},
+		Extra:  &mcp.RequestExtra{TokenInfo: auth.TokenInfoFromContext(r.Context()), Header: r.Header},
+	}
+	ctx := context.WithValue(context.WithValue(r.Context(), toolCtxKey{}, t), controlsCtxKey{}, c)
+	defer f.recovered("tools/call", func(r mcp.Result, e error) {
+		res, _ = r.(*mcp.CallToolResult)
+		err = e
+	})
+	recovery.Hook("mcp tools/call")
+	return f.tracedToolHandler(ctx, req) // no tracer: the client's trace context still goes on
+}
+
+// writeEarly writes a tool handler's answer as go-sdk would: a result (its
+// result type set, content never null) as an SSE event, a JSON-RPC error as
+// an SSE event too, or, at 2026-07-28, as a plain JSON body with the HTTP
+// status the protocol gives its code.
+func (f *Front) writeEarly(w http.ResponseWriter, id []byte, res *mcp.CallToolResult, err error, modern bool) {
+	if err == nil && res != nil && res.InputRequests != nil && (len(res.Content) > 0 || res.StructuredContent != nil) {
+		err = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "server bug: result has both content and inputRequests"}
+	}
+	if err == nil {
+		b, encErr := f.encodeResult(res, modern)
+		if encErr == nil {
+			writeSSE(w, resultMessage(id, b))
+			return
+		}
+		err = encErr
+	}
+	jid, _ := jsonrpc.MakeID(idValue(id))
+	data, encErr := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: jid, Error: err})
+	if encErr != nil {
+		f.log.Error("encode a tools/call error", "err", encErr)
+		return
+	}
+	status := 0
+	var jerr *jsonrpc.Error
+	if modern && errors.As(err, &jerr) {
+		switch jerr.Code {
+		case jsonrpc.CodeMethodNotFound:
+			status = http.StatusNotFound
+		case jsonrpc.CodeInvalidParams, mcp.CodeUnsupportedProtocolVersion, mcp.CodeMissingRequiredClientCapabilities:
+			status = http.StatusBadRequest
+		}
+	}
+	if status == 0 {
+		writeSSE(w, data)
+		return
+	}
+	h := w.Header()
+	h.Set("Cache-Control", "no-cache, no-transform")
+	h.Set("Content-Type", "application/json")
+	h.Set("Connection", "keep-alive")
+	w.WriteHeader(status)
+	w.Write(data)
+}
+
+// idValue is a plain id (see plainID) as JSON-RPC decodes it.
+func idValue(id []byte) any {
+	if id[0] == '"' {
+		return string(id[1 : len(id)-1])
+	}
+	n, _ := strconv.ParseFloat(string(id), 64)
+	return n
+}
+
+// resultMessage is the JSON-RPC response of request id with result.
+func resultMessage(id, result []byte) []byte {
+	b := make([]byte, 0, len(`{"jsonrpc":"2.0","id":,"result":}`)+len(id)+len(result))
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = append(b, id...)
+	b = append(b, `,"result":`...)
+	b = append(b, result...)
+	return append(b, '}')
 }
 
 // earlyHeaders reports whether a POST's headers are those of a request go-sdk
@@ -245,6 +360,10 @@ func parseEarly(body []byte, modern bool) (earlyCall, bool) {
 	if hasMeta && (len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, &meta) != nil) {
 		return earlyCall{}, false
 	}
+	call.meta = raw
+	_, progress := meta["progressToken"]
+	_, logs := meta[mcp.MetaKeyLogLevel]
+	call.notifies = progress || logs
 	if !modern {
 		// A 2025 session's request must not claim the stateless protocol.
 		_, claims := meta[metaProtocolVersion]
@@ -342,27 +461,18 @@ func commonSchema(t *agents.Tool, instance string) *schema.Schema {
 	return s
 }
 
-var sseBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
-
-// writeSSEResult answers a request with one SSE event carrying its result,
-// as go-sdk frames it.
-func writeSSEResult(w http.ResponseWriter, id, result []byte) {
+// writeSSE answers a request with one SSE event carrying msg, as go-sdk
+// frames it.
+func writeSSE(w http.ResponseWriter, msg []byte) {
 	h := w.Header()
 	h.Set("Cache-Control", "no-cache, no-transform")
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Connection", "keep-alive")
 	w.WriteHeader(http.StatusOK)
-	bp := sseBuffers.Get().(*[]byte)
-	b := append((*bp)[:0], "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":"...)
-	b = append(b, id...)
-	b = append(b, `,"result":`...)
-	b = append(b, result...)
-	b = append(b, "}\n\n"...)
-	w.Write(b)
-	if cap(b) <= 64<<10 {
-		*bp = b
-		sseBuffers.Put(bp)
-	}
+	b := make([]byte, 0, len("event: message\ndata: \n\n")+len(msg))
+	b = append(b, "event: message\ndata: "...)
+	b = append(b, msg...)
+	w.Write(append(b, "\n\n"...))
 }
 
 // sessionOf returns the view's live session id, or nil. It walks the

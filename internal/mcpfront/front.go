@@ -115,8 +115,9 @@ type Front struct {
 	tracer        trace.Tracer // nil: no traces
 	impl          *mcp.Implementation
 
-	hits  atomic.Int64 // tool calls answered from the cache
-	early atomic.Int64 // tool calls answered before go-sdk (see early.go)
+	hits       atomic.Int64 // tool calls answered from the cache
+	earlyHits  atomic.Int64 // of those, answered before go-sdk (see early.go)
+	earlyCalls atomic.Int64 // other tool calls answered before go-sdk
 
 	stateful  *mcp.StreamableHTTPHandler
 	stateless *mcp.StreamableHTTPHandler
@@ -412,10 +413,12 @@ func trimName(s string) string {
 	return s
 }
 
-// CacheHits returns how many tool calls the cache answered, and how many
-// tool calls were answered before go-sdk parsed them (cache hits, and
-// their rate-limit refusals).
-func (f *Front) CacheHits() (hits, early int64) { return f.hits.Load(), f.early.Load() }
+// EarlyStats returns how many tool calls the cache answered, how many of
+// those were answered before go-sdk parsed them, and how many other tool
+// calls were (early.go).
+func (f *Front) EarlyStats() (hits, earlyHits, earlyCalls int64) {
+	return f.hits.Load(), f.earlyHits.Load(), f.earlyCalls.Load()
+}
 
 // StartDrain marks the endpoint as shutting down: calls that lose their agent
 // from now on say so.

@@ -273,21 +273,25 @@ func resourceMime(m string) string {
 // for tools/call), never the panic's text; the log gets the stack.
 func (f *Front) recoverPanics(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (res mcp.Result, err error) {
-		defer func() {
-			v := recover()
-			if v == nil {
-				return
-			}
-			recovery.Log(f.log, "mcp "+method, v)
-			if method == "tools/call" {
-				res, err = errorResult(recovery.Message), nil
-				return
-			}
-			res, err = nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: recovery.Message}
-		}()
+		defer f.recovered(method, func(r mcp.Result, e error) { res, err = r, e })
 		recovery.Hook("mcp " + method)
 		return next(ctx, method, req)
 	}
+}
+
+// recovered, deferred, recovers a panic in MCP method method and sets the
+// answer the client gets instead.
+func (f *Front) recovered(method string, answer func(mcp.Result, error)) {
+	v := recover()
+	if v == nil {
+		return
+	}
+	recovery.Log(f.log, "mcp "+method, v)
+	if method == "tools/call" {
+		answer(errorResult(recovery.Message), nil)
+		return
+	}
+	answer(nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: recovery.Message})
 }
 
 type (
