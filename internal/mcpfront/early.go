@@ -362,6 +362,7 @@ func parseEarly(body []byte, modern bool) (earlyCall, bool) {
 	}
 	call.meta = raw
 	_, progress := meta["progressToken"]
+	//lint:ignore SA1019 deprecated in 2026-07-28 (SEP-2577), still served: go-sdk sends log messages at this level
 	_, logs := meta[mcp.MetaKeyLogLevel]
 	call.notifies = progress || logs
 	if !modern {
