@@ -330,76 +330,233 @@ func acceptsBoth(values []string) bool {
 }
 
 // parseEarly reads a tools/call body the early path can answer: one JSON-RPC
-// request with exactly the members it needs, spelled as the protocol spells
-// them, an id echoed as sent, object arguments (or none), and at 2026-07-28 the
-// request _meta go-sdk requires. Anything it does not know means no.
+// request with exactly the members it needs, each once, spelled as the
+// protocol spells them, an id echoed as sent, object arguments (or none),
+// and at 2026-07-28 the request _meta go-sdk requires. Anything it does not
+// know means no. The body is checked to be JSON once, then read in place:
+// only the client's capabilities and info are decoded, to check their
+// shape as go-sdk will.
 func parseEarly(body []byte, modern bool) (earlyCall, bool) {
-	var msg map[string]json.RawMessage
-	if len(body) == 0 || body[0] != '{' || json.Unmarshal(body, &msg) != nil || len(msg) != 4 {
+	if len(body) == 0 || body[0] != '{' || !json.Valid(body) {
 		return earlyCall{}, false
 	}
-	if string(msg["jsonrpc"]) != `"2.0"` || string(msg["method"]) != `"tools/call"` || !plainID(msg["id"]) {
+	var (
+		call                 earlyCall
+		seen                 int
+		rpc, method, params  []byte
+		version, caps, info  []byte
+		hasMeta, progressTok bool
+	)
+	const (
+		fJSONRPC = 1 << iota
+		fID
+		fMethod
+		fParams
+		fName
+		fArgs
+		fMeta
+		fVersion
+		fCaps
+		fInfo
+	)
+	once := func(f int) bool {
+		if seen&f != 0 {
+			return false // a member twice: go-sdk would read the last one; leave it to go-sdk
+		}
+		seen |= f
+		return true
+	}
+	ok := jsonMembers(body, func(key, val []byte) bool {
+		switch string(key) {
+		case "jsonrpc":
+			rpc = val
+			return once(fJSONRPC)
+		case "id":
+			call.id = val
+			return once(fID)
+		case "method":
+			method = val
+			return once(fMethod)
+		case "params":
+			params = val
+			return once(fParams)
+		}
+		return false
+	})
+	if !ok || seen != fJSONRPC|fID|fMethod|fParams || string(rpc) != `"2.0"` || string(method) != `"tools/call"` || !plainID(call.id) {
 		return earlyCall{}, false
 	}
-	var params map[string]json.RawMessage
-	if json.Unmarshal(msg["params"], &params) != nil {
+	var name, meta []byte
+	ok = jsonMembers(params, func(key, val []byte) bool {
+		switch string(key) {
+		case "name":
+			name = val
+			return once(fName)
+		case "arguments":
+			call.args = val
+			return once(fArgs)
+		case "_meta":
+			meta, hasMeta = val, true
+			return once(fMeta)
+		}
+		return false // requestState, inputResponses, task, ...
+	})
+	// Arguments left out or null are {}, as on go-sdk's path.
+	if !ok || (len(call.args) > 0 && call.args[0] != '{' && string(call.args) != "null") {
 		return earlyCall{}, false
 	}
-	call := earlyCall{id: msg["id"], args: params["arguments"]}
-	for k := range params {
-		if k != "name" && k != "arguments" && k != "_meta" {
-			return earlyCall{}, false // requestState, inputResponses, task, ...
+	if call.name, ok = jsonString(name); !ok || call.name == "" {
+		return earlyCall{}, false
+	}
+	if hasMeta {
+		ok = jsonMembers(meta, func(key, val []byte) bool {
+			switch string(key) {
+			case metaProtocolVersion:
+				version = val
+				return once(fVersion)
+			case mcp.MetaKeyClientCapabilities:
+				caps = val
+				return once(fCaps)
+			case mcp.MetaKeyClientInfo:
+				info = val
+				return once(fInfo)
+			case "progressToken", metaLogLevel:
+				progressTok = true
+			}
+			return true
+		})
+		if !ok {
+			return earlyCall{}, false
 		}
 	}
-	// Arguments left out or null are {}, as on go-sdk's path.
-	if (len(call.args) > 0 && call.args[0] != '{' && string(call.args) != "null") || json.Unmarshal(params["name"], &call.name) != nil || call.name == "" {
-		return earlyCall{}, false
-	}
-	raw, hasMeta := params["_meta"]
-	var meta map[string]json.RawMessage
-	if hasMeta && (len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, &meta) != nil) {
-		return earlyCall{}, false
-	}
-	call.meta = raw
-	_, progress := meta["progressToken"]
-	//lint:ignore SA1019 deprecated in 2026-07-28 (SEP-2577), still served: go-sdk sends log messages at this level
-	_, logs := meta[mcp.MetaKeyLogLevel]
-	call.notifies = progress || logs
+	call.meta, call.notifies = meta, progressTok
 	if !modern {
 		// A 2025 session's request must not claim the stateless protocol.
-		_, claims := meta[metaProtocolVersion]
-		return call, !claims
+		return call, seen&fVersion == 0
 	}
-	return call, hasMeta && modernMeta(meta)
+	return call, hasMeta && modernMeta(version, caps, info, seen&fCaps != 0, seen&fInfo != 0)
 }
+
+// metaLogLevel is the _meta key of the level of log messages a 2026-07-28
+// request wants (mcp.MetaKeyLogLevel, deprecated with logging itself).
+const metaLogLevel = "io.modelcontextprotocol/logLevel"
 
 // modernMeta reports whether a 2026-07-28 request's _meta is what go-sdk
 // accepts as it is: that version, client capabilities, and client info if
 // any, each of the right shape.
-func modernMeta(meta map[string]json.RawMessage) bool {
-	if string(meta[metaProtocolVersion]) != `"`+modernVersion+`"` {
+func modernMeta(version, caps, info []byte, hasCaps, hasInfo bool) bool {
+	if string(version) != `"`+modernVersion+`"` || !hasCaps || len(caps) == 0 || caps[0] != '{' {
 		return false
 	}
-	caps, ok := meta[mcp.MetaKeyClientCapabilities]
-	if !ok || len(caps) == 0 || caps[0] != '{' {
-		return false
+	if string(caps) != "{}" {
+		var c struct {
+			mcp.ClientCapabilities
+			Roots *struct {
+				ListChanged bool `json:"listChanged,omitempty"`
+			} `json:"roots,omitempty"`
+		}
+		if json.Unmarshal(caps, &c) != nil {
+			return false
+		}
 	}
-	var c struct {
-		mcp.ClientCapabilities
-		Roots *struct {
-			ListChanged bool `json:"listChanged,omitempty"`
-		} `json:"roots,omitempty"`
-	}
-	if json.Unmarshal(caps, &c) != nil {
-		return false
-	}
-	if info, ok := meta[mcp.MetaKeyClientInfo]; ok {
+	if hasInfo {
 		var impl mcp.Implementation
 		if len(info) == 0 || info[0] != '{' || json.Unmarshal(info, &impl) != nil {
 			return false
 		}
 	}
 	return true
+}
+
+// jsonMembers calls f with the key and the value's bytes of each member of
+// obj, a JSON object already checked to be valid JSON, in order, until f
+// returns false. It returns false if obj is not an object, a key is
+// spelled with escapes, or f returned false.
+func jsonMembers(obj []byte, f func(key, val []byte) bool) bool {
+	if len(obj) < 2 || obj[0] != '{' {
+		return false
+	}
+	i := skipSpace(obj, 1)
+	if obj[i] == '}' {
+		return true
+	}
+	for {
+		end := i + 1 // obj[i] is the key's opening quote
+		for obj[end] != '"' {
+			if obj[end] == '\\' {
+				return false
+			}
+			end++
+		}
+		key := obj[i+1 : end]
+		i = skipSpace(obj, skipSpace(obj, end+1)+1) // past the colon
+		vend := skipValue(obj, i)
+		if !f(key, obj[i:vend]) {
+			return false
+		}
+		i = skipSpace(obj, vend)
+		if obj[i] == '}' {
+			return true
+		}
+		i = skipSpace(obj, i+1) // past the comma
+	}
+}
+
+// skipValue returns the index just past the JSON value at b[i] (valid JSON).
+func skipValue(b []byte, i int) int {
+	switch b[i] {
+	case '"':
+		return skipString(b, i)
+	case '{', '[':
+		depth := 0
+		for ; ; i++ {
+			switch b[i] {
+			case '"':
+				i = skipString(b, i) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return i + 1
+				}
+			}
+		}
+	}
+	for i < len(b) && !strings.ContainsRune(",}] \t\r\n", rune(b[i])) {
+		i++ // a number, true, false or null
+	}
+	return i
+}
+
+// skipString returns the index just past the JSON string at b[i].
+func skipString(b []byte, i int) int {
+	for i++; b[i] != '"'; i++ {
+		if b[i] == '\\' {
+			i++
+		}
+	}
+	return i + 1
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r' || b[i] == '\n') {
+		i++
+	}
+	return i
+}
+
+// jsonString returns the JSON string raw decoded; ok is false if raw is not
+// a string. Plain ASCII without escapes, the usual name, is not decoded.
+func jsonString(raw []byte) (s string, ok bool) {
+	if len(raw) < 2 || raw[0] != '"' {
+		return "", false
+	}
+	for _, b := range raw[1 : len(raw)-1] {
+		if b == '\\' || b >= 0x80 {
+			return s, json.Unmarshal(raw, &s) == nil
+		}
+	}
+	return string(raw[1 : len(raw)-1]), true
 }
 
 // plainID reports whether id is one go-sdk writes back exactly as sent: an

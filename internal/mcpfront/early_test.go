@@ -1,8 +1,12 @@
 package mcpfront
 
 import (
+	"bytes"
+	"encoding/json"
 	"net/http"
 	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 func TestParseEarly(t *testing.T) {
@@ -47,9 +51,21 @@ func TestParseEarly(t *testing.T) {
 		{"a null id", call("null", `"name":"t"`), false, false, "", ""},
 		{"an object id", call("{}", `"name":"t"`), false, false, "", ""},
 		{"not JSON", `{"jsonrpc":"2.0",`, false, false, "", ""},
+		{"a member twice", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t"},"id":2}`, false, false, "", ""},
+		{"a name twice", call("1", `"name":"u","name":"t"`), false, false, "", ""},
+		{"a key with an escape", `{"jsonrpc":"2.0","id":1,"method":"tools/call","para\u006ds":{"name":"t"}}`, false, false, "", ""},
+		{"whitespace everywhere", "{ \"jsonrpc\" : \"2.0\" ,\n\t\"id\" : 3 , \"method\":\"tools/call\",\"params\":{ \"name\" : \"t\" , \"arguments\" : { \"a\" : [ 1 , \"}\" ] } } }", false, true, "3", `{ "a" : [ 1 , "}" ] }`},
+		{"a name with escapes", call("1", `"name":"\u0074"`), false, true, "1", ""},
+		{"strings with braces and escapes around", call(`"x"`, `"arguments":{"s":"\"}{[","t":"\\"},"name":"t","_meta":{"k":"}\""}`), false, true, `"x"`, `{"s":"\"}{[","t":"\\"}`},
 		{"empty", ``, false, false, "", ""},
 	}
 	for _, tt := range tests {
+		// A member twice, or a key with an escape: the reference reads
+		// them as encoding/json does; parseEarly leaves them to go-sdk.
+		dup := map[string]bool{"a member twice": true, "a name twice": true, "a key with an escape": true}[tt.name]
+		if _, ok := parseEarlyReference([]byte(tt.body), tt.modern); ok != tt.ok && !dup {
+			t.Errorf("%s: the reference parser says %v, want %v", tt.name, ok, tt.ok)
+		}
 		c, ok := parseEarly([]byte(tt.body), tt.modern)
 		if ok != tt.ok {
 			t.Errorf("%s: ok = %v, want %v", tt.name, ok, tt.ok)
@@ -99,4 +115,78 @@ func TestEarlyHeaders(t *testing.T) {
 			t.Errorf("%s: %v, want %v", tt.name, got, tt.ok)
 		}
 	}
+}
+
+// parseEarlyReference is the plain reading parseEarly must agree with:
+// every member decoded with encoding/json into maps.
+func parseEarlyReference(body []byte, modern bool) (earlyCall, bool) {
+	var msg map[string]json.RawMessage
+	if len(body) == 0 || body[0] != '{' || json.Unmarshal(body, &msg) != nil || len(msg) != 4 {
+		return earlyCall{}, false
+	}
+	if string(msg["jsonrpc"]) != `"2.0"` || string(msg["method"]) != `"tools/call"` || !plainID(msg["id"]) {
+		return earlyCall{}, false
+	}
+	var params map[string]json.RawMessage
+	if json.Unmarshal(msg["params"], &params) != nil {
+		return earlyCall{}, false
+	}
+	call := earlyCall{id: msg["id"], args: params["arguments"]}
+	for k := range params {
+		if k != "name" && k != "arguments" && k != "_meta" {
+			return earlyCall{}, false
+		}
+	}
+	if (len(call.args) > 0 && call.args[0] != '{' && string(call.args) != "null") || json.Unmarshal(params["name"], &call.name) != nil || call.name == "" {
+		return earlyCall{}, false
+	}
+	raw, hasMeta := params["_meta"]
+	var meta map[string]json.RawMessage
+	if hasMeta && (len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, &meta) != nil) {
+		return earlyCall{}, false
+	}
+	call.meta = raw
+	_, progress := meta["progressToken"]
+	_, logs := meta[metaLogLevel]
+	call.notifies = progress || logs
+	version, hasVersion := meta[metaProtocolVersion]
+	if !modern {
+		return call, !hasVersion
+	}
+	caps, hasCaps := meta[mcp.MetaKeyClientCapabilities]
+	info, hasInfo := meta[mcp.MetaKeyClientInfo]
+	return call, hasMeta && modernMeta(version, caps, info, hasCaps, hasInfo)
+}
+
+// FuzzParseEarly: parseEarly never panics on any body, and whatever it
+// takes, the plain reading takes too, with the same id, name, arguments,
+// _meta and notifications.
+func FuzzParseEarly(f *testing.F) {
+	const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"},"io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}`
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"get_order","arguments":{"id":"1042"},` + meta + `}}`,
+		`{"jsonrpc":"2.0","id":"a b","method":"tools/call","params":{"name":"t","arguments":{"x":[1,{"y":"}"}]},"_meta":{"progressToken":3}}}`,
+		`{"method":"tools/call","params":{"name":"test_simple_text"},"jsonrpc":"2.0","id":1}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":null,"_meta":{}}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"\u00e9","requestState":"s"}}`,
+		`{ "jsonrpc" : "2.0" , "id" : -4 , "method" : "tools/call" , "params" : { "name" : "t" } }`,
+		`[{"jsonrpc":"2.0"}]`, `{}`, `{"a":}`, ``,
+	} {
+		f.Add([]byte(s), false)
+		f.Add([]byte(s), true)
+	}
+	f.Fuzz(func(t *testing.T, body []byte, modern bool) {
+		got, ok := parseEarly(body, modern)
+		if !ok {
+			return
+		}
+		want, wok := parseEarlyReference(body, modern)
+		if !wok {
+			t.Fatalf("parseEarly took %q (modern %v), the plain reading does not", body, modern)
+		}
+		if !bytes.Equal(got.id, want.id) || got.name != want.name || !bytes.Equal(got.args, want.args) ||
+			!bytes.Equal(got.meta, want.meta) || got.notifies != want.notifies {
+			t.Fatalf("parseEarly(%q) = %+v; the plain reading %+v", body, got, want)
+		}
+	})
 }
