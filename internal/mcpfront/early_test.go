@@ -190,3 +190,22 @@ func FuzzParseEarly(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkParseEarly: a go-sdk client's 2026-07-28 tools/call, read by
+// parseEarly and by the plain encoding/json reading it replaced.
+func BenchmarkParseEarly(b *testing.B) {
+	body := []byte(`{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/clientCapabilities":{"roots":{"listChanged":true}},"io.modelcontextprotocol/clientInfo":{"name":"spacefix-bench","version":"dev"},"io.modelcontextprotocol/protocolVersion":"2026-07-28"},"name":"echo","arguments":{"text":"hello"}}}`)
+	for _, p := range []struct {
+		name  string
+		parse func([]byte, bool) (earlyCall, bool)
+	}{{"in-place", parseEarly}, {"maps", parseEarlyReference}} {
+		b.Run(p.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, ok := p.parse(body, true); !ok {
+					b.Fatal("not taken")
+				}
+			}
+		})
+	}
+}
