@@ -341,100 +341,60 @@ func parseEarly(body []byte, modern bool) (earlyCall, bool) {
 		return earlyCall{}, false
 	}
 	var (
-		call                 earlyCall
-		seen                 int
-		rpc, method, params  []byte
-		version, caps, info  []byte
-		hasMeta, progressTok bool
+		call                                                       earlyCall
+		rpc, method, params, name, args, meta, version, caps, info []byte
 	)
-	const (
-		fJSONRPC = 1 << iota
-		fID
-		fMethod
-		fParams
-		fName
-		fArgs
-		fMeta
-		fVersion
-		fCaps
-		fInfo
-	)
-	once := func(f int) bool {
-		if seen&f != 0 {
-			return false // a member twice: go-sdk would read the last one; leave it to go-sdk
-		}
-		seen |= f
-		return true
-	}
-	ok := jsonMembers(body, func(key, val []byte) bool {
-		switch string(key) {
-		case "jsonrpc":
-			rpc = val
-			return once(fJSONRPC)
-		case "id":
-			call.id = val
-			return once(fID)
-		case "method":
-			method = val
-			return once(fMethod)
-		case "params":
-			params = val
-			return once(fParams)
-		}
-		return false
-	})
-	if !ok || seen != fJSONRPC|fID|fMethod|fParams || string(rpc) != `"2.0"` || string(method) != `"tools/call"` || !plainID(call.id) {
+	if !takeMembers(body, map[string]*[]byte{"jsonrpc": &rpc, "id": &call.id, "method": &method, "params": &params}, nil) ||
+		string(rpc) != `"2.0"` || string(method) != `"tools/call"` || !plainID(call.id) {
 		return earlyCall{}, false
 	}
-	var name, meta []byte
-	ok = jsonMembers(params, func(key, val []byte) bool {
-		switch string(key) {
-		case "name":
-			name = val
-			return once(fName)
-		case "arguments":
-			call.args = val
-			return once(fArgs)
-		case "_meta":
-			meta, hasMeta = val, true
-			return once(fMeta)
-		}
-		return false // requestState, inputResponses, task, ...
-	})
+	// Any other member of params (requestState, inputResponses, task, ...)
+	// means no.
+	if !takeMembers(params, map[string]*[]byte{"name": &name, "arguments": &args, "_meta": &meta}, nil) {
+		return earlyCall{}, false
+	}
+	call.args = args
 	// Arguments left out or null are {}, as on go-sdk's path.
-	if !ok || (len(call.args) > 0 && call.args[0] != '{' && string(call.args) != "null") {
+	if len(call.args) > 0 && call.args[0] != '{' && string(call.args) != "null" {
 		return earlyCall{}, false
 	}
+	var ok bool
 	if call.name, ok = jsonString(name); !ok || call.name == "" {
 		return earlyCall{}, false
 	}
-	if hasMeta {
-		ok = jsonMembers(meta, func(key, val []byte) bool {
-			switch string(key) {
-			case metaProtocolVersion:
-				version = val
-				return once(fVersion)
-			case mcp.MetaKeyClientCapabilities:
-				caps = val
-				return once(fCaps)
-			case mcp.MetaKeyClientInfo:
-				info = val
-				return once(fInfo)
-			case "progressToken", metaLogLevel:
-				progressTok = true
-			}
+	if meta != nil {
+		known := map[string]*[]byte{metaProtocolVersion: &version, mcp.MetaKeyClientCapabilities: &caps, mcp.MetaKeyClientInfo: &info}
+		if !takeMembers(meta, known, func(key []byte) bool {
+			call.notifies = call.notifies || string(key) == "progressToken" || string(key) == metaLogLevel
 			return true
-		})
-		if !ok {
+		}) {
 			return earlyCall{}, false
 		}
 	}
-	call.meta, call.notifies = meta, progressTok
+	call.meta = meta
 	if !modern {
 		// A 2025 session's request must not claim the stateless protocol.
-		return call, seen&fVersion == 0
+		return call, version == nil
 	}
-	return call, hasMeta && modernMeta(version, caps, info, seen&fCaps != 0, seen&fInfo != 0)
+	return call, meta != nil && modernMeta(version, caps, info)
+}
+
+// takeMembers puts the value of each member of obj (valid JSON) named in
+// into into it. It fails when obj is not an object, a member comes twice
+// (go-sdk would read the last one: leave that to go-sdk), or a member not
+// in into is not taken by rest (nil: none is).
+func takeMembers(obj []byte, into map[string]*[]byte, rest func(key []byte) bool) bool {
+	return jsonMembers(obj, func(key, val []byte) bool {
+		p, ok := into[string(key)]
+		if !ok {
+			return rest != nil && rest(key)
+		}
+		if *p != nil {
+			return false
+		}
+		*p = val
+		return true
+	})
 }
 
 // metaLogLevel is the _meta key of the level of log messages a 2026-07-28
@@ -444,8 +404,8 @@ const metaLogLevel = "io.modelcontextprotocol/logLevel"
 // modernMeta reports whether a 2026-07-28 request's _meta is what go-sdk
 // accepts as it is: that version, client capabilities, and client info if
 // any, each of the right shape.
-func modernMeta(version, caps, info []byte, hasCaps, hasInfo bool) bool {
-	if string(version) != `"`+modernVersion+`"` || !hasCaps || len(caps) == 0 || caps[0] != '{' {
+func modernMeta(version, caps, info []byte) bool {
+	if string(version) != `"`+modernVersion+`"` || len(caps) == 0 || caps[0] != '{' {
 		return false
 	}
 	if string(caps) != "{}" {
@@ -459,9 +419,9 @@ func modernMeta(version, caps, info []byte, hasCaps, hasInfo bool) bool {
 			return false
 		}
 	}
-	if hasInfo {
+	if info != nil {
 		var impl mcp.Implementation
-		if len(info) == 0 || info[0] != '{' || json.Unmarshal(info, &impl) != nil {
+		if info[0] != '{' || json.Unmarshal(info, &impl) != nil {
 			return false
 		}
 	}

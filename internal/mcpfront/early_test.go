@@ -153,9 +153,7 @@ func parseEarlyReference(body []byte, modern bool) (earlyCall, bool) {
 	if !modern {
 		return call, !hasVersion
 	}
-	caps, hasCaps := meta[mcp.MetaKeyClientCapabilities]
-	info, hasInfo := meta[mcp.MetaKeyClientInfo]
-	return call, hasMeta && modernMeta(version, caps, info, hasCaps, hasInfo)
+	return call, hasMeta && modernMeta(version, meta[mcp.MetaKeyClientCapabilities], meta[mcp.MetaKeyClientInfo])
 }
 
 // FuzzParseEarly: parseEarly never panics on any body, and whatever it
