@@ -136,6 +136,7 @@ func (f *Front) answerEarly(w http.ResponseWriter, r *http.Request, v *view, ses
 	if !earlyHeaders(r, modern) {
 		return false
 	}
+	c := f.controls.Get(r.Context(), v.key.ProjectID)
 	body, err := readBody(r)
 	if err != nil {
 		return false
@@ -153,7 +154,6 @@ func (f *Front) answerEarly(w http.ResponseWriter, r *http.Request, v *view, ses
 		}
 	}
 
-	c := f.controls.Get(r.Context(), v.key.ProjectID)
 	t := f.reg.Snapshot(v.key.ProjectID).Tools[call.name]
 	if t == nil || !access.For(v.key, c).Permits(t) || !v.advertisedPlain(t.Name) {
 		return false // go-sdk's path says "not found"

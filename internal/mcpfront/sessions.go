@@ -382,7 +382,9 @@ func (f *Front) serveSession(w http.ResponseWriter, r *http.Request, v *view) {
 		f.stateful.ServeHTTP(w, r)
 	default:
 		defer v.begin(id, false)()
-		if r.Method == http.MethodPost {
+		// Only a cache hit is answered early in a session: without cached
+		// tools, the request goes to go-sdk unread.
+		if r.Method == http.MethodPost && f.controls.Get(r.Context(), v.key.ProjectID).AnyCached() {
 			if ss := v.sessionOf(id); ss != nil && f.answerEarly(w, r, v, ss) {
 				return
 			}
