@@ -20,11 +20,12 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-const benchUsage = `Usage: spacefix bench --tool NAME [--args JSON] [--calls N | --duration D] [--concurrency C]
+const benchUsage = `Usage: spacefix bench --tool NAME [--args JSON] [--calls N | --duration D] [--concurrency C] [--protocol VERSION]
 
 Calls one tool through a gateway as MCP clients do (the official go-sdk client
-over Streamable HTTP, one session per caller) and prints calls, errors,
-calls/s and latency percentiles. --url defaults to SPACEFIX_URL, else
+over Streamable HTTP, one client per caller: stateless at 2026-07-28, the
+default, or one session each at --protocol 2025-11-25 or 2025-06-18) and
+prints calls, errors, calls/s and latency percentiles. --url defaults to SPACEFIX_URL, else
 http://127.0.0.1:8080; --key to SPACEFIX_CLIENT_KEY. Ctrl-C stops early and
 still prints what was measured.
 `
@@ -32,6 +33,7 @@ still prints what was measured.
 // benchResult is what bench prints, also as --json.
 type benchResult struct {
 	Tool               string  `json:"tool"`
+	Protocol           string  `json:"protocol"` // as negotiated
 	Concurrency        int     `json:"concurrency"`
 	Calls              int     `json:"calls"`
 	Errors             int     `json:"errors"`
@@ -59,6 +61,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	concurrency := fs.Int("concurrency", 1, "how many callers call at once, each with its own session")
 	warmup := fs.Int("warmup", 0, "calls per caller before measuring, not counted")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
+	protocol := fs.String("protocol", "", "the MCP protocol `version` to speak (default: the newest go-sdk and the gateway share, 2026-07-28)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -67,6 +70,8 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return usageError{"bench: --tool is required: the exposed name as tools/list shows it"}
 	case *concurrency < 1 || *calls < 0 || *warmup < 0 || *duration <= 0:
 		return usageError{"bench: --concurrency must be at least 1; --calls, --warmup and --duration must not be negative"}
+	case *protocol != "" && !slices.Contains(mcp.SupportedProtocolVersions(), *protocol):
+		return usageError{fmt.Sprintf("bench: --protocol %q: want one of %s", *protocol, strings.Join(mcp.SupportedProtocolVersions(), ", "))}
 	}
 	var arguments map[string]any
 	if err := json.Unmarshal([]byte(*argsJSON), &arguments); err != nil || arguments == nil {
@@ -87,7 +92,8 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	defer stop()
 	connect := func() (*mcp.ClientSession, error) {
 		c := mcp.NewClient(&mcp.Implementation{Name: "spacefix-bench", Version: version}, nil)
-		s, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: &http.Client{Transport: bearerKey(*key)}}, nil)
+		s, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: &http.Client{Transport: bearerKey(*key)}},
+			&mcp.ClientSessionOptions{ProtocolVersion: *protocol})
 		if err != nil {
 			return nil, fmt.Errorf("bench: connect to %s: %w", endpoint, err)
 		}
@@ -129,7 +135,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		next, done   atomic.Int64
 		mu           sync.Mutex
 		times        []time.Duration
-		res          = benchResult{Tool: *tool, Concurrency: *concurrency}
+		res          = benchResult{Tool: *tool, Concurrency: *concurrency, Protocol: sessions[0].InitializeResult().ProtocolVersion}
 		wg           sync.WaitGroup
 		stopProgress = make(chan struct{})
 	)
@@ -195,7 +201,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		enc.SetIndent("", "  ")
 		return enc.Encode(res)
 	}
-	fmt.Fprintf(stdout, "tool %s, %d caller(s), %.1f s\n", res.Tool, res.Concurrency, res.Seconds)
+	fmt.Fprintf(stdout, "tool %s, %d caller(s), %.1f s, protocol %s\n", res.Tool, res.Concurrency, res.Seconds, res.Protocol)
 	fmt.Fprintf(stdout, "calls     %d (%.1f/s)\n", res.Calls, res.CallsPerSecond)
 	fmt.Fprintf(stdout, "errors    %d (protocol %d, tool %d)\n", res.Errors, res.ProtocolErrors, res.ToolErrors)
 	if res.FirstProtocolError != "" {

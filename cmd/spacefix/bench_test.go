@@ -73,6 +73,15 @@ func TestBenchCommand(t *testing.T) {
 	if r.P50Ms <= 0 || r.P50Ms > r.P99Ms || r.P99Ms > r.MaxMs || r.CallsPerSecond <= 0 {
 		t.Errorf("percentiles out of order: %+v", r)
 	}
+	if r.Protocol != "2026-07-28" {
+		t.Errorf("protocol %q by default; want 2026-07-28, the newest both sides speak", r.Protocol)
+	}
+	for _, v := range []string{"2025-11-25", "2025-06-18"} {
+		r = benchJSON(t, "--url", url, "--key", key, "--tool", "echo", "--args", `{"text":"hi"}`, "--calls", "20", "--concurrency", "2", "--protocol", v)
+		if r.Calls != 20 || r.Errors != 0 || r.Protocol != v {
+			t.Errorf("--protocol %s: %d calls, %d errors at %q; want 20, 0 at %s", v, r.Calls, r.Errors, r.Protocol, v)
+		}
+	}
 
 	r = benchJSON(t, "--url", url+"/mcp", "--key", key, "--tool", "broken", "--calls", "5")
 	if r.Calls != 5 || r.ToolErrors != 5 || r.ProtocolErrors != 0 || !strings.Contains(r.FirstToolError, "the order service is down") {
@@ -86,7 +95,7 @@ func TestBenchCommand(t *testing.T) {
 	}
 
 	out, err := runCLI(t, "bench", "--url", url, "--key", key, "--tool", "echo", "--args", `{"text":"x"}`, "--duration", "300ms")
-	if err != nil || !strings.Contains(out, "errors    0 (protocol 0, tool 0)") || !strings.Contains(out, "latency   p50 ") {
+	if err != nil || !strings.Contains(out, "errors    0 (protocol 0, tool 0)") || !strings.Contains(out, "latency   p50 ") || !strings.Contains(out, ", protocol 2026-07-28\n") {
 		t.Errorf("bench for 300ms printed %q, %v", out, err)
 	}
 }
@@ -103,6 +112,7 @@ func TestBenchMistakes(t *testing.T) {
 		{[]string{"--url", url, "--key", key}, "bench: --tool is required"},
 		{[]string{"--url", url, "--key", "sfx_client_nope", "--tool", "echo"}, "bench: connect to " + url + "/mcp"},
 		{[]string{"--url", "ftp://x", "--key", key, "--tool", "echo"}, `bench: --url "ftp://x": want the gateway's http(s) URL`},
+		{[]string{"--url", url, "--key", key, "--tool", "echo", "--protocol", "2025-01-01"}, `bench: --protocol "2025-01-01": want one of 2026-07-28, 2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05`},
 	} {
 		t.Setenv("SPACEFIX_CLIENT_KEY", "")
 		_, err := runCLI(t, append([]string{"bench"}, c.args...)...)
