@@ -42,7 +42,7 @@ import (
 // Only plain, well-formed requests qualify; anything else — another method,
 // a batch, a header or field go-sdk would refuse or act on, a retry with
 // requestState, a tool that takes parameters in headers, traces switched
-// on — goes to go-sdk untouched, the body read once and given back.
+// on, an endpoint whose caller does not check hosts — goes to go-sdk untouched, the body read once and given back.
 // TestEarlyHitsAnswerAsGoSDK and TestEarlyCallsAnswerAsGoSDK hold the
 // answers to go-sdk's, and the conformance suite runs through this path.
 //
@@ -129,8 +129,10 @@ type earlyCall struct {
 // and reports whether it did. session is the 2025 session the request
 // names, nil at 2026-07-28.
 func (f *Front) answerEarly(w http.ResponseWriter, r *http.Request, v *view, session *mcp.ServerSession) bool {
-	if f.tracer != nil {
-		return false // every call gets its span, which go-sdk's path makes
+	if f.tracer != nil || !f.hostsChecked {
+		// Every call gets its span, which go-sdk's path makes; without the
+		// gateway's host check, go-sdk's own (DNS rebinding) must run.
+		return false
 	}
 	modern := session == nil
 	if !earlyHeaders(r, modern) {

@@ -101,6 +101,7 @@ type Options struct {
 // Front is the MCP endpoint. It is an http.Handler.
 type Front struct {
 	sessionPrefix string // see Options.SessionPrefix
+	hostsChecked  bool   // see Options.HostsChecked
 	reg           *agents.Registry
 	store         store.Store
 	verifier      *sfauth.Verifier
@@ -146,8 +147,8 @@ func New(opts Options) *Front {
 		panic("mcpfront.New: Registry, Store, Verifier and CallLog are required")
 	}
 	f := &Front{
-		sessionPrefix: opts.SessionPrefix,
-		reg:           opts.Registry, store: opts.Store, verifier: opts.Verifier, calls: opts.CallLog,
+		sessionPrefix: opts.SessionPrefix, hostsChecked: opts.HostsChecked,
+		reg: opts.Registry, store: opts.Store, verifier: opts.Verifier, calls: opts.CallLog,
 		log: opts.Logger, controls: access.NewCache(opts.Store, time.Second),
 		limiter: opts.Limiter, oauth: opts.OAuth,
 		views: make(map[string]*view),
