@@ -34,15 +34,16 @@ import (
 //     it was cached, goes out without running the tool handler;
 //   - any other call at 2026-07-28 that asks for neither progress nor log
 //     messages: it runs the same tool handler go-sdk would run
-//     ([Front.tracedToolHandler]), then the result or error is written as go-sdk
-//     writes it (resultType, the server's identity in _meta, the HTTP status
+//     ([Front.tracedToolHandler]), then the result or error is written as
+//     go-sdk writes it (resultType, the server's identity in _meta, the HTTP status
 //     of a protocol error). Sessions of 2025 are left to go-sdk: their
 //     calls may need the session (progress, logs, elicitation).
 //
 // Only plain, well-formed requests qualify; anything else — another method,
 // a batch, a header or field go-sdk would refuse or act on, a retry with
 // requestState, a tool that takes parameters in headers, traces switched
-// on, an endpoint whose caller does not check hosts — goes to go-sdk untouched, the body read once and given back.
+// on, an endpoint whose caller does not check hosts — goes to go-sdk
+// untouched, the body read once and given back.
 // TestEarlyHitsAnswerAsGoSDK and TestEarlyCallsAnswerAsGoSDK hold the
 // answers to go-sdk's, and the conformance suite runs through this path.
 //
