@@ -3,7 +3,9 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"flag"
 	"io"
 	"net/http"
 	"path/filepath"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/spacefix/spacefix/core"
 	"github.com/spacefix/spacefix/internal/gateway"
+	"github.com/spacefix/spacefix/internal/store"
 	"github.com/spacefix/spacefix/internal/store/sqlite"
 )
 
@@ -22,6 +25,7 @@ import (
 // shared by every input, with the seed's order agent connected.
 type fuzzEnv struct {
 	gw        *gateway.Gateway
+	store     store.Store
 	url       string
 	clientKey string
 	agentKey  string
@@ -55,7 +59,7 @@ func newFuzzEnv(f *testing.F) *fuzzEnv {
 			f.Errorf("close gateway: %v", err)
 		}
 	})
-	return &fuzzEnv{gw: g, url: g.URL(), clientKey: first.ClientKey, agentKey: first.AgentKey}
+	return &fuzzEnv{gw: g, store: st, url: g.URL(), clientKey: first.ClientKey, agentKey: first.AgentKey}
 }
 
 // startAgent runs the order agent (two tools, a resource and a prompt) until
@@ -135,6 +139,12 @@ var mcpSeeds = []string{
 	`{"jsonrpc":"2.0","id":14,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`,
 	`{"jsonrpc":"2.0","id":15,"method":"tools/call","params":{"name":"search_orders","arguments":{"customer":"ada"},` +
 		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`,
+	// What the gateway answers before go-sdk (early.go): get_order is cached.
+	`{"jsonrpc":"2.0","id":19,"method":"tools/call","params":{"name":"get_order","arguments":{"id":"1042"},` +
+		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"},"io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}}}`,
+	`{"jsonrpc":"2.0","id":"s","method":"tools/call","params":{"name":"search_orders","arguments":{"customer":"ada","limit":2},` +
+		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`,
+	`{"jsonrpc":"2.0","id":20,"method":"tools/call","params":{"name":"get_order","arguments":{"id":"1042"}}}`,
 	`[{"jsonrpc":"2.0","id":16,"method":"ping"},{"jsonrpc":"2.0","method":"notifications/initialized"}]`,
 	`{"jsonrpc":"2.0","id":17,"result":{}}`,
 	`{"jsonrpc":"2.0","id":null,"method":"tools/list"}`,
@@ -157,6 +167,24 @@ func FuzzMCPBody(f *testing.F) {
 	}
 	fe := newFuzzEnv(f)
 	fe.startAgent(f)
+	// A cached tool: its calls are answered before go-sdk (early.go).
+	p, err := fe.store.Project(context.Background(), "default")
+	if err != nil {
+		f.Fatal(err)
+	}
+	if _, err := fe.store.SaveToolSettings(context.Background(), store.ToolSettings{ProjectID: p.ID, Tool: "get_order", CacheSeconds: 3600}); err != nil {
+		f.Fatal(err)
+	}
+	fe.gw.SettingsChanged(p.ID)
+	if fz := flag.Lookup("test.fuzz"); fz == nil || fz.Value.String() == "" {
+		// The seeds alone (go test): they include calls the gateway
+		// answers before go-sdk, so some must have been.
+		f.Cleanup(func() {
+			if _, hits, calls := fe.gw.EarlyStats(); hits == 0 || calls == 0 {
+				f.Errorf("the seeds were answered early %d times as cache hits and %d times as other calls; want both", hits, calls)
+			}
+		})
+	}
 	sessions := map[uint8]string{1: fe.session(f, "2025-06-18").ID(), 2: fe.session(f, "2025-11-25").ID()}
 	headers := map[uint8]string{1: "2025-06-18", 2: "2025-11-25", 3: "2026-07-28"}
 	client := &http.Client{Timeout: 30 * time.Second}
@@ -171,6 +199,21 @@ func FuzzMCPBody(f *testing.F) {
 		req.Header.Set("Accept", "application/json, text/event-stream")
 		if v := headers[era]; v != "" {
 			req.Header.Set("Mcp-Protocol-Version", v)
+		}
+		if era == 3 {
+			// A 2026-07-28 client names the method and tool in headers too.
+			var probe struct {
+				Method string `json:"method"`
+				Params struct {
+					Name string `json:"name"`
+				} `json:"params"`
+			}
+			json.Unmarshal(body, &probe)
+			for h, v := range map[string]string{"Mcp-Method": probe.Method, "Mcp-Name": probe.Params.Name} {
+				if v != "" && !strings.ContainsFunc(v, func(r rune) bool { return r < 0x20 || r > 0x7e }) {
+					req.Header.Set(h, v)
+				}
+			}
 		}
 		if id := sessions[era]; id != "" {
 			req.Header.Set("Mcp-Session-Id", id)
