@@ -280,19 +280,32 @@ func toolTarget(name, agentKey string) route.Target {
 }
 
 // progressSender passes progress lines to the client when it asked for them
-// with a progress token. Progress is best effort: a line the client cannot
-// take is dropped, and the call goes on.
+// with a progress token: through the request's session, or, for a call
+// answered before go-sdk, onto its answer's stream (progressSinkKey).
+// Progress is best effort: a line the client cannot take is dropped, and
+// the call goes on.
 func progressSender(ctx context.Context, req *mcp.CallToolRequest) func(string) {
 	token := req.Params.GetProgressToken()
-	if token == nil || req.Session == nil {
+	if token == nil {
 		return nil
+	}
+	send := func(p *mcp.ProgressNotificationParams) { req.Session.NotifyProgress(ctx, p) }
+	if req.Session == nil {
+		send, _ = ctx.Value(progressSinkKey{}).(func(*mcp.ProgressNotificationParams))
+		if send == nil {
+			return nil
+		}
 	}
 	n := 0
 	return func(line string) {
 		n++
-		req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: float64(n), Message: line})
+		send(&mcp.ProgressNotificationParams{ProgressToken: token, Progress: float64(n), Message: line})
 	}
 }
+
+// progressSinkKey carries, in a call's context, where its progress goes
+// when the call has no session (early.go).
+type progressSinkKey struct{}
 
 // decodeResult reads an agent's CallToolResult. Results made only of plain
 // text parts, the common case, are read with encoding/json into the MCP

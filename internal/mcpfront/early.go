@@ -32,12 +32,13 @@ import (
 //
 //   - a cache hit, in every era: the stored result, encoded for the era when
 //     it was cached, goes out without running the tool handler;
-//   - any other call at 2026-07-28 that asks for neither progress nor log
-//     messages: it runs the same tool handler go-sdk would run
-//     ([Front.tracedToolHandler]), then the result or error is written as
-//     go-sdk writes it (resultType, the server's identity in _meta, the HTTP status
-//     of a protocol error). Sessions of 2025 are left to go-sdk: their
-//     calls may need the session (progress, logs, elicitation).
+//   - any other call at 2026-07-28 that does not ask for log messages: it
+//     runs the same tool handler go-sdk would run
+//     ([Front.tracedToolHandler]), its progress lines (if it gave a progress
+//     token) and then its result or error are written as go-sdk writes them
+//     (resultType, the server's identity in _meta, the HTTP status of a
+//     protocol error). Sessions of 2025 are left to go-sdk: their calls may
+//     need the session (progress, logs, elicitation).
 //
 // Only plain, well-formed requests qualify; anything else — another method,
 // a batch, a header or field go-sdk would refuse or act on, a retry with
@@ -119,11 +120,11 @@ func (f *Front) encodeResult(r *mcp.CallToolResult, modern bool) ([]byte, error)
 
 // earlyCall is a tools/call the early path may answer.
 type earlyCall struct {
-	id       []byte // the request's id as sent: an integer or a plain string
-	name     string
-	args     json.RawMessage
-	meta     json.RawMessage // the params' _meta, if any
-	notifies bool            // _meta asks for progress or log messages
+	id   []byte // the request's id as sent: an integer or a plain string
+	name string
+	args json.RawMessage
+	meta json.RawMessage // the params' _meta, if any
+	logs bool            // _meta asks for log messages
 }
 
 // answerEarly answers a tools/call before go-sdk, if it can (see above),
@@ -165,25 +166,26 @@ func (f *Front) answerEarly(w http.ResponseWriter, r *http.Request, v *view, ses
 	if c.CacheFor(t) > 0 {
 		result = f.cachedEarly(v, t, call, modern)
 	}
-	if result == nil && (!modern || call.notifies) {
+	if result == nil && (!modern || call.logs) {
 		return false
 	}
+	out := &sseStream{w: w}
 	if n := c.Settings.RateLimitPerMinute; n > 0 {
 		if ok, retry := f.limiter.Allow(v.key.ID, n); !ok {
 			f.earlyCalls.Add(1)
-			f.writeEarly(w, call.id, errorResult(ratelimit.Message(n, retry)), nil, modern)
+			f.writeEarly(out, call.id, errorResult(ratelimit.Message(n, retry)), nil, modern)
 			return true
 		}
 	}
 	if result != nil {
 		f.hits.Add(1)
 		f.earlyHits.Add(1)
-		writeSSE(w, resultMessage(call.id, result))
+		out.event(resultMessage(call.id, result))
 		return true
 	}
 	f.earlyCalls.Add(1)
-	res, err := f.callEarly(r, t, c, call)
-	f.writeEarly(w, call.id, res, err, true)
+	res, err := f.callEarly(r, out, t, c, call)
+	f.writeEarly(out, call.id, res, err, true)
 	return true
 }
 
@@ -214,7 +216,7 @@ func (f *Front) cachedEarly(v *view, t *agents.Tool, call earlyCall, modern bool
 // path would after its parsing: [view.resolve]'s context, the request's
 // _meta, no session (a stateless request's is thrown away after it), and
 // a panic turned into an isError result ([Front.recoverPanics]).
-func (f *Front) callEarly(r *http.Request, t *agents.Tool, c *access.Controls, call earlyCall) (res *mcp.CallToolResult, err error) {
+func (f *Front) callEarly(r *http.Request, out *sseStream, t *agents.Tool, c *access.Controls, call earlyCall) (res *mcp.CallToolResult, err error) {
 	var meta mcp.Meta
 	if err := json.Unmarshal(call.meta, &meta); err != nil {
 		return nil, err // parseEarly read it: not reached
@@ -224,6 +226,14 @@ func (f *Front) callEarly(r *http.Request, t *agents.Tool, c *access.Controls, c
 		Extra:  &mcp.RequestExtra{TokenInfo: auth.TokenInfoFromContext(r.Context()), Header: r.Header},
 	}
 	ctx := context.WithValue(context.WithValue(r.Context(), toolCtxKey{}, t), controlsCtxKey{}, c)
+	// Progress lines go out on the answer's stream before the result, as
+	// go-sdk sends a request's notifications (progressSender).
+	ctx = context.WithValue(ctx, progressSinkKey{}, func(p *mcp.ProgressNotificationParams) {
+		if msg, err := notification("notifications/progress", p); err == nil {
+			out.event(msg)
+			out.flush()
+		}
+	})
 	defer f.recovered("tools/call", func(r mcp.Result, e error) {
 		res, _ = r.(*mcp.CallToolResult)
 		err = e
@@ -236,14 +246,14 @@ func (f *Front) callEarly(r *http.Request, t *agents.Tool, c *access.Controls, c
 // result type set, content never null) as an SSE event, a JSON-RPC error as
 // an SSE event too, or, at 2026-07-28, as a plain JSON body with the HTTP
 // status the protocol gives its code.
-func (f *Front) writeEarly(w http.ResponseWriter, id []byte, res *mcp.CallToolResult, err error, modern bool) {
+func (f *Front) writeEarly(out *sseStream, id []byte, res *mcp.CallToolResult, err error, modern bool) {
 	if err == nil && res != nil && res.InputRequests != nil && (len(res.Content) > 0 || res.StructuredContent != nil) {
 		err = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "server bug: result has both content and inputRequests"}
 	}
 	if err == nil {
 		b, encErr := f.encodeResult(res, modern)
 		if encErr == nil {
-			writeSSE(w, resultMessage(id, b))
+			out.event(resultMessage(id, b))
 			return
 		}
 		err = encErr
@@ -265,15 +275,22 @@ func (f *Front) writeEarly(w http.ResponseWriter, id []byte, res *mcp.CallToolRe
 		}
 	}
 	if status == 0 {
-		writeSSE(w, data)
+		out.event(data)
 		return
 	}
-	h := w.Header()
-	h.Set("Cache-Control", "no-cache, no-transform")
-	h.Set("Content-Type", "application/json")
-	h.Set("Connection", "keep-alive")
-	w.WriteHeader(status)
-	w.Write(data)
+	out.plain(status, data)
+}
+
+// notification is the JSON-RPC notification of method with params, as
+// go-sdk encodes it (no HTML escaping).
+func notification(method string, params any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(params); err != nil {
+		return nil, err
+	}
+	return jsonrpc.EncodeMessage(&jsonrpc.Request{Method: method, Params: bytes.TrimRight(buf.Bytes(), "\n")})
 }
 
 // idValue is a plain id (see plainID) as JSON-RPC decodes it.
@@ -368,7 +385,7 @@ func parseEarly(body []byte, modern bool) (earlyCall, bool) {
 	if meta != nil {
 		known := map[string]*[]byte{metaProtocolVersion: &version, mcp.MetaKeyClientCapabilities: &caps, mcp.MetaKeyClientInfo: &info}
 		if !takeMembers(meta, known, func(key []byte) bool {
-			call.notifies = call.notifies || string(key) == "progressToken" || string(key) == metaLogLevel
+			call.logs = call.logs || string(key) == metaLogLevel
 			return true
 		}) {
 			return earlyCall{}, false
@@ -582,18 +599,50 @@ func commonSchema(t *agents.Tool, instance string) *schema.Schema {
 	return s
 }
 
-// writeSSE answers a request with one SSE event carrying msg, as go-sdk
-// frames it.
-func writeSSE(w http.ResponseWriter, msg []byte) {
-	h := w.Header()
-	h.Set("Cache-Control", "no-cache, no-transform")
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Connection", "keep-alive")
-	w.WriteHeader(http.StatusOK)
+// sseStream is an early answer as go-sdk writes one: SSE events, the
+// headers going out with the first.
+type sseStream struct {
+	w       http.ResponseWriter
+	started bool
+}
+
+// event writes one SSE event carrying msg.
+func (s *sseStream) event(msg []byte) {
+	if !s.started {
+		h := s.w.Header()
+		h.Set("Cache-Control", "no-cache, no-transform")
+		h.Set("Content-Type", "text/event-stream")
+		h.Set("Connection", "keep-alive")
+		s.w.WriteHeader(http.StatusOK)
+		s.started = true
+	}
 	b := make([]byte, 0, len("event: message\ndata: \n\n")+len(msg))
 	b = append(b, "event: message\ndata: "...)
 	b = append(b, msg...)
-	w.Write(append(b, "\n\n"...))
+	s.w.Write(append(b, "\n\n"...))
+}
+
+// flush sends what was written so far, so the client sees it now.
+func (s *sseStream) flush() {
+	if fl, ok := s.w.(http.Flusher); ok {
+		fl.Flush()
+	}
+}
+
+// plain writes msg as a plain JSON body with status, as go-sdk writes a
+// 2026-07-28 protocol error. After events, go-sdk writes the message
+// unframed on the stream (its status and headers can no longer change);
+// so does this.
+func (s *sseStream) plain(status int, msg []byte) {
+	if !s.started {
+		h := s.w.Header()
+		h.Set("Cache-Control", "no-cache, no-transform")
+		h.Set("Content-Type", "application/json")
+		h.Set("Connection", "keep-alive")
+		s.w.WriteHeader(status)
+		s.started = true
+	}
+	s.w.Write(msg)
 }
 
 // sessionOf returns the view's live session id, or nil. It walks the
