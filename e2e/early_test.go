@@ -235,8 +235,6 @@ func TestEarlyPathLeavesToGoSDK(t *testing.T) {
 			modernToolCall("2", "echo", args, ""), "Content-Type must be 'application/json'", http.StatusUnsupportedMediaType},
 		{"a batch", legacy, "[" + legacyCall("2", "echo", args, "") + "]", "batching is not supported", http.StatusBadRequest},
 		{"invalid arguments in a session", legacy, legacyCall("2", "echo", `{"q":5}`, ""), "Invalid arguments for tool echo", http.StatusOK},
-		{"a 2026-07-28 call asking for logs", modernHeaders("echo"),
-			modernToolCall("2", "echo", `{"q":"z"}`, `,"_meta":{"io.modelcontextprotocol/logLevel":"debug","io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`), `"a":"z"`, http.StatusOK},
 		{"an unknown session", map[string]string{"Mcp-Session-Id": "no-such-session", "Mcp-Protocol-Version": "2025-11-25"},
 			legacyCall("2", "echo", args, ""), "session not found", http.StatusNotFound},
 		{"a session request claiming 2026-07-28", legacy,
@@ -279,8 +277,8 @@ func TestEarlyPathLeavesToGoSDK(t *testing.T) {
 	if now := early(); now != before {
 		t.Errorf("%d requests answered early; want none", now-before)
 	}
-	if runs.Load() != 2 {
-		t.Errorf("the agent ran %d times; want 2 (the first call, and the call asking for logs)", runs.Load())
+	if runs.Load() != 1 {
+		t.Errorf("the agent ran %d times; want 1 (the first call)", runs.Load())
 	}
 }
 
@@ -332,6 +330,12 @@ func TestEarlyCallsAnswerAsGoSDK(t *testing.T) {
 			_, err := core.Sample(ctx, core.SampleRequest{Messages: []core.SamplingMessage{{Role: "user", Content: core.Text(in.Q)}}, MaxTokens: 1})
 			return "", err
 		})
+		core.AddTool(a, "logs", "Logs at three levels.", func(ctx context.Context, in earlyIn) (string, error) {
+			core.Log(ctx, core.LogDebug, "debug <detail>")
+			core.Log(ctx, core.LogInfo, map[string]any{"order": in.Q, "note": `"quoted" & <b>`})
+			core.Log(ctx, core.LogWarning, "warning")
+			return "logged", nil
+		})
 		core.AddTool(a, "slow", "Reports progress, then asks the client's model if q says so.", func(ctx context.Context, in earlyIn) (string, error) {
 			core.Progress(ctx, `step one <of> "two"`)
 			core.Progress(ctx, "step two")
@@ -347,6 +351,7 @@ func TestEarlyCallsAnswerAsGoSDK(t *testing.T) {
 	}
 	// caps can carry more _meta: a progress token.
 	const tokenS, tokenN = `{},"progressToken":"tok-1"`, `{},"progressToken":42`
+	level := func(l string) string { return `{},"io.modelcontextprotocol/logLevel":` + l }
 	body := func(tool, args, meta, extra string) string {
 		return fmt.Sprintf(`{"jsonrpc":"2.0","id":"c1","method":"tools/call","params":{"name":%q,"arguments":%s%s%s}}`, tool, args, meta, extra)
 	}
@@ -364,8 +369,13 @@ func TestEarlyCallsAnswerAsGoSDK(t *testing.T) {
 		{"a capability the client lacks", "sample", `{"q":"hi"}`, `{}`, `"code":-32021`, http.StatusBadRequest},
 		{"progress, then a result", "slow", `{"q":"x"}`, tokenS, `"method":"notifications/progress","params":{"progressToken":"tok-1","message":"step one <of> \"two\"","progress":1}`, http.StatusOK},
 		{"progress with a number token", "slow", `{"q":"x"}`, tokenN, `"progressToken":42,"message":"step two","progress":2}`, http.StatusOK},
-		{"progress, then a capability the client lacks", "slow", `{"q":"sample"}`, tokenS, `"code":-32021`, http.StatusOK},
+		{"progress, then a capability the client lacks", "slow", `{"q":"sample"}`, tokenS, `"progress":1}}` + "\n\n", http.StatusOK},
 		{"no progress without a token", "slow", `{"q":"x"}`, `{}`, `"text":"done"`, http.StatusOK},
+		{"log messages from info up", "logs", `{"q":"7"}`, level(`"info"`), `"method":"notifications/message","params":{"data":{"note":"\"quoted\" \u0026 \u003cb\u003e","order":"7"},"level":"info"`, http.StatusOK},
+		{"log messages at debug", "logs", `{"q":"7"}`, level(`"debug"`), `"data":"debug \u003cdetail\u003e","level":"debug"`, http.StatusOK},
+		{"log messages from warning up", "logs", `{"q":"7"}`, level(`"warning"`), `"data":"warning","level":"warning"`, http.StatusOK},
+		{"a level that is not a string", "logs", `{"q":"7"}`, level(`5`), `"text":"logged"`, http.StatusOK},
+		{"no log messages without a level", "logs", `{"q":"7"}`, `{}`, `"text":"logged"`, http.StatusOK},
 	}
 	for _, c := range cases {
 		_, _, before := e.gw.EarlyStats()
@@ -380,6 +390,21 @@ func TestEarlyCallsAnswerAsGoSDK(t *testing.T) {
 		}
 		if c.tool == "confirm" {
 			questions = append(questions, early.body, viaSDK.body)
+		}
+		if c.name == "progress, then a capability the client lacks" {
+			// Here the early answer differs from go-sdk's on purpose: after
+			// events, go-sdk writes the error unframed, which no client can
+			// read; the early path sends it as one more event. (Progress
+			// lines the agent sent just before asking may still be in the
+			// gateway's progress throttle when the call ends: how many
+			// arrive varies, on both paths.)
+			if !strings.HasSuffix(early.body, "\n\nevent: message\ndata: "+`{"jsonrpc":"2.0","id":"c1","error":{"code":-32021,"message":"The tool needs the client's sampling capability, which this request did not declare.","data":{"requiredCapabilities":{"sampling":{}}}}}`+"\n\n") {
+				t.Errorf("%s: the error after the events is not an event of its own: %s", c.name, early)
+			}
+			if !strings.HasSuffix(viaSDK.body, "\n\n"+`{"jsonrpc":"2.0","id":"c1","error":{"code":-32021,"message":"The tool needs the client's sampling capability, which this request did not declare.","data":{"requiredCapabilities":{"sampling":{}}}}}`) {
+				t.Errorf("%s: go-sdk's answer changed (the early path differs from the old one on purpose): %s", c.name, viaSDK)
+			}
+			continue
 		}
 		early.body = state.ReplaceAllString(early.body, `"requestState":"…"`)
 		viaSDK.body = state.ReplaceAllString(viaSDK.body, `"requestState":"…"`)

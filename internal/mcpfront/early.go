@@ -32,10 +32,10 @@ import (
 //
 //   - a cache hit, in every era: the stored result, encoded for the era when
 //     it was cached, goes out without running the tool handler;
-//   - any other call at 2026-07-28 that does not ask for log messages: it
-//     runs the same tool handler go-sdk would run
-//     ([Front.tracedToolHandler]), its progress lines (if it gave a progress
-//     token) and then its result or error are written as go-sdk writes them
+//   - any other call at 2026-07-28: it runs the same tool handler go-sdk
+//     would run ([Front.tracedToolHandler]); its progress lines (if it gave
+//     a progress token), its log messages (at the level it asked for) and
+//     then its result or error are written as go-sdk writes them
 //     (resultType, the server's identity in _meta, the HTTP status of a
 //     protocol error). Sessions of 2025 are left to go-sdk: their calls may
 //     need the session (progress, logs, elicitation).
@@ -124,7 +124,9 @@ type earlyCall struct {
 	name string
 	args json.RawMessage
 	meta json.RawMessage // the params' _meta, if any
-	logs bool            // _meta asks for log messages
+	// logLevel is the level of log messages _meta asks for, "" for none
+	// (or a level that is not a string, which go-sdk takes as none).
+	logLevel string
 }
 
 // answerEarly answers a tools/call before go-sdk, if it can (see above),
@@ -166,7 +168,7 @@ func (f *Front) answerEarly(w http.ResponseWriter, r *http.Request, v *view, ses
 	if c.CacheFor(t) > 0 {
 		result = f.cachedEarly(v, t, call, modern)
 	}
-	if result == nil && (!modern || call.logs) {
+	if result == nil && !modern {
 		return false
 	}
 	out := &sseStream{w: w}
@@ -234,6 +236,12 @@ func (f *Front) callEarly(r *http.Request, out *sseStream, t *agents.Tool, c *ac
 			out.flush()
 		}
 	})
+	ctx = context.WithValue(ctx, logSinkKey{}, logSink{level: call.logLevel, send: func(p any) {
+		if msg, err := notification("notifications/message", p); err == nil {
+			out.event(msg)
+			out.flush()
+		}
+	}})
 	defer f.recovered("tools/call", func(r mcp.Result, e error) {
 		res, _ = r.(*mcp.CallToolResult)
 		err = e
@@ -384,11 +392,13 @@ func parseEarly(body []byte, modern bool) (earlyCall, bool) {
 	}
 	if meta != nil {
 		known := map[string]*[]byte{metaProtocolVersion: &version, mcp.MetaKeyClientCapabilities: &caps, mcp.MetaKeyClientInfo: &info}
-		if !takeMembers(meta, known, func(key []byte) bool {
-			call.logs = call.logs || string(key) == metaLogLevel
-			return true
-		}) {
+		var level []byte
+		known[metaLogLevel] = &level
+		if !takeMembers(meta, known, func([]byte) bool { return true }) {
 			return earlyCall{}, false
+		}
+		if l, ok := jsonString(level); ok {
+			call.logLevel = l
 		}
 	}
 	call.meta = meta
@@ -630,18 +640,21 @@ func (s *sseStream) flush() {
 }
 
 // plain writes msg as a plain JSON body with status, as go-sdk writes a
-// 2026-07-28 protocol error. After events, go-sdk writes the message
-// unframed on the stream (its status and headers can no longer change);
-// so does this.
+// 2026-07-28 protocol error. Once events went out, the status can no
+// longer change: msg goes as one more event. (go-sdk v1.8.0 writes it
+// unframed there, which no client can read; this is the one place the
+// early path answers differently, on purpose.)
 func (s *sseStream) plain(status int, msg []byte) {
-	if !s.started {
-		h := s.w.Header()
-		h.Set("Cache-Control", "no-cache, no-transform")
-		h.Set("Content-Type", "application/json")
-		h.Set("Connection", "keep-alive")
-		s.w.WriteHeader(status)
-		s.started = true
+	if s.started {
+		s.event(msg)
+		return
 	}
+	h := s.w.Header()
+	h.Set("Cache-Control", "no-cache, no-transform")
+	h.Set("Content-Type", "application/json")
+	h.Set("Connection", "keep-alive")
+	s.w.WriteHeader(status)
+	s.started = true
 	s.w.Write(msg)
 }
 

@@ -146,7 +146,9 @@ func parseEarlyReference(body []byte, modern bool) (earlyCall, bool) {
 		return earlyCall{}, false
 	}
 	call.meta = raw
-	_, call.logs = meta[metaLogLevel]
+	if l, ok := meta[metaLogLevel]; ok {
+		json.Unmarshal(l, &call.logLevel)
+	}
 	version, hasVersion := meta[metaProtocolVersion]
 	if !modern {
 		return call, !hasVersion
@@ -156,7 +158,7 @@ func parseEarlyReference(body []byte, modern bool) (earlyCall, bool) {
 
 // FuzzParseEarly: parseEarly never panics on any body, and whatever it
 // takes, the plain reading takes too, with the same id, name, arguments,
-// _meta and log request.
+// _meta and log level.
 func FuzzParseEarly(f *testing.F) {
 	const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"},"io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}`
 	for _, s := range []string{
@@ -181,7 +183,7 @@ func FuzzParseEarly(f *testing.F) {
 			t.Fatalf("parseEarly took %q (modern %v), the plain reading does not", body, modern)
 		}
 		if !bytes.Equal(got.id, want.id) || got.name != want.name || !bytes.Equal(got.args, want.args) ||
-			!bytes.Equal(got.meta, want.meta) || got.logs != want.logs {
+			!bytes.Equal(got.meta, want.meta) || got.logLevel != want.logLevel {
 			t.Fatalf("parseEarly(%q) = %+v; the plain reading %+v", body, got, want)
 		}
 	})

@@ -4,6 +4,7 @@ package mcpfront
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -24,14 +25,61 @@ func waitOn(ctx context.Context, req *mcp.CallToolRequest, call *route.Call) rou
 // 2026-07-28; without either nothing is sent, as the spec has it.
 func logSender(ctx context.Context, req *mcp.CallToolRequest) func(agentproto.Message) {
 	ss := req.Session
+	send := func(p *mcp.LoggingMessageParams) { ss.Log(ctx, p) }
 	if ss == nil {
-		return nil
+		// A call answered before go-sdk (early.go): its own stream, at the
+		// level the request asked for.
+		sink, _ := ctx.Value(logSinkKey{}).(logSink)
+		if sink.send == nil || sink.level == "" {
+			return nil
+		}
+		send = func(p *mcp.LoggingMessageParams) {
+			if levelAtLeast(p.Level, mcp.LoggingLevel(sink.level)) {
+				sink.send(p)
+			}
+		}
 	}
 	return func(m agentproto.Message) {
 		var data any = json.RawMessage(m.Data)
 		if len(m.Data) == 0 {
 			data = nil
 		}
-		ss.Log(ctx, &mcp.LoggingMessageParams{Level: mcp.LoggingLevel(m.Level), Logger: m.Logger, Data: data})
+		send(&mcp.LoggingMessageParams{Level: mcp.LoggingLevel(m.Level), Logger: m.Logger, Data: data})
 	}
+}
+
+// logSinkKey carries, in a call's context, where its log messages go when
+// the call has no session, and from which level (early.go).
+type logSinkKey struct{}
+
+type logSink struct {
+	level string    // the level asked for; "": no messages
+	send  func(any) // a notifications/message's params
+}
+
+// levelAtLeast reports whether a message at level l goes to a client that
+// asked for min, as go-sdk's ServerSession.Log decides: by severity, an
+// unknown level counting as debug.
+func levelAtLeast(l, min mcp.LoggingLevel) bool {
+	return severity(l) >= severity(min)
+}
+
+func severity(l mcp.LoggingLevel) slog.Level {
+	switch l {
+	case "info":
+		return mcp.LevelInfo
+	case "notice":
+		return mcp.LevelNotice
+	case "warning":
+		return mcp.LevelWarning
+	case "error":
+		return mcp.LevelError
+	case "critical":
+		return mcp.LevelCritical
+	case "alert":
+		return mcp.LevelAlert
+	case "emergency":
+		return mcp.LevelEmergency
+	}
+	return mcp.LevelDebug
 }
