@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -449,4 +450,60 @@ func answerTo(t *testing.T, answer, action string) string {
 		return fmt.Sprintf(`,"requestState":%q,"inputResponses":{%q:{"action":%q%s}}`, msg.Result.RequestState, id, action, content)
 	}
 	return ""
+}
+
+// TestEarlyProgressArrivesLive: a 2026-07-28 call answered early sends each
+// progress line as it comes, while the tool still runs, not with the
+// result.
+func TestEarlyProgressArrivesLive(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	release := make(chan struct{})
+	e.startAgent(core.Options{}, func(a *core.Agent) {
+		core.AddTool(a, "wait", "Reports progress, then waits.", func(ctx context.Context, in earlyIn) (string, error) {
+			core.Progress(ctx, "started")
+			select {
+			case <-release:
+				return "released", nil
+			case <-ctx.Done():
+				return "", ctx.Err()
+			}
+		})
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	body := modernToolCall("1", "wait", `{"q":"x"}`, "")
+	body = strings.Replace(body, `"io.modelcontextprotocol/clientCapabilities":{}`, `"io.modelcontextprotocol/clientCapabilities":{},"progressToken":"live"`, 1)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.url+"/mcp", strings.NewReader(body))
+	must(t, err)
+	req.Header.Set("Authorization", "Bearer "+e.clientKey)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	for k, v := range modernHeaders("wait") {
+		req.Header.Set(k, v)
+	}
+	_, _, before := e.gw.EarlyStats()
+	resp, err := http.DefaultClient.Do(req)
+	must(t, err)
+	defer resp.Body.Close()
+	lines := bufio.NewScanner(resp.Body)
+	var got []string
+	for lines.Scan() {
+		if data, ok := strings.CutPrefix(lines.Text(), "data: "); ok {
+			got = append(got, data)
+			if len(got) == 1 {
+				// The tool is still waiting: this line came on its own.
+				if !strings.Contains(data, `"method":"notifications/progress","params":{"progressToken":"live","message":"started","progress":1}`) {
+					t.Fatalf("first event %s; want the progress line", data)
+				}
+				close(release)
+			}
+		}
+	}
+	if len(got) != 2 || !strings.Contains(got[1], `"text":"released"`) {
+		t.Errorf("events %q; want the progress line, then the result", got)
+	}
+	if _, _, now := e.gw.EarlyStats(); now != before+1 {
+		t.Errorf("the call was not answered early")
+	}
 }
