@@ -482,6 +482,7 @@ func TestEarlyProgressArrivesLive(t *testing.T) {
 	for k, v := range modernHeaders("wait") {
 		req.Header.Set(k, v)
 	}
+	token := e.adminToken()
 	_, _, before := e.gw.EarlyStats()
 	resp, err := http.DefaultClient.Do(req)
 	must(t, err)
@@ -496,6 +497,8 @@ func TestEarlyProgressArrivesLive(t *testing.T) {
 				if !strings.Contains(data, `"method":"notifications/progress","params":{"progressToken":"live","message":"started","progress":1}`) {
 					t.Fatalf("first event %s; want the progress line", data)
 				}
+				// A stateless request being served counts as a session.
+				wantMetric(t, e.scrape(token), 1, "spacefix_sessions", "era=2026-07-28")
 				close(release)
 			}
 		}

@@ -186,6 +186,8 @@ func (f *Front) answerEarly(w http.ResponseWriter, r *http.Request, v *view, ses
 		return true
 	}
 	f.earlyCalls.Add(1)
+	f.earlyNow.Add(1) // a stateless request being served (SessionCounts)
+	defer f.earlyNow.Add(-1)
 	res, err := f.callEarly(r, out, t, c, call)
 	f.writeEarly(out, call.id, res, err, true)
 	return true

@@ -119,6 +119,7 @@ type Front struct {
 	hits       atomic.Int64 // tool calls answered from the cache
 	earlyHits  atomic.Int64 // of those, answered before go-sdk (see early.go)
 	earlyCalls atomic.Int64 // other tool calls answered before go-sdk
+	earlyNow   atomic.Int64 // of those, at 2026-07-28 and being served now
 
 	stateful  *mcp.StreamableHTTPHandler
 	stateless *mcp.StreamableHTTPHandler

@@ -2,8 +2,9 @@ package mcpfront
 
 // SessionCounts returns how many MCP sessions are open, by era: the
 // protocol version a 2025 session negotiated, or 2026-07-28 for stateless
-// requests being served (each holds a session of its own while it runs).
-// Metrics call it at scrape time.
+// requests being served (each holds a go-sdk session of its own while it
+// runs, or is a tool call answered before go-sdk). Metrics call it at
+// scrape time.
 func (f *Front) SessionCounts() map[string]int {
 	f.mu.Lock()
 	vs := make([]*view, 0, len(f.views))
@@ -20,6 +21,9 @@ func (f *Front) SessionCounts() map[string]int {
 			}
 			out[era]++
 		}
+	}
+	if n := f.earlyNow.Load(); n > 0 {
+		out[modernVersion] += int(n)
 	}
 	return out
 }
