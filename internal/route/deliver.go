@@ -199,6 +199,9 @@ func (c *Call) Wait(ctx context.Context, progress func(string)) Result {
 			}
 			return c.finish()
 		case q := <-c.p.Confirm:
+			// Lines the agent sent before it asked go first, as before a
+			// result: the question may end the call.
+			c.drainProgress(progress)
 			c.res.Question = &q
 			return c.res
 		case line := <-c.p.Progress:
@@ -219,8 +222,8 @@ func (c *Call) Wait(ctx context.Context, progress func(string)) Result {
 	}
 }
 
-// drainProgress passes on the lines that arrived before the result: the
-// agent sent them first, so the client sees them first. A line the throttle
+// drainProgress passes on the lines that arrived before the result or a
+// question: the agent sent them first, so the client sees them first. A line the throttle
 // still holds goes too, just before the result: the latest line wins, and
 // whether it was held a moment longer must not decide whether it is seen.
 func (c *Call) drainProgress(progress func(string)) {

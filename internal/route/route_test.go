@@ -384,3 +384,38 @@ func TestRouteNoReplica(t *testing.T) {
 		}
 	})
 }
+
+// Progress lines the agent sent before a question reach the client before
+// the question does, however the call's channels come ready: the client
+// may answer the question at once, or the question may end the call.
+func TestRouteProgressBeforeQuestion(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		reg := newRegistry()
+		a := connect(t, reg, "r-a")
+		for i := range 40 {
+			call, res := route.Pick(t.Context(), reg, 1, echoTarget, request(30*time.Second))
+			if call == nil {
+				t.Fatalf("no replica: %+v", res)
+			}
+			call, res = call.Send(t.Context())
+			if call == nil {
+				t.Fatalf("not sent: %+v", res)
+			}
+			synctest.Wait()
+			_, sent := oneCall(t, a)
+			a.tr.Sent() // forget it: the next round's call is the one
+			a.tr.Reply(&agentproto.Message{Type: agentproto.TypeProgress, ID: sent.ID, Message: "looked it up"})
+			a.tr.Reply(&agentproto.Message{Type: agentproto.TypeConfirm, ID: sent.ID, Input: "q1", Message: "Delete it?"})
+			synctest.Wait() // both wait in the call's channels
+			var got []string
+			res = call.Wait(t.Context(), func(s string) { got = append(got, s) })
+			if res.Question == nil || !slices.Equal(got, []string{"looked it up"}) {
+				t.Fatalf("round %d: question %v after progress %q; want the question after the line", i, res.Question, got)
+			}
+			a.tr.Reply(result(sent.ID, "done"))
+			if res = call.Wait(t.Context(), nil); res.Outcome != route.OK {
+				t.Fatalf("round %d: %+v", i, res)
+			}
+		}
+	})
+}
