@@ -281,7 +281,7 @@ func toolTarget(name, agentKey string) route.Target {
 
 // progressSender passes progress lines to the client when it asked for them
 // with a progress token: through the request's session, or, for a call
-// answered before go-sdk, onto its answer's stream (progressSinkKey).
+// answered before go-sdk, onto its answer's stream (noSession).
 // Progress is best effort: a line the client cannot take is dropped, and
 // the call goes on.
 func progressSender(ctx context.Context, req *mcp.CallToolRequest) func(string) {
@@ -291,10 +291,11 @@ func progressSender(ctx context.Context, req *mcp.CallToolRequest) func(string) 
 	}
 	send := func(p *mcp.ProgressNotificationParams) { req.Session.NotifyProgress(ctx, p) }
 	if req.Session == nil {
-		send, _ = ctx.Value(progressSinkKey{}).(func(*mcp.ProgressNotificationParams))
-		if send == nil {
+		ns, ok := ctx.Value(noSessionKey{}).(noSession)
+		if !ok {
 			return nil
 		}
+		send = func(p *mcp.ProgressNotificationParams) { ns.notify("notifications/progress", p) }
 	}
 	n := 0
 	return func(line string) {
@@ -302,10 +303,6 @@ func progressSender(ctx context.Context, req *mcp.CallToolRequest) func(string) 
 		send(&mcp.ProgressNotificationParams{ProgressToken: token, Progress: float64(n), Message: line})
 	}
 }
-
-// progressSinkKey carries, in a call's context, where its progress goes
-// when the call has no session (early.go).
-type progressSinkKey struct{}
 
 // decodeResult reads an agent's CallToolResult. Results made only of plain
 // text parts, the common case, are read with encoding/json into the MCP

@@ -109,10 +109,16 @@ func (f *Front) encodeResult(r *mcp.CallToolResult, modern bool) ([]byte, error)
 			c.Meta[mcp.MetaKeyServerInfo] = f.impl
 		}
 	}
+	return marshalPlain(c)
+}
+
+// marshalPlain is json.Marshal without escaping HTML, as go-sdk encodes
+// JSON-RPC messages.
+func marshalPlain(v any) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(c); err != nil {
+	if err := enc.Encode(v); err != nil {
 		return nil, err
 	}
 	return bytes.TrimRight(buf.Bytes(), "\n"), nil
@@ -230,20 +236,9 @@ func (f *Front) callEarly(r *http.Request, out *sseStream, t *agents.Tool, c *ac
 		Extra:  &mcp.RequestExtra{TokenInfo: auth.TokenInfoFromContext(r.Context()), Header: r.Header},
 	}
 	ctx := context.WithValue(context.WithValue(r.Context(), toolCtxKey{}, t), controlsCtxKey{}, c)
-	// Progress lines go out on the answer's stream before the result, as
-	// go-sdk sends a request's notifications (progressSender).
-	ctx = context.WithValue(ctx, progressSinkKey{}, func(p *mcp.ProgressNotificationParams) {
-		if msg, err := notification("notifications/progress", p); err == nil {
-			out.event(msg)
-			out.flush()
-		}
-	})
-	ctx = context.WithValue(ctx, logSinkKey{}, logSink{level: call.logLevel, send: func(p any) {
-		if msg, err := notification("notifications/message", p); err == nil {
-			out.event(msg)
-			out.flush()
-		}
-	}})
+	// Progress lines and log messages go out on the answer's stream before
+	// the result, as go-sdk sends a request's notifications.
+	ctx = context.WithValue(ctx, noSessionKey{}, noSession{notify: out.notify, logLevel: call.logLevel})
 	defer f.recovered("tools/call", func(r mcp.Result, e error) {
 		res, _ = r.(*mcp.CallToolResult)
 		err = e
@@ -251,6 +246,16 @@ func (f *Front) callEarly(r *http.Request, out *sseStream, t *agents.Tool, c *ac
 	recovery.Hook("mcp tools/call")
 	return f.tracedToolHandler(ctx, req) // no tracer: the client's trace context still goes on
 }
+
+// noSession is, in the context of a call answered before go-sdk, where
+// the request's notifications go (progressSender, logSender): its answer's
+// stream, and log messages from the level it asked for ("": none).
+type noSession struct {
+	notify   func(method string, params any)
+	logLevel string
+}
+
+type noSessionKey struct{}
 
 // writeEarly writes a tool handler's answer as go-sdk would: a result (its
 // result type set, content never null) as an SSE event, a JSON-RPC error as
@@ -294,13 +299,11 @@ func (f *Front) writeEarly(out *sseStream, id []byte, res *mcp.CallToolResult, e
 // notification is the JSON-RPC notification of method with params, as
 // go-sdk encodes it (no HTML escaping).
 func notification(method string, params any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(params); err != nil {
+	raw, err := marshalPlain(params)
+	if err != nil {
 		return nil, err
 	}
-	return jsonrpc.EncodeMessage(&jsonrpc.Request{Method: method, Params: bytes.TrimRight(buf.Bytes(), "\n")})
+	return jsonrpc.EncodeMessage(&jsonrpc.Request{Method: method, Params: raw})
 }
 
 // idValue is a plain id (see plainID) as JSON-RPC decodes it.
@@ -634,8 +637,14 @@ func (s *sseStream) event(msg []byte) {
 	s.w.Write(append(b, "\n\n"...))
 }
 
-// flush sends what was written so far, so the client sees it now.
-func (s *sseStream) flush() {
+// notify sends a notification of the request as an event, at once: the
+// client sees it while the call goes on.
+func (s *sseStream) notify(method string, params any) {
+	msg, err := notification(method, params)
+	if err != nil {
+		return
+	}
+	s.event(msg)
 	if fl, ok := s.w.(http.Flusher); ok {
 		fl.Flush()
 	}

@@ -29,13 +29,13 @@ func logSender(ctx context.Context, req *mcp.CallToolRequest) func(agentproto.Me
 	if ss == nil {
 		// A call answered before go-sdk (early.go): its own stream, at the
 		// level the request asked for.
-		sink, _ := ctx.Value(logSinkKey{}).(logSink)
-		if sink.send == nil || sink.level == "" {
+		ns, ok := ctx.Value(noSessionKey{}).(noSession)
+		if !ok || ns.logLevel == "" {
 			return nil
 		}
 		send = func(p *mcp.LoggingMessageParams) {
-			if levelAtLeast(p.Level, mcp.LoggingLevel(sink.level)) {
-				sink.send(p)
+			if levelAtLeast(p.Level, mcp.LoggingLevel(ns.logLevel)) {
+				ns.notify("notifications/message", p)
 			}
 		}
 	}
@@ -46,15 +46,6 @@ func logSender(ctx context.Context, req *mcp.CallToolRequest) func(agentproto.Me
 		}
 		send(&mcp.LoggingMessageParams{Level: mcp.LoggingLevel(m.Level), Logger: m.Logger, Data: data})
 	}
-}
-
-// logSinkKey carries, in a call's context, where its log messages go when
-// the call has no session, and from which level (early.go).
-type logSinkKey struct{}
-
-type logSink struct {
-	level string    // the level asked for; "": no messages
-	send  func(any) // a notifications/message's params
 }
 
 // levelAtLeast reports whether a message at level l goes to a client that
