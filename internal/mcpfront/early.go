@@ -136,19 +136,22 @@ type earlyCall struct {
 }
 
 // answerEarly answers a tools/call before go-sdk, if it can (see above),
-// and reports whether it did. session is the 2025 session the request
-// names, nil at 2026-07-28.
-func (f *Front) answerEarly(w http.ResponseWriter, r *http.Request, v *view, session *mcp.ServerSession) bool {
+// and reports whether it did. sessionID is the 2025 session the request
+// names, "" at 2026-07-28.
+func (f *Front) answerEarly(w http.ResponseWriter, r *http.Request, v *view, sessionID string) bool {
 	if f.tracer != nil || !f.hostsChecked {
 		// Every call gets its span, which go-sdk's path makes; without the
 		// gateway's host check, go-sdk's own (DNS rebinding) must run.
 		return false
 	}
-	modern := session == nil
+	modern := sessionID == ""
+	c := f.controls.Get(r.Context(), v.key.ProjectID)
+	if !modern && !c.AnyCached() {
+		return false // only a cache hit is answered early in a session: go-sdk reads it
+	}
 	if !earlyHeaders(r, modern) {
 		return false
 	}
-	c := f.controls.Get(r.Context(), v.key.ProjectID)
 	body, err := readBody(r)
 	if err != nil {
 		return false
@@ -161,7 +164,11 @@ func (f *Front) answerEarly(w http.ResponseWriter, r *http.Request, v *view, ses
 		return false // go-sdk says which header is wrong
 	}
 	if !modern {
-		if p := session.InitializeParams(); p == nil || p.ProtocolVersion >= modernVersion {
+		s := v.sessionOf(sessionID)
+		if s == nil {
+			return false // go-sdk answers 404
+		}
+		if p := s.InitializeParams(); p == nil || p.ProtocolVersion >= modernVersion {
 			return false
 		}
 	}

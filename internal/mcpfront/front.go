@@ -258,7 +258,7 @@ func (f *Front) dispatch(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if f.isModern(r) {
-		if r.Method == http.MethodPost && f.answerEarly(w, r, v, nil) {
+		if r.Method == http.MethodPost && f.answerEarly(w, r, v, "") {
 			return
 		}
 		f.stateless.ServeHTTP(w, r)

@@ -382,12 +382,8 @@ func (f *Front) serveSession(w http.ResponseWriter, r *http.Request, v *view) {
 		f.stateful.ServeHTTP(w, r)
 	default:
 		defer v.begin(id, false)()
-		// Only a cache hit is answered early in a session: without cached
-		// tools, the request goes to go-sdk unread.
-		if r.Method == http.MethodPost && f.controls.Get(r.Context(), v.key.ProjectID).AnyCached() {
-			if ss := v.sessionOf(id); ss != nil && f.answerEarly(w, r, v, ss) {
-				return
-			}
+		if r.Method == http.MethodPost && f.answerEarly(w, r, v, id) {
+			return
 		}
 		tok := rand.Text()
 		r.Header.Set(requestHeader, tok)
