@@ -306,6 +306,8 @@ func TestEarlyHitsRateLimited(t *testing.T) {
 	if got, want := [6]int64{hits, earlyHits, earlyCalls, h, eh, ec}, [6]int64{2, 2, 1, 2, 2, 2}; got != want || runs.Load() != 1 {
 		t.Errorf("hits, early hits, other early calls before and after = %v, agent runs %d; want %v, 1", got, runs.Load(), want)
 	}
+	// Operators see the hits; the refused call is not one.
+	wantMetric(t, e.scrape(e.adminToken()), 2, "spacefix_cache_hits_total")
 }
 
 // TestEarlyCallsAnswerAsGoSDK: a 2026-07-28 call that is not a cache hit
