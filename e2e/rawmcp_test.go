@@ -42,11 +42,18 @@ func rawPost(ctx context.Context, client *http.Client, url, key, session, body s
 // newRawSession initializes a session with key and returns it.
 func (e *env) newRawSession(key string) *rawSession {
 	e.t.Helper()
+	return e.newRawSessionWith(key, initializeBody)
+}
+
+// newRawSessionWith initializes a session with key and the initialize
+// request init, and returns it.
+func (e *env) newRawSessionWith(key, init string) *rawSession {
+	e.t.Helper()
 	s := &rawSession{t: e.t, url: e.url, key: key, client: &http.Client{Transport: &http.Transport{}}}
 	e.t.Cleanup(s.client.CloseIdleConnections)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	resp, err := rawPost(ctx, s.client, s.url, key, "", initializeBody)
+	resp, err := rawPost(ctx, s.client, s.url, key, "", init)
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -18,13 +18,7 @@ type Controls struct {
 	Tools     map[string]store.ToolSettings // by exposed tool name
 	Approvals map[string]*store.Approval    // by exposed tool name
 	AgentKeys map[string]store.Key          // agent keys by id
-
-	anyCached bool // some tool's results are cached (set by Load)
 }
-
-// AnyCached reports whether the results of some tool of the project are
-// cached, as loaded from the store.
-func (c *Controls) AnyCached() bool { return c.anyCached }
 
 // Consent returns where t stands with the project's consent setting, and
 // the approved definition clients see meanwhile (nil: as registered).
@@ -137,7 +131,6 @@ func Load(ctx context.Context, st store.Store, projectID int64) (*Controls, erro
 	}
 	for _, t := range ts {
 		c.Tools[t.Tool] = t
-		c.anyCached = c.anyCached || t.CacheSeconds > 0
 	}
 	for i := range as {
 		c.Approvals[as[i].Tool] = &as[i]

@@ -47,6 +47,12 @@ func (f *Front) toolHandler(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 	if req.Session != nil {
 		defer f.viewFor(key).trackCall(req.Session.ID(), cancel)()
 	}
+	// An early session call go-sdk took over at the agent's question
+	// (handoff.go): it goes on from there. (A call that asked is not
+	// cached.)
+	if h := f.resumeHandoff(req); h != nil {
+		return f.await(ctx, req, t, key, h.call, h.res, h.start)
+	}
 
 	// A retry that carries the user's answer to the agent's question: the
 	// call is still running on its replica.
@@ -187,6 +193,9 @@ func (f *Front) wait(ctx context.Context, t *agents.Tool, key store.Key, c *acce
 // logs it and turns how it ended into the client's answer.
 func (f *Front) await(ctx context.Context, req *mcp.CallToolRequest, t *agents.Tool, key store.Key, call *route.Call, res route.Result, start time.Time) (*mcp.CallToolResult, error) {
 	for res.Question != nil {
+		if handingOff(ctx, call, res, key, start) {
+			return nil, errHandedOff
+		}
 		q := res.Question
 		if q.Type == agentproto.TypeAsk {
 			reqs, state, again, err := f.askClient(ctx, req.Session, req.Params.Meta, call, q, key.ID, start, func(res route.Result, start time.Time) {
@@ -289,13 +298,14 @@ func progressSender(ctx context.Context, req *mcp.CallToolRequest) func(string) 
 	if token == nil {
 		return nil
 	}
-	send := func(p *mcp.ProgressNotificationParams) { req.Session.NotifyProgress(ctx, p) }
-	if req.Session == nil {
-		ns, ok := ctx.Value(noSessionKey{}).(noSession)
-		if !ok {
-			return nil
-		}
+	var send func(p *mcp.ProgressNotificationParams)
+	switch ns, ok := ctx.Value(noSessionKey{}).(noSession); {
+	case ok:
 		send = func(p *mcp.ProgressNotificationParams) { ns.notify("notifications/progress", p) }
+	case req.Session != nil:
+		send = func(p *mcp.ProgressNotificationParams) { req.Session.NotifyProgress(ctx, p) }
+	default:
+		return nil
 	}
 	n := 0
 	return func(line string) {

@@ -30,23 +30,28 @@ import (
 // middleware chain) costs more than the rest of a cache hit together, and
 // about as much as the agent's round trip. Two kinds are taken:
 //
-//   - a cache hit, in every era: the stored result, encoded for the era when
-//     it was cached, goes out without running the tool handler;
-//   - any other call at 2026-07-28: it runs the same tool handler go-sdk
-//     would run ([Front.tracedToolHandler]); its progress lines (if it gave
-//     a progress token), its log messages (at the level it asked for) and
-//     then its result or error are written as go-sdk writes them
-//     (resultType, the server's identity in _meta, the HTTP status of a
-//     protocol error). Sessions of 2025 are left to go-sdk: their calls may
-//     need the session (progress, logs, elicitation).
+//   - a cache hit: the stored result, encoded for the era when it was
+//     cached, goes out without running the tool handler;
+//   - any other call: it runs the same tool handler go-sdk would run
+//     ([Front.tracedToolHandler]); its progress lines (if it gave a progress
+//     token), its log messages (at the level the client asked for: the
+//     request's _meta at 2026-07-28, logging/setLevel in a session) and then
+//     its result or error are written as go-sdk writes them (at 2026-07-28
+//     the resultType, the server's identity in _meta, the HTTP status of a
+//     protocol error). In a 2025 session, the client's
+//     notifications/cancelled reaches the call (view.cancelEarly), and a
+//     question for the client (confirm, elicitation, sampling, roots), which
+//     must travel as a request over the session, makes go-sdk take the call
+//     over on the same response (handoff.go).
 //
 // Only plain, well-formed requests qualify; anything else — another method,
 // a batch, a header or field go-sdk would refuse or act on, a retry with
 // requestState, a tool that takes parameters in headers, traces switched
 // on, an endpoint whose caller does not check hosts — goes to go-sdk
 // untouched, the body read once and given back.
-// TestEarlyHitsAnswerAsGoSDK and TestEarlyCallsAnswerAsGoSDK hold the
-// answers to go-sdk's, and the conformance suite runs through this path.
+// TestEarlyHitsAnswerAsGoSDK, TestEarlyCallsAnswerAsGoSDK and
+// TestEarlySessionCallsAnswerAsGoSDK hold the answers to go-sdk's, and the
+// conformance suite runs through this path.
 //
 // A cache hit passes the checks of go-sdk's path in its order: the key
 // (already verified in dispatch), the access policy, the instance
@@ -145,10 +150,6 @@ func (f *Front) answerEarly(w http.ResponseWriter, r *http.Request, v *view, ses
 		return false
 	}
 	modern := sessionID == ""
-	c := f.controls.Get(r.Context(), v.key.ProjectID)
-	if !modern && !c.AnyCached() {
-		return false // only a cache hit is answered early in a session: go-sdk reads it
-	}
 	if !earlyHeaders(r, modern) {
 		return false
 	}
@@ -163,16 +164,17 @@ func (f *Front) answerEarly(w http.ResponseWriter, r *http.Request, v *view, ses
 	if modern && (r.Header.Get("Mcp-Method") != "tools/call" || r.Header.Get("Mcp-Name") != call.name) {
 		return false // go-sdk says which header is wrong
 	}
+	var ss *mcp.ServerSession
 	if !modern {
-		s := v.sessionOf(sessionID)
-		if s == nil {
+		if ss = v.sessionOf(sessionID); ss == nil {
 			return false // go-sdk answers 404
 		}
-		if p := s.InitializeParams(); p == nil || p.ProtocolVersion >= modernVersion {
+		if p := ss.InitializeParams(); p == nil || p.ProtocolVersion >= modernVersion {
 			return false
 		}
 	}
 
+	c := f.controls.Get(r.Context(), v.key.ProjectID)
 	t := f.reg.Snapshot(v.key.ProjectID).Tools[call.name]
 	if t == nil || !access.For(v.key, c).Permits(t) || !v.advertisedPlain(t.Name) {
 		return false // go-sdk's path says "not found"
@@ -181,8 +183,22 @@ func (f *Front) answerEarly(w http.ResponseWriter, r *http.Request, v *view, ses
 	if c.CacheFor(t) > 0 {
 		result = f.cachedEarly(v, t, call, modern)
 	}
+	ctx := r.Context()
 	if result == nil && !modern {
-		return false
+		// A session's call: a notifications/cancelled for its id must
+		// find it, as go-sdk's would.
+		rid, err := jsonrpc.MakeID(idValue(call.id))
+		if err != nil {
+			return false
+		}
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		forget, ok := v.trackEarly(sessionID, rid, cancel)
+		if !ok {
+			return false
+		}
+		defer forget()
 	}
 	out := &sseStream{w: w}
 	if n := c.Settings.RateLimitPerMinute; n > 0 {
@@ -199,10 +215,24 @@ func (f *Front) answerEarly(w http.ResponseWriter, r *http.Request, v *view, ses
 		return true
 	}
 	f.earlyCalls.Add(1)
-	f.earlyNow.Add(1) // a stateless request being served (SessionCounts)
-	defer f.earlyNow.Add(-1)
-	res, err := f.callEarly(r, out, t, c, call)
-	f.writeEarly(out, call.id, res, err, true)
+	sink := noSession{notify: out.notify, logLevel: call.logLevel}
+	var hand *handoff
+	if modern {
+		f.earlyNow.Add(1) // a stateless request being served (SessionCounts)
+		defer f.earlyNow.Add(-1)
+	} else {
+		// A session's log level is the one its client set (go-sdk ignores
+		// the request's own there), and a question for the client goes
+		// through go-sdk: handOff.
+		sink.logLevel = v.logLevel(sessionID)
+		hand = &handoff{}
+	}
+	res, err := f.callEarly(ctx, r, out, t, c, call, ss, sink, hand)
+	if errors.Is(err, errHandedOff) {
+		f.handOff(out, r, hand)
+		return true
+	}
+	f.writeEarly(out, call.id, res, err, modern)
 	return true
 }
 
@@ -229,23 +259,34 @@ func (f *Front) cachedEarly(v *view, t *agents.Tool, call earlyCall, modern bool
 	return cr.legacy
 }
 
-// callEarly runs a 2026-07-28 call through the tool handler, as go-sdk's
-// path would after its parsing: [view.resolve]'s context, the request's
-// _meta, no session (a stateless request's is thrown away after it), and
-// a panic turned into an isError result ([Front.recoverPanics]).
-func (f *Front) callEarly(r *http.Request, out *sseStream, t *agents.Tool, c *access.Controls, call earlyCall) (res *mcp.CallToolResult, err error) {
+// callEarly runs a call through the tool handler, as go-sdk's path would
+// after its parsing: [view.resolve]'s context, the request's _meta, the
+// session ss of a 2025 request (nil at 2026-07-28, where go-sdk makes a
+// throwaway one), its notifications going to sink, and a panic turned into
+// an isError result ([Front.recoverPanics]). hand, set for a session's
+// call, takes the call over when the agent asks the client something:
+// callEarly then returns errHandedOff.
+func (f *Front) callEarly(ctx context.Context, r *http.Request, out *sseStream, t *agents.Tool, c *access.Controls,
+	call earlyCall, ss *mcp.ServerSession, sink noSession, hand *handoff) (res *mcp.CallToolResult, err error) {
 	var meta mcp.Meta
-	if err := json.Unmarshal(call.meta, &meta); err != nil {
-		return nil, err // parseEarly read it: not reached
+	if call.meta != nil {
+		if err := json.Unmarshal(call.meta, &meta); err != nil {
+			return nil, err // parseEarly read it: not reached
+		}
 	}
 	req := &mcp.CallToolRequest{
-		Params: &mcp.CallToolParamsRaw{Name: call.name, Arguments: call.args, Meta: meta},
-		Extra:  &mcp.RequestExtra{TokenInfo: auth.TokenInfoFromContext(r.Context()), Header: r.Header},
+		Session: ss,
+		Params:  &mcp.CallToolParamsRaw{Name: call.name, Arguments: call.args, Meta: meta},
+		Extra:   &mcp.RequestExtra{TokenInfo: auth.TokenInfoFromContext(r.Context()), Header: r.Header},
 	}
-	ctx := context.WithValue(context.WithValue(r.Context(), toolCtxKey{}, t), controlsCtxKey{}, c)
+	ctx = context.WithValue(context.WithValue(ctx, toolCtxKey{}, t), controlsCtxKey{}, c)
 	// Progress lines and log messages go out on the answer's stream before
 	// the result, as go-sdk sends a request's notifications.
-	ctx = context.WithValue(ctx, noSessionKey{}, noSession{notify: out.notify, logLevel: call.logLevel})
+	ctx = context.WithValue(ctx, noSessionKey{}, sink)
+	if hand != nil {
+		hand.t = t
+		ctx = context.WithValue(ctx, handoffKey{}, hand)
+	}
 	defer f.recovered("tools/call", func(r mcp.Result, e error) {
 		res, _ = r.(*mcp.CallToolResult)
 		err = e
@@ -256,7 +297,7 @@ func (f *Front) callEarly(r *http.Request, out *sseStream, t *agents.Tool, c *ac
 
 // noSession is, in the context of a call answered before go-sdk, where
 // the request's notifications go (progressSender, logSender): its answer's
-// stream, and log messages from the level it asked for ("": none).
+// stream, and log messages from the level the client asked for ("": none).
 type noSession struct {
 	notify   func(method string, params any)
 	logLevel string

@@ -134,6 +134,7 @@ type Front struct {
 	maxSessions int
 	maxInFlight int
 	requests    sync.Map // requestHeader token → the HTTP request's context
+	handoffs    sync.Map // handoffHeader token → *handoff
 	viewIdle    time.Duration
 	unsubscribe func()
 	updated     chan changes.Change // resource updates for tellSubscribers
@@ -234,7 +235,8 @@ func (f *Front) dispatch(w http.ResponseWriter, r *http.Request) {
 	if cw, ok := w.(*challengeWriter); ok {
 		w = cw.ResponseWriter // verified: no challenge from here on
 	}
-	r.Header.Del(requestHeader) // only the gateway sets it
+	r.Header.Del(requestHeader) // only the gateway sets these
+	r.Header.Del(handoffHeader)
 	k, ok := keyFrom(auth.TokenInfoFromContext(r.Context()))
 	if !ok {
 		f.stateful.ServeHTTP(w, r) // go-sdk answers: no server for it

@@ -24,13 +24,12 @@ func waitOn(ctx context.Context, req *mcp.CallToolRequest, call *route.Call) rou
 // logging/setLevel on a session, the request's _meta logLevel on
 // 2026-07-28; without either nothing is sent, as the spec has it.
 func logSender(ctx context.Context, req *mcp.CallToolRequest) func(agentproto.Message) {
-	ss := req.Session
-	send := func(p *mcp.LoggingMessageParams) { ss.Log(ctx, p) }
-	if ss == nil {
+	var send func(p *mcp.LoggingMessageParams)
+	switch ns, ok := ctx.Value(noSessionKey{}).(noSession); {
+	case ok:
 		// A call answered before go-sdk (early.go): its own stream, at the
-		// level the request asked for.
-		ns, ok := ctx.Value(noSessionKey{}).(noSession)
-		if !ok || ns.logLevel == "" {
+		// level the client asked for.
+		if ns.logLevel == "" {
 			return nil
 		}
 		send = func(p *mcp.LoggingMessageParams) {
@@ -38,6 +37,10 @@ func logSender(ctx context.Context, req *mcp.CallToolRequest) func(agentproto.Me
 				ns.notify("notifications/message", p)
 			}
 		}
+	case req.Session != nil:
+		send = func(p *mcp.LoggingMessageParams) { req.Session.Log(ctx, p) }
+	default:
+		return nil
 	}
 	return func(m agentproto.Message) {
 		var data any = json.RawMessage(m.Data)
@@ -73,4 +76,37 @@ func severity(l mcp.LoggingLevel) slog.Level {
 		return mcp.LevelEmergency
 	}
 	return mcp.LevelDebug
+}
+
+// noteSession is the receiving middleware that keeps what the early path
+// needs of a session and go-sdk does not export: the log level its client
+// set.
+func (v *view) noteSession(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		if method != "logging/setLevel" || err != nil {
+			return res, err
+		}
+		ss, ok := req.GetSession().(*mcp.ServerSession)
+		p, ok2 := req.GetParams().(*mcp.SetLoggingLevelParams)
+		if !ok || !ok2 || p == nil || ss.ID() == "" {
+			return res, err
+		}
+		v.sess.mu.Lock()
+		if s := v.sess.m[ss.ID()]; s != nil {
+			s.logLevel = string(p.Level)
+		}
+		v.sess.mu.Unlock()
+		return res, err
+	}
+}
+
+// logLevel returns the log level the client of session id set, "" for none.
+func (v *view) logLevel(id string) string {
+	v.sess.mu.Lock()
+	defer v.sess.mu.Unlock()
+	if s := v.sess.m[id]; s != nil {
+		return s.logLevel
+	}
+	return ""
 }

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -44,6 +45,14 @@ type sessState struct {
 	streams  int  // GET streams open
 	misses   int  // keepalive pings missed in a row
 	pinging  bool // a keepalive ping is on its way
+	// logLevel is the level the client set with logging/setLevel, ""
+	// until it does: go-sdk keeps it privately, and a call answered
+	// before go-sdk (early.go) filters its log messages by it.
+	logLevel string
+	// early are the tool calls answered before go-sdk and in flight, by
+	// request id: a notifications/cancelled for one ends it, as go-sdk's
+	// would end its own.
+	early map[jsonrpc.ID]context.CancelFunc
 }
 
 // sessions are the view's live sessions by id, pruned of closed ones.
@@ -149,6 +158,67 @@ func (v *view) added(id string) {
 	defer v.sess.mu.Unlock()
 	if v.sess.m[id] == nil {
 		v.sess.m[id] = &sessState{lastUsed: time.Now()}
+	}
+}
+
+// trackEarly notes a tool call of session id answered before go-sdk, so
+// that the client's notifications/cancelled for request rid reaches it;
+// ok is false when the gateway does not know the session (yet): then
+// go-sdk serves the call.
+func (v *view) trackEarly(id string, rid jsonrpc.ID, cancel context.CancelFunc) (forget func(), ok bool) {
+	v.sess.mu.Lock()
+	defer v.sess.mu.Unlock()
+	s := v.sess.m[id]
+	if s == nil {
+		return nil, false
+	}
+	if _, dup := s.early[rid]; dup {
+		return nil, false // go-sdk answers a duplicate request id
+	}
+	if s.early == nil {
+		s.early = map[jsonrpc.ID]context.CancelFunc{}
+	}
+	s.early[rid] = cancel
+	return func() {
+		v.sess.mu.Lock()
+		defer v.sess.mu.Unlock()
+		delete(s.early, rid)
+	}, true
+}
+
+// cancelEarly passes a session's notifications/cancelled, in body, to the
+// call answered before go-sdk that it names, if any. go-sdk gets the
+// notification too, and ignores an id it does not serve.
+func (v *view) cancelEarly(id string, r *http.Request) {
+	v.sess.mu.Lock()
+	s := v.sess.m[id]
+	none := s == nil || len(s.early) == 0
+	v.sess.mu.Unlock()
+	if none {
+		return
+	}
+	body, err := readBody(r)
+	if err != nil || !bytes.Contains(body, []byte("notifications/cancelled")) {
+		return
+	}
+	var n struct {
+		Method string `json:"method"`
+		Params struct {
+			RequestID any `json:"requestId"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(body, &n) != nil || n.Method != "notifications/cancelled" {
+		return
+	}
+	rid, err := jsonrpc.MakeID(n.Params.RequestID)
+	if err != nil {
+		return
+	}
+	v.sess.mu.Lock()
+	cancel := s.early[rid]
+	v.sess.mu.Unlock()
+	if cancel != nil {
+		cancel()
 	}
 }
 
@@ -382,8 +452,11 @@ func (f *Front) serveSession(w http.ResponseWriter, r *http.Request, v *view) {
 		f.stateful.ServeHTTP(w, r)
 	default:
 		defer v.begin(id, false)()
-		if r.Method == http.MethodPost && f.answerEarly(w, r, v, id) {
-			return
+		if r.Method == http.MethodPost {
+			v.cancelEarly(id, r)
+			if f.answerEarly(w, r, v, id) {
+				return
+			}
 		}
 		tok := rand.Text()
 		r.Header.Set(requestHeader, tok)

@@ -80,7 +80,7 @@ func (f *Front) viewFor(k store.Key) *view {
 		// fail, and close them; see keepAlive in sessions.go.
 		GetSessionID: func() string { return f.sessionPrefix + rand.Text() },
 	})
-	v.server.AddReceivingMiddleware(v.f.recoverPanics, v.resolve, eraFields)
+	v.server.AddReceivingMiddleware(v.f.recoverPanics, v.resolve, eraFields, v.noteSession)
 	f.views[k.ID] = v
 	f.mu.Unlock()
 	v.sync()
@@ -322,7 +322,9 @@ func (v *view) resolve(next mcp.MethodHandler) mcp.MethodHandler {
 			return next(ctx, method, req)
 		}
 		c := v.f.controls.Get(ctx, v.key.ProjectID)
-		if n := c.Settings.RateLimitPerMinute; n > 0 {
+		// A call handed over by the early path (handoff.go) was counted
+		// there.
+		if n := c.Settings.RateLimitPerMinute; n > 0 && (ctr.Extra == nil || ctr.Extra.Header.Get(handoffHeader) == "") {
 			if ok, retry := v.f.limiter.Allow(v.key.ID, n); !ok {
 				return errorResult(ratelimit.Message(n, retry)), nil
 			}
