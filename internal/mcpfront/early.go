@@ -91,13 +91,12 @@ func (f *Front) encodeResult(r *mcp.CallToolResult, modern bool) ([]byte, error)
 	c := new(mcp.CallToolResult)
 	inputRequired := modern && r.InputRequests != nil
 	if modern {
-		// The result type is not exported: go-sdk's own decoding sets it.
-		rt := `{"resultType":"complete"}`
+		// The result type is not exported: copied from a result go-sdk's
+		// own decoding set it in.
 		if inputRequired {
-			rt = `{"resultType":"input_required"}`
-		}
-		if err := json.Unmarshal([]byte(rt), c); err != nil {
-			return nil, err
+			*c = resultTypes.inputRequired
+		} else {
+			*c = resultTypes.complete
 		}
 	}
 	c.Meta, c.Content, c.StructuredContent, c.IsError = r.Meta, r.Content, r.StructuredContent, r.IsError
@@ -116,6 +115,18 @@ func (f *Front) encodeResult(r *mcp.CallToolResult, modern bool) ([]byte, error)
 	}
 	return marshalPlain(c)
 }
+
+// resultTypes are empty results whose (unexported) result type go-sdk's
+// decoding set, once: decoding one per call costs a 32 KiB buffer.
+var resultTypes = func() (rt struct{ complete, inputRequired mcp.CallToolResult }) {
+	if err := json.Unmarshal([]byte(`{"resultType":"complete"}`), &rt.complete); err != nil {
+		panic(err)
+	}
+	if err := json.Unmarshal([]byte(`{"resultType":"input_required"}`), &rt.inputRequired); err != nil {
+		panic(err)
+	}
+	return rt
+}()
 
 // marshalPlain is json.Marshal without escaping HTML, as go-sdk encodes
 // JSON-RPC messages.
