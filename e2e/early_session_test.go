@@ -51,6 +51,7 @@ func sessionEnv(t *testing.T) (*env, *rawSession) {
 			core.Progress(ctx, "checking "+in.Q)
 			ok, err := core.Confirm(ctx, "Delete "+in.Q+"?")
 			core.Log(ctx, core.LogWarning, "answered")
+			core.Progress(ctx, "answered")
 			return fmt.Sprint("deleted: ", ok), err
 		})
 		core.AddTool(a, "form", "Asks the user for a form.", func(ctx context.Context, in earlyIn) (string, error) {
@@ -135,7 +136,8 @@ func TestEarlySessionCallsAnswerAsGoSDK(t *testing.T) {
 // call asks the client something, go-sdk takes the call over on the same
 // response: the client reads the progress line the early path sent, then
 // go-sdk's elicitation request, and after its answer the rest of the call,
-// as go-sdk alone would have written them.
+// as go-sdk alone would have written them, its progress numbered on from
+// before the question (MCP: the value increases with each notification).
 func TestEarlySessionQuestionsHandedOver(t *testing.T) {
 	t.Parallel()
 	e, s := sessionEnv(t)
@@ -148,9 +150,9 @@ func TestEarlySessionQuestionsHandedOver(t *testing.T) {
 		want                    []string // in the events after the question, in order
 	}{
 		{"a confirmation accepted", "confirm", `{"q":"order 7"}`, `{"action":"accept","content":{"confirm":true}}`,
-			[]string{`"data":"answered","level":"warning"`, `"text":"deleted: true"`}},
+			[]string{`"data":"answered","level":"warning"`, `"message":"answered","progress":2}`, `"text":"deleted: true"`}},
 		{"a confirmation declined", "confirm", `{"q":"order 8"}`, `{"action":"decline"}`,
-			[]string{`"data":"answered","level":"warning"`, `"text":"deleted: false"`}},
+			[]string{`"data":"answered","level":"warning"`, `"message":"answered","progress":2}`, `"text":"deleted: false"`}},
 		{"a form", "form", `{"q":"x"}`, `{"action":"accept","content":{"name":"Ada"}}`,
 			[]string{`"text":"accept Ada"`}},
 	}

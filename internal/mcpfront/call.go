@@ -293,7 +293,8 @@ func toolTarget(name, agentKey string) route.Target {
 // answered before go-sdk, onto its answer's stream (noSession).
 // Progress is best effort: a line the client cannot take is dropped, and
 // the call goes on.
-func progressSender(ctx context.Context, req *mcp.CallToolRequest) func(string) {
+// Lines are numbered on from sent, the lines the call passed on before.
+func progressSender(ctx context.Context, req *mcp.CallToolRequest, sent int) func(string) {
 	token := req.Params.GetProgressToken()
 	if token == nil {
 		return nil
@@ -307,7 +308,7 @@ func progressSender(ctx context.Context, req *mcp.CallToolRequest) func(string) 
 	default:
 		return nil
 	}
-	n := 0
+	n := sent
 	return func(line string) {
 		n++
 		send(&mcp.ProgressNotificationParams{ProgressToken: token, Progress: float64(n), Message: line})

@@ -16,7 +16,7 @@ import (
 // log messages to the client of req.
 func waitOn(ctx context.Context, req *mcp.CallToolRequest, call *route.Call) route.Result {
 	call.OnLog = logSender(ctx, req)
-	return call.Wait(ctx, progressSender(ctx, req))
+	return call.Wait(ctx, progressSender(ctx, req, call.ProgressSent()))
 }
 
 // logSender passes an agent's log messages (core.Log) to the client as

@@ -83,6 +83,7 @@ type Call struct {
 	timer    *time.Timer
 	th       throttle
 	over     bool
+	sent     int        // progress lines passed to a progress func, over every Wait
 	span     trace.Span // nil when not traced
 	// OnLog, when set, receives the agent's log messages for the client
 	// while Wait runs; without it they are dropped.
@@ -172,6 +173,12 @@ func (c *Call) Release() {
 // ID returns the call id.
 func (c *Call) ID() string { return c.res.ID }
 
+// ProgressSent returns how many progress lines the call has passed to the
+// progress funcs of its waits so far: a call resumed after a question goes
+// on numbering its client's progress notifications from there (MCP: the
+// progress value increases with each notification).
+func (c *Call) ProgressSent() int { return c.sent }
+
 // Deadline returns when the gateway stops waiting for the call.
 func (c *Call) Deadline() time.Time { return c.deadline }
 
@@ -206,14 +213,14 @@ func (c *Call) Wait(ctx context.Context, progress func(string)) Result {
 			return c.res
 		case line := <-c.p.Progress:
 			if l, ok := c.th.admit(line, time.Now()); ok {
-				c.res.Progress = deliverLine(progress, c.res.Progress, l)
+				c.deliverLine(progress, l)
 			}
 		case m := <-c.p.Log:
 			if c.OnLog != nil {
 				c.OnLog(m)
 			}
 		case <-c.th.flush():
-			c.res.Progress = deliverLine(progress, c.res.Progress, c.th.take(time.Now()))
+			c.deliverLine(progress, c.th.take(time.Now()))
 		case <-c.timer.C:
 			return c.Abandon(agentproto.ReasonTimeout)
 		case <-ctx.Done():
@@ -237,12 +244,12 @@ func (c *Call) drainProgress(progress func(string)) {
 		select {
 		case line := <-c.p.Progress:
 			if l, ok := c.th.admit(line, time.Now()); ok {
-				c.res.Progress = deliverLine(progress, c.res.Progress, l)
+				c.deliverLine(progress, l)
 			}
 		default:
 			if c.th.timer != nil {
 				c.th.timer.Stop()
-				c.res.Progress = deliverLine(progress, c.res.Progress, c.th.take(time.Now()))
+				c.deliverLine(progress, c.th.take(time.Now()))
 			}
 			return
 		}
@@ -378,14 +385,15 @@ func choose(reps []*agents.Replica, instance string) *agents.Replica {
 
 const maxLoggedProgress = 100
 
-func deliverLine(fn func(string), logged []string, line string) []string {
+// deliverLine passes line to fn, if any, and keeps it for the call log.
+func (c *Call) deliverLine(fn func(string), line string) {
 	if fn != nil {
 		fn(line)
+		c.sent++
 	}
-	if len(logged) < maxLoggedProgress {
-		logged = append(logged, line)
+	if len(c.res.Progress) < maxLoggedProgress {
+		c.res.Progress = append(c.res.Progress, line)
 	}
-	return logged
 }
 
 // throttle passes at most MaxProgressPerSec lines in any second; a line that
