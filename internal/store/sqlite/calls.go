@@ -15,9 +15,28 @@ import (
 // large prune never holds the write lock for long. A variable for tests.
 var pruneChunk = 5000
 
-const insertCall = `INSERT INTO calls
+// insertCalls is the statement that inserts n call log rows at once: one
+// statement per row cost more than the row (binding, stepping, the
+// driver's per-statement work), ~10 µs a call.
+func insertCalls(n int) string {
+	if n == insertChunk {
+		return insertFull
+	}
+	return insertCallsPrefix + strings.TrimSuffix(strings.Repeat(insertCallRow+",", n), ",")
+}
+
+const (
+	insertCallsPrefix = `INSERT INTO calls
 (started_at, project_id, kind, name, key_id, agent, replica, duration_us, outcome, error, progress, billable)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+VALUES `
+	insertCallRow  = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+	insertCallArgs = 12
+	// insertChunk rows per statement: 768 parameters, well under SQLite's
+	// limit of 32,766.
+	insertChunk = 64
+)
+
+var insertFull = insertCallsPrefix + strings.TrimSuffix(strings.Repeat(insertCallRow+",", insertChunk), ",")
 
 const upsertUsage = `INSERT INTO usage_daily (project_id, day, kind, name, calls) VALUES (?, ?, ?, ?, ?)
 ON CONFLICT (project_id, day, kind, name) DO UPDATE SET calls = usage_daily.calls + excluded.calls`
@@ -42,18 +61,20 @@ func (s *Store) AppendCalls(ctx context.Context, calls []store.Call) error {
 		}
 	}
 	err := s.writeTx(ctx, func(tx *sql.Tx) error {
-		ins, err := tx.PrepareContext(ctx, insertCall)
-		if err != nil {
-			return err
-		}
-		defer ins.Close()
-		for _, c := range calls {
-			progress, err := store.EncodeList(c.Progress)
-			if err != nil {
-				return err
+		args := make([]any, 0, insertCallArgs*min(len(calls), insertChunk))
+		for rest := calls; len(rest) > 0; {
+			chunk := rest[:min(len(rest), insertChunk)]
+			rest = rest[len(chunk):]
+			args = args[:0]
+			for _, c := range chunk {
+				progress, err := store.EncodeList(c.Progress)
+				if err != nil {
+					return err
+				}
+				args = append(args, millis(c.Time), c.ProjectID, c.Kind, c.Name, c.KeyID, c.Agent, c.Replica,
+					c.Duration.Microseconds(), c.Outcome, textfmt.Cut(c.Error, store.MaxErrorRunes), progress, c.Billable)
 			}
-			if _, err := ins.ExecContext(ctx, millis(c.Time), c.ProjectID, c.Kind, c.Name, c.KeyID, c.Agent, c.Replica,
-				c.Duration.Microseconds(), c.Outcome, textfmt.Cut(c.Error, store.MaxErrorRunes), progress, c.Billable); err != nil {
+			if _, err := tx.ExecContext(ctx, insertCalls(len(chunk)), args...); err != nil {
 				return err
 			}
 		}

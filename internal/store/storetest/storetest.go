@@ -13,15 +13,18 @@
 package storetest
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 	"unicode/utf8"
 
-	"github.com/google/go-cmp/cmp"
+	gocmp "github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/spacefix/spacefix/internal/store"
@@ -50,6 +53,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"UsageDays", testUsageDays},
 		{"PruneCalls", testPruneCalls},
 		{"ConcurrentAppendCalls", testConcurrentAppendCalls},
+		{"AppendManyCalls", testAppendManyCalls},
 		{"CloseTwice", testCloseTwice},
 		{"Check", testCheck},
 		{"CallAfterID", testCallAfterID},
@@ -160,7 +164,7 @@ func testProjects(t *testing.T, s store.Store) {
 		if err != nil {
 			t.Fatalf("Project(%q): %v", p.Name, err)
 		}
-		if diff := cmp.Diff(p, got); diff != "" {
+		if diff := gocmp.Diff(p, got); diff != "" {
 			t.Errorf("Project(%q) mismatch (-want +got):\n%s", p.Name, diff)
 		}
 		checkUTC(t, "Project CreatedAt", got.CreatedAt)
@@ -168,7 +172,7 @@ func testProjects(t *testing.T, s store.Store) {
 		if err != nil {
 			t.Fatalf("ProjectByID(%d): %v", p.ID, err)
 		}
-		if diff := cmp.Diff(p, got); diff != "" {
+		if diff := gocmp.Diff(p, got); diff != "" {
 			t.Errorf("ProjectByID(%d) mismatch (-want +got):\n%s", p.ID, diff)
 		}
 	}
@@ -176,7 +180,7 @@ func testProjects(t *testing.T, s store.Store) {
 	if err != nil {
 		t.Fatalf("Projects: %v", err)
 	}
-	if diff := cmp.Diff(created, all); diff != "" {
+	if diff := gocmp.Diff(created, all); diff != "" {
 		t.Errorf("Projects() mismatch, want oldest first (-want +got):\n%s", diff)
 	}
 
@@ -215,10 +219,10 @@ func testProjectSettings(t *testing.T, s store.Store) {
 		if err != nil {
 			t.Fatalf("%s: ProjectByID: %v", tt.name, err)
 		}
-		if diff := cmp.Diff(tt.settings, byName.Settings); diff != "" {
+		if diff := gocmp.Diff(tt.settings, byName.Settings); diff != "" {
 			t.Errorf("%s: Project settings mismatch (-want +got):\n%s", tt.name, diff)
 		}
-		if diff := cmp.Diff(tt.settings, byID.Settings); diff != "" {
+		if diff := gocmp.Diff(tt.settings, byID.Settings); diff != "" {
 			t.Errorf("%s: ProjectByID settings mismatch (-want +got):\n%s", tt.name, diff)
 		}
 	}
@@ -260,7 +264,7 @@ func testKeys(t *testing.T, s store.Store) {
 			want.ProjectName = billing.Name
 		}
 		want.CreatedAt = got.CreatedAt
-		if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
+		if diff := gocmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
 			t.Errorf("CreateKey(%q) mismatch (-want +got):\n%s", k.key.ID, diff)
 		}
 		if got.Revoked() {
@@ -273,7 +277,7 @@ func testKeys(t *testing.T, s store.Store) {
 		if err != nil {
 			t.Fatalf("KeyByHash(%q): %v", k.secret, err)
 		}
-		if diff := cmp.Diff(created[i], got, cmpopts.EquateEmpty()); diff != "" {
+		if diff := gocmp.Diff(created[i], got, cmpopts.EquateEmpty()); diff != "" {
 			t.Errorf("KeyByHash(%q) mismatch (-want +got):\n%s", k.secret, diff)
 		}
 		checkUTC(t, "KeyByHash CreatedAt", got.CreatedAt)
@@ -281,7 +285,7 @@ func testKeys(t *testing.T, s store.Store) {
 		if err != nil {
 			t.Fatalf("Key(%q): %v", k.key.ID, err)
 		}
-		if diff := cmp.Diff(created[i], got, cmpopts.EquateEmpty()); diff != "" {
+		if diff := gocmp.Diff(created[i], got, cmpopts.EquateEmpty()); diff != "" {
 			t.Errorf("Key(%q) mismatch (-want +got):\n%s", k.key.ID, diff)
 		}
 	}
@@ -297,7 +301,7 @@ func testKeys(t *testing.T, s store.Store) {
 		if err != nil {
 			t.Fatalf("Keys(%d): %v", tt.project, err)
 		}
-		if diff := cmp.Diff(tt.want, got, cmpopts.EquateEmpty()); diff != "" {
+		if diff := gocmp.Diff(tt.want, got, cmpopts.EquateEmpty()); diff != "" {
 			t.Errorf("Keys(%d) mismatch, want oldest first (-want +got):\n%s", tt.project, diff)
 		}
 	}
@@ -359,10 +363,10 @@ func testKeyTools(t *testing.T, s store.Store) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if diff := cmp.Diff(tools, byID.Tools, cmpopts.EquateEmpty()); diff != "" {
+		if diff := gocmp.Diff(tools, byID.Tools, cmpopts.EquateEmpty()); diff != "" {
 			t.Errorf("Key(%q).Tools mismatch (-want +got):\n%s", id, diff)
 		}
-		if diff := cmp.Diff(tools, byHash.Tools, cmpopts.EquateEmpty()); diff != "" {
+		if diff := gocmp.Diff(tools, byHash.Tools, cmpopts.EquateEmpty()); diff != "" {
 			t.Errorf("KeyByHash(%q).Tools mismatch (-want +got):\n%s", id, diff)
 		}
 	}
@@ -388,7 +392,7 @@ func testRevokeKey(t *testing.T, s store.Store) {
 	clk.check(t, "RevokedAt", got.RevokedAt)
 	want := k
 	want.RevokedAt = got.RevokedAt
-	if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
+	if diff := gocmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("revoked key mismatch (-want +got):\n%s", diff)
 	}
 
@@ -436,7 +440,7 @@ func testCallRoundTrip(t *testing.T, s store.Store) {
 		t.Fatalf("Calls: %v", err)
 	}
 	want := []store.Call{in[1], in[0]}
-	if diff := cmp.Diff(want, got, cmpopts.EquateEmpty(), cmpopts.IgnoreFields(store.Call{}, "ID")); diff != "" {
+	if diff := gocmp.Diff(want, got, cmpopts.EquateEmpty(), cmpopts.IgnoreFields(store.Call{}, "ID")); diff != "" {
 		t.Errorf("Calls mismatch (-want +got):\n%s", diff)
 	}
 	for _, c := range got {
@@ -520,7 +524,7 @@ func testCallFilters(t *testing.T, s store.Store) {
 		for _, i := range tt.want {
 			want = append(want, calls[i])
 		}
-		if diff := cmp.Diff(want, got, cmpopts.EquateEmpty(), cmpopts.IgnoreFields(store.Call{}, "ID")); diff != "" {
+		if diff := gocmp.Diff(want, got, cmpopts.EquateEmpty(), cmpopts.IgnoreFields(store.Call{}, "ID")); diff != "" {
 			t.Errorf("%s: Calls(%+v) mismatch, want newest first (-want +got):\n%s", tt.name, tt.filter, diff)
 		}
 	}
@@ -585,7 +589,7 @@ func testUsage(t *testing.T, s store.Store) {
 		if err != nil {
 			t.Fatalf("%s: Usage: %v", tt.name, err)
 		}
-		if diff := cmp.Diff(tt.want, got, cmpopts.EquateEmpty()); diff != "" {
+		if diff := gocmp.Diff(tt.want, got, cmpopts.EquateEmpty()); diff != "" {
 			t.Errorf("%s: Usage mismatch (-want +got):\n%s", tt.name, diff)
 		}
 		for _, u := range got {
@@ -633,7 +637,7 @@ func testUsageDays(t *testing.T, s store.Store) {
 		if err != nil {
 			t.Fatalf("%s: Usage: %v", tt.name, err)
 		}
-		if diff := cmp.Diff(tt.want, got, cmpopts.EquateEmpty()); diff != "" {
+		if diff := gocmp.Diff(tt.want, got, cmpopts.EquateEmpty()); diff != "" {
 			t.Errorf("%s: Usage(%v, %v) mismatch (-want +got):\n%s", tt.name, tt.from, tt.to, diff)
 		}
 	}
@@ -684,7 +688,7 @@ func testPruneCalls(t *testing.T, s store.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(usageBefore, usageAfter); diff != "" {
+	if diff := gocmp.Diff(usageBefore, usageAfter); diff != "" {
 		t.Errorf("usage changed by PruneCalls (-before +after):\n%s", diff)
 	}
 }
@@ -732,8 +736,55 @@ func testConcurrentAppendCalls(t *testing.T, s store.Store) {
 		t.Fatal(err)
 	}
 	want := []store.Usage{{Day: time.Date(2026, 3, 14, 0, 0, 0, 0, time.UTC), Kind: "tool", Name: "search_orders", Calls: total}}
-	if diff := cmp.Diff(want, usage); diff != "" {
+	if diff := gocmp.Diff(want, usage); diff != "" {
 		t.Errorf("usage after concurrent AppendCalls mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// testAppendManyCalls: one batch larger than a store writes in one
+// statement keeps every record, its fields, the batch's order (ids grow
+// with it) and the usage count.
+func testAppendManyCalls(t *testing.T, s store.Store) {
+	p := mustProject(t, s, "orders")
+	const n = 150
+	calls := make([]store.Call, n)
+	billable := 0
+	for i := range calls {
+		calls[i] = store.Call{
+			Time: at.Add(time.Duration(i) * time.Millisecond), ProjectID: p.ID, Kind: "tool", Name: fmt.Sprintf("tool_%d", i%3),
+			KeyID: "key_c", Agent: "key_a", Replica: fmt.Sprintf("rep_%d", i), Duration: time.Duration(i) * time.Microsecond,
+			Outcome: store.OutcomeError, Error: fmt.Sprintf("error %d", i), Progress: []string{fmt.Sprintf("line %d", i)}, Billable: i%2 == 0,
+		}
+		if calls[i].Billable {
+			billable++
+		}
+	}
+	mustAppend(t, s, calls...)
+	got, err := s.Calls(t.Context(), store.CallFilter{ProjectID: p.ID, Limit: 2 * n})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != n {
+		t.Fatalf("%d records after appending %d", len(got), n)
+	}
+	slices.SortFunc(got, func(a, b store.Call) int { return cmp.Compare(a.ID, b.ID) })
+	for i, c := range got {
+		want := calls[i]
+		want.ID, want.Time = c.ID, c.Time
+		if diff := gocmp.Diff(want, c); diff != "" || !c.Time.Equal(calls[i].Time) {
+			t.Fatalf("record %d (by id) mismatch (-want +got):\n%s time %v want %v", i, diff, c.Time, calls[i].Time)
+		}
+	}
+	usage, err := s.Usage(t.Context(), p.ID, at, at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := int64(0)
+	for _, u := range usage {
+		total += u.Calls
+	}
+	if total != int64(billable) {
+		t.Errorf("usage counts %d calls; want %d", total, billable)
 	}
 }
 
@@ -806,7 +857,7 @@ func testGateways(t *testing.T, s store.Store) {
 	clk.check(t, "SeenAt", got.SeenAt)
 	checkUTC(t, "StartedAt", got.StartedAt)
 	got.SeenAt = time.Time{}
-	if diff := cmp.Diff(a, got); diff != "" {
+	if diff := gocmp.Diff(a, got); diff != "" {
 		t.Errorf("gateway read back (-recorded +read):\n%s", diff)
 	}
 	// A second record is a heartbeat: one row, seen later.
