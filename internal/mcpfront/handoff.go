@@ -75,7 +75,7 @@ func (f *Front) handOff(out *sseStream, r *http.Request, h *handoff) {
 	r2.Header.Set(requestHeader, rt)
 	f.requests.Store(rt, r.Context())
 	defer f.requests.Delete(rt)
-	f.stateful.ServeHTTP(handedWriter{out}, r2)
+	f.stateful.ServeHTTP(handedWriter{out, new(bool)}, r2)
 	if _, left := f.handoffs.LoadAndDelete(tok); left {
 		// go-sdk did not reach the tool handler (the session closed, the
 		// tool went away): the call stops, and is logged.
@@ -102,13 +102,22 @@ func (f *Front) resumeHandoff(req *mcp.CallToolRequest) *handoff {
 
 // handedWriter is the response of an early call as go-sdk writes the rest
 // of it: once the early path has written the status (events went out),
-// go-sdk's goes nowhere and its events follow.
-type handedWriter struct{ s *sseStream }
+// go-sdk's status goes nowhere and its events follow. Should go-sdk answer
+// with an error status then (the session was deleted meanwhile), its
+// plain-text body is dropped too: written into the event stream, the
+// client could not read it.
+type handedWriter struct {
+	s       *sseStream
+	dropped *bool
+}
 
 func (h handedWriter) Header() http.Header { return h.s.w.Header() }
 
 func (h handedWriter) WriteHeader(code int) {
 	if h.s.started {
+		if code != http.StatusOK {
+			*h.dropped = true
+		}
 		return
 	}
 	h.s.started = true
@@ -117,6 +126,9 @@ func (h handedWriter) WriteHeader(code int) {
 
 func (h handedWriter) Write(b []byte) (int, error) {
 	h.WriteHeader(http.StatusOK)
+	if *h.dropped {
+		return len(b), nil
+	}
 	return h.s.w.Write(b)
 }
 
