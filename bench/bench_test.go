@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -166,6 +167,49 @@ func TestCachedGatewayHits(t *testing.T) {
 	}
 	if n := cg.AgentCalls(); n != 1 {
 		t.Errorf("calls that reached the agent = %d, want 1 (the rest cache hits)", n)
+	}
+}
+
+// TestGatewayAloneWithAgent checks the pieces of bench/sep/run.sh: a
+// gateway started without its agent answers echo once an echo agent
+// connects with the key it gave, in both eras, and its calls reach that
+// agent (a cached gateway's first call too, then hits).
+func TestGatewayAloneWithAgent(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a gateway; skipped under -short")
+	}
+	for _, cached := range []bool{false, true} {
+		gw, agentKey, url, err := StartGatewayAlone(t.TempDir(), cached)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		ran := make(chan error, 1)
+		go func() { ran <- RunEchoAgent(ctx, url, agentKey) }()
+		for _, v := range []string{ProtocolVersion, StatelessVersion} {
+			ss, err := gw.SessionsAt(ctx, 1, v)
+			if err != nil {
+				t.Fatalf("cached %v %s: %v", cached, v, err)
+			}
+			// The agent connects in the background: Run checks every answer.
+			var runErr error
+			for range 100 {
+				if _, runErr = Run(ctx, ss, 4, 40); runErr == nil {
+					break
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			if runErr != nil {
+				t.Errorf("cached %v %s: %v", cached, v, runErr)
+			}
+		}
+		cancel()
+		if err := <-ran; err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("cached %v: the agent ended with %v", cached, err)
+		}
+		if err := gw.Close(); err != nil {
+			t.Error(err)
+		}
 	}
 }
 

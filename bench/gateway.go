@@ -37,74 +37,17 @@ func StartGateway(dir string) (*Target, error) { return startGateway(dir, 0) }
 func StartCachedGateway(dir string) (*Target, error) { return startGateway(dir, CacheSeconds) }
 
 func startGateway(dir string, cacheSeconds int) (_ *Target, err error) {
-	tmp, err := os.MkdirTemp(dir, "spacefix-bench-")
+	t, g, agentKey, stopGateway, err := startGatewayAlone(dir, cacheSeconds)
 	if err != nil {
-		return nil, fmt.Errorf("start gateway: %w", err)
-	}
-	defer func() {
-		if err != nil {
-			os.RemoveAll(tmp)
-		}
-	}()
-	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(tmp, "spacefix.db"))
-	if err != nil {
-		return nil, fmt.Errorf("start gateway: %w", err)
-	}
-	first, err := gateway.Bootstrap(ctx, st)
-	if err != nil {
-		st.Close()
-		return nil, fmt.Errorf("start gateway: %w", err)
-	}
-	if cacheSeconds > 0 {
-		ps, err := st.Projects(ctx)
-		if err == nil && len(ps) == 0 {
-			err = errors.New("no project")
-		}
-		if err == nil {
-			_, err = st.SaveToolSettings(ctx, store.ToolSettings{ProjectID: ps[0].ID, Tool: ToolName, CacheSeconds: cacheSeconds})
-		}
-		if err != nil {
-			st.Close()
-			return nil, fmt.Errorf("start gateway: cache echo: %w", err)
-		}
+		return nil, err
 	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	cfg := gateway.DefaultConfig()
-	cfg.Addr = "127.0.0.1:0"
-	cfg.Logger = quiet
-	cfg.ShutdownGrace = 5 * time.Second
-
-	var g *gateway.Gateway
-	labelled(ctx, SideGateway, func(context.Context) {
-		if g, err = gateway.New(cfg, st); err == nil {
-			err = g.Start()
-		}
-	})
+	agent, err := echoAgent(g.URL(), agentKey, quiet, t)
 	if err != nil {
-		st.Close()
-		return nil, fmt.Errorf("start gateway: %w", err)
-	}
-
-	t := &Target{Name: SideGateway, Key: first.ClientKey}
-	if cacheSeconds > 0 {
-		t.Name = SideGatewayCached
-	}
-	agent, err := core.New(core.Options{APIKey: first.AgentKey, URL: g.URL(), Logger: quiet})
-	if err == nil {
-		err = core.AddTool(agent, ToolName, "Returns its text.",
-			func(_ context.Context, in EchoIn) (string, error) {
-				stampIn()
-				defer stampOut()
-				t.agentCalls.Add(1)
-				return in.Text, nil
-			})
-	}
-	if err != nil {
-		g.Close()
+		stopGateway()
 		return nil, fmt.Errorf("start agent: %w", err)
 	}
-	actx, stopAgent := context.WithCancel(ctx)
+	actx, stopAgent := context.WithCancel(context.Background())
 	ran := make(chan error, 1)
 	labelled(actx, SideAgent, func(actx context.Context) {
 		go func() { ran <- agent.Run(actx) }()
@@ -118,7 +61,7 @@ func startGateway(dir string, cacheSeconds int) (_ *Target, err error) {
 		case <-time.After(10 * time.Second):
 			errs = append(errs, errors.New("agent did not stop within 10s"))
 		}
-		errs = append(errs, g.Close(), os.RemoveAll(tmp))
+		errs = append(errs, stopGateway())
 		return errors.Join(errs...)
 	}
 	for deadline := time.Now().Add(10 * time.Second); len(g.Registry().All()) == 0; time.Sleep(5 * time.Millisecond) {
@@ -127,6 +70,108 @@ func startGateway(dir string, cacheSeconds int) (_ *Target, err error) {
 			return nil, errors.New("start gateway: the agent did not connect within 10s")
 		}
 	}
-	t.Endpoint, t.stop = g.URL()+"/mcp", stop
+	t.stop = stop
 	return t, nil
+}
+
+// StartGatewayAlone is [StartGateway] (cached: [StartCachedGateway]) without
+// its agent: it returns the agent key an echo agent in another process
+// connects with ([RunEchoAgent]) and the gateway's base URL.
+func StartGatewayAlone(dir string, cached bool) (t *Target, agentKey, url string, err error) {
+	cacheSeconds := 0
+	if cached {
+		cacheSeconds = CacheSeconds
+	}
+	t, g, agentKey, stop, err := startGatewayAlone(dir, cacheSeconds)
+	if err != nil {
+		return nil, "", "", err
+	}
+	t.stop = stop
+	return t, agentKey, g.URL(), nil
+}
+
+// RunEchoAgent serves echo to the gateway at url with agentKey until ctx
+// ends.
+func RunEchoAgent(ctx context.Context, url, agentKey string) error {
+	agent, err := echoAgent(url, agentKey, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	if err != nil {
+		return err
+	}
+	return agent.Run(ctx)
+}
+
+// echoAgent is a core agent serving echo; t, if set, counts its calls.
+func echoAgent(url, agentKey string, log *slog.Logger, t *Target) (*core.Agent, error) {
+	agent, err := core.New(core.Options{APIKey: agentKey, URL: url, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	err = core.AddTool(agent, ToolName, "Returns its text.",
+		func(_ context.Context, in EchoIn) (string, error) {
+			stampIn()
+			defer stampOut()
+			if t != nil {
+				t.agentCalls.Add(1)
+			}
+			return in.Text, nil
+		})
+	return agent, err
+}
+
+// startGatewayAlone starts the gateway of [StartGateway] and returns its
+// target (its endpoint and client key set), the gateway, the first start's
+// agent key and what stops it all.
+func startGatewayAlone(dir string, cacheSeconds int) (_ *Target, _ *gateway.Gateway, agentKey string, stop func() error, err error) {
+	tmp, err := os.MkdirTemp(dir, "spacefix-bench-")
+	if err != nil {
+		return nil, nil, "", nil, fmt.Errorf("start gateway: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			os.RemoveAll(tmp)
+		}
+	}()
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(tmp, "spacefix.db"))
+	if err != nil {
+		return nil, nil, "", nil, fmt.Errorf("start gateway: %w", err)
+	}
+	first, err := gateway.Bootstrap(ctx, st)
+	if err != nil {
+		st.Close()
+		return nil, nil, "", nil, fmt.Errorf("start gateway: %w", err)
+	}
+	if cacheSeconds > 0 {
+		ps, err := st.Projects(ctx)
+		if err == nil && len(ps) == 0 {
+			err = errors.New("no project")
+		}
+		if err == nil {
+			_, err = st.SaveToolSettings(ctx, store.ToolSettings{ProjectID: ps[0].ID, Tool: ToolName, CacheSeconds: cacheSeconds})
+		}
+		if err != nil {
+			st.Close()
+			return nil, nil, "", nil, fmt.Errorf("start gateway: cache echo: %w", err)
+		}
+	}
+	cfg := gateway.DefaultConfig()
+	cfg.Addr = "127.0.0.1:0"
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	cfg.ShutdownGrace = 5 * time.Second
+
+	var g *gateway.Gateway
+	labelled(ctx, SideGateway, func(context.Context) {
+		if g, err = gateway.New(cfg, st); err == nil {
+			err = g.Start()
+		}
+	})
+	if err != nil {
+		st.Close()
+		return nil, nil, "", nil, fmt.Errorf("start gateway: %w", err)
+	}
+	t := &Target{Name: SideGateway, Key: first.ClientKey, Endpoint: g.URL() + "/mcp"}
+	if cacheSeconds > 0 {
+		t.Name = SideGatewayCached
+	}
+	return t, g, first.AgentKey, func() error { return errors.Join(g.Close(), os.RemoveAll(tmp)) }, nil
 }

@@ -5,6 +5,7 @@
 //
 //	go run ./bench/cmd/spacefix-bench                 # 5 reps × 5,000 calls per shape
 //	go run ./bench/cmd/spacefix-bench -reps 1 -calls 1000
+//	go run ./bench/cmd/spacefix-bench -serve gateway   # one target, for a client in another process
 //
 // Each repetition runs every shape on every target back to back (rotating
 // which goes first), after a warm-up per target and shape. With -cached (the
@@ -45,8 +46,18 @@ func run(ctx context.Context, args []string) (err error) {
 	only := fs.String("configs", "c1,c16,c16-sessions,c1-stateless,c16-stateless", "shapes to run, comma-separated (-stateless: protocol 2026-07-28)")
 	split := fs.Bool("split", true, "also split one caller's calls into legs (client→handler, handler, handler→client)")
 	cached := fs.Bool("cached", true, "also measure a gateway that caches echo's results (all calls but the first are hits)")
+	serve := fs.String("serve", "", "only serve one target (direct, gateway or gateway-cached) until interrupted, printing its endpoint and key: for a client in another process, such as spacefix bench; or serve the echo agent (agent, with -agent-url and -agent-key)")
+	alone := fs.Bool("alone", false, "with -serve gateway or gateway-cached: start no agent, and print on a second line the gateway's URL and the agent key for one in another process")
+	agentURL := fs.String("agent-url", "", "with -serve agent: the gateway's URL")
+	agentKey := fs.String("agent-key", "", "with -serve agent: the agent key")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *serve == "agent" {
+		return bench.RunEchoAgent(ctx, *agentURL, *agentKey)
+	}
+	if *serve != "" {
+		return serveOne(ctx, *serve, *alone)
 	}
 	if *calls <= 0 || *reps <= 0 || *warmup < 0 {
 		return errors.New("-calls and -reps must be positive, -warmup not negative")
@@ -140,6 +151,52 @@ func run(ctx context.Context, args []string) (err error) {
 	if *split {
 		return writeSplit(ctx, direct, gw, *calls, *reps)
 	}
+	return nil
+}
+
+// serveOne serves the target named until ctx ends, after printing its
+// endpoint and its client key ("-" for none) on one line: the server side
+// alone in this process, so that its CPU can be read from /proc while a
+// client in another process calls it. With alone, a gateway starts no agent
+// and a second line gives its URL and agent key, for -serve agent.
+func serveOne(ctx context.Context, name string, alone bool) (err error) {
+	var (
+		t             *bench.Target
+		agentKey, url string
+	)
+	switch name {
+	case bench.SideDirect:
+		t, err = bench.StartDirect()
+	case bench.SideGateway, bench.SideGatewayCached:
+		tmp, terr := os.MkdirTemp("", "spacefix-bench-")
+		if terr != nil {
+			return terr
+		}
+		defer os.RemoveAll(tmp)
+		switch {
+		case alone:
+			t, agentKey, url, err = bench.StartGatewayAlone(tmp, name == bench.SideGatewayCached)
+		case name == bench.SideGateway:
+			t, err = bench.StartGateway(tmp)
+		default:
+			t, err = bench.StartCachedGateway(tmp)
+		}
+	default:
+		return fmt.Errorf("-serve %q: serve direct, gateway or gateway-cached", name)
+	}
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, t.Close()) }()
+	key := t.Key
+	if key == "" {
+		key = "-"
+	}
+	fmt.Println(t.Endpoint, key)
+	if agentKey != "" {
+		fmt.Println(url, agentKey)
+	}
+	<-ctx.Done()
 	return nil
 }
 
