@@ -29,24 +29,7 @@ func sessionEnv(t *testing.T) (*env, *rawSession) {
 		core.AddTool(a, "echo", "Echo q back.", func(ctx context.Context, in earlyIn) (earlyOut, error) {
 			return earlyOut{A: in.Q, Note: `<i>&</i> café`}, nil
 		})
-		core.AddTool(a, "fails", "Always fails.", func(ctx context.Context, in earlyIn) (string, error) {
-			return "", fmt.Errorf("no order %q <here>", in.Q)
-		})
-		core.AddTool(a, "logs", "Logs at three levels.", func(ctx context.Context, in earlyIn) (string, error) {
-			core.Log(ctx, core.LogDebug, "debug <detail>")
-			core.Log(ctx, core.LogInfo, map[string]any{"order": in.Q, "note": `"quoted" & <b>`})
-			core.Log(ctx, core.LogWarning, "warning")
-			return "logged", nil
-		})
-		core.AddTool(a, "slow", "Reports progress.", func(ctx context.Context, in earlyIn) (string, error) {
-			core.Progress(ctx, `step one <of> "two"`)
-			core.Progress(ctx, "step two")
-			return "done", nil
-		})
-		core.AddTool(a, "sample", "Asks the client's model.", func(ctx context.Context, in earlyIn) (string, error) {
-			_, err := core.Sample(ctx, core.SampleRequest{Messages: []core.SamplingMessage{{Role: "user", Content: core.Text(in.Q)}}, MaxTokens: 1})
-			return "", err
-		})
+		addCallTools(a)
 		core.AddTool(a, "confirm", "Reports progress, asks, logs, answers.", func(ctx context.Context, in earlyIn) (string, error) {
 			core.Progress(ctx, "checking "+in.Q)
 			ok, err := core.Confirm(ctx, "Delete "+in.Q+"?")
@@ -204,7 +187,10 @@ func TestEarlySessionCallCancelled(t *testing.T) {
 	for i, extra := range []string{"", `,"spacefix-test":1`} {
 		_, _, before := e.gw.EarlyStats()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		body := `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"long","arguments":{"q":"x"},"_meta":{"progressToken":"p"}` + extra + `}}`
+		// Each its own id: go-sdk may still be reading the first call's
+		// notifications/cancelled when the second call comes.
+		id := 9 + i
+		body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"long","arguments":{"q":"x"},"_meta":{"progressToken":"p"}%s}}`, id, extra)
 		resp, err := s.post(ctx, body)
 		must(t, err)
 		sc := bufio.NewScanner(resp.Body)
@@ -213,12 +199,12 @@ func TestEarlySessionCallCancelled(t *testing.T) {
 			if !ok {
 				continue
 			}
-			answers[i] = append(answers[i], data)
+			answers[i] = append(answers[i], strings.Replace(data, fmt.Sprintf(`"id":%d,`, id), `"id":N,`, 1))
 			if len(answers[i]) == 1 { // the handler runs: cancel it
 				if !strings.Contains(data, `"message":"started"`) {
-					t.Fatalf("first event %s; want the progress line", data)
+					t.Fatalf("call %d: first event %s; want the progress line", i, data)
 				}
-				r, err := s.post(ctx, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":9,"reason":"changed my mind"}}`)
+				r, err := s.post(ctx, fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%d,"reason":"changed my mind"}}`, id))
 				must(t, err)
 				r.Body.Close()
 				if r.StatusCode != http.StatusAccepted {

@@ -316,27 +316,10 @@ func TestEarlyCallsAnswerAsGoSDK(t *testing.T) {
 		core.AddTool(a, "echo", "Echo q back.", func(ctx context.Context, in earlyIn) (earlyOut, error) {
 			return earlyOut{A: in.Q, Note: `<i>&</i>`}, nil
 		})
-		core.AddTool(a, "fails", "Always fails.", func(ctx context.Context, in earlyIn) (string, error) {
-			return "", fmt.Errorf("no order %q <here>", in.Q)
-		})
+		addCallTools(a)
 		core.AddTool(a, "confirm", "Asks first.", func(ctx context.Context, in earlyIn) (string, error) {
 			ok, err := core.Confirm(ctx, "Delete "+in.Q+"?")
 			return fmt.Sprint("deleted: ", ok), err
-		})
-		core.AddTool(a, "sample", "Asks the client's model.", func(ctx context.Context, in earlyIn) (string, error) {
-			_, err := core.Sample(ctx, core.SampleRequest{Messages: []core.SamplingMessage{{Role: "user", Content: core.Text(in.Q)}}, MaxTokens: 1})
-			return "", err
-		})
-		core.AddTool(a, "logs", "Logs at three levels.", func(ctx context.Context, in earlyIn) (string, error) {
-			core.Log(ctx, core.LogDebug, "debug <detail>")
-			core.Log(ctx, core.LogInfo, map[string]any{"order": in.Q, "note": `"quoted" & <b>`})
-			core.Log(ctx, core.LogWarning, "warning")
-			return "logged", nil
-		})
-		core.AddTool(a, "slow", "Reports progress.", func(ctx context.Context, in earlyIn) (string, error) {
-			core.Progress(ctx, `step one <of> "two"`)
-			core.Progress(ctx, "step two")
-			return "done", nil
 		})
 	})
 	withCaps := func(caps string) string {
@@ -401,6 +384,30 @@ func TestEarlyCallsAnswerAsGoSDK(t *testing.T) {
 			t.Errorf("the question answered with %s: %s; want %q", reply, a, want)
 		}
 	}
+}
+
+// addCallTools registers the tools the tests of early calls share: fails
+// (a tool error), sample (asks the client's model), logs (at three levels)
+// and slow (two progress lines).
+func addCallTools(a *core.Agent) {
+	core.AddTool(a, "fails", "Always fails.", func(ctx context.Context, in earlyIn) (string, error) {
+		return "", fmt.Errorf("no order %q <here>", in.Q)
+	})
+	core.AddTool(a, "sample", "Asks the client's model.", func(ctx context.Context, in earlyIn) (string, error) {
+		_, err := core.Sample(ctx, core.SampleRequest{Messages: []core.SamplingMessage{{Role: "user", Content: core.Text(in.Q)}}, MaxTokens: 1})
+		return "", err
+	})
+	core.AddTool(a, "logs", "Logs at three levels.", func(ctx context.Context, in earlyIn) (string, error) {
+		core.Log(ctx, core.LogDebug, "debug <detail>")
+		core.Log(ctx, core.LogInfo, map[string]any{"order": in.Q, "note": `"quoted" & <b>`})
+		core.Log(ctx, core.LogWarning, "warning")
+		return "logged", nil
+	})
+	core.AddTool(a, "slow", "Reports progress.", func(ctx context.Context, in earlyIn) (string, error) {
+		core.Progress(ctx, `step one <of> "two"`)
+		core.Progress(ctx, "step two")
+		return "done", nil
+	})
 }
 
 // answerTo is the params to add to a retry that answers the confirmation
