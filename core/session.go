@@ -1,6 +1,7 @@
 package core
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -93,10 +94,20 @@ func (s *session) serve(ctx context.Context, registered map[string]bool) (welcom
 	s.wg.Add(1)
 	go s.heartbeat(every)
 
+	// One buffer for every message read (decoding copies what it keeps),
+	// dropped after a large one.
+	var buf bytes.Buffer
 	for {
 		// The read is not bound to a context: an expired context would
 		// drop the socket without a close frame. Closing the socket ends it.
-		_, data, err := s.conn.Read(context.Background())
+		buf.Reset()
+		if buf.Cap() > 1<<20 {
+			buf = bytes.Buffer{}
+		}
+		_, r, err := s.conn.Reader(context.Background())
+		if err == nil {
+			_, err = buf.ReadFrom(r)
+		}
 		if err != nil {
 			if s.ctx.Err() != nil {
 				return true, context.Cause(s.ctx)
@@ -104,7 +115,7 @@ func (s *session) serve(ctx context.Context, registered map[string]bool) (welcom
 			return true, fmt.Errorf("connection: %w", err)
 		}
 		var m agentproto.Message
-		if err := json.Unmarshal(data, &m); err != nil {
+		if err := json.Unmarshal(buf.Bytes(), &m); err != nil {
 			s.a.log.Warn("core: ignoring a message that is not JSON", "err", err)
 			continue
 		}

@@ -1,12 +1,14 @@
 package agentfront
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -74,8 +76,18 @@ func (t *wsTransport) Send(_ context.Context, m *agentproto.Message) error {
 // error.
 func (t *wsTransport) Recv(ctx context.Context) (*agentproto.Message, error) {
 	t.watch(ctx)
+	buf := messageBufs.Get().(*bytes.Buffer)
+	defer func() {
+		if buf.Cap() <= 64<<10 {
+			messageBufs.Put(buf)
+		}
+	}()
 	for {
-		_, data, err := t.ws.Read(context.Background())
+		buf.Reset()
+		_, r, err := t.ws.Reader(context.Background())
+		if err == nil {
+			_, err = buf.ReadFrom(r)
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
@@ -84,13 +96,18 @@ func (t *wsTransport) Recv(ctx context.Context) (*agentproto.Message, error) {
 		}
 		t.heard()
 		m := new(agentproto.Message)
-		if err := json.Unmarshal(data, m); err != nil {
+		if err := json.Unmarshal(buf.Bytes(), m); err != nil {
 			t.log.Warn("agent sent a message that is not JSON; ignored", "err", err)
 			continue
 		}
 		return m, nil
 	}
 }
+
+// messageBufs are the buffers messages are read into, shared by every
+// connection (decoding copies what it keeps): a buffer per connection
+// would be held by 10,000 idle agents, one per message is garbage.
+var messageBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 // watch closes the connection when ctx ends, unless it watches ctx
 // already (Recv is called with the same context for every message).

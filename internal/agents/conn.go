@@ -47,16 +47,18 @@ type Pending struct {
 	// dropped there, and the caller's throttle keeps the latest.
 	Progress chan string
 	// Confirm receives the agent's questions for the user.
-	Confirm chan agentproto.Message
+	Confirm chan *agentproto.Message
 	// Log receives the agent's log messages for the client; one that finds
 	// it full is dropped.
-	Log chan agentproto.Message
+	Log chan *agentproto.Message
 }
 
-// NewPending makes the channels of one pending call.
+// NewPending makes the channels of one pending call. Messages go by
+// pointer: every call makes these, and a buffer of 16 messages by value
+// was ~6 KiB of its garbage.
 func NewPending() *Pending {
-	return &Pending{Result: make(chan Reply, 1), Progress: make(chan string, 8), Confirm: make(chan agentproto.Message, 1),
-		Log: make(chan agentproto.Message, 16)}
+	return &Pending{Result: make(chan Reply, 1), Progress: make(chan string, 8), Confirm: make(chan *agentproto.Message, 1),
+		Log: make(chan *agentproto.Message, 16)}
 }
 
 // Reply is how a delivered call ended on the agent's side.

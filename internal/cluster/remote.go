@@ -189,14 +189,14 @@ func (c *Cluster) onReply(m *nats.Msg) {
 	case "confirm":
 		if f.Msg != nil {
 			select {
-			case call.p.Confirm <- *f.Msg:
+			case call.p.Confirm <- f.Msg:
 			default:
 			}
 		}
 	case "log":
 		if f.Msg != nil {
 			select {
-			case call.p.Log <- *f.Msg:
+			case call.p.Log <- f.Msg:
 			default: // a flood: dropped, as on the holder
 			}
 		}
@@ -285,9 +285,9 @@ func (c *Cluster) onCall(m *nats.Msg) {
 			case line := <-p.Progress:
 				reply(frame{Kind: "progress", Line: line})
 			case q := <-p.Confirm:
-				reply(frame{Kind: "confirm", Msg: &q})
+				reply(frame{Kind: "confirm", Msg: q})
 			case m := <-p.Log:
-				reply(frame{Kind: "log", Msg: &m})
+				reply(frame{Kind: "log", Msg: m})
 			case res := <-p.Result:
 				// Progress and logs sent before the result go first.
 			drain:
@@ -296,7 +296,7 @@ func (c *Cluster) onCall(m *nats.Msg) {
 					case line := <-p.Progress:
 						reply(frame{Kind: "progress", Line: line})
 					case m := <-p.Log:
-						reply(frame{Kind: "log", Msg: &m})
+						reply(frame{Kind: "log", Msg: m})
 					default:
 						break drain
 					}

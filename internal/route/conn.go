@@ -215,14 +215,14 @@ func (c *Conn) handle(ctx context.Context, m *agentproto.Message) {
 	case agentproto.TypeLog:
 		if p := c.lookup(m.ID); p != nil && slices.Contains(agentproto.LogLevels, m.Level) && len(m.Data) <= agentproto.MaxLogBytes {
 			select {
-			case p.Log <- agentproto.Message{Type: m.Type, ID: m.ID, Level: m.Level, Logger: m.Logger, Data: m.Data}:
+			case p.Log <- &agentproto.Message{Type: m.Type, ID: m.ID, Level: m.Level, Logger: m.Logger, Data: m.Data}:
 			default: // a flood: dropped
 			}
 		}
 	case agentproto.TypeConfirm, agentproto.TypeAsk:
 		if p := c.lookup(m.ID); p != nil {
 			select {
-			case p.Confirm <- *m:
+			case p.Confirm <- m:
 			default:
 				// One question at a time: the SDK waits for each answer.
 				busy := &agentproto.Message{Type: agentproto.TypeConfirmed, ID: m.ID, Input: m.Input,

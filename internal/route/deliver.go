@@ -209,7 +209,7 @@ func (c *Call) Wait(ctx context.Context, progress func(string)) Result {
 			// Lines the agent sent before it asked go first, as before a
 			// result: the question may end the call.
 			c.drainProgress(progress)
-			c.res.Question = &q
+			c.res.Question = q
 			return c.res
 		case line := <-c.p.Progress:
 			if l, ok := c.th.admit(line, time.Now()); ok {
@@ -217,7 +217,7 @@ func (c *Call) Wait(ctx context.Context, progress func(string)) Result {
 			}
 		case m := <-c.p.Log:
 			if c.OnLog != nil {
-				c.OnLog(m)
+				c.OnLog(*m)
 			}
 		case <-c.th.flush():
 			c.deliverLine(progress, c.th.take(time.Now()))
@@ -237,7 +237,7 @@ func (c *Call) drainProgress(progress func(string)) {
 	// Log messages sent before the result go first too.
 	for len(c.p.Log) > 0 {
 		if m := <-c.p.Log; c.OnLog != nil {
-			c.OnLog(m)
+			c.OnLog(*m)
 		}
 	}
 	for {
