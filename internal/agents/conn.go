@@ -43,22 +43,26 @@ type Conn interface {
 type Pending struct {
 	// Result receives exactly one Reply.
 	Result chan Reply
-	// Progress receives progress lines; a line that finds it full is
-	// dropped there, and the caller's throttle keeps the latest.
-	Progress chan string
+	// Events receives the agent's progress lines and log messages for the
+	// client, in the order the agent sent them; one that finds it full is
+	// dropped there (of progress lines, the caller's throttle keeps the
+	// latest).
+	Events chan Event
 	// Confirm receives the agent's questions for the user.
 	Confirm chan *agentproto.Message
-	// Log receives the agent's log messages for the client; one that finds
-	// it full is dropped.
-	Log chan *agentproto.Message
+}
+
+// Event is a progress line or a log message of a pending call.
+type Event struct {
+	Line string              // the progress line, when Log is nil
+	Log  *agentproto.Message // a log message
 }
 
 // NewPending makes the channels of one pending call. Messages go by
-// pointer: every call makes these, and a buffer of 16 messages by value
-// was ~6 KiB of its garbage.
+// pointer: every call makes these, and a buffer of messages by value was
+// ~6 KiB of its garbage.
 func NewPending() *Pending {
-	return &Pending{Result: make(chan Reply, 1), Progress: make(chan string, 8), Confirm: make(chan *agentproto.Message, 1),
-		Log: make(chan *agentproto.Message, 16)}
+	return &Pending{Result: make(chan Reply, 1), Events: make(chan Event, 24), Confirm: make(chan *agentproto.Message, 1)}
 }
 
 // Reply is how a delivered call ended on the agent's side.

@@ -183,7 +183,7 @@ func (c *Cluster) onReply(m *nats.Msg) {
 	switch f.Kind {
 	case "progress":
 		select {
-		case call.p.Progress <- f.Line:
+		case call.p.Events <- agents.Event{Line: f.Line}:
 		default: // full: the caller's throttle keeps the latest
 		}
 	case "confirm":
@@ -196,7 +196,7 @@ func (c *Cluster) onReply(m *nats.Msg) {
 	case "log":
 		if f.Msg != nil {
 			select {
-			case call.p.Log <- f.Msg:
+			case call.p.Events <- agents.Event{Log: f.Msg}:
 			default: // a flood: dropped, as on the holder
 			}
 		}
@@ -280,27 +280,34 @@ func (c *Cluster) onCall(m *nats.Msg) {
 			return
 		default:
 		}
+		// event forwards a progress line or log message; drain forwards
+		// those that came before a question or the result, which go first.
+		event := func(ev agents.Event) {
+			if ev.Log != nil {
+				reply(frame{Kind: "log", Msg: ev.Log})
+			} else {
+				reply(frame{Kind: "progress", Line: ev.Line})
+			}
+		}
+		drain := func() {
+			for {
+				select {
+				case ev := <-p.Events:
+					event(ev)
+				default:
+					return
+				}
+			}
+		}
 		for {
 			select {
-			case line := <-p.Progress:
-				reply(frame{Kind: "progress", Line: line})
+			case ev := <-p.Events:
+				event(ev)
 			case q := <-p.Confirm:
+				drain()
 				reply(frame{Kind: "confirm", Msg: q})
-			case m := <-p.Log:
-				reply(frame{Kind: "log", Msg: m})
 			case res := <-p.Result:
-				// Progress and logs sent before the result go first.
-			drain:
-				for {
-					select {
-					case line := <-p.Progress:
-						reply(frame{Kind: "progress", Line: line})
-					case m := <-p.Log:
-						reply(frame{Kind: "log", Msg: m})
-					default:
-						break drain
-					}
-				}
+				drain()
 				reply(frame{Kind: "result", Result: res.Result, Err: res.Err, Disconn: res.Disconnected, Busy: rep.Inflight() - 1})
 				return
 			case <-r.stop:

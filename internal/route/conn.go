@@ -208,14 +208,14 @@ func (c *Conn) handle(ctx context.Context, m *agentproto.Message) {
 	case agentproto.TypeProgress:
 		if p := c.lookup(m.ID); p != nil {
 			select {
-			case p.Progress <- m.Message:
+			case p.Events <- agents.Event{Line: m.Message}:
 			default:
 			}
 		}
 	case agentproto.TypeLog:
 		if p := c.lookup(m.ID); p != nil && slices.Contains(agentproto.LogLevels, m.Level) && len(m.Data) <= agentproto.MaxLogBytes {
 			select {
-			case p.Log <- &agentproto.Message{Type: m.Type, ID: m.ID, Level: m.Level, Logger: m.Logger, Data: m.Data}:
+			case p.Events <- agents.Event{Log: &agentproto.Message{Type: m.Type, ID: m.ID, Level: m.Level, Logger: m.Logger, Data: m.Data}}:
 			default: // a flood: dropped
 			}
 		}

@@ -211,14 +211,8 @@ func (c *Call) Wait(ctx context.Context, progress func(string)) Result {
 			c.drainProgress(progress)
 			c.res.Question = q
 			return c.res
-		case line := <-c.p.Progress:
-			if l, ok := c.th.admit(line, time.Now()); ok {
-				c.deliverLine(progress, l)
-			}
-		case m := <-c.p.Log:
-			if c.OnLog != nil {
-				c.OnLog(*m)
-			}
+		case ev := <-c.p.Events:
+			c.event(ev, progress)
 		case <-c.th.flush():
 			c.deliverLine(progress, c.th.take(time.Now()))
 		case <-c.timer.C:
@@ -229,23 +223,29 @@ func (c *Call) Wait(ctx context.Context, progress func(string)) Result {
 	}
 }
 
-// drainProgress passes on the lines that arrived before the result or a
-// question: the agent sent them first, so the client sees them first. A line the throttle
-// still holds goes too, just before the result: the latest line wins, and
-// whether it was held a moment longer must not decide whether it is seen.
-func (c *Call) drainProgress(progress func(string)) {
-	// Log messages sent before the result go first too.
-	for len(c.p.Log) > 0 {
-		if m := <-c.p.Log; c.OnLog != nil {
-			c.OnLog(*m)
+// event passes on a progress line (through the throttle) or a log message.
+func (c *Call) event(ev agents.Event, progress func(string)) {
+	if ev.Log != nil {
+		if c.OnLog != nil {
+			c.OnLog(*ev.Log)
 		}
+		return
 	}
+	if l, ok := c.th.admit(ev.Line, time.Now()); ok {
+		c.deliverLine(progress, l)
+	}
+}
+
+// drainProgress passes on the lines and log messages that arrived before
+// the result or a question, in their order: the agent sent them first, so
+// the client sees them first. A line the throttle still holds goes too,
+// just before the result: the latest line wins, and whether it was held a
+// moment longer must not decide whether it is seen.
+func (c *Call) drainProgress(progress func(string)) {
 	for {
 		select {
-		case line := <-c.p.Progress:
-			if l, ok := c.th.admit(line, time.Now()); ok {
-				c.deliverLine(progress, l)
-			}
+		case ev := <-c.p.Events:
+			c.event(ev, progress)
 		default:
 			if c.th.timer != nil {
 				c.th.timer.Stop()

@@ -419,3 +419,48 @@ func TestRouteProgressBeforeQuestion(t *testing.T) {
 		}
 	})
 }
+
+// TestRouteKeepsOrderOfProgressAndLogs: progress lines and log messages
+// reach the client in the order the agent sent them, while the call runs
+// and when they are drained before its result (they used to travel on two
+// channels, read in whichever order select chose).
+func TestRouteKeepsOrderOfProgressAndLogs(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		reg := newRegistry()
+		a := connect(t, reg, "r-a")
+		logMsg := func(id, data string) *agentproto.Message {
+			return &agentproto.Message{Type: agentproto.TypeLog, ID: id, Level: "info", Data: json.RawMessage(`"` + data + `"`)}
+		}
+		for i := range 20 {
+			call, res := route.Pick(t.Context(), reg, 1, echoTarget, request(30*time.Second))
+			if call == nil {
+				t.Fatalf("no replica: %+v", res)
+			}
+			call, res = call.Send(t.Context())
+			if call == nil {
+				t.Fatalf("not sent: %+v", res)
+			}
+			synctest.Wait()
+			_, sent := oneCall(t, a)
+			a.tr.Sent()
+			var got []string
+			call.OnLog = func(m agentproto.Message) { got = append(got, "log "+string(m.Data)) }
+			// Progress lines more than a second apart: the throttle passes
+			// each at once.
+			a.tr.Reply(&agentproto.Message{Type: agentproto.TypeProgress, ID: sent.ID, Message: "one"})
+			a.tr.Reply(logMsg(sent.ID, "after one"))
+			a.tr.Reply(logMsg(sent.ID, "before two"))
+			synctest.Wait()
+			time.Sleep(2 * time.Second)
+			a.tr.Reply(&agentproto.Message{Type: agentproto.TypeProgress, ID: sent.ID, Message: "two"})
+			a.tr.Reply(logMsg(sent.ID, "last"))
+			a.tr.Reply(result(sent.ID, "done"))
+			synctest.Wait()
+			res = call.Wait(t.Context(), func(s string) { got = append(got, "progress "+s) })
+			want := []string{"progress one", `log "after one"`, `log "before two"`, "progress two", `log "last"`}
+			if res.Outcome != route.OK || !slices.Equal(got, want) {
+				t.Fatalf("round %d: %v, then %v; want %v, then the result", i, got, res.Outcome, want)
+			}
+		}
+	})
+}
