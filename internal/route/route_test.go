@@ -393,22 +393,12 @@ func TestRouteProgressBeforeQuestion(t *testing.T) {
 		reg := newRegistry()
 		a := connect(t, reg, "r-a")
 		for i := range 40 {
-			call, res := route.Pick(t.Context(), reg, 1, echoTarget, request(30*time.Second))
-			if call == nil {
-				t.Fatalf("no replica: %+v", res)
-			}
-			call, res = call.Send(t.Context())
-			if call == nil {
-				t.Fatalf("not sent: %+v", res)
-			}
-			synctest.Wait()
-			_, sent := oneCall(t, a)
-			a.tr.Sent() // forget it: the next round's call is the one
+			call, sent := sendOne(t, reg, a)
 			a.tr.Reply(&agentproto.Message{Type: agentproto.TypeProgress, ID: sent.ID, Message: "looked it up"})
 			a.tr.Reply(&agentproto.Message{Type: agentproto.TypeConfirm, ID: sent.ID, Input: "q1", Message: "Delete it?"})
 			synctest.Wait() // both wait in the call's channels
 			var got []string
-			res = call.Wait(t.Context(), func(s string) { got = append(got, s) })
+			res := call.Wait(t.Context(), func(s string) { got = append(got, s) })
 			if res.Question == nil || !slices.Equal(got, []string{"looked it up"}) {
 				t.Fatalf("round %d: question %v after progress %q; want the question after the line", i, res.Question, got)
 			}
@@ -418,6 +408,25 @@ func TestRouteProgressBeforeQuestion(t *testing.T) {
 			}
 		}
 	})
+}
+
+// sendOne sends a call to a, the only replica, in a synctest bubble, and
+// returns it with the message a got, which a then forgets (the next one
+// sent is the next round's).
+func sendOne(t *testing.T, reg *agents.Registry, a *replica) (*route.Call, *agentproto.Message) {
+	t.Helper()
+	call, res := route.Pick(t.Context(), reg, 1, echoTarget, request(30*time.Second))
+	if call == nil {
+		t.Fatalf("no replica: %+v", res)
+	}
+	call, res = call.Send(t.Context())
+	if call == nil {
+		t.Fatalf("not sent: %+v", res)
+	}
+	synctest.Wait()
+	_, sent := oneCall(t, a)
+	a.tr.Sent()
+	return call, sent
 }
 
 // TestRouteKeepsOrderOfProgressAndLogs: progress lines and log messages
@@ -432,17 +441,7 @@ func TestRouteKeepsOrderOfProgressAndLogs(t *testing.T) {
 			return &agentproto.Message{Type: agentproto.TypeLog, ID: id, Level: "info", Data: json.RawMessage(`"` + data + `"`)}
 		}
 		for i := range 20 {
-			call, res := route.Pick(t.Context(), reg, 1, echoTarget, request(30*time.Second))
-			if call == nil {
-				t.Fatalf("no replica: %+v", res)
-			}
-			call, res = call.Send(t.Context())
-			if call == nil {
-				t.Fatalf("not sent: %+v", res)
-			}
-			synctest.Wait()
-			_, sent := oneCall(t, a)
-			a.tr.Sent()
+			call, sent := sendOne(t, reg, a)
 			var got []string
 			call.OnLog = func(m agentproto.Message) { got = append(got, "log "+string(m.Data)) }
 			// Progress lines more than a second apart: the throttle passes
@@ -456,7 +455,7 @@ func TestRouteKeepsOrderOfProgressAndLogs(t *testing.T) {
 			a.tr.Reply(logMsg(sent.ID, "last"))
 			a.tr.Reply(result(sent.ID, "done"))
 			synctest.Wait()
-			res = call.Wait(t.Context(), func(s string) { got = append(got, "progress "+s) })
+			res := call.Wait(t.Context(), func(s string) { got = append(got, "progress "+s) })
 			want := []string{"progress one", `log "after one"`, `log "before two"`, "progress two", `log "last"`}
 			if res.Outcome != route.OK || !slices.Equal(got, want) {
 				t.Fatalf("round %d: %v, then %v; want %v, then the result", i, got, res.Outcome, want)
