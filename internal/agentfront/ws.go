@@ -76,17 +76,11 @@ func (t *wsTransport) Send(_ context.Context, m *agentproto.Message) error {
 // error.
 func (t *wsTransport) Recv(ctx context.Context) (*agentproto.Message, error) {
 	t.watch(ctx)
-	buf := messageBufs.Get().(*bytes.Buffer)
-	defer func() {
-		if buf.Cap() <= 64<<10 {
-			messageBufs.Put(buf)
-		}
-	}()
 	for {
-		buf.Reset()
 		_, r, err := t.ws.Reader(context.Background())
+		var m *agentproto.Message
 		if err == nil {
-			_, err = buf.ReadFrom(r)
+			m, err = t.readMessage(r)
 		}
 		if err != nil {
 			if ctx.Err() != nil {
@@ -95,13 +89,32 @@ func (t *wsTransport) Recv(ctx context.Context) (*agentproto.Message, error) {
 			return nil, err
 		}
 		t.heard()
-		m := new(agentproto.Message)
-		if err := json.Unmarshal(buf.Bytes(), m); err != nil {
-			t.log.Warn("agent sent a message that is not JSON; ignored", "err", err)
-			continue
+		if m != nil {
+			return m, nil
 		}
-		return m, nil
 	}
+}
+
+// readMessage reads one message from r into a pooled buffer, taken only
+// once a message has begun to arrive (an idle agent holds none). A message
+// that is not JSON is logged and read as nil.
+func (t *wsTransport) readMessage(r io.Reader) (*agentproto.Message, error) {
+	buf := messageBufs.Get().(*bytes.Buffer)
+	defer func() {
+		if buf.Cap() <= 64<<10 {
+			messageBufs.Put(buf)
+		}
+	}()
+	buf.Reset()
+	if _, err := buf.ReadFrom(r); err != nil {
+		return nil, err
+	}
+	m := new(agentproto.Message)
+	if err := json.Unmarshal(buf.Bytes(), m); err != nil {
+		t.log.Warn("agent sent a message that is not JSON; ignored", "err", err)
+		return nil, nil
+	}
+	return m, nil
 }
 
 // messageBufs are the buffers messages are read into, shared by every
