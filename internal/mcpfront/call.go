@@ -290,7 +290,7 @@ func toolTarget(name, agentKey string) route.Target {
 
 // progressSender passes progress lines to the client when it asked for them
 // with a progress token: through the request's session, or, for a call
-// answered before go-sdk, onto its answer's stream (noSession).
+// answered before go-sdk, onto its answer's stream (earlySink).
 // Progress is best effort: a line the client cannot take is dropped, and
 // the call goes on.
 // Lines are numbered on from sent, the lines the call passed on before.
@@ -300,7 +300,7 @@ func progressSender(ctx context.Context, req *mcp.CallToolRequest, sent int) fun
 		return nil
 	}
 	var send func(p *mcp.ProgressNotificationParams)
-	switch ns, ok := ctx.Value(noSessionKey{}).(noSession); {
+	switch ns, ok := ctx.Value(earlySinkKey{}).(earlySink); {
 	case ok:
 		send = func(p *mcp.ProgressNotificationParams) { ns.notify("notifications/progress", p) }
 	case req.Session != nil:

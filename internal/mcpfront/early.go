@@ -226,7 +226,7 @@ func (f *Front) answerEarly(w http.ResponseWriter, r *http.Request, v *view, ses
 		return true
 	}
 	f.earlyCalls.Add(1)
-	sink := noSession{notify: out.notify, logLevel: call.logLevel}
+	sink := earlySink{notify: out.notify, logLevel: call.logLevel}
 	var hand *handoff
 	if modern {
 		f.earlyNow.Add(1) // a stateless request being served (SessionCounts)
@@ -236,9 +236,9 @@ func (f *Front) answerEarly(w http.ResponseWriter, r *http.Request, v *view, ses
 		// the request's own there), and a question for the client goes
 		// through go-sdk: handOff.
 		sink.logLevel = v.logLevel(sessionID)
-		hand = &handoff{}
+		hand = &handoff{t: t}
 	}
-	res, err := f.callEarly(ctx, r, out, t, c, call, ss, sink, hand)
+	res, err := f.callEarly(ctx, r, t, c, call, ss, sink, hand)
 	if errors.Is(err, errHandedOff) {
 		f.handOff(out, r, hand)
 		return true
@@ -277,8 +277,8 @@ func (f *Front) cachedEarly(v *view, t *agents.Tool, call earlyCall, modern bool
 // an isError result ([Front.recoverPanics]). hand, set for a session's
 // call, takes the call over when the agent asks the client something:
 // callEarly then returns errHandedOff.
-func (f *Front) callEarly(ctx context.Context, r *http.Request, out *sseStream, t *agents.Tool, c *access.Controls,
-	call earlyCall, ss *mcp.ServerSession, sink noSession, hand *handoff) (res *mcp.CallToolResult, err error) {
+func (f *Front) callEarly(ctx context.Context, r *http.Request, t *agents.Tool, c *access.Controls,
+	call earlyCall, ss *mcp.ServerSession, sink earlySink, hand *handoff) (res *mcp.CallToolResult, err error) {
 	var meta mcp.Meta
 	if call.meta != nil {
 		if err := json.Unmarshal(call.meta, &meta); err != nil {
@@ -293,9 +293,8 @@ func (f *Front) callEarly(ctx context.Context, r *http.Request, out *sseStream, 
 	ctx = context.WithValue(context.WithValue(ctx, toolCtxKey{}, t), controlsCtxKey{}, c)
 	// Progress lines and log messages go out on the answer's stream before
 	// the result, as go-sdk sends a request's notifications.
-	ctx = context.WithValue(ctx, noSessionKey{}, sink)
+	ctx = context.WithValue(ctx, earlySinkKey{}, sink)
 	if hand != nil {
-		hand.t = t
 		ctx = context.WithValue(ctx, handoffKey{}, hand)
 	}
 	defer f.recovered("tools/call", func(r mcp.Result, e error) {
@@ -306,15 +305,15 @@ func (f *Front) callEarly(ctx context.Context, r *http.Request, out *sseStream, 
 	return f.tracedToolHandler(ctx, req) // no tracer: the client's trace context still goes on
 }
 
-// noSession is, in the context of a call answered before go-sdk, where
+// earlySink is, in the context of a call answered before go-sdk, where
 // the request's notifications go (progressSender, logSender): its answer's
 // stream, and log messages from the level the client asked for ("": none).
-type noSession struct {
+type earlySink struct {
 	notify   func(method string, params any)
 	logLevel string
 }
 
-type noSessionKey struct{}
+type earlySinkKey struct{}
 
 // writeEarly writes a tool handler's answer as go-sdk would: a result (its
 // result type set, content never null) as an SSE event, a JSON-RPC error as

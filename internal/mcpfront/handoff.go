@@ -70,12 +70,7 @@ func (f *Front) handOff(out *sseStream, r *http.Request, h *handoff) {
 	r2 := r.Clone(r.Context())
 	r2.Body = io.NopCloser(bytes.NewReader(body))
 	r2.Header.Set(handoffHeader, tok)
-	// The call ends when its client hangs up, as any session call (hangUp).
-	rt := rand.Text()
-	r2.Header.Set(requestHeader, rt)
-	f.requests.Store(rt, r.Context())
-	defer f.requests.Delete(rt)
-	f.stateful.ServeHTTP(handedWriter{out, new(bool)}, r2)
+	f.serveInSession(handedWriter{out, new(bool)}, r2)
 	if _, left := f.handoffs.LoadAndDelete(tok); left {
 		// go-sdk did not reach the tool handler (the session closed, the
 		// tool went away): the call stops, and is logged.

@@ -25,7 +25,7 @@ func waitOn(ctx context.Context, req *mcp.CallToolRequest, call *route.Call) rou
 // 2026-07-28; without either nothing is sent, as the spec has it.
 func logSender(ctx context.Context, req *mcp.CallToolRequest) func(agentproto.Message) {
 	var send func(p *mcp.LoggingMessageParams)
-	switch ns, ok := ctx.Value(noSessionKey{}).(noSession); {
+	switch ns, ok := ctx.Value(earlySinkKey{}).(earlySink); {
 	case ok:
 		// A call answered before go-sdk (early.go): its own stream, at the
 		// level the client asked for.

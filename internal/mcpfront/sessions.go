@@ -458,12 +458,20 @@ func (f *Front) serveSession(w http.ResponseWriter, r *http.Request, v *view) {
 				return
 			}
 		}
-		tok := rand.Text()
-		r.Header.Set(requestHeader, tok)
-		f.requests.Store(tok, r.Context())
-		defer f.requests.Delete(tok)
-		f.stateful.ServeHTTP(w, r)
+		f.serveInSession(w, r)
 	}
+}
+
+// serveInSession has go-sdk serve a request of a session, its context kept
+// under requestHeader for the tool handler: go-sdk runs a session's calls
+// in the session's context, and the call must end when this request's
+// client hangs up (hangUp).
+func (f *Front) serveInSession(w http.ResponseWriter, r *http.Request) {
+	tok := rand.Text()
+	r.Header.Set(requestHeader, tok)
+	f.requests.Store(tok, r.Context())
+	defer f.requests.Delete(tok)
+	f.stateful.ServeHTTP(w, r)
 }
 
 // hangUp returns the context of the HTTP request a session's call came in,
