@@ -189,7 +189,7 @@ func (c *Call) Wait(ctx context.Context, progress func(string)) Result {
 	for {
 		select {
 		case out := <-c.p.Result:
-			c.drainProgress(progress)
+			c.drainEvents(progress)
 			switch {
 			case !time.Now().Before(c.deadline):
 				// The handler saw the same deadline and answered at it
@@ -208,7 +208,7 @@ func (c *Call) Wait(ctx context.Context, progress func(string)) Result {
 		case q := <-c.p.Confirm:
 			// Lines the agent sent before it asked go first, as before a
 			// result: the question may end the call.
-			c.drainProgress(progress)
+			c.drainEvents(progress)
 			c.res.Question = q
 			return c.res
 		case ev := <-c.p.Events:
@@ -236,12 +236,12 @@ func (c *Call) event(ev agents.Event, progress func(string)) {
 	}
 }
 
-// drainProgress passes on the lines and log messages that arrived before
+// drainEvents passes on the lines and log messages that arrived before
 // the result or a question, in their order: the agent sent them first, so
 // the client sees them first. A line the throttle still holds goes too,
 // just before the result: the latest line wins, and whether it was held a
 // moment longer must not decide whether it is seen.
-func (c *Call) drainProgress(progress func(string)) {
+func (c *Call) drainEvents(progress func(string)) {
 	for {
 		select {
 		case ev := <-c.p.Events:

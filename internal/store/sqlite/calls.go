@@ -19,9 +19,6 @@ var pruneChunk = 5000
 // statement per row cost more than the row (binding, stepping, the
 // driver's per-statement work), ~10 µs a call.
 func insertCalls(n int) string {
-	if n == insertChunk {
-		return insertFull
-	}
 	return insertCallsPrefix + strings.TrimSuffix(strings.Repeat(insertCallRow+",", n), ",")
 }
 
@@ -35,8 +32,6 @@ VALUES `
 	// limit of 32,766.
 	insertChunk = 64
 )
-
-var insertFull = insertCallsPrefix + strings.TrimSuffix(strings.Repeat(insertCallRow+",", insertChunk), ",")
 
 const upsertUsage = `INSERT INTO usage_daily (project_id, day, kind, name, calls) VALUES (?, ?, ?, ?, ?)
 ON CONFLICT (project_id, day, kind, name) DO UPDATE SET calls = usage_daily.calls + excluded.calls`
