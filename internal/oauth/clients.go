@@ -301,10 +301,14 @@ func newDocCache(allowPrivate bool, roots *x509.CertPool) *docCache {
 	}
 }
 
-// checkTarget refuses to connect to loopback, private, link-local,
-// multicast and unspecified addresses unless allowPrivate. It runs on the
-// address actually dialled, after name resolution, so DNS tricks do not
-// get past it.
+// checkTarget refuses to connect to any address that is not global
+// unicast unless allowPrivate: the special-purpose ranges of the IANA IPv4
+// and IPv6 registries ([blockedV4], [blockedV6]), every IPv6 address
+// outside 2000::/3, and the IPv4 address inside an IPv4-mapped IPv6 one.
+// It runs in the dialer's Control function, on the address actually
+// dialled, after name resolution and for every address tried, so neither a
+// DNS answer nor a second A record gets past it. The error is for the log:
+// it names the address.
 func checkTarget(address string, allowPrivate bool) error {
 	host, _, err := net.SplitHostPort(address)
 	if err != nil {
@@ -314,18 +318,81 @@ func checkTarget(address string, allowPrivate bool) error {
 	if err != nil {
 		return fmt.Errorf("dial %s: not an IP address", address)
 	}
-	ip = ip.Unmap()
 	if allowPrivate {
 		return nil
 	}
-	if ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
-		ip.IsMulticast() || ip.IsUnspecified() || ip.IsInterfaceLocalMulticast() || cgnat.Contains(ip) {
-		return fmt.Errorf("the metadata document's host resolves to %s, a private address the gateway does not fetch from", ip)
+	if !isGlobal(ip) {
+		return fmt.Errorf("%s is not a global address (%w)", ip, errNotGlobal)
 	}
 	return nil
 }
 
-var cgnat = netip.MustParsePrefix("100.64.0.0/10")
+// errNotGlobal marks a dial refused by [checkTarget].
+var errNotGlobal = errors.New("special-purpose range")
+
+// isGlobal reports whether ip is a global unicast address the gateway may
+// fetch from.
+func isGlobal(ip netip.Addr) bool {
+	ip = ip.WithZone("")
+	if ip.Is4In6() {
+		ip = ip.Unmap() // ::ffff:a.b.c.d reaches a.b.c.d
+	}
+	blocked := blockedV4
+	if ip.Is6() {
+		if !globalV6.Contains(ip) {
+			return false // ::, ::1, 64:ff9b::/96, 100::/64, fc00::/7, fe80::/10, ff00::/8, …
+		}
+		blocked = blockedV6
+	}
+	for _, p := range blocked {
+		if p.Contains(ip) {
+			return false
+		}
+	}
+	return ip.IsValid()
+}
+
+// globalV6 is IPv6 global unicast; everything else in IPv6 is special.
+var globalV6 = netip.MustParsePrefix("2000::/3")
+
+// blockedV4 is every range of the IANA IPv4 Special-Purpose Address
+// Registry that is not globally reachable, and multicast.
+var blockedV4 = prefixes(
+	"0.0.0.0/8",          // "this network"
+	"10.0.0.0/8",         // private
+	"100.64.0.0/10",      // shared address space (CGNAT)
+	"127.0.0.0/8",        // loopback
+	"169.254.0.0/16",     // link-local, cloud metadata
+	"172.16.0.0/12",      // private
+	"192.0.0.0/24",       // IETF protocol assignments
+	"192.0.2.0/24",       // documentation
+	"192.88.99.0/24",     // 6to4 relay anycast (deprecated)
+	"192.168.0.0/16",     // private
+	"198.18.0.0/15",      // benchmarking
+	"198.51.100.0/24",    // documentation
+	"203.0.113.0/24",     // documentation
+	"224.0.0.0/4",        // multicast
+	"240.0.0.0/4",        // reserved
+	"255.255.255.255/32", // limited broadcast
+)
+
+// blockedV6 is what of 2000::/3 the IANA IPv6 Special-Purpose Address
+// Registry reserves. 64:ff9b::/96 (NAT64) is outside 2000::/3, so refused
+// whichever IPv4 address it embeds.
+var blockedV6 = prefixes(
+	"2001::/23",     // IETF protocol assignments, Teredo among them
+	"2001:db8::/32", // documentation
+	"2002::/16",     // 6to4: reaches any IPv4 address
+	"3fff::/20",     // documentation
+)
+
+func prefixes(ss ...string) []netip.Prefix {
+	out := make([]netip.Prefix, len(ss))
+	for i, s := range ss {
+		out[i] = netip.MustParsePrefix(s)
+	}
+	return out
+}
 
 func (d *docCache) get(ctx context.Context, id string) (*client, error) {
 	now := time.Now()

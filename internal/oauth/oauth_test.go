@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -446,7 +447,7 @@ func TestMetadataDocument(t *testing.T) {
 	roots := srv.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs
 
 	strict := newHarness(t, func(o *Options) { o.ClientIDRoots = roots })
-	if _, err := strict.authorize(authQuery(id)); err == nil || !strings.Contains(err.Error(), "a private address the gateway does not fetch from") {
+	if _, err := strict.authorize(authQuery(id)); err == nil || !strings.Contains(err.Error(), "is not a global address") {
 		t.Errorf("a document on loopback without AllowPrivateClientIDs: %v; want refused as private", err)
 	}
 
@@ -482,16 +483,39 @@ func TestMetadataDocument(t *testing.T) {
 	}
 }
 
+// TestCheckTarget: the dial-time check refuses every special-purpose
+// range of both IANA registries, in each form an address can be dialled
+// in, and lets global unicast through.
 func TestCheckTarget(t *testing.T) {
-	for _, addr := range []string{"127.0.0.1:443", "[::1]:443", "10.1.2.3:443", "192.168.0.1:443", "172.16.5.4:443", "169.254.169.254:80", "[fe80::1]:443", "0.0.0.0:443", "100.64.0.1:443", "[::ffff:127.0.0.1]:443"} {
-		if err := checkTarget(addr, false); err == nil {
-			t.Errorf("checkTarget(%s) allowed a private address", addr)
+	refused := []string{
+		// IPv4, one address in each range and its edges where they matter.
+		"0.0.0.0", "0.1.2.3", "10.0.0.1", "10.255.255.255", "100.64.0.1", "100.127.255.254", "127.0.0.1", "127.9.9.9",
+		"169.254.169.254", "172.16.5.4", "172.31.255.255", "192.0.0.8", "192.0.2.1", "192.88.99.1", "192.168.0.1",
+		"198.18.0.1", "198.19.255.255", "198.51.100.7", "203.0.113.9", "224.0.0.1", "239.255.255.250", "240.0.0.1",
+		"255.255.255.255",
+		// IPv6.
+		"::", "::1", "::ffff:127.0.0.1", "::ffff:169.254.169.254", "::ffff:10.0.0.1", "::127.0.0.1",
+		"64:ff9b::a9fe:a9fe", "64:ff9b::7f00:1", "64:ff9b::5db8:d822", "64:ff9b:1::a00:1", "100::1",
+		"2001::1", "2001:0:4136:e378:8000:63bf:3fff:fdd2", "2001:1ff::1", "2001:db8::1", "2002:a9fe:a9fe::1", "2002:5db8:d822::1",
+		"3fff::1", "fc00::1", "fd12:3456::1", "fe80::1", "fe80::1%eth0", "fec0::1", "ff02::1", "ff0e::1", "5f00::1",
+	}
+	for _, ip := range refused {
+		addr := net.JoinHostPort(ip, "443")
+		if err := checkTarget(addr, false); !errors.Is(err, errNotGlobal) {
+			t.Errorf("checkTarget(%s) = %v; want refused as not global", addr, err)
 		}
 		if err := checkTarget(addr, true); err != nil {
-			t.Errorf("checkTarget(%s, allowPrivate) = %v", addr, err)
+			t.Errorf("checkTarget(%s, allowPrivate) = %v; want allowed", addr, err)
 		}
 	}
-	if err := checkTarget("93.184.216.34:443", false); err != nil {
-		t.Errorf("checkTarget of a public address = %v", err)
+	for _, ip := range []string{"93.184.216.34", "8.8.8.8", "1.1.1.1", "100.63.255.255", "100.128.0.0", "172.32.0.1",
+		"192.0.1.1", "198.20.0.1", "223.255.255.255", "::ffff:93.184.216.34", "2606:2800:220:1:248:1893:25c8:1946",
+		"2001:200::1", "2a00:1450:4001:82a::200e"} {
+		if err := checkTarget(net.JoinHostPort(ip, "443"), false); err != nil {
+			t.Errorf("checkTarget of the global address %s = %v; want allowed", ip, err)
+		}
+	}
+	if err := checkTarget("example.com:443", false); err == nil {
+		t.Error("checkTarget of a name = nil; want refused (the check runs after resolution)")
 	}
 }
