@@ -143,7 +143,7 @@ func New(opts Options) *Server {
 	if s.log == nil {
 		s.log = slog.Default()
 	}
-	s.docs = newDocCache(opts.AllowPrivateClientIDs, opts.ClientIDRoots)
+	s.docs = newDocCache(opts.AllowPrivateClientIDs, opts.ClientIDRoots, s.log)
 	return s
 }
 

@@ -1,6 +1,7 @@
 package oauth
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
@@ -8,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -16,6 +18,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/spacefix/spacefix/internal/store"
 	"github.com/spacefix/spacefix/internal/store/sqlite"
@@ -31,8 +34,28 @@ type harness struct {
 	project store.Project
 	user    store.User
 
+	logs *syncBuffer // the server's log
+
 	mu      sync.Mutex
 	revoked []string
+}
+
+// syncBuffer is a log destination that handlers and the test share.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 func newHarness(t testing.TB, opts ...func(*Options)) *harness {
@@ -42,8 +65,8 @@ func newHarness(t testing.TB, opts ...func(*Options)) *harness {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	h := &harness{t: t, st: st}
-	o := Options{Store: st, BaseURL: func(*http.Request) string { return base },
+	h := &harness{t: t, st: st, logs: &syncBuffer{}}
+	o := Options{Store: st, BaseURL: func(*http.Request) string { return base }, Logger: slog.New(slog.NewTextHandler(h.logs, nil)),
 		Revoked: func(_ int64, id string) { h.mu.Lock(); h.revoked = append(h.revoked, id); h.mu.Unlock() }}
 	for _, f := range opts {
 		f(&o)
@@ -446,11 +469,6 @@ func TestMetadataDocument(t *testing.T) {
 	docs["/secret.json"] = `{"client_id":"` + srv.URL + `/secret.json","client_secret":"s","redirect_uris":["http://127.0.0.1:3000/callback"]}`
 	roots := srv.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs
 
-	strict := newHarness(t, func(o *Options) { o.ClientIDRoots = roots })
-	if _, err := strict.authorize(authQuery(id)); err == nil || !strings.Contains(err.Error(), "is not a global address") {
-		t.Errorf("a document on loopback without AllowPrivateClientIDs: %v; want refused as private", err)
-	}
-
 	h := newHarness(t, func(o *Options) { o.ClientIDRoots = roots; o.AllowPrivateClientIDs = true })
 	a, err := h.authorize(authQuery(id))
 	if err != nil || a.ClientName != "Doc app" || !a.Document || a.LogoURI != "https://app.example/logo.png" {
@@ -464,16 +482,25 @@ func TestMetadataDocument(t *testing.T) {
 	if st != 200 || m["scope"] != ScopeRead {
 		t.Errorf("exchange by a document client = %d %v", st, m)
 	}
-	for _, tc := range []struct{ path, says string }{
+	// A document that names itself but is not usable: the app's developer
+	// is told why.
+	if _, err := h.authorize(authQuery(srv.URL + "/secret.json")); err == nil ||
+		err.Error() != "The app that sent you here cannot sign in: The client's metadata document is not usable: it carries a client_secret, which a public document must not." {
+		t.Errorf("document with a secret: %v; want refused saying why", err)
+	}
+	// Anything else is one message; why is in the log.
+	for _, tc := range []struct{ path, log string }{
 		{"/wrong-id.json", "is not its own URL"},
-		{"/secret.json", "client_secret"},
 		{"/moved.json", "redirects"},
 		{"/big.json", "larger than 16384 bytes"},
-		{"/missing.json", "404"},
+		{"/missing.json", "404 Not Found"},
 	} {
 		_, err := h.authorize(authQuery(srv.URL + tc.path))
-		if err == nil || !strings.Contains(err.Error(), tc.says) {
-			t.Errorf("document %s: %v; want refused saying %q", tc.path, err, tc.says)
+		if err == nil || err.Error() != "The app that sent you here cannot sign in: "+errDocFetch.Description {
+			t.Errorf("document %s: %v; want the one message for a document that could not be fetched", tc.path, err)
+		}
+		if !strings.Contains(h.logs.String(), tc.log) {
+			t.Errorf("document %s: the log does not say %q:\n%s", tc.path, tc.log, h.logs)
 		}
 	}
 	for _, bad := range []string{"http://app.example/client.json", "https://app.example", "https://app.example/"} {
@@ -518,4 +545,140 @@ func TestCheckTarget(t *testing.T) {
 	if err := checkTarget("example.com:443", false); err == nil {
 		t.Error("checkTarget of a name = nil; want refused (the check runs after resolution)")
 	}
+}
+
+// TestMetadataDocumentErrorsOpaque: the page a person (or an attacker
+// choosing client_ids) sees is the same whether the document's host
+// resolved to a refused address, refused the connection, reset it, timed
+// out or answered 404: no address, no dial error. The log has the detail.
+func TestMetadataDocumentErrorsOpaque(t *testing.T) {
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closedURL := "https://" + closed.Addr().String() + "/client.json"
+	closed.Close() // connection refused
+	reset, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reset.Close()
+	go func() {
+		for {
+			c, err := reset.Accept()
+			if err != nil {
+				return
+			}
+			c.(*net.TCPConn).SetLinger(0)
+			c.Close() // connection reset
+		}
+	}()
+	notFound := httptest.NewTLSServer(http.NotFoundHandler())
+	defer notFound.Close()
+	roots := notFound.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs
+
+	strict := newHarness(t, func(o *Options) { o.ClientIDRoots = roots })
+	open := newHarness(t, func(o *Options) { o.ClientIDRoots = roots; o.AllowPrivateClientIDs = true })
+	for _, tc := range []struct {
+		what, id string
+		h        *harness
+		log      string
+	}{
+		{"loopback refused by the address check", notFound.URL + "/client.json", strict, "127.0.0.1 is not a global address"},
+		{"connection refused", closedURL, open, "connection refused"},
+		{"connection reset", "https://" + reset.Addr().String() + "/client.json", open, `err="Get`},
+		{"404", notFound.URL + "/client.json", open, "it answered 404 Not Found"},
+	} {
+		_, err := tc.h.authorize(authQuery(tc.id))
+		var pe *PageError
+		if !errors.As(err, &pe) {
+			t.Fatalf("%s: %v; want an error page", tc.what, err)
+		}
+		if want := "The app that sent you here cannot sign in: The gateway could not fetch the client's metadata document. Try again later; if it keeps failing, the gateway's operator can see why in its log."; pe.Message != want {
+			t.Errorf("%s: page says %q; want %q", tc.what, pe.Message, want)
+		}
+		for _, leak := range []string{"127.0.0.1", "refused", "reset", "EOF", "timeout", "404", "dial"} {
+			if strings.Contains(pe.Message, leak) {
+				t.Errorf("%s: page says %q, which gives away %q", tc.what, pe.Message, leak)
+			}
+		}
+		if line := logLine(tc.h, "client_id="+tc.id); !strings.Contains(line, tc.log) {
+			t.Errorf("%s: the log says %q; want it to say %q", tc.what, line, tc.log)
+		}
+	}
+	// The token endpoint says no more than the page.
+	st, m := strict.post(TokenPath, url.Values{"grant_type": {"refresh_token"}, "client_id": {closedURL}, "refresh_token": {"x"}})
+	if st != http.StatusUnauthorized || m["error_description"] != errDocFetch.Description {
+		t.Errorf("token request by an unfetchable document client = %d %v; want 401 with the one message", st, m)
+	}
+}
+
+// TestMetadataDocumentFetchBound: however many clients name slow
+// documents at once, at most docMaxFetches fetches are under way; the
+// others wait a little, then are refused with a message that says to try
+// again.
+func TestMetadataDocumentFetchBound(t *testing.T) {
+	release := make(chan struct{})
+	var mu sync.Mutex
+	inFlight, most := 0, 0
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		inFlight++
+		most = max(most, inFlight)
+		mu.Unlock()
+		<-release
+		mu.Lock()
+		inFlight--
+		mu.Unlock()
+		http.NotFound(w, r)
+	}))
+	defer srv.Close()
+	h := newHarness(t, func(o *Options) {
+		o.ClientIDRoots = srv.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs
+		o.AllowPrivateClientIDs = true
+	})
+	h.s.docs.queueWait = 50 * time.Millisecond
+	const n = docMaxFetches + 4
+	errs := make(chan error, n)
+	for i := range n {
+		go func() {
+			_, err := h.s.docs.get(t.Context(), fmt.Sprintf("%s/slow/%d.json", srv.URL, i))
+			errs <- err
+		}()
+	}
+	// The excess requests are refused while the fetches hang.
+	for range n - docMaxFetches {
+		select {
+		case err := <-errs:
+			if err != errDocsBusy {
+				t.Errorf("request over the bound: %v; want %v", err, errDocsBusy)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("requests over the bound were not refused within 10 s")
+		}
+	}
+	if errDocsBusy.Description != "The gateway is fetching too many client metadata documents at once. Try again in a few seconds." {
+		t.Errorf("busy message = %q", errDocsBusy.Description)
+	}
+	close(release)
+	for range docMaxFetches {
+		if err := <-errs; err != errDocFetch {
+			t.Errorf("a fetch within the bound: %v; want it fetched (a 404 here)", err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if most != docMaxFetches {
+		t.Errorf("%d fetches were under way at once; want %d", most, docMaxFetches)
+	}
+}
+
+// logLine returns the first line of the server's log that contains s.
+func logLine(h *harness, s string) string {
+	for line := range strings.Lines(h.logs.String()) {
+		if strings.Contains(line, s) {
+			return line
+		}
+	}
+	return ""
 }
