@@ -36,21 +36,42 @@ var ErrGoodbye = errors.New("the gateway said goodbye")
 //
 // Who may call what, concurrently:
 //   - Send may be called from several goroutines at once, and concurrently
-//     with Recv and Close. Its ctx carries values only: a send is never cut
-//     short by a context (one client giving up must not drop an agent); a
-//     send to a dead peer ends when the transport is closed.
+//     with Recv and Close. It queues m behind what the connection is still
+//     writing and returns; messages go out in the order they were queued.
+//     A send is never cut short once queued (one client giving up must not
+//     drop an agent). While the queue is full, Send waits for room only
+//     until ctx ends or, for a message with a Deadline (a call), until that
+//     deadline: then m is not sent and Send returns ctx's error or
+//     [ErrSendTimeout]. With room in the queue, m is queued whatever ctx
+//     says, so an ended ctx means "queue it if that needs no wait".
 //   - Recv is called from one goroutine only ([Conn.Serve]'s read loop). It
 //     returns the next message, or an error once the connection has ended
 //     (the peer left, Close was called, or ctx ended).
 //   - Close may be called from any goroutine, more than once, also while
-//     Send and Recv block; it unblocks them. A non-empty reason ends the
-//     connection politely (a closing handshake carrying it, where the
-//     carrier has one); an empty reason ends it at once.
+//     Send and Recv block; it unblocks them and does not block itself on a
+//     peer that reads nothing. A non-empty reason ends the connection
+//     politely (what is queued goes first, then a closing handshake
+//     carrying the reason, where the carrier has one, all within a short
+//     bound); an empty reason ends it at once.
 type Transport interface {
 	Send(ctx context.Context, m *agentproto.Message) error
 	Recv(ctx context.Context) (*agentproto.Message, error)
 	Close(reason string)
 }
+
+// ErrSendTimeout is what a [Transport]'s Send returns when a call's
+// deadline passed while the connection's queue was full: the agent is not
+// reading what it is sent (or its link is too slow for what is queued
+// ahead).
+var ErrSendTimeout = errors.New("the agent's connection took nothing more before the call's deadline")
+
+// noWait is an ended context: a message sent with it is queued only if the
+// queue has room now.
+var noWait = func() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}()
 
 // Conn is the gateway's end of one replica's connection; it implements
 // [agents.Conn] over a [Transport]. Start, Send, Cancel and Close may be
@@ -94,13 +115,17 @@ func NewConn(t Transport, log *slog.Logger, events Events) *Conn {
 // Done is closed when the connection has ended.
 func (c *Conn) Done() <-chan struct{} { return c.done }
 
-// Send writes one message; see [Transport] for why ctx only carries values.
+// Send queues one message; see [Transport] for how long it waits.
 func (c *Conn) Send(ctx context.Context, m *agentproto.Message) error {
 	return c.t.Send(ctx, m)
 }
 
-// Start registers a pending call and sends it. The caller must eventually
-// receive from Result, or call Cancel.
+// Start registers a pending call and queues it. The caller must eventually
+// receive from Result, or call Cancel. While the connection's queue is
+// full, Start waits for room only until ctx ends or the call's deadline
+// (m.Deadline) passes; then the call is not sent and Start returns ctx's
+// error or [ErrSendTimeout]. It returns [ErrDisconnected] once the
+// connection has ended.
 func (c *Conn) Start(ctx context.Context, m *agentproto.Message) (*agents.Pending, error) {
 	p := agents.NewPending()
 	c.mu.Lock()
@@ -112,21 +137,36 @@ func (c *Conn) Start(ctx context.Context, m *agentproto.Message) (*agents.Pendin
 	c.mu.Unlock()
 	if err := c.Send(ctx, m); err != nil {
 		c.forget(m.ID)
+		if errors.Is(err, ErrSendTimeout) || (ctx.Err() != nil && errors.Is(err, ctx.Err())) {
+			return nil, err
+		}
 		return nil, ErrDisconnected
 	}
 	return p, nil
 }
 
+// cancelWait bounds how long a cancel waits for room in a full queue, off
+// the caller's path.
+const cancelWait = 5 * time.Second
+
 // Cancel tells the agent to stop call id and forgets it: a late answer is
-// dropped.
+// dropped. It never waits: the cancel is queued at once when there is
+// room, else by a goroutine that waits a while for room (the agent is
+// behind on reading; the call's deadline, which it has, ends the call
+// there anyway).
 func (c *Conn) Cancel(id, reason string) {
-	if c.forget(id) {
-		// Best effort and off the caller's path: the caller has already
-		// given up on this call.
-		recovery.Go(c.log, "send a cancel to an agent", func() {
-			c.Send(context.Background(), &agentproto.Message{Type: agentproto.TypeCancel, ID: id, Reason: reason})
-		})
+	if !c.forget(id) {
+		return
 	}
+	m := &agentproto.Message{Type: agentproto.TypeCancel, ID: id, Reason: reason}
+	if err := c.Send(noWait, m); err == nil || !errors.Is(err, context.Canceled) {
+		return // queued, or the connection has ended
+	}
+	recovery.Go(c.log, "send a cancel to an agent", func() {
+		ctx, cancel := context.WithTimeout(context.Background(), cancelWait)
+		defer cancel()
+		c.Send(ctx, m)
+	})
 }
 
 // Forget drops a pending call without telling the agent.
@@ -139,10 +179,11 @@ func (c *Conn) forget(id string) bool {
 }
 
 // Close says goodbye and ends the connection; pending calls fail as
-// disconnected once Serve notices.
+// disconnected once Serve notices. It does not wait: the cancels of the
+// calls in flight and the goodbye are queued if there is room (an agent
+// whose queue is full is not reading them), and the transport ends the
+// connection within its own short bound.
 func (c *Conn) Close(reason string) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
 	c.mu.Lock()
 	c.goodbye = reason
 	ids := make([]string, 0, len(c.pending))
@@ -151,9 +192,9 @@ func (c *Conn) Close(reason string) {
 	}
 	c.mu.Unlock()
 	for _, id := range ids {
-		c.Send(ctx, &agentproto.Message{Type: agentproto.TypeCancel, ID: id, Reason: agentproto.ReasonShutdown})
+		c.Send(noWait, &agentproto.Message{Type: agentproto.TypeCancel, ID: id, Reason: agentproto.ReasonShutdown})
 	}
-	c.Send(ctx, &agentproto.Message{Type: agentproto.TypeGoodbye, Message: reason})
+	c.Send(noWait, &agentproto.Message{Type: agentproto.TypeGoodbye, Message: reason})
 	c.t.Close(reason)
 }
 
@@ -231,7 +272,7 @@ func (c *Conn) handle(ctx context.Context, m *agentproto.Message) {
 					busy.Type, busy.Input = agentproto.TypeAnswered, ""
 					busy.Message = "another input request of this call is still waiting for the client; ask for several together instead"
 				}
-				c.Send(ctx, busy)
+				c.Send(noWait, busy) // not held up by a full queue: this is the read loop
 			}
 		}
 	case agentproto.TypeSetEnabled:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -152,7 +153,16 @@ func (c *Call) Send(ctx context.Context) (*Call, Result) {
 	injectTrace(ctx, m)
 	p, err := c.conn.Start(ctx, m)
 	if err != nil {
-		c.end(Disconnected, MsgDisconnected)
+		// The connection's queue stayed full until the wait's end or the
+		// caller left (a replica that reads nothing), or it has ended.
+		switch {
+		case errors.Is(err, ErrDisconnected):
+			c.end(Disconnected, MsgDisconnected)
+		case ctx.Err() != nil:
+			c.end(Cancelled, "")
+		default:
+			c.end(TimedOut, c.timedOut())
+		}
 		c.finish()
 		return nil, c.res
 	}

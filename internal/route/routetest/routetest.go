@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 
 	"github.com/spacefix/spacefix/internal/agentproto"
 	"github.com/spacefix/spacefix/internal/route"
@@ -33,16 +34,22 @@ var _ route.Transport = (*Transport)(nil)
 
 // New makes a connected transport. Up to 64 messages wait in each direction
 // before a sender blocks.
-func New() *Transport {
+func New() *Transport { return NewQueue(64) }
+
+// NewQueue makes a connected transport whose queue to the agent holds n
+// messages: with the agent not reading, the n+1st Send waits, as on a
+// connection whose socket is full.
+func NewQueue(n int) *Transport {
 	return &Transport{
-		toAgent: make(chan *agentproto.Message, 64),
+		toAgent: make(chan *agentproto.Message, n),
 		toGW:    make(chan *agentproto.Message, 64),
 		closed:  make(chan struct{}),
 	}
 }
 
-// Send passes m to the agent's end.
-func (t *Transport) Send(_ context.Context, m *agentproto.Message) error {
+// Send passes m to the agent's end; while the queue is full it waits as
+// [route.Transport] says: until ctx ends or m's deadline passes.
+func (t *Transport) Send(ctx context.Context, m *agentproto.Message) error {
 	select {
 	case <-t.closed:
 		return ErrClosed
@@ -53,6 +60,23 @@ func (t *Transport) Send(_ context.Context, m *agentproto.Message) error {
 		return nil
 	case <-t.closed:
 		return ErrClosed
+	default:
+	}
+	var deadline <-chan time.Time
+	if m.Deadline != 0 {
+		tm := time.NewTimer(time.Until(time.UnixMilli(m.Deadline)))
+		defer tm.Stop()
+		deadline = tm.C
+	}
+	select {
+	case t.toAgent <- m:
+		return nil
+	case <-t.closed:
+		return ErrClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-deadline:
+		return route.ErrSendTimeout
 	}
 }
 
