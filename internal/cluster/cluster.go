@@ -107,7 +107,13 @@ type Cluster struct {
 	peers  map[string]*peer           // other gateways, by id
 	calls  map[string]*remoteCall     // calls this gateway sent over the bus, by reply token
 	relays map[string]*relay          // calls this gateway serves for others, by replica/call id
-	seq    uint64
+	// cancelled are the calls (replica/call id) whose cancel came before
+	// the call: it is refused when it comes.
+	cancelled recentIDs
+	seq       uint64
+	// closed: Close began. New work (relays, resyncs) starts only while
+	// it is false, under mu, so that Close's wg.Wait never runs while the
+	// WaitGroup is added to.
 	closed bool
 
 	parts parts // messages sent in parts, being put together
@@ -261,6 +267,8 @@ func (c *Cluster) Peers() int {
 
 // Close leaves the bus: the other gateways drop this one's replicas at
 // once, and calls this gateway sent over the bus end as disconnected.
+// It first stops taking new work (calls that arrive are answered as
+// disconnected), then waits for the relays and loops it runs.
 func (c *Cluster) Close() {
 	c.mu.Lock()
 	if c.closed {
@@ -346,12 +354,14 @@ func (c *Cluster) heartbeat() {
 }
 
 // dropPeer takes a gone gateway's replicas out of the registry; their calls
-// in flight end as disconnected.
+// in flight end as disconnected. The calls this gateway relays for it end
+// too: nobody waits for their results.
 func (c *Cluster) dropPeer(p *peer, reason string) {
 	for _, rep := range p.replicas {
 		c.opts.Registry.Remove(rep)
 		rep.Conn.(*remoteConn).end(reason)
 	}
+	c.endRelays(p.id)
 }
 
 // peerLocked returns the peer with that id, making it (seen now) if this

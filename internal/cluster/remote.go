@@ -3,9 +3,12 @@ package cluster
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/nats-io/nats.go"
 
@@ -16,8 +19,12 @@ import (
 
 // callMsg asks the holder of a replica to deliver a call to it.
 type callMsg struct {
-	Rep string              `json:"rep"`
-	Msg *agentproto.Message `json:"msg"`
+	Rep  string              `json:"rep"`
+	Msg  *agentproto.Message `json:"msg"`
+	From string              `json:"from"` // the caller's gateway id
+	// WaitMs is how long the caller waits for the result from when it
+	// sent the call: the holder ends the relay then (see relayWait).
+	WaitMs int64 `json:"waitMs,omitempty"`
 }
 
 // ctlMsg is everything else a caller tells the holder about a replica.
@@ -85,7 +92,7 @@ func (rc *remoteConn) Start(ctx context.Context, m *agentproto.Message) (*agents
 	c.mu.Unlock()
 	rc.calls[m.ID] = token
 	rc.mu.Unlock()
-	b, err := json.Marshal(callMsg{Rep: rc.rep, Msg: m})
+	b, err := json.Marshal(callMsg{Rep: rc.rep, Msg: m, From: c.opts.Gateway, WaitMs: waitMs(ctx, m)})
 	if err == nil {
 		err = c.send(subjCall(rc.gw), subjReply(c.opts.Gateway)+"."+token, b)
 	}
@@ -94,6 +101,22 @@ func (rc *remoteConn) Start(ctx context.Context, m *agentproto.Message) (*agents
 		return nil, agents.ErrDisconnected
 	}
 	return p, nil
+}
+
+// waitMs returns how long the caller waits for call m from now, in
+// milliseconds (at least 1): until the earlier of its deadline and ctx's.
+func waitMs(ctx context.Context, m *agentproto.Message) int64 {
+	var until time.Time
+	if m.Deadline > 0 {
+		until = time.UnixMilli(m.Deadline)
+	}
+	if d, ok := ctx.Deadline(); ok && (until.IsZero() || d.Before(until)) {
+		until = d
+	}
+	if until.IsZero() {
+		return 0
+	}
+	return max(1, time.Until(until).Milliseconds())
 }
 
 // forget drops a call's bookkeeping; a late frame for it is dropped.
@@ -214,27 +237,77 @@ func (c *Cluster) onReply(m *nats.Msg) {
 	}
 }
 
-// relay is a call this gateway serves for another over the bus.
+// relay is a call this gateway serves for another over the bus. It ends at
+// the call's deadline (and a little after, relayGrace) whatever the bus
+// brings: a cancel lost on the bus (core NATS delivers at most once) or a
+// caller that went away must not leave it, and its count in the replica's
+// calls in flight, behind for good.
 type relay struct {
 	rep    *agents.Replica
 	id     string
-	stop   chan struct{}
-	once   sync.Once
-	reason string // why it was cancelled; set before stop closes
+	from   string // the gateway that sent the call
+	ctx    context.Context
+	cancel context.CancelCauseFunc
 }
 
-func (r *relay) end(reason string) {
-	r.once.Do(func() {
-		r.reason = reason
-		close(r.stop)
-	})
+// endedEarly is the cause of a relay's end before its deadline: the
+// reason the agent is told.
+type endedEarly string
+
+func (e endedEarly) Error() string { return "relay ended: " + string(e) }
+
+// end ends the relay early: the agent is told reason.
+func (r *relay) end(reason string) { r.cancel(endedEarly(reason)) }
+
+// why returns the reason the agent is told once r.ctx is done, and
+// whether the relay was ended early (rather than at its deadline).
+func (r *relay) why() (reason string, early bool) {
+	var e endedEarly
+	if errors.As(context.Cause(r.ctx), &e) {
+		return string(e), true
+	}
+	return agentproto.ReasonTimeout, false
+}
+
+// Bounds of a relay: the caller gives up at the call's deadline and sends
+// a cancel; a relay that heard none ends relayGrace later by itself. A call
+// that says no wait is bounded by maxRelayWait.
+const (
+	relayGrace   = time.Second
+	maxRelayWait = 10 * time.Minute
+)
+
+// relayWait returns how long a call another gateway sent may be relayed.
+// The caller says how long it waits, relative to when it sent the call, so
+// that gateways whose clocks differ agree.
+func relayWait(msg *callMsg) time.Duration {
+	var wait time.Duration
+	switch {
+	case msg.WaitMs > 0:
+		wait = time.Duration(msg.WaitMs) * time.Millisecond
+	case msg.Msg.Deadline > 0:
+		wait = time.Until(time.UnixMilli(msg.Msg.Deadline))
+	default:
+		wait = maxRelayWait
+	}
+	return min(max(wait, 0), maxRelayWait) + relayGrace
+}
+
+// callerOf returns the id of the gateway a reply subject belongs to.
+func callerOf(reply string) string {
+	gw, ok := strings.CutPrefix(reply, "spacefix.reply.")
+	if !ok {
+		return ""
+	}
+	gw, _, _ = strings.Cut(gw, ".")
+	return gw
 }
 
 // onCall delivers a call another gateway sent to a replica this one holds,
 // and sends its progress, questions and result back frame by frame.
 func (c *Cluster) onCall(m *nats.Msg) {
-	var msg callMsg
-	if json.Unmarshal(m.Data, &msg) != nil || msg.Msg == nil || m.Reply == "" {
+	msg := new(callMsg)
+	if json.Unmarshal(m.Data, msg) != nil || msg.Msg == nil || m.Reply == "" {
 		return
 	}
 	reply := func(f frame) {
@@ -243,81 +316,123 @@ func (c *Cluster) onCall(m *nats.Msg) {
 			c.log.Warn("send a result back over the bus", "err", err)
 		}
 	}
+	from := msg.From
+	if from == "" {
+		from = callerOf(m.Reply)
+	}
+	key := msg.Rep + "/" + msg.Msg.ID
+	// The relay is known before the call goes out, so a cancel that
+	// arrives meanwhile is not lost; one that arrived before the call (it
+	// travels on another subject) refuses it. The WaitGroup is added to
+	// under c.mu while the cluster is open, so Close, which marks it
+	// closed under c.mu and then waits, never waits while one is added.
 	c.mu.Lock()
 	rep := c.local[msg.Rep]
-	c.mu.Unlock()
-	if rep == nil {
+	if c.closed || rep == nil {
+		c.mu.Unlock()
 		reply(frame{Kind: "result", Disconn: true})
 		return
 	}
-	// The relay is known before the call goes out, so a cancel that
-	// arrives meanwhile is not lost; the call goes out on a goroutine of
-	// its own, so an agent that does not read (its socket full) holds up
-	// its own calls only, not every call the bus brings this gateway.
-	r := &relay{rep: rep, id: msg.Msg.ID, stop: make(chan struct{})}
-	key := rep.ID + "/" + r.id
-	c.mu.Lock()
+	if c.cancelled.take(key, time.Now()) {
+		c.mu.Unlock()
+		c.log.Debug("a call relayed for another gateway was cancelled before it arrived; not delivered", "peer", from, "replica", msg.Rep, "call", msg.Msg.ID)
+		return
+	}
+	bounded, stop := context.WithTimeout(context.Background(), relayWait(msg))
+	ctx, cancel := context.WithCancelCause(bounded)
+	r := &relay{rep: rep, id: msg.Msg.ID, from: from, ctx: ctx, cancel: cancel}
 	c.relays[key] = r
+	c.wg.Add(1)
 	c.mu.Unlock()
 	rep.Begin() // least-in-flight here counts the calls of every gateway
-	c.wg.Add(1)
+	// The call goes out on a goroutine of its own, so an agent that does
+	// not read (its socket full) holds up its own calls only, not every
+	// call the bus brings this gateway.
 	go func() {
 		defer c.wg.Done()
 		defer rep.End()
 		defer func() {
 			c.mu.Lock()
-			delete(c.relays, key)
+			if c.relays[key] == r {
+				delete(c.relays, key)
+			}
 			c.mu.Unlock()
+			cancel(nil)
+			stop()
 		}()
-		p, err := rep.Conn.Start(context.Background(), msg.Msg)
-		if err != nil {
-			reply(frame{Kind: "result", Disconn: true})
-			return
+		c.relay(r, msg.Msg, reply)
+	}()
+}
+
+// relay serves one call for another gateway until its result, its end
+// (cancelled, its deadline, its caller gone) or Close.
+func (c *Cluster) relay(r *relay, m *agentproto.Message, reply func(frame)) {
+	rep := r.rep
+	p, err := rep.Conn.Start(r.ctx, m)
+	if err != nil {
+		reply(frame{Kind: "result", Disconn: true})
+		return
+	}
+	// event forwards a progress line or log message; drain forwards
+	// those that came before a question or the result, which go first.
+	event := func(ev agents.Event) {
+		if ev.Log != nil {
+			reply(frame{Kind: "log", Msg: ev.Log})
+		} else {
+			reply(frame{Kind: "progress", Line: ev.Line})
 		}
-		select {
-		case <-r.stop: // cancelled while it went out
-			rep.Conn.Cancel(r.id, r.reason)
-			return
-		default:
-		}
-		// event forwards a progress line or log message; drain forwards
-		// those that came before a question or the result, which go first.
-		event := func(ev agents.Event) {
-			if ev.Log != nil {
-				reply(frame{Kind: "log", Msg: ev.Log})
-			} else {
-				reply(frame{Kind: "progress", Line: ev.Line})
-			}
-		}
-		drain := func() {
-			for {
-				select {
-				case ev := <-p.Events:
-					event(ev)
-				default:
-					return
-				}
-			}
-		}
+	}
+	drain := func() {
 		for {
 			select {
 			case ev := <-p.Events:
 				event(ev)
-			case q := <-p.Confirm:
-				drain()
-				reply(frame{Kind: "confirm", Msg: q})
-			case res := <-p.Result:
-				drain()
-				reply(frame{Kind: "result", Result: res.Result, Err: res.Err, Disconn: res.Disconnected, Busy: rep.Inflight() - 1})
-				return
-			case <-r.stop:
-				return // cancelled: the agent was told, a late answer is dropped
-			case <-c.stop:
-				reply(frame{Kind: "result", Disconn: true})
+			default:
 				return
 			}
 		}
-	}()
+	}
+	for {
+		select {
+		case <-r.ctx.Done():
+			// Cancelled, or its deadline passed with no cancel heard: the
+			// agent is told, a late answer is dropped.
+			reason, early := r.why()
+			if !early {
+				c.log.Debug("a call relayed for another gateway outlived its deadline with no cancel heard; ended", "peer", r.from, "replica", rep.ID, "call", r.id)
+			}
+			rep.Conn.Cancel(r.id, reason)
+			return
+		case ev := <-p.Events:
+			event(ev)
+		case q := <-p.Confirm:
+			drain()
+			reply(frame{Kind: "confirm", Msg: q})
+		case res := <-p.Result:
+			drain()
+			reply(frame{Kind: "result", Result: res.Result, Err: res.Err, Disconn: res.Disconnected, Busy: rep.Inflight() - 1})
+			return
+		case <-c.stop:
+			reply(frame{Kind: "result", Disconn: true})
+			return
+		}
+	}
+}
+
+// endRelays ends the calls this gateway relays for a gateway that went
+// away: nobody waits for their results any more.
+func (c *Cluster) endRelays(gw string) {
+	c.mu.Lock()
+	var rs []*relay
+	for _, r := range c.relays {
+		if r.from == gw {
+			rs = append(rs, r)
+		}
+	}
+	c.mu.Unlock()
+	for _, r := range rs {
+		r.end(agentproto.ReasonCancelled)
+	}
 }
 
 // onCtl applies a cancel, an answer or a close another gateway sent for a
@@ -327,9 +442,24 @@ func (c *Cluster) onCtl(m *nats.Msg) {
 	if json.Unmarshal(m.Data, &msg) != nil {
 		return
 	}
+	if msg.Op == "cancel" {
+		// The relay tells the agent. A cancel that finds no relay may have
+		// overtaken its call (they travel on separate subjects): it is
+		// remembered for a while, and the call is refused when it comes.
+		key := msg.Rep + "/" + msg.ID
+		c.mu.Lock()
+		r := c.relays[key]
+		if r == nil {
+			c.cancelled.add(key, time.Now())
+		}
+		c.mu.Unlock()
+		if r != nil {
+			r.end(msg.Reason)
+		}
+		return
+	}
 	c.mu.Lock()
 	rep := c.local[msg.Rep]
-	r := c.relays[msg.Rep+"/"+msg.ID]
 	c.mu.Unlock()
 	if rep == nil {
 		return
@@ -337,11 +467,6 @@ func (c *Cluster) onCtl(m *nats.Msg) {
 	// Writes to the agent's socket go on goroutines of their own: one
 	// agent that does not read must not hold up the bus for the others.
 	switch msg.Op {
-	case "cancel":
-		if r != nil {
-			r.end(msg.Reason)
-		}
-		rep.Conn.Cancel(msg.ID, msg.Reason) // sends off the caller's path
 	case "send":
 		if msg.Msg != nil {
 			recovery.Go(c.log, "answer an agent's question for another gateway", func() {
