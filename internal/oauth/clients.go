@@ -135,9 +135,12 @@ func isLoopbackHost(h string) bool {
 }
 
 // checkRedirectURI says what is wrong with a redirect URI a client
-// registers, or nil: https anywhere, http only on loopback, or a private
-// scheme of a native app (RFC 8252 section 7.1); never a fragment, and
-// never a scheme a browser would run.
+// registers, or nil. Only three kinds may receive codes: https anywhere,
+// http on a loopback host (127.0.0.1, [::1], localhost: a native app's
+// listener, RFC 8252 section 7.3), and a native app's private-use scheme
+// in reverse-domain form (com.example.app:/callback, RFC 8252 section
+// 7.1). Any other scheme (ftp:, ws:, view-source:, javascript:, …) is a
+// place a browser should not take a code to. Never a fragment.
 func checkRedirectURI(s string) error {
 	u, err := url.Parse(s)
 	if err != nil || u.Scheme == "" {
@@ -146,33 +149,45 @@ func checkRedirectURI(s string) error {
 	if u.Fragment != "" || strings.Contains(s, "#") {
 		return fmt.Errorf("%q has a fragment; redirect URIs may not", s)
 	}
-	switch strings.ToLower(u.Scheme) {
-	case "https":
+	switch scheme := strings.ToLower(u.Scheme); {
+	case scheme == "https":
 		if u.Host == "" {
 			return fmt.Errorf("%q has no host", s)
 		}
-	case "http":
+	case scheme == "http":
 		if !isLoopbackHost(u.Hostname()) {
 			return fmt.Errorf("%q uses plain http on a host that is not loopback; use https", s)
 		}
-	case "javascript", "data", "vbscript", "file", "blob", "about":
-		return fmt.Errorf("%q uses the %s scheme, which may not receive codes", s, u.Scheme)
+	case strings.Contains(scheme, ".") && !strings.HasPrefix(scheme, ".") && !strings.HasSuffix(scheme, ".") && !strings.Contains(scheme, ".."):
+		// A private-use scheme: url.Parse has checked its characters.
+	default:
+		return fmt.Errorf("%q uses the %s: scheme; a redirect URI must be https, http on 127.0.0.1, [::1] or localhost, or an app's own scheme in reverse-domain form such as com.example.app:/callback", s, u.Scheme)
 	}
 	return nil
 }
 
+// Limits of a client's metadata, registered or fetched, so that a
+// registration is a small record (at most about 7 KB stored).
+const (
+	maxRedirectURIs = 10
+	maxURILen       = 512 // bytes, of each redirect URI, client_uri and logo_uri
+	maxNameLen      = 100 // characters of client_name
+	maxScopeLen     = 256 // bytes; ours are "mcp:read mcp:write"
+	maxTypes        = 4   // entries of grant_types and of response_types
+)
+
 // validate checks a client's metadata, registered or fetched.
 func (c *client) validate() error {
-	if len(c.RedirectURIs) == 0 || len(c.RedirectURIs) > 10 {
-		return oauthError{"invalid_redirect_uri", "redirect_uris must list 1 to 10 URIs."}
+	if len(c.RedirectURIs) == 0 {
+		return oauthError{"invalid_redirect_uri", "redirect_uris must list at least one URI."}
+	}
+	if err := c.checkSizes(); err != nil {
+		return err
 	}
 	for _, u := range c.RedirectURIs {
 		if err := checkRedirectURI(u); err != nil {
 			return oauthError{"invalid_redirect_uri", err.Error()}
 		}
-	}
-	if utf8.RuneCountInString(c.Name) > 100 {
-		return oauthError{"invalid_client_metadata", "client_name is longer than 100 characters."}
 	}
 	for _, u := range []string{c.URI, c.LogoURI} {
 		if u != "" && !strings.HasPrefix(u, "https://") {
@@ -187,6 +202,36 @@ func (c *client) validate() error {
 	for _, rt := range c.ResponseTypes {
 		if rt != "code" {
 			return oauthError{"invalid_client_metadata", fmt.Sprintf("response type %q is not supported; use code.", rt)}
+		}
+	}
+	return nil
+}
+
+// checkSizes refuses metadata over the limits, naming the field and the
+// limit.
+func (c *client) checkSizes() error {
+	over := func(format string, args ...any) error {
+		return oauthError{"invalid_client_metadata", fmt.Sprintf(format, args...)}
+	}
+	switch {
+	case len(c.RedirectURIs) > maxRedirectURIs:
+		return over("redirect_uris lists %d URIs; at most %d are allowed.", len(c.RedirectURIs), maxRedirectURIs)
+	case utf8.RuneCountInString(c.Name) > maxNameLen:
+		return over("client_name is longer than %d characters.", maxNameLen)
+	case len(c.Scope) > maxScopeLen:
+		return over("scope is longer than %d bytes.", maxScopeLen)
+	case len(c.URI) > maxURILen:
+		return over("client_uri is longer than %d bytes.", maxURILen)
+	case len(c.LogoURI) > maxURILen:
+		return over("logo_uri is longer than %d bytes.", maxURILen)
+	case len(c.GrantTypes) > maxTypes:
+		return over("grant_types lists %d values; at most %d are allowed.", len(c.GrantTypes), maxTypes)
+	case len(c.ResponseTypes) > maxTypes:
+		return over("response_types lists %d values; at most %d are allowed.", len(c.ResponseTypes), maxTypes)
+	}
+	for _, u := range c.RedirectURIs {
+		if len(u) > maxURILen {
+			return over("a URI in redirect_uris is longer than %d bytes.", maxURILen)
 		}
 	}
 	return nil

@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spacefix/spacefix/internal/ratelimit"
 	"github.com/spacefix/spacefix/internal/store"
 	"github.com/spacefix/spacefix/internal/store/sqlite"
 )
@@ -222,9 +223,9 @@ func TestRegister(t *testing.T) {
 	}
 	for _, tc := range []struct{ meta, code, says string }{
 		{`{"redirect_uris":["http://app.example/cb"]}`, "invalid_redirect_uri", "plain http on a host that is not loopback"},
-		{`{"redirect_uris":["javascript:alert(1)"]}`, "invalid_redirect_uri", "javascript scheme"},
+		{`{"redirect_uris":["javascript:alert(1)"]}`, "invalid_redirect_uri", "javascript: scheme"},
 		{`{"redirect_uris":["https://app.example/cb#x"]}`, "invalid_redirect_uri", "fragment"},
-		{`{"redirect_uris":[]}`, "invalid_redirect_uri", "1 to 10"},
+		{`{"redirect_uris":[]}`, "invalid_redirect_uri", "at least one"},
 		{`{"redirect_uris":["https://a.example/cb"],"grant_types":["client_credentials"]}`, "invalid_client_metadata", "client_credentials"},
 		{`{"redirect_uris":["https://a.example/cb"],"token_endpoint_auth_method":"private_key_jwt"}`, "invalid_client_metadata", "private_key_jwt"},
 		{`[1]`, "invalid_client_metadata", "not a JSON object"},
@@ -233,6 +234,79 @@ func TestRegister(t *testing.T) {
 		code, m := h.register(tc.meta)
 		if code != http.StatusBadRequest || m["error"] != tc.code || !strings.Contains(fmt.Sprint(m["error_description"]), tc.says) {
 			t.Errorf("register %.60s = %d %v; want 400 %s saying %q", tc.meta, code, m, tc.code, tc.says)
+		}
+	}
+}
+
+// TestRegisterLimits: each field of a registration has a limit, and the
+// refusal names the field and the limit.
+func TestRegisterLimits(t *testing.T) {
+	h := newHarness(t)
+	long := "https://a.example/" + strings.Repeat("x", 512)
+	uris := func(n int) string {
+		return `"redirect_uris":["https://a.example/cb"` + strings.Repeat(`,"https://a.example/cb"`, n-1) + `]`
+	}
+	for _, tc := range []struct{ meta, says string }{
+		{`{` + uris(1) + `,"scope":"` + strings.Repeat("s", 257) + `"}`, "scope is longer than 256 bytes."},
+		{`{` + uris(1) + `,"client_name":"` + strings.Repeat("é", 101) + `"}`, "client_name is longer than 100 characters."},
+		{`{` + uris(1) + `,"client_uri":"` + long + `"}`, "client_uri is longer than 512 bytes."},
+		{`{` + uris(1) + `,"logo_uri":"` + long + `"}`, "logo_uri is longer than 512 bytes."},
+		{`{"redirect_uris":["` + long + `"]}`, "a URI in redirect_uris is longer than 512 bytes."},
+		{`{` + uris(11) + `}`, "redirect_uris lists 11 URIs; at most 10 are allowed."},
+		{`{` + uris(1) + `,"grant_types":["refresh_token","refresh_token","refresh_token","refresh_token","refresh_token"]}`, "grant_types lists 5 values; at most 4 are allowed."},
+		{`{` + uris(1) + `,"response_types":["code","code","code","code","code"]}`, "response_types lists 5 values; at most 4 are allowed."},
+	} {
+		code, m := h.register(tc.meta)
+		if code != http.StatusBadRequest || m["error"] != "invalid_client_metadata" || m["error_description"] != tc.says {
+			t.Errorf("register %.70s… = %d %v; want 400 invalid_client_metadata %q", tc.meta, code, m, tc.says)
+		}
+	}
+	// At the limits, it registers.
+	code, m := h.register(`{` + uris(10) + `,"scope":"` + strings.Repeat("s", 256) + `","client_name":"` + strings.Repeat("é", 100) +
+		`","client_uri":"` + long[:512] + `","token_endpoint_auth_method":"none"}`)
+	if code != http.StatusCreated {
+		t.Errorf("registration at every limit = %d %v; want 201", code, m)
+	}
+}
+
+// TestRedirectSchemes: what a redirect URI may be, at registration and in
+// a metadata document alike (both go through validate).
+func TestRedirectSchemes(t *testing.T) {
+	h := newHarness(t)
+	for _, u := range []string{
+		"https://claude.ai/api/mcp/auth_callback", "http://127.0.0.1:3000/cb", "http://[::1]:3000/cb", "http://localhost/cb",
+		"com.example.app:/callback", "com.example.app://callback", "io.modelcontextprotocol.inspector:/oauth",
+	} {
+		h.s.limits = ratelimit.New() // the per-address limit is not what is tested
+		if code, m := h.register(`{"redirect_uris":["` + u + `"],"token_endpoint_auth_method":"none"}`); code != http.StatusCreated {
+			t.Errorf("register %s = %d %v; want 201", u, code, m)
+		}
+		if err := (&client{RedirectURIs: []string{u}}).validate(); err != nil {
+			t.Errorf("a document with %s: %v; want accepted", u, err)
+		}
+	}
+	for _, tc := range []struct{ uri, says string }{
+		{"ftp://files.example/cb", `"ftp://files.example/cb" uses the ftp: scheme; a redirect URI must be https, http on 127.0.0.1, [::1] or localhost, or an app's own scheme in reverse-domain form such as com.example.app:/callback`},
+		{"ws://127.0.0.1:3000/cb", "uses the ws: scheme"},
+		{"wss://app.example/cb", "uses the wss: scheme"},
+		{"view-source:https://app.example/cb", "uses the view-source: scheme"},
+		{"javascript:alert(1)", "uses the javascript: scheme"},
+		{"data:text/html,hi", "uses the data: scheme"},
+		{"file:///etc/passwd", "uses the file: scheme"},
+		{"myapp:/callback", "uses the myapp: scheme"},
+		{"http://app.example/cb", "plain http on a host that is not loopback"},
+		{"http://192.168.1.2/cb", "plain http on a host that is not loopback"},
+		{"https:///cb", "has no host"},
+		{"com.example.app:/cb#x", "has a fragment"},
+	} {
+		h.s.limits = ratelimit.New()
+		code, m := h.register(`{"redirect_uris":["` + tc.uri + `"],"token_endpoint_auth_method":"none"}`)
+		if code != http.StatusBadRequest || m["error"] != "invalid_redirect_uri" || !strings.Contains(fmt.Sprint(m["error_description"]), tc.says) {
+			t.Errorf("register %s = %d %v; want 400 invalid_redirect_uri saying %q", tc.uri, code, m, tc.says)
+		}
+		err := (&client{RedirectURIs: []string{tc.uri}}).validate()
+		if err == nil || !strings.Contains(err.Error(), tc.says) {
+			t.Errorf("a document with %s: %v; want refused saying %q", tc.uri, err, tc.says)
 		}
 	}
 }
@@ -655,6 +729,18 @@ func TestMetadataDocumentFetchBound(t *testing.T) {
 			}
 		case <-time.After(10 * time.Second):
 			t.Fatal("requests over the bound were not refused within 10 s")
+		}
+	}
+	// Every fetch within the bound reaches the server and hangs there.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		mu.Lock()
+		n := inFlight
+		mu.Unlock()
+		if n == docMaxFetches {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d fetches under way after 10 s; want %d", n, docMaxFetches)
 		}
 	}
 	if errDocsBusy.Description != "The gateway is fetching too many client metadata documents at once. Try again in a few seconds." {
