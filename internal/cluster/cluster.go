@@ -11,8 +11,9 @@
 // spacefix.gw.<id>.ctl). A gateway whose heartbeat stops is dropped after
 // three intervals: its replicas leave every registry and their calls in
 // flight end as disconnected. A heartbeat whose count differs from what a
-// gateway mirrors asks the holder to announce everything again, so lost
-// announcements, restarts and reconnects heal by themselves.
+// gateway mirrors asks the holder to announce what differs again, so lost
+// announcements, restarts and reconnects heal by themselves (see
+// [Cluster.onHeartbeat]).
 //
 // Saved-state changes (settings, tool edits, revoked keys) published on one
 // gateway's change bus are broadcast (spacefix.changes) and published on
@@ -24,10 +25,13 @@ package cluster
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -117,6 +121,13 @@ type Cluster struct {
 	closed bool
 
 	parts parts // messages sent in parts, being put together
+
+	// annMu orders this gateway's replica announcements: each takes the
+	// next repSeq and is published under it, so a heartbeat's digest and
+	// sequence number say the same state, and an answer to a resync never
+	// announces a replica after its "down".
+	annMu  sync.Mutex
+	repSeq uint64
 }
 
 // peer is another gateway, as its heartbeats and announcements tell.
@@ -127,6 +138,10 @@ type peer struct {
 	every    time.Duration // its heartbeat interval
 	replicas map[string]*agents.Replica
 	synced   time.Time // when this gateway last asked it to announce again
+	// repSeq is the sequence number of the last of its announcements
+	// applied here; lagSeq the one its previous heartbeat said, while
+	// repSeq had not reached it.
+	repSeq, lagSeq uint64
 }
 
 // repInfo is a replica as announced on the bus.
@@ -143,19 +158,37 @@ type repInfo struct {
 }
 
 // repMsg is one announcement. A "list" carries every id the gateway holds,
-// after a full announcement: the others drop what it no longer has.
+// after a resync: the others drop what it no longer has. The holder of the
+// replicas numbers its announcements (Seq, from 1); a "disable", which any
+// gateway may send, has none.
 type repMsg struct {
 	Op  string   `json:"op"` // up, down, changed, list, disable
 	Gw  string   `json:"gw"`
+	Seq uint64   `json:"seq,omitempty"`
 	Rep repInfo  `json:"rep"`
 	IDs []string `json:"ids,omitempty"`
+}
+
+// syncMsg asks a gateway to announce again what differs from the
+// asker's mirror of its replicas: IDs are the replicas the asker has.
+// State asks for the tools' and disabled state of those too (an
+// announcement was lost, and it may have been a "changed").
+type syncMsg struct {
+	Gw    string   `json:"gw"`
+	IDs   []string `json:"ids"`
+	State bool     `json:"state,omitempty"`
 }
 
 type heartbeat struct {
 	Gw       string `json:"gw"`
 	Addr     string `json:"addr"`
 	Replicas int    `json:"replicas"`
-	EveryMs  int64  `json:"everyMs"` // the sender's interval: three missed ones drop it
+	// Seq is the sequence number of the sender's last replica
+	// announcement, and Digest that of the ids of its replicas then
+	// (see digest).
+	Seq     uint64 `json:"seq"`
+	Digest  string `json:"digest"`
+	EveryMs int64  `json:"everyMs"` // the sender's interval: three missed ones drop it
 	// Busy are the calls in flight of the sender's replicas that have any,
 	// from every gateway, by replica id: least-in-flight everywhere counts
 	// them (a replica not named has none).
@@ -197,7 +230,7 @@ func Join(ctx context.Context, opts Options) (*Cluster, error) {
 		subjChanges:                    c.onChange,
 		subjCall(opts.Gateway):         c.onCall,
 		subjCtl(opts.Gateway):          c.onCtl,
-		subjSync(opts.Gateway):         func(*nats.Msg) { c.announceAll() },
+		subjSync(opts.Gateway):         c.onSync,
 		subjReply(opts.Gateway) + ".*": c.onReply,
 		subjTickets:                    c.onTicket,
 		subjRates:                      c.onRates,
@@ -339,7 +372,10 @@ func (c *Cluster) beat() {
 
 func (c *Cluster) heartbeat() {
 	hb := heartbeat{Gw: c.opts.Gateway, Addr: c.opts.Addr, EveryMs: c.opts.Heartbeat.Milliseconds()}
+	c.annMu.Lock()
 	c.mu.Lock()
+	hb.Seq, hb.Digest = c.repSeq, digest(c.local)
+	c.annMu.Unlock()
 	hb.Replicas = len(c.local)
 	for id, rep := range c.local {
 		if n := rep.Inflight(); n > 0 {
@@ -388,11 +424,28 @@ func (c *Cluster) onHeartbeat(m *nats.Msg) {
 	}
 	p, isNew := c.peerLocked(hb.Gw)
 	p.seen, p.addr, p.every = time.Now(), hb.Addr, time.Duration(hb.EveryMs)*time.Millisecond
-	// A count that differs asks the peer to announce everything again,
-	// at most once per two heartbeats (announcements may be on their way).
-	resync := len(p.replicas) != hb.Replicas && time.Since(p.synced) > 2*c.opts.Heartbeat
+	// The mirror is compared with what the heartbeat says once it has
+	// applied the same announcements (the heartbeat travels on another
+	// subject, so it may overtake them): a digest that differs then
+	// (a lost "down", a lost "up", a stale one) asks the peer for what
+	// differs. A mirror behind the previous heartbeat's number lost
+	// announcements; one that heard none asks for everything.
+	var resync, state bool
+	switch {
+	case p.repSeq == 0 && hb.Seq > 0:
+		resync = true
+	case p.repSeq == hb.Seq:
+		resync = digest(p.replicas) != hb.Digest
+	case p.repSeq < p.lagSeq:
+		resync, state = true, true
+	}
+	p.lagSeq = 0
+	if p.repSeq < hb.Seq {
+		p.lagSeq = hb.Seq
+	}
+	var ask []byte
 	if resync {
-		p.synced = time.Now()
+		ask = c.syncLocked(p, state)
 	}
 	for id, rep := range p.replicas {
 		rep.Report(hb.Busy[id])
@@ -402,13 +455,58 @@ func (c *Cluster) onHeartbeat(m *nats.Msg) {
 		c.log.Info("gateway joined the bus", "peer", hb.Gw, "addr", hb.Addr)
 		c.heartbeat() // so that it learns of this one without waiting a beat
 	}
-	if resync {
-		c.nc.Publish(subjSync(hb.Gw), nil)
+	if ask != nil {
+		c.send(subjSync(hb.Gw), "", ask)
 	}
 }
 
-// announceAll announces every replica this gateway holds, then their ids.
-func (c *Cluster) announceAll() {
+// syncLocked returns the request that asks peer p to announce what
+// differs from this gateway's mirror of it, or nil if one went out within
+// the last two heartbeats (its answer may be on its way). c.mu is held.
+func (c *Cluster) syncLocked(p *peer, state bool) []byte {
+	if time.Since(p.synced) <= 2*c.opts.Heartbeat {
+		return nil
+	}
+	p.synced = time.Now()
+	msg := syncMsg{Gw: c.opts.Gateway, IDs: make([]string, 0, len(p.replicas)), State: state}
+	for id := range p.replicas {
+		msg.IDs = append(msg.IDs, id)
+	}
+	b, _ := json.Marshal(msg)
+	return b
+}
+
+// digest sums up a set of replicas by their ids: the first 16 bytes of
+// the SHA-256 of the sorted ids, one a line, in hex.
+func digest(reps map[string]*agents.Replica) string {
+	ids := make([]string, 0, len(reps))
+	for id := range reps {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	h := sha256.New()
+	for _, id := range ids {
+		h.Write([]byte(id))
+		h.Write([]byte{'\n'})
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+// onSync answers another gateway whose mirror of this one's replicas
+// differs: it announces the replicas the asker lacks (with their
+// registrations), the state of the others if asked, then every id, so
+// that the asker drops what this gateway no longer holds.
+func (c *Cluster) onSync(m *nats.Msg) {
+	var msg syncMsg
+	if json.Unmarshal(m.Data, &msg) != nil || msg.Gw == c.opts.Gateway {
+		return
+	}
+	has := make(map[string]bool, len(msg.IDs))
+	for _, id := range msg.IDs {
+		has[id] = true
+	}
+	c.annMu.Lock()
+	defer c.annMu.Unlock()
 	c.mu.Lock()
 	reps := make([]*agents.Replica, 0, len(c.local))
 	ids := make([]string, 0, len(c.local))
@@ -418,9 +516,22 @@ func (c *Cluster) announceAll() {
 	}
 	c.mu.Unlock()
 	for _, rep := range reps {
-		c.publish(subjReplicas, repMsg{Op: "up", Gw: c.opts.Gateway, Rep: c.info(rep, true)})
+		switch {
+		case !has[rep.ID]:
+			c.announceLocked(repMsg{Op: "up", Rep: c.info(rep, true)})
+		case msg.State:
+			c.announceLocked(repMsg{Op: "changed", Rep: c.info(rep, false)})
+		}
 	}
-	c.publish(subjReplicas, repMsg{Op: "list", Gw: c.opts.Gateway, IDs: ids})
+	c.announceLocked(repMsg{Op: "list", IDs: ids})
+}
+
+// announceLocked publishes an announcement of this gateway's replicas
+// under the next sequence number. c.annMu is held.
+func (c *Cluster) announceLocked(msg repMsg) {
+	c.repSeq++
+	msg.Gw, msg.Seq = c.opts.Gateway, c.repSeq
+	c.publish(subjReplicas, msg)
 }
 
 func (c *Cluster) info(rep *agents.Replica, withReg bool) repInfo {
@@ -440,10 +551,12 @@ func (c *Cluster) ReplicaUp(rep *agents.Replica) {
 	if rep.Gateway != "" {
 		return
 	}
+	c.annMu.Lock()
+	defer c.annMu.Unlock()
 	c.mu.Lock()
 	c.local[rep.ID] = rep
 	c.mu.Unlock()
-	c.publish(subjReplicas, repMsg{Op: "up", Gw: c.opts.Gateway, Rep: c.info(rep, true)})
+	c.announceLocked(repMsg{Op: "up", Rep: c.info(rep, true)})
 }
 
 // ReplicaDown implements [agents.Observer].
@@ -451,12 +564,14 @@ func (c *Cluster) ReplicaDown(rep *agents.Replica) {
 	if rep.Gateway != "" {
 		return
 	}
+	c.annMu.Lock()
+	defer c.annMu.Unlock()
 	c.mu.Lock()
 	_, ok := c.local[rep.ID]
 	delete(c.local, rep.ID)
 	c.mu.Unlock()
 	if ok {
-		c.publish(subjReplicas, repMsg{Op: "down", Gw: c.opts.Gateway, Rep: repInfo{ID: rep.ID}})
+		c.announceLocked(repMsg{Op: "down", Rep: repInfo{ID: rep.ID}})
 	}
 }
 
@@ -465,7 +580,9 @@ func (c *Cluster) ReplicaDown(rep *agents.Replica) {
 // out from whichever gateway did it.
 func (c *Cluster) ReplicaChanged(rep *agents.Replica) {
 	if rep.Gateway == "" {
-		c.publish(subjReplicas, repMsg{Op: "changed", Gw: c.opts.Gateway, Rep: c.info(rep, false)})
+		c.annMu.Lock()
+		defer c.annMu.Unlock()
+		c.announceLocked(repMsg{Op: "changed", Rep: c.info(rep, false)})
 		return
 	}
 	if rc, ok := rep.Conn.(*remoteConn); ok && rc.disabled.Swap(rep.Disabled()) != rep.Disabled() {
@@ -494,6 +611,7 @@ func (c *Cluster) onReplica(m *nats.Msg) {
 	p, _ := c.peerLocked(msg.Gw)
 	rep := p.replicas[msg.Rep.ID]
 	c.mu.Unlock()
+	defer c.applied(p, msg.Seq)
 	reg := c.opts.Registry
 	switch msg.Op {
 	case "up":
@@ -550,6 +668,27 @@ func (c *Cluster) onReplica(m *nats.Msg) {
 		for _, r := range stale {
 			c.forget(p, r, "Agent disconnected before returning a result.")
 		}
+	}
+}
+
+// applied notes that announcement seq of peer p is applied to the mirror;
+// one that skips a number means some were lost, and the peer is asked
+// for what differs (and the state of the rest: a lost one may have been a
+// "changed").
+func (c *Cluster) applied(p *peer, seq uint64) {
+	if seq == 0 {
+		return
+	}
+	c.mu.Lock()
+	var ask []byte
+	if p.repSeq != 0 && seq != p.repSeq+1 && c.peers[p.id] == p {
+		ask = c.syncLocked(p, true)
+	}
+	p.repSeq = max(p.repSeq, seq)
+	c.mu.Unlock()
+	if ask != nil {
+		c.log.Info("replica announcements from a gateway were lost on the bus; asking it again", "peer", p.id)
+		c.send(subjSync(p.id), "", ask)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -22,6 +23,7 @@ const testBeat = 100 * time.Millisecond
 
 // node is one gateway's part of the bus, with its registry and change bus.
 type node struct {
+	obs     *observer
 	c       *Cluster
 	reg     *agents.Registry
 	changes *changes.Bus
@@ -53,7 +55,7 @@ func join(t *testing.T, url, id string, edit ...func(*Options)) *node {
 	t.Helper()
 	log := slog.New(slog.DiscardHandler)
 	obs := new(observer)
-	n := &node{changes: changes.New(log)}
+	n := &node{obs: obs, changes: changes.New(log)}
 	n.reg = agents.New(&agents.Options{Changes: n.changes, Observer: obs, Logger: log})
 	opts := Options{
 		URL: url, Gateway: id, Addr: "127.0.0.1:1", Registry: n.reg, Changes: n.changes,
@@ -304,4 +306,75 @@ func (c *Cluster) relaysNow() []string {
 		keys = append(keys, k)
 	}
 	return keys
+}
+
+// mirrorIDs returns the ids of the replicas n mirrors from other gateways,
+// sorted.
+func (n *node) mirrorIDs() []string {
+	var ids []string
+	for _, rep := range n.reg.All() {
+		if rep.Gateway != "" {
+			ids = append(ids, rep.ID)
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// A mirror with as many replicas as the holder but not the same ones (a
+// stale "up" after a "down", plus a missed new one) heals: the heartbeat's
+// digest of the ids differs, and the holder announces what differs.
+func TestMirrorWithEqualCountsHeals(t *testing.T) {
+	url := testenv.NATS(t, 0).ClientURL()
+	a, b := join(t, url, "gw-a"), join(t, url, "gw-b")
+	a.addReplica(t, "r1", newFakeConn())
+	a.addReplica(t, "r2", newFakeConn())
+	b.mirror(t, "r1")
+	r2 := b.mirror(t, "r2")
+
+	// B loses r2 and keeps a replica A no longer holds: two either way.
+	b.c.mu.Lock()
+	p := b.c.peers["gw-a"]
+	b.c.mu.Unlock()
+	b.c.forget(p, r2, "test")
+	stale := &agents.Replica{ID: "r0", ProjectID: 1, AgentKey: "key_a", Since: time.Now(), Gateway: "gw-a", Reg: r2.Reg}
+	rc := newRemoteConn(b.c, "gw-a", "r0")
+	rc.entry.Store(stale)
+	stale.Conn = rc
+	b.c.mu.Lock()
+	p.replicas["r0"] = stale
+	b.c.mu.Unlock()
+	b.reg.Add(stale, nil)
+	if got := b.mirrorIDs(); !slices.Equal(got, []string{"r0", "r1"}) {
+		t.Fatalf("B's mirror after the loss = %v", got)
+	}
+
+	waitFor(t, "B's mirror to heal to r1, r2", func() bool { return slices.Equal(b.mirrorIDs(), []string{"r1", "r2"}) })
+}
+
+// A lost announcement (here a "changed": A switched a tool off) is seen
+// by the gap in A's numbers at the next one, and B asks for the state.
+func TestLostAnnouncementHeals(t *testing.T) {
+	url := testenv.NATS(t, 0).ClientURL()
+	a, b := join(t, url, "gw-a"), join(t, url, "gw-b")
+	held := a.addReplica(t, "r1", newFakeConn())
+	mirrored := b.mirror(t, "r1")
+
+	// A switches "hang" off and the announcement is lost on the bus: A
+	// numbers it, nobody hears it.
+	a.obs.c.Store(nil)
+	must(t, a.reg.SetEnabled(held, "hang", false))
+	a.obs.c.Store(a.c)
+	a.c.annMu.Lock()
+	a.c.repSeq++
+	a.c.annMu.Unlock()
+	a.addReplica(t, "r2", newFakeConn()) // the next number: B sees the gap
+	waitFor(t, "B to hear that hang is off on r1", func() bool { return slices.Equal(b.reg.Off(mirrored), []string{"hang"}) })
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
 }
