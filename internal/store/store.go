@@ -175,6 +175,13 @@ type Store interface {
 	CreateOAuthClient(ctx context.Context, c OAuthClient) error
 	// OAuthClient returns a registered client by id, or ErrNotFound.
 	OAuthClient(ctx context.Context, id string) (OAuthClient, error)
+	// CountOAuthClients says how many registered clients there are.
+	CountOAuthClients(ctx context.Context) (int64, error)
+	// PruneOAuthClients deletes the registered clients registered before
+	// unused that are not in use: no grant names them, or every grant that
+	// does is revoked or has no code or token left, and none of those was
+	// created, used or revoked at or after idle. It says how many went.
+	PruneOAuthClients(ctx context.Context, unused, idle time.Time) (int64, error)
 	// CreateOAuthGrant stores a new grant (CreatedAt set by the store);
 	// ErrExists if its id is taken.
 	CreateOAuthGrant(ctx context.Context, g OAuthGrant) (OAuthGrant, error)

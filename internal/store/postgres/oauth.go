@@ -191,3 +191,25 @@ func (s *Store) PruneOAuthTokens(ctx context.Context, before time.Time) (int64, 
 	}
 	return tag.RowsAffected(), nil
 }
+
+// CountOAuthClients implements [store.Store].
+func (s *Store) CountOAuthClients(ctx context.Context) (int64, error) {
+	var n int64
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM oauth_clients`).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count OAuth clients: %w", err)
+	}
+	return n, nil
+}
+
+// PruneOAuthClients implements [store.Store].
+func (s *Store) PruneOAuthClients(ctx context.Context, unused, idle time.Time) (int64, error) {
+	tag, err := s.pool.Exec(ctx, `DELETE FROM oauth_clients WHERE created_at < $1 AND id NOT IN (
+	SELECT g.client_id FROM oauth_grants g
+	WHERE (g.revoked_at = 0 AND g.id IN (SELECT grant_id FROM oauth_tokens))
+		OR g.created_at >= $2 OR g.last_used_at >= $2 OR g.revoked_at >= $2)`,
+		millis(unused), millis(idle))
+	if err != nil {
+		return 0, fmt.Errorf("prune OAuth clients: %w", err)
+	}
+	return tag.RowsAffected(), nil
+}

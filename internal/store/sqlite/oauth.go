@@ -246,3 +246,25 @@ func (s *Store) deleteRows(ctx context.Context, query string, args ...any) (int6
 	})
 	return n, err
 }
+
+// CountOAuthClients implements [store.Store].
+func (s *Store) CountOAuthClients(ctx context.Context) (int64, error) {
+	var n int64
+	if err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM oauth_clients`).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count OAuth clients: %w", err)
+	}
+	return n, nil
+}
+
+// PruneOAuthClients implements [store.Store].
+func (s *Store) PruneOAuthClients(ctx context.Context, unused, idle time.Time) (int64, error) {
+	n, err := s.deleteRows(ctx, `DELETE FROM oauth_clients WHERE created_at < ? AND id NOT IN (
+	SELECT g.client_id FROM oauth_grants g
+	WHERE (g.revoked_at = 0 AND g.id IN (SELECT grant_id FROM oauth_tokens))
+		OR g.created_at >= ? OR g.last_used_at >= ? OR g.revoked_at >= ?)`,
+		millis(unused), millis(idle), millis(idle), millis(idle))
+	if err != nil {
+		return 0, fmt.Errorf("prune OAuth clients: %w", err)
+	}
+	return n, nil
+}

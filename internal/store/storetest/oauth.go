@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -182,4 +183,78 @@ func testOAuthTokenUsedOnce(t *testing.T, s store.Store) {
 	}
 	_, err := s.UseOAuthToken(ctx, oauthHash("unknown"))
 	wantErr(t, "UseOAuthToken of an unknown hash", err, store.ErrNotFound)
+}
+
+// testOAuthClientPrune: registered clients go when nothing uses them: at
+// once past unused if no grant names them, past idle once their grants
+// are all revoked or without tokens. A client with a live grant stays.
+func testOAuthClientPrune(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	p := mustProject(t, s, "shop")
+	for _, id := range []string{"c_unused", "c_live", "c_revoked", "c_tokenless", "c_touched", "c_mixed"} {
+		if err := s.CreateOAuthClient(ctx, store.OAuthClient{ID: id, Metadata: []byte(`{}`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	grant := func(id, client string) {
+		t.Helper()
+		if _, err := s.CreateOAuthGrant(ctx, store.OAuthGrant{ID: id, ProjectID: p.ID, UserID: 1, ClientID: client, ClientName: client, Scope: "mcp:read"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	token := func(grantID string) {
+		t.Helper()
+		if err := s.CreateOAuthToken(ctx, store.OAuthToken{Kind: store.OAuthRefresh, GrantID: grantID, ExpiresAt: time.Now().Add(time.Hour)}, oauthHash(grantID)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	grant("g_live", "c_live")
+	token("g_live")
+	grant("g_revoked", "c_revoked")
+	token("g_revoked")
+	if err := s.RevokeOAuthGrant(ctx, "g_revoked"); err != nil {
+		t.Fatal(err)
+	}
+	grant("g_tokenless", "c_tokenless")
+	grant("g_touched", "c_touched")
+	later := time.Now().Add(time.Hour)
+	if err := s.TouchOAuthGrant(ctx, "g_touched", later); err != nil {
+		t.Fatal(err)
+	}
+	grant("g_mixed_old", "c_mixed")
+	if err := s.RevokeOAuthGrant(ctx, "g_mixed_old"); err != nil {
+		t.Fatal(err)
+	}
+	grant("g_mixed_live", "c_mixed")
+	token("g_mixed_live")
+
+	left := func(want ...string) {
+		t.Helper()
+		if n, err := s.CountOAuthClients(ctx); err != nil || n != int64(len(want)) {
+			t.Errorf("CountOAuthClients = %d, %v; want %d", n, err, len(want))
+		}
+		for _, id := range []string{"c_unused", "c_live", "c_revoked", "c_tokenless", "c_touched", "c_mixed"} {
+			_, err := s.OAuthClient(ctx, id)
+			if kept := slices.Contains(want, id); kept && err != nil || !kept && !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("OAuthClient(%s): %v; want it kept: %v", id, err, kept)
+			}
+		}
+	}
+	prune := func(unused, idle time.Time, want int64) {
+		t.Helper()
+		if n, err := s.PruneOAuthClients(ctx, unused, idle); err != nil || n != want {
+			t.Errorf("PruneOAuthClients(%v, %v) = %d, %v; want %d", unused, idle, n, err, want)
+		}
+	}
+	left("c_unused", "c_live", "c_revoked", "c_tokenless", "c_touched", "c_mixed")
+	now := time.Now()
+	prune(now.Add(-time.Hour), now.Add(-30*24*time.Hour), 0) // all registered within the hour
+	left("c_unused", "c_live", "c_revoked", "c_tokenless", "c_touched", "c_mixed")
+	soon := time.Now().Add(time.Minute)
+	prune(soon, now.Add(-30*24*time.Hour), 1) // never granted: goes; the rest were active lately
+	left("c_live", "c_revoked", "c_tokenless", "c_touched", "c_mixed")
+	prune(soon, soon, 2) // revoked, and without tokens, since before idle
+	left("c_live", "c_touched", "c_mixed")
+	prune(later.Add(time.Minute), later.Add(time.Minute), 1) // the last use is past idle too
+	left("c_live", "c_mixed")
 }

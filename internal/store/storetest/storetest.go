@@ -69,6 +69,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Meta", testMeta},
 		{"Gateways", testGateways},
 		{"OAuthClients", testOAuthClients},
+		{"OAuthClientPrune", testOAuthClientPrune},
 		{"OAuthGrants", testOAuthGrants},
 		{"OAuthTokens", testOAuthTokens},
 		{"OAuthTokenUsedOnce", testOAuthTokenUsedOnce},
