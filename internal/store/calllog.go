@@ -2,8 +2,12 @@ package store
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
+	"fmt"
 	"log/slog"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,11 +21,16 @@ type CallLogOptions struct {
 	// FlushInterval is the longest a record waits in memory before it is
 	// written; 0 means 250ms.
 	FlushInterval time.Duration
-	// QueueSize is how many records may wait to be written; once it is
+	// QueueSize is how many records may wait for the writer; once it is
 	// full, Add drops records. 0 means 8192.
 	QueueSize int
-	// Logger receives warnings about dropped records and failed writes;
-	// nil means slog.Default().
+	// BufferSize is how many records the writer keeps, beyond the queue,
+	// while the store refuses writes: it retries them, and once it holds
+	// this many it takes no more from the queue, which fills, and Add
+	// drops. 0 means 32768 (about 16 MB of typical records).
+	BufferSize int
+	// Logger receives warnings about failed writes and lost records; nil
+	// means slog.Default().
 	Logger *slog.Logger
 	// Observe, if not nil, sees every record passed to Add, written or
 	// not, before Add returns (metrics count calls with it). It must be
@@ -29,25 +38,43 @@ type CallLogOptions struct {
 	Observe func(Call)
 }
 
-// warnEvery is the least time between two warnings of one kind.
-const warnEvery = 10 * time.Second
+// Timing of the call log. A failed write is retried after retryMin,
+// doubling up to retryMax, until it succeeds; writes that keep failing for
+// failingGrace make [Health.Failing] true (a restart of the store that
+// takes a second or two should not turn every gateway unready at once).
+const (
+	warnEvery    = 10 * time.Second
+	retryMin     = 100 * time.Millisecond
+	retryMax     = 5 * time.Second
+	failingGrace = 5 * time.Second
+)
 
 // CallLog writes call log records to a [Store] in batches, off the request
 // path: [CallLog.Add] only queues a record, and a background goroutine
 // writes what is queued every FlushInterval or every BatchSize records,
 // whichever comes first.
 //
-// Records are lost, and counted by [CallLog.Dropped], when the queue is full
-// or a write fails: the log must never slow calls down or hold memory
-// without bound while the store is unwell.
+// A batch whose write fails is kept and written again, after 100 ms
+// doubling up to 5 s, until the store takes it; records added meanwhile
+// wait behind it, up to BufferSize of them plus the queue. Each batch
+// carries an id ([WithCallBatch]) with which the store writes it at most
+// once, so a write whose outcome was unknown (the connection dropped
+// during the commit) is never stored twice.
+//
+// Records are lost, and counted by [CallLog.Dropped], only when the queue
+// is full (the store refused writes long enough to fill the buffer, or
+// writes too slowly) or when Close gives up on a store that does not take
+// them: the log must never slow calls down or hold memory without bound
+// while the store is unwell.
 //
 // Every method is safe for concurrent use.
 type CallLog struct {
-	s    Store
-	opts CallLogOptions
+	s      Store
+	opts   CallLogOptions
+	prefix string // of batch ids: unique to this log
 
 	queue   chan Call
-	flushes chan chan error // Flush requests; the reply is the first write error
+	flushes chan chan error // Flush requests; the reply is the write's error
 	stop    chan struct{}   // closed by Close
 	done    chan struct{}   // closed when the goroutine has returned
 
@@ -57,11 +84,14 @@ type CallLog struct {
 	mu       sync.RWMutex // Add holds it for reading; Close sets closed under it
 	closed   bool
 	stopOnce sync.Once
-	closeErr error // the final flush's error; read after done
+	closeErr error // the final write's error; read after done
 
-	dropped   atomic.Int64
-	dropWarn  rateLimit
-	writeWarn rateLimit
+	dropped  atomic.Int64
+	held     atomic.Int64 // records the writer holds: gathered or kept to retry
+	retries  atomic.Int64 // writes that repeated a failed one
+	failing  atomic.Bool  // the latest write failed
+	lossSaid atomic.Bool  // the ERROR for this failure's losses was logged
+	dropWarn rateLimit
 
 	healthMu sync.Mutex
 	health   Health
@@ -79,13 +109,35 @@ type Health struct {
 	LastFailure time.Time
 	// LastWrite is when a write last succeeded; zero if none did.
 	LastWrite time.Time
+	// FailingSince is when the writes that fail now began to fail; zero
+	// while writes work.
+	FailingSince time.Time
+	// LastError says why the latest failed write failed.
+	LastError string
+	// Waiting is how many records wait to be written again after a failed
+	// write (at the time of the latest write).
+	Waiting int64
 }
 
-// Failing reports whether the latest write failed, no later write
-// succeeded, and the failure is less than window old (while no calls come,
-// nothing is written and nothing can show that the store recovered).
+// Failing reports whether writes have failed for a while: the latest write
+// failed, none succeeded since, the failure is less than window old (while
+// no record waits, nothing is retried and nothing could show that the
+// store recovered), and writes have been failing for at least a few
+// seconds (a short blip, retried at once, is not a failure).
 func (h Health) Failing(now time.Time, window time.Duration) bool {
-	return !h.LastFailure.IsZero() && h.LastFailure.After(h.LastWrite) && now.Sub(h.LastFailure) < window
+	return !h.LastFailure.IsZero() && h.LastFailure.After(h.LastWrite) && now.Sub(h.LastFailure) < window &&
+		now.Sub(h.FailingSince) >= failingGrace
+}
+
+// Problem says, for people, why the log is failing: since when, how many
+// records wait and how many were lost, and the latest error.
+func (h Health) Problem() string {
+	s := fmt.Sprintf("call records are not being written since %s (%d waiting to be retried, %d lost",
+		h.FailingSince.UTC().Format(time.RFC3339), h.Waiting, h.Dropped)
+	if h.LastError != "" {
+		s += ": " + h.LastError
+	}
+	return s + ")"
 }
 
 // NewCallLog starts a call log writing to s. Call [CallLog.Close] to stop it.
@@ -106,12 +158,16 @@ func NewCallLog(s Store, opts *CallLogOptions) *CallLog {
 	if o.QueueSize <= 0 {
 		o.QueueSize = 8192
 	}
+	if o.BufferSize <= 0 {
+		o.BufferSize = 32768
+	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
 	l := &CallLog{
 		s:       s,
 		opts:    o,
+		prefix:  hex.EncodeToString(randomBytes(8)) + "-",
 		queue:   make(chan Call, o.QueueSize),
 		flushes: make(chan chan error),
 		stop:    make(chan struct{}),
@@ -120,6 +176,12 @@ func NewCallLog(s Store, opts *CallLogOptions) *CallLog {
 	l.ctx, l.cancel = context.WithCancel(context.Background())
 	go l.run()
 	return l
+}
+
+func randomBytes(n int) []byte {
+	b := make([]byte, n)
+	rand.Read(b) // never fails (crypto/rand since Go 1.24)
+	return b
 }
 
 // Add queues c to be written. It never blocks: when the queue is full, or
@@ -133,20 +195,24 @@ func (l *CallLog) Add(c Call) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	if l.closed {
-		l.drop(1, "the call log was closed: the gateway is shutting down", nil)
+		l.drop(1, "the call log was closed: the gateway is shutting down")
 		return
 	}
 	select {
 	case l.queue <- c:
 	default:
-		l.drop(1, "queue full: the store writes too slowly", nil)
+		if l.failing.Load() {
+			l.drop(1, "the store does not take writes and the buffer is full")
+		} else {
+			l.drop(1, "queue full: the store writes too slowly")
+		}
 	}
 }
 
-// drop counts n lost records and says why, in the log at most once per
-// warnEvery; every line carries the running count, so the last line
-// before a quiet spell says how many were lost in all.
-func (l *CallLog) drop(n int, reason string, err error) {
+// drop counts n lost records and says why: at ERROR once while writes
+// fail (the recovery line says how many went in all), else at WARN at
+// most once per warnEvery; every line carries the running count.
+func (l *CallLog) drop(n int, reason string) {
 	now := time.Now()
 	total := l.dropped.Add(int64(n))
 	l.healthMu.Lock()
@@ -155,14 +221,12 @@ func (l *CallLog) drop(n int, reason string, err error) {
 	}
 	l.health.Dropped = total
 	l.health.Reason = reason
-	if err != nil {
-		l.health.Reason = reason + ": " + err.Error()
-		l.health.LastFailure = now
-	}
+	lastErr := l.health.LastError
 	l.healthMu.Unlock()
-	if err != nil {
-		if l.writeWarn.allow(now) && !errors.Is(err, context.Canceled) {
-			l.opts.Logger.Error("call log write failed; records lost", "records", n, "droppedTotal", total, "err", err)
+	if l.failing.Load() {
+		if l.lossSaid.CompareAndSwap(false, true) {
+			l.opts.Logger.Error("call log records lost: "+reason+"; more are lost until the store takes writes again",
+				"droppedTotal", total, "buffered", l.Buffered(), "err", lastErr)
 		}
 		return
 	}
@@ -180,9 +244,15 @@ func (l *CallLog) logTotal() {
 	}
 }
 
-// Dropped returns how many records have been lost so far: dropped by Add
-// or lost in a failed write.
+// Dropped returns how many records have been lost so far.
 func (l *CallLog) Dropped() int64 { return l.dropped.Load() }
+
+// Buffered returns how many records are in memory, not yet written:
+// queued, gathered into a batch, or kept to be written again.
+func (l *CallLog) Buffered() int64 { return int64(len(l.queue)) + l.held.Load() }
+
+// Retries returns how many writes repeated a failed one.
+func (l *CallLog) Retries() int64 { return l.retries.Load() }
 
 // Health returns what the log has lost so far and when writes last failed
 // and succeeded.
@@ -192,10 +262,11 @@ func (l *CallLog) Health() Health {
 	return l.health
 }
 
-// Flush writes every record added before it was called and not written
-// yet, and returns the first error of those writes (earlier background
-// failures are only logged and counted), or ctx's error if ctx ends first. After Close
-// it returns nil: Close has written everything.
+// Flush writes, now, every record added before it was called and not
+// written yet (records kept after a failed write first, without waiting
+// for their retry), and returns the write's error, or ctx's error if ctx
+// ends first. Records that could not be written are kept and retried as
+// usual. After Close it returns nil: Close has done what it could.
 func (l *CallLog) Flush(ctx context.Context) error {
 	reply := make(chan error, 1)
 	select {
@@ -213,10 +284,11 @@ func (l *CallLog) Flush(ctx context.Context) error {
 	}
 }
 
-// Close writes what is queued and stops the log. If ctx ends first, the
-// write in progress is abandoned, the rest is lost, and Close returns ctx's
-// error. It is safe to call twice; later calls wait like the first and
-// return the error of the final write.
+// Close writes what is queued and stops the log. While the store refuses
+// the writes they are retried until ctx ends; then the write in progress
+// is abandoned, the rest is lost (and logged at ERROR), and Close returns
+// ctx's error. It is safe to call twice; later calls wait like the first
+// and return the error of the final write.
 func (l *CallLog) Close(ctx context.Context) error {
 	l.stopOnce.Do(func() {
 		l.mu.Lock()
@@ -234,78 +306,212 @@ func (l *CallLog) Close(ctx context.Context) error {
 	}
 }
 
-// run is the writer goroutine: it owns the batch.
+// batch is records written together, under one id.
+type batch struct {
+	id    string
+	calls []Call
+	tries int
+}
+
+// writer is the state of the writer goroutine.
+type writer struct {
+	l       *CallLog
+	seq     int64
+	cur     []Call  // gathered, not yet sealed into a batch
+	pending []batch // sealed, oldest first; the first failed if backoff > 0
+	backoff time.Duration
+	flush   *time.Timer // FlushInterval after the first record of cur
+	retry   *time.Timer // backoff after a failed write
+}
+
+// run is the writer goroutine.
 func (l *CallLog) run() {
 	defer close(l.done)
 	defer l.cancel()
-	batch := make([]Call, 0, l.opts.BatchSize)
-	timer := time.NewTimer(l.opts.FlushInterval)
-	timer.Stop()
+	w := &writer{l: l, flush: time.NewTimer(time.Hour), retry: time.NewTimer(time.Hour)}
+	w.flush.Stop()
+	w.retry.Stop()
+	defer w.flush.Stop()
+	defer w.retry.Stop()
 	for {
+		in := l.queue
+		if int(l.held.Load()) >= l.opts.BufferSize {
+			in = nil // the queue fills, and Add drops
+		}
 		select {
-		case c := <-l.queue:
-			if len(batch) == 0 {
-				timer.Reset(l.opts.FlushInterval)
-			}
-			batch = append(batch, c)
-			if len(batch) == l.opts.BatchSize {
-				l.write(batch)
-				batch = batch[:0]
-				timer.Stop()
-			}
-		case <-timer.C:
-			l.write(batch)
-			batch = batch[:0]
+		case c := <-in:
+			w.add(c)
+		case <-w.flush.C:
+			w.seal()
+			w.write(false)
+		case <-w.retry.C:
+			w.write(true)
 		case reply := <-l.flushes:
-			reply <- l.drain(batch)
-			batch = batch[:0]
-			timer.Stop()
+			w.take(len(l.queue), false)
+			reply <- w.write(true)
 		case <-l.stop:
-			timer.Stop()
-			l.closeErr = l.drain(batch)
+			l.closeErr = w.finish()
 			l.logTotal()
 			return
 		}
 	}
 }
 
-// drain writes batch and everything queued now, and returns the first
-// error. Records added while it runs may or may not be included.
-func (l *CallLog) drain(batch []Call) error {
-	var first error
-	for n := len(l.queue); ; n-- {
-		if len(batch) == l.opts.BatchSize || (n <= 0 && len(batch) > 0) {
-			if err := l.write(batch); first == nil {
-				first = err
-			}
-			batch = batch[:0]
-		}
-		if n <= 0 {
-			return first
-		}
-		batch = append(batch, <-l.queue)
+// add gathers c, sealing and writing the batch once it is full.
+func (w *writer) add(c Call) {
+	if len(w.cur) == 0 {
+		w.flush.Reset(w.l.opts.FlushInterval)
+	}
+	w.cur = append(w.cur, c)
+	w.l.held.Add(1)
+	if len(w.cur) == w.l.opts.BatchSize {
+		w.seal()
+		w.write(false)
 	}
 }
 
-// write writes batch; a failed batch is counted as dropped and logged.
-func (l *CallLog) write(batch []Call) error {
-	if len(batch) == 0 {
+// take gathers up to n queued records, sealing full batches; unless all,
+// it stops at the buffer's bound.
+func (w *writer) take(n int, all bool) {
+	for range n {
+		if !all && int(w.l.held.Load()) >= w.l.opts.BufferSize {
+			break
+		}
+		w.cur = append(w.cur, <-w.l.queue)
+		w.l.held.Add(1)
+		if len(w.cur) == w.l.opts.BatchSize {
+			w.seal()
+		}
+	}
+	w.seal()
+}
+
+// seal makes the gathered records a batch with an id of its own.
+func (w *writer) seal() {
+	w.flush.Stop()
+	if len(w.cur) == 0 {
+		return
+	}
+	w.seq++
+	w.pending = append(w.pending, batch{id: w.l.prefix + strconv.FormatInt(w.seq, 10), calls: w.cur})
+	w.cur = make([]Call, 0, w.l.opts.BatchSize)
+}
+
+// write writes the pending batches, oldest first, and returns the first
+// error. While a failed write waits for its retry, it writes nothing
+// unless now is set.
+func (w *writer) write(now bool) error {
+	if w.backoff > 0 && !now {
 		return nil
 	}
-	err := l.s.AppendCalls(l.ctx, batch)
-	if err != nil {
-		l.drop(len(batch), "writing to the store failed", err)
-		return err
-	}
-	l.healthMu.Lock()
-	recovered := l.health.LastFailure.After(l.health.LastWrite)
-	l.health.LastWrite = time.Now()
-	total := l.health.Dropped
-	l.healthMu.Unlock()
-	if recovered {
-		l.opts.Logger.Info("call log writes work again", "droppedTotal", total)
+	for len(w.pending) > 0 {
+		b := &w.pending[0]
+		if b.tries > 0 {
+			w.l.retries.Add(1)
+		}
+		b.tries++
+		if err := w.l.s.AppendCalls(WithCallBatch(w.l.ctx, b.id), b.calls); err != nil {
+			w.failed(err)
+			return err
+		}
+		w.l.held.Add(-int64(len(b.calls)))
+		w.pending[0] = batch{}
+		w.pending = w.pending[1:]
+		w.succeeded()
 	}
 	return nil
+}
+
+// waiting counts the records in pending batches.
+func (w *writer) waiting() int64 {
+	var n int
+	for _, b := range w.pending {
+		n += len(b.calls)
+	}
+	return int64(n)
+}
+
+// failed notes a failed write and schedules its retry.
+func (w *writer) failed(err error) {
+	l := w.l
+	now := time.Now()
+	first := w.backoff == 0
+	if first {
+		w.backoff = retryMin
+	} else {
+		w.backoff = min(2*w.backoff, retryMax)
+	}
+	w.retry.Reset(w.backoff)
+	l.failing.Store(true)
+	waiting := w.waiting()
+	l.healthMu.Lock()
+	if first {
+		l.health.FailingSince = now
+	}
+	l.health.LastFailure = now
+	l.health.LastError = err.Error()
+	l.health.Waiting = waiting
+	l.healthMu.Unlock()
+	if first && !errors.Is(err, context.Canceled) {
+		l.opts.Logger.Warn("call log write failed; the records are kept and the write retried",
+			"records", waiting, "err", err)
+	}
+}
+
+// succeeded notes a good write, and says so once writes that failed work
+// again.
+func (w *writer) succeeded() {
+	l := w.l
+	now := time.Now()
+	waiting := w.waiting()
+	l.healthMu.Lock()
+	since := l.health.FailingSince
+	l.health.LastWrite = now
+	l.health.FailingSince = time.Time{}
+	l.health.Waiting = waiting
+	total := l.health.Dropped
+	l.healthMu.Unlock()
+	if w.backoff == 0 {
+		return
+	}
+	w.backoff = 0
+	w.retry.Stop()
+	l.failing.Store(false)
+	l.lossSaid.Store(false)
+	l.opts.Logger.Info("call log writes work again", "failedFor", now.Sub(since).Round(time.Millisecond),
+		"retries", l.retries.Load(), "droppedTotal", total)
+}
+
+// finish writes everything queued, retrying until the store takes it or
+// Close gives up, and returns the last write's error.
+func (w *writer) finish() error {
+	l := w.l
+	w.take(len(l.queue), true) // closed: nothing more comes
+	for {
+		err := w.write(true)
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-w.retry.C:
+		case <-l.ctx.Done():
+		}
+		if l.ctx.Err() != nil {
+			n := w.waiting()
+			l.held.Add(-n)
+			total := l.dropped.Add(n)
+			l.healthMu.Lock()
+			if l.health.Since.IsZero() {
+				l.health.Since = time.Now()
+			}
+			l.health.Dropped = total
+			l.health.Reason = "the gateway stopped while the store refused writes"
+			l.healthMu.Unlock()
+			l.opts.Logger.Error("call log stopped before the store took its records; they are lost",
+				"records", n, "droppedTotal", total, "err", err)
+			return err
+		}
+	}
 }
 
 // rateLimit lets one event through per warnEvery.
@@ -317,4 +523,25 @@ func (r *rateLimit) allow(now time.Time) bool {
 		return false
 	}
 	return r.last.CompareAndSwap(last, now.UnixNano())
+}
+
+// CallBatchKeep is how long a store remembers the id of a batch it wrote.
+const CallBatchKeep = 24 * time.Hour
+
+type callBatchKey struct{}
+
+// WithCallBatch returns ctx carrying id, the identity of a batch of call
+// records. A store's AppendCalls writes a batch with a given id at most
+// once: a write retried after an error whose outcome is unknown (the
+// connection dropped while the transaction committed) succeeds without
+// storing the records again. Ids must be unique across gateways; a store
+// may forget an id [CallBatchKeep] after its write.
+func WithCallBatch(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, callBatchKey{}, id)
+}
+
+// CallBatch returns the batch id ctx carries, or "".
+func CallBatch(ctx context.Context) string {
+	id, _ := ctx.Value(callBatchKey{}).(string)
+	return id
 }

@@ -62,7 +62,9 @@ type Store interface {
 	RevokeKey(ctx context.Context, id string) error
 
 	// AppendCalls writes call log records and, for the billable ones,
-	// increments the daily usage counts, in one transaction.
+	// increments the daily usage counts, in one transaction. If ctx
+	// carries a batch id ([WithCallBatch]) that was written before, it
+	// writes nothing and returns nil.
 	AppendCalls(ctx context.Context, calls []Call) error
 	// Calls returns log records matching f, newest first.
 	Calls(ctx context.Context, f CallFilter) ([]Call, error)
@@ -70,7 +72,8 @@ type Store interface {
 	// days in [from, to], ordered by day then name.
 	Usage(ctx context.Context, projectID int64, from, to time.Time) ([]Usage, error)
 	// PruneCalls deletes call log records older than before and returns how
-	// many went.
+	// many went, and forgets batch ids written more than [CallBatchKeep]
+	// ago.
 	PruneCalls(ctx context.Context, before time.Time) (int64, error)
 
 	// SetKeyMeta replaces what people read about an agent key (display

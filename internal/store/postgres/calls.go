@@ -31,7 +31,10 @@ type usageKey struct {
 
 // AppendCalls implements [store.Store]: the records go in with one COPY and
 // the usage counters with one upsert, in one transaction. Errors longer
-// than [store.MaxErrorRunes] characters are cut to that length.
+// than [store.MaxErrorRunes] characters are cut to that length. A batch
+// whose id ([store.CallBatch]) was written before is not written again:
+// pgx cannot tell whether a transaction whose connection dropped during
+// COMMIT committed, so the id, inserted in the same transaction, says.
 func (s *Store) AppendCalls(ctx context.Context, calls []store.Call) error {
 	if len(calls) == 0 {
 		return nil
@@ -67,7 +70,15 @@ func (s *Store) AppendCalls(ctx context.Context, calls []store.Call) error {
 		projects, days, kinds, names = append(projects, k.project), append(days, k.day), append(kinds, k.kind), append(names, k.name)
 		ns = append(ns, counts[k])
 	}
+	batch := store.CallBatch(ctx)
 	err := s.tx(ctx, func(tx pgx.Tx) error {
+		if batch != "" {
+			tag, err := tx.Exec(ctx, `INSERT INTO call_batches (id, written_at) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING`,
+				batch, millis(now()))
+			if err != nil || tag.RowsAffected() == 0 {
+				return err // nil: written before
+			}
+		}
 		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"calls"}, callColumns, pgx.CopyFromRows(rows)); err != nil {
 			return err
 		}

@@ -230,6 +230,16 @@ CREATE FUNCTION audit_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN RAISE EXCEPTION 'the audit log is append-only'; END $$;
 CREATE TRIGGER audit_append_only BEFORE UPDATE ON audit FOR EACH ROW EXECUTE FUNCTION audit_append_only();
 `,
+	// 7: the ids of call log batches written lately, so that a batch
+	// retried after a write whose outcome was unknown is not stored twice
+	// (store.WithCallBatch).
+	`
+CREATE TABLE call_batches (
+	id         TEXT   PRIMARY KEY,
+	written_at BIGINT NOT NULL
+);
+CREATE INDEX call_batches_written ON call_batches (written_at);
+`,
 }
 
 // migrateLock is the first half of the advisory lock key migrations take;

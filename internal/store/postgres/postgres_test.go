@@ -206,7 +206,7 @@ func TestNotAURL(t *testing.T) {
 func TestUpgradeToMembers(t *testing.T) {
 	ctx := context.Background()
 	url := testenv.Postgres(t)
-	if err := postgres.MigrateTo(ctx, url, postgres.Versions-1); err != nil {
+	if err := postgres.MigrateTo(ctx, url, 3); err != nil {
 		t.Fatal(err)
 	}
 	conn := connect(t, url)

@@ -44,7 +44,8 @@ type usageKey struct {
 }
 
 // AppendCalls implements [store.Store]. Errors longer than [store.MaxErrorRunes]
-// characters are cut to that length.
+// characters are cut to that length. A batch whose id ([store.CallBatch])
+// was written before is not written again.
 func (s *Store) AppendCalls(ctx context.Context, calls []store.Call) error {
 	if len(calls) == 0 {
 		return nil
@@ -55,7 +56,18 @@ func (s *Store) AppendCalls(ctx context.Context, calls []store.Call) error {
 			usage[usageKey{c.ProjectID, store.DayMillis(c.Time), c.Kind, c.Name}]++
 		}
 	}
+	batch := store.CallBatch(ctx)
 	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+		if batch != "" {
+			res, err := tx.ExecContext(ctx, `INSERT INTO call_batches (id, written_at) VALUES (?, ?) ON CONFLICT (id) DO NOTHING`,
+				batch, millis(now()))
+			if err != nil {
+				return err
+			}
+			if n, err := res.RowsAffected(); err != nil || n == 0 {
+				return err // nil: written before
+			}
+		}
 		args := make([]any, 0, insertCallArgs*min(len(calls), insertChunk))
 		for rest := calls; len(rest) > 0; {
 			chunk := rest[:min(len(rest), insertChunk)]
@@ -208,8 +220,12 @@ func (s *Store) Usage(ctx context.Context, projectID int64, from, to time.Time) 
 
 // PruneCalls implements [store.Store]. It deletes in chunks of a few
 // thousand rows, one transaction each, so call log writes and key changes
-// from other processes are not held up by a large prune.
+// from other processes are not held up by a large prune. It also forgets
+// the ids of batches written more than [store.CallBatchKeep] ago.
 func (s *Store) PruneCalls(ctx context.Context, before time.Time) (int64, error) {
+	if _, err := s.w.ExecContext(ctx, `DELETE FROM call_batches WHERE written_at < ?`, millis(now().Add(-store.CallBatchKeep))); err != nil {
+		return 0, fmt.Errorf("prune call batch ids: %w", err)
+	}
 	var total int64
 	for {
 		var n int64

@@ -241,6 +241,16 @@ CREATE INDEX audit_at ON audit (at);
 CREATE TRIGGER audit_append_only BEFORE UPDATE ON audit
 BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
 `,
+	// 7: the ids of call log batches written lately, so that a batch
+	// retried after a write whose outcome was unknown is not stored twice
+	// (store.WithCallBatch).
+	`
+CREATE TABLE call_batches (
+	id         TEXT   PRIMARY KEY,
+	written_at BIGINT NOT NULL
+);
+CREATE INDEX call_batches_written ON call_batches (written_at);
+`,
 }
 
 // migrate brings the schema up to date, one step per transaction. Each step

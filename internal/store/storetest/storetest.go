@@ -14,6 +14,7 @@ package storetest
 
 import (
 	"cmp"
+	"context"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -53,6 +54,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"UsageDays", testUsageDays},
 		{"PruneCalls", testPruneCalls},
 		{"ConcurrentAppendCalls", testConcurrentAppendCalls},
+		{"AppendCallsBatchOnce", testAppendCallsBatchOnce},
 		{"AppendManyCalls", testAppendManyCalls},
 		{"CloseTwice", testCloseTwice},
 		{"Check", testCheck},
@@ -691,6 +693,51 @@ func testPruneCalls(t *testing.T, s store.Store) {
 	}
 	if diff := gocmp.Diff(usageBefore, usageAfter); diff != "" {
 		t.Errorf("usage changed by PruneCalls (-before +after):\n%s", diff)
+	}
+}
+
+// testAppendCallsBatchOnce: a batch written again under its id (the call
+// log retrying a write whose outcome it could not know) is stored once,
+// records and usage; another id, or none, is written as usual.
+func testAppendCallsBatchOnce(t *testing.T, s store.Store) {
+	p := mustProject(t, s, "orders")
+	calls := make([]store.Call, 3)
+	for i := range calls {
+		calls[i] = store.Call{Time: at.Add(time.Duration(i) * time.Second), ProjectID: p.ID, Kind: "tool", Name: "t", Outcome: store.OutcomeOK, Billable: true}
+	}
+	for i, ctx := range []context.Context{
+		store.WithCallBatch(t.Context(), "gw1-1"),
+		store.WithCallBatch(t.Context(), "gw1-1"), // the retry: nothing more
+		store.WithCallBatch(t.Context(), "gw2-1"), // another batch: written
+		t.Context(), // no id: written
+	} {
+		if err := s.AppendCalls(ctx, calls); err != nil {
+			t.Fatalf("AppendCalls %d: %v", i+1, err)
+		}
+	}
+	got, err := s.Calls(t.Context(), store.CallFilter{ProjectID: p.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 9 {
+		t.Errorf("%d records after writing one batch twice and two others, want 9", len(got))
+	}
+	us, err := s.Usage(t.Context(), p.ID, at, at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(us) != 1 || us[0].Calls != 9 {
+		t.Errorf("usage %+v, want 9 calls", us)
+	}
+	// Pruning keeps the ids of batches written within a day.
+	if _, err := s.PruneCalls(t.Context(), at); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AppendCalls(store.WithCallBatch(t.Context(), "gw1-1"), calls); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.Calls(t.Context(), store.CallFilter{ProjectID: p.ID}); len(got) != 9 {
+		t.Errorf("%d records after a retry following a prune, want 9", len(got))
 	}
 }
 

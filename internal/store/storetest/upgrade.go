@@ -8,7 +8,7 @@ import (
 )
 
 // PreMembersSeed is what a store might hold at the schema version before
-// members, roles and the audit log (the last step but one): two people, two
+// members, roles and the audit log (5 in SQLite, 3 in PostgreSQL): two people, two
 // projects and an admin API token. The SQL takes "?" placeholders.
 var PreMembersSeed = []struct {
 	SQL  string
