@@ -36,6 +36,9 @@ const (
 	Agents Kind = "agents"
 	// Settings: saved state that changes what clients see changed: project
 	// settings, tool edits, approvals, keys created, agent key metadata.
+	// A gateway on a bus also publishes it for every project when it may
+	// have missed a change another gateway made (package cluster), so that
+	// what it caches is read from the store again.
 	Settings Kind = "settings"
 	// KeyRevoked: Key was revoked. It is a settings change too.
 	KeyRevoked Kind = "key_revoked"

@@ -18,6 +18,11 @@
 // Saved-state changes (settings, tool edits, revoked keys) published on one
 // gateway's change bus are broadcast (spacefix.changes) and published on
 // every other's, so caches empty and views rebuild everywhere at once.
+// Each gateway numbers the changes it broadcasts, and its heartbeat says
+// the last number: a gateway that sees a number skipped, or its bus
+// connection come back, may have missed one, and re-reads what it caches
+// from the store (a settings change for every project, see
+// [Options.Projects]).
 //
 // Core NATS is enough: nothing here needs persistence. A frame lost on the
 // bus is a call that times out, as a frame lost on an agent's socket is.
@@ -91,6 +96,11 @@ type Options struct {
 	// the calls it allows go to the others every RateEvery, and theirs
 	// count here. Nil: rate limits stay per gateway.
 	Limiter *ratelimit.Limiter
+	// Projects lists the store's projects: when this gateway may have
+	// missed a change another one made, it publishes a settings change for
+	// each on Changes, so that what it caches is read again. Nil: nothing
+	// is re-read.
+	Projects func(context.Context) ([]int64, error)
 	// Heartbeat is how often to say this gateway is alive; 0 means
 	// [DefaultHeartbeat].
 	Heartbeat time.Duration
@@ -128,6 +138,14 @@ type Cluster struct {
 	// announces a replica after its "down".
 	annMu  sync.Mutex
 	repSeq uint64
+
+	// chMu orders this gateway's broadcast changes as they are numbered.
+	chMu  sync.Mutex
+	chSeq uint64
+
+	// reread: a re-read of the store's projects is running; rereadAgain:
+	// another was asked for meanwhile. Guarded by mu.
+	reread, rereadAgain bool
 }
 
 // peer is another gateway, as its heartbeats and announcements tell.
@@ -142,6 +160,8 @@ type peer struct {
 	// applied here; lagSeq the one its previous heartbeat said, while
 	// repSeq had not reached it.
 	repSeq, lagSeq uint64
+	// chSeq and chLag are the same for its changes.
+	chSeq, chLag uint64
 }
 
 // repInfo is a replica as announced on the bus.
@@ -188,6 +208,7 @@ type heartbeat struct {
 	// (see digest).
 	Seq     uint64 `json:"seq"`
 	Digest  string `json:"digest"`
+	Changes uint64 `json:"changes"` // the number of the sender's last change
 	EveryMs int64  `json:"everyMs"` // the sender's interval: three missed ones drop it
 	// Busy are the calls in flight of the sender's replicas that have any,
 	// from every gateway, by replica id: least-in-flight everywhere counts
@@ -218,7 +239,10 @@ func Join(ctx context.Context, opts Options) (*Cluster, error) {
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			c.log.Warn("bus disconnected; reconnecting", "err", err)
 		}),
-		nats.ReconnectHandler(func(*nats.Conn) { c.log.Info("bus reconnected") }),
+		nats.ReconnectHandler(func(*nats.Conn) {
+			c.log.Info("bus reconnected; re-reading what this gateway caches from the store, in case it missed changes")
+			c.rereadAll("the bus")
+		}),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("connect to the bus %s: %w; check that NATS is running and reachable", redactURL(opts.URL), err)
@@ -372,6 +396,9 @@ func (c *Cluster) beat() {
 
 func (c *Cluster) heartbeat() {
 	hb := heartbeat{Gw: c.opts.Gateway, Addr: c.opts.Addr, EveryMs: c.opts.Heartbeat.Milliseconds()}
+	c.chMu.Lock()
+	hb.Changes = c.chSeq
+	c.chMu.Unlock()
 	c.annMu.Lock()
 	c.mu.Lock()
 	hb.Seq, hb.Digest = c.repSeq, digest(c.local)
@@ -447,6 +474,16 @@ func (c *Cluster) onHeartbeat(m *nats.Msg) {
 	if resync {
 		ask = c.syncLocked(p, state)
 	}
+	// The same for changes: one the previous heartbeat said was sent and
+	// that never came was lost.
+	lostChange := p.chSeq < p.chLag
+	if lostChange {
+		p.chSeq = p.chLag
+	}
+	p.chLag = 0
+	if p.chSeq < hb.Changes {
+		p.chLag = hb.Changes
+	}
 	for id, rep := range p.replicas {
 		rep.Report(hb.Busy[id])
 	}
@@ -457,6 +494,10 @@ func (c *Cluster) onHeartbeat(m *nats.Msg) {
 	}
 	if ask != nil {
 		c.send(subjSync(hb.Gw), "", ask)
+	}
+	if lostChange {
+		c.log.Info("a change made on another gateway was lost on the bus; re-reading what this gateway caches from the store", "peer", hb.Gw)
+		c.rereadAll(hb.Gw)
 	}
 }
 
@@ -747,9 +788,11 @@ func (c *Cluster) applyDisable(ri repInfo) {
 	c.opts.Registry.SetReplicaDisabled(rep, ri.Disabled)
 }
 
-// changeMsg is a saved-state change crossing the bus.
+// changeMsg is a saved-state change crossing the bus, numbered by the
+// gateway it was made on (from 1).
 type changeMsg struct {
 	Gw     string         `json:"gw"`
+	Seq    uint64         `json:"seq"`
 	Change changes.Change `json:"change"`
 }
 
@@ -759,16 +802,32 @@ func (c *Cluster) broadcastChange(ch changes.Change) {
 	if ch.Registry() || ch.From != "" {
 		return // registry changes each gateway makes itself; heard ones stay
 	}
-	c.publish(subjChanges, changeMsg{Gw: c.opts.Gateway, Change: ch})
+	c.chMu.Lock()
+	defer c.chMu.Unlock()
+	c.chSeq++
+	c.publish(subjChanges, changeMsg{Gw: c.opts.Gateway, Seq: c.chSeq, Change: ch})
 }
 
 func (c *Cluster) onChange(m *nats.Msg) {
 	var msg changeMsg
-	if json.Unmarshal(m.Data, &msg) != nil || msg.Gw == c.opts.Gateway || msg.Change.Registry() {
+	if json.Unmarshal(m.Data, &msg) != nil || msg.Gw == c.opts.Gateway || msg.Gw == "" || msg.Change.Registry() {
 		return
 	}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return
+	}
+	p, _ := c.peerLocked(msg.Gw)
+	lost := msg.Seq != p.chSeq+1
+	p.chSeq = max(p.chSeq, msg.Seq)
+	c.mu.Unlock()
 	msg.Change.From = msg.Gw
 	c.opts.Changes.Publish(msg.Change)
+	if lost {
+		c.log.Info("changes made on another gateway were lost on the bus; re-reading what this gateway caches from the store", "peer", msg.Gw, "seq", msg.Seq)
+		c.rereadAll(msg.Gw)
+	}
 	if msg.Change.Kind == changes.KeyRevoked {
 		// The holder ends the revoked agent key's connections.
 		c.mu.Lock()
@@ -783,6 +842,61 @@ func (c *Cluster) onChange(m *nats.Msg) {
 			rep.Conn.Close("agent key revoked")
 		}
 	}
+}
+
+// rereadAll makes this gateway read again what it caches from the store,
+// as if every project's settings had changed on gateway from: it may have
+// missed a change. It returns at once; a re-read asked for while one runs
+// runs again after it.
+func (c *Cluster) rereadAll(from string) {
+	if c.opts.Projects == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return
+	}
+	c.rereadAgain = true
+	if c.reread {
+		return
+	}
+	c.reread = true
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		for c.nextReread() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			ids, err := c.opts.Projects(ctx)
+			cancel()
+			if err != nil {
+				c.log.Warn("re-read what this gateway caches: list the projects; trying again in a second", "err", err)
+				c.mu.Lock()
+				c.rereadAgain = true
+				c.mu.Unlock()
+				select {
+				case <-c.stop:
+				case <-time.After(time.Second):
+				}
+				continue
+			}
+			for _, id := range ids {
+				c.opts.Changes.Publish(changes.Change{Project: id, Kind: changes.Settings, From: from})
+			}
+		}
+	}()
+}
+
+// nextReread reports whether another re-read is due, and takes it.
+func (c *Cluster) nextReread() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.rereadAgain || c.closed {
+		c.reread = false
+		return false
+	}
+	c.rereadAgain = false
+	return true
 }
 
 // rateMsg carries the calls a gateway allowed to rate-limited keys, as

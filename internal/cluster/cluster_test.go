@@ -378,3 +378,79 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// changeLog records the changes published on a change bus.
+type changeLog struct {
+	mu  sync.Mutex
+	got []changes.Change
+}
+
+func (l *changeLog) add(c changes.Change) {
+	l.mu.Lock()
+	l.got = append(l.got, c)
+	l.mu.Unlock()
+}
+
+func (l *changeLog) list() []changes.Change {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.got)
+}
+
+// rereads returns the projects l saw re-read for gateway from (settings
+// changes with no key that did not cross the bus themselves).
+func (l *changeLog) rereads(from string, crossed map[int64]bool) []int64 {
+	var ids []int64
+	for _, c := range l.list() {
+		if c.Kind == changes.Settings && c.From == from && !crossed[c.Project] {
+			ids = append(ids, c.Project)
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// withProjects makes a gateway's store hold projects 1, 2 and 3.
+func withProjects(o *Options) {
+	o.Projects = func(context.Context) ([]int64, error) { return []int64{1, 2, 3}, nil }
+}
+
+// A change another gateway made that is lost on the bus (number n+1 never
+// comes, n+2 does) makes this gateway re-read what it caches of every
+// project: a settings change for each is published here.
+func TestLostChangeRereads(t *testing.T) {
+	url := testenv.NATS(t, 0).ClientURL()
+	a, b := join(t, url, "gw-a"), join(t, url, "gw-b", withProjects)
+	var heard changeLog
+	b.changes.Subscribe(heard.add)
+
+	a.changes.Publish(changes.Change{Project: 7, Kind: changes.KeyRevoked, Key: "key_1"}) // number 1
+	waitFor(t, "B to hear change 1", func() bool { return len(heard.list()) == 1 })
+	a.c.chMu.Lock()
+	a.c.chSeq++ // number 2, lost on the bus
+	a.c.chMu.Unlock()
+	a.changes.Publish(changes.Change{Project: 7, Kind: changes.KeyRevoked, Key: "key_3"}) // number 3
+	waitFor(t, "B to re-read projects 1, 2 and 3", func() bool {
+		return slices.Equal(heard.rereads("gw-a", map[int64]bool{7: true}), []int64{1, 2, 3})
+	})
+	if got := heard.list(); got[0].Key != "key_1" || got[1].Key != "key_3" {
+		t.Errorf("the changes that came were not published first: %+v", got[:2])
+	}
+}
+
+// The last change lost (nothing follows it) is seen from the heartbeats,
+// which say the number of the last change sent.
+func TestLostLastChangeRereads(t *testing.T) {
+	url := testenv.NATS(t, 0).ClientURL()
+	a, b := join(t, url, "gw-a"), join(t, url, "gw-b", withProjects)
+	var heard changeLog
+	b.changes.Subscribe(heard.add)
+	a.changes.Publish(changes.Change{Project: 7, Kind: changes.Settings}) // number 1
+	waitFor(t, "B to hear change 1", func() bool { return len(heard.list()) == 1 })
+	a.c.chMu.Lock()
+	a.c.chSeq++ // number 2, lost on the bus
+	a.c.chMu.Unlock()
+	waitFor(t, "B to re-read projects 1, 2 and 3", func() bool {
+		return slices.Equal(heard.rereads("gw-a", map[int64]bool{7: true}), []int64{1, 2, 3})
+	})
+}
