@@ -237,6 +237,32 @@ func (c *client) checkSizes() error {
 	return nil
 }
 
+// roomForClient refuses a registration, answering it, when the store
+// holds MaxClients registered clients already. Gateways sharing a store
+// may together go a few over.
+func (s *Server) roomForClient(w http.ResponseWriter, r *http.Request) bool {
+	n, err := s.st.CountOAuthClients(r.Context())
+	if err != nil {
+		s.log.Error("count OAuth clients", "err", err)
+		writeJSON(w, http.StatusInternalServerError, oauthError{"server_error", "The gateway could not save the registration; try again."})
+		return false
+	}
+	if n < int64(s.maxClients) {
+		if s.full.Swap(false) {
+			s.log.Info("OAuth client registration open again", "clients", n, "max", s.maxClients)
+		}
+		return true
+	}
+	if !s.full.Swap(true) {
+		s.log.Warn("OAuth client registration refused: the store holds as many registered clients as it keeps; unused ones are deleted a day after they registered",
+			"clients", n, "max", s.maxClients)
+	}
+	w.Header().Set("Retry-After", "3600")
+	writeJSON(w, http.StatusServiceUnavailable, oauthError{"temporarily_unavailable", fmt.Sprintf(
+		"This gateway has as many registered OAuth clients as it keeps (%d) and registers no more until unused ones are deleted. Try again in an hour, or name the client by a Client ID Metadata Document URL instead of registering.", s.maxClients)})
+	return false
+}
+
 // register is dynamic client registration (RFC 7591).
 func (s *Server) register(w http.ResponseWriter, r *http.Request) {
 	// Per address (see Mount), and in all: many addresses together must
@@ -267,6 +293,9 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := c.validate(); err != nil {
 		writeJSON(w, http.StatusBadRequest, err)
+		return
+	}
+	if !s.roomForClient(w, r) {
 		return
 	}
 	c.ID = newID("client_")

@@ -24,6 +24,7 @@
 package oauth
 
 import (
+	"cmp"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/x509"
@@ -36,6 +37,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
@@ -113,7 +115,26 @@ type Options struct {
 	// Revoked is told when a grant is revoked, so the MCP endpoint drops
 	// its views and sessions at once; nil: they end within a second.
 	Revoked func(projectID int64, grantID string)
+	// MaxClients caps the dynamically registered clients the store keeps;
+	// past it, registration is refused until [Server.Prune] deletes unused
+	// ones. 0 means [DefaultMaxClients].
+	MaxClients int
 }
+
+// DefaultMaxClients is [Options.MaxClients]'s default: far more than the
+// apps people connect, and at most ~7 KB each, ~70 MB in all.
+const DefaultMaxClients = 10000
+
+// How long [Server.Prune] keeps registered clients nothing uses.
+const (
+	// ClientUnusedTTL: a client no person has approved goes a day after it
+	// registered.
+	ClientUnusedTTL = 24 * time.Hour
+	// ClientRetention: a client whose grants are all revoked, or have no
+	// token left, goes once none was created, used or revoked for this
+	// long (as long as a refresh token lives).
+	ClientRetention = RefreshTTL
+)
 
 // Server is the authorization server. Mount its endpoints with [Server.Mount].
 type Server struct {
@@ -124,6 +145,9 @@ type Server struct {
 	limits  *ratelimit.Limiter
 	docs    *docCache
 	now     func() time.Time
+
+	maxClients int
+	full       atomic.Bool // registration is refused for MaxClients; logged once until it is not
 
 	mu      sync.Mutex
 	checked map[string]checkedToken // by hex hash: access tokens verified lately
@@ -137,7 +161,7 @@ func New(opts Options) *Server {
 	}
 	s := &Server{
 		st: opts.Store, base: opts.BaseURL, log: opts.Logger, revoked: opts.Revoked,
-		limits: ratelimit.New(), now: time.Now,
+		limits: ratelimit.New(), now: time.Now, maxClients: cmp.Or(opts.MaxClients, DefaultMaxClients),
 		checked: make(map[string]checkedToken), touched: make(map[string]time.Time),
 	}
 	if s.log == nil {

@@ -768,3 +768,70 @@ func logLine(h *harness, s string) string {
 	}
 	return ""
 }
+
+// TestRegisterTotalCap: past MaxClients registered clients, registration
+// is refused with a message that says what to do, and the operator is
+// told once; once Prune deletes unused ones, it is open again.
+func TestRegisterTotalCap(t *testing.T) {
+	h := newHarness(t, func(o *Options) { o.MaxClients = 3 })
+	for range 3 {
+		h.publicClient()
+	}
+	for range 2 {
+		code, m := h.register(`{"redirect_uris":["https://a.example/cb"],"token_endpoint_auth_method":"none"}`)
+		if code != http.StatusServiceUnavailable || m["error"] != "temporarily_unavailable" ||
+			m["error_description"] != "This gateway has as many registered OAuth clients as it keeps (3) and registers no more until unused ones are deleted. Try again in an hour, or name the client by a Client ID Metadata Document URL instead of registering." {
+			t.Errorf("registration past the cap = %d %v; want 503 temporarily_unavailable saying why", code, m)
+		}
+	}
+	if n, _ := h.st.CountOAuthClients(t.Context()); n != 3 {
+		t.Errorf("%d clients stored; want 3", n)
+	}
+	if got := strings.Count(h.logs.String(), "OAuth client registration refused"); got != 1 {
+		t.Errorf("the refusal was logged %d times; want once:\n%s", got, h.logs)
+	}
+	h.s.now = func() time.Time { return time.Now().Add(ClientUnusedTTL + time.Minute) }
+	if _, err := h.s.Prune(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if code, m := h.register(`{"redirect_uris":["https://a.example/cb"],"token_endpoint_auth_method":"none"}`); code != http.StatusCreated {
+		t.Errorf("registration after the unused clients were pruned = %d %v; want 201", code, m)
+	}
+}
+
+// TestPruneClients: Prune (as the gateway runs it hourly) deletes a client
+// no one approved a day after it registered, and one whose grants are all
+// gone ClientRetention after the last went; a client in use stays.
+func TestPruneClients(t *testing.T) {
+	h := newHarness(t)
+	unused, live, revoked := h.publicClient(), h.publicClient(), h.publicClient()
+	h.exchange(live, h.code(live, true), verifier)
+	_, m := h.exchange(revoked, h.code(revoked, true), verifier)
+	h.post(RevokePath, url.Values{"client_id": {revoked}, "token": {m["access_token"].(string)}})
+	exists := func(when string, want map[string]bool) {
+		t.Helper()
+		if _, err := h.s.Prune(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		for id, kept := range want {
+			_, err := h.st.OAuthClient(t.Context(), id)
+			if kept != (err == nil) {
+				t.Errorf("%s: client %s: %v; want kept: %v", when, id, err, kept)
+			}
+		}
+	}
+	start := time.Now()
+	at := func(d time.Duration) { h.s.now = func() time.Time { return start.Add(d) } }
+	at(ClientUnusedTTL - time.Minute)
+	exists("just under a day", map[string]bool{unused: true, live: true, revoked: true})
+	at(ClientUnusedTTL + time.Minute)
+	exists("a day later", map[string]bool{unused: false, live: true, revoked: true})
+	if !strings.Contains(h.logs.String(), `msg="pruned unused OAuth clients" clients=1`) {
+		t.Errorf("the log does not count the pruned client:\n%s", h.logs)
+	}
+	at(ClientRetention + time.Minute)
+	exists("past the retention", map[string]bool{live: true, revoked: false})
+	// The code it used (unknown now) is refused as any unknown client.
+	code, m := h.exchange(revoked, "sfx_oac_x", verifier)
+	wantError(t, "a pruned client at the token endpoint", code, m, http.StatusUnauthorized, "invalid_client")
+}

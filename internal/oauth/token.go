@@ -330,7 +330,22 @@ func (s *Server) Forget(grantID string) {
 	}
 }
 
-// Prune deletes codes and tokens that expired over a day ago.
+// Prune deletes codes and tokens that expired over a day ago, and the
+// registered clients nothing uses ([ClientUnusedTTL], [ClientRetention]).
+// It returns how many codes and tokens went, and logs how many clients.
+// The gateway calls it with the call log's pruning.
 func (s *Server) Prune(ctx context.Context) (int64, error) {
-	return s.st.PruneOAuthTokens(ctx, s.now().Add(-24*time.Hour))
+	now := s.now()
+	n, err := s.st.PruneOAuthTokens(ctx, now.Add(-24*time.Hour))
+	if err != nil {
+		return n, err
+	}
+	clients, err := s.st.PruneOAuthClients(ctx, now.Add(-ClientUnusedTTL), now.Add(-ClientRetention))
+	if err != nil {
+		return n, err
+	}
+	if clients > 0 {
+		s.log.Info("pruned unused OAuth clients", "clients", clients)
+	}
+	return n, nil
 }
