@@ -27,6 +27,10 @@ type view struct {
 	key    store.Key
 	server *mcp.Server
 
+	// ready is closed once the view's first sync is done: until then
+	// the server advertises part of the key's tools, or none.
+	ready chan struct{}
+
 	sess     sessions     // the key's 2025 sessions
 	inflight atomic.Int64 // the key's POST requests being served
 	lastUsed time.Time    // when viewFor last returned it; guarded by Front.mu
@@ -45,16 +49,20 @@ type view struct {
 }
 
 // viewFor returns the view of client key k, making it on first use (and
-// again after it was dropped: see [Front.sweepViews]).
+// again after it was dropped: see [Front.sweepViews]). It returns a view
+// only once it is synced: the first request makes and syncs it, and
+// requests of the key meanwhile wait for that sync, so none sees part of
+// the key's tools (go-sdk would answer "unknown tool" for the rest).
 func (f *Front) viewFor(k store.Key) *view {
 	f.mu.Lock()
 	v := f.views[k.ID]
 	if v != nil {
 		v.lastUsed = time.Now()
 		f.mu.Unlock()
+		<-v.ready
 		return v
 	}
-	v = &view{f: f, key: k, lastUsed: time.Now(), tools: map[string][]byte{}, from: map[string]toolSource{}, resources: map[string][]byte{}, templates: map[string][]byte{}, prompts: map[string][]byte{}}
+	v = &view{f: f, key: k, ready: make(chan struct{}), lastUsed: time.Now(), tools: map[string][]byte{}, from: map[string]toolSource{}, resources: map[string][]byte{}, templates: map[string][]byte{}, prompts: map[string][]byte{}}
 	v.sess.m = map[string]*sessState{}
 	v.server = mcp.NewServer(f.impl, &mcp.ServerOptions{
 		Capabilities: &mcp.ServerCapabilities{
@@ -83,6 +91,7 @@ func (f *Front) viewFor(k store.Key) *view {
 	v.server.AddReceivingMiddleware(v.f.recoverPanics, v.resolve, eraFields, v.noteSession)
 	f.views[k.ID] = v
 	f.mu.Unlock()
+	defer close(v.ready) // even if the sync panics: waiters go on with what there is
 	v.sync()
 	return v
 }
