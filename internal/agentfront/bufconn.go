@@ -23,12 +23,17 @@ import (
 // smallBuffers returns w, whose Hijack gives the connection small buffers
 // when the connection can be waited on without a buffer ([rawConn]: TCP
 // and Unix sockets on Unix); other connections keep net/http's buffers.
-func smallBuffers(w http.ResponseWriter) http.ResponseWriter {
-	return hijacker{w}
+// The hijacked connection goes to *got, if got is not nil: the transport
+// sets deadlines on it.
+func smallBuffers(w http.ResponseWriter, got *net.Conn) http.ResponseWriter {
+	return hijacker{w, got}
 }
 
 // hijacker is an http.ResponseWriter whose Hijack gives small buffers.
-type hijacker struct{ http.ResponseWriter }
+type hijacker struct {
+	http.ResponseWriter
+	got *net.Conn
+}
 
 func (h hijacker) Unwrap() http.ResponseWriter { return h.ResponseWriter }
 
@@ -39,6 +44,9 @@ func (h hijacker) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	conn, brw, err := http.NewResponseController(h.ResponseWriter).Hijack()
 	if err != nil {
 		return conn, brw, err
+	}
+	if h.got != nil {
+		*h.got = conn
 	}
 	raw := rawConn(conn)
 	if raw == nil || brw.Writer.Buffered() > 0 {

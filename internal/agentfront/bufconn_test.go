@@ -137,7 +137,7 @@ var echoConns atomic.Int64
 func echoServer(t testing.TB, small bool, hijacked chan<- *recordingHijacker) *httptest.Server {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if small {
-			w = smallBuffers(w)
+			w = smallBuffers(w, nil)
 		}
 		rec := &recordingHijacker{ResponseWriter: w}
 		ws, err := websocket.Accept(rec, r, &websocket.AcceptOptions{CompressionMode: websocket.CompressionDisabled})

@@ -107,7 +107,7 @@ func (f *Front) Connect(w http.ResponseWriter, r *http.Request) {
 	}
 	log := f.log.With("replica", rep.ID, "agent", key.ID)
 	tr := newWSTransport(log)
-	ws, err := websocket.Accept(smallBuffers(w), r, &websocket.AcceptOptions{
+	ws, err := websocket.Accept(smallBuffers(w, &tr.nc), r, &websocket.AcceptOptions{
 		CompressionMode: websocket.CompressionDisabled,
 		OnPingReceived:  func(context.Context, []byte) bool { tr.heard(); return true },
 		OnPongReceived:  func(context.Context, []byte) { tr.heard() },
@@ -168,6 +168,8 @@ func (f *Front) run(tr *wsTransport, rep *agents.Replica, project store.Project,
 		err = f.serve(conn, tr)
 		reg.Remove(rep)
 	}
+	tr.Close("")
+	tr.wait() // the writer ends with the connection
 	log.Info("agent disconnected", "reason", closeReason(err))
 }
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,14 +20,19 @@ import (
 )
 
 // wsTransport adapts an agent's WebSocket to a [route.Transport]: JSON text
-// frames and a read limit of [agentproto.MaxFrameBytes]. coder/websocket
-// allows one reader and concurrent writers, which is what route.Transport
-// asks. It notes when the agent last sent anything (a ping, a pong, a
-// message), for the front's watchdog.
+// frames and a read limit of [agentproto.MaxFrameBytes]. Messages to the
+// agent wait in a bounded queue for one writer (sendq.go); coder/websocket
+// allows one reader, which is what route.Transport asks. It notes when the
+// agent last sent anything (a ping, a pong, a message), for the front's
+// watchdog.
 type wsTransport struct {
 	ws   *websocket.Conn // set once accepted
+	nc   net.Conn        // the connection under ws, when Hijack got it
 	log  *slog.Logger
 	seen atomic.Int64 // unix nanoseconds of the last frame from the agent
+
+	out    sendQueue // what waits for the socket (sendq.go)
+	writer func()    // write, as a func value made once
 
 	// Recv's context, watched once for the connection rather than by
 	// coder/websocket on every frame read (a context.AfterFunc per frame);
@@ -41,6 +47,7 @@ var _ route.Transport = (*wsTransport)(nil)
 // WebSocket's accept options; accepted finishes it.
 func newWSTransport(log *slog.Logger) *wsTransport {
 	t := &wsTransport{log: log}
+	t.writer = t.write
 	t.heard()
 	return t
 }
@@ -57,18 +64,6 @@ func (t *wsTransport) heard() { t.seen.Store(time.Now().UnixNano()) }
 // silent returns how long the agent has sent nothing, at now.
 func (t *wsTransport) silent(now time.Time) time.Duration {
 	return now.Sub(time.Unix(0, t.seen.Load()))
-}
-
-// Send writes one message. A write is never cut short by a context, because
-// coder/websocket closes the whole connection when a write's context ends
-// during the write, and one client giving up must not drop an agent. A
-// write to a dead peer ends when the watchdog closes the connection.
-func (t *wsTransport) Send(_ context.Context, m *agentproto.Message) error {
-	b, err := json.Marshal(m)
-	if err != nil {
-		return err
-	}
-	return t.ws.Write(context.Background(), websocket.MessageText, b)
 }
 
 // Recv returns the next message; a frame that is not JSON is logged and
@@ -135,16 +130,6 @@ func (t *wsTransport) watch(ctx context.Context) {
 	if ctx.Done() != nil {
 		t.stopWatch = context.AfterFunc(ctx, func() { t.ws.CloseNow() })
 	}
-}
-
-// Close ends the connection: with a going-away close frame carrying reason,
-// or at once when reason is empty.
-func (t *wsTransport) Close(reason string) {
-	if reason == "" {
-		t.ws.CloseNow()
-		return
-	}
-	t.ws.Close(websocket.StatusGoingAway, reason)
 }
 
 // closeReason says in words how an agent's connection ended, for the log.

@@ -107,7 +107,7 @@ func TestAgentFrontRecvEndsWithContext(t *testing.T) {
 func transportServer(serve func(tr *wsTransport)) *httptest.Server {
 	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tr := newWSTransport(slog.New(slog.DiscardHandler))
-		ws, err := websocket.Accept(smallBuffers(w), r, nil)
+		ws, err := websocket.Accept(smallBuffers(w, &tr.nc), r, nil)
 		if err != nil {
 			return
 		}
