@@ -10,6 +10,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/spacefix/spacefix/internal/agentproto"
+	"github.com/spacefix/spacefix/internal/recovery"
 	"github.com/spacefix/spacefix/internal/route"
 )
 
@@ -54,6 +55,23 @@ type sendQueue struct {
 // fits reports whether n more bytes may be queued; mu is held.
 func (q *sendQueue) fits(n int) bool {
 	return len(q.q) == 0 || (len(q.q) < maxQueued && q.size+n <= maxQueuedBytes)
+}
+
+// wake has every sender waiting for room look again; mu is held.
+func (q *sendQueue) wake() {
+	if q.room != nil {
+		close(q.room)
+		q.room = nil
+	}
+}
+
+// fail drops what is queued and refuses what comes: the connection is
+// gone. mu is held.
+func (q *sendQueue) fail() {
+	q.failed, q.closing = true, true
+	clear(q.q)
+	q.q, q.size = q.q[:0], 0
+	q.wake()
 }
 
 // Send encodes m and queues it for the writer. While the queue is full it
@@ -114,6 +132,7 @@ func (t *wsTransport) Send(ctx context.Context, m *agentproto.Message) error {
 func (t *wsTransport) write() {
 	q := &t.out
 	defer q.writers.Done()
+	defer t.recoverWriter()
 	for {
 		q.mu.Lock()
 		batch := q.q
@@ -122,10 +141,7 @@ func (t *wsTransport) write() {
 			return
 		}
 		q.q, q.spare, q.size = q.spare[:0], nil, 0
-		if q.room != nil {
-			close(q.room)
-			q.room = nil
-		}
+		q.wake()
 		q.mu.Unlock()
 		var err error
 		for i, b := range batch {
@@ -137,9 +153,7 @@ func (t *wsTransport) write() {
 		q.mu.Lock()
 		q.spare = batch[:0]
 		if err != nil {
-			q.failed, q.closing = true, true
-			clear(q.q)
-			q.q, q.size = q.q[:0], 0
+			q.fail()
 		}
 		q.mu.Unlock()
 		if err != nil {
@@ -148,6 +162,22 @@ func (t *wsTransport) write() {
 			t.ws.CloseNow()
 		}
 	}
+}
+
+// recoverWriter logs a panic of the writer and ends the connection: the
+// gateway goes on, and the agent reconnects.
+func (t *wsTransport) recoverWriter() {
+	v := recover()
+	if v == nil {
+		return
+	}
+	recovery.Log(t.log, "write to an agent", v)
+	q := &t.out
+	q.mu.Lock()
+	q.writing = false
+	q.fail()
+	q.mu.Unlock()
+	t.ws.CloseNow()
 }
 
 // idle ends a writer's turn with q.mu held, which it unlocks: after a
@@ -160,10 +190,7 @@ func (t *wsTransport) idle() {
 	if goodbye {
 		q.failed = true // no second handshake
 	}
-	if q.room != nil {
-		close(q.room)
-		q.room = nil
-	}
+	q.wake()
 	q.mu.Unlock()
 	if goodbye {
 		t.ws.Close(websocket.StatusGoingAway, q.reason)
@@ -185,20 +212,15 @@ func (t *wsTransport) Close(reason string) {
 	}
 	q.closing = true
 	if reason == "" {
-		q.failed = true
-		clear(q.q)
-		q.q, q.size = q.q[:0], 0
+		q.fail()
 	} else {
 		q.reason = reason
+		q.wake()
 	}
 	start := !q.writing && reason != ""
 	if start {
 		q.writing = true
 		q.writers.Add(1)
-	}
-	if q.room != nil {
-		close(q.room)
-		q.room = nil
 	}
 	q.mu.Unlock()
 	if reason == "" {

@@ -110,7 +110,9 @@ func TestAgentFrontSendToAgentThatDoesNotRead(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	sent := make(chan error, 1)
-	go func() { sent <- tr.Send(ctx, &agentproto.Message{Type: agentproto.TypeCall, ID: "c-cancelled", Args: big}) }()
+	go func() {
+		sent <- tr.Send(ctx, &agentproto.Message{Type: agentproto.TypeCall, ID: "c-cancelled", Args: big})
+	}()
 	cancel()
 	if err := <-sent; !errors.Is(err, context.Canceled) {
 		t.Errorf("a send whose context ended: %v, want context.Canceled", err)
