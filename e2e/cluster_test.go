@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -452,33 +453,75 @@ func TestClusterDashboardAndRevoke(t *testing.T) {
 	}
 }
 
-// /readyz takes a gateway out of rotation while its bus is away, saying
-// so, and puts it back when the bus returns.
-func TestClusterReadyzBus(t *testing.T) {
+// NATS stops for a few seconds and comes back, with a client calling
+// through each of two gateways: neither leaves the load balancer's
+// rotation (/readyz stays 200 and says the bus is unreachable, and what
+// that means), each keeps serving the calls of the agent connected to it,
+// /metrics shows spacefix_bus_connected 0 and then 1, and once the bus is
+// back each gateway reaches the other's agent again.
+func TestClusterBusOutageKeepsServing(t *testing.T) {
 	t.Parallel()
 	ns := testenv.NATS(t, 0)
 	url, port := ns.ClientURL(), ns.Addr().(*net.TCPAddr).Port
 	a := newEnv(t, onBus(url))
-	if status, body := get(t, a.url+"/readyz", ""); status != http.StatusOK {
-		t.Fatalf("GET /readyz with the bus up: %d %q", status, body)
+	b := a.sibling()
+	// One agent on each gateway, with one tool that says where it runs.
+	where := func(gw string) func(*core.Agent) {
+		return func(ag *core.Agent) {
+			must(t, core.AddTool(ag, "where", "Says which gateway it is connected to.", func(context.Context, struct{}) (string, error) { return gw, nil }))
+		}
 	}
+	a.startAgent(core.Options{}, where("A"))
+	b.startAgent(core.Options{}, where("B"))
+	both := func(e *env) func() bool { return func() bool { return len(e.gw.Registry().All()) == 2 } }
+	waitFor(t, "A to mirror B's agent", both(a))
+	waitFor(t, "B to mirror A's agent", both(b))
+	token := a.adminToken()
+	ca, cb := a.connect("2025-11-25", a.clientKey, nil), b.connect("2025-11-25", b.clientKey, nil)
+	for _, e := range []*env{a, b} {
+		if status, body := get(t, e.url+"/readyz", ""); status != http.StatusOK || body != "ready\n" {
+			t.Fatalf("GET /readyz with the bus up: %d %q, want 200 \"ready\\n\"", status, body)
+		}
+		wantMetric(t, e.scrape(token), 1, "spacefix_bus_connected")
+	}
+
 	ns.Shutdown()
-	var (
-		status int
-		body   string
-	)
-	waitFor(t, "/readyz to notice the bus is away", func() bool {
-		status, body = get(t, a.url+"/readyz", "")
-		return status != http.StatusOK
-	})
-	if want := "not ready: the bus " + url + " is reconnecting; check that NATS is running and reachable\n"; status != http.StatusServiceUnavailable || body != want {
-		t.Errorf("GET /readyz with the bus away: %d %q, want 503 %q", status, body, want)
+	degraded := regexp.MustCompile(`^ready \(degraded: bus unreachable since \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ; calls reach only agents connected to this gateway\)\n$`)
+	for _, e := range []*env{a, b} {
+		waitFor(t, "/readyz to say the bus is unreachable", func() bool {
+			status, body := get(t, e.url+"/readyz", "")
+			if status != http.StatusOK {
+				t.Fatalf("GET /readyz with the bus away: %d %q, want 200", status, body)
+			}
+			return body != "ready\n"
+		})
+		if status, body := get(t, e.url+"/readyz", ""); status != http.StatusOK || !degraded.MatchString(body) {
+			t.Errorf("GET /readyz with the bus away: %d %q, want 200 matching %s", status, body, degraded)
+		}
+		wantMetric(t, e.scrape(token), 0, "spacefix_bus_connected")
+		waitFor(t, "the other gateway's agent to be dropped", func() bool { return len(e.gw.Registry().All()) == 1 })
 	}
+	for i := range 5 {
+		if got := text(call(t, ca, "where", map[string]any{})); got != "A" {
+			t.Errorf("call %d through A with the bus away = %q, want A's agent", i, got)
+		}
+		if got := text(call(t, cb, "where", map[string]any{})); got != "B" {
+			t.Errorf("call %d through B with the bus away = %q, want B's agent", i, got)
+		}
+	}
+	if status, body := get(t, a.url+"/readyz", ""); status != http.StatusOK || !degraded.MatchString(body) {
+		t.Errorf("GET /readyz after calls with the bus away: %d %q", status, body)
+	}
+
 	testenv.NATS(t, port)
-	waitFor(t, "/readyz to see the bus back", func() bool {
-		status, _ := get(t, a.url+"/readyz", "")
-		return status == http.StatusOK
-	})
+	for _, e := range []*env{a, b} {
+		waitFor(t, "/readyz to see the bus back", func() bool {
+			status, body := get(t, e.url+"/readyz", "")
+			return status == http.StatusOK && body == "ready\n"
+		})
+		wantMetric(t, e.scrape(token), 1, "spacefix_bus_connected")
+		waitFor(t, "the other gateway's agent to be mirrored again", both(e))
+	}
 }
 
 // Garbage on every subject of the bus (a misbehaving client of the same

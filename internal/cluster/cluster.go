@@ -39,6 +39,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -143,6 +144,10 @@ type Cluster struct {
 	chMu  sync.Mutex
 	chSeq uint64
 
+	// downSince is when the bus connection was lost (Unix nanoseconds),
+	// 0 while it is up.
+	downSince atomic.Int64
+
 	// reread: a re-read of the store's projects is running; rereadAgain:
 	// another was asked for meanwhile. Guarded by mu.
 	reread, rereadAgain bool
@@ -237,9 +242,11 @@ func Join(ctx context.Context, opts Options) (*Cluster, error) {
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(250*time.Millisecond),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
-			c.log.Warn("bus disconnected; reconnecting", "err", err)
+			c.downSince.CompareAndSwap(0, time.Now().UnixNano())
+			c.log.Warn("bus disconnected; reconnecting; meanwhile calls reach only agents connected to this gateway", "bus", redactURL(opts.URL), "err", err)
 		}),
 		nats.ReconnectHandler(func(*nats.Conn) {
+			c.downSince.Store(0)
 			c.log.Info("bus reconnected; re-reading what this gateway caches from the store, in case it missed changes")
 			c.rereadAll("the bus")
 		}),
@@ -295,12 +302,17 @@ func (c *Cluster) guard(subj string, fn nats.MsgHandler) nats.MsgHandler {
 	return func(m *nats.Msg) { recovery.Do(c.log, "bus "+subj, func() { fn(m) }) }
 }
 
-// Ping reports whether the bus is reachable now, for /readyz.
-func (c *Cluster) Ping() error {
-	if s := c.nc.Status(); s != nats.CONNECTED {
-		return fmt.Errorf("the bus %s is %s; check that NATS is running and reachable", redactURL(c.opts.URL), strings.ToLower(s.String()))
+// Unreachable reports whether the bus is unreachable now, and since
+// when. A gateway without the bus still serves its own agents' calls: it
+// is degraded, not down.
+func (c *Cluster) Unreachable() (since time.Time, down bool) {
+	if c.nc.Status() == nats.CONNECTED {
+		return time.Time{}, false
 	}
-	return nil
+	if ns := c.downSince.Load(); ns != 0 {
+		return time.Unix(0, ns), true
+	}
+	return time.Now(), true
 }
 
 // PeerAddr returns the address another gateway advertised, while it is

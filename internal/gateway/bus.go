@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spacefix/spacefix/internal/agentfront"
 	"github.com/spacefix/spacefix/internal/agentproto"
@@ -25,7 +26,7 @@ func (g *Gateway) joinBus() error {
 	c, err := cluster.Join(g.ctx, cluster.Options{
 		URL: g.cfg.Bus, Gateway: g.me.ID, Addr: g.me.Addr,
 		Registry: g.reg, Changes: g.changes, Compile: agentfront.Compile, Redeem: g.agents.RedeemTicket, Limiter: g.limiter,
-		Heartbeat: g.cfg.BusHeartbeat, Logger: g.log,
+		Projects: g.projectIDs, Heartbeat: g.cfg.BusHeartbeat, Logger: g.log,
 	})
 	if err != nil {
 		return err
@@ -33,6 +34,54 @@ func (g *Gateway) joinBus() error {
 	g.cluster.Store(c)
 	g.log.Info("joined the bus", "gateway", g.me.ID)
 	return nil
+}
+
+// projectIDs lists the store's projects, for the cluster to re-read what
+// this gateway caches of them when it may have missed a change.
+func (g *Gateway) projectIDs(ctx context.Context) ([]int64, error) {
+	ps, err := g.store.Projects(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]int64, len(ps))
+	for i, p := range ps {
+		ids[i] = p.ID
+	}
+	return ids, nil
+}
+
+// busDegraded returns what /readyz adds to "ready" while the bus is
+// unreachable, or "". Without the bus the gateway still serves: its own
+// agents' calls, the dashboard, sign-ins. It is degraded, not unready, so
+// that a NATS outage behind a load balancer does not take every gateway
+// out of rotation.
+func (g *Gateway) busDegraded() string {
+	c := g.cluster.Load()
+	if c == nil {
+		return ""
+	}
+	since, down := c.Unreachable()
+	if !down {
+		return ""
+	}
+	return " (degraded: bus unreachable since " + since.UTC().Format(time.RFC3339) +
+		"; calls reach only agents connected to this gateway)"
+}
+
+// busConnected returns the spacefix_bus_connected gauge's source, nil
+// without --bus.
+func (g *Gateway) busConnected() func() bool {
+	if g.cfg.Bus == "" {
+		return nil
+	}
+	return func() bool {
+		c := g.cluster.Load()
+		if c == nil {
+			return false
+		}
+		_, down := c.Unreachable()
+		return !down
+	}
 }
 
 // redeemElsewhere asks the other gateways for a ticket this one did not

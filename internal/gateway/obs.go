@@ -45,6 +45,7 @@ func newObservability(g *Gateway) *observability {
 		Agents:   g.agentCounts,
 		Sessions: func() map[string]int { return g.front.SessionCounts() },
 		Dropped:  func() int64 { return g.calls.Dropped() },
+		Bus:      g.busConnected(),
 		CacheHits: func() int64 {
 			hits, _, _ := g.front.EarlyStats()
 			return hits
@@ -120,8 +121,9 @@ func (o *observability) close() {
 }
 
 // handleReady answers 200 "ready" while the store takes writes and the
-// call log's writes work, else 503 with the reason. /healthz only says the
-// process is alive.
+// call log's writes work, else 503 with the reason. A gateway whose bus is
+// unreachable serves all the same, and says so after "ready" (see
+// busDegraded). /healthz only says the process is alive.
 func (g *Gateway) handleReady(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
@@ -130,7 +132,7 @@ func (g *Gateway) handleReady(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintln(w, "not ready:", err)
 		return
 	}
-	fmt.Fprintln(w, "ready")
+	fmt.Fprintln(w, "ready"+g.busDegraded())
 }
 
 // ready returns why the gateway is not ready, or nil.
@@ -147,11 +149,6 @@ func (g *Gateway) ready(ctx context.Context) error {
 	o.probeMu.Unlock()
 	if err != nil {
 		return err
-	}
-	if c := g.cluster.Load(); c != nil {
-		if err := c.Ping(); err != nil {
-			return err
-		}
 	}
 	if h := g.calls.Health(); h.Failing(time.Now(), failingWindow) {
 		return fmt.Errorf("call records are not being written (%d lost since %s: %s); see the gateway's log",

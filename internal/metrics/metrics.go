@@ -35,6 +35,10 @@ type Options struct {
 	Sessions func() map[string]int
 	// Dropped returns how many call records were lost; nil means none.
 	Dropped func() int64
+	// Bus reports whether the bus between gateways (NATS) is connected;
+	// nil means the gateway has no bus, and spacefix_bus_connected is not
+	// exported.
+	Bus func() bool
 	// CacheHits returns how many tool calls the cache answered; nil means
 	// none.
 	CacheHits func() int64
@@ -115,6 +119,17 @@ func New(opts Options) *Metrics {
 			return float64(opts.CacheHits())
 		}),
 	)
+	if opts.Bus != nil {
+		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "spacefix_bus_connected",
+			Help: "1 while the gateway is connected to the bus (NATS), 0 while it is not: it then serves only the agents connected to it, and changes made on other gateways reach it when the bus is back.",
+		}, func() float64 {
+			if opts.Bus() {
+				return 1
+			}
+			return 0
+		}))
+	}
 	return m
 }
 
