@@ -1,52 +1,17 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"net/http"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/coder/websocket"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/spacefix/spacefix/internal/agentproto"
 	"github.com/spacefix/spacefix/internal/store"
 )
-
-// connectDeaf registers a replica offering tool (with its own wait) and
-// connects it over a real WebSocket that it never reads from, as an agent
-// that is stuck or behind a very slow link: what the gateway sends it
-// fills the socket. It returns once the gateway lists the replica.
-func (e *env) connectDeaf(tool string, wait time.Duration) {
-	e.t.Helper()
-	reg := agentproto.Registration{Protocol: agentproto.Version, Tools: []agentproto.Tool{
-		{Name: tool, InputSchema: json.RawMessage(`{"type":"object"}`), TimeoutMs: int(wait.Milliseconds())},
-	}}
-	body, _ := json.Marshal(reg)
-	req, _ := http.NewRequest(http.MethodPost, e.url+agentproto.RegisterPath, bytes.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+e.agentKey)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	var tk agentproto.Ticket
-	err = json.NewDecoder(resp.Body).Decode(&tk)
-	resp.Body.Close()
-	if err != nil || resp.StatusCode != http.StatusOK {
-		e.t.Fatalf("register: %d %v", resp.StatusCode, err)
-	}
-	ws, _, err := websocket.Dial(context.Background(), e.url+agentproto.ConnectPath+"?ticket="+tk.Ticket,
-		&websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + e.agentKey}}})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	e.t.Cleanup(func() { ws.CloseNow() })
-	waitFor(e.t, "the deaf replica to be listed", func() bool { return len(e.gw.Registry().All()) == 1 })
-}
 
 // A replica that reads nothing holds no caller past its wait or its
 // cancellation, and does not hold up the gateway's shutdown: calls with
@@ -59,7 +24,12 @@ func TestStuckAgentHoldsNoCaller(t *testing.T) {
 	// and so end everything it holds: far off here.
 	e := newEnv(t, func(o *envOptions) { o.heartbeat = time.Minute })
 	const wait = time.Second
-	e.connectDeaf("sink", wait)
+	// This agent never reads: what the gateway sends it fills the socket,
+	// as for an agent that is stuck or behind a very slow link.
+	sink := tool("sink")
+	sink.TimeoutMs = int(wait.Milliseconds())
+	e.dialAgent(t, agentproto.Registration{Tools: []agentproto.Tool{sink}})
+	waitFor(t, "the replica to register", func() bool { return len(e.gw.Registry().All()) == 1 })
 	cs := e.connect("2025-11-25", e.clientKey, nil)
 	args := map[string]any{"data": strings.Repeat("x", 900_000)}
 

@@ -63,7 +63,12 @@ func (f *Front) Register(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	tk := f.tickets.issue(key.ID, reg, schemas)
+	tk, err := f.tickets.issue(key.ID, reg, schemas)
+	if err != nil {
+		f.log.Info("agent registration refused: too many tickets waiting", "key", key.ID, "limit", MaxTicketsPerKey)
+		http.Error(w, err.Error(), http.StatusTooManyRequests)
+		return
+	}
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(agentproto.Ticket{Ticket: tk, ExpiresInMs: int(f.tickets.ttl.Milliseconds())})
 }
