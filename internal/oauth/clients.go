@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -134,12 +135,20 @@ func isLoopbackHost(h string) bool {
 	return err == nil && ip.IsLoopback()
 }
 
+// nativeRedirects are the exact redirect URIs of MCP clients named in the
+// spec whose private-use scheme is not in reverse-domain form. Cursor
+// registers its callback together with an https and a loopback one, and
+// one refused URI refuses the registration, so without it Cursor could not
+// sign in. PKCE (always S256 here) keeps a code another app intercepts
+// useless.
+var nativeRedirects = []string{"cursor://anysphere.cursor-mcp/oauth/callback"}
+
 // checkRedirectURI says what is wrong with a redirect URI a client
 // registers, or nil. Only three kinds may receive codes: https anywhere,
 // http on a loopback host (127.0.0.1, [::1], localhost: a native app's
 // listener, RFC 8252 section 7.3), and a native app's private-use scheme
 // in reverse-domain form (com.example.app:/callback, RFC 8252 section
-// 7.1). Any other scheme (ftp:, ws:, view-source:, javascript:, …) is a
+// 7.1), or one of [nativeRedirects]. Any other scheme (ftp:, ws:, view-source:, javascript:, …) is a
 // place a browser should not take a code to. Never a fragment.
 func checkRedirectURI(s string) error {
 	u, err := url.Parse(s)
@@ -160,6 +169,7 @@ func checkRedirectURI(s string) error {
 		}
 	case strings.Contains(scheme, ".") && !strings.HasPrefix(scheme, ".") && !strings.HasSuffix(scheme, ".") && !strings.Contains(scheme, ".."):
 		// A private-use scheme: url.Parse has checked its characters.
+	case slices.Contains(nativeRedirects, s):
 	default:
 		return fmt.Errorf("%q uses the %s: scheme; a redirect URI must be https, http on 127.0.0.1, [::1] or localhost, or an app's own scheme in reverse-domain form such as com.example.app:/callback", s, u.Scheme)
 	}

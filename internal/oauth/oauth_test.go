@@ -280,6 +280,7 @@ func TestRedirectSchemes(t *testing.T) {
 	for _, u := range []string{
 		"https://claude.ai/api/mcp/auth_callback", "http://127.0.0.1:3000/cb", "http://[::1]:3000/cb", "http://localhost/cb",
 		"com.example.app:/callback", "com.example.app://callback", "io.modelcontextprotocol.inspector:/oauth",
+		"cursor://anysphere.cursor-mcp/oauth/callback",
 	} {
 		h.s.limits = ratelimit.New() // the per-address limit is not what is tested
 		if code, m := h.register(`{"redirect_uris":["` + u + `"],"token_endpoint_auth_method":"none"}`); code != http.StatusCreated {
@@ -298,6 +299,8 @@ func TestRedirectSchemes(t *testing.T) {
 		{"data:text/html,hi", "uses the data: scheme"},
 		{"file:///etc/passwd", "uses the file: scheme"},
 		{"myapp:/callback", "uses the myapp: scheme"},
+		{"cursor://anysphere.cursor-mcp/oauth/other", "uses the cursor: scheme"},
+		{"cursor://evil.example/oauth/callback", "uses the cursor: scheme"},
 		{"http://app.example/cb", "plain http on a host that is not loopback"},
 		{"http://192.168.1.2/cb", "plain http on a host that is not loopback"},
 		{"https:///cb", "has no host"},
@@ -312,6 +315,16 @@ func TestRedirectSchemes(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.says) {
 			t.Errorf("a document with %s: %v; want refused saying %q", tc.uri, err, tc.says)
 		}
+	}
+}
+
+// TestRegisterCursor: Cursor's registration, three redirect URIs in one
+// request as it sends them, is accepted.
+func TestRegisterCursor(t *testing.T) {
+	h := newHarness(t)
+	code, m := h.register(`{"client_name":"Cursor","redirect_uris":["cursor://anysphere.cursor-mcp/oauth/callback","https://www.cursor.com/agents/mcp/oauth/callback","http://localhost:8787/callback"],"token_endpoint_auth_method":"none","grant_types":["authorization_code","refresh_token"],"response_types":["code"]}`)
+	if code != http.StatusCreated {
+		t.Errorf("Cursor's registration = %d %v; want 201", code, m)
 	}
 }
 
