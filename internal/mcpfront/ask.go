@@ -4,7 +4,6 @@ package mcpfront
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -91,6 +90,15 @@ func parseAsk(q *agentproto.Message) (mcp.InputRequestMap, map[string]string, er
 	if err := json.Unmarshal(q.Requests, &reqs); err != nil {
 		return nil, nil, fmt.Errorf("the input requests do not read as MCP requests: %v", err)
 	}
+	// A form whose answer the gateway could not check is not asked: the
+	// agent would read whatever the client sent.
+	for id, ir := range reqs {
+		if ep, ok := ir.(*mcp.ElicitParams); ok && ep.RequestedSchema != nil {
+			if _, err := compileForm(ep.RequestedSchema); err != nil {
+				return nil, nil, fmt.Errorf("input request %q: %v", id, err)
+			}
+		}
+	}
 	return reqs, out, nil
 }
 
@@ -176,43 +184,73 @@ func collect(responses mcp.InputResponseMap, asked mcp.InputRequestMap) (json.Ra
 		if !ok {
 			return nil, fmt.Errorf("the client retried the call without a response to input request %q", id)
 		}
-		if ep, ok := ir.(*mcp.ElicitParams); ok {
-			er, ok := resp.(*mcp.ElicitResult)
-			if !ok {
-				return nil, fmt.Errorf("the client's response to input request %q is not an elicitation result", id)
-			}
-			if err := checkElicited(ep, er); err != nil {
-				return nil, fmt.Errorf("the user's answer to input request %q does not match the schema asked for: %w", id, err)
-			}
+		if err := checkResponse(id, ir, resp); err != nil {
+			return nil, err
 		}
 		out[id] = resp
 	}
 	return json.Marshal(out)
 }
 
-// checkElicited validates an accepted elicitation's content against its
-// requested schema.
-func checkElicited(ep *mcp.ElicitParams, er *mcp.ElicitResult) error {
-	if er.Action != "accept" || ep.RequestedSchema == nil {
+// checkResponse checks a client's response to input request id (ir), as
+// the agent is to read it: an elicitation's answer must be one (checked by
+// checkElicited). The error says what is wrong.
+func checkResponse(id string, ir mcp.InputRequest, resp mcp.InputResponse) error {
+	ep, ok := ir.(*mcp.ElicitParams)
+	if !ok {
 		return nil
 	}
-	raw, err := json.Marshal(ep.RequestedSchema)
+	er, ok := resp.(*mcp.ElicitResult)
+	if !ok || er == nil {
+		return fmt.Errorf("the client's response to input request %q is not an elicitation result", id)
+	}
+	if err := checkElicited(ep, er); err != nil {
+		return fmt.Errorf("the user's answer to input request %q does not match the schema asked for: %w", id, err)
+	}
+	return nil
+}
+
+// checkElicited checks an elicitation's answer with the gateway's own
+// validator: an accepted form's content (none counts as {}) against the
+// requested schema; a decline or cancel passes as such, without content;
+// any other action is refused.
+func checkElicited(ep *mcp.ElicitParams, er *mcp.ElicitResult) error {
+	switch er.Action {
+	case "decline", "cancel":
+		er.Content = nil // not the user's answer: none reaches the agent
+		return nil
+	case "accept":
+	default:
+		return fmt.Errorf("action %q is none of accept, decline and cancel", textfmt.Cut(er.Action, 40))
+	}
+	if ep.RequestedSchema == nil {
+		return nil // a URL-mode elicitation: no form
+	}
+	s, err := compileForm(ep.RequestedSchema)
 	if err != nil {
 		return err
+	}
+	content := []byte("{}")
+	if er.Content != nil {
+		if content, err = json.Marshal(er.Content); err != nil {
+			return fmt.Errorf("the content could not be read: %v", err)
+		}
+	}
+	return s.Validate(content)
+}
+
+// compileForm compiles an elicitation's requested schema with the
+// gateway's validator.
+func compileForm(requested any) (*schema.Schema, error) {
+	raw, err := json.Marshal(requested)
+	if err != nil {
+		return nil, fmt.Errorf("the requested schema is not JSON: %v", err)
 	}
 	s, err := schema.Compile(raw)
 	if err != nil {
-		return nil // the agent's schema; the SDK checked it when it asked
+		return nil, fmt.Errorf("the requested schema cannot be checked: %v", err)
 	}
-	content, _ := json.Marshal(er.Content)
-	if er.Content == nil {
-		content = []byte("{}")
-	}
-	var ve *schema.ValidationError
-	if err := s.Validate(content); errors.As(err, &ve) {
-		return err
-	}
-	return nil
+	return s, nil
 }
 
 // fulfil asks a 2025 session's client for every input request at once and
@@ -247,11 +285,17 @@ func fulfil(ctx context.Context, ss *mcp.ServerSession, reqs mcp.InputRequestMap
 		}()
 	}
 	out := make(map[string]mcp.InputResponse, len(reqs))
-	var problems []string
+	var problems, malformed []string
 	for range reqs {
 		a := <-answers
 		if a.err != nil {
 			problems = append(problems, fmt.Sprintf("input request %q: %v", a.id, a.err))
+			continue
+		}
+		// go-sdk checked a form's content, if there was any; the agent
+		// reads only what the gateway's own check lets through.
+		if err := checkResponse(a.id, reqs[a.id], a.resp); err != nil {
+			malformed = append(malformed, err.Error())
 			continue
 		}
 		out[a.id] = a.resp
@@ -259,6 +303,10 @@ func fulfil(ctx context.Context, ss *mcp.ServerSession, reqs mcp.InputRequestMap
 	if problems != nil {
 		sort.Strings(problems)
 		return nil, "the client could not answer: " + strings.Join(problems, "; "), jsonrpc.CodeInvalidParams
+	}
+	if malformed != nil {
+		sort.Strings(malformed)
+		return nil, strings.Join(malformed, "; "), jsonrpc.CodeInvalidParams
 	}
 	b, err := json.Marshal(out)
 	if err != nil {

@@ -210,8 +210,15 @@ func (f *Front) await(ctx context.Context, req *mcp.CallToolRequest, t *agents.T
 			}
 			return &mcp.CallToolResult{InputRequests: reqs, RequestState: state}, nil
 		}
-		if caps, _ := declared(req.Session, req.Params.Meta); !slices.Contains(caps, "elicitation") {
+		caps, modern := declared(req.Session, req.Params.Meta)
+		if !slices.Contains(caps, "elicitation") {
 			call.Answer(q.Input, false, errCannotAsk)
+			res = waitOn(ctx, req, call)
+			continue
+		}
+		if !modern && req.Session != nil {
+			accepted, err := confirmOver(ctx, req.Session, q, call.Deadline())
+			call.Answer(q.Input, accepted, err)
 			res = waitOn(ctx, req, call)
 			continue
 		}

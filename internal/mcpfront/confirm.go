@@ -1,11 +1,14 @@
 package mcpfront
 
 import (
+	"context"
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/rand"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -16,14 +19,17 @@ import (
 	"github.com/spacefix/spacefix/internal/agentproto"
 	"github.com/spacefix/spacefix/internal/recovery"
 	"github.com/spacefix/spacefix/internal/route"
+	"github.com/spacefix/spacefix/internal/schema"
+	"github.com/spacefix/spacefix/internal/textfmt"
 )
 
 // Asking the user (core.Confirm): the agent's question becomes an MCP input
 // request. Clients of 2026-07-28 get an input_required result and retry the
-// call with the answer; for older sessions go-sdk turns the same result into
-// elicitation/create and calls the handler again with the answer. Either
-// way the agent's call keeps running meanwhile, held here between the two
-// requests, and the answer reaches it as a "confirmed" message.
+// call with the answer, the agent's call kept running meanwhile, held here
+// between the two requests; a 2025 session's client is sent
+// elicitation/create over the session while the call waits (confirmOver).
+// Either way the answer reaches the agent as a "confirmed" message: a yes
+// only for an accepted form whose confirm is true.
 
 // errCannotAsk is what the agent reads when the client cannot ask the user.
 var errCannotAsk = errors.New("the MCP client cannot ask the user: it does not support elicitation. Explain what you are about to do and ask the user in the conversation instead.")
@@ -134,6 +140,23 @@ func question(q *agentproto.Message) mcp.InputRequestMap {
 // to its question.
 var errNoAnswer = errors.New("the client retried the call without an answer to the question")
 
+// confirmSchema is the schema of every question's form (question's, less
+// the words): what an accepted answer is checked against.
+var confirmSchema = func() *schema.Schema {
+	s, err := schema.Compile(json.RawMessage(`{"type":"object","properties":{"confirm":{"type":"boolean"}},"required":["confirm"]}`))
+	if err != nil {
+		panic(err)
+	}
+	return s
+}()
+
+// errBadAnswer is what the agent reads when the client's answer to its
+// question is neither a yes nor a no: the call must not go on as if the
+// user had said either. It says what was wrong.
+func errBadAnswer(format string, args ...any) error {
+	return fmt.Errorf("the MCP client cannot ask the user: "+format+". Explain what you are about to do and ask the user in the conversation instead.", args...)
+}
+
 // answer reads the user's answer to question input from a retried call; the
 // error says why there is none.
 func answer(req *mcp.CallToolRequest, input string) (accepted bool, err error) {
@@ -141,9 +164,46 @@ func answer(req *mcp.CallToolRequest, input string) (accepted bool, err error) {
 	if !ok {
 		return false, errNoAnswer
 	}
-	if r.Action != "accept" {
+	return confirmed(r)
+}
+
+// confirmed reads a client's answer to a question. Only an accepted form
+// whose confirm is the boolean true is a yes; a decline or cancel is a no;
+// anything else (no confirm, a string, a number, another action) is an
+// error, never a guess.
+func confirmed(r *mcp.ElicitResult) (bool, error) {
+	switch r.Action {
+	case "decline", "cancel":
 		return false, nil
+	case "accept":
+	default:
+		return false, errBadAnswer("its answer to the question has action %q, which is none of accept, decline and cancel", textfmt.Cut(r.Action, 40))
 	}
-	v, ok := r.Content["confirm"].(bool)
-	return !ok || v, nil
+	content := []byte("{}")
+	if r.Content != nil {
+		var err error
+		if content, err = json.Marshal(r.Content); err != nil {
+			return false, errBadAnswer("its answer to the question could not be read")
+		}
+	}
+	if err := confirmSchema.Validate(content); err != nil {
+		return false, errBadAnswer("its answer to the question is not a yes or no (%s)", textfmt.Cut(err.Error(), 200))
+	}
+	yes, _ := r.Content["confirm"].(bool) // a boolean: the schema says so
+	return yes, nil
+}
+
+// confirmOver asks a 2025 session's client question q over the session
+// and returns the user's answer, or, as an error the agent reads, why there
+// is none. Asked here rather than by go-sdk (which turns an input_required
+// result into elicitation/create and the handler's retry), whatever goes
+// wrong reaches the agent as an answer, not as a call held to its deadline.
+func confirmOver(ctx context.Context, ss *mcp.ServerSession, q *agentproto.Message, deadline time.Time) (bool, error) {
+	ctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	r, err := ss.Elicit(ctx, question(q)[q.Input].(*mcp.ElicitParams))
+	if err != nil {
+		return false, errBadAnswer("it did not answer the question: %s", textfmt.Cut(err.Error(), 300))
+	}
+	return confirmed(r)
 }
