@@ -24,8 +24,13 @@ type Server struct {
 	// Command and Args start a stdio server as a child process.
 	Command string
 	Args    []string
-	// Env is added to the child's environment (the bridge's own
-	// environment is inherited). Values are secrets: never logged.
+	// Written is the command line as a config file wrote it, ${VAR}
+	// references unexpanded: what [Server.Target] shows. ParseConfig sets
+	// it; empty means Command and Args.
+	Written []string
+	// Env is the child's environment beyond the small default set (see
+	// childEnv): a child gets nothing else of the bridge's environment.
+	// Values are secrets: never logged.
 	Env map[string]string
 	// URL is a remote server's Streamable HTTP endpoint; when it does not
 	// speak Streamable HTTP the bridge tries the legacy SSE transport.
@@ -103,24 +108,49 @@ func (s Server) Transport() string {
 	return "streamable-http"
 }
 
-// Target is what people may read about s: the command line, or the URL
-// without credentials and query. Env and header values never appear.
+// Target is what people may read about s: it goes into the registration,
+// across the bus, onto every viewer's Agents page and into the log. For a
+// command, the command line as written (${VAR} unexpanded, a password in
+// a URL argument masked); for a remote, scheme://host/… (see
+// [redactURL]). Env and header values never appear.
 func (s Server) Target() string {
-	if s.Command != "" {
-		return strings.Join(append([]string{s.Command}, s.Args...), " ")
+	if s.Command == "" {
+		return redactURL(s.URL)
 	}
-	return redactURL(s.URL)
+	words := s.Written
+	if len(words) == 0 {
+		words = append([]string{s.Command}, s.Args...)
+	}
+	shown := make([]string, len(words))
+	for i, w := range words {
+		shown[i] = maskPassword(w)
+	}
+	return strings.Join(shown, " ")
 }
 
-// redactURL drops the userinfo, query and fragment of a URL, where tokens
-// hide.
-func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(an unreadable URL)"
+// shownCommand is the command as Target shows it.
+func (s Server) shownCommand() string {
+	if len(s.Written) > 0 {
+		return maskPassword(s.Written[0])
 	}
-	u.User, u.RawQuery, u.Fragment = nil, "", ""
-	return u.String()
+	return maskPassword(s.Command)
+}
+
+// maskPassword masks the password of an argument that is a URL with one
+// (postgresql://app:pw@db/app), as a shell may have expanded it before
+// the bridge saw it; any other argument is returned as it is.
+func maskPassword(arg string) string {
+	if !strings.Contains(arg, "://") {
+		return arg
+	}
+	u, err := url.Parse(arg)
+	if err != nil || u.User == nil {
+		return arg
+	}
+	if _, ok := u.User.Password(); !ok {
+		return arg
+	}
+	return u.Redacted()
 }
 
 // configFile is the mcpServers format MCP clients use.
@@ -172,6 +202,9 @@ func ParseConfig(data []byte, lookup func(string) (string, bool)) ([]Server, err
 			Unprefixed: c.Prefix != nil && !*c.Prefix, Timeout: time.Duration(c.Timeout * float64(time.Second)), Protocol: c.Protocol}
 		for _, a := range c.Args {
 			s.Args = append(s.Args, expand(a))
+		}
+		if s.Command != "" {
+			s.Written = append([]string{c.Command}, c.Args...)
 		}
 		if len(c.Env) > 0 {
 			s.Env = map[string]string{}

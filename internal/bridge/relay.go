@@ -89,7 +89,7 @@ func (b *Bridge) callError(ctx context.Context, err error) error {
 	case errors.Is(err, mcp.ErrConnectionClosed) || strings.Contains(err.Error(), "closed"):
 		return errors.New(route.MsgDisconnected)
 	}
-	b.log.Warn("bridge: request to the MCP server failed", "err", err)
+	b.log.Warn("bridge: request to the MCP server failed", "err", redactErr(err))
 	return errors.New(route.MsgDisconnected)
 }
 
