@@ -74,6 +74,9 @@ type Bridge struct {
 	// used by runOnce only.
 	kill func()
 
+	// messages bounds how fast the server's log messages are logged.
+	messages *logLimiter
+
 	mu       sync.Mutex
 	progress map[string]*progressSink // by progress token
 	nextTok  uint64
@@ -98,6 +101,7 @@ func New(srv Server, opts Options) (*Bridge, error) {
 		b.log = slog.Default()
 	}
 	b.log = b.log.With("server", srv.Name)
+	b.messages = newLogLimiter(b.log, srv.Name+"'s log messages")
 	return b, nil
 }
 
@@ -112,17 +116,19 @@ func (b *Bridge) clientOptions() *mcp.ClientOptions {
 	// that close waits for the calls in flight, which a hung server never
 	// answers. runOnce pings instead (see watch).
 	return &mcp.ClientOptions{
-		Logger:                      b.log,
+		Logger:                      slog.New(redactingHandler{b.log.Handler()}),
 		ToolListChangedHandler:      func(context.Context, *mcp.ToolListChangedRequest) { changed() },
 		PromptListChangedHandler:    func(context.Context, *mcp.PromptListChangedRequest) { changed() },
 		ResourceListChangedHandler:  func(context.Context, *mcp.ResourceListChangedRequest) { changed() },
 		ProgressNotificationHandler: b.onProgress,
 		// The server's log messages go to the client of the call they
 		// belong to (when the bridge can tell: see soleCall), and to the
-		// bridge's log.
+		// bridge's log within logRate.
 		//lint:ignore SA1019 deprecated in 2026-07-28; 2025 servers log this way
 		LoggingMessageHandler: func(ctx context.Context, r *mcp.LoggingMessageRequest) {
-			b.log.Log(ctx, slogLevel(r.Params.Level), "bridge: server log message", "logger", r.Params.Logger, "data", r.Params.Data)
+			if b.messages.allow() {
+				b.log.Log(ctx, slogLevel(r.Params.Level), "bridge: server log message", "logger", r.Params.Logger, "data", r.Params.Data)
+			}
 			if cctx, err := b.soleCall(); err == nil {
 				core.Log(cctx, core.LogLevel(r.Params.Level), r.Params.Data)
 			}
@@ -152,14 +158,14 @@ func (b *Bridge) Run(ctx context.Context) error {
 		}
 		var fatal *fatalError
 		if errors.As(err, &fatal) {
-			return fatal.err
+			return redactErr(fatal.err)
 		}
 		if served {
 			attempt = 0
 		}
 		delay := b.backoff(attempt)
 		attempt++
-		b.log.Warn("bridge: the MCP server is not available; retrying", "err", err, "attempt", attempt, "retry_in", delay.Round(time.Millisecond))
+		b.log.Warn("bridge: the MCP server is not available; retrying", "err", redactErr(err), "attempt", attempt, "retry_in", delay.Round(time.Millisecond))
 		t := time.NewTimer(delay)
 		select {
 		case <-ctx.Done():
@@ -291,7 +297,7 @@ func (b *Bridge) askForLogs(ctx context.Context, cs *mcp.ClientSession) {
 	defer cancel()
 	//lint:ignore SA1019 deprecated in 2026-07-28, still how 2025 servers start logging
 	if err := cs.SetLoggingLevel(lctx, &mcp.SetLoggingLevelParams{Level: "debug"}); err != nil {
-		b.log.Debug("bridge: the server did not take logging/setLevel", "err", err)
+		b.log.Debug("bridge: the server did not take logging/setLevel", "err", redactErr(err))
 	}
 }
 
@@ -379,7 +385,7 @@ func (b *Bridge) watch(ctx context.Context, up *upstream, hung context.CancelCau
 		}
 		failures++
 		if failures >= 2 {
-			b.log.Error("bridge: the MCP server stopped answering pings; restarting it", "err", err)
+			b.log.Error("bridge: the MCP server stopped answering pings; restarting it", "err", redactErr(err))
 			hung(errHung)
 			return
 		}

@@ -5,10 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
-	"os"
-	"os/exec"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -22,40 +19,39 @@ func (b *Bridge) connect(ctx context.Context) (_ *mcp.ClientSession, transport s
 	client.AddReceivingMiddleware(b.relayRequests)
 	b.kill = func() {}
 	if b.srv.Command != "" {
-		cmd := exec.Command(b.srv.Command, b.srv.Args...)
-		cmd.Env = os.Environ()
-		for k, v := range b.srv.Env {
-			cmd.Env = append(cmd.Env, k+"="+v)
-		}
-		cmd.Stderr = &lineLogger{log: b.log} // b.log names the server
-		cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: b.opts.TerminateDuration}, b.sessionOptions())
+		ch, err := b.startChild()
 		if err != nil {
-			return nil, "", 0, fmt.Errorf("start %s: %w", b.srv.Command, err)
+			return nil, "", 0, fmt.Errorf("start %s: %w", b.srv.shownCommand(), err)
 		}
-		b.kill = func() { _ = cmd.Process.Kill() }
-		return cs, "stdio", cmd.Process.Pid, nil
+		cs, err := client.Connect(ctx, &mcp.IOTransport{Reader: io.NopCloser(ch), Writer: ch}, b.sessionOptions())
+		if err != nil {
+			ch.Close()
+			return nil, "", 0, fmt.Errorf("start %s: %w", b.srv.shownCommand(), err)
+		}
+		b.kill = ch.kill
+		return cs, "stdio", ch.pid(), nil
 	}
-	hc := &http.Client{Transport: headers{h: b.srv.Headers, base: b.opts.httpTransport()}}
+	hc := &http.Client{Transport: capBodies{headers{h: b.srv.Headers, base: b.opts.httpTransport()}}}
 	oh, err := b.newOAuthHandler()
 	if err != nil {
 		return nil, "", 0, err
 	}
-	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: b.srv.URL, HTTPClient: hc, MaxRetries: -1, OAuthHandler: oh}, b.sessionOptions())
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: b.srv.URL, HTTPClient: hc, MaxRetries: -1, OAuthHandler: oh, MaxEventSize: maxResponse}, b.sessionOptions())
 	if err == nil {
 		return cs, "streamable-http", 0, nil
 	}
 	if ctx.Err() != nil || errors.Is(err, ErrSignIn) || !fallbackToSSE(err) {
-		return nil, "", 0, fmt.Errorf("connect to %s: %w", redactURL(b.srv.URL), err)
+		return nil, "", 0, redactErr(fmt.Errorf("connect to %s: %w", redactURL(b.srv.URL), err))
 	}
 	// The legacy transport has no OAuth handler: the saved token goes in
 	// every request's Authorization header, refreshed as needed.
 	sseClient := &http.Client{Transport: bearerFrom{h: oh, base: hc.Transport}}
-	cs, sseErr := client.Connect(ctx, &mcp.SSEClientTransport{Endpoint: b.srv.URL, HTTPClient: sseClient}, legacyOptions)
+	cs, sseErr := client.Connect(ctx, &mcp.SSEClientTransport{Endpoint: b.srv.URL, HTTPClient: sseClient, MaxEventSize: maxResponse}, legacyOptions)
 	if sseErr != nil && strings.Contains(sseErr.Error(), "401") {
 		return nil, "", 0, b.signInError()
 	}
 	if sseErr != nil {
-		return nil, "", 0, fmt.Errorf("connect to %s: Streamable HTTP: %v; legacy SSE: %w", redactURL(b.srv.URL), err, sseErr)
+		return nil, "", 0, redactErr(fmt.Errorf("connect to %s: Streamable HTTP: %v; legacy SSE: %w", redactURL(b.srv.URL), err, sseErr))
 	}
 	return cs, "sse", 0, nil
 }
@@ -91,42 +87,6 @@ func (t headers) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	return t.base.RoundTrip(r)
 }
-
-// lineLogger writes a child's stderr to the bridge's log, a record a line,
-// with the server's name.
-type lineLogger struct {
-	log     *slog.Logger
-	partial []byte
-}
-
-const maxStderrLine = 4096
-
-func (l *lineLogger) Write(p []byte) (int, error) {
-	n := len(p)
-	l.partial = append(l.partial, p...)
-	for {
-		i := strings.IndexByte(string(l.partial), '\n')
-		if i < 0 {
-			break
-		}
-		l.emit(l.partial[:i])
-		l.partial = l.partial[i+1:]
-	}
-	if len(l.partial) > maxStderrLine {
-		l.emit(l.partial)
-		l.partial = nil
-	}
-	return n, nil
-}
-
-func (l *lineLogger) emit(line []byte) {
-	text := strings.TrimRight(string(line), "\r")
-	if text != "" {
-		l.log.Info("bridge: server stderr", "line", text)
-	}
-}
-
-var _ io.Writer = (*lineLogger)(nil)
 
 // errGone says the server's session ended.
 var errGone = errors.New("the MCP server went away")
