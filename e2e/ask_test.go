@@ -312,3 +312,52 @@ func TestAskFromPrompt(t *testing.T) {
 		}
 	})
 }
+
+// TestAskMalformedAnswers: what a client answers to a handler's form is
+// checked against the form before the handler reads it, at every protocol
+// version: a form accepted without content, or with content of the wrong
+// type, or an answer with an unknown action reaches the handler as an
+// error that says what was wrong, never as made-up content; a decline
+// passes as a decline. The client is go-sdk's, answering each shape as is.
+func TestAskMalformedAnswers(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.startAgent(core.Options{}, askAgent(t))
+	const prefix = "core: elicitation/create: "
+	cases := []struct {
+		name   string
+		answer *mcp.ElicitResult
+		want   string // the text of the result
+		legacy string // on 2025 sessions, where it differs: go-sdk's server refuses a form not of the schema
+	}{
+		{"accepted", &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada", "seats": 3}}, "booked 3 seats for Ada on <nil>, <nil>", ""},
+		{"declined", &mcp.ElicitResult{Action: "decline", Content: map[string]any{"name": "Ada", "seats": 3}}, "not booked (decline)", ""},
+		{"no content", &mcp.ElicitResult{Action: "accept"},
+			prefix + `the user's answer to input request "in-1" does not match the schema asked for: data must have required property 'name', data must have required property 'seats'`, ""},
+		{"seats as a string", &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada", "seats": "3"}},
+			prefix + `the user's answer to input request "in-1" does not match the schema asked for: data/seats must be integer`,
+			prefix + `the client could not answer: input request "in-1": elicitation result content does not match requested schema: validating root: validating /properties/seats: type: 3 has type "string", want "integer"`},
+		{"other action", &mcp.ElicitResult{Action: "ok", Content: map[string]any{"name": "Ada", "seats": 3}},
+			prefix + `the client's response to input request "in-1" has action "ok", which is none of accept, decline and cancel`, ""},
+	}
+	forEachVersion(t, func(t *testing.T, v string) {
+		var answer atomic.Pointer[mcp.ElicitResult]
+		callTool := answeringClient(t, e, v, func() *mcp.ElicitResult { return answer.Load() })
+		for _, c := range cases {
+			answer.Store(c.answer)
+			want := c.want
+			if c.legacy != "" && v < "2026-07-28" {
+				want = c.legacy
+			}
+			res, err := callTool("book_table", map[string]any{"restaurant": "Luigi's"})
+			if err != nil {
+				t.Errorf("%s: tools/call: %v", c.name, err)
+				continue
+			}
+			wantError := strings.HasPrefix(want, prefix)
+			if got := text(res); got != want || res.IsError != wantError {
+				t.Errorf("%s: the client got isError %v %q;\nwant isError %v %q", c.name, res.IsError, got, wantError, want)
+			}
+		}
+	})
+}

@@ -204,6 +204,11 @@ func checkResponse(id string, ir mcp.InputRequest, resp mcp.InputResponse) error
 	if !ok || er == nil {
 		return fmt.Errorf("the client's response to input request %q is not an elicitation result", id)
 	}
+	switch er.Action {
+	case "accept", "decline", "cancel":
+	default:
+		return fmt.Errorf("the client's response to input request %q has action %q, which is none of accept, decline and cancel", id, textfmt.Cut(er.Action, 40))
+	}
 	if err := checkElicited(ep, er); err != nil {
 		return fmt.Errorf("the user's answer to input request %q does not match the schema asked for: %w", id, err)
 	}
