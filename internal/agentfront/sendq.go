@@ -19,8 +19,8 @@ import (
 // held by its own wait only, never by a socket that is full because the
 // agent stopped reading or its link is slow. The writer runs only while
 // there is something to write (an idle agent has no goroutine: at 10,000
-// agents a writer each was 80 MB of stacks), and takes everything queued
-// at each turn.
+// agents, a goroutine each costs some 80 MB of stacks), and takes
+// everything queued at each turn.
 const (
 	// maxQueued is the most messages waiting for one agent's socket.
 	maxQueued = 256
@@ -84,29 +84,10 @@ func (t *wsTransport) Send(ctx context.Context, m *agentproto.Message) error {
 	}
 	q := &t.out
 	q.mu.Lock()
-	var deadline *time.Timer
-	for !q.fits(len(b)) && !q.closing {
-		if q.room == nil {
-			q.room = make(chan struct{})
+	if !q.fits(len(b)) && !q.closing {
+		if err := q.waitRoom(ctx, len(b), m.Deadline); err != nil {
+			return err
 		}
-		room := q.room
-		q.mu.Unlock()
-		if deadline == nil && m.Deadline != 0 {
-			deadline = time.NewTimer(time.Until(time.UnixMilli(m.Deadline)))
-			defer deadline.Stop()
-		}
-		var expired <-chan time.Time
-		if deadline != nil {
-			expired = deadline.C
-		}
-		select {
-		case <-room:
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-expired:
-			return route.ErrSendTimeout
-		}
-		q.mu.Lock()
 	}
 	if q.closing {
 		q.mu.Unlock()
@@ -122,6 +103,34 @@ func (t *wsTransport) Send(ctx context.Context, m *agentproto.Message) error {
 	q.mu.Unlock()
 	if start {
 		go t.writer() // a func value made once: a method value allocates
+	}
+	return nil
+}
+
+// waitRoom waits, with mu held, until n bytes fit or the queue is closing;
+// it returns holding mu, unless ctx ends or deadline (unix milliseconds;
+// 0 for none) passes first.
+func (q *sendQueue) waitRoom(ctx context.Context, n int, deadline int64) error {
+	var expired <-chan time.Time
+	if deadline != 0 {
+		tm := time.NewTimer(time.Until(time.UnixMilli(deadline)))
+		defer tm.Stop()
+		expired = tm.C
+	}
+	for !q.fits(n) && !q.closing {
+		if q.room == nil {
+			q.room = make(chan struct{})
+		}
+		room := q.room
+		q.mu.Unlock()
+		select {
+		case <-room:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-expired:
+			return route.ErrSendTimeout
+		}
+		q.mu.Lock()
 	}
 	return nil
 }
