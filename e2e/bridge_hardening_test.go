@@ -248,8 +248,9 @@ func TestBridgeRemoteHostile(t *testing.T) {
 	}
 	cs := e.connect("2025-11-25", e.clientKey, nil)
 	r := call(t, cs, "big__huge", nil)
-	if !r.IsError {
-		t.Errorf("a 100 MB answer reached the client: %d bytes", len(text(r)))
+	const tooLarge = "Result is too large: the MCP server answered with more than 4 MiB (4,194,304 bytes), the limit. Ask for less, or page through it."
+	if !r.IsError || text(r) != tooLarge {
+		t.Errorf("a 100 MB answer = %v %.200q, want %q", r.IsError, text(r), tooLarge)
 	}
 	br.waitLog(t, "over 4 MiB")
 	if n := h.written.Load(); n > 32<<20 {

@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"mime"
 	"net/http"
@@ -18,6 +19,11 @@ const maxResponse = agentproto.MaxResultBytes + 64<<10
 
 // errTooLarge ends the read of a response over maxResponse.
 var errTooLarge = errors.New("the MCP server's response is over 4 MiB, the gateway's limit for a result; the bridge stopped reading it")
+
+// errResultTooLarge is what the call's client reads when the server's
+// answer was over the cap: the gateway's words for a result over its limit.
+var errResultTooLarge = fmt.Errorf("Result is too large: the MCP server answered with more than 4 MiB (%s bytes), the limit. Ask for less, or page through it.",
+	agentproto.Thousands(agentproto.MaxResultBytes))
 
 // capBodies limits every response body that is not an event stream
 // (whose events go-sdk bounds: MaxEventSize) to maxResponse bytes.

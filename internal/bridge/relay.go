@@ -82,6 +82,9 @@ func (b *Bridge) callError(ctx context.Context, err error) error {
 		return missingCapability(ctx, se)
 	}
 	switch {
+	case strings.Contains(err.Error(), errTooLarge.Error()): // go-sdk words the read's error with %v
+		b.log.Warn("bridge: request to the MCP server failed", "err", redactErr(err))
+		return errResultTooLarge
 	case errors.As(err, &rpc):
 		return errors.New(rpc.Message)
 	case ctx.Err() != nil:
