@@ -24,15 +24,20 @@ type Conn interface {
 	// Start registers call m.ID as pending and sends m. Exactly one [Reply]
 	// then arrives on the Pending's Result, unless the call is cancelled
 	// first. It fails with [ErrDisconnected] if the connection has ended.
+	// It waits for the connection to take m only until ctx ends or
+	// m.Deadline passes (an agent that reads nothing holds no caller past
+	// its wait); it then fails with another error, and m is not sent.
 	Start(ctx context.Context, m *agentproto.Message) (*Pending, error)
 	// Cancel tells the agent to stop call id and forgets it: a late answer
 	// is dropped. It does not block on the network.
 	Cancel(id, reason string)
-	// Send writes one message outside any pending call's bookkeeping (an
-	// answer to a question, say). ctx only carries values.
+	// Send sends one message outside any pending call's bookkeeping (an
+	// answer to a question, say), waiting for the connection to take it
+	// only until ctx ends.
 	Send(ctx context.Context, m *agentproto.Message) error
 	// Close says goodbye and ends the connection; calls in flight fail as
-	// disconnected. It may be called more than once.
+	// disconnected. It does not wait for the agent to read, and may be
+	// called more than once.
 	Close(reason string)
 	// Done is closed once the connection has ended and every pending call
 	// has had its Reply.
