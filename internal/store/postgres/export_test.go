@@ -21,3 +21,6 @@ func MigrateTo(ctx context.Context, url string, n int) error {
 	defer func() { migrations = all }()
 	return migrate(ctx, pool)
 }
+
+// Retried returns how many reads were repeated after a lost connection.
+func (s *Store) Retried() int64 { return s.retried.Load() }

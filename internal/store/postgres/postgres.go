@@ -16,10 +16,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/url"
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -36,6 +39,8 @@ var _ store.Store = (*Store)(nil)
 type Store struct {
 	pool *pgxpool.Pool
 	name string // the database as people may read it: no password
+
+	retried atomic.Int64 // reads repeated after a lost connection
 
 	closeOnce sync.Once
 }
@@ -182,6 +187,58 @@ func list[T any](ctx context.Context, s *Store, scan func(pgx.Row) (T, error), q
 		out = append(out, v)
 	}
 	return out, rows.Err()
+}
+
+// reconnectWait is the longest a read that met a lost connection waits for
+// the server to answer again before its one retry: long enough for a
+// restart of PostgreSQL (which ends every pooled connection), short
+// enough for a request waiting on it.
+const reconnectWait = 3 * time.Second
+
+// readRetry runs read, and once more if it failed on a lost connection:
+// when PostgreSQL restarts, every idle connection in the pool is dead, and
+// the first request to take one would fail although the server is back.
+// Before the retry it waits, up to reconnectWait, for the server to answer
+// a ping (each failed ping also takes a dead connection out of the pool).
+// Only reads: repeating them is harmless even if the first attempt reached
+// the server.
+func (s *Store) readRetry(ctx context.Context, read func() error) error {
+	err := read()
+	if err == nil || ctx.Err() != nil || !connLost(err) {
+		return err
+	}
+	s.retried.Add(1)
+	wctx, cancel := context.WithTimeout(ctx, reconnectWait)
+	defer cancel()
+	for wait := 20 * time.Millisecond; s.pool.Ping(wctx) != nil; wait = min(2*wait, 500*time.Millisecond) {
+		t := time.NewTimer(wait)
+		select {
+		case <-wctx.Done():
+			t.Stop()
+			return read() // the retry may still find the server
+		case <-t.C:
+		}
+	}
+	return read()
+}
+
+// connLost reports whether err says the connection to the server was lost
+// or could not be made: an error pgx knows happened before anything was
+// sent, the server ending the session (SQLSTATE 57P01 admin shutdown,
+// 57P02 crash shutdown, 57P03 starting up, class 08 connection
+// exceptions), or the socket failing.
+func connLost(err error) bool {
+	if pgconn.SafeToRetry(err) {
+		return true
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.Code == "57P01" || pe.Code == "57P02" || pe.Code == "57P03" || strings.HasPrefix(pe.Code, "08")
+	}
+	var ce *pgconn.ConnectError
+	var ne net.Error
+	return errors.As(err, &ce) || errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, net.ErrClosed)
 }
 
 // isUnique reports whether err is a unique or primary key violation.

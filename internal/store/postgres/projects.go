@@ -133,9 +133,15 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
 	return k, nil
 }
 
-// KeyByHash implements [store.Store].
+// KeyByHash implements [store.Store]. Every request's key check comes
+// here, so a read that meets a lost connection (PostgreSQL restarted) is
+// tried once more ([Store.readRetry]) instead of failing the request.
 func (s *Store) KeyByHash(ctx context.Context, hash []byte) (store.Key, error) {
-	k, err := scanKey(s.pool.QueryRow(ctx, selectKey+` WHERE k.hash = $1`, hash))
+	var k store.Key
+	err := s.readRetry(ctx, func() (err error) {
+		k, err = scanKey(s.pool.QueryRow(ctx, selectKey+` WHERE k.hash = $1`, hash))
+		return err
+	})
 	if err != nil {
 		return store.Key{}, fmt.Errorf("key by hash: %w", err)
 	}
