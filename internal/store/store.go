@@ -163,6 +163,15 @@ type Store interface {
 	Members(ctx context.Context, projectID int64) ([]Member, error)
 	// Memberships lists the projects a user belongs to, by project id.
 	Memberships(ctx context.Context, userID int64) ([]Member, error)
+	// AcceptInvite uses a project invite for a person who has an account:
+	// in one transaction it marks the invite used and makes the user a
+	// member of the invite's project with the invite's role, and returns
+	// both. A user who is a member already keeps their role (the invite is
+	// used all the same). ErrNotFound if the hash matches no live project
+	// invite, or the user or the project is gone; the invite is then left
+	// as it was. Whether the user may use the invite (its email) is the
+	// caller's to check.
+	AcceptInvite(ctx context.Context, hash []byte, userID int64) (Invite, Member, error)
 
 	// AppendAudit appends an entry to the audit log and returns it with
 	// its id and time. The log is append-only: no method changes an entry,

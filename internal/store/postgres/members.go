@@ -132,3 +132,41 @@ func scanAudit(row pgx.Row) (store.AuditEntry, error) {
 	e.At, e.Before, e.After = fromMillis(at), json.RawMessage(before), json.RawMessage(after)
 	return e, nil
 }
+
+// AcceptInvite implements [store.Store]. The use is one statement, as in
+// [Store.UseInvite]: of two acceptances of one link on any replicas, the
+// second finds the row used once the first commits.
+func (s *Store) AcceptInvite(ctx context.Context, hash []byte, userID int64) (store.Invite, store.Member, error) {
+	var (
+		inv store.Invite
+		m   store.Member
+	)
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		t := millis(now())
+		var err error
+		inv, err = scanInvite(tx.QueryRow(ctx, `UPDATE invites SET used_at = $1
+WHERE hash = $2 AND used_at IS NULL AND expires_at > $1 AND project_id <> 0
+RETURNING `+inviteColumns, t, hash))
+		if err != nil {
+			return err
+		}
+		var n int
+		if err := tx.QueryRow(ctx, `SELECT (SELECT COUNT(*) FROM users WHERE id = $1) + (SELECT COUNT(*) FROM projects WHERE id = $2)`,
+			userID, inv.ProjectID).Scan(&n); err != nil {
+			return err
+		}
+		if n != 2 {
+			return store.ErrNotFound // rolls the use back
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO members (project_id, user_id, role, created_at) VALUES ($1, $2, $3, $4)
+ON CONFLICT (project_id, user_id) DO NOTHING`, inv.ProjectID, userID, string(inv.Role), t); err != nil {
+			return err
+		}
+		m, err = scanMember(tx.QueryRow(ctx, selectMember+` WHERE m.project_id = $1 AND m.user_id = $2`, inv.ProjectID, userID))
+		return err
+	})
+	if err != nil {
+		return store.Invite{}, store.Member{}, fmt.Errorf("accept invite for user %d: %w", userID, err)
+	}
+	return inv, m, nil
+}

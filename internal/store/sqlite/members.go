@@ -160,3 +160,42 @@ func scanAudit(sc scanner) (store.AuditEntry, error) {
 	e.At, e.Before, e.After = fromMillis(at), json.RawMessage(before), json.RawMessage(after)
 	return e, nil
 }
+
+// AcceptInvite implements [store.Store].
+func (s *Store) AcceptInvite(ctx context.Context, hash []byte, userID int64) (store.Invite, store.Member, error) {
+	var (
+		inv store.Invite
+		m   store.Member
+	)
+	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+		t := now()
+		var err error
+		inv, err = scanInvite(tx.QueryRowContext(ctx, selectInvite+` WHERE hash = ? AND used_at IS NULL AND expires_at > ? AND project_id <> 0`,
+			hash, millis(t)))
+		if err != nil {
+			return err
+		}
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT (SELECT COUNT(*) FROM users WHERE id = ?) + (SELECT COUNT(*) FROM projects WHERE id = ?)`,
+			userID, inv.ProjectID).Scan(&n); err != nil {
+			return err
+		}
+		if n != 2 {
+			return store.ErrNotFound
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE invites SET used_at = ? WHERE hash = ?`, millis(t), hash); err != nil {
+			return err
+		}
+		inv.UsedAt = t
+		if _, err := tx.ExecContext(ctx, `INSERT INTO members (project_id, user_id, role, created_at) VALUES (?, ?, ?, ?)
+ON CONFLICT (project_id, user_id) DO NOTHING`, inv.ProjectID, userID, string(inv.Role), millis(t)); err != nil {
+			return err
+		}
+		m, err = scanMember(tx.QueryRowContext(ctx, selectMember+` WHERE m.project_id = ? AND m.user_id = ?`, inv.ProjectID, userID))
+		return err
+	})
+	if err != nil {
+		return store.Invite{}, store.Member{}, fmt.Errorf("accept invite for user %d: %w", userID, err)
+	}
+	return inv, m, nil
+}

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -200,5 +201,82 @@ func testUserAdminAndDelete(t *testing.T, s store.Store) {
 	wantErr(t, "DeleteUser twice", s.DeleteUser(ctx, bob.ID), store.ErrNotFound)
 	if _, err := s.CreateUser(ctx, store.User{Email: "bob@example.com"}, "h"); err != nil {
 		t.Errorf("CreateUser with a deleted user's email: %v", err)
+	}
+}
+
+// testAcceptInvite: a person with an account joins by accepting a project
+// invite, once, with the invite's role; a member keeps their role; an
+// invite that cannot be accepted stays as it was.
+func testAcceptInvite(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	p := mustProject(t, s, "alpha")
+	ada, bob := mustUser(t, s, "ada@example.com", false), mustUser(t, s, "bob@example.com", false)
+	invite := func(id string, projectID int64, role store.Role) {
+		t.Helper()
+		if _, err := s.CreateInvite(ctx, store.Invite{ID: id, Email: "bob@example.com", ProjectID: projectID, Role: role, CreatedBy: ada.ID,
+			ExpiresAt: time.Now().Add(time.Hour)}, hash(id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	live := func(what, id string) {
+		t.Helper()
+		if _, err := s.InviteByHash(ctx, hash(id)); err != nil {
+			t.Errorf("%s: the invite is no longer live: %v", what, err)
+		}
+	}
+
+	invite("inv_editor", p.ID, store.RoleEditor)
+	if _, err := s.Member(ctx, p.ID, bob.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("bob is a member before accepting: %v", err)
+	}
+	clk := startClock()
+	inv, m, err := s.AcceptInvite(ctx, hash("inv_editor"), bob.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk.check(t, "UsedAt", inv.UsedAt)
+	clk.check(t, "CreatedAt", m.CreatedAt)
+	if inv.ID != "inv_editor" || inv.ProjectID != p.ID || inv.Role != store.RoleEditor {
+		t.Errorf("AcceptInvite invite = %+v; want inv_editor, alpha, editor", inv)
+	}
+	want := store.Member{ProjectID: p.ID, UserID: bob.ID, Email: "bob@example.com", Role: store.RoleEditor, CreatedAt: m.CreatedAt}
+	if diff := cmp.Diff(want, m); diff != "" {
+		t.Errorf("AcceptInvite member mismatch (-want +got):\n%s", diff)
+	}
+	if got, err := s.Member(ctx, p.ID, bob.ID); err != nil || got != m {
+		t.Errorf("Member after AcceptInvite = %+v, %v; want %+v", got, err, m)
+	}
+	_, _, err = s.AcceptInvite(ctx, hash("inv_editor"), bob.ID)
+	wantErr(t, "AcceptInvite twice", err, store.ErrNotFound)
+	_, err = s.InviteByHash(ctx, hash("inv_editor"))
+	wantErr(t, "InviteByHash after AcceptInvite", err, store.ErrNotFound)
+
+	// A member already keeps their role; the invite is used.
+	invite("inv_viewer", p.ID, store.RoleViewer)
+	if _, m, err := s.AcceptInvite(ctx, hash("inv_viewer"), bob.ID); err != nil || m.Role != store.RoleEditor {
+		t.Errorf("AcceptInvite as a member = %+v, %v; want editor kept", m, err)
+	}
+	_, err = s.InviteByHash(ctx, hash("inv_viewer"))
+	wantErr(t, "InviteByHash after accepting as a member", err, store.ErrNotFound)
+
+	// What cannot be accepted is left as it was.
+	_, _, err = s.AcceptInvite(ctx, hash("no such invite"), bob.ID)
+	wantErr(t, "AcceptInvite of an unknown invite", err, store.ErrNotFound)
+	invite("inv_unknown_user", p.ID, store.RoleOwner)
+	_, _, err = s.AcceptInvite(ctx, hash("inv_unknown_user"), 9999)
+	wantErr(t, "AcceptInvite by an unknown user", err, store.ErrNotFound)
+	live("after an unknown user", "inv_unknown_user")
+	invite("inv_instance", 0, "")
+	_, _, err = s.AcceptInvite(ctx, hash("inv_instance"), ada.ID)
+	wantErr(t, "AcceptInvite of an instance invite", err, store.ErrNotFound)
+	live("after accepting an instance invite", "inv_instance")
+	invite("inv_revoked", p.ID, store.RoleOwner)
+	if err := s.RevokeInvite(ctx, "inv_revoked"); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = s.AcceptInvite(ctx, hash("inv_revoked"), ada.ID)
+	wantErr(t, "AcceptInvite of a revoked invite", err, store.ErrNotFound)
+	if _, err := s.Member(ctx, p.ID, ada.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("ada became a member through a revoked invite: %v", err)
 	}
 }

@@ -77,6 +77,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"OAuthTokenUsedOnce", testOAuthTokenUsedOnce},
 		{"Members", testMembers},
 		{"ScopedTokensAndInvites", testScopedTokensAndInvites},
+		{"AcceptInvite", testAcceptInvite},
 		{"Audit", testAudit},
 		{"UserAdminAndDelete", testUserAdminAndDelete},
 	}
