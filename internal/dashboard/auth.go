@@ -201,6 +201,9 @@ type joinData struct {
 	Email, Error string
 	Setup        bool // the first-run link: the user becomes admin
 	Fixed        bool // the invite is for Email only
+	// Invite is set for a project invite: the project, and the way for a
+	// person with an account to sign in and accept.
+	Invite *inviteOffer
 }
 
 func (d *Dashboard) joinPage(w http.ResponseWriter, r *http.Request) {
@@ -213,7 +216,7 @@ func (d *Dashboard) joinPage(w http.ResponseWriter, r *http.Request) {
 		d.serverError(w, r, "check invite", err)
 		return
 	}
-	d.renderBare(w, r, http.StatusOK, "join", "Create your account", joinData{Email: inv.Email, Setup: strings.HasPrefix(r.URL.Path, "/setup/"), Fixed: inv.Email != ""})
+	d.invitePage(w, r, inv, http.StatusOK, joinData{Email: inv.Email, Setup: strings.HasPrefix(r.URL.Path, "/setup/"), Fixed: inv.Email != ""})
 }
 
 func (d *Dashboard) join(w http.ResponseWriter, r *http.Request) {
@@ -236,6 +239,8 @@ func (d *Dashboard) join(w http.ResponseWriter, r *http.Request) {
 		data.Error = problem.Error()
 		if inv, err := users.CheckInvite(r.Context(), d.st, secret); err == nil {
 			data.Fixed = inv.Email != ""
+			d.invitePage(w, r, inv, http.StatusBadRequest, data)
+			return
 		}
 		d.renderBare(w, r, http.StatusBadRequest, "join", "Create your account", data)
 		return

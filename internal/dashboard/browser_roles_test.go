@@ -16,13 +16,13 @@ func inviteMember(t *testing.T, ctx context.Context, w *gw, email, role string) 
 	t.Helper()
 	run(t, ctx,
 		chromedp.Navigate(w.url("/p/default/members")),
-		chromedp.WaitVisible(chromedp.CSS(`form[data-then=member-added]`)),
-		chromedp.SetValue(chromedp.CSS(`form[data-then=member-added] input[name=email]`), email),
-		chromedp.SetValue(chromedp.CSS(`form[data-then=member-added] select[name=role]`), role),
-		chromedp.Click(chromedp.CSS(`form[data-then=member-added] button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.CSS(`form[data-then=member-invited]`)),
+		chromedp.SetValue(chromedp.CSS(`form[data-then=member-invited] input[name=email]`), email),
+		chromedp.SetValue(chromedp.CSS(`form[data-then=member-invited] select[name=role]`), role),
+		chromedp.Click(chromedp.CSS(`form[data-then=member-invited] button[type=submit]`)),
 	)
-	until(t, ctx, "the invite link", `(document.querySelector('form[data-then=member-added] ~ [data-reveal] [data-secret]').textContent || '').includes('/join/')`)
-	link, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('form[data-then=member-added] ~ [data-reveal] [data-secret]').textContent`))
+	until(t, ctx, "the invite link", `(document.querySelector('form[data-then=member-invited] ~ [data-reveal] [data-secret]').textContent || '').includes('/join/')`)
+	link, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('form[data-then=member-invited] ~ [data-reveal] [data-secret]').textContent`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func TestBrowserRoles(t *testing.T) {
 	joinAs(t, ctx, eve, "eve@example.com")
 	run(t, ctx, chromedp.Navigate(w.url("/p/default/members")), chromedp.WaitVisible(chromedp.CSS(`[data-readonly]`)))
 	until(t, ctx, "the editor's Members page without the add form",
-		`document.querySelector('form[data-then=member-added]') === null && document.querySelector('[data-role]').textContent === 'editor' && document.querySelector('[data-readonly]').textContent.includes('Only owners of default can change who is a member.')`)
+		`document.querySelector('form[data-then=member-invited]') === null && document.querySelector('[data-role]').textContent === 'editor' && document.querySelector('[data-readonly]').textContent.includes('Only owners of default can change who is a member.')`)
 	run(t, ctx,
 		chromedp.Navigate(w.url("/p/default/settings")),
 		chromedp.WaitVisible(chromedp.CSS(`input[name=rateLimitPerMinute]`)),

@@ -123,6 +123,7 @@ func (d *Dashboard) routes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /setup/{secret}", d.join)
 	mux.HandleFunc("GET /join/{secret}", d.joinPage)
 	mux.HandleFunc("POST /join/{secret}", d.join)
+	mux.HandleFunc("POST /join/{secret}/accept", d.acceptInvite)
 
 	// OAuth consent: the authorization endpoint (internal/oauth does the rest).
 	mux.HandleFunc("GET "+oauth.AuthorizePath, d.consentPage)

@@ -4,11 +4,13 @@ import (
 	"errors"
 	"net/http"
 	"net/mail"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/spacefix/spacefix/internal/auth"
 	"github.com/spacefix/spacefix/internal/changes"
 	"github.com/spacefix/spacefix/internal/oauth"
 	"github.com/spacefix/spacefix/internal/store"
@@ -57,8 +59,13 @@ func roleField(role store.Role) error {
 	return nil
 }
 
-// apiAddMember adds a person to the project with a role. A person without
-// an account gets an invite link naming the project and role instead.
+// apiAddMember invites a person to the project with a role. Everyone gets
+// an invite link, whether or not they have an account: the answer (status,
+// shape and wording) must not tell an owner whether an address is known
+// here, and nobody joins a project without agreeing. A person with an
+// account signs in and accepts (see [Dashboard.acceptInvite]); anyone else
+// sets up an account with the link, as before. Only someone who is a
+// member already is refused: the members list shows them anyway.
 func (d *Dashboard) apiAddMember(w http.ResponseWriter, r *http.Request) error {
 	p, err := d.project(r)
 	if err != nil {
@@ -78,37 +85,41 @@ func (d *Dashboard) apiAddMember(w http.ResponseWriter, r *http.Request) error {
 	if err := roleField(in.Role); err != nil {
 		return err
 	}
+	if err := d.notYetMember(r, p, in.Email); err != nil {
+		return err
+	}
 	by := principalFrom(r.Context())
-	u, _, err := d.st.UserByEmail(r.Context(), in.Email)
+	path, err := users.InviteToProject(r.Context(), d.st, by.user, in.Email, p.ID, in.Role)
+	if err != nil {
+		return err
+	}
+	d.log.Info("member invited", "project", p.Name, "for", in.Email, "role", in.Role, "by", by.name())
+	d.audit(r, p.ID, "member.invite", in.Email, nil, memberAudit{in.Email, in.Role})
+	writeJSON(w, http.StatusCreated, map[string]any{
+		"invite": d.base(r) + path, "expiresAt": time.Now().Add(users.InviteLifetime).UTC(),
+		"email": in.Email, "role": in.Role,
+	})
+	return nil
+}
+
+// notYetMember refuses to invite someone who is a member of the project
+// already.
+func (d *Dashboard) notYetMember(r *http.Request, p store.Project, email string) error {
+	u, _, err := d.st.UserByEmail(r.Context(), email)
 	if errors.Is(err, store.ErrNotFound) {
-		path, err := users.InviteToProject(r.Context(), d.st, by.user, in.Email, p.ID, in.Role)
-		if err != nil {
-			return err
-		}
-		d.log.Info("member invited", "project", p.Name, "for", in.Email, "role", in.Role, "by", by.name())
-		d.audit(r, p.ID, "member.invite", in.Email, nil, memberAudit{in.Email, in.Role})
-		writeJSON(w, http.StatusCreated, map[string]any{
-			"invite": d.base(r) + path, "expiresAt": time.Now().Add(users.InviteLifetime).UTC(),
-			"email": in.Email, "role": in.Role,
-		})
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	if m, err := d.st.Member(r.Context(), p.ID, u.ID); err == nil {
-		return errorf(http.StatusConflict, "%s is already a %s of project %s. Change their role with PATCH /api/projects/%s/members/%d.", u.Email, m.Role, p.Name, p.Name, u.ID)
-	} else if !errors.Is(err, store.ErrNotFound) {
-		return err
+	m, err := d.st.Member(r.Context(), p.ID, u.ID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
 	}
-	m, err := d.st.SetMember(r.Context(), store.Member{ProjectID: p.ID, UserID: u.ID, Role: in.Role})
 	if err != nil {
 		return err
 	}
-	d.log.Info("member added", "project", p.Name, "user", u.Email, "role", in.Role, "by", by.name())
-	d.audit(r, p.ID, "member.add", u.Email, nil, memberAudit{u.Email, in.Role})
-	writeJSON(w, http.StatusCreated, memberOut(m))
-	return nil
+	return errorf(http.StatusConflict, "%s is already a %s of project %s. Change their role with PATCH /api/projects/%s/members/%d.", u.Email, m.Role, p.Name, p.Name, u.ID)
 }
 
 // member loads the member named in the path.
@@ -407,4 +418,128 @@ func notFoundAs(err error, format string, args ...any) error {
 		return errorf(http.StatusNotFound, format, args...)
 	}
 	return err
+}
+
+// inviteOffer is what an invite page says of a project invite. A person
+// who has an account accepts it signed in; the page looks the same for a
+// signed-out visitor either way, so the link tells no one whether its
+// address has an account.
+type inviteOffer struct {
+	Project string // the project's name
+	Role    store.Role
+	SignIn  string // the sign-in page, coming back here to accept
+	// Set for a signed-in visitor only:
+	As     string // who is signed in
+	For    string // the address the invite is for, when it is not As
+	Action string // where the accept form posts
+}
+
+// inviteOffer describes a project invite; nil for an instance invite (it
+// only creates accounts) or one whose project is gone.
+func (d *Dashboard) inviteOffer(r *http.Request, inv store.Invite) (*inviteOffer, error) {
+	if inv.ProjectID == 0 || inv.Admin {
+		return nil, nil
+	}
+	names, err := d.projectNames(r)
+	if err != nil {
+		return nil, err
+	}
+	name, ok := names[inv.ProjectID]
+	if !ok {
+		return nil, nil
+	}
+	back := "/join/" + r.PathValue("secret")
+	return &inviteOffer{Project: name, Role: inv.Role, SignIn: "/login?next=" + url.QueryEscape(back), Action: back + "/accept"}, nil
+}
+
+// sessionUser is the signed-in person of a browser request, if any.
+func (d *Dashboard) sessionUser(r *http.Request) (store.User, bool, error) {
+	p, ok, err := d.authenticate(r)
+	if err != nil || !ok || p.token != nil {
+		return store.User{}, false, err
+	}
+	return p.user, true, nil
+}
+
+// invitePage is the page of a live invite link: a signed-in visitor is
+// offered the project to accept, anyone else the sign-up form (with a way
+// to sign in and accept instead). ok is false when the store failed.
+func (d *Dashboard) invitePage(w http.ResponseWriter, r *http.Request, inv store.Invite, status int, data joinData) bool {
+	offer, err := d.inviteOffer(r, inv)
+	if err != nil {
+		d.inviteError(w, r, "invite page", err)
+		return false
+	}
+	data.Invite = offer
+	title := "Create your account"
+	if offer != nil {
+		u, in, err := d.sessionUser(r)
+		if err != nil {
+			d.inviteError(w, r, "invite page", err)
+			return false
+		}
+		if in {
+			offer.As = u.Email
+			if inv.Email != "" && !strings.EqualFold(inv.Email, u.Email) {
+				offer.For = inv.Email
+			}
+			title = "Join " + offer.Project
+		}
+	}
+	d.renderBare(w, r, status, "join", title, data)
+	return true
+}
+
+// acceptInvite is the signed-in answer to a project invite: the person
+// joins the project with the invite's role, and the link is used.
+func (d *Dashboard) acceptInvite(w http.ResponseWriter, r *http.Request) {
+	secret := r.PathValue("secret")
+	u, in, err := d.sessionUser(r)
+	if err != nil {
+		d.inviteError(w, r, "accept invite", err)
+		return
+	}
+	if !in {
+		http.Redirect(w, r, "/login?next="+url.QueryEscape("/join/"+secret), http.StatusSeeOther)
+		return
+	}
+	inv, err := users.CheckInvite(r.Context(), d.st, secret)
+	if errors.Is(err, users.ErrBadInvite) {
+		d.renderBare(w, r, http.StatusNotFound, "join", "Link expired", joinData{Error: err.Error()})
+		return
+	}
+	if err != nil {
+		d.inviteError(w, r, "accept invite", err)
+		return
+	}
+	if inv.ProjectID == 0 || inv.Admin || (inv.Email != "" && !strings.EqualFold(inv.Email, u.Email)) {
+		// The page says what to do (sign out, or create an account).
+		d.invitePage(w, r, inv, http.StatusForbidden, joinData{Email: inv.Email, Fixed: inv.Email != ""})
+		return
+	}
+	_, was := d.st.Member(r.Context(), inv.ProjectID, u.ID)
+	_, m, err := d.st.AcceptInvite(r.Context(), auth.Hash(secret), u.ID)
+	if errors.Is(err, store.ErrNotFound) {
+		// Used meanwhile, or the project was deleted.
+		d.renderBare(w, r, http.StatusNotFound, "join", "Link expired", joinData{Error: users.ErrBadInvite.Error()})
+		return
+	}
+	if err != nil {
+		d.inviteError(w, r, "accept invite", err)
+		return
+	}
+	names, _ := d.projectNames(r)
+	d.log.Info("project invite accepted", "project", names[m.ProjectID], "user", u.Email, "role", m.Role, "invite", inv.ID)
+	if errors.Is(was, store.ErrNotFound) {
+		d.audit(r.WithContext(withPrincipal(r.Context(), principal{user: u})), m.ProjectID, "member.join", u.Email, nil, memberAudit{u.Email, m.Role})
+	}
+	http.Redirect(w, r, "/p/"+url.PathEscape(names[m.ProjectID]), http.StatusSeeOther)
+}
+
+// inviteError is [Dashboard.serverError] for a page whose path holds an
+// invite's secret: the log gets the path without it.
+func (d *Dashboard) inviteError(w http.ResponseWriter, r *http.Request, op string, err error) {
+	r2 := r.Clone(r.Context())
+	r2.URL.Path = strings.Replace(r.URL.Path, r.PathValue("secret"), "…", 1)
+	d.serverError(w, r2, op, err)
 }

@@ -184,7 +184,7 @@ func TestViewerPagesReadOnly(t *testing.T) {
 }
 
 // TestMembersAndOwners: members are added, changed and removed; a project
-// keeps at least one owner; a person with an account joins at once.
+// keeps at least one owner; a person with an account joins by accepting.
 func TestMembersAndOwners(t *testing.T) {
 	e := newEnv(t)
 	admin := e.admin()
@@ -207,14 +207,29 @@ func TestMembersAndOwners(t *testing.T) {
 	if res.StatusCode != http.StatusConflict {
 		t.Errorf("removing the last owner: %d %q; want 409", res.StatusCode, res.apiError())
 	}
-	// The admin has an account: added at once, no invite.
+	// The admin has an account: invited like anyone, a member once she
+	// accepts.
+	_, link := invite(t, olga, "ADA@example.com", store.RoleEditor)
+	if res := admin.form(link+"/accept", nil); res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("ada accepting: %d\n%s", res.StatusCode, res.body)
+	}
 	var m struct {
 		UserID int64      `json:"userId"`
 		Role   store.Role `json:"role"`
 	}
-	olga.mustCall(http.StatusCreated, "POST", "/api/projects/shop/members", map[string]any{"email": "ADA@example.com", "role": "editor"}, &m)
+	var all []struct {
+		UserID int64      `json:"userId"`
+		Email  string     `json:"email"`
+		Role   store.Role `json:"role"`
+	}
+	olga.mustCall(http.StatusOK, "GET", "/api/projects/shop/members", nil, &all)
+	for _, a := range all {
+		if a.Email == "ada@example.com" {
+			m.UserID, m.Role = a.UserID, a.Role
+		}
+	}
 	if m.Role != store.RoleEditor || m.UserID == 0 {
-		t.Errorf("adding ada = %+v; want a member, editor", m)
+		t.Errorf("ada after accepting = %+v; want a member, editor", m)
 	}
 	res = olga.call("POST", "/api/projects/shop/members", map[string]any{"email": "ada@example.com", "role": "viewer"}, nil)
 	if res.StatusCode != http.StatusConflict || !strings.Contains(res.apiError(), "is already a editor of project shop") {

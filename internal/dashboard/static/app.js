@@ -52,9 +52,9 @@ const then = {
   "goto-project": (data) => { location.href = "/p/" + encodeURIComponent(data.name); },
   "show-secret": (data, form) => reveal(form, data.secret),
   "show-url": (data, form) => reveal(form, data.url),
-  // A new member is added at once; a person without an account gets an
-  // invite link to pass on.
-  "member-added": (data, form) => data.invite ? reveal(form, data.invite) : location.reload(),
+  // Everyone gets an invite link to pass on, with an account or without:
+  // the page must not tell which.
+  "member-invited": (data, form) => reveal(form, data.invite),
 };
 
 // reveal shows a secret once, in the box after its form.
