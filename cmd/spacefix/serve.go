@@ -33,12 +33,15 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&cfg.AuditRetention, "audit-retention", envDuration("SPACEFIX_AUDIT_RETENTION", cfg.AuditRetention), "how long audit log entries are kept, at least 24h (env SPACEFIX_AUDIT_RETENTION)")
 	fs.DurationVar(&cfg.SessionIdle, "session-idle", envDuration("SPACEFIX_SESSION_IDLE", cfg.SessionIdle), "close an MCP session after this long without a request (env SPACEFIX_SESSION_IDLE)")
 	fs.DurationVar(&cfg.KeepAlive, "keepalive", envDuration("SPACEFIX_KEEPALIVE", cfg.KeepAlive), "how often MCP sessions holding a GET stream are pinged; 3 misses close one (env SPACEFIX_KEEPALIVE)")
-	fs.IntVar(&cfg.MaxConns, "max-conns", envInt("SPACEFIX_MAX_CONNS", cfg.MaxConns), "most open connections; more wait to be accepted (env SPACEFIX_MAX_CONNS)")
+	fs.IntVar(&cfg.MaxConns, "max-conns", envInt("SPACEFIX_MAX_CONNS", cfg.MaxConns), "most open connections, agents' included; more wait to be accepted; default from the file limit (env SPACEFIX_MAX_CONNS)")
+	fs.IntVar(&cfg.MaxConnsPerAddr, "max-conns-per-addr", envInt("SPACEFIX_MAX_CONNS_PER_ADDR", cfg.MaxConnsPerAddr), "most open HTTP connections from one client address (IPv6: one /64); more are refused; 0 means an eighth of --max-conns, 16 to 1000 (env SPACEFIX_MAX_CONNS_PER_ADDR)")
+	proxies := fs.String("trusted-proxies", os.Getenv("SPACEFIX_TRUSTED_PROXIES"), "comma-separated `CIDRs` of proxies whose X-Forwarded-For/-Proto and Forwarded headers are believed, for example 127.0.0.1/32 (env SPACEFIX_TRUSTED_PROXIES)")
 	fs.IntVar(&cfg.MaxSessionsPerKey, "max-sessions-per-key", envInt("SPACEFIX_MAX_SESSIONS_PER_KEY", cfg.MaxSessionsPerKey), "most MCP sessions per client key; a new one closes the idlest (env SPACEFIX_MAX_SESSIONS_PER_KEY)")
 	fs.IntVar(&cfg.MaxInFlightPerKey, "max-inflight-per-key", envInt("SPACEFIX_MAX_INFLIGHT_PER_KEY", cfg.MaxInFlightPerKey), "most MCP requests in flight per client key; more get 429 (env SPACEFIX_MAX_INFLIGHT_PER_KEY)")
 	fs.DurationVar(&cfg.BodyTimeout, "body-timeout", envDuration("SPACEFIX_BODY_TIMEOUT", cfg.BodyTimeout), "how long a client may take to send a request body (env SPACEFIX_BODY_TIMEOUT)")
 	fs.DurationVar(&cfg.WriteTimeout, "write-timeout", envDuration("SPACEFIX_WRITE_TIMEOUT", cfg.WriteTimeout), "how long one write of a response may take (env SPACEFIX_WRITE_TIMEOUT)")
 	fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", envDuration("SPACEFIX_IDLE_TIMEOUT", cfg.IdleTimeout), "close a keep-alive connection idle this long (env SPACEFIX_IDLE_TIMEOUT)")
+	fs.DurationVar(&cfg.HeaderTimeout, "header-timeout", envDuration("SPACEFIX_HEADER_TIMEOUT", cfg.HeaderTimeout), "close a connection that has not sent a request's headers within this long (env SPACEFIX_HEADER_TIMEOUT)")
 	hosts := fs.String("allowed-hosts", os.Getenv("SPACEFIX_ALLOWED_HOSTS"), "comma-separated `hosts` requests may name in Host; default the listen and public-url hosts, plus localhost names on loopback; * allows any (env SPACEFIX_ALLOWED_HOSTS)")
 	fs.StringVar(&cfg.Bus, "bus", os.Getenv("SPACEFIX_BUS"), "NATS `servers` (nats://host:port[,…]) that join the gateways sharing --data, so they share agents and calls (env SPACEFIX_BUS)")
 	fs.StringVar(&cfg.AdvertiseAddr, "advertise-addr", os.Getenv("SPACEFIX_ADVERTISE_ADDR"), "`host:port` the other gateways reach this one at, with --bus; default the listen address (env SPACEFIX_ADVERTISE_ADDR)")
@@ -57,6 +60,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	for _, h := range strings.Split(*hosts, ",") {
 		if h = strings.TrimSpace(h); h != "" {
 			cfg.AllowedHosts = append(cfg.AllowedHosts, h)
+		}
+	}
+	for _, p := range strings.Split(*proxies, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			cfg.TrustedProxies = append(cfg.TrustedProxies, p)
 		}
 	}
 	var err error

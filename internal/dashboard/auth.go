@@ -91,7 +91,10 @@ func (d *Dashboard) authenticate(r *http.Request) (p principal, ok bool, err err
 }
 
 // secureRequest reports whether the browser reached us over TLS, directly
-// or through a proxy that says so.
+// or through a proxy that says so. The gateway's edge owns
+// X-Forwarded-Proto: it deletes what a client sent and sets "https" itself
+// when the public URL is https or a proxy in --trusted-proxies says so, so
+// the header read here is never a client's claim.
 func secureRequest(r *http.Request) bool {
 	return r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
 }

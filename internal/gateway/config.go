@@ -67,8 +67,27 @@ type Config struct {
 	// the key's next request builds it again. 0 means 5m.
 	ViewIdle time.Duration
 	// MaxConns caps the open client connections (HTTP and agent
-	// WebSockets); more wait to be accepted. Default 10,000.
+	// WebSockets); more wait to be accepted, and the first time that
+	// happens it is logged at WARN. 0 means [DefaultMaxConns]: the
+	// process's file limit less a tenth (at least 64, at most 1,024
+	// descriptors) kept for the store, the bus and outgoing fetches;
+	// 20,000 where there is no limit to read (Windows).
 	MaxConns int
+	// MaxConnsPerAddr caps the open HTTP connections from one client
+	// address (an IPv4 address, or an IPv6 /64); more are answered 429
+	// and closed at once. Agent WebSockets leave their address's count
+	// once accepted, and TrustedProxies are not counted. 0 means an
+	// eighth of MaxConns, at least 16 and at most 1,000.
+	MaxConnsPerAddr int
+	// TrustedProxies are the peers (CIDR prefixes such as 10.0.0.0/8, or
+	// single addresses) whose X-Forwarded-For, X-Forwarded-Proto and
+	// RFC 7239 Forwarded headers are believed: the client address they
+	// give (the rightmost one that is not itself a trusted proxy) is used
+	// for every per-address limit, the logs and the audit log, and their
+	// https makes the session cookie Secure and OAuth's URLs https. From
+	// any other peer those headers are deleted. Empty means no proxy is
+	// trusted.
+	TrustedProxies []string
 	// MaxSessionsPerKey caps the MCP sessions of one client key; a new one
 	// over the cap closes the key's session that has been idle longest.
 	// Default 1,000.
@@ -84,8 +103,13 @@ type Config struct {
 	// their client reads. Default 30s.
 	WriteTimeout time.Duration
 	// IdleTimeout closes a keep-alive connection with no request for this
-	// long. Default 2m.
+	// long. It never cuts a request in progress (an SSE stream). Default
+	// 30s.
 	IdleTimeout time.Duration
+	// HeaderTimeout closes a connection whose request headers have not all
+	// arrived this long after it opened (or after its next request began).
+	// Default 10s.
+	HeaderTimeout time.Duration
 	// AllowedHosts are the host names requests may carry in Host; others
 	// are refused with 421 on every path. Empty means the listen address
 	// host, localhost, 127.0.0.1 and ::1 when it is a loopback or
@@ -143,12 +167,13 @@ func DefaultConfig() Config {
 
 		SessionIdle:       30 * time.Minute,
 		KeepAlive:         30 * time.Second,
-		MaxConns:          10_000,
+		MaxConns:          DefaultMaxConns(),
 		MaxSessionsPerKey: 1_000,
 		MaxInFlightPerKey: 64,
 		BodyTimeout:       30 * time.Second,
 		WriteTimeout:      30 * time.Second,
-		IdleTimeout:       2 * time.Minute,
+		IdleTimeout:       30 * time.Second,
+		HeaderTimeout:     10 * time.Second,
 	}
 }
 
@@ -172,13 +197,19 @@ func (c *Config) Validate() error {
 	for _, d := range []struct {
 		name string
 		v    time.Duration
-	}{{"session idle", c.SessionIdle}, {"keepalive", c.KeepAlive}, {"body timeout", c.BodyTimeout}, {"write timeout", c.WriteTimeout}, {"idle timeout", c.IdleTimeout}} {
+	}{{"session idle", c.SessionIdle}, {"keepalive", c.KeepAlive}, {"body timeout", c.BodyTimeout}, {"write timeout", c.WriteTimeout}, {"idle timeout", c.IdleTimeout}, {"header timeout", c.HeaderTimeout}} {
 		if d.v < 0 {
 			return fmt.Errorf("config: %s %v must not be negative (0 means the default)", d.name, d.v)
 		}
 	}
 	if c.MaxConns < 0 || c.MaxSessionsPerKey < 0 || c.MaxInFlightPerKey < 0 {
 		return fmt.Errorf("config: max conns, max sessions per key and max in flight per key must not be negative (0 means the default)")
+	}
+	if c.MaxConnsPerAddr < 0 {
+		return fmt.Errorf("config: max conns per addr %d must not be negative (0 means the default)", c.MaxConnsPerAddr)
+	}
+	if _, err := parseTrustedProxies(c.TrustedProxies); err != nil {
+		return err
 	}
 	return c.validateObs()
 }
@@ -223,6 +254,9 @@ func (c *Config) withDefaults() Config {
 	if out.MaxConns == 0 {
 		out.MaxConns = d.MaxConns
 	}
+	if out.MaxConnsPerAddr == 0 {
+		out.MaxConnsPerAddr = defaultPerAddr(out.MaxConns)
+	}
 	if out.MaxSessionsPerKey == 0 {
 		out.MaxSessionsPerKey = d.MaxSessionsPerKey
 	}
@@ -237,6 +271,9 @@ func (c *Config) withDefaults() Config {
 	}
 	if out.IdleTimeout == 0 {
 		out.IdleTimeout = d.IdleTimeout
+	}
+	if out.HeaderTimeout == 0 {
+		out.HeaderTimeout = d.HeaderTimeout
 	}
 	if out.Logger == nil {
 		out.Logger = slog.Default()

@@ -43,9 +43,11 @@ type Gateway struct {
 	limiter  *ratelimit.Limiter              // per-key rate limits, shared over the bus
 	oauth    *oauth.Server                   // nil with NoOAuth
 
-	srv *http.Server
-	mux http.Handler // every route, behind panic recovery; Start adds the Host check and metrics
-	ln  net.Listener
+	srv   *http.Server
+	mux   http.Handler // every route, behind panic recovery; Start adds the Host check, metrics and the edge
+	ln    net.Listener
+	edge  *edge      // who a request comes from, with --trusted-proxies
+	limit *connLimit // --max-conns and --max-conns-per-addr
 
 	ctx    context.Context // ends when the gateway closes; agent connections live in it
 	cancel context.CancelFunc
@@ -63,7 +65,10 @@ func New(cfg Config, st store.Store) (*Gateway, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	g := &Gateway{cfg: cfg, log: cfg.Logger, store: st}
+	trusted, _ := parseTrustedProxies(cfg.TrustedProxies) // Validate checked them
+	g := &Gateway{cfg: cfg, log: cfg.Logger, store: st,
+		edge: &edge{trusted: trusted, publicHTTPS: strings.HasPrefix(strings.ToLower(cfg.PublicURL), "https://")}}
+	g.limit = newConnLimit(cfg.MaxConns, cfg.MaxConnsPerAddr, g.edge.trusts, g.log)
 	g.me.ID = "gw-" + rand.Text()[:10]
 	var sessionPrefix string
 	g.limiter = ratelimit.New()
@@ -74,6 +79,7 @@ func New(cfg Config, st store.Store) (*Gateway, error) {
 	g.ctx, g.cancel = context.WithCancel(context.Background())
 	g.verifier = auth.NewVerifier(st, 500*time.Millisecond)
 	g.obs = newObservability(g) // before the call log: metrics count every record
+	g.obs.metrics.WatchConns(g.limit.stats)
 	g.calls = store.NewCallLog(st, &store.CallLogOptions{Logger: g.log, Observe: g.obs.metrics.ObserveCall})
 	g.changes = changes.New(g.log)
 	g.reg = agents.New(&agents.Options{Grace: cfg.Grace, Changes: g.changes, Logger: g.log, Observer: observer{g}})
@@ -118,8 +124,9 @@ func New(cfg Config, st store.Store) (*Gateway, error) {
 	g.mountDashboard(timed)
 	g.mux = recovery.HTTP(g.log, mux)
 	g.srv = &http.Server{
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: cfg.HeaderTimeout,
 		IdleTimeout:       cfg.IdleTimeout,
+		ConnState:         connState, // an agent WebSocket leaves its address's count
 		ErrorLog:          slog.NewLogLogger(g.log.Handler(), slog.LevelWarn),
 	}
 	return g, nil
@@ -151,10 +158,12 @@ func (g *Gateway) Start() error {
 	g.ln = ln
 	g.startPruning()
 	// The hosts to answer to depend on the address actually bound.
-	// Metrics outermost, so refused hosts count too.
-	g.srv.Handler = g.obs.metrics.InFlight(checkHost(g.mux, allowedHosts(g.cfg, ln.Addr().String())))
+	// Metrics outside the Host check, so refused hosts count too; the edge
+	// outermost, so that no handler sees a forwarded header it should not
+	// believe.
+	g.srv.Handler = g.edge.handler(g.obs.metrics.InFlight(checkHost(g.mux, allowedHosts(g.cfg, ln.Addr().String()))))
 	go func() {
-		if err := g.srv.Serve(newLimitListener(ln, g.cfg.MaxConns)); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := g.srv.Serve(g.limit.listen(ln)); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			g.log.Error("http server stopped", "err", err)
 		}
 	}()
@@ -179,15 +188,16 @@ func (g *Gateway) URL() string {
 }
 
 // baseFor is the base URL a request reached the gateway at: the public
-// URL, else the request's own scheme and (checked) host. OAuth's issuer and
-// resource use it, so that a client that came by localhost is not told to
-// ask for a token for 127.0.0.1.
+// URL, else the request's own scheme (https only by TLS or a trusted
+// proxy's word: see edge) and (checked) host. OAuth's issuer and resource
+// use it, so that a client that came by localhost is not told to ask for a
+// token for 127.0.0.1.
 func (g *Gateway) baseFor(r *http.Request) string {
 	if g.cfg.PublicURL != "" {
 		return strings.TrimRight(g.cfg.PublicURL, "/")
 	}
 	scheme := "http"
-	if r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https") {
+	if secureRequest(r) {
 		scheme = "https"
 	}
 	return scheme + "://" + r.Host

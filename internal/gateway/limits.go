@@ -1,73 +1,10 @@
 package gateway
 
 import (
-	"errors"
 	"io"
-	"net"
 	"net/http"
-	"sync"
-	"syscall"
 	"time"
 )
-
-// limitListener accepts at most n connections at once; Accept waits for
-// one to close before it takes another, so the process never runs out of
-// file descriptors, and what waits stays in the kernel's backlog.
-type limitListener struct {
-	net.Listener
-	sem       chan struct{}
-	done      chan struct{}
-	closeOnce sync.Once
-}
-
-func newLimitListener(l net.Listener, n int) *limitListener {
-	return &limitListener{Listener: l, sem: make(chan struct{}, n), done: make(chan struct{})}
-}
-
-func (l *limitListener) Accept() (net.Conn, error) {
-	select {
-	case l.sem <- struct{}{}:
-	case <-l.done:
-		return nil, net.ErrClosed
-	}
-	c, err := l.Listener.Accept()
-	if err != nil {
-		<-l.sem
-		return nil, err
-	}
-	return &limitConn{Conn: c, sem: l.sem}, nil
-}
-
-func (l *limitListener) Close() error {
-	l.closeOnce.Do(func() { close(l.done) })
-	return l.Listener.Close()
-}
-
-// limitConn gives its slot back once, when it closes.
-type limitConn struct {
-	net.Conn
-	once sync.Once
-	sem  chan struct{}
-}
-
-func (c *limitConn) Close() error {
-	err := c.Conn.Close()
-	c.once.Do(c.release)
-	return err
-}
-
-func (c *limitConn) release() { <-c.sem }
-
-// SyscallConn returns the socket's, so that an agent's hijacked connection
-// can wait for data holding no buffer (agentfront's lazyConn): a limitConn
-// reads what its socket reads.
-func (c *limitConn) SyscallConn() (syscall.RawConn, error) {
-	sc, ok := c.Conn.(syscall.Conn)
-	if !ok {
-		return nil, errors.ErrUnsupported
-	}
-	return sc.SyscallConn()
-}
 
 // withTimeouts bounds how long a client may take to send its request body
 // and to take each write of the response. http.Server's ReadTimeout and
