@@ -23,7 +23,9 @@ var ErrCannotConfirm = errors.New("the MCP client cannot ask the user")
 // against the call's wait, so keep the wait long enough for a person to
 // answer (see [Timeout]). Confirm returns false with no error when the user
 // declines or dismisses the question; an error wrapping [ErrCannotConfirm]
-// when the client cannot ask; ctx's error when the call ends first.
+// when the client cannot ask, or answers with anything but a yes or a no
+// (the gateway never takes a malformed answer as a yes); ctx's error when
+// the call ends first.
 func Confirm(ctx context.Context, question string) (bool, error) {
 	c, ok := ctx.Value(callKey{}).(*call)
 	if !ok {
