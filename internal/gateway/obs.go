@@ -46,6 +46,8 @@ func newObservability(g *Gateway) *observability {
 		Sessions: func() map[string]int { return g.front.SessionCounts() },
 		Dropped:  func() int64 { return g.calls.Dropped() },
 		Bus:      g.busConnected(),
+		Buffered: func() int64 { return g.calls.Buffered() },
+		Retries:  func() int64 { return g.calls.Retries() },
 		CacheHits: func() int64 {
 			hits, _, _ := g.front.EarlyStats()
 			return hits
@@ -151,8 +153,7 @@ func (g *Gateway) ready(ctx context.Context) error {
 		return err
 	}
 	if h := g.calls.Health(); h.Failing(time.Now(), failingWindow) {
-		return fmt.Errorf("call records are not being written (%d lost since %s: %s); see the gateway's log",
-			h.Dropped, h.Since.UTC().Format(time.RFC3339), h.Reason)
+		return fmt.Errorf("%s; see the gateway's log", h.Problem())
 	}
 	return nil
 }

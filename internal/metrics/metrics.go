@@ -39,6 +39,12 @@ type Options struct {
 	// nil means the gateway has no bus, and spacefix_bus_connected is not
 	// exported.
 	Bus func() bool
+	// Buffered returns how many call records wait in memory to be
+	// written; nil means none.
+	Buffered func() int64
+	// Retries returns how many call log writes repeated a failed one;
+	// nil means none.
+	Retries func() int64
 	// CacheHits returns how many tool calls the cache answered; nil means
 	// none.
 	CacheHits func() int64
@@ -102,13 +108,21 @@ func New(opts Options) *Metrics {
 		&sessionsCollector{sessions: opts.Sessions},
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "spacefix_call_log_dropped_total",
-			Help: "Call records that could not be written to the store (call log and usage): a full queue or a failed write. Above zero means lost metering; see the dashboard and the gateway's log.",
+			Help: "Call records lost before they reached the store (call log and usage): the queue and buffer were full, or the gateway stopped while the store refused writes. Above zero means lost metering; see the dashboard and the gateway's log.",
 		}, func() float64 {
 			if opts.Dropped == nil {
 				return 0
 			}
 			return float64(opts.Dropped())
 		}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "spacefix_call_log_buffered",
+			Help: "Call records in memory, not yet written to the store: queued, or kept after a failed write to be written again. It grows while the store refuses writes; records are lost (spacefix_call_log_dropped_total) only once the buffer is full.",
+		}, func() float64 { return float64(orZero(opts.Buffered)) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "spacefix_call_log_retries_total",
+			Help: "Call log writes that repeated a failed one (100 ms doubling to 5 s apart while the store refuses writes).",
+		}, func() float64 { return float64(orZero(opts.Retries)) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "spacefix_cache_hits_total",
 			Help: "Tool calls answered from the gateway's result cache: they reach no agent and are not in spacefix_calls_total, the call log or usage.",
@@ -131,6 +145,14 @@ func New(opts Options) *Metrics {
 		}))
 	}
 	return m
+}
+
+// orZero returns what f returns, or 0 if f is nil.
+func orZero(f func() int64) int64 {
+	if f == nil {
+		return 0
+	}
+	return f()
 }
 
 // ObserveCall counts one call record; the call log calls it for every
