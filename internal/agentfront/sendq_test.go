@@ -120,8 +120,8 @@ func TestAgentFrontSendToAgentThatDoesNotRead(t *testing.T) {
 
 	start = time.Now()
 	tr.Close("gateway shutting down")
-	if took := time.Since(start); took > 100*time.Millisecond {
-		t.Errorf("Close took %v, want no wait", took)
+	if took := time.Since(start); took > time.Second {
+		t.Errorf("Close took %v, want no wait (the socket is full for good)", took)
 	}
 	if err := tr.Send(context.Background(), &agentproto.Message{Type: agentproto.TypeCancel, ID: "c-0"}); !errors.Is(err, errClosed) {
 		t.Errorf("a send after Close: %v, want %v", err, errClosed)
