@@ -18,7 +18,7 @@ import (
 )
 
 const bridgeUsage = `Usage:
-  spacefix bridge [--url GATEWAY] [--key AGENT_KEY] --name NAME -- COMMAND [ARGS...]
+  spacefix bridge [--url GATEWAY] [--key AGENT_KEY] --name NAME [--env NAME[=value]]... -- COMMAND [ARGS...]
   spacefix bridge [--url GATEWAY] [--key AGENT_KEY] --name NAME --remote URL [--header "Name: value"]...
   spacefix bridge [--url GATEWAY] [--key AGENT_KEY] --config FILE
   spacefix bridge login NAME (--remote URL [--header "Name: value"]... | --config FILE)
@@ -29,11 +29,36 @@ The --config file is the mcpServers format MCP clients use; ${VAR} in it is
 read from the environment; each server connects as its own agent (a
 server's "apiKey" field, if any, overrides --key).
 
+A command gets PATH, HOME, USER, LANG, TMPDIR, TERM, SHELL, LOGNAME (the
+Windows equivalents there) of the bridge's environment, and what --env (in
+a --config file, "env") names: never SPACEFIX_API_KEY or other secrets of
+the shell. --env NAME passes the bridge's own NAME through.
+
 "login" signs a person in to a remote server behind OAuth: it prints the URL
 to open, takes the redirect on a loopback port, and keeps the tokens in
 ~/.config/spacefix/bridge/NAME.json (readable by you only), which the bridge
 then uses and refreshes.
 `
+
+// envFlags collects repeated --env NAME=value or --env NAME (the bridge's
+// own value) flags. Values are secrets: never shown.
+type envFlags map[string]string
+
+func (e envFlags) String() string { return fmt.Sprintf("%d variables", len(e)) }
+
+func (e envFlags) Set(v string) error {
+	name, value, ok := strings.Cut(v, "=")
+	if name == "" {
+		return errors.New("want NAME=value or NAME")
+	}
+	if !ok {
+		if value, ok = os.LookupEnv(name); !ok {
+			return fmt.Errorf("%s is not set in the bridge's environment; write --env %s=value", name, name)
+		}
+	}
+	e[name] = value
+	return nil
+}
 
 // headerFlags collects repeated --header "Name: value" flags.
 type headerFlags map[string]string
@@ -67,12 +92,23 @@ func bridgeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	protocol := fs.String("protocol", "", `the MCP version offered to the server, "2026-07-28" or "2025-11-25" (default: 2026-07-28 for --remote, 2025-11-25 for a command)`)
 	headers := headerFlags{}
 	fs.Var(headers, "header", `a header for --remote, "Name: value" (repeatable)`)
+	env := envFlags{}
+	fs.Var(env, "env", "a variable for the command's environment, NAME=value, or NAME to pass the bridge's own (repeatable)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	switch {
+	case len(env) > 0 && *config != "":
+		return usageError{`bridge: --env goes with one server; in a --config file write "env": {"NAME": "${NAME}"}`}
+	case len(env) > 0 && *remote != "":
+		return usageError{"bridge: --env goes with a command, not --remote"}
 	}
 	servers, err := bridgeServers(*name, *remote, *config, headers, fs.Args())
 	if err != nil {
 		return err
+	}
+	if len(env) > 0 {
+		servers[0].Env = env
 	}
 	if *timeout != 0 {
 		if *config != "" {
