@@ -237,10 +237,12 @@ func TestReadyzReadyAndHealthzAlive(t *testing.T) {
 
 // TestReadyzStoreFileDeleted: a store file deleted under the running
 // gateway went unnoticed until a restart printed the first-start banner
-// over an empty store.
+// over an empty store. /readyz must say what happened and what to do, and
+// the log say it once at ERROR.
 func TestReadyzStoreFileDeleted(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	logs := &syncBuffer{}
+	e := newEnv(t, func(o *envOptions) { o.logs = logs })
 	if e.dataPath == "" {
 		t.Skip("a SQLite store file only")
 	}
@@ -250,18 +252,28 @@ func TestReadyzStoreFileDeleted(t *testing.T) {
 	if err := os.Remove(e.dataPath); err != nil {
 		t.Fatal(err)
 	}
-	want := "not ready: store file " + e.dataPath + " was deleted or replaced while the gateway ran; restart the gateway\n"
+	reason := "the database file " + e.dataPath + " was deleted while the gateway runs; what it writes goes to a file no one can open again. " +
+		"Restore the file from a backup before you restart the gateway: without it the gateway starts empty, every key gone"
 	var status int
 	var body string
 	waitFor(t, "/readyz to notice the deleted store file", func() bool {
 		status, body = get(t, e.url+"/readyz", "")
 		return status != http.StatusOK
 	})
-	if status != http.StatusServiceUnavailable || body != want {
+	if want := "not ready: " + reason + "\n"; status != http.StatusServiceUnavailable || body != want {
 		t.Errorf("GET /readyz: %d %q, want 503 %q", status, body, want)
 	}
 	if status, _ := get(t, e.url+"/healthz", ""); status != http.StatusOK {
 		t.Errorf("GET /healthz: %d, want 200: the process is alive", status)
+	}
+	// Ask on for longer than the store is probed (every 2 s): the log
+	// says it once, not once per probe.
+	for start := time.Now(); time.Since(start) < 2500*time.Millisecond; time.Sleep(100 * time.Millisecond) {
+		get(t, e.url+"/readyz", "")
+	}
+	line := fmt.Sprintf("level=ERROR msg=\"the store fails its check; the gateway is not ready\" err=%q", reason)
+	if n := strings.Count(logs.String(), "level=ERROR"); n != 1 || !strings.Contains(logs.String(), line) {
+		t.Errorf("%d ERROR lines, want one: %s\nlog:\n%s", n, line, logs.String())
 	}
 }
 

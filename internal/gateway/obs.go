@@ -143,8 +143,17 @@ func (g *Gateway) ready(ctx context.Context) error {
 	o.probeMu.Lock()
 	if time.Since(o.probedAt) >= readyProbeEvery {
 		pctx, cancel := context.WithTimeout(ctx, readyProbeWait)
-		o.probeErr = g.store.Check(pctx)
+		err := g.store.Check(pctx)
 		cancel()
+		// Said once when the store starts failing, and once when it
+		// recovers: /readyz asks every few seconds.
+		switch {
+		case err != nil && o.probeErr == nil:
+			g.log.Error("the store fails its check; the gateway is not ready", "err", err)
+		case err == nil && o.probeErr != nil:
+			g.log.Info("the store passes its check again")
+		}
+		o.probeErr = err
 		o.probedAt = time.Now()
 	}
 	err := o.probeErr

@@ -2,7 +2,9 @@ package sqlite
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -19,8 +21,15 @@ func (s *Store) Check(ctx context.Context) error {
 		name = abs // an operator reads this far from the gateway's directory
 	}
 	fi, err := os.Stat(s.path)
-	if err != nil || !os.SameFile(fi, s.opened) {
-		return fmt.Errorf("store file %s was deleted or replaced while the gateway ran; restart the gateway", name)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("the database file %s was deleted while the gateway runs; what it writes goes to a file no one can open again. "+
+			"Restore the file from a backup before you restart the gateway: without it the gateway starts empty, every key gone", name)
+	case err == nil && !os.SameFile(fi, s.opened):
+		return fmt.Errorf("the database file %s was replaced while the gateway runs; the gateway still writes to the old file, which no one can open again. "+
+			"Restart the gateway to use the new file, or put the old one back from a backup", name)
+	case err != nil:
+		return fmt.Errorf("the database file %s cannot be checked (%v); fix the permissions of its directory", name, err)
 	}
 	_, err = s.w.ExecContext(ctx, `INSERT INTO meta (key, value, updated_at) VALUES ('ready_probe', ?, ?)
 ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,

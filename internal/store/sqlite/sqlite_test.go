@@ -265,14 +265,24 @@ func TestReadyzStoreFileGone(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		do   func(path string) error
+		want string // after the path
 	}{
-		{"deleted", os.Remove},
+		{"deleted", os.Remove, " was deleted while the gateway runs; what it writes goes to a file no one can open again. " +
+			"Restore the file from a backup before you restart the gateway: without it the gateway starts empty, every key gone"},
 		{"replaced", func(path string) error {
 			if err := os.Remove(path); err != nil {
 				return err
 			}
 			return os.WriteFile(path, nil, 0o600)
-		}},
+		}, " was replaced while the gateway runs; the gateway still writes to the old file, which no one can open again. " +
+			"Restart the gateway to use the new file, or put the old one back from a backup"},
+		{"renamed over", func(path string) error { // as a restore from a backup might
+			if err := os.WriteFile(path+".restored", nil, 0o600); err != nil {
+				return err
+			}
+			return os.Rename(path+".restored", path)
+		}, " was replaced while the gateway runs; the gateway still writes to the old file, which no one can open again. " +
+			"Restart the gateway to use the new file, or put the old one back from a backup"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "spacefix.db")
@@ -284,7 +294,7 @@ func TestReadyzStoreFileGone(t *testing.T) {
 				t.Fatal(err)
 			}
 			err := s.Check(t.Context())
-			want := "store file " + path + " was deleted or replaced while the gateway ran; restart the gateway"
+			want := "the database file " + path + tc.want
 			if err == nil || err.Error() != want {
 				t.Errorf("Check after the file was %s: got %v, want %q", tc.name, err, want)
 			}
