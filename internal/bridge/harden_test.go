@@ -66,8 +66,8 @@ func TestLogLinesFlood(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(&buf, nil))
 	lim := newLogLimiter(log, "fx's stderr")
 	now := time.Unix(0, 0)
-	lim.now, lim.last = func() time.Time { return now }, now
-	const lines = 2_000_000 // 16 MB of short lines
+	lim.now, lim.last, lim.delay = func() time.Time { return now }, now, time.Hour // the count comes at close
+	const lines = 2_000_000                                                        // 16 MB of short lines
 	flood := bytes.Repeat([]byte("flood\r\n"), lines)
 	start := time.Now()
 	logLines(bytes.NewReader(append(flood, []byte(strings.Repeat("x", 10_000)+"\nlast")...)), log, lim)

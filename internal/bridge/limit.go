@@ -32,13 +32,14 @@ type logLimiter struct {
 	timer   *time.Timer // reports the count; nil when none is due
 	closed  bool
 	now     func() time.Time
+	delay   time.Duration // dropReport; longer in tests
 }
 
 // dropReport is how long after the first dropped line its count is logged.
 const dropReport = time.Second
 
 func newLogLimiter(log *slog.Logger, what string) *logLimiter {
-	return &logLimiter{log: log, what: what, tokens: logBurst, last: time.Now(), now: time.Now}
+	return &logLimiter{log: log, what: what, tokens: logBurst, last: time.Now(), now: time.Now, delay: dropReport}
 }
 
 // allow reports whether one more line may be logged now; when not, the
@@ -55,7 +56,7 @@ func (l *logLimiter) allow() bool {
 	}
 	l.dropped++
 	if l.timer == nil && !l.closed {
-		l.timer = time.AfterFunc(dropReport, l.report)
+		l.timer = time.AfterFunc(l.delay, l.report)
 	}
 	return false
 }
