@@ -19,7 +19,6 @@ import (
 
 	"github.com/spacefix/spacefix/core"
 	"github.com/spacefix/spacefix/internal/agentproto"
-	"github.com/spacefix/spacefix/internal/cluster"
 	"github.com/spacefix/spacefix/internal/gateway"
 	"github.com/spacefix/spacefix/internal/store"
 	"github.com/spacefix/spacefix/internal/store/postgres"
@@ -412,7 +411,7 @@ func TestClusterRateLimitShared(t *testing.T) {
 			t.Fatalf("call %d of 4 on A: %q", i, text(r))
 		}
 	}
-	time.Sleep(4 * cluster.RateEvery) // the exchange, not a timing assertion
+	waitFor(t, "B to count the 4 calls A allowed", func() bool { return b.gw.Cluster().RatesMerged() == 4 })
 	r := call(t, cb, "echo", map[string]any{"text": "b"})
 	if want := "Rate limit exceeded: this key may make 4 calls per minute. Try again in "; !r.IsError || !strings.HasPrefix(text(r), want) {
 		t.Errorf("fifth call, on B = isError %v %q, want %q…", r.IsError, text(r), want)
@@ -726,10 +725,11 @@ func TestClusterBusRestartHeals(t *testing.T) {
 // agent on A is served at once, not after the stuck one is dropped.
 func TestClusterStuckAgentHoldsUpOnlyItself(t *testing.T) {
 	t.Parallel()
-	// The default heartbeat: 14 MB of calls keep the machine busy, and
-	// this test is not about a gateway going silent.
-	a := newEnv(t, withConfig(func(c *gateway.Config) { c.Bus = startNATS(t) }),
-		func(o *envOptions) { o.settings = &store.ProjectSettings{CallWaitMs: 3000} })
+	// The default bus heartbeat, and a long one for agents: 14 MB of calls
+	// keep the machine busy, and this test is not about a gateway or an
+	// agent going silent (the stuck one sends no pings).
+	a := newEnv(t, withConfig(func(c *gateway.Config) { c.Bus, c.Heartbeat = startNATS(t), 30*time.Second }),
+		func(o *envOptions) { o.settings = &store.ProjectSettings{CallWaitMs: 30_000} })
 	b := a.sibling()
 	a.startAgent(core.Options{}, clusterAgent(t, make(chan string, 4), make(chan string, 4)))
 	_, stuckKey := a.newKey(store.Key{Kind: store.KindAgent, Name: "stuck"})
@@ -758,11 +758,26 @@ func TestClusterStuckAgentHoldsUpOnlyItself(t *testing.T) {
 			cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "sink", Arguments: map[string]any{"blob": blob}})
 		})
 	}
-	time.Sleep(500 * time.Millisecond) // the sink calls reach A first
+	// All of them, however long the machine takes to move 14 MB (within
+	// their wait): an echo that went first would prove nothing.
+	relayed := func() int64 {
+		for _, rep := range a.gw.Registry().All() {
+			if rep.Gateway == "" && rep.Reg.Tools[0].Name == "sink" {
+				return rep.Inflight()
+			}
+		}
+		return 0
+	}
+	for deadline := time.Now().Add(25 * time.Second); relayed() < 24; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of the 24 sink calls reached A within 25 s", relayed())
+		}
+	}
 	r := call(t, cs, "echo", map[string]any{"text": "through"})
 	if r.IsError || text(r) != "through" {
 		t.Errorf("echo through B while another agent on A is stuck = isError %v %q, want it served", r.IsError, text(r))
 	}
+	ws.CloseNow() // the sink calls end as disconnected, not at their wait
 	sent.Wait()
 }
 

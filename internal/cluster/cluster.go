@@ -144,6 +144,10 @@ type Cluster struct {
 	chMu  sync.Mutex
 	chSeq uint64
 
+	// merged counts the calls other gateways allowed that this one's
+	// limiter counted (see RatesMerged).
+	merged atomic.Int64
+
 	// downSince is when the bus connection was lost (Unix nanoseconds),
 	// 0 while it is up.
 	downSince atomic.Int64
@@ -958,8 +962,13 @@ func (c *Cluster) onRates(m *nats.Msg) {
 			calls[i] = time.UnixMilli(v)
 		}
 		c.opts.Limiter.Merge(key, calls)
+		c.merged.Add(int64(len(calls)))
 	}
 }
+
+// RatesMerged returns how many calls other gateways allowed to
+// rate-limited keys that this gateway's limiter counted.
+func (c *Cluster) RatesMerged() int64 { return c.merged.Load() }
 
 // ticketMsg asks the gateway that issued a registration ticket for it.
 type ticketMsg struct {

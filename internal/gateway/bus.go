@@ -84,6 +84,9 @@ func (g *Gateway) busConnected() func() bool {
 	}
 }
 
+// Cluster returns this gateway's membership of the bus, nil without --bus.
+func (g *Gateway) Cluster() *cluster.Cluster { return g.cluster.Load() }
+
 // redeemElsewhere asks the other gateways for a ticket this one did not
 // issue.
 func (g *Gateway) redeemElsewhere(ctx context.Context, ticket, keyID string) (*agentproto.Registration, bool) {
