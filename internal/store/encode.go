@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // What every implementation stores the same way. Each of these is part of
@@ -80,4 +81,15 @@ func CloneList(l []string) []string {
 		return nil
 	}
 	return append([]string(nil), l...)
+}
+
+// CleanText returns s fit for a TEXT column of every store: bytes that
+// are not UTF-8, and NULs, become U+FFFD. Call records carry text from
+// agents and clients, and PostgreSQL refuses both (SQLSTATE 22021), which
+// would fail the whole batch every time the call log retried it.
+func CleanText(s string) string {
+	if utf8.ValidString(s) && strings.IndexByte(s, 0) < 0 {
+		return s
+	}
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
 }

@@ -46,10 +46,11 @@ func (s *Store) AppendCalls(ctx context.Context, calls []store.Call) error {
 		if err != nil {
 			return fmt.Errorf("append %d calls: %w", len(calls), err)
 		}
-		rows[i] = []any{millis(c.Time), c.ProjectID, c.Kind, c.Name, c.KeyID, c.Agent, c.Replica,
-			c.Duration.Microseconds(), c.Outcome, textfmt.Cut(c.Error, store.MaxErrorRunes), progress, c.Billable}
+		clean := store.CleanText
+		rows[i] = []any{millis(c.Time), c.ProjectID, clean(c.Kind), clean(c.Name), clean(c.KeyID), clean(c.Agent), clean(c.Replica),
+			c.Duration.Microseconds(), clean(c.Outcome), clean(textfmt.Cut(c.Error, store.MaxErrorRunes)), progress, c.Billable}
 		if c.Billable {
-			counts[usageKey{c.ProjectID, store.DayMillis(c.Time), c.Kind, c.Name}]++
+			counts[usageKey{c.ProjectID, store.DayMillis(c.Time), store.CleanText(c.Kind), store.CleanText(c.Name)}]++
 		}
 	}
 	// Replicas upsert counters at the same time: in one order, so that

@@ -53,7 +53,7 @@ func (s *Store) AppendCalls(ctx context.Context, calls []store.Call) error {
 	usage := make(map[usageKey]int64)
 	for _, c := range calls {
 		if c.Billable {
-			usage[usageKey{c.ProjectID, store.DayMillis(c.Time), c.Kind, c.Name}]++
+			usage[usageKey{c.ProjectID, store.DayMillis(c.Time), store.CleanText(c.Kind), store.CleanText(c.Name)}]++
 		}
 	}
 	batch := store.CallBatch(ctx)
@@ -78,8 +78,9 @@ func (s *Store) AppendCalls(ctx context.Context, calls []store.Call) error {
 				if err != nil {
 					return err
 				}
-				args = append(args, millis(c.Time), c.ProjectID, c.Kind, c.Name, c.KeyID, c.Agent, c.Replica,
-					c.Duration.Microseconds(), c.Outcome, textfmt.Cut(c.Error, store.MaxErrorRunes), progress, c.Billable)
+				clean := store.CleanText
+				args = append(args, millis(c.Time), c.ProjectID, clean(c.Kind), clean(c.Name), clean(c.KeyID), clean(c.Agent), clean(c.Replica),
+					c.Duration.Microseconds(), clean(c.Outcome), clean(textfmt.Cut(c.Error, store.MaxErrorRunes)), progress, c.Billable)
 			}
 			if _, err := tx.ExecContext(ctx, insertCalls(len(chunk)), args...); err != nil {
 				return err

@@ -467,6 +467,10 @@ func testCallErrorTruncated(t *testing.T, s store.Store) {
 		{"300 two-byte", strings.Repeat("é", 300), strings.Repeat("é", 300)},
 		{"long two-byte", strings.Repeat("é", 400), strings.Repeat("é", 300)},
 		{"long four-byte", strings.Repeat("a😀", 200), strings.Repeat("a😀", 150)},
+		// An agent's error text may hold what PostgreSQL refuses in TEXT
+		// (a NUL, bytes that are not UTF-8); refusing the whole batch would
+		// stall the call log, which retries it.
+		{"nul and bad bytes", "a\x00b\xffc", "a\uFFFDb\uFFFDc"},
 	} {
 		mustAppend(t, s, store.Call{Time: at, ProjectID: p.ID, Kind: "tool", Name: tt.name, Outcome: store.OutcomeError, Error: tt.in})
 		got, err := s.Calls(t.Context(), store.CallFilter{ProjectID: p.ID, Name: tt.name})
