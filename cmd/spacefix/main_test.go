@@ -273,3 +273,13 @@ func testGatewaysList(t *testing.T, data string) {
 		t.Errorf("serve: %v", err)
 	}
 }
+
+// A bad --trusted-proxies entry stops serve with a message naming it.
+func TestServeTrustedProxiesFlag(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "s.db")
+	err := run(context.Background(), []string{"serve", "--addr", "127.0.0.1:0", "--data", data, "--trusted-proxies", "127.0.0.1/32, nginx.internal"}, &syncBuffer{}, &syncBuffer{})
+	want := `config: trusted proxies: "nginx.internal" is not an address or a CIDR prefix; write for example 127.0.0.1/32,10.0.0.0/8`
+	if err == nil || err.Error() != want {
+		t.Errorf("serve --trusted-proxies with a host name: %v, want %q", err, want)
+	}
+}
