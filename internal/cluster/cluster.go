@@ -169,6 +169,9 @@ type peer struct {
 	// applied here; lagSeq the one its previous heartbeat said, while
 	// repSeq had not reached it.
 	repSeq, lagSeq uint64
+	// owed: a resync was due while one had just gone out; the next
+	// heartbeat asks (owedState: for the state too).
+	owed, owedState bool
 	// chSeq and chLag are the same for its changes.
 	chSeq, chLag uint64
 }
@@ -486,6 +489,9 @@ func (c *Cluster) onHeartbeat(m *nats.Msg) {
 	if p.repSeq < hb.Seq {
 		p.lagSeq = hb.Seq
 	}
+	if p.owed {
+		resync, state = true, state || p.owedState
+	}
 	var ask []byte
 	if resync {
 		ask = c.syncLocked(p, state)
@@ -519,11 +525,16 @@ func (c *Cluster) onHeartbeat(m *nats.Msg) {
 
 // syncLocked returns the request that asks peer p to announce what
 // differs from this gateway's mirror of it, or nil if one went out within
-// the last two heartbeats (its answer may be on its way). c.mu is held.
+// the last two heartbeats (its answer may be on its way): then a later
+// heartbeat asks again, as what was lost may have been lost after that
+// answer. c.mu is held.
 func (c *Cluster) syncLocked(p *peer, state bool) []byte {
 	if time.Since(p.synced) <= 2*c.opts.Heartbeat {
+		p.owed, p.owedState = true, p.owedState || state
 		return nil
 	}
+	state = state || p.owedState
+	p.owed, p.owedState = false, false
 	p.synced = time.Now()
 	msg := syncMsg{Gw: c.opts.Gateway, IDs: make([]string, 0, len(p.replicas)), State: state}
 	for id := range p.replicas {
