@@ -467,7 +467,7 @@ func (d *Dashboard) sessionUser(r *http.Request) (store.User, bool, error) {
 func (d *Dashboard) invitePage(w http.ResponseWriter, r *http.Request, inv store.Invite, status int, data joinData) bool {
 	offer, err := d.inviteOffer(r, inv)
 	if err != nil {
-		d.inviteError(w, r, "invite page", err)
+		d.serverError(w, r, "invite page", err)
 		return false
 	}
 	data.Invite = offer
@@ -475,7 +475,7 @@ func (d *Dashboard) invitePage(w http.ResponseWriter, r *http.Request, inv store
 	if offer != nil {
 		u, in, err := d.sessionUser(r)
 		if err != nil {
-			d.inviteError(w, r, "invite page", err)
+			d.serverError(w, r, "invite page", err)
 			return false
 		}
 		if in {
@@ -496,7 +496,7 @@ func (d *Dashboard) acceptInvite(w http.ResponseWriter, r *http.Request) {
 	secret := r.PathValue("secret")
 	u, in, err := d.sessionUser(r)
 	if err != nil {
-		d.inviteError(w, r, "accept invite", err)
+		d.serverError(w, r, "accept invite", err)
 		return
 	}
 	if !in {
@@ -509,7 +509,7 @@ func (d *Dashboard) acceptInvite(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err != nil {
-		d.inviteError(w, r, "accept invite", err)
+		d.serverError(w, r, "accept invite", err)
 		return
 	}
 	if inv.ProjectID == 0 || inv.Admin || (inv.Email != "" && !strings.EqualFold(inv.Email, u.Email)) {
@@ -525,7 +525,7 @@ func (d *Dashboard) acceptInvite(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err != nil {
-		d.inviteError(w, r, "accept invite", err)
+		d.serverError(w, r, "accept invite", err)
 		return
 	}
 	names, _ := d.projectNames(r)
@@ -534,12 +534,4 @@ func (d *Dashboard) acceptInvite(w http.ResponseWriter, r *http.Request) {
 		d.audit(r.WithContext(withPrincipal(r.Context(), principal{user: u})), m.ProjectID, "member.join", u.Email, nil, memberAudit{u.Email, m.Role})
 	}
 	http.Redirect(w, r, "/p/"+url.PathEscape(names[m.ProjectID]), http.StatusSeeOther)
-}
-
-// inviteError is [Dashboard.serverError] for a page whose path holds an
-// invite's secret: the log gets the path without it.
-func (d *Dashboard) inviteError(w http.ResponseWriter, r *http.Request, op string, err error) {
-	r2 := r.Clone(r.Context())
-	r2.URL.Path = strings.Replace(r.URL.Path, r.PathValue("secret"), "…", 1)
-	d.serverError(w, r2, op, err)
 }

@@ -177,7 +177,7 @@ func (d *Dashboard) renderBare(w http.ResponseWriter, _ *http.Request, status in
 func (d *Dashboard) renderError(w http.ResponseWriter, r *http.Request, v *view, err error) {
 	var he *httpError
 	if !errors.As(err, &he) {
-		d.serverError(w, r, "page "+r.URL.Path, err)
+		d.serverError(w, r, "page", err)
 		return
 	}
 	v.Title, v.Data, v.Tab, v.Project = "Not found", he.msg, "", nil
@@ -190,11 +190,21 @@ func (d *Dashboard) renderError(w http.ResponseWriter, r *http.Request, v *view,
 // serverError logs an internal failure and shows a page that does not
 // reveal it.
 func (d *Dashboard) serverError(w http.ResponseWriter, r *http.Request, op string, err error) {
-	d.log.Error("dashboard: "+op, "path", r.URL.Path, "err", err)
+	d.log.Error("dashboard: "+op, "path", logPath(r), "err", err)
 	d.render(w, http.StatusInternalServerError, "error", &view{
 		Title: "Something went wrong", Version: d.version,
 		Data: "The gateway could not do that; its log says why. Try again in a moment.",
 	})
+}
+
+// logPath is r's path as the log may show it: the secret of a setup or
+// invite link (a {secret} path value) is left out, since whoever reads the
+// log could use it.
+func logPath(r *http.Request) string {
+	if s := r.PathValue("secret"); s != "" {
+		return strings.Replace(r.URL.Path, s, "…", 1)
+	}
+	return r.URL.Path
 }
 
 func when(t time.Time) string {
