@@ -11,8 +11,8 @@ import (
 	"os"
 	"strings"
 
+	"github.com/spacefix/spacefix/core/agentproto"
 	"github.com/spacefix/spacefix/internal/agentfront"
-	"github.com/spacefix/spacefix/internal/agentproto"
 	"github.com/spacefix/spacefix/internal/agents"
 	"github.com/spacefix/spacefix/internal/cluster"
 )

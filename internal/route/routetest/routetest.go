@@ -9,7 +9,7 @@ import (
 	"errors"
 	"sync"
 
-	"github.com/spacefix/spacefix/internal/agentproto"
+	"github.com/spacefix/spacefix/core/agentproto"
 	"github.com/spacefix/spacefix/internal/route"
 )
 
