@@ -227,12 +227,12 @@ func (r *Replica) Disabled() bool { return r.disabled.Load() }
 // Snapshot is what a project exposes at one moment. It is immutable; a new
 // one replaces it on every change, and Changed is closed then.
 type Snapshot struct {
-	Tools     map[string]*Tool // by exposed name
-	ToolList  []*Tool          // sorted by exposed name
-	Resources map[string]*Resource
-	ResList   []*Resource // sorted by URI
-	Prompts   map[string]*Prompt
-	PromptLst []*Prompt // sorted by name
+	Tools        map[string]*Tool // by exposed name
+	ToolList     []*Tool          // sorted by exposed name
+	Resources    map[string]*Resource
+	ResourceList []*Resource // sorted by URI
+	Prompts      map[string]*Prompt
+	PromptList   []*Prompt // sorted by name
 	// Changed is closed when a newer snapshot replaces this one.
 	Changed chan struct{}
 }
