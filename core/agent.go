@@ -10,7 +10,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/spacefix/spacefix/internal/agentproto"
+	"github.com/spacefix/spacefix/core/agentproto"
 )
 
 // SDKVersion is this SDK's version, sent to the gateway as "go/<version>"

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/spacefix/spacefix/internal/agentproto"
+	"github.com/spacefix/spacefix/core/agentproto"
 )
 
 // ErrMissingCapability is wrapped by the error of [Elicit], [Sample] and

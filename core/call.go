@@ -7,8 +7,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/spacefix/spacefix/internal/agentproto"
-	"github.com/spacefix/spacefix/internal/textfmt"
+	"github.com/spacefix/spacefix/core/agentproto"
+	"github.com/spacefix/spacefix/core/textfmt"
 )
 
 // Call describes the call a handler is serving; see [CallFrom].

@@ -1,3 +1,5 @@
+//go:build go1.25
+
 package core
 
 import (
@@ -13,7 +15,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/spacefix/spacefix/internal/agentproto"
+	"github.com/spacefix/spacefix/core/agentproto"
 )
 
 // finished records what the agent did with each finished call.

@@ -5,7 +5,9 @@
 // An agent registers what it offers, then [Agent.Run] dials out to the
 // gateway (so it works behind NAT and firewalls), serves calls concurrently
 // and reconnects with backoff until its context ends. Agents import this
-// package and nothing else of Spacefix's.
+// package and nothing else of Spacefix's; it is a module of its own
+// (github.com/spacefix/spacefix/core, Go 1.23 or later), so a provider's
+// module carries none of the gateway's dependencies.
 //
 // A tool's argument schema is derived from its input struct: the json tag
 // names a field, a field without omitempty is required, and the tags desc,

@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"strings"
 	"sync"
@@ -106,7 +107,7 @@ func must(t *testing.T, err error) {
 }
 
 // discard is a logger for tests that do not read the log.
-func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
+func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 // slogFor is a logger writing to rec.
 func slogFor(rec *logRecorder) *slog.Logger { return slog.New(rec) }

@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/spacefix/spacefix/internal/agentproto"
+	"github.com/spacefix/spacefix/core/agentproto"
 )
 
 // PromptOptions describe a prompt registered with [Agent.Prompt].

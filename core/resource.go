@@ -7,7 +7,7 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/spacefix/spacefix/internal/agentproto"
+	"github.com/spacefix/spacefix/core/agentproto"
 )
 
 // ResourceOptions describe a resource registered with [Agent.Resource].

@@ -8,8 +8,8 @@ import (
 	"reflect"
 	"time"
 
-	"github.com/spacefix/spacefix/internal/agentproto"
-	"github.com/spacefix/spacefix/internal/schemagen"
+	"github.com/spacefix/spacefix/core/agentproto"
+	"github.com/spacefix/spacefix/core/internal/schemagen"
 )
 
 // MaxTimeout is the longest wait a tool may declare with [Timeout]; it is

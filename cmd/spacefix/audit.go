@@ -2,11 +2,9 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spacefix/spacefix/internal/store"
@@ -48,24 +46,18 @@ func auditList(ctx context.Context, args []string, stdout io.Writer) error {
 			return err
 		}
 		if *asJSON {
-			enc := json.NewEncoder(stdout)
-			for _, e := range es {
-				if err := enc.Encode(map[string]any{
+			return printEach(stdout, es, true, func(e store.AuditEntry) any {
+				return map[string]any{
 					"id": e.ID, "at": e.At, "actor": e.Actor, "addr": e.Addr, "action": e.Action,
 					"target": e.Target, "before": e.Before, "after": e.After,
-				}); err != nil {
-					return err
 				}
-			}
-			return nil
+			})
 		}
-		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tWHEN (UTC)\tWHO\tFROM\tACTION\tTARGET\tBEFORE\tAFTER")
+		t := newTable(stdout, "ID", "WHEN (UTC)", "WHO", "FROM", "ACTION", "TARGET", "BEFORE", "AFTER")
 		for _, e := range es {
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.ID, e.At.UTC().Format(time.DateTime), e.Actor, dash(e.Addr),
-				e.Action, e.Target, e.Before, e.After)
+			t.row(fmt.Sprint(e.ID), e.At.UTC().Format(time.DateTime), e.Actor, orDash(e.Addr), e.Action, e.Target, string(e.Before), string(e.After))
 		}
-		if err := tw.Flush(); err != nil {
+		if err := t.flush(); err != nil {
 			return err
 		}
 		if len(es) == f.PageSize() {
@@ -73,11 +65,4 @@ func auditList(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 		return nil
 	})
-}
-
-func dash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }

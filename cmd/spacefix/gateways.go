@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spacefix/spacefix/internal/gateway"
@@ -49,16 +48,15 @@ func gatewaysCmd(ctx context.Context, args []string, stdout io.Writer) error {
 			fmt.Fprintf(stdout, "No gateway is running on this store (none recorded itself in the last %s).\n", gateway.Lost())
 			return nil
 		}
-		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tADDRESS\tHOST\tPID\tBUS\tSTARTED\tLAST SEEN")
+		t := newTable(stdout, "ID", "ADDRESS", "HOST", "PID", "BUS", "STARTED", "LAST SEEN")
 		for _, g := range gws {
 			bus := "no"
 			if g.Bus {
 				bus = "yes"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s ago\n", g.ID, g.Addr, g.Host, g.PID, bus,
-				g.StartedAt.Local().Format(time.DateTime), time.Since(g.SeenAt).Round(time.Second))
+			t.row(g.ID, g.Addr, g.Host, fmt.Sprint(g.PID), bus,
+				g.StartedAt.Local().Format(time.DateTime), fmt.Sprintf("%s ago", time.Since(g.SeenAt).Round(time.Second)))
 		}
-		return tw.Flush()
+		return t.flush()
 	})
 }

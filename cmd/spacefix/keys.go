@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spacefix/spacefix/internal/auth"
@@ -86,17 +85,14 @@ func keysList(ctx context.Context, args []string, stdout io.Writer) error {
 			return err
 		}
 		if *asJSON {
-			out := make([]map[string]any, 0, len(ks))
-			for _, k := range ks {
-				out = append(out, map[string]any{
+			return printEach(stdout, ks, false, func(k store.Key) any {
+				return map[string]any{
 					"id": k.ID, "project": k.ProjectName, "kind": k.Kind, "name": k.Name,
 					"readOnly": k.ReadOnly, "tools": k.Tools, "createdAt": k.CreatedAt, "revoked": k.Revoked(),
-				})
-			}
-			return json.NewEncoder(stdout).Encode(out)
+				}
+			})
 		}
-		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tPROJECT\tKIND\tNAME\tACCESS\tCREATED\tSTATE")
+		t := newTable(stdout, "ID", "PROJECT", "KIND", "NAME", "ACCESS", "CREATED", "STATE")
 		for _, k := range ks {
 			access := "read and write"
 			if k.ReadOnly {
@@ -112,9 +108,9 @@ func keysList(ctx context.Context, args []string, stdout io.Writer) error {
 			if k.Revoked() {
 				state = "revoked"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k.ID, k.ProjectName, k.Kind, k.Name, access, k.CreatedAt.Format(time.DateTime), state)
+			t.row(k.ID, k.ProjectName, k.Kind, k.Name, access, k.CreatedAt.Format(time.DateTime), state)
 		}
-		return tw.Flush()
+		return t.flush()
 	})
 }
 
@@ -188,18 +184,15 @@ func projects(ctx context.Context, args []string, stdout io.Writer) error {
 				return err
 			}
 			if *asJSON {
-				out := make([]map[string]any, 0, len(ps))
-				for _, p := range ps {
-					out = append(out, map[string]any{"id": p.ID, "name": p.Name, "createdAt": p.CreatedAt})
-				}
-				return json.NewEncoder(stdout).Encode(out)
+				return printEach(stdout, ps, false, func(p store.Project) any {
+					return map[string]any{"id": p.ID, "name": p.Name, "createdAt": p.CreatedAt}
+				})
 			}
-			tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "NAME\tCREATED")
+			t := newTable(stdout, "NAME", "CREATED")
 			for _, p := range ps {
-				fmt.Fprintf(tw, "%s\t%s\n", p.Name, p.CreatedAt.Format(time.DateTime))
+				t.row(p.Name, p.CreatedAt.Format(time.DateTime))
 			}
-			return tw.Flush()
+			return t.flush()
 		})
 	}
 }

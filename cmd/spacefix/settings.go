@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"text/tabwriter"
 
 	"github.com/spacefix/spacefix/internal/dashboard/apitypes"
 )
@@ -15,31 +14,10 @@ func settings(ctx context.Context, args []string, stdout io.Writer) error {
 }
 
 func settingsShow(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := newFlagSet("settings show", stdout)
-	client := apiFlags(fs)
-	asJSON := fs.Bool("json", false, "print the admin API's JSON")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	c, err := client()
-	if err != nil {
-		return err
-	}
-	var raw json.RawMessage
-	if err := c.do(ctx, "GET", c.projectPath(""), nil, &raw); err != nil {
-		return err
-	}
-	if *asJSON {
-		return printJSON(stdout, raw)
-	}
-	return printSettings(stdout, raw)
+	return apiShow(ctx, "settings show", args, stdout, func(c *apiClient) string { return c.projectPath("") }, printSettings)
 }
 
-func printSettings(w io.Writer, raw json.RawMessage) error {
-	var p apitypes.Project
-	if err := json.Unmarshal(raw, &p); err != nil {
-		return err
-	}
+func printSettings(w io.Writer, p apitypes.Project) error {
 	s := p.Settings
 	access := map[string]string{"read": "read only", "readwrite": "read and write"}[s.ClientAccess]
 	limit := func(n int) string {
@@ -52,12 +30,18 @@ func printSettings(w io.Writer, raw json.RawMessage) error {
 	if s.RateLimitPerMinute > 0 {
 		rate = fmt.Sprintf("%d calls per minute per key", s.RateLimitPerMinute)
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "Project\t%s\nMCP endpoint\t%s\nCall wait\t%d s\nClient access\t%s\nApprove tool changes\t%v\nRate limit\t%s\n",
-		p.Name, p.MCPURL, s.CallWaitSeconds, access, s.ApproveToolChanges, rate)
-	fmt.Fprintf(tw, "Max tools per agent\t%s\nMax schema bytes\t%s\nMax resources\t%s\nMax registration bytes\t%s\n",
-		limit(s.MaxTools), limit(s.MaxSchemaBytes), limit(s.MaxResources), limit(s.MaxRegistrationBytes))
-	return tw.Flush()
+	t := newTable(w)
+	t.row("Project", p.Name)
+	t.row("MCP endpoint", p.MCPURL)
+	t.row("Call wait", fmt.Sprintf("%d s", s.CallWaitSeconds))
+	t.row("Client access", access)
+	t.row("Approve tool changes", fmt.Sprint(s.ApproveToolChanges))
+	t.row("Rate limit", rate)
+	t.row("Max tools per agent", limit(s.MaxTools))
+	t.row("Max schema bytes", limit(s.MaxSchemaBytes))
+	t.row("Max resources", limit(s.MaxResources))
+	t.row("Max registration bytes", limit(s.MaxRegistrationBytes))
+	return t.flush()
 }
 
 func settingsSet(ctx context.Context, args []string, stdout io.Writer) error {
@@ -98,9 +82,8 @@ func settingsSet(ctx context.Context, args []string, stdout io.Writer) error {
 	if err := c.do(ctx, "PATCH", c.projectPath("/settings"), patch, &raw); err != nil {
 		return err
 	}
-	if *asJSON {
-		return printJSON(stdout, raw)
-	}
-	fmt.Fprintln(stdout, "Saved. MCP clients get the new settings on their next request.")
-	return printSettings(stdout, raw)
+	return printAs(stdout, *asJSON, raw, func(w io.Writer, p apitypes.Project) error {
+		fmt.Fprintln(w, "Saved. MCP clients get the new settings on their next request.")
+		return printSettings(w, p)
+	})
 }

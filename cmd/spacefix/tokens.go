@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"slices"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spacefix/spacefix/internal/store"
@@ -135,18 +134,15 @@ func tokensList(ctx context.Context, st store.Store, project string, asJSON bool
 		ts = slices.DeleteFunc(ts, func(t store.APIToken) bool { return names[t.ProjectID] != project || t.ProjectID == 0 })
 	}
 	if asJSON {
-		out := make([]map[string]any, 0, len(ts))
-		for _, t := range ts {
+		return printEach(stdout, ts, false, func(t store.APIToken) any {
 			m := map[string]any{"id": t.ID, "name": t.Name, "createdAt": t.CreatedAt, "revoked": t.Revoked()}
 			if t.ProjectID != 0 {
 				m["project"], m["role"] = names[t.ProjectID], t.Role
 			}
-			out = append(out, m)
-		}
-		return json.NewEncoder(stdout).Encode(out)
+			return m
+		})
 	}
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tNAME\tSCOPE\tCREATED\tSTATE")
+	tab := newTable(stdout, "ID", "NAME", "SCOPE", "CREATED", "STATE")
 	for _, t := range ts {
 		state := "live"
 		if t.Revoked() {
@@ -156,7 +152,7 @@ func tokensList(ctx context.Context, st store.Store, project string, asJSON bool
 		if t.ProjectID != 0 {
 			scope = names[t.ProjectID] + " (" + string(t.Role) + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", t.ID, t.Name, scope, t.CreatedAt.Format(time.DateTime), state)
+		tab.row(t.ID, t.Name, scope, t.CreatedAt.Format(time.DateTime), state)
 	}
-	return tw.Flush()
+	return tab.flush()
 }

@@ -6,11 +6,10 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 	"unicode/utf8"
 
+	"github.com/spacefix/spacefix/core/textfmt"
 	"github.com/spacefix/spacefix/internal/dashboard/apitypes"
-	"github.com/spacefix/spacefix/internal/textfmt"
 )
 
 func tools(ctx context.Context, args []string, stdout io.Writer) error {
@@ -18,29 +17,11 @@ func tools(ctx context.Context, args []string, stdout io.Writer) error {
 }
 
 func toolsList(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := newFlagSet("tools list", stdout)
-	client := apiFlags(fs)
-	asJSON := fs.Bool("json", false, "print the admin API's JSON")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	c, err := client()
-	if err != nil {
-		return err
-	}
-	var raw json.RawMessage
-	if err := c.do(ctx, "GET", c.projectPath("/tools"), nil, &raw); err != nil {
-		return err
-	}
-	if *asJSON {
-		return printJSON(stdout, raw)
-	}
-	var rows []apitypes.Tool
-	if err := json.Unmarshal(raw, &rows); err != nil {
-		return err
-	}
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TOOL\tCOUNTS AS\tSTATE\tDESCRIPTION MODELS SEE")
+	return apiShow(ctx, "tools list", args, stdout, func(c *apiClient) string { return c.projectPath("/tools") }, printTools)
+}
+
+func printTools(w io.Writer, rows []apitypes.Tool) error {
+	t := newTable(w, "TOOL", "COUNTS AS", "STATE", "DESCRIPTION MODELS SEE")
 	for _, r := range rows {
 		counts := "write"
 		if r.ReadOnly {
@@ -49,13 +30,18 @@ func toolsList(ctx context.Context, args []string, stdout io.Writer) error {
 		if !r.Registered {
 			counts = "-"
 		}
-		var state []string
-		for _, p := range r.Pills {
-			state = append(state, p.Text)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Name, counts, orDash(strings.Join(state, ", ")), clip(r.Description, 60))
+		t.row(r.Name, counts, toolState(r), clip(r.Description, 60))
 	}
-	return tw.Flush()
+	return t.flush()
+}
+
+// toolState is a tool's pills, as the dashboard shows them.
+func toolState(r apitypes.Tool) string {
+	var state []string
+	for _, p := range r.Pills {
+		state = append(state, p.Text)
+	}
+	return orDash(strings.Join(state, ", "))
 }
 
 func toolsSet(ctx context.Context, args []string, stdout io.Writer) error {
@@ -118,19 +104,10 @@ func toolsSet(ctx context.Context, args []string, stdout io.Writer) error {
 			return err
 		}
 	}
-	if *asJSON {
-		return printJSON(stdout, raw)
-	}
-	var row apitypes.Tool
-	if err := json.Unmarshal(raw, &row); err != nil {
+	return printAs(stdout, *asJSON, raw, func(w io.Writer, row apitypes.Tool) error {
+		_, err := fmt.Fprintf(w, "Saved %s in project %q: %s. MCP clients see it on their next request.\n", tool, c.project, toolState(row))
 		return err
-	}
-	var state []string
-	for _, p := range row.Pills {
-		state = append(state, p.Text)
-	}
-	fmt.Fprintf(stdout, "Saved %s in project %q: %s. MCP clients see it on their next request.\n", tool, c.project, orDash(strings.Join(state, ", ")))
-	return nil
+	})
 }
 
 // knownTool refuses a tool name that no agent of the project has offered:

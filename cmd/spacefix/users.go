@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spacefix/spacefix/internal/store"
@@ -32,16 +31,15 @@ func usersCmd(ctx context.Context, args []string, stdout io.Writer) error {
 			if err != nil {
 				return err
 			}
-			tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "EMAIL\tROLE\tSINCE")
+			t := newTable(stdout, "EMAIL", "ROLE", "SINCE")
 			for _, u := range us {
 				role := "member"
 				if u.Admin {
 					role = "admin"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\n", u.Email, role, u.CreatedAt.Format(time.DateTime))
+				t.row(u.Email, role, u.CreatedAt.Format(time.DateTime))
 			}
-			return tw.Flush()
+			return t.flush()
 		})
 	default: // "setup-link"; subcommand checked the name
 		return withStore(ctx, *data, func(st store.Store) error {

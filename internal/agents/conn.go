@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 
-	"github.com/spacefix/spacefix/internal/agentproto"
+	"github.com/spacefix/spacefix/core/agentproto"
 )
 
 // ErrDisconnected means the replica's connection ended before the call was
@@ -13,10 +13,10 @@ import (
 var ErrDisconnected = errors.New("agent disconnected")
 
 // Conn is the gateway's end of one replica's connection: what the registry,
-// the router and the dashboard need of it, whatever carries it (today a
-// WebSocket served by the agent front; later a replica held by another
-// gateway, or a bridged MCP server). route.Conn implements it over a
-// route.Transport.
+// the router and the dashboard need of it, whatever carries it: a WebSocket
+// served by the agent front (an SDK agent, or the bridge, itself an agent
+// built on core), or a replica held by another gateway, reached over the bus
+// (internal/cluster). route.Conn implements it over a route.Transport.
 //
 // Every method may be called from any goroutine, concurrently with the
 // others and with the connection ending.

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/spacefix/spacefix/internal/agentproto"
+	"github.com/spacefix/spacefix/core/agentproto"
 )
 
 // warning is a difference between replicas that was not logged yet.
@@ -75,19 +75,19 @@ func (r *Registry) rebuildLocked(p *project) []warning {
 				continue // the first agent keeps a URI
 			}
 			s.Resources[res.Def.URI] = res
-			s.ResList = append(s.ResList, res)
+			s.ResourceList = append(s.ResourceList, res)
 		}
 		for _, pr := range a.pieces.prompts {
 			if _, dup := s.Prompts[pr.Name]; dup {
 				continue
 			}
 			s.Prompts[pr.Name] = pr
-			s.PromptLst = append(s.PromptLst, pr)
+			s.PromptList = append(s.PromptList, pr)
 		}
 	}
 	slices.SortFunc(s.ToolList, func(a, b *Tool) int { return strings.Compare(a.Name, b.Name) })
-	slices.SortFunc(s.ResList, func(a, b *Resource) int { return strings.Compare(a.Def.URI, b.Def.URI) })
-	slices.SortFunc(s.PromptLst, func(a, b *Prompt) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(s.ResourceList, func(a, b *Resource) int { return strings.Compare(a.Def.URI, b.Def.URI) })
+	slices.SortFunc(s.PromptList, func(a, b *Prompt) int { return strings.Compare(a.Name, b.Name) })
 	if old := p.snap.Swap(s); old != nil {
 		close(old.Changed)
 	}

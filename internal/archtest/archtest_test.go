@@ -41,16 +41,16 @@ var layers = []struct {
 	{"test transport", []string{"internal/route/routetest"}},
 	{"routing and rules", []string{"internal/route", "internal/access", "internal/users", "internal/metrics", "internal/cluster", "internal/oauth"}},
 	{"registry and stores", []string{"internal/agents", "internal/auth", "internal/cache", "internal/store/sqlite", "internal/store/postgres", "internal/store/storetest"}},
-	{"protocol, schemas, store interface", []string{"internal/agentproto", "internal/schema", "internal/schemagen", "internal/changes", "internal/store"}},
+	{"protocol, schemas, store interface", []string{"core/agentproto", "internal/schema", "core/internal/schemagen", "internal/changes", "internal/store"}},
 	{"helpers", []string{
-		"internal/textfmt", "internal/canonjson", "internal/pattern", "internal/leaktest", "internal/recovery",
+		"core/textfmt", "internal/canonjson", "core/pattern", "internal/leaktest", "internal/recovery",
 		"internal/quickstart", "internal/ratelimit", "internal/tracing", "internal/dashboard/apitypes", "internal/testenv",
 	}},
 }
 
 // sdkMay are the only packages of the module the SDK (core) may depend on,
 // directly or not: the protocol's wire types and the schema generator.
-var sdkMay = []string{"internal/agentproto", "internal/schemagen", "internal/pattern", "internal/textfmt"}
+var sdkMay = []string{"core/agentproto", "core/internal/schemagen", "core/pattern", "core/textfmt"}
 
 // transports are the imports that would tie call routing to one transport.
 var transports = []string{"github.com/coder/websocket", "net/http"}
@@ -102,11 +102,11 @@ func TestArchCheckFindsWrongImports(t *testing.T) {
 			Imports: []string{m("internal/mcpfront")}, Deps: []string{m("internal/mcpfront")}},
 		m("internal/mcpfront"): {ImportPath: m("internal/mcpfront")},
 		m("internal/agents"):   {ImportPath: m("internal/agents")},
-		m("core"): {ImportPath: m("core"), Imports: []string{m("internal/agentproto")},
-			Deps: []string{m("internal/agentproto"), m("internal/schema"), "github.com/dlclark/regexp2"}},
-		m("internal/agentproto"): {ImportPath: m("internal/agentproto")},
-		m("internal/schema"):     {ImportPath: m("internal/schema")},
-		m("internal/newthing"):   {ImportPath: m("internal/newthing")},
+		m("core"): {ImportPath: m("core"), Imports: []string{m("core/agentproto")},
+			Deps: []string{m("core/agentproto"), m("internal/schema"), "github.com/dlclark/regexp2"}},
+		m("core/agentproto"):   {ImportPath: m("core/agentproto")},
+		m("internal/schema"):   {ImportPath: m("internal/schema")},
+		m("internal/newthing"): {ImportPath: m("internal/newthing")},
 	}
 	got := check(pkgs)
 	want := []string{
@@ -116,7 +116,7 @@ func TestArchCheckFindsWrongImports(t *testing.T) {
 		"internal/route imports internal/mcpfront, of a higher layer (fronts and SDK): only lower layers may be imported",
 		"internal/route imports net/http: route stays free of transports (the front adapts its connection to route.Transport)",
 		"internal/route depends on github.com/coder/websocket: route stays free of transports (the front adapts its connection to route.Transport)",
-		"core depends on internal/schema: the SDK may depend only on internal/agentproto, internal/schemagen, internal/pattern, internal/textfmt",
+		"core depends on internal/schema: the SDK may depend only on core/agentproto, core/internal/schemagen, core/pattern, core/textfmt",
 		"core depends on github.com/dlclark/regexp2: the SDK must not carry the gateway's validator",
 	}
 	slices.Sort(got)

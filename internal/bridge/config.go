@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/spacefix/spacefix/core"
-	"github.com/spacefix/spacefix/internal/agentproto"
+	"github.com/spacefix/spacefix/core/agentproto"
 )
 
 // Server says what one bridge runs. Exactly one of Command and URL is set.

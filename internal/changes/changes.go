@@ -12,8 +12,8 @@
 // subscriber's own. A subscriber that panics is recovered and logged; the
 // others still hear the change.
 //
-// A [Change] is plain data (JSON-serialisable), so that a bus between
-// gateways can later carry the same values.
+// A [Change] is plain data (JSON-serialisable): the bus between gateways
+// (internal/cluster) carries the same values to every other gateway.
 package changes
 
 import (

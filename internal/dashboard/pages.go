@@ -211,10 +211,10 @@ func (d *Dashboard) filterChoices(r *http.Request, projectID int64) (tools []str
 	for _, t := range snap.ToolList {
 		tools, seen[t.Name] = append(tools, t.Name), true
 	}
-	for _, res := range snap.ResList {
+	for _, res := range snap.ResourceList {
 		tools, seen[res.Def.URI] = append(tools, res.Def.URI), true
 	}
-	for _, p := range snap.PromptLst {
+	for _, p := range snap.PromptList {
 		tools, seen[p.Name] = append(tools, p.Name), true
 	}
 	us, err := d.usage(r.Context(), projectID, time.Now().AddDate(0, 0, -30), time.Now())

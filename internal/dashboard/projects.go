@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/spacefix/spacefix/internal/agentproto"
+	"github.com/spacefix/spacefix/core/agentproto"
 	"github.com/spacefix/spacefix/internal/dashboard/apitypes"
 	"github.com/spacefix/spacefix/internal/store"
 )

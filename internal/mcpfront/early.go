@@ -5,11 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"maps"
 	"mime"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -53,103 +51,16 @@ import (
 // TestEarlySessionCallsAnswerAsGoSDK hold the answers to go-sdk's, and the
 // conformance suite runs through this path.
 //
+// The request is read in place by parseEarly (earlyparse.go, fuzzed); a
+// cached result is kept in both eras' encodings (cached.go); the answer
+// goes out through sseStream (sse.go) in go-sdk's wire format, written in
+// one place (gosdkwire.go) that TestGoSDKWire holds to go-sdk's own output.
+//
 // A cache hit passes the checks of go-sdk's path in its order: the key
 // (already verified in dispatch), the access policy, the instance
 // argument, validation against the schema of the tool's replicas (all of
 // which must have one and the same), then the rate limit. A hit is neither
 // logged nor billed, as on go-sdk's path.
-
-// cachedResult is a cached tool result in the forms hits need: decoded,
-// for hits go-sdk serves, and encoded as each era's JSON-RPC result, for
-// early answers.
-type cachedResult struct {
-	res    *mcp.CallToolResult
-	legacy []byte // 2025-06-18 and 2025-11-25
-	modern []byte // 2026-07-28: serverInfo in _meta, resultType "complete"
-}
-
-// Size is what the cache counts for the decoded and encoded forms.
-func (c *cachedResult) Size() int64 { return int64(2*len(c.legacy) + len(c.modern)) }
-
-// newCachedResult encodes out, a successful result with no input requests,
-// for both eras.
-func (f *Front) newCachedResult(out *mcp.CallToolResult) *cachedResult {
-	legacy, err1 := f.encodeResult(out, false)
-	modern, err2 := f.encodeResult(out, true)
-	if err1 != nil || err2 != nil {
-		return &cachedResult{res: out}
-	}
-	return &cachedResult{res: out, legacy: legacy, modern: modern}
-}
-
-// encodeResult is the JSON go-sdk writes as the result of a tools/call that
-// returned r: content never null (unless input is required); at
-// 2026-07-28 also the server's identity in _meta (unless r has one) and
-// the result type. go-sdk encodes JSON-RPC messages without escaping HTML;
-// the result's own MarshalJSON does escape it.
-func (f *Front) encodeResult(r *mcp.CallToolResult, modern bool) ([]byte, error) {
-	c := new(mcp.CallToolResult)
-	inputRequired := modern && r.InputRequests != nil
-	if modern {
-		// The result type is not exported: copied from a result go-sdk's
-		// own decoding set it in.
-		if inputRequired {
-			*c = resultTypes.inputRequired
-		} else {
-			*c = resultTypes.complete
-		}
-	}
-	c.Meta, c.Content, c.StructuredContent, c.IsError = r.Meta, r.Content, r.StructuredContent, r.IsError
-	c.InputRequests, c.RequestState = r.InputRequests, r.RequestState
-	if c.Content == nil && !inputRequired {
-		c.Content = []mcp.Content{}
-	}
-	if modern {
-		if _, ok := r.Meta[mcp.MetaKeyServerInfo]; !ok {
-			c.Meta = maps.Clone(r.Meta)
-			if c.Meta == nil {
-				c.Meta = mcp.Meta{}
-			}
-			c.Meta[mcp.MetaKeyServerInfo] = f.impl
-		}
-	}
-	return marshalPlain(c)
-}
-
-// resultTypes are empty results whose (unexported) result type go-sdk's
-// decoding set, once: decoding one per call costs a 32 KiB buffer.
-var resultTypes = func() (rt struct{ complete, inputRequired mcp.CallToolResult }) {
-	if err := json.Unmarshal([]byte(`{"resultType":"complete"}`), &rt.complete); err != nil {
-		panic(err)
-	}
-	if err := json.Unmarshal([]byte(`{"resultType":"input_required"}`), &rt.inputRequired); err != nil {
-		panic(err)
-	}
-	return rt
-}()
-
-// marshalPlain is json.Marshal without escaping HTML, as go-sdk encodes
-// JSON-RPC messages.
-func marshalPlain(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimRight(buf.Bytes(), "\n"), nil
-}
-
-// earlyCall is a tools/call the early path may answer.
-type earlyCall struct {
-	id   []byte // the request's id as sent: an integer or a plain string
-	name string
-	args json.RawMessage
-	meta json.RawMessage // the params' _meta, if any
-	// logLevel is the level of log messages _meta asks for, "" for none
-	// (or a level that is not a string, which go-sdk takes as none).
-	logLevel string
-}
 
 // answerEarly answers a tools/call before go-sdk, if it can (see above),
 // and reports whether it did. sessionID is the 2025 session the request
@@ -354,35 +265,6 @@ func (f *Front) writeEarly(out *sseStream, id []byte, res *mcp.CallToolResult, e
 	out.plain(status, data)
 }
 
-// notification is the JSON-RPC notification of method with params, as
-// go-sdk encodes it (no HTML escaping).
-func notification(method string, params any) ([]byte, error) {
-	raw, err := marshalPlain(params)
-	if err != nil {
-		return nil, err
-	}
-	return jsonrpc.EncodeMessage(&jsonrpc.Request{Method: method, Params: raw})
-}
-
-// idValue is a plain id (see plainID) as JSON-RPC decodes it.
-func idValue(id []byte) any {
-	if id[0] == '"' {
-		return string(id[1 : len(id)-1])
-	}
-	n, _ := strconv.ParseFloat(string(id), 64)
-	return n
-}
-
-// resultMessage is the JSON-RPC response of request id with result.
-func resultMessage(id, result []byte) []byte {
-	b := make([]byte, 0, len(`{"jsonrpc":"2.0","id":,"result":}`)+len(id)+len(result))
-	b = append(b, `{"jsonrpc":"2.0","id":`...)
-	b = append(b, id...)
-	b = append(b, `,"result":`...)
-	b = append(b, result...)
-	return append(b, '}')
-}
-
 // earlyHeaders reports whether a POST's headers are those of a request go-sdk
 // would serve as they are: JSON in, both answer types accepted, no stream
 // to resume, and the protocol version the path speaks.
@@ -420,231 +302,6 @@ func acceptsBoth(values []string) bool {
 	return jsonOK && streamOK
 }
 
-// parseEarly reads a tools/call body the early path can answer: one JSON-RPC
-// request with exactly the members it needs, each once, spelled as the
-// protocol spells them, an id echoed as sent, object arguments (or none),
-// and at 2026-07-28 the request _meta go-sdk requires. Anything it does not
-// know means no. The body is checked to be JSON once, then read in place:
-// only the client's capabilities and info are decoded, to check their
-// shape as go-sdk will.
-func parseEarly(body []byte, modern bool) (earlyCall, bool) {
-	if len(body) == 0 || body[0] != '{' || !json.Valid(body) {
-		return earlyCall{}, false
-	}
-	var (
-		call                                                       earlyCall
-		rpc, method, params, name, args, meta, version, caps, info []byte
-	)
-	if !takeMembers(body, map[string]*[]byte{"jsonrpc": &rpc, "id": &call.id, "method": &method, "params": &params}, nil) ||
-		string(rpc) != `"2.0"` || string(method) != `"tools/call"` || !plainID(call.id) {
-		return earlyCall{}, false
-	}
-	// Any other member of params (requestState, inputResponses, task, ...)
-	// means no.
-	if !takeMembers(params, map[string]*[]byte{"name": &name, "arguments": &args, "_meta": &meta}, nil) {
-		return earlyCall{}, false
-	}
-	call.args = args
-	// Arguments left out or null are {}, as on go-sdk's path.
-	if len(call.args) > 0 && call.args[0] != '{' && string(call.args) != "null" {
-		return earlyCall{}, false
-	}
-	var ok bool
-	if call.name, ok = jsonString(name); !ok || call.name == "" {
-		return earlyCall{}, false
-	}
-	if meta != nil {
-		known := map[string]*[]byte{metaProtocolVersion: &version, mcp.MetaKeyClientCapabilities: &caps, mcp.MetaKeyClientInfo: &info}
-		var level []byte
-		known[metaLogLevel] = &level
-		if !takeMembers(meta, known, func([]byte) bool { return true }) {
-			return earlyCall{}, false
-		}
-		if l, ok := jsonString(level); ok {
-			call.logLevel = l
-		}
-	}
-	call.meta = meta
-	if !modern {
-		// A 2025 session's request must not claim the stateless protocol.
-		return call, version == nil
-	}
-	return call, meta != nil && modernMeta(version, caps, info)
-}
-
-// takeMembers puts the value of each member of obj (valid JSON) named in
-// into into it. It fails when obj is not an object, a member comes twice
-// (go-sdk would read the last one: leave that to go-sdk), or a member not
-// in into is not taken by rest (nil: none is).
-func takeMembers(obj []byte, into map[string]*[]byte, rest func(key []byte) bool) bool {
-	return jsonMembers(obj, func(key, val []byte) bool {
-		p, ok := into[string(key)]
-		if !ok {
-			return rest != nil && rest(key)
-		}
-		if *p != nil {
-			return false
-		}
-		*p = val
-		return true
-	})
-}
-
-// metaLogLevel is the _meta key of the level of log messages a 2026-07-28
-// request wants (mcp.MetaKeyLogLevel, deprecated with logging itself).
-const metaLogLevel = "io.modelcontextprotocol/logLevel"
-
-// modernMeta reports whether a 2026-07-28 request's _meta is what go-sdk
-// accepts as it is: that version, client capabilities, and client info if
-// any, each of the right shape.
-func modernMeta(version, caps, info []byte) bool {
-	if string(version) != `"`+modernVersion+`"` || len(caps) == 0 || caps[0] != '{' {
-		return false
-	}
-	if string(caps) != "{}" {
-		var c struct {
-			mcp.ClientCapabilities
-			Roots *struct {
-				ListChanged bool `json:"listChanged,omitempty"`
-			} `json:"roots,omitempty"`
-		}
-		if json.Unmarshal(caps, &c) != nil {
-			return false
-		}
-	}
-	if info != nil {
-		var impl mcp.Implementation
-		if info[0] != '{' || json.Unmarshal(info, &impl) != nil {
-			return false
-		}
-	}
-	return true
-}
-
-// jsonMembers calls f with the key and the value's bytes of each member of
-// obj, a JSON object already checked to be valid JSON, in order, until f
-// returns false. It returns false if obj is not an object, a key is
-// spelled with escapes, or f returned false.
-func jsonMembers(obj []byte, f func(key, val []byte) bool) bool {
-	if len(obj) < 2 || obj[0] != '{' {
-		return false
-	}
-	i := skipSpace(obj, 1)
-	if obj[i] == '}' {
-		return true
-	}
-	for {
-		end := i + 1 // obj[i] is the key's opening quote
-		for obj[end] != '"' {
-			if obj[end] == '\\' {
-				return false
-			}
-			end++
-		}
-		key := obj[i+1 : end]
-		i = skipSpace(obj, skipSpace(obj, end+1)+1) // past the colon
-		vend := skipValue(obj, i)
-		if !f(key, obj[i:vend]) {
-			return false
-		}
-		i = skipSpace(obj, vend)
-		if obj[i] == '}' {
-			return true
-		}
-		i = skipSpace(obj, i+1) // past the comma
-	}
-}
-
-// skipValue returns the index just past the JSON value at b[i] (valid JSON).
-func skipValue(b []byte, i int) int {
-	switch b[i] {
-	case '"':
-		return skipString(b, i)
-	case '{', '[':
-		depth := 0
-		for ; ; i++ {
-			switch b[i] {
-			case '"':
-				i = skipString(b, i) - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				if depth--; depth == 0 {
-					return i + 1
-				}
-			}
-		}
-	}
-	for i < len(b) && !strings.ContainsRune(",}] \t\r\n", rune(b[i])) {
-		i++ // a number, true, false or null
-	}
-	return i
-}
-
-// skipString returns the index just past the JSON string at b[i].
-func skipString(b []byte, i int) int {
-	for i++; b[i] != '"'; i++ {
-		if b[i] == '\\' {
-			i++
-		}
-	}
-	return i + 1
-}
-
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r' || b[i] == '\n') {
-		i++
-	}
-	return i
-}
-
-// jsonString returns the JSON string raw decoded; ok is false if raw is not
-// a string. Plain ASCII without escapes, the usual name, is not decoded.
-func jsonString(raw []byte) (s string, ok bool) {
-	if len(raw) < 2 || raw[0] != '"' {
-		return "", false
-	}
-	for _, b := range raw[1 : len(raw)-1] {
-		if b == '\\' || b >= 0x80 {
-			return s, json.Unmarshal(raw, &s) == nil
-		}
-	}
-	return string(raw[1 : len(raw)-1]), true
-}
-
-// plainID reports whether id is one go-sdk writes back exactly as sent: an
-// integer of up to 15 digits, or a string of printable ASCII with no
-// escapes.
-func plainID(id json.RawMessage) bool {
-	if len(id) == 0 {
-		return false
-	}
-	if id[0] == '"' {
-		if len(id) < 2 || id[len(id)-1] != '"' || len(id) > 258 {
-			return false
-		}
-		for _, b := range id[1 : len(id)-1] {
-			if b < 0x20 || b > 0x7e || b == '"' || b == '\\' {
-				return false
-			}
-		}
-		return true
-	}
-	digits := id
-	if digits[0] == '-' {
-		digits = digits[1:]
-	}
-	if len(digits) == 0 || len(digits) > 15 || (digits[0] == '0' && len(digits) > 1) {
-		return false
-	}
-	for _, b := range digits {
-		if b < '0' || b > '9' {
-			return false
-		}
-	}
-	return true
-}
-
 // advertisedPlain reports whether the view advertises tool name and its
 // input schema asks for no parameters in headers (go-sdk checks those).
 func (v *view) advertisedPlain(name string) bool {
@@ -670,61 +327,6 @@ func commonSchema(t *agents.Tool, instance string) *schema.Schema {
 		s = rs
 	}
 	return s
-}
-
-// sseStream is an early answer as go-sdk writes one: SSE events, the
-// headers going out with the first.
-type sseStream struct {
-	w       http.ResponseWriter
-	started bool
-}
-
-// event writes one SSE event carrying msg.
-func (s *sseStream) event(msg []byte) {
-	if !s.started {
-		h := s.w.Header()
-		h.Set("Cache-Control", "no-cache, no-transform")
-		h.Set("Content-Type", "text/event-stream")
-		h.Set("Connection", "keep-alive")
-		s.w.WriteHeader(http.StatusOK)
-		s.started = true
-	}
-	b := make([]byte, 0, len("event: message\ndata: \n\n")+len(msg))
-	b = append(b, "event: message\ndata: "...)
-	b = append(b, msg...)
-	s.w.Write(append(b, "\n\n"...))
-}
-
-// notify sends a notification of the request as an event, at once: the
-// client sees it while the call goes on.
-func (s *sseStream) notify(method string, params any) {
-	msg, err := notification(method, params)
-	if err != nil {
-		return
-	}
-	s.event(msg)
-	if fl, ok := s.w.(http.Flusher); ok {
-		fl.Flush()
-	}
-}
-
-// plain writes msg as a plain JSON body with status, as go-sdk writes a
-// 2026-07-28 protocol error. Once events went out, the status can no
-// longer change: msg goes as one more event. (go-sdk v1.8.0 writes it
-// unframed there, which no client can read; this is the one place the
-// early path answers differently, on purpose.)
-func (s *sseStream) plain(status int, msg []byte) {
-	if s.started {
-		s.event(msg)
-		return
-	}
-	h := s.w.Header()
-	h.Set("Cache-Control", "no-cache, no-transform")
-	h.Set("Content-Type", "application/json")
-	h.Set("Connection", "keep-alive")
-	s.w.WriteHeader(status)
-	s.started = true
-	s.w.Write(msg)
 }
 
 // sessionOf returns the view's live session id, or nil. It walks the

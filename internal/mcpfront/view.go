@@ -173,9 +173,9 @@ func (v *view) sync() {
 	mirror(v.tools, tools, keep, func(t *mcp.Tool) string { return t.Name },
 		func(t *mcp.Tool) { v.server.AddTool(t, v.f.tracedToolHandler) }, v.server.RemoveTools)
 
-	resources := make([]*mcp.Resource, 0, len(snap.ResList))
+	resources := make([]*mcp.Resource, 0, len(snap.ResourceList))
 	var templates []*mcp.ResourceTemplate
-	for _, r := range snap.ResList {
+	for _, r := range snap.ResourceList {
 		if r.Def.Template {
 			templates = append(templates, &mcp.ResourceTemplate{URITemplate: r.Def.URI, Name: r.Def.Name, Description: r.Def.Description, MIMEType: resourceMime(r.Def.MimeType)})
 			continue
@@ -187,8 +187,8 @@ func (v *view) sync() {
 	mirror(v.templates, templates, nil, func(r *mcp.ResourceTemplate) string { return r.URITemplate },
 		func(r *mcp.ResourceTemplate) { v.server.AddResourceTemplate(r, v.f.templateHandler) }, v.server.RemoveResourceTemplates)
 
-	prompts := make([]*mcp.Prompt, 0, len(snap.PromptLst))
-	for _, p := range snap.PromptLst {
+	prompts := make([]*mcp.Prompt, 0, len(snap.PromptList))
+	for _, p := range snap.PromptList {
 		mp := &mcp.Prompt{Name: p.Name, Title: p.Def.Title, Description: p.Def.Description}
 		for _, a := range p.Def.Arguments {
 			mp.Arguments = append(mp.Arguments, &mcp.PromptArgument{Name: a.Name, Description: a.Description, Required: a.Required})

@@ -16,7 +16,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/spacefix/spacefix/internal/agentproto"
+	"github.com/spacefix/spacefix/core/agentproto"
 	"github.com/spacefix/spacefix/internal/agents"
 	"github.com/spacefix/spacefix/internal/recovery"
 )
@@ -30,8 +30,8 @@ var ErrDisconnected = agents.ErrDisconnected
 var ErrGoodbye = errors.New("the gateway said goodbye")
 
 // Transport carries agent-protocol messages between the gateway and one
-// replica: a WebSocket today (see internal/agentfront), later a replica held
-// by another gateway or a bridged MCP server. It keeps the connection alive
+// replica: a WebSocket (internal/agentfront), or a replica held by another
+// gateway, over the bus (internal/cluster). It keeps the connection alive
 // itself (heartbeats) and drops what it cannot decode.
 //
 // Who may call what, concurrently:

@@ -6,7 +6,7 @@
 //	s, err := schema.Compile(raw)          // once, at registration
 //	err = s.Validate(args)                 // per call; *ValidationError on failure
 //
-// The core SDK's struct-tag schema generator is package internal/schemagen;
+// The core SDK's struct-tag schema generator is package core/internal/schemagen;
 // the two share only the JavaScript → RE2 pattern translation
-// (internal/pattern), so the SDK does not link this validator or regexp2.
+// (core/pattern), so the SDK does not link this validator or regexp2.
 package schema

@@ -1,94 +1,36 @@
 import WebSocket from 'ws';
 import type { IncomingMessage } from 'node:http';
 
+import { backoffDelay } from './backoff.js';
 import { startCall } from './calls.js';
-import type { Call, Prompt, Registrable, Resource, TemplateRead, Tool } from './define.js';
+import type { Prompt, Registrable, Resource, Tool } from './define.js';
+import { handlerFor } from './handlers.js';
+import { checkName } from './names.js';
+import { type AgentOptions, consoleLogger, DEFAULT_DRAIN_TIMEOUT_MS, DEFAULT_URL, type Logger } from './options.js';
 import { RefusedError, gatewayURLs, readBody, register, registrationBody } from './registration.js';
 import { Session, type WireMessage } from './session.js';
-import { checkName } from './names.js';
-import { encodePromptResult, encodeResourceResult, encodeToolResult } from './result.js';
 import { SDK_VERSION } from './version.js';
 
 export { PROTOCOL_VERSION, SDK_VERSION } from './version.js';
-
-/** The gateway an agent connects to when neither `url` nor SPACEFIX_URL says otherwise. */
-export const DEFAULT_URL = 'http://127.0.0.1:8080';
+export { DEFAULT_DRAIN_TIMEOUT_MS, DEFAULT_URL } from './options.js';
+export type { AgentOptions, Logger } from './options.js';
 
 /** Bounds each step of opening a connection: the registration, the handshake, the wait for welcome. */
 const OPEN_TIMEOUT_MS = 30_000;
 const DEFAULT_HEARTBEAT_MS = 5_000;
 const MAX_FRAME_BYTES = 8 * 1024 * 1024;
-/** How long close() waits, by default, for running calls to finish after the drain. */
-export const DEFAULT_DRAIN_TIMEOUT_MS = 10_000;
 /** How long close() keeps reading after the drain, for calls the gateway sent before it heard. */
 const DRAIN_SETTLE_MS = 100;
 
-/**
- * Where the agent writes what happens to its connection and its handlers.
- * `console` is one; the default writes info, warnings and errors to the
- * console.
- */
-export interface Logger {
-  debug?(message: string, ...meta: unknown[]): void;
-  info(message: string, ...meta: unknown[]): void;
-  warn(message: string, ...meta: unknown[]): void;
-  error(message: string, ...meta: unknown[]): void;
-}
-
-/** What `new Agent` takes. Every field is optional. */
-export interface AgentOptions {
-  /** The agent key. Absent means the environment variable SPACEFIX_API_KEY. Create one with `spacefix keys create --kind agent`. */
-  apiKey?: string;
-  /** The gateway's base URL (http, https, ws or wss). Absent means SPACEFIX_URL, else http://127.0.0.1:8080. */
-  url?: string;
-  /** The agent's name (1 to 64 of A-Z a-z 0-9 _ -), shown in the dashboard; with `namespace`, put in front of tool names. */
-  name?: string;
-  /** The name people read, in the dashboard and in the prefix of a community agent's descriptions. Absent means name. */
-  displayName?: string;
-  /** Who wrote the agent. */
-  author?: string;
-  /** Expose tools as `<name with - turned to _>_<tool>` ("test-radar" + "run_tests" → "test_radar_run_tests"). Needs `name`. */
-  namespace?: boolean;
-  /** This replica's instance name ("eu-1", at most 64 characters), so a caller may pick it. */
-  instance?: string;
-  /** The agent's own version, shown in the dashboard. */
-  version?: string;
-  /** Where to log. Absent means the console. */
-  logger?: Logger;
-  /**
-   * How long close() lets running calls finish after it told the gateway to
-   * drain, in ms; then their signals abort. Default 10000; 0 aborts them at
-   * once.
-   */
-  drainTimeoutMs?: number;
-}
 
 
 
 
-const BACKOFF_MIN_MS = 250;
-const BACKOFF_MAX_MS = 30_000;
-
-/**
- * backoffDelay returns the wait in ms before retry number `attempt` (from 0):
- * 250 ms doubling up to 30 s, each with ±20 % jitter.
- */
-function backoffDelay(attempt: number): number {
-  const base = attempt < 20 ? Math.min(BACKOFF_MIN_MS * 2 ** attempt, BACKOFF_MAX_MS) : BACKOFF_MAX_MS;
-  return Math.round(base * (0.8 + 0.4 * Math.random()));
-}
 
 /** The gateway said goodbye: it is going away, and the agent reconnects. */
 class GoodbyeError extends Error {
   override name = 'GoodbyeError';
 }
-
-const consoleLogger: Logger = {
-  debug() {},
-  info: (m, ...a) => console.info(m, ...a),
-  warn: (m, ...a) => console.warn(m, ...a),
-  error: (m, ...a) => console.error(m, ...a),
-};
 
 interface RegisteredTool {
   tool: Tool<any>;
@@ -525,67 +467,11 @@ export class Agent {
   // Calls.
 
   #startCall(s: Session, m: WireMessage): void {
-    startCall(s, m, (kind, name, args) => this.#handlerFor(kind, name, args), this.#log, this.#opts.name ?? '');
-  }
-
-  /** #handlerFor returns a function that runs the call's handler and encodes its result, or undefined. */
-  #handlerFor(kind: string, name: string, args: unknown): ((call: Call) => Promise<string>) | undefined {
-    const a = args !== null && typeof args === 'object' && !Array.isArray(args) ? args : {};
-    switch (kind) {
-      case 'tool': {
-        const t = this.#tools.get(name)?.tool;
-        return t && (async (call) => encodeToolResult(await t.handler(a, call), t.outputSchema !== undefined));
-      }
-      case 'resource': {
-        const r = this.#resources.get(name);
-        return r && (async (call) => encodeResourceResult(await r.handler(call, r.template ? templateRead(a) : undefined), r.mimeType));
-      }
-      case 'prompt': {
-        const p = this.#prompts.get(name);
-        return p && (async (call) => encodePromptResult(await p.handler(a, call)));
-      }
-      case 'complete': {
-        const req = completionRequest(a);
-        const p = this.#prompts.get(name);
-        if (p) {
-          const c = p.complete?.[req.argument];
-          return async (call) => encodeCompletion(c ? await c(req.value, req.context, call) : []);
-        }
-        const r = this.#resources.get(name);
-        const rc = r?.complete;
-        return rc && (async (call) => encodeCompletion(await rc(req.argument, req.value, req.context, call)));
-      }
-    }
-    return undefined;
+    const reg = { tools: this.#tools, resources: this.#resources, prompts: this.#prompts };
+    startCall(s, m, (kind, name, args) => handlerFor(reg, kind, name, args), this.#log, this.#opts.name ?? '');
   }
 }
 
 function asError(err: unknown): Error {
   return err instanceof Error ? err : new Error(String(err));
-}
-
-/** templateRead reads a template read's arguments: `{uri, params}`. */
-function templateRead(args: unknown): TemplateRead {
-  const a = (args ?? {}) as { uri?: unknown; params?: unknown };
-  const params: Record<string, string> = {};
-  if (a.params && typeof a.params === 'object') {
-    for (const [k, v] of Object.entries(a.params as Record<string, unknown>)) params[k] = String(v);
-  }
-  return { uri: typeof a.uri === 'string' ? a.uri : '', params };
-}
-
-/** completionRequest reads a completion call's arguments. */
-function completionRequest(args: unknown): { argument: string; value: string; context: Record<string, string> } {
-  const a = (args ?? {}) as { argument?: unknown; value?: unknown; context?: unknown };
-  const context: Record<string, string> = {};
-  if (a.context && typeof a.context === 'object') {
-    for (const [k, v] of Object.entries(a.context as Record<string, unknown>)) context[k] = String(v);
-  }
-  return { argument: String(a.argument ?? ''), value: String(a.value ?? ''), context };
-}
-
-/** encodeCompletion is a completion's wire result: `{"values": [...]}`, strings only. */
-function encodeCompletion(values: unknown): string {
-  const list = Array.isArray(values) ? values.map((v) => String(v)) : [];
-  return JSON.stringify({ values: list });
 }

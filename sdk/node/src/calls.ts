@@ -1,7 +1,7 @@
 // Calls: what the agent does with one call message from the gateway: run
 // the handler with its signal, deadline, progress and questions, and send
 // the result or the error (docs/agent-protocol.md, "Calls").
-import type { Logger } from './agent.js';
+import type { Logger } from './options.js';
 import { ask, together } from './ask.js';
 import { LOG_LEVELS, MAX_LOG_BYTES } from './log.js';
 import type { LogLevel } from './log.js';

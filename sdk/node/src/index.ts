@@ -7,7 +7,7 @@
  */
 export { Agent, DEFAULT_DRAIN_TIMEOUT_MS, DEFAULT_URL, PROTOCOL_VERSION, SDK_VERSION } from './agent.js';
 export { RefusedError } from './registration.js';
-export type { AgentOptions, Logger } from './agent.js';
+export type { AgentOptions, Logger } from './options.js';
 export { CannotConfirmError, isCannotConfirm } from './confirm.js';
 export { MissingCapabilityError } from './ask.js';
 export { LOG_LEVELS, MAX_LOG_BYTES } from './log.js';

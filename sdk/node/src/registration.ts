@@ -3,7 +3,7 @@
 // and refusals.
 import type { IncomingMessage } from 'node:http';
 
-import type { AgentOptions } from './agent.js';
+import type { AgentOptions } from './options.js';
 import type { Prompt, Resource, Tool } from './define.js';
 import { PROTOCOL_VERSION, SDK_VERSION } from './version.js';
 

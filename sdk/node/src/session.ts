@@ -1,8 +1,8 @@
 // Session: one WebSocket connection to the gateway and the calls on it.
 import WebSocket from 'ws';
 
-import type { Logger } from './agent.js';
-import { CannotConfirmError } from './confirm.js';
+import { CannotConfirmError } from './cannotconfirm.js';
+import type { Logger } from './options.js';
 
 /** How long close() waits for the gateway to answer the close handshake. */
 const CLOSE_WAIT_MS = 2_000;

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/spacefix/spacefix/internal/textfmt"
+	"github.com/spacefix/spacefix/core/textfmt"
 )
 
 // ValidName reports whether name is a valid tool or prompt name:

@@ -1,5 +1,6 @@
 // Package textfmt spells numbers and shortens strings the one way every
-// message, log record and table of Spacefix does.
+// message, log record and table of Spacefix does. It is in the SDK module
+// because the SDK and the gateway share it; providers have no need of it.
 package textfmt
 
 import "strconv"

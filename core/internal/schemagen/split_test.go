@@ -12,7 +12,7 @@ func TestSchemaSplitCoreDeps(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs go list")
 	}
-	for _, pkg := range []string{"github.com/spacefix/spacefix/core", "github.com/spacefix/spacefix/internal/schemagen"} {
+	for _, pkg := range []string{"github.com/spacefix/spacefix/core", "github.com/spacefix/spacefix/core/internal/schemagen"} {
 		out, err := exec.Command("go", "list", "-deps", pkg).CombinedOutput()
 		if err != nil {
 			t.Fatalf("go list -deps %s: %v\n%s", pkg, err, out)

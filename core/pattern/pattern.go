@@ -2,9 +2,10 @@
 // Schema ("pattern", patternProperties keys) into Go's RE2 syntax where the
 // meaning is certain. The gateway's validator (internal/schema) matches what
 // does not translate with a backtracking engine; the struct-tag schema
-// generator (internal/schemagen, used by the core SDK) only needs this
+// generator (core/internal/schemagen, used by the core SDK) only needs this
 // translation, so it lives apart from the validator and its regexp2
-// dependency.
+// dependency. It is in the SDK module because the SDK and the gateway
+// share it; providers have no need of it.
 package pattern
 
 import (

@@ -22,7 +22,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/spacefix/spacefix/internal/pattern"
+	"github.com/spacefix/spacefix/core/pattern"
 )
 
 // ForOptions tunes [For].
@@ -695,7 +695,7 @@ func reflFields(t reflect.Type) []reflField {
 					if f.name == "" {
 						f.name = sf.Name
 					}
-					for o := range strings.SplitSeq(opts, ",") {
+					for _, o := range strings.Split(opts, ",") {
 						switch o {
 						case "omitempty", "omitzero":
 							f.omit = true

@@ -1,0 +1,244 @@
+package mcpfront
+
+import (
+	"encoding/json"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// earlyCall is a tools/call the early path may answer.
+type earlyCall struct {
+	id   []byte // the request's id as sent: an integer or a plain string
+	name string
+	args json.RawMessage
+	meta json.RawMessage // the params' _meta, if any
+	// logLevel is the level of log messages _meta asks for, "" for none
+	// (or a level that is not a string, which go-sdk takes as none).
+	logLevel string
+}
+
+// parseEarly reads a tools/call body the early path can answer: one JSON-RPC
+// request with exactly the members it needs, each once, spelled as the
+// protocol spells them, an id echoed as sent, object arguments (or none),
+// and at 2026-07-28 the request _meta go-sdk requires. Anything it does not
+// know means no. The body is checked to be JSON once, then read in place:
+// only the client's capabilities and info are decoded, to check their
+// shape as go-sdk will.
+func parseEarly(body []byte, modern bool) (earlyCall, bool) {
+	if len(body) == 0 || body[0] != '{' || !json.Valid(body) {
+		return earlyCall{}, false
+	}
+	var (
+		call                                                       earlyCall
+		rpc, method, params, name, args, meta, version, caps, info []byte
+	)
+	if !takeMembers(body, map[string]*[]byte{"jsonrpc": &rpc, "id": &call.id, "method": &method, "params": &params}, nil) ||
+		string(rpc) != `"2.0"` || string(method) != `"tools/call"` || !plainID(call.id) {
+		return earlyCall{}, false
+	}
+	// Any other member of params (requestState, inputResponses, task, ...)
+	// means no.
+	if !takeMembers(params, map[string]*[]byte{"name": &name, "arguments": &args, "_meta": &meta}, nil) {
+		return earlyCall{}, false
+	}
+	call.args = args
+	// Arguments left out or null are {}, as on go-sdk's path.
+	if len(call.args) > 0 && call.args[0] != '{' && string(call.args) != "null" {
+		return earlyCall{}, false
+	}
+	var ok bool
+	if call.name, ok = jsonString(name); !ok || call.name == "" {
+		return earlyCall{}, false
+	}
+	if meta != nil {
+		known := map[string]*[]byte{metaProtocolVersion: &version, mcp.MetaKeyClientCapabilities: &caps, mcp.MetaKeyClientInfo: &info}
+		var level []byte
+		known[metaLogLevel] = &level
+		if !takeMembers(meta, known, func([]byte) bool { return true }) {
+			return earlyCall{}, false
+		}
+		if l, ok := jsonString(level); ok {
+			call.logLevel = l
+		}
+	}
+	call.meta = meta
+	if !modern {
+		// A 2025 session's request must not claim the stateless protocol.
+		return call, version == nil
+	}
+	return call, meta != nil && modernMeta(version, caps, info)
+}
+
+// takeMembers puts the value of each member of obj (valid JSON) named in
+// into into it. It fails when obj is not an object, a member comes twice
+// (go-sdk would read the last one: leave that to go-sdk), or a member not
+// in into is not taken by rest (nil: none is).
+func takeMembers(obj []byte, into map[string]*[]byte, rest func(key []byte) bool) bool {
+	return jsonMembers(obj, func(key, val []byte) bool {
+		p, ok := into[string(key)]
+		if !ok {
+			return rest != nil && rest(key)
+		}
+		if *p != nil {
+			return false
+		}
+		*p = val
+		return true
+	})
+}
+
+// metaLogLevel is the _meta key of the level of log messages a 2026-07-28
+// request wants (mcp.MetaKeyLogLevel, deprecated with logging itself).
+const metaLogLevel = "io.modelcontextprotocol/logLevel"
+
+// modernMeta reports whether a 2026-07-28 request's _meta is what go-sdk
+// accepts as it is: that version, client capabilities, and client info if
+// any, each of the right shape.
+func modernMeta(version, caps, info []byte) bool {
+	if string(version) != `"`+modernVersion+`"` || len(caps) == 0 || caps[0] != '{' {
+		return false
+	}
+	if string(caps) != "{}" {
+		var c struct {
+			mcp.ClientCapabilities
+			Roots *struct {
+				ListChanged bool `json:"listChanged,omitempty"`
+			} `json:"roots,omitempty"`
+		}
+		if json.Unmarshal(caps, &c) != nil {
+			return false
+		}
+	}
+	if info != nil {
+		var impl mcp.Implementation
+		if info[0] != '{' || json.Unmarshal(info, &impl) != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// jsonMembers calls f with the key and the value's bytes of each member of
+// obj, a JSON object already checked to be valid JSON, in order, until f
+// returns false. It returns false if obj is not an object, a key is
+// spelled with escapes, or f returned false.
+func jsonMembers(obj []byte, f func(key, val []byte) bool) bool {
+	if len(obj) < 2 || obj[0] != '{' {
+		return false
+	}
+	i := skipSpace(obj, 1)
+	if obj[i] == '}' {
+		return true
+	}
+	for {
+		end := i + 1 // obj[i] is the key's opening quote
+		for obj[end] != '"' {
+			if obj[end] == '\\' {
+				return false
+			}
+			end++
+		}
+		key := obj[i+1 : end]
+		i = skipSpace(obj, skipSpace(obj, end+1)+1) // past the colon
+		vend := skipValue(obj, i)
+		if !f(key, obj[i:vend]) {
+			return false
+		}
+		i = skipSpace(obj, vend)
+		if obj[i] == '}' {
+			return true
+		}
+		i = skipSpace(obj, i+1) // past the comma
+	}
+}
+
+// skipValue returns the index just past the JSON value at b[i] (valid JSON).
+func skipValue(b []byte, i int) int {
+	switch b[i] {
+	case '"':
+		return skipString(b, i)
+	case '{', '[':
+		depth := 0
+		for ; ; i++ {
+			switch b[i] {
+			case '"':
+				i = skipString(b, i) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return i + 1
+				}
+			}
+		}
+	}
+	for i < len(b) && !strings.ContainsRune(",}] \t\r\n", rune(b[i])) {
+		i++ // a number, true, false or null
+	}
+	return i
+}
+
+// skipString returns the index just past the JSON string at b[i].
+func skipString(b []byte, i int) int {
+	for i++; b[i] != '"'; i++ {
+		if b[i] == '\\' {
+			i++
+		}
+	}
+	return i + 1
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r' || b[i] == '\n') {
+		i++
+	}
+	return i
+}
+
+// jsonString returns the JSON string raw decoded; ok is false if raw is not
+// a string. Plain ASCII without escapes, the usual name, is not decoded.
+func jsonString(raw []byte) (s string, ok bool) {
+	if len(raw) < 2 || raw[0] != '"' {
+		return "", false
+	}
+	for _, b := range raw[1 : len(raw)-1] {
+		if b == '\\' || b >= 0x80 {
+			return s, json.Unmarshal(raw, &s) == nil
+		}
+	}
+	return string(raw[1 : len(raw)-1]), true
+}
+
+// plainID reports whether id is one go-sdk writes back exactly as sent: an
+// integer of up to 15 digits, or a string of printable ASCII with no
+// escapes.
+func plainID(id json.RawMessage) bool {
+	if len(id) == 0 {
+		return false
+	}
+	if id[0] == '"' {
+		if len(id) < 2 || id[len(id)-1] != '"' || len(id) > 258 {
+			return false
+		}
+		for _, b := range id[1 : len(id)-1] {
+			if b < 0x20 || b > 0x7e || b == '"' || b == '\\' {
+				return false
+			}
+		}
+		return true
+	}
+	digits := id
+	if digits[0] == '-' {
+		digits = digits[1:]
+	}
+	if len(digits) == 0 || len(digits) > 15 || (digits[0] == '0' && len(digits) > 1) {
+		return false
+	}
+	for _, b := range digits {
+		if b < '0' || b > '9' {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,125 @@
+package mcpfront
+
+// This file is the one place that writes go-sdk v1.8.0's wire format by
+// hand, for answers the early path sends instead of go-sdk (early.go): the
+// result of a tools/call (content never null, the unexported result type
+// and the server's identity at 2026-07-28, no HTML escaping), the JSON-RPC
+// framing of results and notifications, and the SSE framing and headers of
+// its Streamable HTTP answers. TestGoSDKWire compares each with what go-sdk
+// itself writes for the same result, so an upgrade that changes any of it
+// fails there, by name, before any client sees a difference.
+
+import (
+	"bytes"
+	"encoding/json"
+	"maps"
+	"net/http"
+	"strconv"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// encodeResult is the JSON go-sdk writes as the result of a tools/call that
+// returned r: content never null (unless input is required); at
+// 2026-07-28 also the server's identity in _meta (unless r has one) and
+// the result type. go-sdk encodes JSON-RPC messages without escaping HTML;
+// the result's own MarshalJSON does escape it.
+func (f *Front) encodeResult(r *mcp.CallToolResult, modern bool) ([]byte, error) {
+	c := new(mcp.CallToolResult)
+	inputRequired := modern && r.InputRequests != nil
+	if modern {
+		// The result type is not exported: copied from a result go-sdk's
+		// own decoding set it in.
+		if inputRequired {
+			*c = resultTypes.inputRequired
+		} else {
+			*c = resultTypes.complete
+		}
+	}
+	c.Meta, c.Content, c.StructuredContent, c.IsError = r.Meta, r.Content, r.StructuredContent, r.IsError
+	c.InputRequests, c.RequestState = r.InputRequests, r.RequestState
+	if c.Content == nil && !inputRequired {
+		c.Content = []mcp.Content{}
+	}
+	if modern {
+		if _, ok := r.Meta[mcp.MetaKeyServerInfo]; !ok {
+			c.Meta = maps.Clone(r.Meta)
+			if c.Meta == nil {
+				c.Meta = mcp.Meta{}
+			}
+			c.Meta[mcp.MetaKeyServerInfo] = f.impl
+		}
+	}
+	return marshalPlain(c)
+}
+
+// resultTypes are empty results whose (unexported) result type go-sdk's
+// decoding set, once: decoding one per call costs a 32 KiB buffer.
+var resultTypes = func() (rt struct{ complete, inputRequired mcp.CallToolResult }) {
+	if err := json.Unmarshal([]byte(`{"resultType":"complete"}`), &rt.complete); err != nil {
+		panic(err)
+	}
+	if err := json.Unmarshal([]byte(`{"resultType":"input_required"}`), &rt.inputRequired); err != nil {
+		panic(err)
+	}
+	return rt
+}()
+
+// marshalPlain is json.Marshal without escaping HTML, as go-sdk encodes
+// JSON-RPC messages.
+func marshalPlain(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n"), nil
+}
+
+// notification is the JSON-RPC notification of method with params, as
+// go-sdk encodes it (no HTML escaping).
+func notification(method string, params any) ([]byte, error) {
+	raw, err := marshalPlain(params)
+	if err != nil {
+		return nil, err
+	}
+	return jsonrpc.EncodeMessage(&jsonrpc.Request{Method: method, Params: raw})
+}
+
+// idValue is a plain id (see plainID) as JSON-RPC decodes it.
+func idValue(id []byte) any {
+	if id[0] == '"' {
+		return string(id[1 : len(id)-1])
+	}
+	n, _ := strconv.ParseFloat(string(id), 64)
+	return n
+}
+
+// resultMessage is the JSON-RPC response of request id with result.
+func resultMessage(id, result []byte) []byte {
+	b := make([]byte, 0, len(`{"jsonrpc":"2.0","id":,"result":}`)+len(id)+len(result))
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = append(b, id...)
+	b = append(b, `,"result":`...)
+	b = append(b, result...)
+	return append(b, '}')
+}
+
+// sseHeaders sets the headers go-sdk's Streamable HTTP handler sends with
+// an answer of content type ct ("text/event-stream", or
+// "application/json" for a 2026-07-28 protocol error).
+func sseHeaders(h http.Header, ct string) {
+	h.Set("Cache-Control", "no-cache, no-transform")
+	h.Set("Content-Type", ct)
+	h.Set("Connection", "keep-alive")
+}
+
+// sseEvent frames msg as go-sdk frames each message of a response stream.
+func sseEvent(msg []byte) []byte {
+	b := make([]byte, 0, len("event: message\ndata: \n\n")+len(msg))
+	b = append(b, "event: message\ndata: "...)
+	b = append(b, msg...)
+	return append(b, "\n\n"...)
+}
