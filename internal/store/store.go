@@ -29,10 +29,36 @@ const (
 	KindClient = "client"
 )
 
-// Store is the persistence the gateway and the CLI use. Every method is safe
-// for concurrent use, and several processes (serve and the CLI) may open the
+// Store is the persistence the gateway and the CLI use: the union of the
+// narrow interfaces below, one per concern. Implementations provide all of
+// it and pass the contract suite in store/storetest; a consumer takes the
+// narrowest of those interfaces (or a union of a few) it uses, so that
+// what it may touch is written in its type. Every method is safe for
+// concurrent use, and several processes (serve and the CLI) may open the
 // same store at once.
 type Store interface {
+	Projects
+	Keys
+	CallWriter
+	Calls
+	Tools
+	Users
+	Sessions
+	Invites
+	APITokens
+	Members
+	Audit
+	OAuth
+	Checker
+	Meta
+	Gateways
+
+	// Close releases the store. It is safe to call twice.
+	Close() error
+}
+
+// Projects reads and changes projects and their settings.
+type Projects interface {
 	// CreateProject creates a project with default settings; ErrExists if
 	// the name is taken.
 	CreateProject(ctx context.Context, name string) (Project, error)
@@ -44,7 +70,10 @@ type Store interface {
 	Projects(ctx context.Context) ([]Project, error)
 	// UpdateProjectSettings replaces a project's settings.
 	UpdateProjectSettings(ctx context.Context, id int64, s ProjectSettings) error
+}
 
+// Keys stores agent and client keys by the hash of their secret.
+type Keys interface {
 	// CreateKey stores a new key. k.ID, k.ProjectID, k.Kind and hash are
 	// required; k.CreatedAt is set by the store. hash is the SHA-256 of the
 	// secret; the secret itself is never stored.
@@ -60,12 +89,22 @@ type Store interface {
 	// RevokeKey marks a key revoked; ErrNotFound if there is no such key.
 	// Revoking twice is not an error.
 	RevokeKey(ctx context.Context, id string) error
+	// SetKeyMeta replaces what people read about an agent key (display
+	// name, author, community flag); ErrNotFound if there is no such key.
+	SetKeyMeta(ctx context.Context, id string, m KeyMeta) error
+}
 
+// CallWriter writes the call log; [CallLog] batches records into it.
+type CallWriter interface {
 	// AppendCalls writes call log records and, for the billable ones,
 	// increments the daily usage counts, in one transaction. If ctx
 	// carries a batch id ([WithCallBatch]) that was written before, it
 	// writes nothing and returns nil.
 	AppendCalls(ctx context.Context, calls []Call) error
+}
+
+// Calls reads and prunes the call log and the daily usage counts.
+type Calls interface {
 	// Calls returns log records matching f, newest first.
 	Calls(ctx context.Context, f CallFilter) ([]Call, error)
 	// Usage returns billable calls per UTC day and name for a project, for
@@ -75,11 +114,10 @@ type Store interface {
 	// many went, and forgets batch ids written more than [CallBatchKeep]
 	// ago.
 	PruneCalls(ctx context.Context, before time.Time) (int64, error)
+}
 
-	// SetKeyMeta replaces what people read about an agent key (display
-	// name, author, community flag); ErrNotFound if there is no such key.
-	SetKeyMeta(ctx context.Context, id string, m KeyMeta) error
-
+// Tools keeps a project's per-tool settings and consent decisions.
+type Tools interface {
 	// ToolSettings lists a project's saved per-tool settings, by tool name.
 	ToolSettings(ctx context.Context, projectID int64) ([]ToolSettings, error)
 	// SaveToolSettings stores the settings of ts.ProjectID and ts.Tool,
@@ -87,7 +125,6 @@ type Store interface {
 	// that are all defaults ([ToolSettings.IsZero]) delete the row instead.
 	// ErrNotFound if the project does not exist.
 	SaveToolSettings(ctx context.Context, ts ToolSettings) (ToolSettings, error)
-
 	// Approvals lists a project's consent decisions, by tool name.
 	Approvals(ctx context.Context, projectID int64) ([]Approval, error)
 	// ApproveTool records def as the approved definition of a tool and
@@ -96,7 +133,10 @@ type Store interface {
 	// RejectTool records def as rejected: the approved definition, if any,
 	// stays. ErrNotFound if the project does not exist.
 	RejectTool(ctx context.Context, projectID int64, tool string, def []byte) (Approval, error)
+}
 
+// Users keeps people's accounts.
+type Users interface {
 	// CreateUser stores a new user with a password hash (a PHC string, never
 	// the password); ErrExists if the email is taken, compared without case.
 	CreateUser(ctx context.Context, u User, passwordHash string) (User, error)
@@ -115,7 +155,10 @@ type Store interface {
 	// ErrNotFound if there is none. Their OAuth grants are the caller's to
 	// revoke.
 	DeleteUser(ctx context.Context, userID int64) error
+}
 
+// Sessions keeps sign-in sessions by the hash of their token.
+type Sessions interface {
 	// CreateSession stores a sign-in session under the SHA-256 of its
 	// token; ErrNotFound if the user does not exist.
 	CreateSession(ctx context.Context, sess Session, hash []byte) (Session, error)
@@ -124,7 +167,10 @@ type Store interface {
 	SessionByHash(ctx context.Context, hash []byte) (Session, error)
 	// DeleteSession ends a session; ending an unknown one is not an error.
 	DeleteSession(ctx context.Context, hash []byte) error
+}
 
+// Invites keeps one-time sign-up links by the hash of their secret.
+type Invites interface {
 	// CreateInvite stores a one-time sign-up token (the first-run setup
 	// link is an invite with Admin set) under the SHA-256 of its secret.
 	CreateInvite(ctx context.Context, inv Invite, hash []byte) (Invite, error)
@@ -139,7 +185,10 @@ type Store interface {
 	// RevokeInvite ends an invite that can still be used; ErrNotFound if
 	// there is none by that id.
 	RevokeInvite(ctx context.Context, id string) error
+}
 
+// APITokens keeps admin API tokens by the hash of their secret.
+type APITokens interface {
 	// CreateAPIToken stores an admin API token under the SHA-256 of its
 	// secret; ErrExists if the id or hash is taken.
 	CreateAPIToken(ctx context.Context, tok APIToken, hash []byte) (APIToken, error)
@@ -150,7 +199,10 @@ type Store interface {
 	APITokens(ctx context.Context) ([]APIToken, error)
 	// RevokeAPIToken marks a token revoked; ErrNotFound if there is none.
 	RevokeAPIToken(ctx context.Context, id string) error
+}
 
+// Members keeps who belongs to which project, with which role.
+type Members interface {
 	// SetMember makes a user a member of a project with a role, or changes
 	// the role of one who is; ErrNotFound if the user or project does not
 	// exist. It returns the membership as stored.
@@ -172,7 +224,10 @@ type Store interface {
 	// as it was. Whether the user may use the invite (its email) is the
 	// caller's to check.
 	AcceptInvite(ctx context.Context, hash []byte, userID int64) (Invite, Member, error)
+}
 
+// Audit keeps the append-only audit log.
+type Audit interface {
 	// AppendAudit appends an entry to the audit log and returns it with
 	// its id and time. The log is append-only: no method changes an entry,
 	// and only PruneAudit removes them, by age.
@@ -181,7 +236,11 @@ type Store interface {
 	Audit(ctx context.Context, f AuditFilter) ([]AuditEntry, error)
 	// PruneAudit deletes entries older than before and says how many.
 	PruneAudit(ctx context.Context, before time.Time) (int64, error)
+}
 
+// OAuth keeps registered OAuth clients, the grants people approve and
+// their codes and tokens.
+type OAuth interface {
 	// CreateOAuthClient stores a dynamically registered OAuth client;
 	// ErrExists if its id is taken.
 	CreateOAuthClient(ctx context.Context, c OAuthClient) error
@@ -220,18 +279,27 @@ type Store interface {
 	// PruneOAuthTokens deletes codes and tokens that expired before t and
 	// returns how many.
 	PruneOAuthTokens(ctx context.Context, before time.Time) (int64, error)
+}
 
+// Checker says whether the store takes writes (/readyz).
+type Checker interface {
 	// Check reports whether the store can take writes now: nil, or an
 	// error that says what is wrong and what to do. It writes a little (a
 	// probe row), so callers throttle it; /readyz calls it at most every
 	// few seconds. After Close it returns an error.
 	Check(ctx context.Context) error
+}
 
+// Meta keeps small named values such as [MetaServeURL].
+type Meta interface {
 	// SetMeta stores a small named value, replacing an earlier one.
 	SetMeta(ctx context.Context, name, value string) error
 	// Meta returns a value stored with SetMeta, or ErrNotFound.
 	Meta(ctx context.Context, name string) (string, error)
+}
 
+// Gateways keeps the gateway processes that share the store.
+type Gateways interface {
 	// RecordGateway records that a gateway process sharing the store is
 	// alive: it stores gw under gw.ID, replacing an earlier record, with
 	// SeenAt set to now.
@@ -242,9 +310,6 @@ type Store interface {
 	// RemoveGateway forgets a gateway process; forgetting an unknown one
 	// is not an error.
 	RemoveGateway(ctx context.Context, id string) error
-
-	// Close releases the store. It is safe to call twice.
-	Close() error
 }
 
 // Names of [Store.Meta] values.
