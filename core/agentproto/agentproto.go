@@ -102,6 +102,35 @@ type Tool struct {
 	TimeoutMs int `json:"timeoutMs,omitempty"`
 	// Disabled registers the tool switched off (see [TypeSetEnabled]).
 	Disabled bool `json:"disabled,omitempty"`
+	// Execution says whether the tool may run as an MCP task; nil means
+	// [TaskForbidden]. An older gateway ignores it.
+	Execution *Execution `json:"execution,omitempty"`
+}
+
+// Task support of a tool, as MCP spells execution.taskSupport.
+const (
+	// TaskForbidden: the tool is never run as a task (the default).
+	TaskForbidden = "forbidden"
+	// TaskOptional: a client may run the tool as a task, or call it plainly.
+	TaskOptional = "optional"
+	// TaskRequired: the tool runs only as a task.
+	TaskRequired = "required"
+)
+
+// Execution is how a tool may be run: MCP's Tool.execution.
+type Execution struct {
+	// TaskSupport is [TaskForbidden], [TaskOptional] or [TaskRequired];
+	// "" means TaskForbidden.
+	TaskSupport string `json:"taskSupport,omitempty"`
+}
+
+// TaskSupport returns the tool's task support: [TaskForbidden] when it
+// declares none.
+func (t *Tool) TaskSupport() string {
+	if t.Execution == nil || t.Execution.TaskSupport == "" {
+		return TaskForbidden
+	}
+	return t.Execution.TaskSupport
 }
 
 // Annotations are the MCP tool annotations; they travel to clients as given.
@@ -165,7 +194,7 @@ const (
 	TypeCancel     = "cancel"           // G→A: stop call ID; drop its result
 	TypeProgress   = "progress"         // A→G: a progress line for call ID
 	TypeResult     = "result"           // A→G: the result of call ID
-	TypeError      = "error"            // A→G: call ID failed with Message
+	TypeError      = "error"            // A→G: call ID failed with Message (and Code, Data for a protocol error)
 	TypeSetEnabled = "set_enabled"      // A→G: switch tool Name on or off in this replica only
 	TypeGoodbye    = "goodbye"          // G→A: the gateway is going away; reconnect later
 	TypeDrain      = "drain"            // A→G: send no new calls; the agent stops after the running ones
@@ -249,11 +278,15 @@ type Message struct {
 	Responses json.RawMessage `json:"responses,omitempty"`
 	// Code, on an answered without responses, is the JSON-RPC error code
 	// of why: -32021 when the client did not declare the capability an
-	// input request needs.
+	// input request needs. On error, a code makes the failure a protocol
+	// error: the client gets a JSON-RPC error with this code, Message and
+	// Data instead of an isError result (see [ClientErrorCode]); 0 means
+	// an isError result.
 	Code int `json:"code,omitempty"`
 	// Level, Logger and Data, on log, are an MCP notifications/message:
 	// the RFC 5424 level (debug, info, notice, warning, error, critical,
-	// alert, emergency), an optional logger name and any JSON.
+	// alert, emergency), an optional logger name and any JSON. Data, on an
+	// error with a Code, is the JSON-RPC error's data.
 	Level  string          `json:"level,omitempty"`
 	Logger string          `json:"logger,omitempty"`
 	Data   json.RawMessage `json:"data,omitempty"`

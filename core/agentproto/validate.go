@@ -73,3 +73,39 @@ func CheckReserved(kind, exposed string) error {
 
 // Thousands formats n with comma separators: 65536 → "65,536".
 func Thousands(n int) string { return textfmt.Thousands(int64(n)) }
+
+// CheckTaskSupport returns why tool's execution.taskSupport cannot be
+// registered, worded for the agent's developer, or nil: it is absent,
+// [TaskForbidden], [TaskOptional] or [TaskRequired].
+func CheckTaskSupport(t *Tool) error {
+	if t.Execution == nil {
+		return nil
+	}
+	switch t.Execution.TaskSupport {
+	case "", TaskForbidden, TaskOptional, TaskRequired:
+		return nil
+	}
+	return fmt.Errorf("Task support of tool %q is %q; use %q, %q or %q.", t.Name, textfmt.Cut(t.Execution.TaskSupport, 40), TaskForbidden, TaskOptional, TaskRequired)
+}
+
+// JSON-RPC error codes an agent's protocol error may carry as they are.
+const (
+	CodeInvalidParams = -32602
+	CodeInternalError = -32603
+)
+
+// ClientErrorCode is the JSON-RPC error code a client gets for an agent's
+// protocol error with code: -32602 (invalid params), -32603 (internal
+// error) and any application code outside the range JSON-RPC reserves
+// (-32768 to -32000) pass as they are; any other code of that range, whose
+// meaning is the protocol's own (method not found, a missing capability…),
+// and 0 become -32603, the message kept.
+func ClientErrorCode(code int) int {
+	switch {
+	case code == CodeInvalidParams:
+		return code
+	case code == 0, code >= -32768 && code <= -32000:
+		return CodeInternalError
+	}
+	return code
+}

@@ -184,6 +184,9 @@ func validateTools(r *agentproto.Registration, lim Limits) error {
 		if t.TimeoutMs < 0 || t.TimeoutMs > agentproto.MaxToolTimeoutMs {
 			return refuse("tool", t.Name, "Timeout of tool %q is %dms; it must be between 0 and %dms.", t.Name, t.TimeoutMs, agentproto.MaxToolTimeoutMs)
 		}
+		if err := agentproto.CheckTaskSupport(&t); err != nil {
+			return refuseAs("tool", t.Name, err)
+		}
 	}
 	return nil
 }
