@@ -49,7 +49,7 @@ const (
 	failingGrace = 5 * time.Second
 )
 
-// CallLog writes call log records to a [Store] in batches, off the request
+// CallLog writes call log records to a [CallWriter] in batches, off the request
 // path: [CallLog.Add] only queues a record, and a background goroutine
 // writes what is queued every FlushInterval or every BatchSize records,
 // whichever comes first.
@@ -69,7 +69,7 @@ const (
 //
 // Every method is safe for concurrent use.
 type CallLog struct {
-	s      Store
+	s      CallWriter
 	opts   CallLogOptions
 	prefix string // of batch ids: unique to this log
 
@@ -141,9 +141,9 @@ func (h Health) Problem() string {
 }
 
 // NewCallLog starts a call log writing to s. Call [CallLog.Close] to stop it.
-func NewCallLog(s Store, opts *CallLogOptions) *CallLog {
+func NewCallLog(s CallWriter, opts *CallLogOptions) *CallLog {
 	if s == nil {
-		panic("store: NewCallLog with a nil Store")
+		panic("store: NewCallLog with a nil CallWriter")
 	}
 	var o CallLogOptions
 	if opts != nil {
