@@ -54,11 +54,19 @@ func (c *Controls) CacheFor(t *agents.Tool) time.Duration {
 	return time.Duration(c.Tools[t.Name].CacheSeconds) * time.Second
 }
 
+// Store is the part of [store.Store] the controls are read from.
+type Store interface {
+	ProjectByID(ctx context.Context, id int64) (store.Project, error)
+	ToolSettings(ctx context.Context, projectID int64) ([]store.ToolSettings, error)
+	Approvals(ctx context.Context, projectID int64) ([]store.Approval, error)
+	Keys(ctx context.Context, projectID int64) ([]store.Key, error)
+}
+
 // Cache keeps each project's controls for a TTL, so the call path does not
 // read the store on every request. Saves drop the entry at once
 // ([Cache.Forget], called on the change path).
 type Cache struct {
-	store store.Store
+	store Store
 	ttl   time.Duration
 
 	mu sync.Mutex
@@ -71,7 +79,7 @@ type cachedControls struct {
 }
 
 // NewCache returns a cache of the controls in s, each kept for ttl.
-func NewCache(s store.Store, ttl time.Duration) *Cache {
+func NewCache(s Store, ttl time.Duration) *Cache {
 	return &Cache{store: s, ttl: ttl, m: make(map[int64]cachedControls)}
 }
 
@@ -106,7 +114,7 @@ func (cc *Cache) Forget(projectID int64) {
 }
 
 // Load reads a project's controls from the store.
-func Load(ctx context.Context, st store.Store, projectID int64) (*Controls, error) {
+func Load(ctx context.Context, st Store, projectID int64) (*Controls, error) {
 	p, err := st.ProjectByID(ctx, projectID)
 	if err != nil {
 		return nil, err

@@ -34,7 +34,7 @@ type Options struct {
 	// Context bounds every agent connection: when it ends, they end.
 	Context  context.Context
 	Registry *agents.Registry
-	Store    store.Store
+	Store    store.Projects
 	Verifier *auth.Verifier
 	Logger   *slog.Logger
 	// Heartbeat is how often replicas ping; 0 means [Heartbeat].
@@ -46,25 +46,30 @@ type Options struct {
 }
 
 // Front serves the agent side of one gateway. Register and Connect are its
-// HTTP handlers; Close waits for the connections it serves.
+// HTTP handlers; Start starts its watchdog, and Close ends the connections
+// it serves and waits for them (see lifecycle.go).
 type Front struct {
 	opts    Options
 	log     *slog.Logger
 	tickets *tickets
 	updates *ratelimit.Limiter // resource_updated messages, per replica
 
-	mu      sync.Mutex // orders conns.Add against Close's conns.Wait; guards live
+	// ctx bounds every agent connection and the watchdog; Close cancels
+	// it. A child of Options.Context.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu      sync.Mutex // orders conns.Add against Close's conns.Wait; guards live, started and closing
+	started bool
 	closing bool
-	conns   sync.WaitGroup // agent connections being served
+	conns   sync.WaitGroup // agent connections being served, and the watchdog
 	// live are the connections the watchdog looks after: one goroutine
 	// for all of them, not a pinging goroutine per agent (at 10,000
 	// agents that was 80 MB of stacks).
-	live     map[*wsTransport]struct{}
-	watching bool
-	stop     chan struct{} // closed by Close: the watchdog ends
+	live map[*wsTransport]struct{}
 }
 
-// New makes the agent front.
+// New builds the agent front; it starts nothing (see [Front.Start]).
 func New(opts Options) *Front {
 	if opts.Heartbeat <= 0 {
 		opts.Heartbeat = Heartbeat
@@ -75,81 +80,8 @@ func New(opts Options) *Front {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	return &Front{opts: opts, log: opts.Logger, tickets: newTickets(TicketTTL), updates: ratelimit.New(),
-		live: make(map[*wsTransport]struct{}), stop: make(chan struct{})}
-}
-
-// Close refuses new agent connections and waits for those being served to
-// end; end them first (cancel Options.Context, close the replicas).
-func (f *Front) Close() {
-	f.mu.Lock()
-	if !f.closing {
-		close(f.stop)
-	}
-	f.closing = true
-	f.mu.Unlock()
-	f.conns.Wait()
-}
-
-// track counts an agent connection that Close waits for; false once Close
-// has started waiting (a WaitGroup must not grow from zero while someone
-// waits on it).
-func (f *Front) track() bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.closing {
-		return false
-	}
-	f.conns.Add(1)
-	return true
-}
-
-// watch puts t under the watchdog, which starts with the first connection.
-func (f *Front) watch(t *wsTransport) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.live[t] = struct{}{}
-	if !f.watching {
-		f.watching = true
-		recovery.Go(f.log, "watch agent connections", f.watchdog)
-	}
-}
-
-// unwatch takes t from the watchdog's care.
-func (f *Front) unwatch(t *wsTransport) {
-	f.mu.Lock()
-	delete(f.live, t)
-	f.mu.Unlock()
-}
-
-// watchdog closes, every half heartbeat, the connections whose agent sent
-// nothing for two heartbeats: the SDKs ping every heartbeat, so such an
-// agent is dead, or cut off, or too stuck to serve calls. It runs until
-// Close or the end of Options.Context.
-func (f *Front) watchdog() {
-	hb := f.opts.Heartbeat
-	tick := time.NewTicker(hb / 2)
-	defer tick.Stop()
-	for {
-		var now time.Time
-		select {
-		case <-f.opts.Context.Done():
-			return
-		case <-f.stop:
-			return
-		case now = <-tick.C:
-		}
-		var dead []*wsTransport
-		f.mu.Lock()
-		for t := range f.live {
-			if t.silent(now) > 2*hb {
-				dead = append(dead, t)
-			}
-		}
-		f.mu.Unlock()
-		for _, t := range dead {
-			t.log.Warn("agent sent nothing, not even a ping, for two heartbeats; closing its connection", "heartbeat", hb)
-			t.ws.CloseNow()
-		}
-	}
+	f := &Front{opts: opts, log: opts.Logger, tickets: newTickets(TicketTTL), updates: ratelimit.New(),
+		live: make(map[*wsTransport]struct{})}
+	f.ctx, f.cancel = context.WithCancel(opts.Context)
+	return f
 }

@@ -45,7 +45,7 @@ func Hash(secret string) []byte {
 
 // CreateKey makes a key of k.Kind in k.ProjectID, stores it hashed and returns
 // the stored key and its secret, which is shown once and never again.
-func CreateKey(ctx context.Context, s store.Store, k store.Key) (store.Key, string, error) {
+func CreateKey(ctx context.Context, s store.Keys, k store.Key) (store.Key, string, error) {
 	secret, id := NewSecret(k.Kind)
 	k.ID = id
 	stored, err := s.CreateKey(ctx, k, Hash(secret))
@@ -58,7 +58,7 @@ func CreateKey(ctx context.Context, s store.Store, k store.Key) (store.Key, stri
 // Verifier checks presented secrets. Lookups are cached for TTL, which bounds
 // how long a revoked key keeps working.
 type Verifier struct {
-	store store.Store
+	store store.Keys
 	ttl   time.Duration
 	now   func() time.Time
 
@@ -73,7 +73,7 @@ type cached struct {
 }
 
 // NewVerifier returns a Verifier over s. A zero ttl means 500ms.
-func NewVerifier(s store.Store, ttl time.Duration) *Verifier {
+func NewVerifier(s store.Keys, ttl time.Duration) *Verifier {
 	if ttl <= 0 {
 		ttl = 500 * time.Millisecond
 	}

@@ -47,8 +47,9 @@ type Options struct {
 	// on; the endpoint subscribes to it to keep views and caches up to
 	// date (see [Front.changed]). Nil: nothing changes after start.
 	Changes *changes.Bus
-	// Store holds projects and keys. Required.
-	Store store.Store
+	// Store is read for each project's tool controls ([access.Load]).
+	// Required.
+	Store access.Store
 	// Verifier checks client keys. Required.
 	Verifier *sfauth.Verifier
 	// CallLog records calls that reached an agent. Required.
@@ -103,7 +104,7 @@ type Front struct {
 	sessionPrefix string // see Options.SessionPrefix
 	hostsChecked  bool   // see Options.HostsChecked
 	reg           *agents.Registry
-	store         store.Store
+	store         access.Store
 	verifier      *sfauth.Verifier
 	oauth         *oauth.Server // nil: client keys only
 	calls         *store.CallLog
@@ -128,22 +129,24 @@ type Front struct {
 	mu    sync.Mutex
 	views map[string]*view // by client key id
 
-	draining atomic.Bool
-	inflight atomic.Int64 // POST requests being served, until their response is written
+	draining atomic.Bool // see StartDrain
+	inflight inFlight    // POST requests being served, until their response is written
+
+	life           lifecycle // see lifecycle.go
+	changes        *changes.Bus
+	keepAliveEvery time.Duration // see Options.KeepAlive
+	sessionIdle    time.Duration // see Options.SessionIdle
 
 	maxSessions int
 	maxInFlight int
 	requests    sync.Map // requestHeader token → the HTTP request's context
 	handoffs    sync.Map // handoffHeader token → *handoff
 	viewIdle    time.Duration
-	unsubscribe func()
 	updated     chan changes.Change // resource updates for tellSubscribers
-	stop        chan struct{}
-	closeOnce   sync.Once
 }
 
-// New returns the endpoint. It hears about changes on opts.Changes until
-// [Front.Close].
+// New builds the endpoint; it starts nothing. [Front.Start] subscribes it
+// to opts.Changes and starts its background work, until [Front.Close].
 func New(opts Options) *Front {
 	if opts.Registry == nil || opts.Store == nil || opts.Verifier == nil || opts.CallLog == nil {
 		panic("mcpfront.New: Registry, Store, Verifier and CallLog are required")
@@ -152,7 +155,7 @@ func New(opts Options) *Front {
 		sessionPrefix: opts.SessionPrefix, hostsChecked: opts.HostsChecked,
 		reg: opts.Registry, store: opts.Store, verifier: opts.Verifier, calls: opts.CallLog,
 		log: opts.Logger, controls: access.NewCache(opts.Store, time.Second),
-		limiter: opts.Limiter, oauth: opts.OAuth,
+		limiter: opts.Limiter, oauth: opts.OAuth, changes: opts.Changes,
 		views: make(map[string]*view),
 		impl:  &mcp.Implementation{Name: "spacefix", Title: "Spacefix", Version: opts.Version},
 	}
@@ -171,11 +174,12 @@ func New(opts Options) *Front {
 		opts.CacheBytes = 64 << 20
 	}
 	f.cache = cache.New(opts.CacheBytes)
-	if opts.SessionIdle <= 0 {
-		opts.SessionIdle = 30 * time.Minute
+	f.sessionIdle, f.keepAliveEvery = opts.SessionIdle, opts.KeepAlive
+	if f.sessionIdle <= 0 {
+		f.sessionIdle = 30 * time.Minute
 	}
-	if opts.KeepAlive <= 0 {
-		opts.KeepAlive = 30 * time.Second
+	if f.keepAliveEvery <= 0 {
+		f.keepAliveEvery = 30 * time.Second
 	}
 	f.viewIdle = opts.ViewIdle
 	if f.viewIdle <= 0 {
@@ -205,11 +209,8 @@ func New(opts Options) *Front {
 		MaxRequestBodyBytes:          -1,
 		DisableLocalhostProtection:   opts.HostsChecked,
 	})
-	f.stop = make(chan struct{})
+	f.life.stop = make(chan struct{})
 	f.updated = make(chan changes.Change, 1024)
-	go f.tellSubscribers(f.stop)
-	f.unsubscribe = opts.Changes.Subscribe(f.changed)
-	go f.keepAlive(opts.KeepAlive, opts.SessionIdle, f.stop)
 	bearer := auth.RequireBearerToken(f.verifyToken, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})
 	f.handler = http.NewCrossOriginProtection().Handler(f.challenge(bearer(http.HandlerFunc(f.dispatch))))
 	return f
@@ -222,8 +223,8 @@ func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodPost {
 		// Counted until the response is written, not just until a handler
 		// returned: shutdown waits for answers to reach their clients.
-		f.inflight.Add(1)
-		defer f.inflight.Add(-1)
+		f.inflight.add()
+		defer f.inflight.done()
 	}
 	f.handler.ServeHTTP(w, r)
 }
@@ -422,49 +423,6 @@ func trimName(s string) string {
 // calls were (early.go).
 func (f *Front) EarlyStats() (hits, earlyHits, earlyCalls int64) {
 	return f.hits.Load(), f.earlyHits.Load(), f.earlyCalls.Load()
-}
-
-// StartDrain marks the endpoint as shutting down: calls that lose their agent
-// from now on say so.
-func (f *Front) StartDrain() { f.draining.Store(true) }
-
-// WaitIdle returns when no request is in flight, or when ctx ends.
-func (f *Front) WaitIdle(ctx context.Context) {
-	t := time.NewTicker(20 * time.Millisecond)
-	defer t.Stop()
-	for f.inflight.Load() > 0 {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
-}
-
-// Close stops the endpoint's background work (the keepalive pings, the
-// idle views' sweep) and its subscription to changes. It is
-// safe to call twice.
-func (f *Front) Close() {
-	f.closeOnce.Do(func() {
-		f.unsubscribe()
-		close(f.stop)
-	})
-}
-
-// CloseSessions ends every MCP session, so long-lived streams let the HTTP
-// server stop.
-func (f *Front) CloseSessions() {
-	f.mu.Lock()
-	vs := make([]*view, 0, len(f.views))
-	for _, v := range f.views {
-		vs = append(vs, v)
-	}
-	f.mu.Unlock()
-	for _, v := range vs {
-		for s := range v.server.Sessions() {
-			s.Close()
-		}
-	}
 }
 
 // disconnectedMessage says why a call lost its agent.

@@ -26,7 +26,7 @@ import (
 // at scrape time and must be safe for concurrent use.
 type Options struct {
 	// Store names projects for labels. Required.
-	Store store.Store
+	Store store.Projects
 	// Agents returns how many agent replicas are connected, by project
 	// id; nil means none are.
 	Agents func() map[int64]int
@@ -54,7 +54,7 @@ type Options struct {
 // updates. Every method is safe for concurrent use.
 type Metrics struct {
 	reg      *prometheus.Registry
-	st       store.Store
+	st       store.Projects
 	calls    *prometheus.CounterVec
 	duration *prometheus.HistogramVec
 	reads    *prometheus.CounterVec
