@@ -25,6 +25,7 @@ package oauth
 
 import (
 	"cmp"
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/x509"
@@ -95,8 +96,9 @@ const (
 
 // Options configure a [Server].
 type Options struct {
-	// Store keeps clients, grants, codes and tokens. Required.
-	Store store.Store
+	// Store keeps clients, grants, codes and tokens, and the audit log
+	// an app's revocation is written to. Required.
+	Store Store
 	// BaseURL returns the gateway's public base URL (no trailing slash)
 	// as a client reached it: --public-url, else from the request. It is
 	// the issuer, and BaseURL+"/mcp" the protected resource. Required.
@@ -136,9 +138,15 @@ const (
 	ClientRetention = RefreshTTL
 )
 
+// Store is the part of [store.Store] the authorization server uses.
+type Store interface {
+	store.OAuth
+	AppendAudit(ctx context.Context, e store.AuditEntry) (store.AuditEntry, error)
+}
+
 // Server is the authorization server. Mount its endpoints with [Server.Mount].
 type Server struct {
-	st      store.Store
+	st      Store
 	base    func(r *http.Request) string
 	log     *slog.Logger
 	revoked func(projectID int64, grantID string)
