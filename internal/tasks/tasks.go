@@ -1,0 +1,216 @@
+// Package tasks runs MCP tasks: tool calls that go on past the request
+// that started them, whose status, progress, questions and result any
+// gateway sharing the store can read. Both MCP eras (the 2025-11-25
+// experimental tasks and the 2026-07-28 io.modelcontextprotocol/tasks
+// extension) and the gateway's job tool are fronts of the one [Manager].
+//
+// Engineers B and C: this file is the API of the design
+// (/tmp/briefs2/tasks-design.md). The records live in internal/store
+// (store.Task, store.Tasks) and are aliased here, so tasks.Task, tasks.Status
+// and the status constants are exactly as the design spells them. The
+// front's conversion of an agent question to inputRequests and back is
+// [Questions]; its implementation is mcpfront.TaskQuestions
+// (internal/mcpfront/taskquestions.go), to pass as [Options.Questions].
+package tasks
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/spacefix/spacefix/core/agentproto"
+	"github.com/spacefix/spacefix/internal/agents"
+	"github.com/spacefix/spacefix/internal/route"
+	"github.com/spacefix/spacefix/internal/store"
+)
+
+// Status of a task, as MCP spells it.
+type Status = store.TaskStatus
+
+// The statuses of a task.
+const (
+	Working       = store.TaskWorking
+	InputRequired = store.TaskInputRequired
+	Completed     = store.TaskCompleted
+	Failed        = store.TaskFailed
+	Cancelled     = store.TaskCancelled
+)
+
+// Owner is who may see a task: "key:<key id>" for a key, "user:<user id>"
+// for a person through OAuth (any of their apps' grants). [Manager.OwnerOf]
+// derives it from the caller's key.
+type Owner = store.TaskOwner
+
+// Task is a task as the store keeps it.
+type Task = store.Task
+
+// RPCError is the JSON-RPC error a task failed with ({code, message, data}).
+type RPCError = store.TaskError
+
+// Store is what the runtime keeps (implemented by store/sqlite and
+// store/postgres; contract tests in store/storetest/tasks.go).
+type Store = store.Tasks
+
+// ErrNotFound: unknown id, expired, or someone else's (the same error,
+// always).
+var ErrNotFound = errors.New("no such task")
+
+// Spec is a task to start: the MCP front has checked the key, access, the
+// instance argument, validated the arguments against the picked replica's
+// schema and the cache/idempotency rules, exactly as for a plain call; it
+// built the route.Request with Wait = the task limit ([Manager.Limit]) and
+// picked (not sent) the call.
+type Spec struct {
+	Key  store.Key
+	Tool *agents.Tool
+	Call *route.Call // picked with route.Pick, validated, not sent
+	Era  string
+	// TTL is the client's request (0: the project's cap); Run caps it.
+	TTL   time.Duration
+	Start time.Time
+}
+
+// Questions is the MCP front's conversion of an agent's question (a
+// confirm or an ask) to 2026-07-28 inputRequests, and of the client's
+// inputResponses back to the agent's answer. Its methods are called from
+// the task's runner goroutine and from Answer; they must be safe for
+// concurrent use.
+type Questions interface {
+	// InputRequests returns the inputRequests map (id → {method, params})
+	// for question q. An error says, for the agent's developer, why q
+	// cannot be asked; the runner gives it to the agent as its answer.
+	InputRequests(q *agentproto.Message) (json.RawMessage, error)
+	// Answer gives call the client's responses to question q, asked as
+	// asked, or tells the agent why they do not answer it.
+	Answer(call *route.Call, q *agentproto.Message, asked json.RawMessage, responses map[string]json.RawMessage)
+}
+
+// CallLog is where a task's call is logged when it ends: a *store.CallLog.
+type CallLog interface {
+	Add(c store.Call)
+}
+
+// Grants finds the person behind an OAuth grant (store.OAuth has it).
+type Grants interface {
+	OAuthGrant(ctx context.Context, id string) (store.OAuthGrant, error)
+}
+
+// Signal is a cancel or an answer for a task that another gateway runs.
+type Signal struct {
+	Kind      string                     `json:"kind"` // "cancel" or "answer"
+	TaskID    string                     `json:"task"`
+	Responses map[string]json.RawMessage `json:"responses,omitempty"`
+}
+
+// Signals carries [Signal]s between the gateways that share a store
+// (internal/cluster implements it over NATS). Both methods are safe for
+// concurrent use.
+type Signals interface {
+	// Send delivers sig to gateway, at most once; an error means it may
+	// not have arrived.
+	Send(ctx context.Context, gateway string, sig Signal) error
+	// Receive calls fn with each signal sent to this gateway, until the
+	// returned func is called.
+	Receive(fn func(Signal)) (stop func(), err error)
+}
+
+// Options configure a [Manager]. The zero value of each field means what
+// its comment says.
+type Options struct {
+	// Store keeps the tasks. Required.
+	Store Store
+	// Calls logs each task's call once it ends. Required.
+	Calls CallLog
+	// Settings returns a project's settings (the longest task, the TTL
+	// cap). Nil means the defaults.
+	Settings func(ctx context.Context, projectID int64) (store.ProjectSettings, error)
+	// Grants finds the person of an OAuth key; nil makes every key its own
+	// owner.
+	Grants Grants
+	// Gateway is this gateway's id, written on the tasks it runs. "" means
+	// "local".
+	Gateway string
+	// Signals reaches the other gateways; nil on a gateway alone.
+	Signals Signals
+	// Questions converts agent questions; nil answers every question with
+	// an error that the client cannot be asked.
+	Questions Questions
+	// Log; nil means slog.Default().
+	Log *slog.Logger
+	// Now; nil means time.Now.
+	Now func() time.Time
+	// PruneEvery is how often ended tasks past their TTL are deleted; 0
+	// means a minute.
+	PruneEvery time.Duration
+}
+
+// Manager runs tasks and answers for them. Every method is safe for
+// concurrent use.
+type Manager struct {
+	opts Options
+}
+
+var errNotRunning = errors.New("tasks: not running yet")
+
+// New returns a Manager; [Manager.Start] starts its background work.
+func New(opts Options) *Manager {
+	return &Manager{opts: opts}
+}
+
+// Start starts the pruning loop and the signal subscription.
+func (m *Manager) Start(ctx context.Context) error { return errNotRunning }
+
+// Close stops taking tasks; it cancels nothing.
+func (m *Manager) Close() error { return nil }
+
+// OwnerOf returns the owner of the tasks key starts.
+func (m *Manager) OwnerOf(ctx context.Context, key store.Key) (Owner, error) {
+	return "", errNotRunning
+}
+
+// Run stores the task (status working) and only then sends the call and
+// returns. See the design for how a task ends.
+func (m *Manager) Run(ctx context.Context, s Spec) (Task, error) { return Task{}, errNotRunning }
+
+// Get returns owner's task, ErrNotFound otherwise.
+func (m *Manager) Get(ctx context.Context, owner Owner, projectID int64, id string) (Task, error) {
+	return Task{}, errNotRunning
+}
+
+// Wait returns the task once it is terminal or InputRequired (or ctx
+// ends).
+func (m *Manager) Wait(ctx context.Context, owner Owner, projectID int64, id string) (Task, error) {
+	return Task{}, errNotRunning
+}
+
+// List returns owner's tasks in the project, newest first, a page at a
+// time (cursor "" first).
+func (m *Manager) List(ctx context.Context, owner Owner, projectID int64, cursor string, limit int) ([]Task, string, error) {
+	return nil, "", errNotRunning
+}
+
+// Cancel cancels owner's task.
+func (m *Manager) Cancel(ctx context.Context, owner Owner, projectID int64, id string) (Task, error) {
+	return Task{}, errNotRunning
+}
+
+// Answer gives the handler the client's responses to the task's
+// InputRequests.
+func (m *Manager) Answer(ctx context.Context, owner Owner, projectID int64, id string, responses map[string]json.RawMessage) error {
+	return errNotRunning
+}
+
+// Subscribe calls fn with each status change of a task run or watched by
+// this gateway; the returned func unsubscribes.
+func (m *Manager) Subscribe(fn func(Task)) (unsubscribe func()) { return func() {} }
+
+// Limit is the project's longest task.
+func (m *Manager) Limit(ctx context.Context, projectID int64) time.Duration { return time.Hour }
+
+// TTLCap is the longest a task's result is kept.
+func (m *Manager) TTLCap(ctx context.Context, projectID int64) time.Duration { return 24 * time.Hour }
+
+// FailGateway marks the non-terminal tasks of a dead gateway Failed.
+func (m *Manager) FailGateway(ctx context.Context, gatewayID string) error { return errNotRunning }
