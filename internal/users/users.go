@@ -52,11 +52,31 @@ var (
 	errEmailTaken     error = Problem("A user with this email exists already. Sign in instead.")
 )
 
+// SetupStore is what [SetupPath] reads and writes.
+type SetupStore interface {
+	store.Users
+	store.Invites
+}
+
+// SignUpStore is what [SignUp] touches: the invite, the new user and, for
+// a project invite, the membership.
+type SignUpStore interface {
+	store.Users
+	store.Invites
+	store.Members
+}
+
+// SessionStore is what [SessionUser] reads.
+type SessionStore interface {
+	store.Sessions
+	UserByID(ctx context.Context, id int64) (store.User, error)
+}
+
 // SetupPath creates a one-time setup link for the first admin when the
 // store has no user yet, and returns its path ("/setup/…"); it returns ""
 // when a user exists. serve prints the link on every start until someone
 // has used one.
-func SetupPath(ctx context.Context, st store.Store) (string, error) {
+func SetupPath(ctx context.Context, st SetupStore) (string, error) {
 	us, err := st.Users(ctx)
 	if err != nil {
 		return "", fmt.Errorf("setup link: %w", err)
@@ -73,20 +93,20 @@ func SetupPath(ctx context.Context, st store.Store) (string, error) {
 
 // Invite creates a one-time link for a new user and returns its path
 // ("/join/…"). email, if not empty, is the only address that may use it.
-func Invite(ctx context.Context, st store.Store, by store.User, email string, admin bool) (string, error) {
+func Invite(ctx context.Context, st store.Invites, by store.User, email string, admin bool) (string, error) {
 	return invite(ctx, st, store.Invite{Email: email, Admin: admin, CreatedBy: by.ID})
 }
 
 // InviteToProject is [Invite] for a new member of a project: the user it
 // creates joins the project with the role.
-func InviteToProject(ctx context.Context, st store.Store, by store.User, email string, projectID int64, role store.Role) (string, error) {
+func InviteToProject(ctx context.Context, st store.Invites, by store.User, email string, projectID int64, role store.Role) (string, error) {
 	if projectID == 0 || !role.Valid() {
 		return "", fmt.Errorf("invite: project %d, role %q", projectID, role)
 	}
 	return invite(ctx, st, store.Invite{Email: email, CreatedBy: by.ID, ProjectID: projectID, Role: role})
 }
 
-func invite(ctx context.Context, st store.Store, inv store.Invite) (string, error) {
+func invite(ctx context.Context, st store.Invites, inv store.Invite) (string, error) {
 	inv.ExpiresAt = time.Now().Add(InviteLifetime)
 	secret, err := createInvite(ctx, st, inv)
 	if err != nil {
@@ -95,7 +115,7 @@ func invite(ctx context.Context, st store.Store, inv store.Invite) (string, erro
 	return "/join/" + secret, nil
 }
 
-func createInvite(ctx context.Context, st store.Store, inv store.Invite) (string, error) {
+func createInvite(ctx context.Context, st store.Invites, inv store.Invite) (string, error) {
 	secret := rand.Text()
 	inv.ID = "inv_" + strings.ToLower(rand.Text()[:12])
 	if _, err := st.CreateInvite(ctx, inv, auth.Hash(secret)); err != nil {
@@ -105,7 +125,7 @@ func createInvite(ctx context.Context, st store.Store, inv store.Invite) (string
 }
 
 // CheckInvite returns the live invite of a link's secret, or ErrBadInvite.
-func CheckInvite(ctx context.Context, st store.Store, secret string) (store.Invite, error) {
+func CheckInvite(ctx context.Context, st store.Invites, secret string) (store.Invite, error) {
 	inv, err := st.InviteByHash(ctx, auth.Hash(secret))
 	if errors.Is(err, store.ErrNotFound) {
 		return store.Invite{}, ErrBadInvite
@@ -115,7 +135,7 @@ func CheckInvite(ctx context.Context, st store.Store, secret string) (store.Invi
 
 // SignUp uses an invite link to create a user with a password. Mistakes the
 // person can fix come back as a [Problem].
-func SignUp(ctx context.Context, st store.Store, secret, email, password string) (store.User, error) {
+func SignUp(ctx context.Context, st SignUpStore, secret, email, password string) (store.User, error) {
 	addr, err := mail.ParseAddress(strings.TrimSpace(email))
 	if err != nil || addr.Name != "" {
 		return store.User{}, Problem("Enter an email address such as ada@example.com.")
@@ -155,7 +175,7 @@ func SignUp(ctx context.Context, st store.Store, secret, email, password string)
 
 // SignIn checks an email and password; wrong ones give ErrBadCredentials,
 // after the same work as right ones.
-func SignIn(ctx context.Context, st store.Store, email, password string) (store.User, error) {
+func SignIn(ctx context.Context, st store.Users, email, password string) (store.User, error) {
 	u, hash, err := st.UserByEmail(ctx, email)
 	if errors.Is(err, store.ErrNotFound) {
 		CheckPassword(dummyHash(), password)
@@ -176,7 +196,7 @@ func SignIn(ctx context.Context, st store.Store, email, password string) (store.
 
 // NewSession starts a session for a user and returns the token for its
 // cookie and when it expires.
-func NewSession(ctx context.Context, st store.Store, userID int64) (token string, expires time.Time, err error) {
+func NewSession(ctx context.Context, st store.Sessions, userID int64) (token string, expires time.Time, err error) {
 	token = sessionPrefix + rand.Text()
 	sess, err := st.CreateSession(ctx, store.Session{UserID: userID, ExpiresAt: time.Now().Add(SessionLifetime)}, auth.Hash(token))
 	if err != nil {
@@ -186,7 +206,7 @@ func NewSession(ctx context.Context, st store.Store, userID int64) (token string
 }
 
 // SessionUser returns the user of a live session token, or ErrNoSession.
-func SessionUser(ctx context.Context, st store.Store, token string) (store.User, error) {
+func SessionUser(ctx context.Context, st SessionStore, token string) (store.User, error) {
 	if token == "" {
 		return store.User{}, ErrNoSession
 	}
@@ -205,27 +225,27 @@ func SessionUser(ctx context.Context, st store.Store, token string) (store.User,
 }
 
 // EndSession signs a session out.
-func EndSession(ctx context.Context, st store.Store, token string) error {
+func EndSession(ctx context.Context, st store.Sessions, token string) error {
 	return st.DeleteSession(ctx, auth.Hash(token))
 }
 
 // CreateAPIToken makes an instance admin API token and returns it with its
 // secret, which is shown once and never again. by is 0 when the CLI makes
 // it.
-func CreateAPIToken(ctx context.Context, st store.Store, name string, by int64) (store.APIToken, string, error) {
+func CreateAPIToken(ctx context.Context, st store.APITokens, name string, by int64) (store.APIToken, string, error) {
 	return createToken(ctx, st, store.APIToken{Name: name, CreatedBy: by})
 }
 
 // CreateProjectToken makes an API token that acts only on one project, with
 // a role there, and returns it with its secret.
-func CreateProjectToken(ctx context.Context, st store.Store, name string, by, projectID int64, role store.Role) (store.APIToken, string, error) {
+func CreateProjectToken(ctx context.Context, st store.APITokens, name string, by, projectID int64, role store.Role) (store.APIToken, string, error) {
 	if projectID == 0 || !role.Valid() {
 		return store.APIToken{}, "", fmt.Errorf("create API token: project %d, role %q", projectID, role)
 	}
 	return createToken(ctx, st, store.APIToken{Name: name, CreatedBy: by, ProjectID: projectID, Role: role})
 }
 
-func createToken(ctx context.Context, st store.Store, tok store.APIToken) (store.APIToken, string, error) {
+func createToken(ctx context.Context, st store.APITokens, tok store.APIToken) (store.APIToken, string, error) {
 	secret := tokenPrefix + rand.Text()
 	tok.ID = "tok_" + strings.ToLower(rand.Text()[:12])
 	tok, err := st.CreateAPIToken(ctx, tok, auth.Hash(secret))
@@ -237,7 +257,7 @@ func createToken(ctx context.Context, st store.Store, tok store.APIToken) (store
 
 // VerifyAPIToken returns the live token whose secret is presented, or
 // ErrUnknownToken.
-func VerifyAPIToken(ctx context.Context, st store.Store, secret string) (store.APIToken, error) {
+func VerifyAPIToken(ctx context.Context, st store.APITokens, secret string) (store.APIToken, error) {
 	if !strings.HasPrefix(secret, tokenPrefix) {
 		return store.APIToken{}, ErrUnknownToken
 	}
