@@ -363,6 +363,44 @@ type ProjectSettings struct {
 	// MaxArgumentBytes is the largest arguments a tool call may carry, in
 	// bytes of JSON: 1,024–33,554,432; 0 means 1,048,576 (1 MiB).
 	MaxArgumentBytes int `json:"maxArgumentBytes,omitempty"`
+	// LongestTaskMs is how long a task's call may run before it is
+	// cancelled and the task fails: 1 to [MaxLongestTask]; 0 means
+	// [DefaultLongestTask].
+	LongestTaskMs int64 `json:"longestTaskMs,omitempty"`
+	// TaskTTLMs caps how long an ended task and its result are kept
+	// (a client asks for less or more; it gets at most this): 1 to
+	// [MaxTaskTTL]; 0 means [DefaultTaskTTL].
+	TaskTTLMs int64 `json:"taskTTLMs,omitempty"`
+}
+
+// Bounds of the task settings.
+const (
+	DefaultLongestTask = time.Hour
+	MaxLongestTask     = 24 * time.Hour
+	DefaultTaskTTL     = 24 * time.Hour
+	MaxTaskTTL         = 7 * 24 * time.Hour
+)
+
+// LongestTask returns the project's longest task.
+func (s ProjectSettings) LongestTask() time.Duration {
+	return bounded(s.LongestTaskMs, DefaultLongestTask, MaxLongestTask)
+}
+
+// TaskTTL returns the longest an ended task of the project is kept.
+func (s ProjectSettings) TaskTTL() time.Duration {
+	return bounded(s.TaskTTLMs, DefaultTaskTTL, MaxTaskTTL)
+}
+
+// bounded is ms as a duration, def when it is not positive, at most max
+// (a value stored by hand is never trusted to be in bounds).
+func bounded(ms int64, def, max time.Duration) time.Duration {
+	if ms <= 0 {
+		return def
+	}
+	if ms > max.Milliseconds() {
+		return max
+	}
+	return time.Duration(ms) * time.Millisecond
 }
 
 // DefaultMaxArgumentBytes is the largest arguments a call may carry when
