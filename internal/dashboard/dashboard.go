@@ -32,11 +32,28 @@ import (
 //go:embed templates/*.html static/*
 var assets embed.FS
 
+// Store is the part of [store.Store] the dashboard and its API read and
+// change: all that people manage, not the gateway's own bookkeeping
+// (gateways, meta values, the store check, the call log writer).
+type Store interface {
+	store.Projects
+	store.Keys
+	store.Calls
+	store.Tools
+	store.Users
+	store.Sessions
+	store.Invites
+	store.APITokens
+	store.Members
+	store.Audit
+	store.OAuth
+}
+
 // Options configure a [Dashboard].
 type Options struct {
 	// Store holds projects, keys, settings, users and the call log.
 	// Required.
-	Store store.Store
+	Store Store
 	// Registry is the live registry of connected agents. Required.
 	Registry *agents.Registry
 	// Changes carries every saved change that alters what a project's MCP
@@ -69,7 +86,7 @@ type Options struct {
 // Dashboard serves the pages and the admin API. It is an http.Handler
 // meant for the root of the gateway's mux.
 type Dashboard struct {
-	st        store.Store
+	st        Store
 	reg       *agents.Registry
 	changes   *changes.Bus
 	baseURL   func() string
