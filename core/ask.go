@@ -201,37 +201,53 @@ func Roots(ctx context.Context) ([]Root, error) {
 type ElicitRequest struct {
 	Message string
 	Schema  any
+	// ID, in [Inputs.Elicits], names the request on the wire (see
+	// [Inputs.ElicitID]); empty means an id of the SDK's own.
+	ID string
 }
 
 // Inputs are input requests asked in one round by [Together]; each may be
 // left out.
 type Inputs struct {
 	Elicit *ElicitRequest
-	Sample *SampleRequest
-	Roots  bool
+	// Elicits are more forms for the same round, answered in
+	// [Answers.Elicits] in the same order: two questions the user answers
+	// at once, for example. Elicit and Elicits may be used together.
+	Elicits []ElicitRequest
+	Sample  *SampleRequest
+	Roots   bool
 	// ElicitID, SampleID and RootsID name the input requests on the wire
 	// (the keys of a 2026-07-28 client's inputRequests), for clients that
 	// look for particular ones; empty means ids of the SDK's own. They must
-	// differ from each other.
+	// differ from each other and from the IDs of Elicits.
 	ElicitID, SampleID, RootsID string
 }
 
 // Answers are the client's responses to [Together], for the requests asked.
 type Answers struct {
 	Elicit ElicitResult
-	Sample SampleResult
-	Roots  []Root
+	// Elicits are the answers to [Inputs.Elicits], in the same order.
+	Elicits []ElicitResult
+	Sample  SampleResult
+	Roots   []Root
 }
 
-// Together asks the client for several inputs in one round: a form, a
+// maxInputs is how many input requests the gateway passes on in one round.
+const maxInputs = 8
+
+// Together asks the client for several inputs in one round: forms, a
 // model's message and the roots, as one input_required result on 2026-07-28
 // (one retry) and as parallel requests on 2025 sessions. It fails as a whole
-// when the client cannot give any of them.
+// when the client cannot give any of them. At most 8 requests go in one
+// round.
 func Together(ctx context.Context, in Inputs) (Answers, error) {
 	var out Answers
 	reqs := map[string]inputRequest{}
 	if in.Elicit != nil {
-		reqs["elicit"] = inputRequest{"elicitation/create", map[string]any{"mode": "form", "message": in.Elicit.Message, "requestedSchema": in.Elicit.Schema}, in.ElicitID}
+		reqs["elicit"] = inputRequest{"elicitation/create", elicitParams(*in.Elicit), in.ElicitID}
+	}
+	for i, e := range in.Elicits {
+		reqs["elicit-"+strconv.Itoa(i+1)] = inputRequest{"elicitation/create", elicitParams(e), e.ID}
 	}
 	if in.Sample != nil {
 		if in.Sample.MaxTokens <= 0 {
@@ -245,6 +261,12 @@ func Together(ctx context.Context, in Inputs) (Answers, error) {
 	if len(reqs) == 0 {
 		return out, errors.New("core: together: no input requested")
 	}
+	if len(reqs) > maxInputs {
+		return out, fmt.Errorf("core: together: %d input requests; at most %d go in one round", len(reqs), maxInputs)
+	}
+	if err := distinctIDs(reqs); err != nil {
+		return out, err
+	}
 	rs, err := askAll(ctx, "together", reqs)
 	if err != nil {
 		return out, err
@@ -252,6 +274,14 @@ func Together(ctx context.Context, in Inputs) (Answers, error) {
 	if raw := rs["elicit"]; raw != nil {
 		if err := json.Unmarshal(raw, &out.Elicit); err != nil {
 			return out, fmt.Errorf("core: together: the client's answer is not an elicitation result: %w", err)
+		}
+	}
+	if len(in.Elicits) > 0 {
+		out.Elicits = make([]ElicitResult, len(in.Elicits))
+		for i := range in.Elicits {
+			if err := json.Unmarshal(rs["elicit-"+strconv.Itoa(i+1)], &out.Elicits[i]); err != nil {
+				return out, fmt.Errorf("core: together: the client's answer to form %d is not an elicitation result: %w", i+1, err)
+			}
 		}
 	}
 	if raw := rs["sample"]; raw != nil {
@@ -269,6 +299,27 @@ func Together(ctx context.Context, in Inputs) (Answers, error) {
 		out.Roots = r.Roots
 	}
 	return out, nil
+}
+
+// elicitParams are the params of a form's elicitation/create.
+func elicitParams(e ElicitRequest) map[string]any {
+	return map[string]any{"mode": "form", "message": e.Message, "requestedSchema": e.Schema}
+}
+
+// distinctIDs refuses a round whose wire ids, given by the caller, repeat:
+// one answer would go to two requests.
+func distinctIDs(reqs map[string]inputRequest) error {
+	seen := make(map[string]bool, len(reqs))
+	for _, r := range reqs {
+		if r.id == "" {
+			continue
+		}
+		if seen[r.id] {
+			return fmt.Errorf("core: together: input request id %q is given twice; each request needs its own", r.id)
+		}
+		seen[r.id] = true
+	}
+	return nil
 }
 
 // inputRequest is one MCP input request as the agent protocol carries it.

@@ -78,7 +78,15 @@
 // whose output type is a struct also advertises an outputSchema and sends
 // the object as structuredContent. A returned error reaches the model as a
 // result with isError and the error's message only; a panic is recovered
-// and sent as "panic: <value>".
+// and sent as "panic: <value>". Rarely, a handler must fail the client's
+// request itself, with a JSON-RPC error the client handles: it returns a
+// [ProtocolError].
+//
+// # Slow tools
+//
+// [TaskSupport] declares that MCP clients may run a tool as a task
+// ([TaskOptional]) or only as one ([TaskRequired]): the client gets a task
+// at once and fetches the result when the handler returns.
 //
 // # Calls
 //

@@ -62,6 +62,7 @@ func (a *Agent) RawTool(name, description string, inputSchema json.RawMessage, h
 			OutputSchema: cfg.outputSchema,
 			Annotations:  cfg.annotations(),
 			TimeoutMs:    cfg.timeoutMs,
+			Execution:    cfg.execution(),
 		},
 		h: &handler{
 			callTimeout: cfg.callTimeout,

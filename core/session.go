@@ -315,7 +315,7 @@ func (s *session) invoke(ctx context.Context, c *call, h *handler, args json.Raw
 	}()
 	res, err := h.run(ctx, args)
 	if err != nil {
-		return errorMessage(c.info.ID, err.Error())
+		return s.a.failure(c.info.ID, err)
 	}
 	return agentproto.Message{Type: agentproto.TypeResult, ID: c.info.ID, Result: res}
 }

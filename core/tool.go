@@ -83,6 +83,7 @@ func AddTool[In, Out any](a *Agent, name, description string, h func(context.Con
 			OutputSchema: out,
 			Annotations:  cfg.annotations(),
 			TimeoutMs:    cfg.timeoutMs,
+			Execution:    cfg.execution(),
 		},
 		h: &handler{
 			callTimeout: cfg.callTimeout,
@@ -164,6 +165,16 @@ type toolConfig struct {
 	timeoutMs                                  int
 	callTimeout                                time.Duration
 	outputSchema                               json.RawMessage // RawTool's, from OutputSchema
+	task                                       TaskMode        // "": forbidden
+}
+
+// execution is the tool's execution as registered: nil unless it may run
+// as a task.
+func (c *toolConfig) execution() *agentproto.Execution {
+	if c.task == "" || c.task == TaskForbidden {
+		return nil
+	}
+	return &agentproto.Execution{TaskSupport: string(c.task)}
 }
 
 func (c *toolConfig) annotations() *agentproto.Annotations {
@@ -250,5 +261,35 @@ func CallTimeout(d time.Duration) ToolOption {
 		}
 		c.callTimeout = d
 		return nil
+	})
+}
+
+// A TaskMode says whether MCP clients may run a tool as a task (MCP's
+// execution.taskSupport): see [TaskSupport].
+type TaskMode string
+
+// Task modes.
+const (
+	// TaskForbidden: the tool is never run as a task; the default.
+	TaskForbidden TaskMode = agentproto.TaskForbidden
+	// TaskOptional: a client may run the tool as a task (it gets a task id
+	// at once and polls for the result), or call it plainly.
+	TaskOptional TaskMode = agentproto.TaskOptional
+	// TaskRequired: the tool runs only as a task.
+	TaskRequired TaskMode = agentproto.TaskRequired
+)
+
+// TaskSupport declares whether MCP clients may run the tool as a task, for
+// slow work: clients see it in tools/list as execution.taskSupport. The
+// handler stays the same; it does not change the tool's [Timeout] or
+// [CallTimeout].
+func TaskSupport(m TaskMode) ToolOption {
+	return toolOptionFunc(func(c *toolConfig) error {
+		switch m {
+		case TaskForbidden, TaskOptional, TaskRequired:
+			c.task = m
+			return nil
+		}
+		return fmt.Errorf("TaskSupport(%q): use TaskForbidden, TaskOptional or TaskRequired", string(m))
 	})
 }
