@@ -72,7 +72,14 @@ func tokens(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 }
 
-func tokensCreate(ctx context.Context, st store.Store, name, project string, role store.Role, asJSON bool, stdout io.Writer) error {
+// tokenStore is what the token commands read and write.
+type tokenStore interface {
+	store.Projects
+	store.APITokens
+	store.Audit
+}
+
+func tokensCreate(ctx context.Context, st tokenStore, name, project string, role store.Role, asJSON bool, stdout io.Writer) error {
 	var (
 		tok    store.APIToken
 		secret string
@@ -111,13 +118,13 @@ func tokensCreate(ctx context.Context, st store.Store, name, project string, rol
 
 // cliAudit records a change made on the store from the command line. The
 // change is made already; a failure to record it is printed, not fatal.
-func cliAudit(ctx context.Context, st store.Store, projectID int64, action, target string, before, after any) {
+func cliAudit(ctx context.Context, st store.Audit, projectID int64, action, target string, before, after any) {
 	if _, err := st.AppendAudit(ctx, store.NewAuditEntry(projectID, store.ActorCLI, "", action, target, before, after)); err != nil {
 		fmt.Fprintf(os.Stderr, "spacefix: warning: the audit log did not record %s %s: %v\n", action, target, err)
 	}
 }
 
-func tokensList(ctx context.Context, st store.Store, project string, asJSON bool, stdout io.Writer) error {
+func tokensList(ctx context.Context, st tokenStore, project string, asJSON bool, stdout io.Writer) error {
 	ts, err := st.APITokens(ctx)
 	if err != nil {
 		return err
