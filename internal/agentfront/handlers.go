@@ -143,7 +143,7 @@ const maxUpdatesPerMinute = 600
 // run welcomes a replica, puts it in the registry and serves its
 // connection until it ends.
 func (f *Front) run(tr *wsTransport, rep *agents.Replica, project store.Project, schemas map[string]*schema.Schema, keyID string) {
-	ctx, reg := f.opts.Context, f.opts.Registry
+	ctx, reg := f.ctx, f.opts.Registry
 	log := tr.log
 	conn := route.NewConn(tr, log, route.Events{
 		SetEnabled: func(kind, name string, on bool) error { return reg.SetEnabledKind(rep, kind, name, on) },
@@ -182,7 +182,7 @@ func (f *Front) run(tr *wsTransport, rep *agents.Replica, project store.Project,
 func (f *Front) serve(conn *route.Conn, tr *wsTransport) error {
 	f.watch(tr)
 	defer f.unwatch(tr)
-	return conn.Serve(f.opts.Context)
+	return conn.Serve(f.ctx)
 }
 
 // agentKey checks the request's agent key, answering 401/403 itself.

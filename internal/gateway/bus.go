@@ -18,12 +18,13 @@ import (
 	"github.com/spacefix/spacefix/internal/cluster"
 )
 
-// joinBus joins the other gateways over --bus, if set.
-func (g *Gateway) joinBus() error {
+// joinBus joins the other gateways over --bus, if set; ctx bounds the
+// joining.
+func (g *Gateway) joinBus(ctx context.Context) error {
 	if g.cfg.Bus == "" {
 		return nil
 	}
-	c, err := cluster.Join(g.ctx, cluster.Options{
+	c, err := cluster.Join(ctx, cluster.Options{
 		URL: g.cfg.Bus, Gateway: g.me.ID, Addr: g.me.Addr,
 		Registry: g.reg, Changes: g.changes, Compile: agentfront.Compile, Redeem: g.agents.RedeemTicket, Limiter: g.limiter,
 		Projects: g.projectIDs, Heartbeat: g.cfg.BusHeartbeat, Logger: g.log,

@@ -3,7 +3,6 @@ package gateway
 import (
 	"context"
 	"crypto/rand"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -49,9 +48,12 @@ type Gateway struct {
 	edge  *edge      // who a request comes from, with --trusted-proxies
 	limit *connLimit // --max-conns and --max-conns-per-addr
 
-	ctx    context.Context // ends when the gateway closes; agent connections live in it
+	// ctx ends when the gateway stops (see lifecycle.go): the store record
+	// and the pruner, which conns waits for, and the dashboard's live
+	// tails live in it.
+	ctx    context.Context
 	cancel context.CancelFunc
-	conns  sync.WaitGroup // background work (the call-log pruner) Shutdown waits for
+	conns  sync.WaitGroup
 
 	closeOnce sync.Once
 	closeErr  error
@@ -101,7 +103,7 @@ func New(cfg Config, st store.Store) (*Gateway, error) {
 		SessionPrefix: sessionPrefix, Limiter: g.limiter, OAuth: g.oauth,
 	})
 	g.agents = agentfront.New(agentfront.Options{
-		Context: g.ctx, Registry: g.reg, Store: st, Verifier: g.verifier, Logger: g.log,
+		Registry: g.reg, Store: st, Verifier: g.verifier, Logger: g.log,
 		Heartbeat: cfg.Heartbeat, Redeem: g.redeemElsewhere,
 	})
 
@@ -130,45 +132,6 @@ func New(cfg Config, st store.Store) (*Gateway, error) {
 		ErrorLog:          slog.NewLogLogger(g.log.Handler(), slog.LevelWarn),
 	}
 	return g, nil
-}
-
-// Start listens and serves in the background; it returns once the listener
-// is open, so /healthz answers as soon as Start returns.
-func (g *Gateway) Start() error {
-	if err := g.startObs(); err != nil {
-		return err
-	}
-	ln, err := net.Listen("tcp", g.cfg.Addr)
-	if err != nil {
-		g.obs.close()
-		return fmt.Errorf("listen on %s: %w", g.cfg.Addr, err)
-	}
-	if err := g.claimStore(g.ctx, advertiseAddr(g.cfg.AdvertiseAddr, ln.Addr())); err != nil {
-		ln.Close()
-		g.obs.close()
-		return err
-	}
-	if err := g.joinBus(); err != nil {
-		g.cancel() // the store record goes
-		g.conns.Wait()
-		ln.Close()
-		g.obs.close()
-		return err
-	}
-	g.ln = ln
-	g.startPruning()
-	// The hosts to answer to depend on the address actually bound.
-	// Metrics outside the Host check, so refused hosts count too; the edge
-	// outermost, so that no handler sees a forwarded header it should not
-	// believe.
-	g.srv.Handler = g.edge.handler(g.obs.metrics.InFlight(checkHost(g.mux, allowedHosts(g.cfg, ln.Addr().String()))))
-	go func() {
-		if err := g.srv.Serve(g.limit.listen(ln)); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			g.log.Error("http server stopped", "err", err)
-		}
-	}()
-	g.log.Info("gateway listening", "addr", ln.Addr().String())
-	return nil
 }
 
 // Addr returns the address the gateway listens on.
@@ -231,56 +194,3 @@ func (g *Gateway) EarlyStats() (hits, earlyHits, earlyCalls int64) { return g.fr
 
 // CallLog returns the call log writer.
 func (g *Gateway) CallLog() *store.CallLog { return g.calls }
-
-// Shutdown stops the gateway gracefully: it stops accepting connections,
-// lets calls in flight finish within the configured grace (or ctx, whichever
-// ends first), fails the rest with a message that says why, tells agents
-// goodbye, flushes the call log and closes the store.
-func (g *Gateway) Shutdown(ctx context.Context) error {
-	var err error
-	g.closeOnce.Do(func() {
-		ctx, cancel := context.WithTimeout(ctx, g.cfg.ShutdownGrace)
-		defer cancel()
-		g.front.StartDrain()
-		srvDone := make(chan error, 1)
-		go func() { srvDone <- g.srv.Shutdown(ctx) }() // no new connections from here on
-		g.front.WaitIdle(ctx)
-		// Calls still running after the grace fail now, with a message that
-		// says why; give their answers a moment to reach the clients.
-		for _, rep := range g.reg.All() {
-			if rep.Gateway == "" { // another gateway's replica is not ours to end
-				rep.Conn.Close("gateway shutting down")
-			}
-		}
-		answered, cancelAnswered := context.WithTimeout(context.Background(), 2*time.Second)
-		g.front.WaitIdle(answered)
-		cancelAnswered()
-		g.front.CloseSessions()
-		g.front.Close()
-		g.cancel()
-		g.agents.Close()
-		if c := g.cluster.Load(); c != nil {
-			c.Close() // after the agents: their departures went out
-		}
-		g.conns.Wait()
-		if e := <-srvDone; e != nil {
-			g.srv.Close()
-		}
-		g.obs.close()
-		// Fresh contexts: the drain context may have ended, and the log and
-		// the store must still be closed properly.
-		flushCtx, cancelFlush := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancelFlush()
-		err = errors.Join(err, g.calls.Close(flushCtx))
-		err = errors.Join(err, g.store.Close())
-		g.closeErr = err
-	})
-	return g.closeErr
-}
-
-// Close is Shutdown without a deadline of its own: calls in flight get the
-// configured ShutdownGrace to finish, as on a first Ctrl-C. To stop sooner,
-// call Shutdown with a context that ends sooner.
-func (g *Gateway) Close() error {
-	return g.Shutdown(context.Background())
-}

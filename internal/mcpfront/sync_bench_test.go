@@ -41,6 +41,9 @@ func BenchmarkAgentConnectsWithOneView(b *testing.B) {
 	defer calls.Close(ctx)
 	f := New(Options{Registry: reg, Changes: bus, Store: st, Verifier: sfauth.NewVerifier(st, 0),
 		CallLog: calls, Logger: quiet})
+	if err := f.Start(ctx); err != nil {
+		b.Fatal(err)
+	}
 	defer f.Close()
 	add := func(i int) {
 		r := &agentproto.Registration{Protocol: agentproto.Version, Name: fmt.Sprintf("svc%d", i), Namespace: true,
