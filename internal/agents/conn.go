@@ -74,6 +74,11 @@ func NewPending() *Pending {
 type Reply struct {
 	Result json.RawMessage // set on success
 	Err    string          // the handler's message, on error
+	// Code, with Err, makes the error a protocol error: the JSON-RPC code
+	// the client gets (agentproto.ClientErrorCode already applied), with
+	// Data, any JSON; 0 means an isError result.
+	Code int
+	Data json.RawMessage
 	// Disconnected: the connection ended first.
 	Disconnected bool
 }

@@ -43,6 +43,8 @@ type frame struct {
 	Msg     *agentproto.Message `json:"msg,omitempty"`
 	Result  json.RawMessage     `json:"result,omitempty"`
 	Err     string              `json:"err,omitempty"`
+	Code    int                 `json:"code,omitempty"` // with err: a protocol error's code and data
+	Data    json.RawMessage     `json:"data,omitempty"`
 	Disconn bool                `json:"disconnected,omitempty"`
 	Busy    int64               `json:"busy,omitempty"` // result: the replica's calls in flight then, from every gateway
 }
@@ -233,7 +235,7 @@ func (c *Cluster) onReply(m *nats.Msg) {
 			delete(rc.calls, call.id)
 		}
 		rc.mu.Unlock()
-		call.p.Result <- agents.Reply{Result: f.Result, Err: f.Err, Disconnected: f.Disconn}
+		call.p.Result <- agents.Reply{Result: f.Result, Err: f.Err, Code: f.Code, Data: f.Data, Disconnected: f.Disconn}
 	}
 }
 
@@ -410,7 +412,7 @@ func (c *Cluster) relay(r *relay, m *agentproto.Message, reply func(frame)) {
 			reply(frame{Kind: "confirm", Msg: q})
 		case res := <-p.Result:
 			drain()
-			reply(frame{Kind: "result", Result: res.Result, Err: res.Err, Disconn: res.Disconnected, Busy: rep.Inflight() - 1})
+			reply(frame{Kind: "result", Result: res.Result, Err: res.Err, Code: res.Code, Data: res.Data, Disconn: res.Disconnected, Busy: rep.Inflight() - 1})
 			return
 		case <-c.stop:
 			reply(frame{Kind: "result", Disconn: true})

@@ -16,6 +16,7 @@ import (
 	"github.com/spacefix/spacefix/core/textfmt"
 	"github.com/spacefix/spacefix/internal/access"
 	"github.com/spacefix/spacefix/internal/agents"
+	"github.com/spacefix/spacefix/internal/ratelimit"
 	"github.com/spacefix/spacefix/internal/route"
 	"github.com/spacefix/spacefix/internal/schema"
 	"github.com/spacefix/spacefix/internal/store"
@@ -70,40 +71,17 @@ func (f *Front) toolHandler(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 		return f.await(ctx, req, t, key, h.call, waitOn(ctx, req, h.call), h.start)
 	}
 
-	// The gateway's own instance argument comes out first. (Arguments over
-	// the project's limit were refused in dispatch, before go-sdk parsed
-	// them.)
-	args, instance, err := prepareArgs(t, req.Params.Arguments)
-	if err != nil {
-		return errorResult(invalidArgs(t, err)), nil
-	}
-	if instance != "" && !slices.Contains(t.Instances(), instance) {
-		return errorResult(instanceProblem(t, instance)), nil
-	}
-
-	// The replica first: replicas of one agent key may differ (a rolling
-	// deploy), and a call is validated against the schema of the replica
-	// it goes to.
 	c, _ := ctx.Value(controlsCtxKey{}).(*access.Controls)
 	start := time.Now()
-	call, res := route.Pick(ctx, f.reg, key.ProjectID, toolTarget(t.Name, t.AgentKey), route.Request{
-		Kind:     agentproto.KindTool,
-		Name:     t.Def.Name,
-		Exposed:  t.Name,
-		Args:     args,
-		Caller:   agentproto.Caller{KeyID: key.ID, KeyName: key.Name, Capabilities: callerCaps(req.Session, req.Params.Meta)},
-		Wait:     f.wait(ctx, t, key, c),
-		Instance: instance,
-		Tracer:   f.tracer,
+	call, res, args, refused := f.pickCall(ctx, pickRequest{
+		Tool: t, Key: key, Args: req.Params.Arguments,
+		Caps: callerCaps(req.Session, req.Params.Meta), Wait: f.wait(ctx, t, key, c),
 	})
+	if refused != nil {
+		return refused, nil
+	}
 	if call == nil {
 		return f.await(ctx, req, t, key, nil, res, start)
-	}
-
-	// Validation: before any agent sees the call; not logged, not billed.
-	if err := validate(t.SchemaOn(call.Replica()), args); err != nil {
-		call.Release()
-		return errorResult(invalidArgs(t, err)), nil
 	}
 
 	// The cache: a hit never reaches an agent and is neither logged nor
@@ -132,6 +110,88 @@ func (f *Front) toolHandler(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 		f.cache.PutDecoded(key.ProjectID, t.Name, args, res.Result, f.newCachedResult(shareResult(out)), cacheFor)
 	}
 	return out, err
+}
+
+// The checks every way of calling a tool shares, in the order go-sdk's
+// path makes them: a plain call ([Front.toolHandler], through
+// [view.resolve]), a 2026-07-28 task (tasks_modern.go) and a 2025-11-25
+// task (tasks_session.go) all call [Front.admitCall] (the rate limit, then
+// the access policy) and [Front.pickCall] (the instance argument, the
+// replica, validation against that replica's schema). The key was checked
+// in dispatch. A call that passes is picked, not sent: the caller sends it
+// (route.Call.Send) or hands it to the task runtime.
+
+// admitCall looks up tool name for key as the project is now, after the
+// key's rate limit (counted is true when the call was counted already: a
+// call the early path handed over). A refusal is either an isError result
+// (the rate limit, which the model reads) or a JSON-RPC error ("Tool <name>
+// not found", the same words whether the tool is unknown, disabled or
+// filtered out).
+func (f *Front) admitCall(ctx context.Context, key store.Key, name string, counted bool) (*agents.Tool, *access.Controls, *mcp.CallToolResult, error) {
+	c := f.controls.Get(ctx, key.ProjectID)
+	if n := c.Settings.RateLimitPerMinute; n > 0 && !counted {
+		if ok, retry := f.limiter.Allow(key.ID, n); !ok {
+			return nil, c, errorResult(ratelimit.Message(n, retry)), nil
+		}
+	}
+	t := f.reg.Snapshot(key.ProjectID).Tools[name]
+	if t == nil || !access.For(key, c).Permits(t) {
+		return nil, c, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "Tool " + trimName(name) + " not found"}
+	}
+	return t, c, nil, nil
+}
+
+// pickRequest is a call [Front.pickCall] checks and picks a replica for.
+type pickRequest struct {
+	Tool *agents.Tool
+	Key  store.Key
+	Args json.RawMessage      // as the client sent them
+	Caps []string             // the client's capabilities the handler may use (callerCaps)
+	Wait time.Duration        // how long the call may run: the tool's wait, or a task's limit
+	Opt  func(*route.Request) // nil, or a change to the route request (a task's)
+}
+
+// pickCall takes the gateway's own instance argument out of a call's
+// arguments, picks the replica (replicas of one agent key may differ in a
+// rolling deploy, and a call is validated against the schema of the replica
+// it goes to) and validates the arguments there: before any agent sees the
+// call; a refusal is not logged, not billed. It returns the picked call and
+// the arguments as the agent reads them; or refused, an isError result the
+// model reads; or no call and res, how the pick ended (no replica, not
+// found), for [Front.await] or the task path to answer.
+func (f *Front) pickCall(ctx context.Context, p pickRequest) (call *route.Call, res route.Result, args json.RawMessage, refused *mcp.CallToolResult) {
+	t := p.Tool
+	// (Arguments over the project's limit were refused in dispatch,
+	// before go-sdk parsed them.)
+	args, instance, err := prepareArgs(t, p.Args)
+	if err != nil {
+		return nil, res, nil, errorResult(invalidArgs(t, err))
+	}
+	if instance != "" && !slices.Contains(t.Instances(), instance) {
+		return nil, res, nil, errorResult(instanceProblem(t, instance))
+	}
+	rr := route.Request{
+		Kind:     agentproto.KindTool,
+		Name:     t.Def.Name,
+		Exposed:  t.Name,
+		Args:     args,
+		Caller:   agentproto.Caller{KeyID: p.Key.ID, KeyName: p.Key.Name, Capabilities: p.Caps},
+		Wait:     p.Wait,
+		Instance: instance,
+		Tracer:   f.tracer,
+	}
+	if p.Opt != nil {
+		p.Opt(&rr)
+	}
+	call, res = route.Pick(ctx, f.reg, p.Key.ProjectID, toolTarget(t.Name, t.AgentKey), rr)
+	if call == nil {
+		return nil, res, args, nil
+	}
+	if err := validate(t.SchemaOn(call.Replica()), args); err != nil {
+		call.Release()
+		return nil, res, nil, errorResult(invalidArgs(t, err))
+	}
+	return call, res, args, nil
 }
 
 // shareResult returns a copy of r that go-sdk may write into (it adds to
@@ -228,6 +288,9 @@ func (f *Front) await(ctx context.Context, req *mcp.CallToolRequest, t *agents.T
 		return &mcp.CallToolResult{InputRequests: question(q), RequestState: state}, nil
 	}
 	out := f.toolResult(t, key, res, start)
+	if pe := protocolError(res); pe != nil {
+		return nil, pe
+	}
 	if res.Outcome == route.Cancelled {
 		if errors.Is(context.Cause(ctx), errSessionClosed) {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: msgSessionClosed}
@@ -361,6 +424,17 @@ func decodeResult(raw json.RawMessage) (*mcp.CallToolResult, error) {
 		return nil, err
 	}
 	return out, nil
+}
+
+// protocolError is the JSON-RPC error the client gets when the agent
+// ended the call with one (a core.ProtocolError, Node's ProtocolError)
+// instead of a result, or nil: its code, message and data, answered as
+// go-sdk answers a handler's error (at 2026-07-28, -32602 with HTTP 400).
+func protocolError(res route.Result) *jsonrpc.Error {
+	if res.Outcome != route.ToolError || res.Code == 0 {
+		return nil
+	}
+	return &jsonrpc.Error{Code: int64(res.Code), Message: res.Detail, Data: res.Data}
 }
 
 func errorResult(msg string) *mcp.CallToolResult {

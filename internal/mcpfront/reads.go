@@ -60,6 +60,9 @@ func (f *Front) readResult(ctx context.Context, key store.Key, kind, exposed, ag
 	if res.Outcome == route.Cancelled {
 		return nil, ctx.Err()
 	}
+	if pe := protocolError(res); pe != nil {
+		return nil, pe
+	}
 	if errText != "" {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: errText}
 	}

@@ -245,7 +245,7 @@ func (c *Conn) handle(ctx context.Context, m *agentproto.Message) {
 		}
 		c.deliver(m.ID, out)
 	case agentproto.TypeError:
-		c.deliver(m.ID, agents.Reply{Err: m.Message})
+		c.deliver(m.ID, errorReply(m))
 	case agentproto.TypeProgress:
 		if p := c.lookup(m.ID); p != nil {
 			select {
@@ -308,6 +308,20 @@ func (c *Conn) deliver(id string, out agents.Reply) {
 	if p != nil {
 		p.Result <- out
 	}
+}
+
+// errorReply is how an agent's error message m ends its call: the
+// handler's message, and, for a protocol error, the code the client gets
+// and the error's data.
+func errorReply(m *agentproto.Message) agents.Reply {
+	out := agents.Reply{Err: m.Message}
+	if m.Code != 0 {
+		out.Code, out.Data = agentproto.ClientErrorCode(m.Code), m.Data
+		if out.Err == "" {
+			out.Err = fmt.Sprintf("The agent failed the call with JSON-RPC error %d and no message.", m.Code)
+		}
+	}
+	return out
 }
 
 // TooLarge is the message for a result over the limit.

@@ -52,7 +52,13 @@ type Result struct {
 	// Detail is the message the client reads: the handler's message
 	// (ToolError), or the gateway's words for TimedOut, Disconnected and
 	// NoReplica. "" otherwise.
-	Detail   string
+	Detail string
+	// Code, when Outcome is ToolError, is set when the agent ended the
+	// call with a protocol error: the JSON-RPC error code the client gets
+	// instead of an isError result (agentproto.ClientErrorCode applied),
+	// with Detail as its message and Data, any JSON, as its data.
+	Code     int
+	Data     json.RawMessage
 	ID       string
 	Wait     time.Duration   // how long the caller waits in all
 	Replica  *agents.Replica // nil if no replica was reached
@@ -210,6 +216,7 @@ func (c *Call) Wait(ctx context.Context, progress func(string)) Result {
 				c.end(Disconnected, MsgDisconnected)
 			case out.Err != "":
 				c.end(ToolError, out.Err)
+				c.res.Code, c.res.Data = out.Code, out.Data
 			default:
 				c.end(OK, "")
 				c.res.Result = out.Result

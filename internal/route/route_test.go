@@ -463,3 +463,33 @@ func TestRouteKeepsOrderOfProgressAndLogs(t *testing.T) {
 		}
 	})
 }
+
+// An agent's error with a JSON-RPC code ends the call as a protocol error:
+// the code (a reserved one other than -32602 and -32603 made -32603), the
+// message and the data travel in the Result; an error without one carries
+// no code.
+func TestRouteProtocolError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		reg := newRegistry()
+		a := connect(t, reg, "r-a")
+		for _, tc := range []struct {
+			code, want int
+			msg, data  string
+		}{
+			{-32602, -32602, "bad dates", `{"field":"from"}`},
+			{-32601, -32603, "no such method", ""},
+			{4001, 4001, "archived", ""},
+			{0, 0, "no such order", ""},
+		} {
+			done := deliver(t.Context(), reg, request(30*time.Second))
+			synctest.Wait()
+			_, call := oneCall(t, a)
+			a.tr.Reply(&agentproto.Message{Type: agentproto.TypeError, ID: call.ID, Message: tc.msg, Code: tc.code, Data: json.RawMessage(tc.data)})
+			res := <-done
+			if res.Outcome != route.ToolError || res.Detail != tc.msg || res.Code != tc.want || string(res.Data) != tc.data {
+				t.Errorf("code %d: Result = %v %q code %d data %s, want error %q code %d data %s",
+					tc.code, res.Outcome, res.Detail, res.Code, res.Data, tc.msg, tc.want, tc.data)
+			}
+		}
+	})
+}
