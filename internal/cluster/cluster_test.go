@@ -342,7 +342,7 @@ func TestMirrorWithEqualCountsHeals(t *testing.T) {
 	rc.entry.Store(stale)
 	stale.Conn = rc
 	b.c.mu.Lock()
-	p.replicas["r0"] = stale
+	p.mirror.replicas["r0"] = stale
 	b.c.mu.Unlock()
 	b.reg.Add(stale, nil)
 	if got := b.mirrorIDs(); !slices.Equal(got, []string{"r0", "r1"}) {
