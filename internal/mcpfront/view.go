@@ -330,17 +330,15 @@ func (v *view) resolve(next mcp.MethodHandler) mcp.MethodHandler {
 		if !ok || ctr.Params == nil {
 			return next(ctx, method, req)
 		}
-		c := v.f.controls.Get(ctx, v.key.ProjectID)
 		// A call handed over by the early path (handoff.go) was counted
 		// there.
-		if n := c.Settings.RateLimitPerMinute; n > 0 && (ctr.Extra == nil || ctr.Extra.Header.Get(handoffHeader) == "") {
-			if ok, retry := v.f.limiter.Allow(v.key.ID, n); !ok {
-				return errorResult(ratelimit.Message(n, retry)), nil
-			}
+		counted := ctr.Extra != nil && ctr.Extra.Header.Get(handoffHeader) != ""
+		t, c, refused, err := v.f.admitCall(ctx, v.key, ctr.Params.Name, counted)
+		if refused != nil {
+			return refused, nil
 		}
-		t := v.f.reg.Snapshot(v.key.ProjectID).Tools[ctr.Params.Name]
-		if t == nil || !access.For(v.key, c).Permits(t) {
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "Tool " + trimName(ctr.Params.Name) + " not found"}
+		if err != nil {
+			return nil, err
 		}
 		ctx = context.WithValue(ctx, toolCtxKey{}, t)
 		return next(context.WithValue(ctx, controlsCtxKey{}, c), method, req)
