@@ -52,6 +52,7 @@ type Store interface {
 	Checker
 	Meta
 	Gateways
+	Tasks
 
 	// Close releases the store. It is safe to call twice.
 	Close() error

@@ -84,3 +84,33 @@ type Task struct {
 	InputRequests json.RawMessage
 	CallID        string // the agent call's id, for the log
 }
+
+// TaskColumns are the columns of the tasks table, in the order the stores
+// read and write them.
+const TaskColumns = `id, project_id, owner, tool, agent_key, gateway, era, status, status_message,
+created_at, updated_at, ttl_ms, poll_ms, deadline, result, error, input_requests, call_id`
+
+// EncodeTaskError is e as stored: JSON, or nil for none.
+func EncodeTaskError(e *TaskError) ([]byte, error) {
+	if e == nil {
+		return nil, nil
+	}
+	return json.Marshal(e)
+}
+
+// DecodeTaskError reads what [EncodeTaskError] stored.
+func DecodeTaskError(b []byte) (*TaskError, error) {
+	if len(b) == 0 {
+		return nil, nil
+	}
+	e := new(TaskError)
+	if err := json.Unmarshal(b, e); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// TaskExpiry is when a task that ended at updated with ttl may be pruned.
+func TaskExpiry(updated time.Time, ttl time.Duration) int64 {
+	return updated.Add(ttl).UnixMilli()
+}

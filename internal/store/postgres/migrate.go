@@ -240,6 +240,8 @@ CREATE TABLE call_batches (
 );
 CREATE INDEX call_batches_written ON call_batches (written_at);
 `,
+	// 8: MCP tasks (tasks.go).
+	tasksSchema,
 }
 
 // migrateLock is the first half of the advisory lock key migrations take;

@@ -251,6 +251,8 @@ CREATE TABLE call_batches (
 );
 CREATE INDEX call_batches_written ON call_batches (written_at);
 `,
+	// 8: MCP tasks (tasks.go).
+	tasksSchema,
 }
 
 // migrate brings the schema up to date, one step per transaction. Each step

@@ -41,6 +41,11 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		fn   func(t *testing.T, s store.Store)
 	}{
 		{"Projects", testProjects},
+		{"Tasks", testTasks},
+		{"TaskEnds", testTaskEnds},
+		{"TaskList", testTaskList},
+		{"TaskPrune", testTaskPrune},
+		{"TaskFailGateway", testTaskFailGateway},
 		{"ProjectSettings", testProjectSettings},
 		{"Keys", testKeys},
 		{"KeyErrors", testKeyErrors},
