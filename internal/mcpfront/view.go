@@ -88,7 +88,7 @@ func (f *Front) viewFor(k store.Key) *view {
 		// fail, and close them; see keepAlive in sessions.go.
 		GetSessionID: func() string { return f.sessionPrefix + rand.Text() },
 	})
-	v.server.AddReceivingMiddleware(v.f.recoverPanics, v.resolve, eraFields, v.noteSession)
+	v.server.AddReceivingMiddleware(v.f.recoverPanics, v.resolve, v.toolExecution, eraFields, v.noteSession)
 	f.views[k.ID] = v
 	f.mu.Unlock()
 	defer close(v.ready) // even if the sync panics: waiters go on with what there is
