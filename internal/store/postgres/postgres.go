@@ -30,6 +30,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/spacefix/spacefix/internal/store"
+	"github.com/spacefix/spacefix/internal/store/sqlshared"
 )
 
 var _ store.Store = (*Store)(nil)
@@ -171,8 +172,9 @@ func (s *Store) tx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	return pgx.BeginFunc(ctx, s.pool, fn)
 }
 
-// list runs a query and scans each row with scan.
-func list[T any](ctx context.Context, s *Store, scan func(pgx.Row) (T, error), q string, args ...any) ([]T, error) {
+// list runs a query and scans each row with scan, which takes a pgx.Row
+// or a [sqlshared.Row].
+func list[T any, R sqlshared.Row](ctx context.Context, s *Store, scan func(R) (T, error), q string, args ...any) ([]T, error) {
 	rows, err := s.pool.Query(ctx, q, args...)
 	if err != nil {
 		return nil, err
@@ -180,7 +182,7 @@ func list[T any](ctx context.Context, s *Store, scan func(pgx.Row) (T, error), q
 	defer rows.Close()
 	var out []T
 	for rows.Next() {
-		v, err := scan(rows)
+		v, err := scan(any(rows).(R))
 		if err != nil {
 			return nil, err
 		}

@@ -10,9 +10,12 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/spacefix/spacefix/internal/store"
+	"github.com/spacefix/spacefix/internal/store/sqlshared"
 )
 
-const selectProject = `SELECT id, name, created_at, settings FROM projects`
+// q is the statements the PostgreSQL store shares with the SQLite one,
+// their placeholders rewritten as $n once, here.
+var q = sqlshared.Q.Numbered()
 
 // CreateProject implements [store.Store].
 func (s *Store) CreateProject(ctx context.Context, name string) (store.Project, error) {
@@ -33,7 +36,7 @@ func (s *Store) CreateProject(ctx context.Context, name string) (store.Project, 
 
 // Project implements [store.Store].
 func (s *Store) Project(ctx context.Context, name string) (store.Project, error) {
-	p, err := scanProject(s.pool.QueryRow(ctx, selectProject+` WHERE name = $1`, name))
+	p, err := sqlshared.ScanProject(s.pool.QueryRow(ctx, q.ProjectByName, name))
 	if err != nil {
 		return store.Project{}, fmt.Errorf("project %q: %w", name, err)
 	}
@@ -42,7 +45,7 @@ func (s *Store) Project(ctx context.Context, name string) (store.Project, error)
 
 // ProjectByID implements [store.Store].
 func (s *Store) ProjectByID(ctx context.Context, id int64) (store.Project, error) {
-	p, err := scanProject(s.pool.QueryRow(ctx, selectProject+` WHERE id = $1`, id))
+	p, err := sqlshared.ScanProject(s.pool.QueryRow(ctx, q.ProjectByID, id))
 	if err != nil {
 		return store.Project{}, fmt.Errorf("project %d: %w", id, err)
 	}
@@ -51,7 +54,7 @@ func (s *Store) ProjectByID(ctx context.Context, id int64) (store.Project, error
 
 // Projects implements [store.Store].
 func (s *Store) Projects(ctx context.Context) ([]store.Project, error) {
-	ps, err := list(ctx, s, scanProject, selectProject+` ORDER BY id`)
+	ps, err := list(ctx, s, sqlshared.ScanProject, q.Projects)
 	if err != nil {
 		return nil, fmt.Errorf("list projects: %w", err)
 	}
@@ -65,40 +68,20 @@ func (s *Store) UpdateProjectSettings(ctx context.Context, id int64, ps store.Pr
 	if err != nil {
 		return fmt.Errorf("update settings of project %d: %w", id, err)
 	}
-	if err := mustAffect(s.pool.Exec(ctx, `UPDATE projects SET settings = $1 WHERE id = $2`, string(b), id)); err != nil {
+	if err := mustAffect(s.pool.Exec(ctx, q.UpdateProjectSettings, string(b), id)); err != nil {
 		return fmt.Errorf("update settings of project %d: %w", id, err)
 	}
 	return nil
 }
 
-func scanProject(row pgx.Row) (store.Project, error) {
-	var (
-		p        store.Project
-		created  int64
-		settings string
-	)
-	if err := row.Scan(&p.ID, &p.Name, &created, &settings); err != nil {
-		return store.Project{}, notFound(err)
-	}
-	p.CreatedAt = fromMillis(created)
-	if err := json.Unmarshal([]byte(settings), &p.Settings); err != nil {
-		return store.Project{}, fmt.Errorf("decode settings: %w", err)
-	}
-	return p, nil
-}
-
 // projectExists returns [store.ErrNotFound] unless the project exists.
 func projectExists(ctx context.Context, tx pgx.Tx, id int64) error {
 	var one int
-	if err := tx.QueryRow(ctx, `SELECT 1 FROM projects WHERE id = $1`, id).Scan(&one); err != nil {
+	if err := tx.QueryRow(ctx, q.ProjectExists, id).Scan(&one); err != nil {
 		return fmt.Errorf("project %d: %w", id, notFound(err))
 	}
 	return nil
 }
-
-const selectKey = `SELECT k.id, k.project_id, p.name, k.kind, k.name, k.read_only, k.tools,
-k.display_name, k.author, k.community, k.created_at, k.revoked_at
-FROM keys k JOIN projects p ON p.id = k.project_id`
 
 // CreateKey implements [store.Store]. It returns [store.ErrNotFound] if the
 // project does not exist and [store.ErrExists] if the id or the hash is taken.
@@ -114,12 +97,10 @@ func (s *Store) CreateKey(ctx context.Context, k store.Key, hash []byte) (store.
 	k.CreatedAt = now()
 	k.RevokedAt = time.Time{}
 	err = s.tx(ctx, func(tx pgx.Tx) error {
-		if err := tx.QueryRow(ctx, `SELECT name FROM projects WHERE id = $1`, k.ProjectID).Scan(&k.ProjectName); err != nil {
+		if err := tx.QueryRow(ctx, q.ProjectName, k.ProjectID).Scan(&k.ProjectName); err != nil {
 			return fmt.Errorf("project %d: %w", k.ProjectID, notFound(err))
 		}
-		_, err := tx.Exec(ctx, `INSERT INTO keys
-(id, project_id, kind, name, hash, read_only, tools, display_name, author, community, created_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+		_, err := tx.Exec(ctx, q.InsertKey,
 			k.ID, k.ProjectID, k.Kind, k.Name, hash, k.ReadOnly, tools,
 			k.DisplayName, k.Author, k.Community, millis(k.CreatedAt))
 		if isUnique(err) {
@@ -139,7 +120,7 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
 func (s *Store) KeyByHash(ctx context.Context, hash []byte) (store.Key, error) {
 	var k store.Key
 	err := s.readRetry(ctx, func() (err error) {
-		k, err = scanKey(s.pool.QueryRow(ctx, selectKey+` WHERE k.hash = $1`, hash))
+		k, err = sqlshared.ScanKey(s.pool.QueryRow(ctx, q.KeyByHash, hash))
 		return err
 	})
 	if err != nil {
@@ -150,7 +131,7 @@ func (s *Store) KeyByHash(ctx context.Context, hash []byte) (store.Key, error) {
 
 // Key implements [store.Store].
 func (s *Store) Key(ctx context.Context, id string) (store.Key, error) {
-	k, err := scanKey(s.pool.QueryRow(ctx, selectKey+` WHERE k.id = $1`, id))
+	k, err := sqlshared.ScanKey(s.pool.QueryRow(ctx, q.KeyByID, id))
 	if err != nil {
 		return store.Key{}, fmt.Errorf("key %q: %w", id, err)
 	}
@@ -159,12 +140,11 @@ func (s *Store) Key(ctx context.Context, id string) (store.Key, error) {
 
 // Keys implements [store.Store].
 func (s *Store) Keys(ctx context.Context, projectID int64) ([]store.Key, error) {
-	q, args := selectKey, []any{}
+	query, args := q.KeysOrder, []any{}
 	if projectID != 0 {
-		q += ` WHERE k.project_id = $1`
-		args = append(args, projectID)
+		query, args = q.KeysOfProject, append(args, projectID)
 	}
-	ks, err := list(ctx, s, scanKey, q+` ORDER BY k.seq`, args...)
+	ks, err := list(ctx, s, sqlshared.ScanKey, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list keys: %w", err)
 	}
@@ -175,12 +155,12 @@ func (s *Store) Keys(ctx context.Context, projectID int64) ([]store.Key, error) 
 // the first.
 func (s *Store) RevokeKey(ctx context.Context, id string) error {
 	err := s.tx(ctx, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `UPDATE keys SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL`, millis(now()), id)
+		tag, err := tx.Exec(ctx, q.RevokeKey, millis(now()), id)
 		if err != nil || tag.RowsAffected() > 0 {
 			return err
 		}
 		var one int
-		return notFound(tx.QueryRow(ctx, `SELECT 1 FROM keys WHERE id = $1`, id).Scan(&one))
+		return notFound(tx.QueryRow(ctx, q.KeyExists, id).Scan(&one))
 	})
 	if err != nil {
 		return fmt.Errorf("revoke key %q: %w", id, err)
@@ -190,32 +170,9 @@ func (s *Store) RevokeKey(ctx context.Context, id string) error {
 
 // SetKeyMeta implements [store.Store].
 func (s *Store) SetKeyMeta(ctx context.Context, id string, m store.KeyMeta) error {
-	err := mustAffect(s.pool.Exec(ctx, `UPDATE keys SET display_name = $1, author = $2, community = $3 WHERE id = $4`,
-		m.DisplayName, m.Author, m.Community, id))
+	err := mustAffect(s.pool.Exec(ctx, q.SetKeyMeta, m.DisplayName, m.Author, m.Community, id))
 	if err != nil {
 		return fmt.Errorf("set metadata of key %q: %w", id, err)
 	}
 	return nil
-}
-
-func scanKey(row pgx.Row) (store.Key, error) {
-	var (
-		k       store.Key
-		tools   string
-		created int64
-		revoked *int64
-	)
-	err := row.Scan(&k.ID, &k.ProjectID, &k.ProjectName, &k.Kind, &k.Name, &k.ReadOnly, &tools,
-		&k.DisplayName, &k.Author, &k.Community, &created, &revoked)
-	if err != nil {
-		return store.Key{}, notFound(err)
-	}
-	list, err := store.DecodeList(tools)
-	if err != nil {
-		return store.Key{}, fmt.Errorf("decode tools of key %q: %w", k.ID, err)
-	}
-	k.Tools = list
-	k.CreatedAt = fromMillis(created)
-	k.RevokedAt = fromNullMillis(revoked)
-	return k, nil
 }

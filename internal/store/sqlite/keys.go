@@ -8,11 +8,8 @@ import (
 	"time"
 
 	"github.com/spacefix/spacefix/internal/store"
+	"github.com/spacefix/spacefix/internal/store/sqlshared"
 )
-
-const selectKey = `SELECT k.id, k.project_id, p.name, k.kind, k.name, k.read_only, k.tools,
-k.display_name, k.author, k.community, k.created_at, k.revoked_at
-FROM keys k JOIN projects p ON p.id = k.project_id`
 
 // CreateKey implements [store.Store]. It returns [store.ErrNotFound] if the
 // project does not exist and [store.ErrExists] if the id or the hash is taken.
@@ -28,16 +25,14 @@ func (s *Store) CreateKey(ctx context.Context, k store.Key, hash []byte) (store.
 	k.CreatedAt = now()
 	k.RevokedAt = time.Time{}
 	err = s.writeTx(ctx, func(tx *sql.Tx) error {
-		err := tx.QueryRowContext(ctx, `SELECT name FROM projects WHERE id = ?`, k.ProjectID).Scan(&k.ProjectName)
+		err := tx.QueryRowContext(ctx, q.ProjectName, k.ProjectID).Scan(&k.ProjectName)
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("project %d: %w", k.ProjectID, store.ErrNotFound)
 		}
 		if err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO keys
-(id, project_id, kind, name, hash, read_only, tools, display_name, author, community, created_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		_, err = tx.ExecContext(ctx, q.InsertKey,
 			k.ID, k.ProjectID, k.Kind, k.Name, hash, k.ReadOnly, tools,
 			k.DisplayName, k.Author, k.Community, millis(k.CreatedAt))
 		if isUnique(err) {
@@ -53,7 +48,7 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 
 // KeyByHash implements [store.Store].
 func (s *Store) KeyByHash(ctx context.Context, hash []byte) (store.Key, error) {
-	k, err := scanKey(s.keyByHash.QueryRowContext(ctx, hash))
+	k, err := sqlshared.ScanKey(s.keyByHash.QueryRowContext(ctx, hash))
 	if err != nil {
 		return store.Key{}, fmt.Errorf("key by hash: %w", err)
 	}
@@ -62,7 +57,7 @@ func (s *Store) KeyByHash(ctx context.Context, hash []byte) (store.Key, error) {
 
 // Key implements [store.Store].
 func (s *Store) Key(ctx context.Context, id string) (store.Key, error) {
-	k, err := scanKey(s.r.QueryRowContext(ctx, selectKey+` WHERE k.id = ?`, id))
+	k, err := sqlshared.ScanKey(s.r.QueryRowContext(ctx, q.KeyByID, id))
 	if err != nil {
 		return store.Key{}, fmt.Errorf("key %q: %w", id, err)
 	}
@@ -71,25 +66,12 @@ func (s *Store) Key(ctx context.Context, id string) (store.Key, error) {
 
 // Keys implements [store.Store].
 func (s *Store) Keys(ctx context.Context, projectID int64) ([]store.Key, error) {
-	q, args := selectKey, []any{}
+	query, args := q.KeysOrder, []any{}
 	if projectID != 0 {
-		q += ` WHERE k.project_id = ?`
-		args = append(args, projectID)
+		query, args = q.KeysOfProject, append(args, projectID)
 	}
-	rows, err := s.r.QueryContext(ctx, q+` ORDER BY k.seq`, args...)
+	ks, err := queryList(ctx, s.r, sqlshared.ScanKey, query, args...)
 	if err != nil {
-		return nil, fmt.Errorf("list keys: %w", err)
-	}
-	defer rows.Close()
-	var ks []store.Key
-	for rows.Next() {
-		k, err := scanKey(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list keys: %w", err)
-		}
-		ks = append(ks, k)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list keys: %w", err)
 	}
 	return ks, nil
@@ -99,7 +81,7 @@ func (s *Store) Keys(ctx context.Context, projectID int64) ([]store.Key, error) 
 // the first.
 func (s *Store) RevokeKey(ctx context.Context, id string) error {
 	err := s.writeTx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL`, millis(now()), id)
+		res, err := tx.ExecContext(ctx, q.RevokeKey, millis(now()), id)
 		if err != nil {
 			return err
 		}
@@ -107,7 +89,7 @@ func (s *Store) RevokeKey(ctx context.Context, id string) error {
 			return err
 		}
 		var one int
-		return tx.QueryRowContext(ctx, `SELECT 1 FROM keys WHERE id = ?`, id).Scan(&one)
+		return tx.QueryRowContext(ctx, q.KeyExists, id).Scan(&one)
 	})
 	if errors.Is(err, sql.ErrNoRows) {
 		err = store.ErrNotFound
@@ -121,8 +103,7 @@ func (s *Store) RevokeKey(ctx context.Context, id string) error {
 // SetKeyMeta implements [store.Store].
 func (s *Store) SetKeyMeta(ctx context.Context, id string, m store.KeyMeta) error {
 	err := s.writeTx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE keys SET display_name = ?, author = ?, community = ? WHERE id = ?`,
-			m.DisplayName, m.Author, m.Community, id)
+		res, err := tx.ExecContext(ctx, q.SetKeyMeta, m.DisplayName, m.Author, m.Community, id)
 		if err != nil {
 			return err
 		}
@@ -132,31 +113,4 @@ func (s *Store) SetKeyMeta(ctx context.Context, id string, m store.KeyMeta) erro
 		return fmt.Errorf("set metadata of key %q: %w", id, err)
 	}
 	return nil
-}
-
-func scanKey(sc scanner) (store.Key, error) {
-	var (
-		k       store.Key
-		tools   string
-		created int64
-		revoked sql.NullInt64
-	)
-	err := sc.Scan(&k.ID, &k.ProjectID, &k.ProjectName, &k.Kind, &k.Name, &k.ReadOnly, &tools,
-		&k.DisplayName, &k.Author, &k.Community, &created, &revoked)
-	if errors.Is(err, sql.ErrNoRows) {
-		return store.Key{}, store.ErrNotFound
-	}
-	if err != nil {
-		return store.Key{}, err
-	}
-	list, err := store.DecodeList(tools)
-	if err != nil {
-		return store.Key{}, fmt.Errorf("decode tools of key %q: %w", k.ID, err)
-	}
-	k.Tools = list
-	k.CreatedAt = fromMillis(created)
-	if revoked.Valid {
-		k.RevokedAt = fromMillis(revoked.Int64)
-	}
-	return k, nil
 }

@@ -8,9 +8,8 @@ import (
 	"fmt"
 
 	"github.com/spacefix/spacefix/internal/store"
+	"github.com/spacefix/spacefix/internal/store/sqlshared"
 )
-
-const selectProject = `SELECT id, name, created_at, settings FROM projects`
 
 // CreateProject implements [store.Store].
 func (s *Store) CreateProject(ctx context.Context, name string) (store.Project, error) {
@@ -34,7 +33,7 @@ func (s *Store) CreateProject(ctx context.Context, name string) (store.Project, 
 
 // Project implements [store.Store].
 func (s *Store) Project(ctx context.Context, name string) (store.Project, error) {
-	p, err := scanProject(s.r.QueryRowContext(ctx, selectProject+` WHERE name = ?`, name))
+	p, err := sqlshared.ScanProject(s.r.QueryRowContext(ctx, q.ProjectByName, name))
 	if err != nil {
 		return store.Project{}, fmt.Errorf("project %q: %w", name, err)
 	}
@@ -43,7 +42,7 @@ func (s *Store) Project(ctx context.Context, name string) (store.Project, error)
 
 // ProjectByID implements [store.Store].
 func (s *Store) ProjectByID(ctx context.Context, id int64) (store.Project, error) {
-	p, err := scanProject(s.r.QueryRowContext(ctx, selectProject+` WHERE id = ?`, id))
+	p, err := sqlshared.ScanProject(s.r.QueryRowContext(ctx, q.ProjectByID, id))
 	if err != nil {
 		return store.Project{}, fmt.Errorf("project %d: %w", id, err)
 	}
@@ -52,20 +51,8 @@ func (s *Store) ProjectByID(ctx context.Context, id int64) (store.Project, error
 
 // Projects implements [store.Store].
 func (s *Store) Projects(ctx context.Context) ([]store.Project, error) {
-	rows, err := s.r.QueryContext(ctx, selectProject+` ORDER BY id`)
+	ps, err := queryList(ctx, s.r, sqlshared.ScanProject, q.Projects)
 	if err != nil {
-		return nil, fmt.Errorf("list projects: %w", err)
-	}
-	defer rows.Close()
-	var ps []store.Project
-	for rows.Next() {
-		p, err := scanProject(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list projects: %w", err)
-		}
-		ps = append(ps, p)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list projects: %w", err)
 	}
 	return ps, nil
@@ -79,7 +66,7 @@ func (s *Store) UpdateProjectSettings(ctx context.Context, id int64, ps store.Pr
 		return fmt.Errorf("update settings of project %d: %w", id, err)
 	}
 	err = s.writeTx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE projects SET settings = ? WHERE id = ?`, string(b), id)
+		res, err := tx.ExecContext(ctx, q.UpdateProjectSettings, string(b), id)
 		if err != nil {
 			return err
 		}
@@ -92,26 +79,10 @@ func (s *Store) UpdateProjectSettings(ctx context.Context, id int64, ps store.Pr
 }
 
 // scanner is a *sql.Row or *sql.Rows.
-type scanner interface{ Scan(dest ...any) error }
+type scanner = sqlshared.Row
 
-func scanProject(sc scanner) (store.Project, error) {
-	var (
-		p        store.Project
-		created  int64
-		settings string
-	)
-	if err := sc.Scan(&p.ID, &p.Name, &created, &settings); err != nil {
-		if errors.Is(err, sql.ErrNoRows) {
-			return store.Project{}, store.ErrNotFound
-		}
-		return store.Project{}, err
-	}
-	p.CreatedAt = fromMillis(created)
-	if err := json.Unmarshal([]byte(settings), &p.Settings); err != nil {
-		return store.Project{}, fmt.Errorf("decode settings: %w", err)
-	}
-	return p, nil
-}
+// q is the statements the SQLite store shares with the PostgreSQL one.
+var q = sqlshared.Q
 
 // mustAffect returns [store.ErrNotFound] if res affected no row.
 func mustAffect(res sql.Result) error {

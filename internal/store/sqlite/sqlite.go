@@ -97,7 +97,7 @@ func open(ctx context.Context, path string) (*Store, error) {
 		r.Close()
 		return nil, err
 	}
-	if s.keyByHash, err = r.PrepareContext(ctx, selectKey+` WHERE k.hash = ?`); err != nil {
+	if s.keyByHash, err = r.PrepareContext(ctx, q.KeyByHash); err != nil {
 		w.Close()
 		r.Close()
 		return nil, err

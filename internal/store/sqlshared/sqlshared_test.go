@@ -1,0 +1,27 @@
+package sqlshared
+
+import "testing"
+
+func TestNumbered(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{`SELECT 1`, `SELECT 1`},
+		{`SELECT a FROM t WHERE b = ? AND c > ?`, `SELECT a FROM t WHERE b = $1 AND c > $2`},
+		{`INSERT INTO t (a, b) VALUES (?, '?')`, `INSERT INTO t (a, b) VALUES ($1, '?')`},
+		{`SELECT "a?" FROM t WHERE x = ? LIMIT ?`, `SELECT "a?" FROM t WHERE x = $1 LIMIT $2`},
+		{`UPDATE t SET a = 'it''s ?' WHERE id = ?`, `UPDATE t SET a = 'it''s ?' WHERE id = $1`},
+	} {
+		if got := Numbered(tc.in); got != tc.want {
+			t.Errorf("Numbered(%q)\n got %q\nwant %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestStatementsNumbered(t *testing.T) {
+	n := Q.Numbered()
+	if n.KeyByHash == Q.KeyByHash || n.KeyByHash != Numbered(Q.KeyByHash) {
+		t.Errorf("KeyByHash not rewritten: %q", n.KeyByHash)
+	}
+	if Q.KeyByHash != SelectKey+` WHERE k.hash = ?` {
+		t.Errorf("Numbered changed Q: %q", Q.KeyByHash)
+	}
+}
