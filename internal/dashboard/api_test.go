@@ -211,24 +211,30 @@ func TestSettings(t *testing.T) {
 	}
 	c.mustCall(http.StatusOK, "PATCH", "/api/projects/shop/settings", map[string]any{
 		"callWaitSeconds": 5, "clientAccess": "read", "rateLimitPerMinute": 60, "maxTools": 10,
+		"longestTaskMinutes": 120, "keepTaskResultsHours": 168,
 	}, &p)
 	got, _ := e.st.Project(t.Context(), "shop")
-	want := store.ProjectSettings{CallWaitMs: 5000, ReadOnlyClients: true, RateLimitPerMinute: 60, MaxTools: 10}
+	want := store.ProjectSettings{CallWaitMs: 5000, ReadOnlyClients: true, RateLimitPerMinute: 60, MaxTools: 10,
+		LongestTaskMs: 2 * 3600_000, TaskTTLMs: 7 * 24 * 3600_000}
 	if got.Settings != want {
 		t.Errorf("stored settings = %+v, want %+v", got.Settings, want)
 	}
-	if p.Settings["callWaitSeconds"] != 5.0 || p.Settings["clientAccess"] != "read" || !strings.HasSuffix(p.MCPURL, "/mcp") {
+	if p.Settings["callWaitSeconds"] != 5.0 || p.Settings["clientAccess"] != "read" || !strings.HasSuffix(p.MCPURL, "/mcp") ||
+		p.Settings["longestTaskMinutes"] != 120.0 || p.Settings["keepTaskResultsHours"] != 168.0 {
 		t.Errorf("answer = %+v", p)
 	}
 	if len(e.notified.take()) == 0 {
 		t.Error("no SettingsChanged after saving settings")
 	}
 	for body, want := range map[string]string{
-		`{"callWaitSeconds":31}`:      "callWaitSeconds: the call wait is 1 to 30 seconds, not 31",
-		`{"callWaitSeconds":0}`:       "callWaitSeconds",
-		`{"clientAccess":"write"}`:    `clientAccess: want "read" or "readwrite"`,
-		`{"rateLimitPerMinute":-1}`:   "rateLimitPerMinute",
-		`{"maxSchemaBytes":99999999}`: "maxSchemaBytes",
+		`{"callWaitSeconds":31}`:       "callWaitSeconds: the call wait is 1 to 30 seconds, not 31",
+		`{"callWaitSeconds":0}`:        "callWaitSeconds",
+		`{"clientAccess":"write"}`:     `clientAccess: want "read" or "readwrite"`,
+		`{"rateLimitPerMinute":-1}`:    "rateLimitPerMinute",
+		`{"maxSchemaBytes":99999999}`:  "maxSchemaBytes",
+		`{"longestTaskMinutes":1441}`:  "longestTaskMinutes: the longest task is 1 to 1440 minutes (24 hours), not 1441",
+		`{"longestTaskMinutes":0}`:     "longestTaskMinutes: the longest task is 1 to 1440 minutes",
+		`{"keepTaskResultsHours":169}`: "keepTaskResultsHours: task results are kept 1 to 168 hours (7 days), not 169",
 	} {
 		var raw json.RawMessage = []byte(body)
 		res := c.call("PATCH", "/api/projects/shop/settings", raw, nil)
@@ -236,9 +242,10 @@ func TestSettings(t *testing.T) {
 			t.Errorf("PATCH %s: %d %q, want 400 with %q", body, res.StatusCode, res.apiError(), want)
 		}
 	}
-	c.mustCall(http.StatusOK, "PATCH", "/api/projects/shop/settings", map[string]any{"callWaitSeconds": 30, "clientAccess": "readwrite"}, nil)
-	if got, _ := e.st.Project(t.Context(), "shop"); got.Settings.CallWaitMs != 0 || got.Settings.ReadOnlyClients || got.Settings.RateLimitPerMinute != 60 {
-		t.Errorf("settings after a partial patch = %+v; want the default wait, read-write and the rate limit kept", got.Settings)
+	c.mustCall(http.StatusOK, "PATCH", "/api/projects/shop/settings", map[string]any{"callWaitSeconds": 30, "clientAccess": "readwrite", "longestTaskMinutes": 60}, nil)
+	if got, _ := e.st.Project(t.Context(), "shop"); got.Settings.CallWaitMs != 0 || got.Settings.ReadOnlyClients || got.Settings.RateLimitPerMinute != 60 ||
+		got.Settings.LongestTaskMs != 0 || got.Settings.TaskTTLMs != 7*24*3600_000 {
+		t.Errorf("settings after a partial patch = %+v; want the default wait and longest task, read-write, the rate limit and the task TTL kept", got.Settings)
 	}
 }
 

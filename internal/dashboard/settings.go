@@ -29,6 +29,14 @@ const (
 	minArgumentLimit   = 1 << 10
 	maxArgumentLimit   = 32 << 20
 	defaultCallWaitSec = 30
+
+	// The task settings, in the units the API shows them in.
+	minLongestTask     = 1
+	maxLongestTask     = int(store.MaxLongestTask / time.Minute)
+	defaultLongestTask = int(store.DefaultLongestTask / time.Minute)
+	minKeepTask        = 1
+	maxKeepTask        = int(store.MaxTaskTTL / time.Hour)
+	defaultKeepTask    = int(store.DefaultTaskTTL / time.Hour)
 )
 
 type settingsJSON = apitypes.Settings
@@ -43,6 +51,8 @@ func settingsOut(s store.ProjectSettings) settingsJSON {
 		ApproveToolChanges: s.ApproveToolChanges, RateLimitPerMinute: s.RateLimitPerMinute,
 		MaxTools: s.MaxTools, MaxSchemaBytes: s.MaxSchemaBytes, MaxResources: s.MaxResources,
 		MaxRegistrationBytes: s.MaxRegistrationBytes, MaxArgumentBytes: s.MaxArgumentBytes,
+		LongestTaskMinutes:   int(s.LongestTask().Round(time.Minute) / time.Minute),
+		KeepTaskResultsHours: int(s.TaskTTL().Round(time.Hour) / time.Hour),
 	}
 }
 
@@ -66,6 +76,24 @@ func (p settingsPatch) apply(s store.ProjectSettings) (store.ProjectSettings, er
 			return s, fieldError("clientAccess", "want %q or %q, not %q", accessRead, accessReadWrite, *v)
 		}
 		s.ReadOnlyClients = *v == accessRead
+	}
+	if v := p.LongestTaskMinutes; v != nil {
+		if *v < minLongestTask || *v > maxLongestTask {
+			return s, fieldError("longestTaskMinutes", "the longest task is %d to %d minutes (24 hours), not %d", minLongestTask, maxLongestTask, *v)
+		}
+		s.LongestTaskMs = int64(*v) * time.Minute.Milliseconds()
+		if *v == defaultLongestTask {
+			s.LongestTaskMs = 0
+		}
+	}
+	if v := p.KeepTaskResultsHours; v != nil {
+		if *v < minKeepTask || *v > maxKeepTask {
+			return s, fieldError("keepTaskResultsHours", "task results are kept %d to %d hours (7 days), not %d", minKeepTask, maxKeepTask, *v)
+		}
+		s.TaskTTLMs = int64(*v) * time.Hour.Milliseconds()
+		if *v == defaultKeepTask {
+			s.TaskTTLMs = 0
+		}
 	}
 	if p.ApproveToolChanges != nil {
 		s.ApproveToolChanges = *p.ApproveToolChanges

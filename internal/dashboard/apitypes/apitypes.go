@@ -34,6 +34,11 @@ type Settings struct {
 	MaxResources         int    `json:"maxResources"`
 	MaxRegistrationBytes int    `json:"maxRegistrationBytes"`
 	MaxArgumentBytes     int    `json:"maxArgumentBytes"`
+	// LongestTaskMinutes is how long a task may run before its call is
+	// cancelled and it fails; KeepTaskResultsHours how long an ended task
+	// and its result are kept at most (docs/tasks.md).
+	LongestTaskMinutes   int `json:"longestTaskMinutes"`
+	KeepTaskResultsHours int `json:"keepTaskResultsHours"`
 }
 
 // SettingsPatch is the body of PATCH …/settings: it changes the fields that
@@ -48,6 +53,8 @@ type SettingsPatch struct {
 	MaxResources         *int    `json:"maxResources,omitempty"`
 	MaxRegistrationBytes *int    `json:"maxRegistrationBytes,omitempty"`
 	MaxArgumentBytes     *int    `json:"maxArgumentBytes,omitempty"`
+	LongestTaskMinutes   *int    `json:"longestTaskMinutes,omitempty"`
+	KeepTaskResultsHours *int    `json:"keepTaskResultsHours,omitempty"`
 }
 
 // Pill is a label in the Tools table.
