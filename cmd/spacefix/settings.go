@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/spacefix/spacefix/internal/dashboard/apitypes"
 )
@@ -41,6 +42,8 @@ func printSettings(w io.Writer, p apitypes.Project) error {
 	t.row("Max schema bytes", limit(s.MaxSchemaBytes))
 	t.row("Max resources", limit(s.MaxResources))
 	t.row("Max registration bytes", limit(s.MaxRegistrationBytes))
+	t.row("Longest task", (time.Duration(s.LongestTaskMinutes) * time.Minute).String())
+	t.row("Keep task results", (time.Duration(s.KeepTaskResultsHours) * time.Hour).String())
 	return t.flush()
 }
 
@@ -55,12 +58,28 @@ func settingsSet(ctx context.Context, args []string, stdout io.Writer) error {
 	maxSchema := fs.Int("max-schema-bytes", 0, "bytes of input schema per tool; 0 means the default")
 	maxRes := fs.Int("max-resources", 0, "resources per agent; 0 means the default")
 	maxReg := fs.Int("max-registration-bytes", 0, "bytes of one registration; 0 means the default")
+	longest := fs.Duration("longest-task", 0, "how long a task may run before it is stopped, whole minutes from 1m to 24h (default 1h)")
+	keep := fs.Duration("keep-task-results", 0, "how long an ended task's result is kept at most, whole hours from 1h to 168h (7 days; default 24h)")
 	asJSON := fs.Bool("json", false, "print the admin API's JSON")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	given := setFlags(fs)
 	var patch apitypes.SettingsPatch
+	if given["longest-task"] {
+		n, err := wholeUnits("longest-task", *longest, time.Minute, time.Minute, 24*time.Hour)
+		if err != nil {
+			return err
+		}
+		patch.LongestTaskMinutes = &n
+	}
+	if given["keep-task-results"] {
+		n, err := wholeUnits("keep-task-results", *keep, time.Hour, time.Hour, 7*24*time.Hour)
+		if err != nil {
+			return err
+		}
+		patch.KeepTaskResultsHours = &n
+	}
 	for flag, set := range map[string]func(){
 		"call-wait": func() { patch.CallWaitSeconds = wait }, "client-access": func() { patch.ClientAccess = access },
 		"approve-tool-changes": func() { patch.ApproveToolChanges = approve }, "rate-limit": func() { patch.RateLimitPerMinute = rate },
@@ -86,4 +105,24 @@ func settingsSet(ctx context.Context, args []string, stdout io.Writer) error {
 		fmt.Fprintln(w, "Saved. MCP clients get the new settings on their next request.")
 		return printSettings(w, p)
 	})
+}
+
+// wholeUnits is d in units of unit, or a usage error naming flag when d is
+// not a whole number of them or not within [lo, hi].
+func wholeUnits(flag string, d, unit, lo, hi time.Duration) (int, error) {
+	if d%unit != 0 || d < lo || d > hi {
+		return 0, usageError{fmt.Sprintf("settings set: --%s is whole %s from %s to %s, not %s", flag, unitName[unit], short(lo), short(hi), d)}
+	}
+	return int(d / unit), nil
+}
+
+var unitName = map[time.Duration]string{time.Minute: "minutes", time.Hour: "hours"}
+
+// short prints a whole number of hours or minutes as a person writes it:
+// 24h, 1m.
+func short(d time.Duration) string {
+	if d%time.Hour == 0 {
+		return fmt.Sprintf("%dh", d/time.Hour)
+	}
+	return fmt.Sprintf("%dm", d/time.Minute)
 }
