@@ -58,15 +58,29 @@ export interface Root {
   name?: string;
 }
 
+/** A form for `call.together`: what `call.elicit` takes. */
+export interface ElicitRequest {
+  message: string;
+  schema: Record<string, unknown>;
+  /** In `elicits`, the request's id on the wire (see `ids`); absent means an id of the SDK's own. */
+  id?: string;
+}
+
 /** What `call.together` asks in one round; each may be left out. */
 export interface Inputs {
-  elicit?: { message: string; schema: Record<string, unknown> };
+  elicit?: ElicitRequest;
+  /**
+   * More forms for the same round, answered in `Answers.elicits` in the same
+   * order: two questions the user answers at once, for example.
+   */
+  elicits?: ElicitRequest[];
   sample?: SampleRequest;
   roots?: boolean;
   /**
    * The input requests' ids on the wire (the keys of a 2026-07-28 client's
    * inputRequests), for clients that look for particular ones; absent means
-   * ids of the SDK's own. They must differ from each other.
+   * ids of the SDK's own. They must differ from each other and from the ids
+   * of `elicits`.
    */
   ids?: { elicit?: string; sample?: string; roots?: string };
 }
@@ -74,9 +88,14 @@ export interface Inputs {
 /** The client's responses to `call.together`, for the requests asked. */
 export interface Answers {
   elicit?: ElicitResult;
+  /** The answers to `elicits`, in the same order. */
+  elicits?: ElicitResult[];
   sample?: SampleResult;
   roots?: Root[];
 }
+
+/** How many input requests the gateway passes on in one round. */
+const MAX_INPUTS = 8;
 
 /** together asks several input requests in one round (see Call.together). */
 export async function together(s: Session, id: string, c: RunningCall, inputs: Inputs): Promise<Answers> {
@@ -88,11 +107,21 @@ export async function together(s: Session, id: string, c: RunningCall, inputs: I
     if (!(inputs.sample.maxTokens > 0)) throw new Error('call.together: sample.maxTokens must be positive');
     reqs.sample = { method: 'sampling/createMessage', params: inputs.sample, id: inputs.ids?.sample };
   }
+  const elicits = Array.isArray(inputs?.elicits) ? inputs.elicits : [];
+  elicits.forEach((e, i) => {
+    reqs[`elicit-${i + 1}`] = { method: 'elicitation/create', params: { mode: 'form', message: String(e?.message), requestedSchema: e?.schema }, id: e?.id };
+  });
   if (inputs?.roots) reqs.roots = { method: 'roots/list', params: {}, id: inputs.ids?.roots };
-  if (Object.keys(reqs).length === 0) throw new Error('call.together: no input requested');
+  const n = Object.keys(reqs).length;
+  if (n === 0) throw new Error('call.together: no input requested');
+  if (n > MAX_INPUTS) throw new Error(`call.together: ${n} input requests; at most ${MAX_INPUTS} go in one round`);
+  const given = Object.values(reqs).map((r) => r.id).filter((x): x is string => !!x);
+  const twice = given.find((x, i) => given.indexOf(x) !== i);
+  if (twice !== undefined) throw new Error(`call.together: input request id ${JSON.stringify(twice)} is given twice; each request needs its own`);
   const rs = await askAll(s, id, c, 'call.together', reqs);
   const out: Answers = {};
   if ('elicit' in rs) out.elicit = rs.elicit as ElicitResult;
+  if (elicits.length > 0) out.elicits = elicits.map((_, i) => rs[`elicit-${i + 1}`] as ElicitResult);
   if ('sample' in rs) out.sample = rs.sample as SampleResult;
   if ('roots' in rs) out.roots = ((rs.roots as { roots?: Root[] }).roots ?? []);
   return out;

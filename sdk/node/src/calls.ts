@@ -9,6 +9,7 @@ import type { ElicitResult, Inputs, Root, SampleRequest, SampleResult } from './
 import { confirm } from './confirm.js';
 import type { Call, Caller } from './define.js';
 import { ProgressThrottle } from './progress.js';
+import { ProtocolError } from './protocolerror.js';
 import { CallFailure, MAX_RESULT_BYTES } from './result.js';
 import { abortError, type RunningCall, type Session, type WireMessage } from './session.js';
 
@@ -89,7 +90,7 @@ export function startCall(s: Session, m: WireMessage, handlerFor: HandlerFor, lo
     } catch (err) {
       const message = errorMessage(err, kind);
       log.warn(`spacefix: ${kind} ${JSON.stringify(name)} failed: ${message}`, ...(err instanceof CallFailure ? [] : [err]));
-      answer = JSON.stringify({ type: 'error', id, message });
+      answer = JSON.stringify({ type: 'error', id, message, ...protocolFields(err, log) });
     } finally {
       clearTimeout(timer);
       throttle.stop();
@@ -118,6 +119,25 @@ function errorMessage(err: unknown, kind: string): string {
   }
   if (msg.length > MAX_RESULT_BYTES / 4) msg = msg.slice(0, MAX_RESULT_BYTES / 4);
   return msg;
+}
+
+/**
+ * protocolFields are the code and data an error message carries when the
+ * handler threw a ProtocolError: the client then gets a JSON-RPC error. Code
+ * 0 is no code on the wire: it goes as -32603.
+ */
+function protocolFields(err: unknown, log: Logger): { code?: number; data?: unknown } {
+  if (!(err instanceof ProtocolError)) return {};
+  const out: { code: number; data?: unknown } = { code: err.code === 0 ? -32603 : err.code };
+  if (err.data !== undefined) {
+    try {
+      JSON.stringify(err.data);
+      out.data = err.data;
+    } catch (e) {
+      log.warn(`spacefix: a ProtocolError's data is not JSON; sent without it: ${e instanceof Error ? e.message : String(e)}`);
+    }
+  }
+  return out;
 }
 
 /** A W3C traceparent of version 00 (other versions keep this prefix too). */

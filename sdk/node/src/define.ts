@@ -89,8 +89,9 @@ export interface Call {
    */
   roots(): Promise<Root[]>;
   /**
-   * Asks the client for several inputs in one round — a form, a model's
-   * message and the roots — as one input_required result on 2026-07-28 and
+   * Asks the client for several inputs in one round — forms (`elicit`, and
+   * several with `elicits`), a model's message and the roots — as one
+   * input_required result on 2026-07-28 and
    * parallel requests on 2025 sessions; resolves with the responses to
    * those asked. Rejects as a whole when the client cannot give any of them.
    */
@@ -116,6 +117,20 @@ export interface ToolAnnotations {
   destructiveHint?: boolean;
   idempotentHint?: boolean;
   openWorldHint?: boolean;
+}
+
+/** Whether MCP clients may run a tool as a task (MCP's `execution.taskSupport`). */
+export type TaskSupport = 'forbidden' | 'optional' | 'required';
+
+/** How a tool may be run: MCP's `Tool.execution`. */
+export interface ToolExecution {
+  /**
+   * `optional`: a client may run the tool as a task (it gets a task at once
+   * and fetches the result when the handler returns), or call it plainly;
+   * `required`: only as a task; `forbidden` (the default): never. Clients see
+   * it in tools/list. It does not change `timeoutMs`.
+   */
+  taskSupport?: TaskSupport;
 }
 
 /** What defineTool takes. */
@@ -144,11 +159,14 @@ export interface ToolOptions<S extends InputSchema> {
   annotations?: ToolAnnotations;
   /** The gateway's wait for this tool, 1 to 120000 ms; absent means the project's call wait. */
   timeoutMs?: number;
+  /** Whether MCP clients may run the tool as a task, for slow work: `{ taskSupport: 'optional' }`. */
+  execution?: ToolExecution;
   /**
    * Serves a call. Return a string (sent as text), any other JSON value (sent
    * as JSON text; undefined as `null`), or a result with a `content` array
    * (`toolText`, `toolImage`, `toolError`). Throw an Error to fail the call
-   * with its message.
+   * with its message (the model reads it); rarely, throw a ProtocolError to
+   * fail the client's request with a JSON-RPC error instead.
    */
   handler: (args: InferArgs<S>, call: Call) => unknown;
 }
@@ -165,6 +183,8 @@ export interface Tool<Args = Record<string, unknown>> {
   readonly outputSchema?: Record<string, unknown>;
   readonly annotations?: ToolAnnotations;
   readonly timeoutMs?: number;
+  /** Set when the tool may run as a task (optional or required). */
+  readonly execution?: Readonly<ToolExecution>;
   readonly handler: (args: Args, call: Call) => unknown;
 }
 
@@ -276,6 +296,8 @@ export interface Prompt<Args = Record<string, string>> {
 /** Anything agent.register takes. */
 export type Registrable = Tool<any> | Resource | Prompt<any>;
 
+const TASK_SUPPORT: readonly string[] = ['forbidden', 'optional', 'required'];
+
 /**
  * defineTool defines a tool. Its handler's argument type is inferred from
  * inputSchema, which is converted to JSON Schema here, once.
@@ -289,6 +311,13 @@ export function defineTool<const S extends InputSchema>(options: ToolOptions<S>)
   if (o.timeoutMs !== undefined && (!Number.isInteger(o.timeoutMs) || o.timeoutMs < 0)) {
     throw new TypeError(`${what}: timeoutMs must be a whole number of milliseconds (1 to 120000)`);
   }
+  const taskSupport = o.execution?.taskSupport;
+  if (o.execution !== undefined && (typeof o.execution !== 'object' || o.execution === null)) {
+    throw new TypeError(`${what}: execution must be an object such as { taskSupport: 'optional' }`);
+  }
+  if (taskSupport !== undefined && !TASK_SUPPORT.includes(taskSupport)) {
+    throw new TypeError(`${what}: execution.taskSupport must be 'forbidden', 'optional' or 'required', not ${JSON.stringify(taskSupport)}`);
+  }
   const tool: Tool<InferArgs<S>> = {
     kind: 'tool',
     name: o.name,
@@ -299,6 +328,7 @@ export function defineTool<const S extends InputSchema>(options: ToolOptions<S>)
     ...(o.outputSchema !== undefined && { outputSchema: toJSONSchema(o.outputSchema, `${what} outputSchema`, 'output') }),
     ...(o.annotations !== undefined && { annotations: { ...o.annotations } }),
     ...(o.timeoutMs !== undefined && { timeoutMs: o.timeoutMs }),
+    ...(taskSupport !== undefined && taskSupport !== 'forbidden' && { execution: Object.freeze({ taskSupport }) }),
   };
   return Object.freeze(tool);
 }

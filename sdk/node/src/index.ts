@@ -10,9 +10,10 @@ export { RefusedError } from './registration.js';
 export type { AgentOptions, Logger } from './options.js';
 export { CannotConfirmError, isCannotConfirm } from './confirm.js';
 export { MissingCapabilityError } from './ask.js';
+export { ProtocolError, INVALID_PARAMS, INTERNAL_ERROR } from './protocolerror.js';
 export { LOG_LEVELS, MAX_LOG_BYTES } from './log.js';
 export type { LogLevel } from './log.js';
-export type { Answers, ElicitResult, Inputs, Root, SampleRequest, SampleResult, SamplingMessage } from './ask.js';
+export type { Answers, ElicitRequest, ElicitResult, Inputs, Root, SampleRequest, SampleResult, SamplingMessage } from './ask.js';
 export { defineTool, defineResource, defineResourceTemplate, definePrompt } from './define.js';
 export type {
   Call,
@@ -28,7 +29,9 @@ export type {
   TemplateRead,
   Tool,
   ToolAnnotations,
+  TaskSupport,
   ToolCall,
+  ToolExecution,
   ToolOptions,
 } from './define.js';
 export { toolAudio, toolError, toolImage, toolText, MAX_CONTENT_PARTS, MAX_RESULT_BYTES } from './result.js';

@@ -43,6 +43,7 @@ export function registrationBody(
       annotations: tool.annotations,
       timeoutMs: tool.timeoutMs || undefined,
       disabled: disabled || undefined,
+      execution: tool.execution,
     })),
     resources:
       resources.length > 0 ? resources.map((r) => ({ uri: r.uri, name: r.name, description: r.description, mimeType: r.mimeType, ...(r.template && { template: true }), ...(r.complete && { completable: true }), ...(off.has(`resource:${r.uri}`) && { disabled: true }) })) : undefined,

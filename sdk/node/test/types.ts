@@ -2,7 +2,7 @@
 // `npm run typecheck` (part of `npm test`); nothing here executes.
 import { z } from 'zod';
 import { type } from 'arktype';
-import { Agent, CannotConfirmError, defineTool, definePrompt, defineResource, isCannotConfirm, toolError, type Call } from '../dist/index.js';
+import { Agent, CannotConfirmError, defineTool, definePrompt, defineResource, isCannotConfirm, ProtocolError, toolError, type Call, type ElicitResult } from '../dist/index.js';
 
 type Equal<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ? 1 : 2 ? true : false;
 function assertType<T extends true>(_: T): void {}
@@ -131,5 +131,21 @@ definePrompt({
   handler: (args) => {
     assertType<Equal<typeof args, Record<string, string>>>(true);
     return 'x';
+  },
+});
+
+// Task support is one of three words; a ProtocolError takes a code, a
+// message and any data; together takes several forms.
+defineTool({ name: 'report', description: 'd', inputSchema: { type: 'object' }, execution: { taskSupport: 'optional' }, handler: () => 'ok' });
+// @ts-expect-error not a task support
+defineTool({ name: 'odd', description: 'd', inputSchema: { type: 'object' }, execution: { taskSupport: 'sometimes' }, handler: () => 'ok' });
+defineTool({
+  name: 'book',
+  description: 'd',
+  inputSchema: { type: 'object' },
+  handler: async (_args, call) => {
+    const a = await call.together({ elicits: [{ message: 'Name?', schema: { type: 'object' } }] });
+    assertType<Equal<typeof a.elicits, ElicitResult[] | undefined>>(true);
+    throw new ProtocolError(-32602, 'bad dates', { field: 'from' });
   },
 });
