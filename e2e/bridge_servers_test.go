@@ -378,4 +378,11 @@ func TestBridgeFilesystemCLI(t *testing.T) {
 	if !strings.Contains(logs.String(), `server=files`) || strings.Contains(logs.String(), e.agentKey) {
 		t.Errorf("bridge log: want the server's name, never the key:\n%s", logs)
 	}
+	// The server asks for roots as it starts, outside any call: a healthy
+	// start answers it (no roots) without an error on either side.
+	for _, bad := range []string{"Failed to request initial roots", "cannot tell which call"} {
+		if strings.Contains(logs.String(), bad) {
+			t.Errorf("a healthy start logged %q:\n%s", bad, logs)
+		}
+	}
 }

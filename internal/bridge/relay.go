@@ -275,6 +275,13 @@ func (b *Bridge) sole() (*progressSink, error) {
 	return found, nil
 }
 
+// idle reports whether no call to the server is in flight.
+func (b *Bridge) idle() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.progress) == 0
+}
+
 // asking marks s as waiting for the client's answer until the returned
 // function is called.
 func (b *Bridge) asking(s *progressSink) func() {
@@ -361,6 +368,11 @@ func (b *Bridge) relayRequests(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		if method != "roots/list" {
 			return next(ctx, method, req)
+		}
+		if b.idle() {
+			// Outside any call (many servers ask for roots as they start):
+			// no client to ask, and no roots of the bridge's own.
+			return &mcp.ListRootsResult{Roots: []*mcp.Root{}}, nil
 		}
 		s, err := b.sole()
 		if err != nil {
