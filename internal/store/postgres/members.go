@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/spacefix/spacefix/internal/store"
+	"github.com/spacefix/spacefix/internal/store/sqlshared"
 )
 
 const selectMember = `SELECT m.project_id, m.user_id, u.email, m.role, m.created_at FROM members m JOIN users u ON u.id = m.user_id`
@@ -144,9 +145,9 @@ func (s *Store) AcceptInvite(ctx context.Context, hash []byte, userID int64) (st
 	err := s.tx(ctx, func(tx pgx.Tx) error {
 		t := millis(now())
 		var err error
-		inv, err = scanInvite(tx.QueryRow(ctx, `UPDATE invites SET used_at = $1
+		inv, err = sqlshared.ScanInvite(tx.QueryRow(ctx, `UPDATE invites SET used_at = $1
 WHERE hash = $2 AND used_at IS NULL AND expires_at > $1 AND project_id <> 0
-RETURNING `+inviteColumns, t, hash))
+RETURNING `+sqlshared.InviteColumns, t, hash))
 		if err != nil {
 			return err
 		}

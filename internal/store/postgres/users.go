@@ -9,9 +9,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/spacefix/spacefix/internal/store"
+	"github.com/spacefix/spacefix/internal/store/sqlshared"
 )
-
-const selectUser = `SELECT id, email, admin, created_at, password_hash FROM users`
 
 // CreateUser implements [store.Store].
 func (s *Store) CreateUser(ctx context.Context, u store.User, passwordHash string) (store.User, error) {
@@ -19,8 +18,7 @@ func (s *Store) CreateUser(ctx context.Context, u store.User, passwordHash strin
 		return store.User{}, errors.New("create user: empty email or password hash")
 	}
 	u.CreatedAt = now()
-	err := s.pool.QueryRow(ctx, `INSERT INTO users (email, email_key, password_hash, admin, created_at)
-VALUES ($1, $2, $3, $4, $5) RETURNING id`, u.Email, store.EmailKey(u.Email), passwordHash, u.Admin, millis(u.CreatedAt)).Scan(&u.ID)
+	err := s.pool.QueryRow(ctx, q.InsertUser, u.Email, store.EmailKey(u.Email), passwordHash, u.Admin, millis(u.CreatedAt)).Scan(&u.ID)
 	if isUnique(err) {
 		return store.User{}, fmt.Errorf("create user %q: %w", u.Email, store.ErrExists)
 	}
@@ -33,7 +31,7 @@ VALUES ($1, $2, $3, $4, $5) RETURNING id`, u.Email, store.EmailKey(u.Email), pas
 // UserByEmail implements [store.Store].
 func (s *Store) UserByEmail(ctx context.Context, email string) (store.User, string, error) {
 	var hash string
-	u, err := scanUser(s.pool.QueryRow(ctx, selectUser+` WHERE email_key = $1`, store.EmailKey(email)), &hash)
+	u, err := sqlshared.ScanUser(s.pool.QueryRow(ctx, q.UserByEmail, store.EmailKey(email)), &hash)
 	if err != nil {
 		return store.User{}, "", fmt.Errorf("user %q: %w", email, err)
 	}
@@ -42,7 +40,7 @@ func (s *Store) UserByEmail(ctx context.Context, email string) (store.User, stri
 
 // UserByID implements [store.Store].
 func (s *Store) UserByID(ctx context.Context, id int64) (store.User, error) {
-	u, err := scanUser(s.pool.QueryRow(ctx, selectUser+` WHERE id = $1`, id), new(string))
+	u, err := sqlshared.ScanUserOnly(s.pool.QueryRow(ctx, q.UserByID, id))
 	if err != nil {
 		return store.User{}, fmt.Errorf("user %d: %w", id, err)
 	}
@@ -51,7 +49,7 @@ func (s *Store) UserByID(ctx context.Context, id int64) (store.User, error) {
 
 // Users implements [store.Store].
 func (s *Store) Users(ctx context.Context) ([]store.User, error) {
-	out, err := list(ctx, s, func(row pgx.Row) (store.User, error) { return scanUser(row, new(string)) }, selectUser+` ORDER BY id`)
+	out, err := list(ctx, s, sqlshared.ScanUserOnly, q.Users)
 	if err != nil {
 		return nil, fmt.Errorf("list users: %w", err)
 	}
@@ -64,29 +62,16 @@ func (s *Store) SetPassword(ctx context.Context, userID int64, passwordHash stri
 		return errors.New("set password: empty hash")
 	}
 	err := s.tx(ctx, func(tx pgx.Tx) error {
-		if err := mustAffect(tx.Exec(ctx, `UPDATE users SET password_hash = $1 WHERE id = $2`, passwordHash, userID)); err != nil {
+		if err := mustAffect(tx.Exec(ctx, q.SetPassword, passwordHash, userID)); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, `DELETE FROM sessions WHERE user_id = $1`, userID)
+		_, err := tx.Exec(ctx, q.DeleteUserSessions, userID)
 		return err
 	})
 	if err != nil {
 		return fmt.Errorf("set password of user %d: %w", userID, err)
 	}
 	return nil
-}
-
-// scanUser scans a row of selectUser, the password hash into hash.
-func scanUser(row pgx.Row, hash *string) (store.User, error) {
-	var (
-		u       store.User
-		created int64
-	)
-	if err := row.Scan(&u.ID, &u.Email, &u.Admin, &created, hash); err != nil {
-		return store.User{}, notFound(err)
-	}
-	u.CreatedAt = fromMillis(created)
-	return u, nil
 }
 
 // CreateSession implements [store.Store].
@@ -101,15 +86,14 @@ func (s *Store) CreateSession(ctx context.Context, sess store.Session, hash []by
 	sess.ExpiresAt = fromMillis(millis(sess.ExpiresAt))
 	err := s.tx(ctx, func(tx pgx.Tx) error {
 		var one int
-		if err := tx.QueryRow(ctx, `SELECT 1 FROM users WHERE id = $1`, sess.UserID).Scan(&one); err != nil {
+		if err := tx.QueryRow(ctx, q.UserExists, sess.UserID).Scan(&one); err != nil {
 			return fmt.Errorf("user %d: %w", sess.UserID, notFound(err))
 		}
 		// Expired sessions go here, so the table does not grow forever.
-		if _, err := tx.Exec(ctx, `DELETE FROM sessions WHERE expires_at <= $1`, millis(sess.CreatedAt)); err != nil {
+		if _, err := tx.Exec(ctx, q.PruneSessions, millis(sess.CreatedAt)); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, `INSERT INTO sessions (hash, user_id, created_at, expires_at) VALUES ($1, $2, $3, $4)`,
-			hash, sess.UserID, millis(sess.CreatedAt), millis(sess.ExpiresAt))
+		_, err := tx.Exec(ctx, q.InsertSession, hash, sess.UserID, millis(sess.CreatedAt), millis(sess.ExpiresAt))
 		if isUnique(err) {
 			return store.ErrExists
 		}
@@ -123,31 +107,20 @@ func (s *Store) CreateSession(ctx context.Context, sess store.Session, hash []by
 
 // SessionByHash implements [store.Store].
 func (s *Store) SessionByHash(ctx context.Context, hash []byte) (store.Session, error) {
-	var (
-		sess             store.Session
-		created, expires int64
-	)
-	err := s.pool.QueryRow(ctx, `SELECT user_id, created_at, expires_at FROM sessions WHERE hash = $1 AND expires_at > $2`,
-		hash, millis(time.Now())).Scan(&sess.UserID, &created, &expires)
+	sess, err := sqlshared.ScanSession(s.pool.QueryRow(ctx, q.SessionByHash, hash, millis(time.Now())))
 	if err != nil {
-		return store.Session{}, fmt.Errorf("session: %w", notFound(err))
+		return store.Session{}, fmt.Errorf("session: %w", err)
 	}
-	sess.CreatedAt, sess.ExpiresAt = fromMillis(created), fromMillis(expires)
 	return sess, nil
 }
 
 // DeleteSession implements [store.Store].
 func (s *Store) DeleteSession(ctx context.Context, hash []byte) error {
-	if _, err := s.pool.Exec(ctx, `DELETE FROM sessions WHERE hash = $1`, hash); err != nil {
+	if _, err := s.pool.Exec(ctx, q.DeleteSession, hash); err != nil {
 		return fmt.Errorf("delete session: %w", err)
 	}
 	return nil
 }
-
-const (
-	inviteColumns = `id, email, admin, project_id, role, created_by, created_at, expires_at, used_at`
-	selectInvite  = `SELECT ` + inviteColumns + ` FROM invites`
-)
 
 // CreateInvite implements [store.Store].
 func (s *Store) CreateInvite(ctx context.Context, inv store.Invite, hash []byte) (store.Invite, error) {
@@ -160,8 +133,7 @@ func (s *Store) CreateInvite(ctx context.Context, inv store.Invite, hash []byte)
 	inv.CreatedAt = now()
 	inv.ExpiresAt = fromMillis(millis(inv.ExpiresAt))
 	inv.UsedAt = time.Time{}
-	_, err := s.pool.Exec(ctx, `INSERT INTO invites (id, hash, email, admin, project_id, role, created_by, created_at, expires_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`, inv.ID, hash, inv.Email, inv.Admin, inv.ProjectID, string(inv.Role), inv.CreatedBy, millis(inv.CreatedAt), millis(inv.ExpiresAt))
+	_, err := s.pool.Exec(ctx, q.InsertInvite, inv.ID, hash, inv.Email, inv.Admin, inv.ProjectID, string(inv.Role), inv.CreatedBy, millis(inv.CreatedAt), millis(inv.ExpiresAt))
 	if isUnique(err) {
 		err = store.ErrExists
 	}
@@ -173,22 +145,24 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`, inv.ID, hash, inv.Email, inv.Admin
 
 // InviteByHash implements [store.Store].
 func (s *Store) InviteByHash(ctx context.Context, hash []byte) (store.Invite, error) {
-	inv, err := scanInvite(s.pool.QueryRow(ctx, selectInvite+` WHERE hash = $1 AND used_at IS NULL AND expires_at > $2`,
-		hash, millis(time.Now())))
+	inv, err := sqlshared.ScanInvite(s.pool.QueryRow(ctx, q.LiveInviteByHash, hash, millis(time.Now())))
 	if err != nil {
 		return store.Invite{}, fmt.Errorf("invite: %w", err)
 	}
 	return inv, nil
 }
 
+// useInvite marks a live invite used and returns it, in one statement.
+const useInvite = `UPDATE invites SET used_at = $1
+WHERE hash = $2 AND used_at IS NULL AND expires_at > $1
+RETURNING ` + sqlshared.InviteColumns
+
 // UseInvite implements [store.Store]. The check and the mark are one
 // statement: of two sign-ups with one link on any replicas, the second
 // finds the row used once the first commits.
 func (s *Store) UseInvite(ctx context.Context, hash []byte) (store.Invite, error) {
 	t := millis(now())
-	inv, err := scanInvite(s.pool.QueryRow(ctx, `UPDATE invites SET used_at = $1
-WHERE hash = $2 AND used_at IS NULL AND expires_at > $1
-RETURNING `+inviteColumns, t, hash))
+	inv, err := sqlshared.ScanInvite(s.pool.QueryRow(ctx, useInvite, t, hash))
 	if err != nil {
 		return store.Invite{}, fmt.Errorf("use invite: %w", err)
 	}
@@ -197,7 +171,7 @@ RETURNING `+inviteColumns, t, hash))
 
 // Invites implements [store.Store].
 func (s *Store) Invites(ctx context.Context) ([]store.Invite, error) {
-	out, err := list(ctx, s, scanInvite, selectInvite+` WHERE used_at IS NULL AND expires_at > $1 ORDER BY seq`, millis(time.Now()))
+	out, err := list(ctx, s, sqlshared.ScanInvite, q.Invites, millis(time.Now()))
 	if err != nil {
 		return nil, fmt.Errorf("list invites: %w", err)
 	}
@@ -207,26 +181,11 @@ func (s *Store) Invites(ctx context.Context) ([]store.Invite, error) {
 // RevokeInvite implements [store.Store]: the invite expires now.
 func (s *Store) RevokeInvite(ctx context.Context, id string) error {
 	t := millis(now())
-	if err := mustAffect(s.pool.Exec(ctx, `UPDATE invites SET expires_at = $1 WHERE id = $2 AND used_at IS NULL AND expires_at > $1`, t, id)); err != nil {
+	if err := mustAffect(s.pool.Exec(ctx, q.RevokeInvite, t, id, t)); err != nil {
 		return fmt.Errorf("revoke invite %q: %w", id, err)
 	}
 	return nil
 }
-
-func scanInvite(row pgx.Row) (store.Invite, error) {
-	var (
-		inv              store.Invite
-		created, expires int64
-		used             *int64
-	)
-	if err := row.Scan(&inv.ID, &inv.Email, &inv.Admin, &inv.ProjectID, (*string)(&inv.Role), &inv.CreatedBy, &created, &expires, &used); err != nil {
-		return store.Invite{}, notFound(err)
-	}
-	inv.CreatedAt, inv.ExpiresAt, inv.UsedAt = fromMillis(created), fromMillis(expires), fromNullMillis(used)
-	return inv, nil
-}
-
-const selectToken = `SELECT id, name, project_id, role, created_by, created_at, revoked_at FROM api_tokens`
 
 // CreateAPIToken implements [store.Store].
 func (s *Store) CreateAPIToken(ctx context.Context, tok store.APIToken, hash []byte) (store.APIToken, error) {
@@ -238,8 +197,7 @@ func (s *Store) CreateAPIToken(ctx context.Context, tok store.APIToken, hash []b
 	}
 	tok.CreatedAt = now()
 	tok.RevokedAt = time.Time{}
-	_, err := s.pool.Exec(ctx, `INSERT INTO api_tokens (id, hash, name, project_id, role, created_by, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-		tok.ID, hash, tok.Name, tok.ProjectID, string(tok.Role), tok.CreatedBy, millis(tok.CreatedAt))
+	_, err := s.pool.Exec(ctx, q.InsertAPIToken, tok.ID, hash, tok.Name, tok.ProjectID, string(tok.Role), tok.CreatedBy, millis(tok.CreatedAt))
 	if isUnique(err) {
 		err = store.ErrExists
 	}
@@ -251,7 +209,7 @@ func (s *Store) CreateAPIToken(ctx context.Context, tok store.APIToken, hash []b
 
 // APITokenByHash implements [store.Store].
 func (s *Store) APITokenByHash(ctx context.Context, hash []byte) (store.APIToken, error) {
-	tok, err := scanToken(s.pool.QueryRow(ctx, selectToken+` WHERE hash = $1`, hash))
+	tok, err := sqlshared.ScanAPIToken(s.pool.QueryRow(ctx, q.APITokenByHash, hash))
 	if err != nil {
 		return store.APIToken{}, fmt.Errorf("API token: %w", err)
 	}
@@ -260,7 +218,7 @@ func (s *Store) APITokenByHash(ctx context.Context, hash []byte) (store.APIToken
 
 // APITokens implements [store.Store].
 func (s *Store) APITokens(ctx context.Context) ([]store.APIToken, error) {
-	out, err := list(ctx, s, scanToken, selectToken+` ORDER BY seq`)
+	out, err := list(ctx, s, sqlshared.ScanAPIToken, q.APITokens)
 	if err != nil {
 		return nil, fmt.Errorf("list API tokens: %w", err)
 	}
@@ -284,22 +242,9 @@ func (s *Store) RevokeAPIToken(ctx context.Context, id string) error {
 	return nil
 }
 
-func scanToken(row pgx.Row) (store.APIToken, error) {
-	var (
-		tok     store.APIToken
-		created int64
-		revoked *int64
-	)
-	if err := row.Scan(&tok.ID, &tok.Name, &tok.ProjectID, (*string)(&tok.Role), &tok.CreatedBy, &created, &revoked); err != nil {
-		return store.APIToken{}, notFound(err)
-	}
-	tok.CreatedAt, tok.RevokedAt = fromMillis(created), fromNullMillis(revoked)
-	return tok, nil
-}
-
 // SetAdmin implements [store.Store].
 func (s *Store) SetAdmin(ctx context.Context, userID int64, admin bool) error {
-	if err := mustAffect(s.pool.Exec(ctx, `UPDATE users SET admin = $1 WHERE id = $2`, admin, userID)); err != nil {
+	if err := mustAffect(s.pool.Exec(ctx, q.SetAdmin, admin, userID)); err != nil {
 		return fmt.Errorf("set admin of user %d: %w", userID, err)
 	}
 	return nil
@@ -308,12 +253,12 @@ func (s *Store) SetAdmin(ctx context.Context, userID int64, admin bool) error {
 // DeleteUser implements [store.Store].
 func (s *Store) DeleteUser(ctx context.Context, userID int64) error {
 	err := s.tx(ctx, func(tx pgx.Tx) error {
-		for _, q := range []string{`DELETE FROM sessions WHERE user_id = $1`, `DELETE FROM members WHERE user_id = $1`} {
+		for _, q := range []string{q.DeleteUserSessions, q.DeleteUserMembers} {
 			if _, err := tx.Exec(ctx, q, userID); err != nil {
 				return err
 			}
 		}
-		return mustAffect(tx.Exec(ctx, `DELETE FROM users WHERE id = $1`, userID))
+		return mustAffect(tx.Exec(ctx, q.DeleteUser, userID))
 	})
 	if err != nil {
 		return fmt.Errorf("delete user %d: %w", userID, err)

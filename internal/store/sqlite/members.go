@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spacefix/spacefix/internal/store"
+	"github.com/spacefix/spacefix/internal/store/sqlshared"
 )
 
 const selectMember = `SELECT m.project_id, m.user_id, u.email, m.role, m.created_at FROM members m JOIN users u ON u.id = m.user_id`
@@ -170,7 +171,7 @@ func (s *Store) AcceptInvite(ctx context.Context, hash []byte, userID int64) (st
 	err := s.writeTx(ctx, func(tx *sql.Tx) error {
 		t := now()
 		var err error
-		inv, err = scanInvite(tx.QueryRowContext(ctx, selectInvite+` WHERE hash = ? AND used_at IS NULL AND expires_at > ? AND project_id <> 0`,
+		inv, err = sqlshared.ScanInvite(tx.QueryRowContext(ctx, q.LiveProjectInviteByHash,
 			hash, millis(t)))
 		if err != nil {
 			return err

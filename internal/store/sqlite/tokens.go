@@ -8,9 +8,8 @@ import (
 	"time"
 
 	"github.com/spacefix/spacefix/internal/store"
+	"github.com/spacefix/spacefix/internal/store/sqlshared"
 )
-
-const selectInvite = `SELECT id, email, admin, project_id, role, created_by, created_at, expires_at, used_at FROM invites`
 
 // CreateInvite implements [store.Store].
 func (s *Store) CreateInvite(ctx context.Context, inv store.Invite, hash []byte) (store.Invite, error) {
@@ -24,8 +23,7 @@ func (s *Store) CreateInvite(ctx context.Context, inv store.Invite, hash []byte)
 	inv.ExpiresAt = fromMillis(millis(inv.ExpiresAt))
 	inv.UsedAt = time.Time{}
 	err := s.writeTx(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO invites (id, hash, email, admin, project_id, role, created_by, created_at, expires_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, inv.ID, hash, inv.Email, inv.Admin, inv.ProjectID, string(inv.Role), inv.CreatedBy, millis(inv.CreatedAt), millis(inv.ExpiresAt))
+		_, err := tx.ExecContext(ctx, q.InsertInvite, inv.ID, hash, inv.Email, inv.Admin, inv.ProjectID, string(inv.Role), inv.CreatedBy, millis(inv.CreatedAt), millis(inv.ExpiresAt))
 		if isUnique(err) {
 			return store.ErrExists
 		}
@@ -39,8 +37,7 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, inv.ID, hash, inv.Email, inv.Admin, inv.Pro
 
 // InviteByHash implements [store.Store].
 func (s *Store) InviteByHash(ctx context.Context, hash []byte) (store.Invite, error) {
-	inv, err := scanInvite(s.r.QueryRowContext(ctx, selectInvite+` WHERE hash = ? AND used_at IS NULL AND expires_at > ?`,
-		hash, millis(time.Now())))
+	inv, err := sqlshared.ScanInvite(s.r.QueryRowContext(ctx, q.LiveInviteByHash, hash, millis(time.Now())))
 	if err != nil {
 		return store.Invite{}, fmt.Errorf("invite: %w", err)
 	}
@@ -54,8 +51,7 @@ func (s *Store) UseInvite(ctx context.Context, hash []byte) (store.Invite, error
 	err := s.writeTx(ctx, func(tx *sql.Tx) error {
 		t := now()
 		var err error
-		inv, err = scanInvite(tx.QueryRowContext(ctx, selectInvite+` WHERE hash = ? AND used_at IS NULL AND expires_at > ?`,
-			hash, millis(t)))
+		inv, err = sqlshared.ScanInvite(tx.QueryRowContext(ctx, q.LiveInviteByHash, hash, millis(t)))
 		if err != nil {
 			return err
 		}
@@ -71,7 +67,7 @@ func (s *Store) UseInvite(ctx context.Context, hash []byte) (store.Invite, error
 
 // Invites implements [store.Store].
 func (s *Store) Invites(ctx context.Context) ([]store.Invite, error) {
-	out, err := queryList(ctx, s.r, scanInvite, selectInvite+` WHERE used_at IS NULL AND expires_at > ? ORDER BY seq`, millis(time.Now()))
+	out, err := queryList(ctx, s.r, sqlshared.ScanInvite, q.Invites, millis(time.Now()))
 	if err != nil {
 		return nil, fmt.Errorf("list invites: %w", err)
 	}
@@ -81,7 +77,7 @@ func (s *Store) Invites(ctx context.Context) ([]store.Invite, error) {
 // RevokeInvite implements [store.Store]: the invite expires now.
 func (s *Store) RevokeInvite(ctx context.Context, id string) error {
 	t := millis(now())
-	n, err := s.deleteRows(ctx, `UPDATE invites SET expires_at = ? WHERE id = ? AND used_at IS NULL AND expires_at > ?`, t, id, t)
+	n, err := s.deleteRows(ctx, q.RevokeInvite, t, id, t)
 	if err == nil && n == 0 {
 		err = store.ErrNotFound
 	}
@@ -90,28 +86,6 @@ func (s *Store) RevokeInvite(ctx context.Context, id string) error {
 	}
 	return nil
 }
-
-func scanInvite(sc scanner) (store.Invite, error) {
-	var (
-		inv              store.Invite
-		created, expires int64
-		used             sql.NullInt64
-	)
-	err := sc.Scan(&inv.ID, &inv.Email, &inv.Admin, &inv.ProjectID, (*string)(&inv.Role), &inv.CreatedBy, &created, &expires, &used)
-	if errors.Is(err, sql.ErrNoRows) {
-		return store.Invite{}, store.ErrNotFound
-	}
-	if err != nil {
-		return store.Invite{}, err
-	}
-	inv.CreatedAt, inv.ExpiresAt = fromMillis(created), fromMillis(expires)
-	if used.Valid {
-		inv.UsedAt = fromMillis(used.Int64)
-	}
-	return inv, nil
-}
-
-const selectToken = `SELECT id, name, project_id, role, created_by, created_at, revoked_at FROM api_tokens`
 
 // CreateAPIToken implements [store.Store].
 func (s *Store) CreateAPIToken(ctx context.Context, tok store.APIToken, hash []byte) (store.APIToken, error) {
@@ -124,8 +98,7 @@ func (s *Store) CreateAPIToken(ctx context.Context, tok store.APIToken, hash []b
 	tok.CreatedAt = now()
 	tok.RevokedAt = time.Time{}
 	err := s.writeTx(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO api_tokens (id, hash, name, project_id, role, created_by, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-			tok.ID, hash, tok.Name, tok.ProjectID, string(tok.Role), tok.CreatedBy, millis(tok.CreatedAt))
+		_, err := tx.ExecContext(ctx, q.InsertAPIToken, tok.ID, hash, tok.Name, tok.ProjectID, string(tok.Role), tok.CreatedBy, millis(tok.CreatedAt))
 		if isUnique(err) {
 			return store.ErrExists
 		}
@@ -139,7 +112,7 @@ func (s *Store) CreateAPIToken(ctx context.Context, tok store.APIToken, hash []b
 
 // APITokenByHash implements [store.Store].
 func (s *Store) APITokenByHash(ctx context.Context, hash []byte) (store.APIToken, error) {
-	tok, err := scanToken(s.r.QueryRowContext(ctx, selectToken+` WHERE hash = ?`, hash))
+	tok, err := sqlshared.ScanAPIToken(s.r.QueryRowContext(ctx, q.APITokenByHash, hash))
 	if err != nil {
 		return store.APIToken{}, fmt.Errorf("API token: %w", err)
 	}
@@ -148,7 +121,7 @@ func (s *Store) APITokenByHash(ctx context.Context, hash []byte) (store.APIToken
 
 // APITokens implements [store.Store].
 func (s *Store) APITokens(ctx context.Context) ([]store.APIToken, error) {
-	out, err := queryList(ctx, s.r, scanToken, selectToken+` ORDER BY seq`)
+	out, err := queryList(ctx, s.r, sqlshared.ScanAPIToken, q.APITokens)
 	if err != nil {
 		return nil, fmt.Errorf("list API tokens: %w", err)
 	}
@@ -174,24 +147,4 @@ func (s *Store) RevokeAPIToken(ctx context.Context, id string) error {
 		return fmt.Errorf("revoke API token %q: %w", id, err)
 	}
 	return nil
-}
-
-func scanToken(sc scanner) (store.APIToken, error) {
-	var (
-		tok     store.APIToken
-		created int64
-		revoked sql.NullInt64
-	)
-	err := sc.Scan(&tok.ID, &tok.Name, &tok.ProjectID, (*string)(&tok.Role), &tok.CreatedBy, &created, &revoked)
-	if errors.Is(err, sql.ErrNoRows) {
-		return store.APIToken{}, store.ErrNotFound
-	}
-	if err != nil {
-		return store.APIToken{}, err
-	}
-	tok.CreatedAt = fromMillis(created)
-	if revoked.Valid {
-		tok.RevokedAt = fromMillis(revoked.Int64)
-	}
-	return tok, nil
 }

@@ -8,9 +8,8 @@ import (
 	"time"
 
 	"github.com/spacefix/spacefix/internal/store"
+	"github.com/spacefix/spacefix/internal/store/sqlshared"
 )
-
-const selectUser = `SELECT id, email, admin, created_at, password_hash FROM users`
 
 // CreateUser implements [store.Store].
 func (s *Store) CreateUser(ctx context.Context, u store.User, passwordHash string) (store.User, error) {
@@ -19,8 +18,7 @@ func (s *Store) CreateUser(ctx context.Context, u store.User, passwordHash strin
 	}
 	u.CreatedAt = now()
 	err := s.writeTx(ctx, func(tx *sql.Tx) error {
-		return tx.QueryRowContext(ctx, `INSERT INTO users (email, email_key, password_hash, admin, created_at)
-VALUES (?, ?, ?, ?, ?) RETURNING id`, u.Email, store.EmailKey(u.Email), passwordHash, u.Admin, millis(u.CreatedAt)).Scan(&u.ID)
+		return tx.QueryRowContext(ctx, q.InsertUser, u.Email, store.EmailKey(u.Email), passwordHash, u.Admin, millis(u.CreatedAt)).Scan(&u.ID)
 	})
 	if isUnique(err) {
 		return store.User{}, fmt.Errorf("create user %q: %w", u.Email, store.ErrExists)
@@ -33,7 +31,8 @@ VALUES (?, ?, ?, ?, ?) RETURNING id`, u.Email, store.EmailKey(u.Email), password
 
 // UserByEmail implements [store.Store].
 func (s *Store) UserByEmail(ctx context.Context, email string) (store.User, string, error) {
-	u, hash, err := scanUser(s.r.QueryRowContext(ctx, selectUser+` WHERE email_key = ?`, store.EmailKey(email)))
+	var hash string
+	u, err := sqlshared.ScanUser(s.r.QueryRowContext(ctx, q.UserByEmail, store.EmailKey(email)), &hash)
 	if err != nil {
 		return store.User{}, "", fmt.Errorf("user %q: %w", email, err)
 	}
@@ -42,7 +41,7 @@ func (s *Store) UserByEmail(ctx context.Context, email string) (store.User, stri
 
 // UserByID implements [store.Store].
 func (s *Store) UserByID(ctx context.Context, id int64) (store.User, error) {
-	u, _, err := scanUser(s.r.QueryRowContext(ctx, selectUser+` WHERE id = ?`, id))
+	u, err := sqlshared.ScanUserOnly(s.r.QueryRowContext(ctx, q.UserByID, id))
 	if err != nil {
 		return store.User{}, fmt.Errorf("user %d: %w", id, err)
 	}
@@ -51,20 +50,8 @@ func (s *Store) UserByID(ctx context.Context, id int64) (store.User, error) {
 
 // Users implements [store.Store].
 func (s *Store) Users(ctx context.Context) ([]store.User, error) {
-	rows, err := s.r.QueryContext(ctx, selectUser+` ORDER BY id`)
+	out, err := queryList(ctx, s.r, sqlshared.ScanUserOnly, q.Users)
 	if err != nil {
-		return nil, fmt.Errorf("list users: %w", err)
-	}
-	defer rows.Close()
-	var out []store.User
-	for rows.Next() {
-		u, _, err := scanUser(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list users: %w", err)
-		}
-		out = append(out, u)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list users: %w", err)
 	}
 	return out, nil
@@ -76,37 +63,20 @@ func (s *Store) SetPassword(ctx context.Context, userID int64, passwordHash stri
 		return errors.New("set password: empty hash")
 	}
 	err := s.writeTx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE users SET password_hash = ? WHERE id = ?`, passwordHash, userID)
+		res, err := tx.ExecContext(ctx, q.SetPassword, passwordHash, userID)
 		if err != nil {
 			return err
 		}
 		if err := mustAffect(res); err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, `DELETE FROM sessions WHERE user_id = ?`, userID)
+		_, err = tx.ExecContext(ctx, q.DeleteUserSessions, userID)
 		return err
 	})
 	if err != nil {
 		return fmt.Errorf("set password of user %d: %w", userID, err)
 	}
 	return nil
-}
-
-func scanUser(sc scanner) (store.User, string, error) {
-	var (
-		u       store.User
-		created int64
-		hash    string
-	)
-	err := sc.Scan(&u.ID, &u.Email, &u.Admin, &created, &hash)
-	if errors.Is(err, sql.ErrNoRows) {
-		return store.User{}, "", store.ErrNotFound
-	}
-	if err != nil {
-		return store.User{}, "", err
-	}
-	u.CreatedAt = fromMillis(created)
-	return u, hash, nil
 }
 
 // CreateSession implements [store.Store].
@@ -121,7 +91,7 @@ func (s *Store) CreateSession(ctx context.Context, sess store.Session, hash []by
 	sess.ExpiresAt = fromMillis(millis(sess.ExpiresAt))
 	err := s.writeTx(ctx, func(tx *sql.Tx) error {
 		var one int
-		err := tx.QueryRowContext(ctx, `SELECT 1 FROM users WHERE id = ?`, sess.UserID).Scan(&one)
+		err := tx.QueryRowContext(ctx, q.UserExists, sess.UserID).Scan(&one)
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("user %d: %w", sess.UserID, store.ErrNotFound)
 		}
@@ -129,11 +99,10 @@ func (s *Store) CreateSession(ctx context.Context, sess store.Session, hash []by
 			return err
 		}
 		// Expired sessions go here, so the table does not grow forever.
-		if _, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE expires_at <= ?`, millis(sess.CreatedAt)); err != nil {
+		if _, err := tx.ExecContext(ctx, q.PruneSessions, millis(sess.CreatedAt)); err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO sessions (hash, user_id, created_at, expires_at) VALUES (?, ?, ?, ?)`,
-			hash, sess.UserID, millis(sess.CreatedAt), millis(sess.ExpiresAt))
+		_, err = tx.ExecContext(ctx, q.InsertSession, hash, sess.UserID, millis(sess.CreatedAt), millis(sess.ExpiresAt))
 		if isUnique(err) {
 			return store.ErrExists
 		}
@@ -147,26 +116,17 @@ func (s *Store) CreateSession(ctx context.Context, sess store.Session, hash []by
 
 // SessionByHash implements [store.Store].
 func (s *Store) SessionByHash(ctx context.Context, hash []byte) (store.Session, error) {
-	var (
-		sess             store.Session
-		created, expires int64
-	)
-	err := s.r.QueryRowContext(ctx, `SELECT user_id, created_at, expires_at FROM sessions WHERE hash = ? AND expires_at > ?`,
-		hash, millis(time.Now())).Scan(&sess.UserID, &created, &expires)
-	if errors.Is(err, sql.ErrNoRows) {
-		err = store.ErrNotFound
-	}
+	sess, err := sqlshared.ScanSession(s.r.QueryRowContext(ctx, q.SessionByHash, hash, millis(time.Now())))
 	if err != nil {
 		return store.Session{}, fmt.Errorf("session: %w", err)
 	}
-	sess.CreatedAt, sess.ExpiresAt = fromMillis(created), fromMillis(expires)
 	return sess, nil
 }
 
 // DeleteSession implements [store.Store].
 func (s *Store) DeleteSession(ctx context.Context, hash []byte) error {
 	err := s.writeTx(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE hash = ?`, hash)
+		_, err := tx.ExecContext(ctx, q.DeleteSession, hash)
 		return err
 	})
 	if err != nil {
@@ -178,7 +138,7 @@ func (s *Store) DeleteSession(ctx context.Context, hash []byte) error {
 // SetAdmin implements [store.Store].
 func (s *Store) SetAdmin(ctx context.Context, userID int64, admin bool) error {
 	err := s.writeTx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE users SET admin = ? WHERE id = ?`, admin, userID)
+		res, err := tx.ExecContext(ctx, q.SetAdmin, admin, userID)
 		if err != nil {
 			return err
 		}
@@ -193,12 +153,12 @@ func (s *Store) SetAdmin(ctx context.Context, userID int64, admin bool) error {
 // DeleteUser implements [store.Store].
 func (s *Store) DeleteUser(ctx context.Context, userID int64) error {
 	err := s.writeTx(ctx, func(tx *sql.Tx) error {
-		for _, q := range []string{`DELETE FROM sessions WHERE user_id = ?`, `DELETE FROM members WHERE user_id = ?`} {
+		for _, q := range []string{q.DeleteUserSessions, q.DeleteUserMembers} {
 			if _, err := tx.ExecContext(ctx, q, userID); err != nil {
 				return err
 			}
 		}
-		res, err := tx.ExecContext(ctx, `DELETE FROM users WHERE id = ?`, userID)
+		res, err := tx.ExecContext(ctx, q.DeleteUser, userID)
 		if err != nil {
 			return err
 		}

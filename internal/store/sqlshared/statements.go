@@ -9,6 +9,15 @@ type Statements struct {
 
 	InsertKey, KeyByHash, KeyByID, KeysOrder, KeysOfProject string
 	RevokeKey, KeyExists, SetKeyMeta                        string
+
+	InsertUser, UserByEmail, UserByID, Users, SetPassword, SetAdmin string
+	DeleteUserSessions, DeleteUserMembers, DeleteUser, UserExists   string
+
+	InsertSession, PruneSessions, SessionByHash, DeleteSession string
+
+	InsertInvite, LiveInviteByHash, LiveProjectInviteByHash, Invites, RevokeInvite string
+
+	InsertAPIToken, APITokenByHash, APITokens string
 }
 
 // Q is every shared statement with ? placeholders.
@@ -30,4 +39,33 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 	RevokeKey:     `UPDATE keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL`,
 	KeyExists:     `SELECT 1 FROM keys WHERE id = ?`,
 	SetKeyMeta:    `UPDATE keys SET display_name = ?, author = ?, community = ? WHERE id = ?`,
+
+	InsertUser: `INSERT INTO users (email, email_key, password_hash, admin, created_at)
+VALUES (?, ?, ?, ?, ?) RETURNING id`,
+	UserByEmail:        SelectUser + ` WHERE email_key = ?`,
+	UserByID:           SelectUser + ` WHERE id = ?`,
+	Users:              SelectUser + ` ORDER BY id`,
+	SetPassword:        `UPDATE users SET password_hash = ? WHERE id = ?`,
+	SetAdmin:           `UPDATE users SET admin = ? WHERE id = ?`,
+	DeleteUserSessions: `DELETE FROM sessions WHERE user_id = ?`,
+	DeleteUserMembers:  `DELETE FROM members WHERE user_id = ?`,
+	DeleteUser:         `DELETE FROM users WHERE id = ?`,
+	UserExists:         `SELECT 1 FROM users WHERE id = ?`,
+
+	InsertSession: `INSERT INTO sessions (hash, user_id, created_at, expires_at) VALUES (?, ?, ?, ?)`,
+	PruneSessions: `DELETE FROM sessions WHERE expires_at <= ?`,
+	SessionByHash: `SELECT user_id, created_at, expires_at FROM sessions WHERE hash = ? AND expires_at > ?`,
+	DeleteSession: `DELETE FROM sessions WHERE hash = ?`,
+
+	InsertInvite: `INSERT INTO invites (id, hash, email, admin, project_id, role, created_by, created_at, expires_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	LiveInviteByHash:        SelectInvite + ` WHERE hash = ? AND used_at IS NULL AND expires_at > ?`,
+	LiveProjectInviteByHash: SelectInvite + ` WHERE hash = ? AND used_at IS NULL AND expires_at > ? AND project_id <> 0`,
+	Invites:                 SelectInvite + ` WHERE used_at IS NULL AND expires_at > ? ORDER BY seq`,
+	// RevokeInvite takes the time twice: the new expiry and now.
+	RevokeInvite: `UPDATE invites SET expires_at = ? WHERE id = ? AND used_at IS NULL AND expires_at > ?`,
+
+	InsertAPIToken: `INSERT INTO api_tokens (id, hash, name, project_id, role, created_by, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+	APITokenByHash: SelectAPIToken + ` WHERE hash = ?`,
+	APITokens:      SelectAPIToken + ` ORDER BY seq`,
 }
