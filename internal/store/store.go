@@ -483,6 +483,8 @@ type Call struct {
 	Progress  []string // progress lines, in order
 	// Billable is true for every call that reached an agent.
 	Billable bool
+	// TaskID is the MCP task the call ran as; "" for a plain call.
+	TaskID string
 }
 
 // MaxErrorRunes is how many characters of a call's error the log keeps.

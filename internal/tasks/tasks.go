@@ -17,6 +17,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -146,71 +147,22 @@ type Options struct {
 	PruneEvery time.Duration
 }
 
-// Manager runs tasks and answers for them. Every method is safe for
-// concurrent use.
-type Manager struct {
-	opts Options
+// ErrBadResponses wraps the error [Manager.Answer] returns for responses
+// to input requests the task never asked: the front answers -32602.
+var ErrBadResponses = errors.New("bad input responses")
+
+// ErrClosed is what [Manager.Run] returns once the gateway is shutting
+// down.
+var ErrClosed = errors.New("the gateway is shutting down; call the tool again to start the task on another gateway")
+
+// Messages a client reads when a task fails for the gateway's reasons.
+const (
+	MsgGatewayStopped  = "The gateway running this task stopped."
+	MsgGatewayShutDown = "The gateway running this task shut down."
+	MsgCancelled       = "The task was cancelled."
+)
+
+// msgLimit is why a task that ran past the project's longest task failed.
+func msgLimit(limit time.Duration) string {
+	return fmt.Sprintf("The task ran longer than the project's longest task (%s) and was stopped.", limit)
 }
-
-var errNotRunning = errors.New("tasks: not running yet")
-
-// New returns a Manager; [Manager.Start] starts its background work.
-func New(opts Options) *Manager {
-	return &Manager{opts: opts}
-}
-
-// Start starts the pruning loop and the signal subscription.
-func (m *Manager) Start(ctx context.Context) error { return errNotRunning }
-
-// Close stops taking tasks; it cancels nothing.
-func (m *Manager) Close() error { return nil }
-
-// OwnerOf returns the owner of the tasks key starts.
-func (m *Manager) OwnerOf(ctx context.Context, key store.Key) (Owner, error) {
-	return "", errNotRunning
-}
-
-// Run stores the task (status working) and only then sends the call and
-// returns. See the design for how a task ends.
-func (m *Manager) Run(ctx context.Context, s Spec) (Task, error) { return Task{}, errNotRunning }
-
-// Get returns owner's task, ErrNotFound otherwise.
-func (m *Manager) Get(ctx context.Context, owner Owner, projectID int64, id string) (Task, error) {
-	return Task{}, errNotRunning
-}
-
-// Wait returns the task once it is terminal or InputRequired (or ctx
-// ends).
-func (m *Manager) Wait(ctx context.Context, owner Owner, projectID int64, id string) (Task, error) {
-	return Task{}, errNotRunning
-}
-
-// List returns owner's tasks in the project, newest first, a page at a
-// time (cursor "" first).
-func (m *Manager) List(ctx context.Context, owner Owner, projectID int64, cursor string, limit int) ([]Task, string, error) {
-	return nil, "", errNotRunning
-}
-
-// Cancel cancels owner's task.
-func (m *Manager) Cancel(ctx context.Context, owner Owner, projectID int64, id string) (Task, error) {
-	return Task{}, errNotRunning
-}
-
-// Answer gives the handler the client's responses to the task's
-// InputRequests.
-func (m *Manager) Answer(ctx context.Context, owner Owner, projectID int64, id string, responses map[string]json.RawMessage) error {
-	return errNotRunning
-}
-
-// Subscribe calls fn with each status change of a task run or watched by
-// this gateway; the returned func unsubscribes.
-func (m *Manager) Subscribe(fn func(Task)) (unsubscribe func()) { return func() {} }
-
-// Limit is the project's longest task.
-func (m *Manager) Limit(ctx context.Context, projectID int64) time.Duration { return time.Hour }
-
-// TTLCap is the longest a task's result is kept.
-func (m *Manager) TTLCap(ctx context.Context, projectID int64) time.Duration { return 24 * time.Hour }
-
-// FailGateway marks the non-terminal tasks of a dead gateway Failed.
-func (m *Manager) FailGateway(ctx context.Context, gatewayID string) error { return errNotRunning }

@@ -1,0 +1,421 @@
+package tasks
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spacefix/spacefix/core/agentproto"
+	"github.com/spacefix/spacefix/core/textfmt"
+	"github.com/spacefix/spacefix/internal/agents"
+	"github.com/spacefix/spacefix/internal/route"
+	"github.com/spacefix/spacefix/internal/store"
+)
+
+// Timing of a run's store writes and of its clients' polls.
+const (
+	// writeGap is the least time between two writes of progress lines.
+	writeGap = time.Second
+	// pollFast is the poll interval suggested while a task is young;
+	// pollSlow once it has run for slowAfter.
+	pollFast  = time.Second
+	pollSlow  = 2 * time.Second
+	slowAfter = time.Minute
+)
+
+// errCannotAsk is what an agent reads when its question cannot reach the
+// client of a task.
+var errCannotAsk = errors.New("the task's client cannot be asked questions by this gateway; go on without asking")
+
+// run is one task running on this gateway: the agent's call and the
+// task's latest state, which the store follows (status changes at once,
+// progress lines at most once a writeGap).
+type run struct {
+	m     *Manager
+	ctx   context.Context // the call's; cancelled by cancel or Close
+	stop  context.CancelFunc
+	call  *route.Call
+	key   store.Key
+	tool  *agents.Tool
+	start time.Time
+	limit time.Duration
+
+	answers chan map[string]json.RawMessage // the client's responses to the question asked
+
+	wmu sync.Mutex // serialises store writes, so that they land in order
+
+	mu      sync.Mutex
+	task    Task
+	changed chan struct{} // closed and replaced at each status change
+	written time.Time     // when the task was last written
+	flush   *time.Timer   // writes a held progress line; nil if none is held
+	// notified is the status the subscribers last heard of.
+	notified Status
+}
+
+// Run stores the task (status working) — so a tasks/get on any gateway
+// finds it — and only then sends the call and returns. The call runs on the
+// Manager's own context, not the request's: it ends when the handler
+// returns, at Deadline (the agent's call is cancelled, the task fails "The
+// task ran longer than the project's longest task (1h0m0s) and was
+// stopped."), on Cancel, or when the agent disconnects (failed,
+// route.MsgDisconnected — never retried). Progress lines become
+// StatusMessage (store writes at most one a second). A question of the
+// handler puts the task in InputRequired with InputRequests set (see
+// [Questions]) until Answer is called. The end is logged as one call in
+// the call log (billable, with the task id) and stored.
+func (m *Manager) Run(ctx context.Context, s Spec) (Task, error) {
+	m.mu.Lock()
+	closed := m.closed
+	m.mu.Unlock()
+	if closed {
+		s.Call.Release()
+		return Task{}, ErrClosed
+	}
+	owner, err := m.OwnerOf(ctx, s.Key)
+	if err != nil {
+		s.Call.Release()
+		return Task{}, err
+	}
+	ttl := m.TTLCap(ctx, s.Key.ProjectID)
+	if s.TTL > 0 && s.TTL < ttl {
+		ttl = s.TTL
+	}
+	start := s.Start
+	if start.IsZero() {
+		start = m.now()
+	}
+	now := m.now().UTC().Truncate(time.Millisecond)
+	t := Task{
+		ID: newID(), ProjectID: s.Key.ProjectID, Owner: owner, Tool: s.Tool.Name, AgentKey: s.Tool.AgentKey,
+		Gateway: m.gateway, Era: s.Era, Status: Working, CreatedAt: now, UpdatedAt: now,
+		TTL: ttl, PollInterval: pollFast, Deadline: s.Call.Deadline().UTC().Truncate(time.Millisecond), CallID: s.Call.ID(),
+	}
+	if err := m.st.CreateTask(ctx, t); err != nil {
+		s.Call.Release()
+		return Task{}, fmt.Errorf("tasks: start a task of %s: %w", s.Tool.Name, err)
+	}
+	r := &run{m: m, call: s.Call, key: s.Key, tool: s.Tool, start: start, limit: s.Call.Deadline().Sub(start).Round(time.Second),
+		answers: make(chan map[string]json.RawMessage, 1), task: t, changed: make(chan struct{}), written: now, notified: Working}
+	r.ctx, r.stop = context.WithCancel(m.ctx)
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		r.stop()
+		s.Call.Release()
+		r.finish(route.Result{Outcome: route.Cancelled})
+		return Task{}, ErrClosed
+	}
+	m.runs[t.ID] = r
+	m.runWG.Add(1)
+	m.mu.Unlock()
+
+	call, res := s.Call.Send(r.ctx)
+	if call == nil {
+		go func() { defer m.runWG.Done(); r.finish(res) }()
+	} else {
+		go r.loop()
+	}
+	return t, nil
+}
+
+// loop waits for the call to end, passing its questions to the client.
+func (r *run) loop() {
+	defer r.m.runWG.Done()
+	res := r.call.Wait(r.ctx, r.progress)
+	for res.Question != nil {
+		res = r.ask(res.Question)
+	}
+	r.finish(res)
+}
+
+// ask puts the task in InputRequired with question q until the client
+// answers, the deadline passes or the task is cancelled; then it waits for
+// the call again.
+func (r *run) ask(q *agentproto.Message) route.Result {
+	var (
+		reqs json.RawMessage
+		err  = errCannotAsk
+	)
+	if r.m.opts.Questions != nil {
+		reqs, err = r.m.opts.Questions.InputRequests(q)
+	}
+	if err != nil {
+		if q.Type == agentproto.TypeAsk {
+			r.call.Respond(nil, err.Error(), -32602)
+		} else {
+			r.call.Answer(q.Input, false, err)
+		}
+		return r.call.Wait(r.ctx, r.progress)
+	}
+	select {
+	case <-r.answers: // a late answer to an earlier question
+	default:
+	}
+	r.call.Note("asked the client: " + textfmt.Cut(string(reqs), 180))
+	r.setStatus(InputRequired, func(t *Task) { t.InputRequests = reqs })
+	timer := time.NewTimer(time.Until(r.call.Deadline()))
+	defer timer.Stop()
+	select {
+	case resp := <-r.answers:
+		r.m.opts.Questions.Answer(r.call, q, reqs, resp)
+		r.setStatus(Working, func(t *Task) { t.InputRequests = nil })
+		return r.call.Wait(r.ctx, r.progress)
+	case <-timer.C:
+		return r.call.Abandon(agentproto.ReasonTimeout)
+	case <-r.ctx.Done():
+		return r.call.Abandon(agentproto.ReasonCancelled)
+	}
+}
+
+// progress makes line the task's status message: in memory at once, in
+// the store at most once a writeGap (the latest line wins).
+func (r *run) progress(line string) {
+	r.mu.Lock()
+	if r.task.Status.Terminal() {
+		r.mu.Unlock()
+		return
+	}
+	r.task.StatusMessage = line
+	wait := writeGap - r.m.now().Sub(r.written)
+	if wait > 0 {
+		if r.flush == nil {
+			r.flush = time.AfterFunc(wait, r.write)
+		}
+		r.mu.Unlock()
+		return
+	}
+	r.mu.Unlock()
+	r.write()
+}
+
+// setStatus changes the task's status (and what change says) and writes
+// it at once.
+func (r *run) setStatus(s Status, change func(*Task)) {
+	r.mu.Lock()
+	if r.task.Status.Terminal() {
+		r.mu.Unlock()
+		return
+	}
+	r.task.Status = s
+	if change != nil {
+		change(&r.task)
+	}
+	r.mu.Unlock()
+	r.write()
+}
+
+// write writes the task as it is now. A store that says the task had
+// already ended (cancelled or failed from another gateway) ends the run.
+func (r *run) write() {
+	r.wmu.Lock()
+	defer r.wmu.Unlock()
+	r.mu.Lock()
+	if r.flush != nil {
+		r.flush.Stop()
+		r.flush = nil
+	}
+	now := r.m.now().UTC().Truncate(time.Millisecond)
+	r.task.UpdatedAt, r.written = now, now
+	if now.Sub(r.task.CreatedAt) >= slowAfter {
+		r.task.PollInterval = pollSlow
+	}
+	t := r.task
+	changed := t.Status != r.notified
+	r.notified = t.Status
+	r.mu.Unlock()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ok, err := r.m.st.UpdateTask(ctx, t)
+	switch {
+	case err != nil:
+		r.m.log.Warn("tasks: write a task's status", "task", t.ID, "status", t.Status, "err", err)
+	case !ok:
+		// Ended elsewhere: a cancel or a dead gateway's failure won.
+		r.stop()
+	}
+	r.wake(t, changed)
+}
+
+// wake wakes the waiters and, when the status changed, tells the
+// subscribers of t.
+func (r *run) wake(t Task, statusChanged bool) {
+	r.mu.Lock()
+	close(r.changed)
+	r.changed = make(chan struct{})
+	r.mu.Unlock()
+	if statusChanged {
+		r.m.notify(t)
+	}
+}
+
+// snapshot returns the task as it is now, and a channel closed at its next
+// change.
+func (r *run) snapshot() (Task, <-chan struct{}) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.task, r.changed
+}
+
+// end ends the task here with status s and message msg (a cancel, a
+// shutdown) unless it has ended already, and stops the agent's call; the
+// call's own end is then logged and dropped.
+func (r *run) end(s Status, msg string) (Task, bool) {
+	r.mu.Lock()
+	if r.task.Status.Terminal() {
+		t := r.task
+		r.mu.Unlock()
+		return t, false
+	}
+	r.task.Status, r.task.StatusMessage, r.task.InputRequests = s, msg, nil
+	if s == Failed {
+		r.task.Error = &RPCError{Code: codeInternal, Message: msg}
+	}
+	r.mu.Unlock()
+	r.write()
+	r.stop()
+	t, _ := r.snapshot()
+	return t, true
+}
+
+// codeInternal is the JSON-RPC code of a task the gateway failed.
+const codeInternal = -32603
+
+// finish records how the call ended: the task's end (unless a cancel or
+// a shutdown ended it first) and one call in the call log.
+func (r *run) finish(res route.Result) {
+	defer func() {
+		r.m.mu.Lock()
+		delete(r.m.runs, r.task.ID)
+		r.m.mu.Unlock()
+		r.stop()
+	}()
+	outcome, errText := r.outcome(res)
+	r.mu.Lock()
+	id := r.task.ID
+	if !r.task.Status.Terminal() {
+		r.apply(res, errText)
+		r.task.InputRequests = nil
+		r.mu.Unlock()
+		r.write()
+	} else {
+		r.mu.Unlock()
+	}
+	if res.Reached() {
+		r.m.calls.Add(store.Call{
+			Time: r.start, ProjectID: r.key.ProjectID, Kind: agentproto.KindTool, Name: r.tool.Name,
+			KeyID: r.key.ID, Agent: r.tool.AgentKey, Replica: res.Replica.ID, Duration: r.m.now().Sub(r.start),
+			Outcome: outcome, Error: textfmt.Cut(errText, agentproto.MaxErrorLogLen), Progress: res.Progress,
+			Billable: true, TaskID: id,
+		})
+	}
+}
+
+// outcome is how the call log words res, and its error text.
+func (r *run) outcome(res route.Result) (outcome, errText string) {
+	switch res.Outcome {
+	case route.OK:
+		if isError(res.Result) {
+			return store.OutcomeError, firstText(res.Result)
+		}
+		return store.OutcomeOK, ""
+	case route.TimedOut:
+		return store.OutcomeTimeout, msgLimit(r.limit)
+	case route.Cancelled:
+		r.mu.Lock()
+		msg := r.task.StatusMessage
+		if r.task.Status != Failed {
+			msg = ""
+		}
+		r.mu.Unlock()
+		return store.OutcomeCancelled, msg
+	case route.Disconnected:
+		return store.OutcomeDisconnected, route.MsgDisconnected
+	default:
+		return store.OutcomeError, res.Detail
+	}
+}
+
+// apply sets the task's end from res; r.mu held.
+func (r *run) apply(res route.Result, errText string) {
+	t := &r.task
+	fail := func(msg string, code int, data json.RawMessage) {
+		t.Status, t.StatusMessage, t.Error = Failed, msg, &RPCError{Code: code, Message: msg, Data: data}
+	}
+	switch res.Outcome {
+	case route.OK:
+		t.Status, t.Result = Completed, res.Result
+		if isError(res.Result) {
+			t.StatusMessage = textfmt.Cut(errText, agentproto.MaxErrorLogLen)
+			if t.Era == era2025 {
+				t.Status = Failed // an isError result is failed in 2025-11-25
+			}
+		}
+	case route.ToolError:
+		switch {
+		case res.Code != 0:
+			fail(res.Detail, res.Code, res.Data)
+		case strings.HasPrefix(res.Detail, tooLargePrefix):
+			fail(res.Detail, codeInternal, nil)
+		default:
+			t.Status, t.StatusMessage, t.Result = Completed, textfmt.Cut(res.Detail, agentproto.MaxErrorLogLen), errorResult(res.Detail)
+			if t.Era == era2025 {
+				t.Status = Failed
+			}
+		}
+	case route.Cancelled:
+		t.Status, t.StatusMessage = Cancelled, MsgCancelled
+	case route.TimedOut, route.Disconnected:
+		fail(errText, codeInternal, nil)
+	default: // NoReplica, NotFound: the call was never sent
+		msg := res.Detail
+		if msg == "" {
+			msg = fmt.Sprintf("The tool %s is no longer offered. List the tools again.", r.tool.Name)
+		}
+		fail(msg, codeInternal, nil)
+	}
+}
+
+// era2025 is the era whose isError results are failed tasks.
+const era2025 = "2025-11-25"
+
+// tooLargePrefix starts route.TooLarge's message.
+var tooLargePrefix = strings.SplitN(route.TooLarge(0), ":", 2)[0] + ":"
+
+// isError reports whether a CallToolResult has isError set.
+func isError(result json.RawMessage) bool {
+	var r struct {
+		IsError bool `json:"isError"`
+	}
+	return json.Unmarshal(result, &r) == nil && r.IsError
+}
+
+// firstText returns the first text content of a CallToolResult.
+func firstText(result json.RawMessage) string {
+	var r struct {
+		Content []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		} `json:"content"`
+	}
+	if json.Unmarshal(result, &r) != nil {
+		return ""
+	}
+	for _, c := range r.Content {
+		if c.Type == "text" {
+			return c.Text
+		}
+	}
+	return ""
+}
+
+// errorResult is an isError CallToolResult saying msg.
+func errorResult(msg string) json.RawMessage {
+	b, _ := json.Marshal(map[string]any{"content": []map[string]string{{"type": "text", "text": msg}}, "isError": true})
+	return b
+}
