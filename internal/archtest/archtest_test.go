@@ -41,6 +41,8 @@ var layers = []struct {
 	{"test transport", []string{"internal/route/routetest"}},
 	{"routing and rules", []string{"internal/route", "internal/access", "internal/users", "internal/metrics", "internal/cluster", "internal/oauth"}},
 	{"registry and stores", []string{"internal/agents", "internal/auth", "internal/cache", "internal/store/sqlite", "internal/store/postgres", "internal/store/storetest"}},
+	// What the SQLite and PostgreSQL stores share: statements and scanning.
+	{"shared SQL", []string{"internal/store/sqlshared"}},
 	{"protocol, schemas, store interface", []string{"core/agentproto", "internal/schema", "core/internal/schemagen", "internal/changes", "internal/store"}},
 	{"helpers", []string{
 		"core/textfmt", "internal/canonjson", "core/pattern", "internal/leaktest", "internal/recovery",
