@@ -310,16 +310,7 @@ func (c *Cluster) relaysNow() []string {
 
 // mirrorIDs returns the ids of the replicas n mirrors from other gateways,
 // sorted.
-func (n *node) mirrorIDs() []string {
-	var ids []string
-	for _, rep := range n.reg.All() {
-		if rep.Gateway != "" {
-			ids = append(ids, rep.ID)
-		}
-	}
-	slices.Sort(ids)
-	return ids
-}
+func (n *node) mirrorIDs() []string { return mirroredIDs(n.reg) }
 
 // A mirror with as many replicas as the holder but not the same ones (a
 // stale "up" after a "down", plus a missed new one) heals: the heartbeat's

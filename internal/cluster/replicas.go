@@ -119,9 +119,15 @@ func (c *Cluster) ReplicaChanged(rep *agents.Replica) {
 // announceLocked publishes an announcement of this gateway's replicas
 // under the next sequence number. c.annMu is held.
 func (c *Cluster) announceLocked(msg repMsg) {
+	c.publish(subjReplicas, c.numberLocked(msg))
+}
+
+// numberLocked returns an announcement of this gateway's replicas from
+// this gateway, under the next sequence number. c.annMu is held.
+func (c *Cluster) numberLocked(msg repMsg) repMsg {
 	c.repSeq++
 	msg.Gw, msg.Seq = c.opts.Gateway, c.repSeq
-	c.publish(subjReplicas, msg)
+	return msg
 }
 
 // info returns a replica this gateway holds as announced: its state, and
