@@ -142,3 +142,38 @@ func copyTree(t *testing.T, from, to string) {
 		t.Fatal(err)
 	}
 }
+
+// The Node SDK's README shows the example's code, and a reader copies it:
+// it must be examples/orders-node/agent.mjs to the letter, less the file's
+// opening comment and its import of orderService (the reader's own
+// service). A README that drifts (it once lacked the read-only
+// annotations, so copied reads counted as writes) fails here.
+func TestNodeReadmeCodeIsTheExample(t *testing.T) {
+	readme, err := os.ReadFile("../sdk/node/README.md")
+	must(t, err)
+	_, after, ok := strings.Cut(string(readme), "## Example")
+	if !ok {
+		t.Fatal("sdk/node/README.md has no ## Example section")
+	}
+	_, after, ok = strings.Cut(after, "```js\n")
+	if !ok {
+		t.Fatal("sdk/node/README.md's Example has no ```js block")
+	}
+	shown, _, _ := strings.Cut(after, "```")
+
+	src, err := os.ReadFile("../examples/orders-node/agent.mjs")
+	must(t, err)
+	var kept []string
+	for _, line := range strings.SplitAfter(string(src), "\n") {
+		if strings.HasPrefix(line, "//") && len(kept) == 0 {
+			continue // the file's opening comment
+		}
+		if strings.HasPrefix(line, "import { orderService }") {
+			continue
+		}
+		kept = append(kept, line)
+	}
+	if example := strings.Join(kept, ""); shown != example {
+		t.Errorf("sdk/node/README.md's example differs from examples/orders-node/agent.mjs (less its opening comment and orderService import); make them the same.\n--- README:\n%s\n--- agent.mjs:\n%s", shown, example)
+	}
+}
