@@ -5,14 +5,13 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/spacefix/spacefix/core/textfmt"
 	"github.com/spacefix/spacefix/internal/store"
+	"github.com/spacefix/spacefix/internal/store/sqlshared"
 )
 
 // pruneChunk is how many log rows one PruneCalls statement deletes, so a
@@ -101,73 +100,12 @@ ON CONFLICT (project_id, day, kind, name) DO UPDATE SET calls = usage_daily.call
 
 // Calls implements [store.Store].
 func (s *Store) Calls(ctx context.Context, f store.CallFilter) ([]store.Call, error) {
-	q, args := callsQuery(f)
-	cs, err := list(ctx, s, scanCall, q, args...)
+	q, args := sqlshared.CallsQuery(f, sqlshared.Dollar)
+	cs, err := list(ctx, s, sqlshared.ScanCall, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list calls: %w", err)
 	}
 	return cs, nil
-}
-
-// callsQuery returns the query for f and its arguments.
-func callsQuery(f store.CallFilter) (string, []any) {
-	var (
-		where []string
-		args  []any
-	)
-	add := func(cond string, arg any) {
-		args = append(args, arg)
-		where = append(where, cond+" $"+strconv.Itoa(len(args)))
-	}
-	if f.ProjectID != 0 {
-		add("project_id =", f.ProjectID)
-	}
-	if f.Name != "" {
-		add("name =", f.Name)
-	}
-	if f.Outcome != "" {
-		add("outcome =", f.Outcome)
-	}
-	if f.KeyID != "" {
-		add("key_id =", f.KeyID)
-	}
-	if !f.Since.IsZero() {
-		add("started_at >=", millis(f.Since))
-	}
-	if f.AfterID > 0 {
-		add("id >", f.AfterID)
-	}
-	q := `SELECT id, started_at, project_id, kind, name, key_id, agent, replica, duration_us, outcome, error, progress, billable FROM calls`
-	if len(where) > 0 {
-		q += " WHERE " + strings.Join(where, " AND ")
-	}
-	limit := f.Limit
-	if limit <= 0 {
-		limit = 100
-	}
-	args = append(args, limit)
-	return q + ` ORDER BY started_at DESC, id DESC LIMIT $` + strconv.Itoa(len(args)), args
-}
-
-func scanCall(row pgx.Row) (store.Call, error) {
-	var (
-		c          store.Call
-		started    int64
-		durationUS int64
-		progress   string
-	)
-	if err := row.Scan(&c.ID, &started, &c.ProjectID, &c.Kind, &c.Name, &c.KeyID, &c.Agent, &c.Replica,
-		&durationUS, &c.Outcome, &c.Error, &progress, &c.Billable); err != nil {
-		return store.Call{}, err
-	}
-	c.Time = fromMillis(started)
-	c.Duration = time.Duration(durationUS) * time.Microsecond
-	list, err := store.DecodeList(progress)
-	if err != nil {
-		return store.Call{}, fmt.Errorf("decode progress of call %d: %w", c.ID, err)
-	}
-	c.Progress = list
-	return c, nil
 }
 
 // Usage implements [store.Store]. A projectID of 0 sums over every project.
@@ -177,15 +115,7 @@ func (s *Store) Usage(ctx context.Context, projectID int64, from, to time.Time) 
 		q += ` AND project_id = $3`
 		args = append(args, projectID)
 	}
-	us, err := list(ctx, s, func(row pgx.Row) (store.Usage, error) {
-		var (
-			u  store.Usage
-			ms int64
-		)
-		err := row.Scan(&ms, &u.Kind, &u.Name, &u.Calls)
-		u.Day = fromMillis(ms)
-		return u, err
-	}, q+` GROUP BY day, kind, name ORDER BY day, name, kind`, args...)
+	us, err := list(ctx, s, sqlshared.ScanUsage, q+` GROUP BY day, kind, name ORDER BY day, name, kind`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("usage of project %d: %w", projectID, err)
 	}

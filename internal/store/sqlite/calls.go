@@ -9,6 +9,7 @@ import (
 
 	"github.com/spacefix/spacefix/core/textfmt"
 	"github.com/spacefix/spacefix/internal/store"
+	"github.com/spacefix/spacefix/internal/store/sqlshared"
 )
 
 // pruneChunk is how many log rows one PruneCalls transaction deletes, so a
@@ -109,84 +110,12 @@ func (s *Store) AppendCalls(ctx context.Context, calls []store.Call) error {
 
 // Calls implements [store.Store].
 func (s *Store) Calls(ctx context.Context, f store.CallFilter) ([]store.Call, error) {
-	q, args := callsQuery(f)
-	rows, err := s.r.QueryContext(ctx, q, args...)
+	query, args := sqlshared.CallsQuery(f, sqlshared.Question)
+	cs, err := queryList(ctx, s.r, sqlshared.ScanCall, query, args...)
 	if err != nil {
-		return nil, fmt.Errorf("list calls: %w", err)
-	}
-	defer rows.Close()
-	var cs []store.Call
-	for rows.Next() {
-		c, err := scanCall(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list calls: %w", err)
-		}
-		cs = append(cs, c)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list calls: %w", err)
 	}
 	return cs, nil
-}
-
-// callsQuery returns the query for f and its arguments.
-func callsQuery(f store.CallFilter) (string, []any) {
-	var (
-		where []string
-		args  []any
-	)
-	add := func(cond string, arg any) {
-		where = append(where, cond)
-		args = append(args, arg)
-	}
-	if f.ProjectID != 0 {
-		add("project_id = ?", f.ProjectID)
-	}
-	if f.Name != "" {
-		add("name = ?", f.Name)
-	}
-	if f.Outcome != "" {
-		add("outcome = ?", f.Outcome)
-	}
-	if f.KeyID != "" {
-		add("key_id = ?", f.KeyID)
-	}
-	if !f.Since.IsZero() {
-		add("started_at >= ?", millis(f.Since))
-	}
-	if f.AfterID > 0 {
-		add("id > ?", f.AfterID)
-	}
-	q := `SELECT id, started_at, project_id, kind, name, key_id, agent, replica, duration_us, outcome, error, progress, billable FROM calls`
-	if len(where) > 0 {
-		q += " WHERE " + strings.Join(where, " AND ")
-	}
-	limit := f.Limit
-	if limit <= 0 {
-		limit = 100
-	}
-	return q + ` ORDER BY started_at DESC, id DESC LIMIT ?`, append(args, limit)
-}
-
-func scanCall(sc scanner) (store.Call, error) {
-	var (
-		c          store.Call
-		started    int64
-		durationUS int64
-		progress   string
-	)
-	if err := sc.Scan(&c.ID, &started, &c.ProjectID, &c.Kind, &c.Name, &c.KeyID, &c.Agent, &c.Replica,
-		&durationUS, &c.Outcome, &c.Error, &progress, &c.Billable); err != nil {
-		return store.Call{}, err
-	}
-	c.Time = fromMillis(started)
-	c.Duration = time.Duration(durationUS) * time.Microsecond
-	list, err := store.DecodeList(progress)
-	if err != nil {
-		return store.Call{}, fmt.Errorf("decode progress of call %d: %w", c.ID, err)
-	}
-	c.Progress = list
-	return c, nil
 }
 
 // Usage implements [store.Store]. A projectID of 0 sums over every project.
@@ -196,24 +125,8 @@ func (s *Store) Usage(ctx context.Context, projectID int64, from, to time.Time) 
 		q += ` AND project_id = ?`
 		args = append(args, projectID)
 	}
-	rows, err := s.r.QueryContext(ctx, q+` GROUP BY day, kind, name ORDER BY day, name, kind`, args...)
+	us, err := queryList(ctx, s.r, sqlshared.ScanUsage, q+` GROUP BY day, kind, name ORDER BY day, name, kind`, args...)
 	if err != nil {
-		return nil, fmt.Errorf("usage of project %d: %w", projectID, err)
-	}
-	defer rows.Close()
-	var us []store.Usage
-	for rows.Next() {
-		var (
-			u  store.Usage
-			ms int64
-		)
-		if err := rows.Scan(&ms, &u.Kind, &u.Name, &u.Calls); err != nil {
-			return nil, fmt.Errorf("usage of project %d: %w", projectID, err)
-		}
-		u.Day = fromMillis(ms)
-		us = append(us, u)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("usage of project %d: %w", projectID, err)
 	}
 	return us, nil

@@ -1,6 +1,11 @@
 package sqlshared
 
-import "testing"
+import (
+	"strings"
+	"testing"
+
+	"github.com/spacefix/spacefix/internal/store"
+)
 
 func TestNumbered(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
@@ -23,5 +28,17 @@ func TestStatementsNumbered(t *testing.T) {
 	}
 	if Q.KeyByHash != SelectKey+` WHERE k.hash = ?` {
 		t.Errorf("Numbered changed Q: %q", Q.KeyByHash)
+	}
+}
+
+func TestCallsQuery(t *testing.T) {
+	f := store.CallFilter{ProjectID: 3, Outcome: "ok", Limit: 5}
+	q, args := CallsQuery(f, Dollar)
+	want := SelectCalls + ` WHERE project_id = $1 AND outcome = $2 ORDER BY started_at DESC, id DESC LIMIT $3`
+	if q != want || len(args) != 3 {
+		t.Errorf("CallsQuery(Dollar) = %q, %v\nwant %q", q, args, want)
+	}
+	if q, _ := CallsQuery(f, Question); q != strings.NewReplacer("$1", "?", "$2", "?", "$3", "?").Replace(want) {
+		t.Errorf("CallsQuery(Question) = %q", q)
 	}
 }

@@ -1,0 +1,88 @@
+package sqlshared
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spacefix/spacefix/internal/store"
+)
+
+// SelectCalls selects the columns [ScanCall] reads.
+const SelectCalls = `SELECT id, started_at, project_id, kind, name, key_id, agent, replica, duration_us, outcome, error, progress, billable FROM calls`
+
+// CallsQuery returns the query for f, with placeholders from param, and
+// its arguments.
+func CallsQuery(f store.CallFilter, param Param) (string, []any) {
+	var (
+		where []string
+		args  []any
+	)
+	add := func(cond string, arg any) {
+		args = append(args, arg)
+		where = append(where, cond+" "+param(len(args)))
+	}
+	if f.ProjectID != 0 {
+		add("project_id =", f.ProjectID)
+	}
+	if f.Name != "" {
+		add("name =", f.Name)
+	}
+	if f.Outcome != "" {
+		add("outcome =", f.Outcome)
+	}
+	if f.KeyID != "" {
+		add("key_id =", f.KeyID)
+	}
+	if !f.Since.IsZero() {
+		add("started_at >=", Millis(f.Since))
+	}
+	if f.AfterID > 0 {
+		add("id >", f.AfterID)
+	}
+	q := SelectCalls
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	limit := f.Limit
+	if limit <= 0 {
+		limit = 100
+	}
+	args = append(args, limit)
+	return q + ` ORDER BY started_at DESC, id DESC LIMIT ` + param(len(args)), args
+}
+
+// ScanCall scans a row of [SelectCalls].
+func ScanCall(row Row) (store.Call, error) {
+	var (
+		c          store.Call
+		started    int64
+		durationUS int64
+		progress   string
+	)
+	if err := row.Scan(&c.ID, &started, &c.ProjectID, &c.Kind, &c.Name, &c.KeyID, &c.Agent, &c.Replica,
+		&durationUS, &c.Outcome, &c.Error, &progress, &c.Billable); err != nil {
+		return store.Call{}, err
+	}
+	c.Time = FromMillis(started)
+	c.Duration = time.Duration(durationUS) * time.Microsecond
+	list, err := store.DecodeList(progress)
+	if err != nil {
+		return store.Call{}, fmt.Errorf("decode progress of call %d: %w", c.ID, err)
+	}
+	c.Progress = list
+	return c, nil
+}
+
+// ScanUsage scans a row of day, kind, name and count.
+func ScanUsage(row Row) (store.Usage, error) {
+	var (
+		u  store.Usage
+		ms int64
+	)
+	if err := row.Scan(&ms, &u.Kind, &u.Name, &u.Calls); err != nil {
+		return store.Usage{}, err
+	}
+	u.Day = FromMillis(ms)
+	return u, nil
+}
