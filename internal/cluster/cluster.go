@@ -33,7 +33,8 @@
 // replicas this gateway announces; mirror.go those of the others mirrored
 // here; remote.go the calls carried to them; changes.go the saved-state
 // changes; rates.go the shared rate-limit counts; tickets.go registration
-// tickets; parts.go messages too large for one NATS message.
+// tickets; largemsg.go messages too large for one NATS message, sent in
+// parts; recent.go the cancels that came before their calls.
 package cluster
 
 import (
