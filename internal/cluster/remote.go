@@ -1,5 +1,11 @@
 package cluster
 
+// Calls carried over the bus: a remoteConn is a mirrored replica as this
+// gateway calls it (the call out, frames back on this gateway's reply
+// subject, cancels and answers on the holder's ctl subject), and a relay
+// is a call this gateway delivers to a replica it holds for another
+// gateway, ended at the caller's wait or when the caller goes away.
+
 import (
 	"context"
 	"encoding/json"
