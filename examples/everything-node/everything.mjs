@@ -15,7 +15,7 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 /** Go's %v of a map, as go-sdk's everything-server prints elicitation content. */
 const goMap = (m) => (m ? `map[${Object.keys(m).sort().map((k) => `${k}:${Array.isArray(m[k]) ? `[${m[k].join(' ')}]` : m[k]}`).join(' ')}]` : 'map[]');
 
-export function define({ defineTool, defineResource, defineResourceTemplate, definePrompt, MissingCapabilityError }) {
+export function define({ defineTool, defineResource, defineResourceTemplate, definePrompt, MissingCapabilityError, ProtocolError, INTERNAL_ERROR }) {
   const text = (name, description, out) => defineTool({ name, description, inputSchema: none, handler: () => out });
   const elicited = async (call, message, schema) => {
     const r = await call.elicit(message, schema);
@@ -227,6 +227,7 @@ export function define({ defineTool, defineResource, defineResourceTemplate, def
         return 'Capability-aware input requests fulfilled';
       },
     }),
+    ...taskTools(defineTool, ProtocolError, INTERNAL_ERROR),
   ];
 
   const resources = [
@@ -280,4 +281,74 @@ export function define({ defineTool, defineResource, defineResourceTemplate, def
   ];
   void MissingCapabilityError;
   return [...tools, ...resources, ...prompts];
+}
+
+/** sleepFor waits ms, or rejects with the signal's reason once it aborts. */
+const sleepFor = (ms, signal) => new Promise((resolve, reject) => {
+  if (signal.aborted) return reject(signal.reason);
+  const t = setTimeout(() => { signal.removeEventListener('abort', onAbort); resolve(); }, ms);
+  const onAbort = () => { clearTimeout(t); reject(signal.reason); };
+  signal.addEventListener('abort', onAbort, { once: true });
+});
+
+/**
+ * The fixtures of the suite's tasks-* scenarios (the
+ * io.modelcontextprotocol/tasks extension, SEP-2663): tools that run as MCP
+ * tasks, which the gateway runs and keeps. The twins of registerTasks in
+ * examples/everything.
+ */
+function taskTools(defineTool, ProtocolError, INTERNAL_ERROR) {
+  const optional = { taskSupport: 'optional' };
+  const required = { taskSupport: 'required' };
+  return [
+    defineTool({
+      name: 'greet', description: 'Greets someone, at once (never a task)',
+      inputSchema: obj({ name: { type: 'string', description: 'Who to greet' } }, 'name'),
+      handler: ({ name }) => `Hello, ${name}!`,
+    }),
+    defineTool({
+      name: 'slow_compute', description: 'Computes for the given number of seconds, then answers; may run as a task', execution: optional,
+      inputSchema: obj({ seconds: { type: 'number', description: 'How long the computation takes, in seconds' }, label: { type: 'string', description: 'A name for the computation' } }, 'seconds'),
+      handler: async ({ seconds, label }, call) => {
+        call.progress(`Computing ${label ?? ''} for ${seconds}s`);
+        await sleepFor(seconds * 1000, call.signal); // cancelled: the task ends cancelled
+        return `Computed ${label ?? ''} in ${seconds}s`;
+      },
+    }),
+    defineTool({
+      name: 'failing_job', description: 'Fails with a tool error after about a second; runs only as a task', execution: required, inputSchema: none,
+      handler: async (_args, call) => {
+        await sleepFor(1000, call.signal);
+        throw new Error('the job failed: the input data is corrupt');
+      },
+    }),
+    defineTool({
+      name: 'protocol_error_job', description: 'Ends with a JSON-RPC error, not a tool error; may run as a task', execution: optional, inputSchema: none,
+      handler: () => { throw new ProtocolError(INTERNAL_ERROR, "The job's worker crashed."); },
+    }),
+    defineTool({
+      name: 'confirm_delete', description: 'Asks the user before deleting a file; may run as a task', execution: optional,
+      inputSchema: obj({ filename: { type: 'string', description: 'The file to delete' } }, 'filename'),
+      handler: async ({ filename }, call) => ((await call.confirm(`Delete ${filename}?`)) ? `Deleted ${filename}.` : `Kept ${filename}.`),
+    }),
+    defineTool({
+      name: 'multi_input', description: 'Asks two questions at once; may run as a task', execution: optional, inputSchema: none,
+      handler: async (_args, call) => {
+        const r = await call.together({
+          elicits: [
+            { message: 'What is your name?', schema: nameSchema, id: 'name' },
+            { message: 'Do you confirm?', schema: obj({ confirm: { type: 'boolean' } }, 'confirm'), id: 'confirm' },
+          ],
+        });
+        return `Got ${r.elicits[0].content?.name} and confirm=${r.elicits[1].content?.confirm}`;
+      },
+    }),
+    defineTool({
+      name: 'test_tool_with_task', description: 'Asks for the user\'s name, then runs as a task; runs only as a task', execution: required, inputSchema: none,
+      handler: async (_args, call) => {
+        const r = await call.together({ elicit: { message: 'What is your name?', schema: nameSchema }, ids: { elicit: 'user_name' } });
+        return `Hello, ${r.elicit.content?.name}! Your task is done.`;
+      },
+    }),
+  ];
 }

@@ -195,6 +195,7 @@ func register(a *core.Agent) error {
 		return "Log attempted; framework gates on _meta.../logLevel.", nil
 	}))
 	registerInputRequired(a)
+	registerTasks(a)
 	registerResources(a)
 	registerPrompts(a)
 	return nil
@@ -294,6 +295,72 @@ func registerInputRequired(a *core.Agent) {
 		}
 		return "Capability-aware input requests fulfilled", nil
 	}))
+}
+
+// registerTasks adds the fixtures of the suite's tasks-* scenarios (the
+// io.modelcontextprotocol/tasks extension, SEP-2663): tools that run as
+// MCP tasks, which the gateway runs and keeps.
+func registerTasks(a *core.Agent) {
+	type greetIn struct {
+		Name string `json:"name" desc:"Who to greet"`
+	}
+	must(core.AddTool(a, "greet", "Greets someone, at once (never a task)", func(ctx context.Context, in greetIn) (string, error) {
+		return fmt.Sprintf("Hello, %s!", in.Name), nil
+	}))
+	type computeIn struct {
+		Seconds float64 `json:"seconds" desc:"How long the computation takes, in seconds"`
+		Label   string  `json:"label,omitempty" desc:"A name for the computation"`
+	}
+	must(core.AddTool(a, "slow_compute", "Computes for the given number of seconds, then answers; may run as a task", func(ctx context.Context, in computeIn) (string, error) {
+		core.Progress(ctx, fmt.Sprintf("Computing %s for %gs", in.Label, in.Seconds))
+		select {
+		case <-time.After(time.Duration(in.Seconds * float64(time.Second))):
+		case <-ctx.Done():
+			return "", ctx.Err() // cancelled: the task ends cancelled
+		}
+		return fmt.Sprintf("Computed %s in %gs", in.Label, in.Seconds), nil
+	}, core.TaskSupport(core.TaskOptional)))
+	must(core.AddTool(a, "failing_job", "Fails with a tool error after about a second; runs only as a task", func(ctx context.Context, _ empty) (string, error) {
+		select {
+		case <-time.After(time.Second):
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+		return "", errors.New("the job failed: the input data is corrupt")
+	}, core.TaskSupport(core.TaskRequired)))
+	must(core.AddTool(a, "protocol_error_job", "Ends with a JSON-RPC error, not a tool error; may run as a task", func(ctx context.Context, _ empty) (string, error) {
+		return "", &core.ProtocolError{Code: core.CodeInternalError, Message: "The job's worker crashed."}
+	}, core.TaskSupport(core.TaskOptional)))
+	type deleteIn struct {
+		Filename string `json:"filename" desc:"The file to delete"`
+	}
+	must(core.AddTool(a, "confirm_delete", "Asks the user before deleting a file; may run as a task", func(ctx context.Context, in deleteIn) (string, error) {
+		ok, err := core.Confirm(ctx, fmt.Sprintf("Delete %s?", in.Filename))
+		if err != nil {
+			return "", err
+		}
+		if !ok {
+			return fmt.Sprintf("Kept %s.", in.Filename), nil
+		}
+		return fmt.Sprintf("Deleted %s.", in.Filename), nil
+	}, core.TaskSupport(core.TaskOptional)))
+	must(core.AddTool(a, "multi_input", "Asks two questions at once; may run as a task", func(ctx context.Context, _ empty) (string, error) {
+		r, err := core.Together(ctx, core.Inputs{Elicits: []core.ElicitRequest{
+			{Message: "What is your name?", Schema: nameSchema, ID: "name"},
+			{Message: "Do you confirm?", Schema: obj(map[string]any{"confirm": map[string]any{"type": "boolean"}}, "confirm"), ID: "confirm"},
+		}})
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("Got %v and confirm=%v", r.Elicits[0].Content["name"], r.Elicits[1].Content["confirm"]), nil
+	}, core.TaskSupport(core.TaskOptional)))
+	must(core.AddTool(a, "test_tool_with_task", "Asks for the user's name, then runs as a task; runs only as a task", func(ctx context.Context, _ empty) (string, error) {
+		r, err := core.Together(ctx, core.Inputs{Elicit: &core.ElicitRequest{Message: "What is your name?", Schema: nameSchema}, ElicitID: "user_name"})
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("Hello, %v! Your task is done.", r.Elicit.Content["name"]), nil
+	}, core.TaskSupport(core.TaskRequired)))
 }
 
 func registerResources(a *core.Agent) {

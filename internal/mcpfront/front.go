@@ -31,6 +31,7 @@ import (
 	"github.com/spacefix/spacefix/internal/oauth"
 	"github.com/spacefix/spacefix/internal/ratelimit"
 	"github.com/spacefix/spacefix/internal/store"
+	"github.com/spacefix/spacefix/internal/tasks"
 )
 
 // Path is where the endpoint is mounted.
@@ -97,6 +98,9 @@ type Options struct {
 	// of the front's own. Gateways sharing a store share it (see
 	// ratelimit.Limiter.Share).
 	Limiter *ratelimit.Limiter
+	// Tasks runs MCP tasks (tasks_modern.go, tasks_session.go); nil means
+	// the endpoint offers no tasks and runs every call plainly.
+	Tasks *tasks.Manager
 }
 
 // Front is the MCP endpoint. It is an http.Handler.
@@ -114,7 +118,8 @@ type Front struct {
 	held          *heldCalls // calls waiting for the user's answer
 	cache         *cache.Cache
 	limiter       *ratelimit.Limiter
-	tracer        trace.Tracer // nil: no traces
+	tracer        trace.Tracer   // nil: no traces
+	tasks         *tasks.Manager // nil: no tasks
 	impl          *mcp.Implementation
 
 	hits       atomic.Int64 // tool calls answered from the cache
@@ -155,7 +160,7 @@ func New(opts Options) *Front {
 		sessionPrefix: opts.SessionPrefix, hostsChecked: opts.HostsChecked,
 		reg: opts.Registry, store: opts.Store, verifier: opts.Verifier, calls: opts.CallLog,
 		log: opts.Logger, controls: access.NewCache(opts.Store, time.Second),
-		limiter: opts.Limiter, oauth: opts.OAuth, changes: opts.Changes,
+		limiter: opts.Limiter, oauth: opts.OAuth, changes: opts.Changes, tasks: opts.Tasks,
 		views: make(map[string]*view),
 		impl:  &mcp.Implementation{Name: "spacefix", Title: "Spacefix", Version: opts.Version},
 	}
@@ -261,7 +266,7 @@ func (f *Front) dispatch(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if f.isModern(r) {
-		if r.Method == http.MethodPost && f.answerEarly(w, r, v, "") {
+		if r.Method == http.MethodPost && (f.serveTasksModern(w, r, v) || f.answerEarly(w, r, v, "")) {
 			return
 		}
 		f.stateless.ServeHTTP(w, r)

@@ -449,12 +449,14 @@ func (f *Front) serveSession(w http.ResponseWriter, r *http.Request, v *view) {
 		f.stateful.ServeHTTP(w, r)
 	case r.Method == http.MethodGet:
 		defer v.begin(id, true)()
+		w, done := v.listenTasks(id, w)
+		defer done()
 		f.stateful.ServeHTTP(w, r)
 	default:
 		defer v.begin(id, false)()
 		if r.Method == http.MethodPost {
 			v.cancelEarly(id, r)
-			if f.answerEarly(w, r, v, id) {
+			if f.answerTaskCall(w, r, v, id) || f.answerEarly(w, r, v, id) {
 				return
 			}
 		}

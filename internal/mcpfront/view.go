@@ -32,6 +32,7 @@ type view struct {
 	ready chan struct{}
 
 	sess     sessions     // the key's 2025 sessions
+	tasks    sessionTasks // the tasks its 2025-11-25 sessions created (tasks_session.go)
 	inflight atomic.Int64 // the key's POST requests being served
 	lastUsed time.Time    // when viewFor last returned it; guarded by Front.mu
 
@@ -88,7 +89,8 @@ func (f *Front) viewFor(k store.Key) *view {
 		// fail, and close them; see keepAlive in sessions.go.
 		GetSessionID: func() string { return f.sessionPrefix + rand.Text() },
 	})
-	v.server.AddReceivingMiddleware(v.f.recoverPanics, v.resolve, v.toolExecution, eraFields, v.noteSession)
+	v.server.AddReceivingMiddleware(v.f.recoverPanics, v.resolve, v.toolExecution, eraFields, v.noteSession, f.withTasksCapability, v.taskHangUp)
+	v.addTaskMethods()
 	f.views[k.ID] = v
 	f.mu.Unlock()
 	defer close(v.ready) // even if the sync panics: waiters go on with what there is

@@ -1,0 +1,680 @@
+package mcpfront
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/spacefix/spacefix/core/agentproto"
+	"github.com/spacefix/spacefix/internal/agents"
+	"github.com/spacefix/spacefix/internal/recovery"
+	"github.com/spacefix/spacefix/internal/route"
+	"github.com/spacefix/spacefix/internal/tasks"
+)
+
+// The 2026-07-28 tasks extension, io.modelcontextprotocol/tasks (SEP-2663;
+// spec text in modelcontextprotocol/ext-tasks), served before go-sdk,
+// which knows none of it:
+//
+//   - server/discover advertises the extension (view.go);
+//   - a tools/call of a tool with execution.taskSupport optional or
+//     required, from a request whose client declared the extension in
+//     _meta["io.modelcontextprotocol/clientCapabilities"].extensions,
+//     passes the checks of a plain call (admitCall, pickCall), becomes a
+//     task (tasks.Manager.Run stores it before the call is sent) and is
+//     answered with a CreateTaskResult; the request's `task` parameter
+//     (the 2025 shape) is ignored. A required tool called without the
+//     extension gets -32021; an optional one runs as a plain call;
+//   - tasks/get answers the DetailedTask (the result, the JSON-RPC error
+//     or the input requests inline), tasks/update passes inputResponses to
+//     the task's handler, tasks/cancel cancels it; both answer an empty
+//     result. An unknown id, an expired task and another client's all get
+//     the same -32602. tasks/result and tasks/list are gone at this
+//     version (-32601). Mcp-Name must be params.taskId (-32020);
+//   - subscriptions/listen naming task ids streams notifications/tasks,
+//     each a full DetailedTask, for the caller's tasks among them.
+//
+// A tool that runs only as a task may ask its first questions before the
+// client gets the task (SEP-2663: resolve multi round-trip input before
+// creating the task): questions its handler asks within extAskFirst of
+// the start come back as an input_required result whose requestState names
+// the task, and the retry that answers them gets the CreateTaskResult.
+// The task exists from the first request on, so the durability rule (no
+// CreateTaskResult before tasks/get finds the task) holds either way.
+//
+// Everything else about a modern request — a malformed one, a method
+// header that disagrees with the body, a tool without task support — goes
+// on to the early path and go-sdk as before.
+
+// tasksExtension is the extension's name, in capabilities and _meta.
+const tasksExtension = "io.modelcontextprotocol/tasks"
+
+// extAskFirst is how long a required-task tool's handler has to ask its
+// first question before its client gets the task (see above). Short: a
+// required task that asks nothing gets its CreateTaskResult this much
+// later, at most.
+const extAskFirst = 500 * time.Millisecond
+
+// Messages a client reads.
+const (
+	msgExtTaskNotFound = "Task not found: no task with this id belongs to this client (it may have expired). Start the call again."
+	msgExtGone         = "Method not found: %s is not part of the io.modelcontextprotocol/tasks extension at protocol 2026-07-28; the result is inline in tasks/get."
+	msgExtInternal     = "The gateway could not reach its task store; try again in a moment."
+)
+
+// extRequest is a JSON-RPC request the extension answers.
+type extRequest struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Method  string          `json:"method"`
+	Params  struct {
+		Meta           map[string]any             `json:"_meta"`
+		TaskID         *string                    `json:"taskId"`
+		InputResponses map[string]json.RawMessage `json:"inputResponses"`
+		Name           string                     `json:"name"`
+		Arguments      json.RawMessage            `json:"arguments"`
+		RequestState   string                     `json:"requestState"`
+		Notifications  *struct {
+			TaskIDs []string `json:"taskIds"`
+		} `json:"notifications"`
+	} `json:"params"`
+	// rawResponses is params.inputResponses as sent: null and absent
+	// differ from {}.
+	rawResponses json.RawMessage
+}
+
+// serveTasksModern answers a 2026-07-28 request of the tasks extension
+// (see above) and reports whether it did; false leaves the request, its
+// body unread, to the early path and go-sdk.
+func (f *Front) serveTasksModern(w http.ResponseWriter, r *http.Request, v *view) bool {
+	if f.tasks == nil {
+		return false
+	}
+	method := r.Header.Get("Mcp-Method")
+	switch {
+	case strings.HasPrefix(method, "tasks/"), method == "subscriptions/listen":
+	case method == "tools/call":
+		// Only a tool with task support is ours: the header names it
+		// (go-sdk refuses a request whose body names another).
+		t := f.reg.Snapshot(v.key.ProjectID).Tools[strings.TrimSpace(r.Header.Get("Mcp-Name"))]
+		if t == nil || t.Def.TaskSupport() == agentproto.TaskForbidden {
+			return false
+		}
+	default:
+		return false
+	}
+	body, err := readBody(r)
+	if err != nil {
+		return false
+	}
+	req, ok := parseExtRequest(body, r, method)
+	if !ok {
+		return false // go-sdk says what is wrong with it
+	}
+	defer f.recovered(method, func(mcp.Result, error) {
+		f.writeExtError(w, req.ID, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: recovery.Message})
+	})
+	recovery.Hook("mcp " + method)
+	switch method {
+	case "tools/call":
+		return f.extTaskCall(w, r, v, req)
+	case "subscriptions/listen":
+		if req.Params.Notifications == nil || req.Params.Notifications.TaskIDs == nil {
+			return false // list changes only: go-sdk's
+		}
+		if !declaresExt(req.Params.Meta) {
+			f.writeExtError(w, req.ID, errExtUndeclared("Task notifications need"))
+			return true
+		}
+		f.listenExtTasks(w, r, v, req)
+		return true
+	case "tasks/get", "tasks/update", "tasks/cancel":
+	default:
+		f.writeExtError(w, req.ID, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf(msgExtGone, trimName(method))})
+		return true
+	}
+	if req.Params.TaskID == nil {
+		f.writeExtError(w, req.ID, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "Invalid params: " + method + " needs params.taskId, the id of the task."})
+		return true
+	}
+	id := *req.Params.TaskID
+	if name := strings.TrimSpace(r.Header.Get("Mcp-Name")); name != id {
+		f.writeExtError(w, req.ID, &jsonrpc.Error{Code: mcp.CodeHeaderMismatch,
+			Message: fmt.Sprintf("header mismatch: the Mcp-Name header (%q) must be params.taskId (%q)", trimName(name), trimName(id))})
+		return true
+	}
+	if !declaresExt(req.Params.Meta) {
+		f.writeExtError(w, req.ID, errExtUndeclared(method+" needs"))
+		return true
+	}
+	owner, err := f.tasks.OwnerOf(r.Context(), v.key)
+	if err != nil {
+		f.log.Error("find a task's owner", "key", v.key.ID, "err", err)
+		f.writeExtError(w, req.ID, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: msgExtInternal})
+		return true
+	}
+	switch method {
+	case "tasks/get":
+		t, err := f.tasks.Get(r.Context(), owner, v.key.ProjectID, id)
+		if err != nil {
+			f.writeExtError(w, req.ID, f.extTaskErr(err, id))
+			return true
+		}
+		f.writeExtResult(w, req.ID, f.extDetailedTask(t, "complete"))
+	case "tasks/update":
+		if len(req.rawResponses) == 0 || req.rawResponses[0] != '{' {
+			f.writeExtError(w, req.ID, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
+				Message: "Invalid params: tasks/update needs params.inputResponses, an object of responses by the keys of the task's inputRequests."})
+			return true
+		}
+		if err := f.tasks.Answer(r.Context(), owner, v.key.ProjectID, id, req.Params.InputResponses); err != nil {
+			f.writeExtError(w, req.ID, f.extTaskErr(err, id))
+			return true
+		}
+		f.writeExtResult(w, req.ID, f.extAck())
+	case "tasks/cancel":
+		if _, err := f.tasks.Cancel(r.Context(), owner, v.key.ProjectID, id); err != nil {
+			f.writeExtError(w, req.ID, f.extTaskErr(err, id))
+			return true
+		}
+		f.writeExtResult(w, req.ID, f.extAck())
+	}
+	return true
+}
+
+// parseExtRequest reads a request the extension may answer: a JSON-RPC
+// request with an id, of the method its Mcp-Method header names, whose
+// _meta gives the protocol version of its header and the client's
+// capabilities, as go-sdk requires of a stateless request. ok is false for
+// anything else.
+func parseExtRequest(body []byte, r *http.Request, method string) (req extRequest, ok bool) {
+	if err := json.Unmarshal(body, &req); err != nil || req.JSONRPC != "2.0" || req.Method != method {
+		return req, false
+	}
+	if len(req.ID) == 0 || (req.ID[0] != '"' && (req.ID[0] < '0' || req.ID[0] > '9') && req.ID[0] != '-') {
+		return req, false // a notification, or an id go-sdk refuses
+	}
+	if pv, _ := req.Params.Meta[mcp.MetaKeyProtocolVersion].(string); pv == "" || pv != r.Header.Get("Mcp-Protocol-Version") {
+		return req, false
+	}
+	if _, ok := req.Params.Meta[mcp.MetaKeyClientCapabilities].(map[string]any); !ok {
+		return req, false
+	}
+	var raw struct {
+		Params struct {
+			InputResponses json.RawMessage `json:"inputResponses"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(body, &raw) == nil {
+		req.rawResponses = bytes.TrimSpace(raw.Params.InputResponses)
+	}
+	return req, true
+}
+
+// declaresExt reports whether a request's client declared the tasks
+// extension in its _meta's clientCapabilities.
+func declaresExt(meta map[string]any) bool {
+	caps, _ := meta[mcp.MetaKeyClientCapabilities].(map[string]any)
+	ext, _ := caps["extensions"].(map[string]any)
+	_, ok := ext[tasksExtension].(map[string]any)
+	return ok
+}
+
+// errExtUndeclared is -32021 for a request that needs the extension and
+// did not declare it; what says what needed it.
+func errExtUndeclared(what string) *jsonrpc.Error {
+	return &jsonrpc.Error{Code: mcp.CodeMissingRequiredClientCapabilities,
+		Message: what + " the " + tasksExtension + " extension, which this request did not declare: add it to _meta[\"io.modelcontextprotocol/clientCapabilities\"].extensions.",
+		Data:    json.RawMessage(`{"requiredCapabilities":{"extensions":{"` + tasksExtension + `":{}}}}`)}
+}
+
+// extTaskErr is the client's error for err from the task runtime about task
+// id: -32602 for an unknown, expired or foreign task and for input
+// responses the task never asked for; -32603 (logged) for the store.
+func (f *Front) extTaskErr(err error, id string) *jsonrpc.Error {
+	switch {
+	case errors.Is(err, tasks.ErrNotFound):
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: msgExtTaskNotFound}
+	case errors.Is(err, tasks.ErrBadResponses):
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "Invalid params: " + err.Error()}
+	}
+	f.log.Error("mcp task request", "task", id, "err", err)
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: msgExtInternal}
+}
+
+// extTaskCall answers a tools/call of a tool with task support (see above).
+func (f *Front) extTaskCall(w http.ResponseWriter, r *http.Request, v *view, req extRequest) bool {
+	ctx := r.Context()
+	if strings.TrimSpace(r.Header.Get("Mcp-Name")) != req.Params.Name {
+		return false // go-sdk answers the mismatch
+	}
+	declared := declaresExt(req.Params.Meta)
+	snap := f.reg.Snapshot(v.key.ProjectID).Tools[req.Params.Name]
+	if snap == nil || (!declared && snap.Def.TaskSupport() != agentproto.TaskRequired) {
+		return false // a plain call: the early path or go-sdk runs it
+	}
+	t, _, refused, err := f.admitCall(ctx, v.key, req.Params.Name, false)
+	switch {
+	case refused != nil:
+		f.writeExtCallResult(w, req.ID, refused)
+		return true
+	case err != nil:
+		f.writeExtError(w, req.ID, err)
+		return true
+	case t.Def.TaskSupport() == agentproto.TaskForbidden:
+		return false // changed since the lookup above
+	case !declared:
+		if t.Def.TaskSupport() != agentproto.TaskRequired {
+			return false
+		}
+		f.writeExtError(w, req.ID, errExtUndeclared("Tool "+t.Name+" runs only as a task, so it needs"))
+		return true
+	}
+	owner, err := f.tasks.OwnerOf(ctx, v.key)
+	if err != nil {
+		f.log.Error("find a task's owner", "key", v.key.ID, "err", err)
+		f.writeExtError(w, req.ID, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: msgExtInternal})
+		return true
+	}
+	if req.Params.RequestState != "" {
+		f.resumeExtCall(w, r, v, req, t, owner)
+		return true
+	}
+	start := time.Now()
+	call, res, _, refused := f.pickCall(ctx, pickRequest{
+		Tool: t, Key: v.key, Args: req.Params.Arguments,
+		Caps: callerCaps(nil, mcp.Meta(req.Params.Meta)), Wait: f.tasks.Limit(ctx, v.key.ProjectID),
+	})
+	switch {
+	case refused != nil:
+		f.writeExtCallResult(w, req.ID, refused)
+		return true
+	case call == nil && res.Outcome == route.NotFound:
+		f.writeExtError(w, req.ID, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "Tool " + t.Name + " not found"})
+		return true
+	case call == nil:
+		f.writeExtCallResult(w, req.ID, f.toolResult(t, v.key, res, start))
+		return true
+	}
+	task, err := f.tasks.Run(ctx, tasks.Spec{Key: v.key, Tool: t, Call: call, Era: modernVersion, Start: start})
+	if err != nil {
+		msg := "The gateway could not start the task; try again in a moment."
+		if errors.Is(err, tasks.ErrClosed) {
+			msg = err.Error()
+		} else {
+			f.log.Error("start a task", "tool", t.Name, "key", v.key.ID, "err", err)
+		}
+		f.writeExtError(w, req.ID, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: msg})
+		return true
+	}
+	f.answerExtCall(w, r, v, req.ID, t, owner, task)
+	return true
+}
+
+// answerExtCall answers the request that started task, or that answered
+// its first questions: a CreateTaskResult, or, while a required-task
+// tool's handler asks before its client has the task, its questions.
+func (f *Front) answerExtCall(w http.ResponseWriter, r *http.Request, v *view, id json.RawMessage, t *agents.Tool, owner tasks.Owner, task tasks.Task) {
+	if t.Def.TaskSupport() == agentproto.TaskRequired && time.Since(task.CreatedAt) < extAskFirst {
+		ctx, cancel := context.WithDeadline(r.Context(), task.CreatedAt.Add(extAskFirst))
+		now, err := f.tasks.Wait(ctx, owner, v.key.ProjectID, task.ID)
+		cancel()
+		if err == nil && now.Status == tasks.InputRequired && len(now.InputRequests) > 0 {
+			f.writeExtResult(w, id, extInputRequired{
+				ResultType: "input_required", InputRequests: now.InputRequests,
+				RequestState: f.sealExtTask(task.ID, v.key.ID), Meta: f.extServerMeta(),
+			})
+			return
+		}
+		if err == nil {
+			task = now
+		}
+	}
+	f.writeExtResult(w, id, f.extCreateResult(task))
+}
+
+// resumeExtCall answers the retry of a call whose handler asked before
+// its client had the task: the responses go to the task, and the client
+// gets the task (or the handler's next questions).
+func (f *Front) resumeExtCall(w http.ResponseWriter, r *http.Request, v *view, req extRequest, t *agents.Tool, owner tasks.Owner) {
+	ctx := r.Context()
+	id, ok := f.openExtTask(req.Params.RequestState, v.key.ID)
+	if !ok {
+		f.writeExtError(w, req.ID, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: errBadState.Error()})
+		return
+	}
+	task, err := f.tasks.Get(ctx, owner, v.key.ProjectID, id)
+	if err != nil {
+		f.writeExtError(w, req.ID, f.extTaskErr(err, id))
+		return
+	}
+	if len(req.Params.InputResponses) > 0 {
+		if err := f.tasks.Answer(ctx, owner, v.key.ProjectID, id, req.Params.InputResponses); err != nil {
+			f.writeExtError(w, req.ID, f.extTaskErr(err, id))
+			return
+		}
+		// Answered: the questions are no longer what the task waits for.
+		if task.Status == tasks.InputRequired {
+			task.Status, task.InputRequests = tasks.Working, nil
+		}
+	}
+	f.writeExtResult(w, req.ID, f.extCreateResult(task))
+}
+
+// extTask is a task as the extension writes it: a CreateTaskResult
+// (resultType "task", no payload), a tasks/get result (resultType
+// "complete", the payload of its status inline) or the params of
+// notifications/tasks (no resultType).
+type extTask struct {
+	ResultType     string          `json:"resultType,omitempty"`
+	TaskID         string          `json:"taskId"`
+	Status         tasks.Status    `json:"status"`
+	StatusMessage  string          `json:"statusMessage,omitempty"`
+	CreatedAt      string          `json:"createdAt"`
+	LastUpdatedAt  string          `json:"lastUpdatedAt"`
+	TTLMs          int64           `json:"ttlMs"`
+	PollIntervalMs int64           `json:"pollIntervalMs,omitempty"`
+	Result         json.RawMessage `json:"result,omitempty"`
+	Error          *tasks.RPCError `json:"error,omitempty"`
+	InputRequests  json.RawMessage `json:"inputRequests,omitempty"`
+	Meta           map[string]any  `json:"_meta,omitempty"`
+}
+
+// extInputRequired is the answer to a required-task call whose handler
+// asks before its client has the task.
+type extInputRequired struct {
+	ResultType    string          `json:"resultType"`
+	InputRequests json.RawMessage `json:"inputRequests"`
+	RequestState  string          `json:"requestState"`
+	Meta          map[string]any  `json:"_meta,omitempty"`
+}
+
+// extTime is how the extension writes a time: ISO 8601, UTC, to the
+// millisecond.
+func extTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
+
+// extTaskBase is t's Task fields.
+func extTaskBase(t tasks.Task) extTask {
+	w := extTask{
+		TaskID: t.ID, Status: t.Status, StatusMessage: t.StatusMessage,
+		CreatedAt: extTime(t.CreatedAt), LastUpdatedAt: extTime(t.UpdatedAt),
+		TTLMs: t.TTL.Milliseconds(), PollIntervalMs: t.PollInterval.Milliseconds(),
+	}
+	if w.TTLMs <= 0 {
+		w.TTLMs = 1 // never "unlimited" (null) or a non-positive TTL
+	}
+	if w.PollIntervalMs <= 0 {
+		w.PollIntervalMs = 1000
+	}
+	return w
+}
+
+// extCreateResult is the CreateTaskResult of t: its Task fields only.
+func (f *Front) extCreateResult(t tasks.Task) extTask {
+	w := extTaskBase(t)
+	w.ResultType = "task"
+	w.Meta = f.extServerMeta()
+	return w
+}
+
+// extDetailedTask is t as tasks/get answers it (resultType "complete") or as
+// notifications/tasks carries it (resultType ""): the result of a completed
+// task (an isError result too), the JSON-RPC error of a failed one, the
+// input requests of one waiting for input.
+func (f *Front) extDetailedTask(t tasks.Task, resultType string) extTask {
+	w := extTaskBase(t)
+	w.ResultType = resultType
+	switch t.Status {
+	case tasks.Completed:
+		w.Result = f.extInlineResult(t.Result)
+	case tasks.Failed:
+		w.Error = t.Error
+		if w.Error == nil {
+			// Failed by the gateway (the limit, a lost agent, a gateway
+			// that stopped): an internal error, in the task's words.
+			msg := t.StatusMessage
+			if msg == "" {
+				msg = "The task failed."
+			}
+			w.Error = &tasks.RPCError{Code: jsonrpc.CodeInternalError, Message: msg}
+		}
+	case tasks.InputRequired:
+		w.InputRequests = t.InputRequests
+		if len(w.InputRequests) == 0 {
+			w.InputRequests = json.RawMessage("{}")
+		}
+	}
+	if resultType != "" {
+		w.Meta = f.extServerMeta()
+	}
+	return w
+}
+
+// extInlineResult is a task's CallToolResult as tasks/get inlines it: as a
+// plain call's result reads, its content never null.
+func (f *Front) extInlineResult(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 {
+		return json.RawMessage(`{"content":[]}`)
+	}
+	r, err := decodeResult(raw)
+	if err != nil {
+		return raw
+	}
+	b, err := f.encodeResult(r, false)
+	if err != nil {
+		return raw
+	}
+	return b
+}
+
+// extServerMeta is the _meta go-sdk gives every 2026-07-28 result: the
+// server's identity.
+func (f *Front) extServerMeta() map[string]any {
+	return map[string]any{mcp.MetaKeyServerInfo: f.impl}
+}
+
+// ack is the empty result of tasks/update and tasks/cancel.
+func (f *Front) extAck() any {
+	return struct {
+		ResultType string         `json:"resultType"`
+		Meta       map[string]any `json:"_meta"`
+	}{"complete", f.extServerMeta()}
+}
+
+// writeExtResult writes result as the JSON-RPC answer of request id, a
+// plain JSON body.
+func (f *Front) writeExtResult(w http.ResponseWriter, id json.RawMessage, result any) {
+	b, err := marshalPlain(result)
+	if err != nil {
+		f.log.Error("encode a task answer", "err", err)
+		f.writeExtError(w, id, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "The gateway could not encode the answer."})
+		return
+	}
+	sseHeaders(w.Header(), "application/json")
+	w.WriteHeader(http.StatusOK)
+	w.Write(resultMessage(id, b))
+}
+
+// writeExtCallResult writes a plain tools/call result r (a refusal the model
+// reads) as go-sdk would at 2026-07-28.
+func (f *Front) writeExtCallResult(w http.ResponseWriter, id json.RawMessage, r *mcp.CallToolResult) {
+	f.writeEarly(&sseStream{w: w}, id, r, nil, true)
+}
+
+// writeExtError writes err as the JSON-RPC error of request id, with the
+// HTTP status 2026-07-28 gives its code.
+func (f *Front) writeExtError(w http.ResponseWriter, id json.RawMessage, err error) {
+	var jerr *jsonrpc.Error
+	if !errors.As(err, &jerr) {
+		jerr = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+	}
+	jid, _ := jsonrpc.MakeID(idValue(id))
+	data, encErr := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: jid, Error: jerr})
+	if encErr != nil {
+		f.log.Error("encode a task error", "err", encErr)
+		return
+	}
+	status := http.StatusOK
+	switch jerr.Code {
+	case jsonrpc.CodeMethodNotFound:
+		status = http.StatusNotFound
+	case jsonrpc.CodeInvalidParams, mcp.CodeMissingRequiredClientCapabilities, mcp.CodeHeaderMismatch:
+		status = http.StatusBadRequest
+	}
+	sseHeaders(w.Header(), "application/json")
+	w.WriteHeader(status)
+	w.Write(data)
+}
+
+// extStatePrefix marks a requestState that names a task (see
+// answerExtCall) rather than a held call (confirm.go): "." is not in
+// the held states' alphabet.
+const extStatePrefix = "task."
+
+// sealExtTask returns the requestState of task id for client key keyID:
+// sealed, so a client can neither read nor forge it, and starting with the
+// gateway's prefix so that the gateways sharing a store send its retry
+// here, where it can be opened.
+func (f *Front) sealExtTask(id, keyID string) string {
+	hc := f.held
+	nonce := make([]byte, hc.aead.NonceSize())
+	rand.Read(nonce)
+	sealed := hc.aead.Seal(nonce, nonce, []byte(id+"\n"+keyID), nil)
+	return hc.prefix + extStatePrefix + base64.RawURLEncoding.EncodeToString(sealed)
+}
+
+// openExtTask returns the task a requestState from sealExtTask names, if it was
+// sealed for keyID.
+func (f *Front) openExtTask(state, keyID string) (string, bool) {
+	hc := f.held
+	state, ok := strings.CutPrefix(state, hc.prefix+extStatePrefix)
+	if !ok {
+		return "", false
+	}
+	sealed, err := base64.RawURLEncoding.DecodeString(state)
+	ns := hc.aead.NonceSize()
+	if err != nil || len(sealed) < ns {
+		return "", false
+	}
+	plain, err := hc.aead.Open(nil, sealed[:ns], sealed[ns:], nil)
+	if err != nil {
+		return "", false
+	}
+	id, owner, _ := strings.Cut(string(plain), "\n")
+	return id, owner == keyID
+}
+
+// listenExtTasks serves a subscriptions/listen stream that names task ids:
+// it agrees to those of the caller's tasks (the others are left out, as
+// unknown), sends each one's state at once, then notifications/tasks at
+// every change until the client hangs up or the endpoint closes. Changes
+// of tasks this gateway runs arrive at once (Manager.Subscribe); those of
+// tasks another gateway runs are read at the task's poll interval.
+func (f *Front) listenExtTasks(w http.ResponseWriter, r *http.Request, v *view, req extRequest) {
+	ctx := r.Context()
+	owner, err := f.tasks.OwnerOf(ctx, v.key)
+	if err != nil {
+		f.log.Error("find a task's owner", "key", v.key.ID, "err", err)
+		f.writeExtError(w, req.ID, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: msgExtInternal})
+		return
+	}
+	subID := idValue(req.ID)
+	want := map[string]bool{}
+	var agreed []tasks.Task
+	for _, id := range req.Params.Notifications.TaskIDs {
+		if want[id] || len(want) >= maxExtListenTasks {
+			continue
+		}
+		if t, err := f.tasks.Get(ctx, owner, v.key.ProjectID, id); err == nil {
+			want[id] = true
+			agreed = append(agreed, t)
+		}
+	}
+	changed := make(chan tasks.Task, 64)
+	unsubscribe := f.tasks.Subscribe(func(t tasks.Task) {
+		if !want[t.ID] || t.Owner != owner {
+			return
+		}
+		select {
+		case changed <- t:
+		default: // a slow reader: the poll below catches up
+		}
+	})
+	defer unsubscribe()
+
+	out := &sseStream{w: w}
+	ids := make([]string, 0, len(agreed))
+	for _, t := range agreed {
+		ids = append(ids, t.ID)
+	}
+	out.notify("notifications/subscriptions/acknowledged", map[string]any{
+		"notifications": map[string]any{"taskIds": ids},
+		"_meta":         map[string]any{mcp.MetaKeySubscriptionID: subID},
+	})
+	sent := map[string]tasks.Task{}
+	send := func(t tasks.Task) {
+		if prev, ok := sent[t.ID]; ok && (prev.Status.Terminal() || (prev.Status == t.Status && !t.UpdatedAt.After(prev.UpdatedAt) && prev.StatusMessage == t.StatusMessage)) {
+			return // nothing new, or an older state arriving late
+		}
+		sent[t.ID] = t
+		n := f.extDetailedTask(t, "")
+		n.Meta = map[string]any{mcp.MetaKeySubscriptionID: subID}
+		out.notify("notifications/tasks", n)
+	}
+	for _, t := range agreed {
+		send(t)
+	}
+	poll := time.NewTicker(time.Second)
+	defer poll.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-f.life.stop:
+			return
+		case t := <-changed:
+			send(t)
+		case <-poll.C:
+			for id, prev := range sent {
+				if prev.Status.Terminal() {
+					continue
+				}
+				if t, err := f.tasks.Get(ctx, owner, v.key.ProjectID, id); err == nil {
+					send(t)
+				}
+			}
+		}
+	}
+}
+
+// maxExtListenTasks is how many tasks one subscriptions/listen stream follows;
+// the ids after are left out of its agreement.
+const maxExtListenTasks = 100
+
+// advertiseTasks adds the tasks extension to the capabilities server/discover
+// answers, when the gateway runs tasks. (Only there: a 2025 session's
+// initialize declares the 2025-11-25 tasks capability instead, see
+// tasks_session.go.)
+func (f *Front) advertiseTasks(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		if dr, ok := res.(*mcp.DiscoverResult); ok && err == nil && f.tasks != nil && dr.Capabilities != nil {
+			c := *dr.Capabilities
+			c.Extensions = maps.Clone(c.Extensions)
+			c.AddExtension(tasksExtension, nil)
+			dr.Capabilities = &c
+		}
+		return res, err
+	}
+}

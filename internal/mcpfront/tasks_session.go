@@ -1,0 +1,819 @@
+//lint:file-ignore SA1019 sampling and roots are deprecated in 2026-07-28 (SEP-2577) but still part of 2025-11-25, where a task's handler may ask for them
+package mcpfront
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/spacefix/spacefix/core/agentproto"
+	"github.com/spacefix/spacefix/internal/access"
+	"github.com/spacefix/spacefix/internal/route"
+	"github.com/spacefix/spacefix/internal/tasks"
+)
+
+// Tasks in 2025-11-25 sessions (experimental; spec basic/utilities/tasks).
+// The runtime ([tasks.Manager]) runs and keeps them; this file is their
+// 2025-11-25 face:
+//
+//   - initialize answers the capability tasks {list, cancel,
+//     requests.tools.call} to a session of that version (go-sdk's
+//     ServerCapabilities has no such field: [initWithTasks] adds it);
+//   - a tools/call with params.task, which go-sdk would drop, is answered
+//     before go-sdk ([Front.answerTaskCall], from serveSession): after the
+//     checks of a plain call ([Front.admitCall], [Front.pickCall]) the call
+//     goes to [tasks.Manager.Run], which stores the task before it returns,
+//     and the client gets CreateTaskResult {task} at once. A forbidden
+//     tool called as a task, and a required one called without, get -32601;
+//   - tasks/get, tasks/result, tasks/list and tasks/cancel are go-sdk custom
+//     methods of each view's server ([view.addTaskMethods]), so that what
+//     the tasks/result handler asks the client with its session
+//     (elicitation/create, sampling/createMessage, roots/list, through
+//     [fulfil]) goes out on the tasks/result stream, as the spec asks for a
+//     task in input_required; the answers go to [tasks.Manager.Answer] in
+//     the 2026-07-28 inputResponses shape;
+//   - notifications/tasks/status goes to the GET streams of the session
+//     that created the task whenever its status changes ([view.watchTask];
+//     go-sdk sends no notification it does not know, so the gateway
+//     writes it between go-sdk's events: [taskStream]).
+//
+// A task is its owner's ([tasks.Manager.OwnerOf]: the key, or the person
+// behind an OAuth grant): another caller's task id gets exactly the error
+// of an unknown one. At this version an isError result ends the task
+// failed; the runtime keeps it as its Result and tasks/result returns it.
+
+// tasksVersion is the protocol version whose sessions speak tasks.
+const tasksVersion = "2025-11-25"
+
+// metaRelatedTask is the _meta key that ties a message to its task.
+const metaRelatedTask = "io.modelcontextprotocol/related-task"
+
+// tasksPageSize is how many tasks one tasks/list page holds.
+const tasksPageSize = 50
+
+// tasksCapability is the server capability a 2025-11-25 session is told.
+var tasksCapability = json.RawMessage(`{"list":{},"cancel":{},"requests":{"tools":{"call":{}}}}`)
+
+// taskSession reports whether ss speaks tasks as 2025-11-25 spells them.
+func taskSession(ss *mcp.ServerSession) bool {
+	if ss == nil {
+		return false
+	}
+	ip := ss.InitializeParams()
+	return ip != nil && ip.ProtocolVersion >= tasksVersion && ip.ProtocolVersion < modernVersion
+}
+
+// withTasksCapability adds the tasks capability to the initialize result of
+// a 2025-11-25 session when the gateway runs tasks.
+func (f *Front) withTasksCapability(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		if method != "initialize" || err != nil || f.tasks == nil {
+			return res, err
+		}
+		if ir, ok := res.(*mcp.InitializeResult); ok && ir.ProtocolVersion == tasksVersion {
+			return initWithTasks{ir}, nil
+		}
+		return res, nil
+	}
+}
+
+// initWithTasks is an initialize result that declares the tasks capability.
+type initWithTasks struct{ *mcp.InitializeResult }
+
+func (r initWithTasks) MarshalJSON() ([]byte, error) {
+	b, err := json.Marshal(r.InitializeResult)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	caps := map[string]json.RawMessage{}
+	if raw := m["capabilities"]; len(raw) > 0 {
+		if err := json.Unmarshal(raw, &caps); err != nil {
+			return nil, err
+		}
+	}
+	caps["tasks"] = tasksCapability
+	if m["capabilities"], err = json.Marshal(caps); err != nil {
+		return nil, err
+	}
+	return json.Marshal(m)
+}
+
+// taskWire is a task as 2025-11-25 writes it (the schema's Task).
+type taskWire struct {
+	TaskID        string `json:"taskId"`
+	Status        string `json:"status"`
+	StatusMessage string `json:"statusMessage,omitempty"`
+	CreatedAt     string `json:"createdAt"`
+	LastUpdatedAt string `json:"lastUpdatedAt"`
+	TTL           int64  `json:"ttl"`
+	PollInterval  int64  `json:"pollInterval,omitempty"`
+}
+
+// wireTime is how task times are written: ISO 8601, UTC, milliseconds.
+const wireTime = "2006-01-02T15:04:05.000Z07:00"
+
+// wireTask is t as a 2025-11-25 client reads it.
+func wireTask(t tasks.Task) taskWire {
+	status, msg := sessionStatus(t)
+	return taskWire{
+		TaskID: t.ID, Status: string(status), StatusMessage: msg,
+		CreatedAt:     t.CreatedAt.UTC().Format(wireTime),
+		LastUpdatedAt: t.UpdatedAt.UTC().Format(wireTime),
+		TTL:           t.TTL.Milliseconds(),
+		PollInterval:  t.PollInterval.Milliseconds(),
+	}
+}
+
+// sessionStatus is t's status and status message at 2025-11-25, where a
+// tool's isError result ends its task failed (at 2026-07-28 it is
+// completed, as the runtime may keep it).
+func sessionStatus(t tasks.Task) (tasks.Status, string) {
+	if t.Status != tasks.Completed || len(t.Result) == 0 {
+		return t.Status, t.StatusMessage
+	}
+	var r struct {
+		IsError bool `json:"isError"`
+	}
+	if json.Unmarshal(t.Result, &r) != nil || !r.IsError {
+		return t.Status, t.StatusMessage
+	}
+	msg := t.StatusMessage
+	if msg == "" {
+		if out, err := decodeResult(t.Result); err == nil {
+			msg = firstText(out)
+		}
+	}
+	return tasks.Failed, msg
+}
+
+// taskResult is the answer of tasks/get and tasks/cancel: Result & Task.
+type taskResult struct {
+	mcp.ResultBase
+	taskWire
+}
+
+// taskList is the answer of tasks/list.
+type taskList struct {
+	mcp.ResultBase
+	Tasks      []taskWire `json:"tasks"`
+	NextCursor string     `json:"nextCursor,omitempty"`
+}
+
+// rawResult is a result already encoded: tasks/result's, the task's
+// CallToolResult with the related-task _meta.
+type rawResult struct {
+	mcp.ResultBase
+	raw json.RawMessage
+}
+
+func (r *rawResult) MarshalJSON() ([]byte, error) { return r.raw, nil }
+
+// taskIDParams are the params of tasks/get, tasks/result and tasks/cancel.
+type taskIDParams struct {
+	mcp.ParamsBase
+	TaskID string `json:"taskId"`
+}
+
+// taskListParams are the params of tasks/list.
+type taskListParams struct {
+	mcp.ParamsBase
+	Cursor string `json:"cursor,omitempty"`
+}
+
+// Messages a client reads.
+const (
+	msgTaskNotFound = "Task %s not found: the id is wrong, or the task ended more than its ttl ago. Start the call again to get a new task."
+	msgTaskNoID     = "params.taskId is required: the taskId of the CreateTaskResult that started the task."
+	msgTaskTerminal = "Cannot cancel task %s: it is already %s."
+	msgTaskStopped  = "Task %s was cancelled before it returned a result, so there is none. Call the tool again for one."
+	msgTaskRequired = "Tool %s runs only as a task (its execution.taskSupport is required): call it again with params.task, for example {\"ttl\": 60000}."
+	msgTaskRefused  = "Tool %s does not run as a task (its execution.taskSupport is forbidden): call it again without params.task."
+	msgTaskTTL      = "params.task.ttl must be a number of milliseconds, 0 or more."
+	msgTaskTrouble  = "The gateway could not reach its task store; try again in a moment."
+)
+
+// addTaskMethods registers the tasks/* methods on the view's server. Each
+// answers only a 2025-11-25 session; at any other version they do not
+// exist (-32601).
+func (v *view) addTaskMethods() {
+	if v.f.tasks == nil {
+		return
+	}
+	// The names are not go-sdk's standard methods: these never fail.
+	_ = mcp.AddReceivingCustomMethod(v.server, "tasks/get", v.taskGet)
+	_ = mcp.AddReceivingCustomMethod(v.server, "tasks/result", v.taskPayload)
+	_ = mcp.AddReceivingCustomMethod(v.server, "tasks/list", v.taskList)
+	_ = mcp.AddReceivingCustomMethod(v.server, "tasks/cancel", v.taskCancel)
+}
+
+// taskOwner returns who the view's key's tasks belong to, for a request of
+// session ss; the error is the JSON-RPC error to answer.
+func (v *view) taskOwner(ctx context.Context, ss *mcp.ServerSession, method string) (tasks.Owner, error) {
+	if !taskSession(ss) {
+		return "", &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "Method " + method + " not found: tasks are spoken in sessions of protocol version " + tasksVersion + "."}
+	}
+	o, err := v.f.tasks.OwnerOf(ctx, v.key)
+	if err != nil {
+		v.f.log.Error("task owner", "key", v.key.ID, "err", err)
+		return "", &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: msgTaskTrouble}
+	}
+	return o, nil
+}
+
+// taskError is the JSON-RPC error a client gets when the runtime answered
+// err for task id.
+func (v *view) taskError(id string, err error) error {
+	var jerr *jsonrpc.Error
+	switch {
+	case errors.Is(err, tasks.ErrNotFound):
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf(msgTaskNotFound, trimName(id))}
+	case errors.As(err, &jerr):
+		return jerr
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return err
+	}
+	v.f.log.Error("task", "task", id, "key", v.key.ID, "err", err)
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: msgTaskTrouble}
+}
+
+func (v *view) taskGet(ctx context.Context, ss *mcp.ServerSession, p *taskIDParams) (*taskResult, error) {
+	owner, err := v.taskOwner(ctx, ss, "tasks/get")
+	if err != nil {
+		return nil, err
+	}
+	if p == nil || p.TaskID == "" {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: msgTaskNoID}
+	}
+	t, err := v.f.tasks.Get(ctx, owner, v.key.ProjectID, p.TaskID)
+	if err != nil {
+		return nil, v.taskError(p.TaskID, err)
+	}
+	return &taskResult{taskWire: wireTask(t)}, nil
+}
+
+func (v *view) taskList(ctx context.Context, ss *mcp.ServerSession, p *taskListParams) (*taskList, error) {
+	owner, err := v.taskOwner(ctx, ss, "tasks/list")
+	if err != nil {
+		return nil, err
+	}
+	cursor := ""
+	if p != nil {
+		cursor = p.Cursor
+	}
+	ts, next, err := v.f.tasks.List(ctx, owner, v.key.ProjectID, cursor, tasksPageSize)
+	if err != nil {
+		if cursor != "" && errors.Is(err, tasks.ErrNotFound) {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "Invalid cursor: pass the nextCursor of the previous tasks/list, or none for the first page."}
+		}
+		return nil, v.taskError("", err)
+	}
+	out := &taskList{Tasks: make([]taskWire, 0, len(ts)), NextCursor: next}
+	for _, t := range ts {
+		out.Tasks = append(out.Tasks, wireTask(t))
+	}
+	return out, nil
+}
+
+func (v *view) taskCancel(ctx context.Context, ss *mcp.ServerSession, p *taskIDParams) (*taskResult, error) {
+	owner, err := v.taskOwner(ctx, ss, "tasks/cancel")
+	if err != nil {
+		return nil, err
+	}
+	if p == nil || p.TaskID == "" {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: msgTaskNoID}
+	}
+	t, err := v.f.tasks.Get(ctx, owner, v.key.ProjectID, p.TaskID)
+	if err != nil {
+		return nil, v.taskError(p.TaskID, err)
+	}
+	// The spec refuses to cancel an ended task (-32602); the runtime would
+	// leave it as it is.
+	if status, _ := sessionStatus(t); status.Terminal() {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf(msgTaskTerminal, t.ID, status)}
+	}
+	if t, err = v.f.tasks.Cancel(ctx, owner, v.key.ProjectID, p.TaskID); err != nil {
+		return nil, v.taskError(p.TaskID, err)
+	}
+	return &taskResult{taskWire: wireTask(t)}, nil
+}
+
+// taskPayload answers tasks/result: it waits until the task ends and
+// answers what the call would have answered, with the related-task _meta.
+// While the task waits for input, its questions go to the client on this
+// request's stream (go-sdk sends a request made with ss in this handler's
+// context there), and the answers to the runtime.
+func (v *view) taskPayload(ctx context.Context, ss *mcp.ServerSession, p *taskIDParams) (*rawResult, error) {
+	owner, err := v.taskOwner(ctx, ss, "tasks/result")
+	if err != nil {
+		return nil, err
+	}
+	if p == nil || p.TaskID == "" {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: msgTaskNoID}
+	}
+	id := p.TaskID
+	asked := map[string]bool{} // input request ids answered by this request
+	for {
+		t, err := v.f.tasks.Wait(ctx, owner, v.key.ProjectID, id)
+		if err != nil {
+			return nil, v.taskError(id, err)
+		}
+		if t.Status.Terminal() {
+			return taskOutcome(t)
+		}
+		if t.Status == tasks.InputRequired {
+			if reqs := unasked(t.InputRequests, asked); len(reqs) > 0 {
+				responses := v.askForTask(ctx, ss, t, reqs)
+				if err := v.f.tasks.Answer(ctx, owner, v.key.ProjectID, id, responses); err != nil && !errors.Is(err, tasks.ErrNotFound) {
+					v.f.log.Warn("answer a task's input requests", "task", id, "err", err)
+				}
+				continue
+			}
+		}
+		// The runtime has not moved the task on from what was answered
+		// yet: look again after its poll interval.
+		if err := pause(ctx, t.PollInterval); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// pause waits d (at least 50 ms, at most 2 s), or until ctx ends.
+func pause(ctx context.Context, d time.Duration) error {
+	d = min(max(d, 50*time.Millisecond), 2*time.Second)
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-tm.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// unasked returns the input requests of raw (the inputRequests map) whose
+// ids are not in asked, and adds them to asked. Input request ids are
+// unique for a task's life, so an id asked once is answered once.
+func unasked(raw json.RawMessage, asked map[string]bool) mcp.InputRequestMap {
+	var all mcp.InputRequestMap
+	if len(raw) == 0 || json.Unmarshal(raw, &all) != nil {
+		return nil
+	}
+	out := mcp.InputRequestMap{}
+	for id, ir := range all {
+		if !asked[id] {
+			asked[id] = true
+			out[id] = ir
+		}
+	}
+	return out
+}
+
+// askForTask asks the client of session ss the input requests of task t,
+// each tied to the task by its _meta, and returns the responses as the
+// runtime takes them. A request the client could not answer has no
+// response: the runtime tells the handler so.
+func (v *view) askForTask(ctx context.Context, ss *mcp.ServerSession, t tasks.Task, reqs mcp.InputRequestMap) map[string]json.RawMessage {
+	related := map[string]any{"taskId": t.ID}
+	for _, ir := range reqs {
+		switch p := ir.(type) {
+		case *mcp.ElicitParams:
+			p.Meta = withMeta(p.Meta, metaRelatedTask, related)
+		case *mcp.CreateMessageWithToolsParams:
+			p.Meta = withMeta(p.Meta, metaRelatedTask, related)
+		case *mcp.ListRootsParams:
+			p.Meta = withMeta(p.Meta, metaRelatedTask, related)
+		}
+	}
+	deadline := t.Deadline
+	if deadline.IsZero() {
+		deadline = time.Now().Add(24 * time.Hour)
+	}
+	raw, problem, _ := fulfil(ctx, ss, reqs, deadline)
+	out := map[string]json.RawMessage{}
+	if problem != "" {
+		v.f.log.Info("task input not given", "task", t.ID, "why", problem)
+		return out
+	}
+	if err := json.Unmarshal(raw, &out); err != nil {
+		v.f.log.Error("task input responses", "task", t.ID, "err", err)
+	}
+	return out
+}
+
+func withMeta(m mcp.Meta, key string, val any) mcp.Meta {
+	if m == nil {
+		m = mcp.Meta{}
+	}
+	m[key] = val
+	return m
+}
+
+// taskOutcome is what tasks/result answers for ended task t: exactly what
+// the call would have answered, with the related-task _meta on a result.
+func taskOutcome(t tasks.Task) (*rawResult, error) {
+	switch {
+	case t.Status == tasks.Cancelled:
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf(msgTaskStopped, t.ID)}
+	case t.Error != nil:
+		return nil, &jsonrpc.Error{Code: int64(t.Error.Code), Message: t.Error.Message, Data: t.Error.Data}
+	}
+	result := t.Result
+	if len(result) == 0 {
+		// Failed without a result of the agent's (it disconnected, ran too
+		// long, its gateway stopped): what a plain call would answer.
+		b, err := json.Marshal(errorResult(t.StatusMessage))
+		if err != nil {
+			return nil, err
+		}
+		result = b
+	}
+	raw, err := relatedResult(result, t.ID)
+	if err != nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "The task's result could not be read: " + err.Error()}
+	}
+	return &rawResult{raw: raw}, nil
+}
+
+// relatedResult is result (a JSON object) with _meta[related-task] set to
+// task id.
+func relatedResult(result json.RawMessage, id string) (json.RawMessage, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(result, &m); err != nil {
+		return nil, err
+	}
+	meta := map[string]json.RawMessage{}
+	if raw := m["_meta"]; len(raw) > 0 && string(raw) != "null" {
+		if err := json.Unmarshal(raw, &meta); err != nil {
+			return nil, err
+		}
+	}
+	rel, _ := json.Marshal(map[string]string{"taskId": id})
+	meta[metaRelatedTask] = rel
+	var err error
+	if m["_meta"], err = json.Marshal(meta); err != nil {
+		return nil, err
+	}
+	if _, ok := m["content"]; !ok {
+		m["content"] = json.RawMessage("[]")
+	}
+	return marshalPlain(m)
+}
+
+// taskCall is a tools/call of a 2025-11-25 session as answerTaskCall reads
+// it.
+type taskCall struct {
+	id   []byte // as sent: an integer or a plain string
+	name string
+	args json.RawMessage
+	meta json.RawMessage
+	task json.RawMessage // params.task; nil or null: a plain call
+}
+
+// parseTaskCall reads a tools/call body; ok is false for anything else, or
+// a request go-sdk must answer (an id it would not echo as sent).
+func parseTaskCall(body []byte) (c taskCall, ok bool) {
+	if len(body) == 0 || body[0] != '{' || !bytes.Contains(body, []byte(`"tools/call"`)) || !json.Valid(body) {
+		return c, false
+	}
+	any := func([]byte) bool { return true }
+	var method, params, name, args, meta, task []byte
+	if !takeMembers(body, map[string]*[]byte{"id": &c.id, "method": &method, "params": &params}, any) ||
+		string(method) != `"tools/call"` || !plainID(c.id) || len(params) == 0 {
+		return c, false
+	}
+	if !takeMembers(params, map[string]*[]byte{"name": &name, "arguments": &args, "_meta": &meta, "task": &task}, any) {
+		return c, false
+	}
+	c.args, c.meta, c.task = args, meta, task
+	if c.name, ok = jsonString(name); !ok || c.name == "" {
+		return c, false
+	}
+	if string(c.task) == "null" {
+		c.task = nil
+	}
+	return c, true
+}
+
+// taskTTL reads params.task's ttl (milliseconds; absent is 0, the
+// project's cap).
+func taskTTL(task json.RawMessage) (time.Duration, bool) {
+	var p struct {
+		TTL *float64 `json:"ttl"`
+	}
+	if len(task) == 0 || task[0] != '{' || json.Unmarshal(task, &p) != nil {
+		return 0, false
+	}
+	if p.TTL == nil {
+		return 0, true
+	}
+	if *p.TTL < 0 {
+		return 0, false
+	}
+	const most = 1e12 // ms, some 31 years: past any cap, short of overflow
+	return time.Duration(min(*p.TTL, most)) * time.Millisecond, true
+}
+
+// answerTaskCall answers, before go-sdk, a tools/call of a 2025-11-25
+// session that concerns tasks: one with params.task (go-sdk would drop
+// it), and one without to a tool whose task support is required. It
+// reports whether it answered; anything else goes on to the early path or
+// go-sdk.
+func (f *Front) answerTaskCall(w http.ResponseWriter, r *http.Request, v *view, sessionID string) bool {
+	if f.tasks == nil || !earlyHeaders(r, false) {
+		return false
+	}
+	body, err := readBody(r)
+	if err != nil {
+		return false
+	}
+	call, ok := parseTaskCall(body)
+	if !ok {
+		return false
+	}
+	ss := v.sessionOf(sessionID)
+	if !taskSession(ss) {
+		return false
+	}
+	// Whether the call concerns tasks at all: looked up without counting
+	// the rate limit, which the call's own path counts.
+	c := f.controls.Get(r.Context(), v.key.ProjectID)
+	t := f.reg.Snapshot(v.key.ProjectID).Tools[call.name]
+	if t == nil || !access.For(v.key, c).Permits(t) {
+		return false // go-sdk's path says "not found"
+	}
+	support := t.Def.TaskSupport()
+	out := &sseStream{w: w}
+	switch {
+	case call.task == nil && support != agentproto.TaskRequired:
+		return false
+	case call.task == nil:
+		f.writeEarly(out, call.id, nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf(msgTaskRequired, t.Name)}, false)
+		return true
+	case support != agentproto.TaskOptional && support != agentproto.TaskRequired:
+		f.writeEarly(out, call.id, nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf(msgTaskRefused, t.Name)}, false)
+		return true
+	}
+	task, err := f.startSessionTask(r.Context(), v, ss, call)
+	if err != nil {
+		f.writeEarly(out, call.id, nil, err, false)
+		return true
+	}
+	b, err := marshalPlain(map[string]taskWire{"task": wireTask(task)})
+	if err != nil {
+		f.writeEarly(out, call.id, nil, err, false)
+		return true
+	}
+	v.watchTask(ss, task.ID)
+	out.event(resultMessage(call.id, b))
+	return true
+}
+
+// startSessionTask makes the checks of a plain call for call, then has the
+// runtime start it as a task. The error is the JSON-RPC error to answer:
+// a task-augmented request gets a task or an error, never a tool result.
+func (f *Front) startSessionTask(ctx context.Context, v *view, ss *mcp.ServerSession, call taskCall) (tasks.Task, error) {
+	ttl, ok := taskTTL(call.task)
+	if !ok {
+		return tasks.Task{}, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: msgTaskTTL}
+	}
+	start := time.Now()
+	t, _, refused, err := f.admitCall(ctx, v.key, call.name, false)
+	if err != nil {
+		return tasks.Task{}, err
+	}
+	if refused != nil {
+		return tasks.Task{}, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: firstText(refused)}
+	}
+	var meta mcp.Meta
+	if call.meta != nil {
+		if err := json.Unmarshal(call.meta, &meta); err != nil {
+			return tasks.Task{}, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "params._meta must be an object."}
+		}
+	}
+	picked, res, _, refused := f.pickCall(ctx, pickRequest{
+		Tool: t, Key: v.key, Args: call.args,
+		Caps: callerCaps(ss, meta), Wait: f.tasks.Limit(ctx, v.key.ProjectID),
+	})
+	switch {
+	case refused != nil:
+		return tasks.Task{}, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: firstText(refused)}
+	case picked == nil && res.Outcome == route.NoReplica:
+		return tasks.Task{}, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: res.Detail}
+	case picked == nil:
+		return tasks.Task{}, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "Tool " + trimName(call.name) + " not found"}
+	}
+	task, err := f.tasks.Run(ctx, tasks.Spec{Key: v.key, Tool: t, Call: picked, Era: tasksVersion, TTL: ttl, Start: start})
+	if err != nil {
+		f.log.Error("start a task", "tool", t.Name, "key", v.key.ID, "err", err)
+		return tasks.Task{}, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "The gateway could not start the task; try again in a moment."}
+	}
+	return task, nil
+}
+
+// sessionTasks are, by session id, the tasks a view's 2025-11-25 sessions
+// created and the GET streams they listen on, for their status
+// notifications.
+type sessionTasks struct {
+	mu sync.Mutex
+	m  map[string]*watchedTasks
+}
+
+// watchedTasks are one session's.
+type watchedTasks struct {
+	ids     map[string]bool // tasks not ended yet
+	streams map[*taskStream]bool
+	unsub   func() // from the runtime's status changes
+}
+
+// watchTask sends the session ss the status changes of task id until it
+// ends or the session does.
+func (v *view) watchTask(ss *mcp.ServerSession, id string) {
+	sid := ss.ID()
+	v.tasks.mu.Lock()
+	defer v.tasks.mu.Unlock()
+	if v.tasks.m == nil {
+		v.tasks.m = map[string]*watchedTasks{}
+	}
+	w := v.tasks.m[sid]
+	if w == nil {
+		w = &watchedTasks{ids: map[string]bool{}, streams: map[*taskStream]bool{}}
+		v.tasks.m[sid] = w
+	}
+	if w.unsub == nil {
+		w.unsub = v.f.tasks.Subscribe(func(t tasks.Task) { v.taskChanged(sid, t) })
+		go func() {
+			ss.Wait()
+			v.forgetTasks(sid)
+		}()
+	}
+	w.ids[id] = true
+}
+
+// forgetTasks stops the status notifications of session sid, which ended.
+func (v *view) forgetTasks(sid string) {
+	v.tasks.mu.Lock()
+	w := v.tasks.m[sid]
+	delete(v.tasks.m, sid)
+	v.tasks.mu.Unlock()
+	if w != nil && w.unsub != nil {
+		w.unsub()
+	}
+}
+
+// taskChanged sends task t's status to session sid's GET streams, if sid
+// created it. It runs on the runtime's goroutine: it only queues.
+func (v *view) taskChanged(sid string, t tasks.Task) {
+	v.tasks.mu.Lock()
+	w := v.tasks.m[sid]
+	if w == nil || !w.ids[t.ID] {
+		v.tasks.mu.Unlock()
+		return
+	}
+	if t.Status.Terminal() {
+		delete(w.ids, t.ID)
+	}
+	streams := make([]*taskStream, 0, len(w.streams))
+	for s := range w.streams {
+		streams = append(streams, s)
+	}
+	v.tasks.mu.Unlock()
+	if len(streams) == 0 {
+		return // optional, and the client polls: nowhere to send it
+	}
+	msg, err := notification("notifications/tasks/status", wireTask(t))
+	if err != nil {
+		return
+	}
+	for _, s := range streams {
+		select {
+		case s.queue <- msg:
+		default: // a client that reads this slowly polls anyway
+		}
+	}
+}
+
+// listenTasks returns the writer a GET stream of session sid is served
+// with: for a 2025-11-25 session, one that carries its tasks' status
+// notifications too, until done is called.
+func (v *view) listenTasks(sid string, w http.ResponseWriter) (_ http.ResponseWriter, done func()) {
+	if v.f.tasks == nil || !taskSession(v.sessionOf(sid)) {
+		return w, func() {}
+	}
+	s := &taskStream{ResponseWriter: w, queue: make(chan []byte, 16), stop: make(chan struct{})}
+	v.tasks.mu.Lock()
+	if v.tasks.m == nil {
+		v.tasks.m = map[string]*watchedTasks{}
+	}
+	wt := v.tasks.m[sid]
+	if wt == nil {
+		// No task yet: its status changes are watched from its first.
+		wt = &watchedTasks{ids: map[string]bool{}, streams: map[*taskStream]bool{}}
+		v.tasks.m[sid] = wt
+	}
+	wt.streams[s] = true
+	v.tasks.mu.Unlock()
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		for {
+			select {
+			case msg := <-s.queue:
+				s.inject(msg)
+			case <-s.stop:
+				return
+			}
+		}
+	}()
+	return s, func() {
+		close(s.stop)
+		<-finished
+		v.tasks.mu.Lock()
+		if wt := v.tasks.m[sid]; wt != nil {
+			delete(wt.streams, s)
+			if len(wt.streams) == 0 && len(wt.ids) == 0 && wt.unsub == nil {
+				delete(v.tasks.m, sid)
+			}
+		}
+		v.tasks.mu.Unlock()
+	}
+}
+
+// taskStream is a session's GET stream as go-sdk writes it, with the
+// gateway's status notifications written between go-sdk's events: go-sdk
+// writes each event in one Write, so a lock around each write keeps both
+// whole.
+type taskStream struct {
+	http.ResponseWriter
+	queue chan []byte
+	stop  chan struct{}
+
+	mu      sync.Mutex
+	started bool // go-sdk opened the event stream
+}
+
+func (s *taskStream) WriteHeader(code int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.started = code == http.StatusOK && s.Header().Get("Content-Type") == "text/event-stream"
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *taskStream) Write(b []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ResponseWriter.Write(b)
+}
+
+func (s *taskStream) Flush() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	http.NewResponseController(s.ResponseWriter).Flush()
+}
+
+func (s *taskStream) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// inject writes msg as one event of the stream, once go-sdk opened it.
+func (s *taskStream) inject(msg []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.started {
+		return
+	}
+	s.ResponseWriter.Write(sseEvent(msg))
+	http.NewResponseController(s.ResponseWriter).Flush()
+}
+
+// taskHangUp ends a tasks/result wait when its client hangs up: go-sdk
+// runs a session's requests in the session's context, not the HTTP
+// request's (see hangUp).
+func (v *view) taskHangUp(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if method != "tasks/result" {
+			return next(ctx, method, req)
+		}
+		sr, ok := req.(*mcp.ServerRequest[*taskIDParams])
+		if !ok {
+			return next(ctx, method, req)
+		}
+		if hung := v.f.hangUp(sr.Extra); hung != nil {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithCancel(ctx)
+			defer cancel()
+			defer context.AfterFunc(hung, cancel)()
+		}
+		return next(ctx, method, req)
+	}
+}
