@@ -88,10 +88,10 @@ func TestToolsCommands(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"tools", "set", "get_order", "--cache", "4000"}, "cacheSeconds: a whole number from 0 (off) to 3600, not 4000"},
+		{[]string{"tools", "set", "get_order", "--cache", "4000"}, "--cache: a whole number from 0 (off) to 3600, not 4000"},
 		{[]string{"tools", "set", "get_order", "--approve"}, `No connected agent registers a tool "get_order"`},
 		{[]string{"tools", "set", "get_order"}, "nothing to change"},
-		{[]string{"tools", "list", "--project", "nope"}, `There is no project "nope"`},
+		{[]string{"tools", "list", "--project", "nope"}, `There is no project "nope", or you are not a member of it. Pick one from the list of projects. Projects: default (--project NAME).`},
 	} {
 		if _, err := runCLI(t, append(c.args, "--url", url, "--token", token)...); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: err = %v, want %q", c.args, err, c.want)
@@ -181,8 +181,11 @@ func TestSettingsCommand(t *testing.T) {
 	if p.Settings != want {
 		t.Errorf("stored settings = %+v, want %+v", p.Settings, want)
 	}
-	if _, err := runCLI(t, "settings", "set", "--url", url, "--call-wait", "31"); err == nil || !strings.Contains(err.Error(), "1 to 30 seconds") {
-		t.Errorf("call wait 31: %v", err)
+	if _, err := runCLI(t, "settings", "set", "--url", url, "--call-wait", "31"); err == nil || err.Error() != "--call-wait: the call wait is 1 to 30 seconds, not 31" {
+		t.Errorf("call wait 31: %v, want the flag named", err)
+	}
+	if out, err := runCLI(t, "settings", "show", "--url", url); err != nil || !strings.Contains(out, "Largest arguments       default (1,048,576 bytes)") {
+		t.Errorf("settings show leaves out the largest arguments: %v\n%s", err, out)
 	}
 	for flag, want := range map[string]string{
 		"--longest-task=90s":       "settings set: --longest-task is whole minutes from 1m to 24h, not 1m30s",

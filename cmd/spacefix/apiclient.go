@@ -120,6 +120,9 @@ func (c *apiClient) do(ctx context.Context, method, path string, body, out any) 
 	if res.StatusCode >= 300 {
 		var e apitypes.Error
 		if json.Unmarshal(b, &e) == nil && e.Error != "" {
+			if res.StatusCode == http.StatusNotFound && strings.HasPrefix(e.Error, "There is no project") && path != "/api/projects" {
+				return errors.New(e.Error + c.projectList(ctx))
+			}
 			return errors.New(e.Error)
 		}
 		return fmt.Errorf("the gateway answered %s; is %s a Spacefix gateway?", res.Status, c.base)
@@ -151,4 +154,19 @@ func setFlags(fs *flag.FlagSet) map[string]bool {
 	m := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { m[f.Name] = true })
 	return m
+}
+
+// projectList names the projects the token may act on, for an error about
+// a project that is not one of them: " Projects: a, b." (or "" if they
+// cannot be listed).
+func (c *apiClient) projectList(ctx context.Context) string {
+	var ps []apitypes.Project
+	if err := c.do(ctx, "GET", "/api/projects", nil, &ps); err != nil || len(ps) == 0 {
+		return ""
+	}
+	names := make([]string, len(ps))
+	for i, p := range ps {
+		names[i] = p.Name
+	}
+	return " Projects: " + strings.Join(names, ", ") + " (--project NAME)."
 }

@@ -106,9 +106,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprint(stdout, usage)
 		return nil
 	default:
-		return usageError{fmt.Sprintf("unknown command %q", args[0])}
+		return unknownCommand("", args[0], commands, "")
 	}
 }
+
+// commands are the names run knows, for suggestions.
+var commands = []string{"serve", "keys", "projects", "tokens", "audit", "tools", "settings", "users", "gateways", "bridge", "bench", "version", "help"}
 
 // command is one subcommand of a command group, such as "keys create".
 type command struct {
@@ -140,7 +143,7 @@ func subcommand(group string, args []string, names ...string) (string, error) {
 	case len(args) == 0:
 		return "", usageError{fmt.Sprintf("%s: want %s", group, want)}
 	case !slices.Contains(names, args[0]):
-		return "", usageError{fmt.Sprintf("%s: unknown command %q; want %s", group, args[0], want)}
+		return "", unknownCommand(group, args[0], names, want)
 	}
 	return args[0], nil
 }

@@ -153,7 +153,7 @@ func printStart(w io.Writer, base, data string, first *gateway.FirstStart, setup
 		fmt.Fprintf(w, "Set up the dashboard (one-time link; the first person to use it becomes admin):\n  %s\n\n", setupURL)
 	}
 	if first == nil {
-		fmt.Fprintf(w, "Make keys with: spacefix keys create --data %s --project default --kind client|agent\n", data)
+		fmt.Fprintln(w, keysHint(data, os.Getenv("SPACEFIX_DATA") != ""))
 		return
 	}
 	auth := "Bearer " + first.ClientKey
@@ -186,6 +186,9 @@ Or look around with the MCP Inspector (Node.js 20 or later):
 func newFlagSet(name string, out io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(out)
+	// The flag package prints the whole usage around every mistake;
+	// parseArgs says a mistake once, and prints the flags for --help.
+	fs.Usage = func() {}
 	return fs
 }
 
@@ -210,9 +213,10 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 	for {
 		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
+				printFlags(fs.Output(), fs)
 				return nil, err
 			}
-			return nil, usageError{err.Error()}
+			return nil, flagError(fs, err)
 		}
 		args = fs.Args()
 		if len(args) == 0 {
@@ -242,4 +246,27 @@ func envOr(name, def string) string {
 		return v
 	}
 	return def
+}
+
+// keysHint is the line a later start prints about making keys: one that
+// runs as printed. data is the store as shown (a PostgreSQL URL with its
+// password hidden), so a URL is named by the variable it came from, or
+// the reader is told to set it.
+func keysHint(data string, fromEnv bool) string {
+	if !strings.Contains(data, "://") {
+		return fmt.Sprintf("Make keys with: spacefix keys create --data %s --project default --kind client|agent", shellQuote(data))
+	}
+	line := `Make keys with: spacefix keys create --data "$SPACEFIX_DATA" --project default --kind client|agent`
+	if !fromEnv {
+		line += "\n  (first set SPACEFIX_DATA to the postgres:// URL you gave --data; this output hides its password)"
+	}
+	return line
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-/:@+=,") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -7,7 +7,9 @@ import (
 	"io"
 	"time"
 
+	"github.com/spacefix/spacefix/core/textfmt"
 	"github.com/spacefix/spacefix/internal/dashboard/apitypes"
+	"github.com/spacefix/spacefix/internal/store"
 )
 
 func settings(ctx context.Context, args []string, stdout io.Writer) error {
@@ -42,6 +44,11 @@ func printSettings(w io.Writer, p apitypes.Project) error {
 	t.row("Max schema bytes", limit(s.MaxSchemaBytes))
 	t.row("Max resources", limit(s.MaxResources))
 	t.row("Max registration bytes", limit(s.MaxRegistrationBytes))
+	args := fmt.Sprintf("default (%s bytes)", textfmt.Thousands(store.DefaultMaxArgumentBytes))
+	if s.MaxArgumentBytes > 0 {
+		args = textfmt.Thousands(int64(s.MaxArgumentBytes)) + " bytes"
+	}
+	t.row("Largest arguments", args)
 	t.row("Longest task", (time.Duration(s.LongestTaskMinutes) * time.Minute).String())
 	t.row("Keep task results", (time.Duration(s.KeepTaskResultsHours) * time.Hour).String())
 	return t.flush()
@@ -58,6 +65,7 @@ func settingsSet(ctx context.Context, args []string, stdout io.Writer) error {
 	maxSchema := fs.Int("max-schema-bytes", 0, "bytes of input schema per tool; 0 means the default")
 	maxRes := fs.Int("max-resources", 0, "resources per agent; 0 means the default")
 	maxReg := fs.Int("max-registration-bytes", 0, "bytes of one registration; 0 means the default")
+	maxArgs := fs.Int("max-argument-bytes", 0, "the largest arguments one call may carry, 1,024 to 33,554,432 `BYTES`; 0 means the default (1 MiB)")
 	longest := fs.Duration("longest-task", 0, "how long a task may run before it is stopped, whole minutes from 1m to 24h (default 1h)")
 	keep := fs.Duration("keep-task-results", 0, "how long an ended task's result is kept at most, whole hours from 1h to 168h (7 days; default 24h)")
 	asJSON := fs.Bool("json", false, "print the admin API's JSON")
@@ -85,6 +93,7 @@ func settingsSet(ctx context.Context, args []string, stdout io.Writer) error {
 		"approve-tool-changes": func() { patch.ApproveToolChanges = approve }, "rate-limit": func() { patch.RateLimitPerMinute = rate },
 		"max-tools": func() { patch.MaxTools = maxTools }, "max-schema-bytes": func() { patch.MaxSchemaBytes = maxSchema },
 		"max-resources": func() { patch.MaxResources = maxRes }, "max-registration-bytes": func() { patch.MaxRegistrationBytes = maxReg },
+		"max-argument-bytes": func() { patch.MaxArgumentBytes = maxArgs },
 	} {
 		if given[flag] {
 			set()
@@ -99,7 +108,7 @@ func settingsSet(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	var raw json.RawMessage
 	if err := c.do(ctx, "PATCH", c.projectPath("/settings"), patch, &raw); err != nil {
-		return err
+		return apiFieldFlags(err, settingsFlags)
 	}
 	return printAs(stdout, *asJSON, raw, func(w io.Writer, p apitypes.Project) error {
 		fmt.Fprintln(w, "Saved. MCP clients get the new settings on their next request.")
@@ -125,4 +134,13 @@ func short(d time.Duration) string {
 		return fmt.Sprintf("%dh", d/time.Hour)
 	}
 	return fmt.Sprintf("%dm", d/time.Minute)
+}
+
+// settingsFlags are the settings set flags by the admin API field each sets,
+// so the gateway's refusal names the flag the person typed.
+var settingsFlags = map[string]string{
+	"callWaitSeconds": "call-wait", "clientAccess": "client-access", "approveToolChanges": "approve-tool-changes",
+	"rateLimitPerMinute": "rate-limit", "maxTools": "max-tools", "maxSchemaBytes": "max-schema-bytes",
+	"maxResources": "max-resources", "maxRegistrationBytes": "max-registration-bytes", "maxArgumentBytes": "max-argument-bytes",
+	"longestTaskMinutes": "longest-task", "keepTaskResultsHours": "keep-task-results",
 }

@@ -92,7 +92,7 @@ func toolsSet(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	if changed {
 		if err := c.do(ctx, "PATCH", c.projectPath("/tools/%s", tool), patch, &raw); err != nil {
-			return err
+			return apiFieldFlags(err, map[string]string{"cacheSeconds": "cache", "description": "description", "access": "access", "disabled": "disabled"})
 		}
 	}
 	if *approve || *reject {
