@@ -16,7 +16,7 @@ import (
 func (m *Manager) Get(ctx context.Context, owner Owner, projectID int64, id string) (Task, error) {
 	if r := m.local(id); r != nil {
 		t, _ := r.snapshot()
-		if t.Owner != owner || t.ProjectID != projectID {
+		if t.Owner != owner || t.ProjectID != projectID || m.expired(t) {
 			return Task{}, ErrNotFound
 		}
 		return t, nil
@@ -185,6 +185,13 @@ func (m *Manager) Answer(ctx context.Context, owner Owner, projectID int64, id s
 	if m.opts.Signals == nil {
 		return nil
 	}
+	// As a local answer does, the next waiter finds the task working;
+	// written before the signal, so that it cannot land after the
+	// runner's next question.
+	t.Status, t.InputRequests, t.UpdatedAt = Working, nil, m.now().UTC().Truncate(time.Millisecond)
+	if _, err := m.st.UpdateTask(ctx, t); err != nil {
+		return fmt.Errorf("tasks: answer %s: %w", id, err)
+	}
 	if err := m.opts.Signals.Send(ctx, t.Gateway, Signal{Kind: sigAnswer, TaskID: id, Responses: responses}); err != nil {
 		return fmt.Errorf("tasks: pass the answer of %s to gateway %s: %w", id, t.Gateway, err)
 	}
@@ -192,7 +199,9 @@ func (m *Manager) Answer(ctx context.Context, owner Owner, projectID int64, id s
 }
 
 // answer passes responses to the run's question, if it still waits for
-// them; a second answer is dropped.
+// them, and makes the task working again before it returns (a waiter
+// that comes next must not find the question answered still open); a
+// second answer is dropped.
 func (r *run) answer(responses map[string]json.RawMessage) {
 	r.mu.Lock()
 	waiting := r.task.Status == InputRequired
@@ -202,6 +211,7 @@ func (r *run) answer(responses map[string]json.RawMessage) {
 	}
 	select {
 	case r.answers <- responses:
+		r.setStatus(Working, func(t *Task) { t.InputRequests = nil })
 	default:
 	}
 }

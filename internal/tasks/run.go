@@ -49,7 +49,8 @@ type run struct {
 	wmu sync.Mutex // serialises store writes, so that they land in order
 
 	mu      sync.Mutex
-	task    Task
+	task    Task // the task as the run has it
+	pub     Task // the task as last written: what readers see
 	changed chan struct{} // closed and replaced at each status change
 	written time.Time     // when the task was last written
 	flush   *time.Timer   // writes a held progress line; nil if none is held
@@ -99,8 +100,8 @@ func (m *Manager) Run(ctx context.Context, s Spec) (Task, error) {
 		s.Call.Release()
 		return Task{}, fmt.Errorf("tasks: start a task of %s: %w", s.Tool.Name, err)
 	}
-	r := &run{m: m, call: s.Call, key: s.Key, tool: s.Tool, start: start, limit: s.Call.Deadline().Sub(start).Round(time.Second),
-		answers: make(chan map[string]json.RawMessage, 1), task: t, changed: make(chan struct{}), written: now, notified: Working}
+	r := &run{m: m, call: s.Call, key: s.Key, tool: s.Tool, start: start, limit: m.Limit(ctx, s.Key.ProjectID),
+		answers: make(chan map[string]json.RawMessage, 1), task: t, pub: t, changed: make(chan struct{}), written: now, notified: Working}
 	r.ctx, r.stop = context.WithCancel(m.ctx)
 	m.mu.Lock()
 	if m.closed {
@@ -163,7 +164,6 @@ func (r *run) ask(q *agentproto.Message) route.Result {
 	select {
 	case resp := <-r.answers:
 		r.m.opts.Questions.Answer(r.call, q, reqs, resp)
-		r.setStatus(Working, func(t *Task) { t.InputRequests = nil })
 		return r.call.Wait(r.ctx, r.progress)
 	case <-timer.C:
 		return r.call.Abandon(agentproto.ReasonTimeout)
@@ -239,27 +239,31 @@ func (r *run) write() {
 		// Ended elsewhere: a cancel or a dead gateway's failure won.
 		r.stop()
 	}
+	r.mu.Lock()
+	r.pub = t
+	r.mu.Unlock()
 	r.wake(t, changed)
 }
 
 // wake wakes the waiters and, when the status changed, tells the
 // subscribers of t.
+// Subscribers hear first, so that a waiter that returns has been told.
 func (r *run) wake(t Task, statusChanged bool) {
+	if statusChanged {
+		r.m.notify(t)
+	}
 	r.mu.Lock()
 	close(r.changed)
 	r.changed = make(chan struct{})
 	r.mu.Unlock()
-	if statusChanged {
-		r.m.notify(t)
-	}
 }
 
-// snapshot returns the task as it is now, and a channel closed at its next
-// change.
+// snapshot returns the task as last written, and a channel closed at its
+// next write.
 func (r *run) snapshot() (Task, <-chan struct{}) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.task, r.changed
+	return r.pub, r.changed
 }
 
 // end ends the task here with status s and message msg (a cancel, a
