@@ -49,8 +49,8 @@ type run struct {
 	wmu sync.Mutex // serialises store writes, so that they land in order
 
 	mu      sync.Mutex
-	task    Task // the task as the run has it
-	pub     Task // the task as last written: what readers see
+	task    Task          // the task as the run has it
+	pub     Task          // the task as last written: what readers see
 	changed chan struct{} // closed and replaced at each status change
 	written time.Time     // when the task was last written
 	flush   *time.Timer   // writes a held progress line; nil if none is held
