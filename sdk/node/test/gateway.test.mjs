@@ -15,7 +15,7 @@ import {
 import { type } from 'arktype';
 import { z } from 'zod';
 
-import { Agent, CannotConfirmError, MissingCapabilityError, definePrompt, defineResource, defineResourceTemplate, defineTool, toolError, toolImage, toolText } from '../dist/index.js';
+import { Agent, CannotConfirmError, MissingCapabilityError, ProtocolError, definePrompt, defineResource, defineResourceTemplate, defineTool, toolError, toolImage, toolText } from '../dist/index.js';
 import { Gateway, memoryLogger, startAgent, textOf, toolNames, untilVisible, waitFor } from './harness.mjs';
 
 const DOT_PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==';
@@ -1163,5 +1163,81 @@ describe('rolling restart', () => {
     assert.equal(by.old + by.new, callers * perCaller);
     assert.ok(closeMs >= 95 && closeMs < 2000, `close took ${closeMs} ms`);
     assert.ok(!first.logs.some((l) => l.level === 'warn' && /still running/.test(l.msg)), JSON.stringify(first.logs));
+  });
+});
+
+describe('task support, protocol errors, several forms (issue 25)', () => {
+  let asker;
+
+  before(async () => {
+    const form = { type: 'object', properties: { value: { type: 'string' } }, required: ['value'] };
+    await connect([
+      defineTool({ name: 'node_report', description: 'A slow report.', inputSchema: obj, execution: { taskSupport: 'optional' }, handler: () => 'done' }),
+      defineTool({ name: 'node_export', description: 'A slow export.', inputSchema: obj, execution: { taskSupport: 'required' }, handler: () => 'done' }),
+      defineTool({ name: 'node_quick', description: 'Quick.', inputSchema: obj, handler: () => 'done' }),
+      defineTool({
+        name: 'node_book_dates', description: 'Books, for dates that make sense.', inputSchema: obj,
+        handler: () => { throw new ProtocolError(-32602, 'bad dates', { field: 'from' }); },
+      }),
+      defineResource({ uri: 'orders://node-archive', name: 'Archive', handler: () => { throw new ProtocolError(4001, 'the archive moved'); } }),
+      defineTool({
+        name: 'node_two_forms', description: 'Asks a name and a city in one round.', inputSchema: obj,
+        handler: async (_args, call) => {
+          const r = await call.together({ elicits: [{ message: 'Your name?', schema: form }, { message: 'Your city?', schema: form, id: 'city' }] });
+          return r.elicits.map((e) => `${e.action} ${e.content?.value}`).join(', ');
+        },
+      }),
+    ]);
+    asker = await gw.client(gw.clientKey, {
+      capabilities: { elicitation: {} },
+      setup: (c) => c.setRequestHandler(ElicitRequestSchema, (req) => ({ action: 'accept', content: { value: req.params.message === 'Your name?' ? 'Ada' : 'Rome' } })),
+    });
+  });
+
+  after(() => asker?.close());
+
+  it('lists execution.taskSupport for optional and required tools only, in both eras', async () => {
+    const { tools } = await client.listTools();
+    const byName = Object.fromEntries(tools.map((t) => [t.name, t]));
+    assert.deepEqual(byName.node_report.execution, { taskSupport: 'optional' });
+    assert.deepEqual(byName.node_export.execution, { taskSupport: 'required' });
+    assert.equal('execution' in byName.node_quick, false);
+    // 2026-07-28, as a client of that era asks.
+    const res = await fetch(`${gw.url}/mcp`, {
+      method: 'POST',
+      headers: {
+        Authorization: `Bearer ${gw.clientKey}`, 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream',
+        'Mcp-Protocol-Version': '2026-07-28', 'Mcp-Method': 'tools/list',
+      },
+      body: JSON.stringify({
+        jsonrpc: '2.0', id: 1, method: 'tools/list',
+        params: { _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '1' }, 'io.modelcontextprotocol/clientCapabilities': {} } },
+      }),
+    });
+    const body = await res.text();
+    const data = body.split('\n').filter((l) => l.startsWith('data: ')).map((l) => JSON.parse(l.slice(6))).find((m) => m.result?.tools) ?? JSON.parse(body);
+    const modern = Object.fromEntries(data.result.tools.map((t) => [t.name, t]));
+    assert.deepEqual(modern.node_report.execution, { taskSupport: 'optional' });
+    assert.deepEqual(modern.node_export.execution, { taskSupport: 'required' });
+    assert.equal('execution' in modern.node_quick, false);
+  });
+
+  it("fails the client's request with a thrown ProtocolError's code, message and data", async () => {
+    await assert.rejects(client.callTool({ name: 'node_book_dates', arguments: {} }), (err) => {
+      assert.equal(err.code, -32602);
+      assert.match(err.message, /bad dates$/);
+      assert.deepEqual(err.data, { field: 'from' });
+      return true;
+    });
+    await assert.rejects(client.readResource({ uri: 'orders://node-archive' }), (err) => {
+      assert.equal(err.code, 4001);
+      assert.match(err.message, /the archive moved$/);
+      return true;
+    });
+  });
+
+  it('together asks two forms in one round', async () => {
+    const r = await asker.callTool({ name: 'node_two_forms', arguments: {} });
+    assert.deepEqual(r, { content: [{ type: 'text', text: 'accept Ada, accept Rome' }] });
   });
 });
