@@ -73,10 +73,10 @@ func (f *Front) toolHandler(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 
 	c, _ := ctx.Value(controlsCtxKey{}).(*access.Controls)
 	start := time.Now()
-	call, res, args, refused := f.pickCall(ctx, pickRequest{
-		Tool: t, Key: key, Args: req.Params.Arguments,
-		Caps: callerCaps(req.Session, req.Params.Meta), Wait: f.wait(ctx, t, key, c),
-	})
+	wait := f.wait(ctx, t, key, c)
+	pr := pickRequest{Tool: t, Key: key, Args: req.Params.Arguments, Caps: callerCaps(req.Session, req.Params.Meta), Wait: wait}
+	asJob := f.asJob(ctx, &pr) // a tool with task support, for a client without tasks: jobs.go
+	call, res, args, refused := f.pickCall(ctx, pr)
 	if refused != nil {
 		return refused, nil
 	}
@@ -98,6 +98,10 @@ func (f *Front) toolHandler(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 				return shareResult(cr.res), nil
 			}
 		}
+	}
+
+	if asJob {
+		return f.runJob(ctx, t, key, call, start, wait)
 	}
 
 	// Delivery to the replica, within the tool's wait.

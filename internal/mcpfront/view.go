@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/spacefix/spacefix/core/agentproto"
 	"github.com/spacefix/spacefix/internal/access"
 	"github.com/spacefix/spacefix/internal/agents"
 	"github.com/spacefix/spacefix/internal/ratelimit"
@@ -89,7 +90,7 @@ func (f *Front) viewFor(k store.Key) *view {
 		// fail, and close them; see keepAlive in sessions.go.
 		GetSessionID: func() string { return f.sessionPrefix + rand.Text() },
 	})
-	v.server.AddReceivingMiddleware(v.f.recoverPanics, v.resolve, v.toolExecution, eraFields, v.noteSession, f.withTasksCapability, v.taskHangUp)
+	v.server.AddReceivingMiddleware(v.f.recoverPanics, v.resolve, v.toolExecution, eraFields, v.noteSession, f.withTasksCapability, f.advertiseTasks, v.taskHangUp, jobToolListing)
 	v.addTaskMethods()
 	f.views[k.ID] = v
 	f.mu.Unlock()
@@ -155,11 +156,13 @@ func (v *view) sync() {
 
 	var tools []*mcp.Tool
 	keep := make(map[string]bool, len(snap.ToolList))
+	slow := false // the key may call a tool with task support: offer the job tool
 	for _, t := range snap.ToolList {
 		if !pol.Permits(t) {
 			continue
 		}
 		keep[t.Name] = true
+		slow = slow || t.Def.TaskSupport() != agentproto.TaskForbidden
 		src := toolSource{t, pol.Controls}
 		if v.from[t.Name] == src {
 			continue // advertised from this very source already
@@ -172,6 +175,7 @@ func (v *view) sync() {
 			delete(v.from, n)
 		}
 	}
+	v.syncJobTool(slow, keep) // jobs.go
 	mirror(v.tools, tools, keep, func(t *mcp.Tool) string { return t.Name },
 		func(t *mcp.Tool) { v.server.AddTool(t, v.f.tracedToolHandler) }, v.server.RemoveTools)
 
@@ -338,6 +342,9 @@ func (v *view) resolve(next mcp.MethodHandler) mcp.MethodHandler {
 		t, c, refused, err := v.f.admitCall(ctx, v.key, ctr.Params.Name, counted)
 		if refused != nil {
 			return refused, nil
+		}
+		if t == nil && ctr.Params.Name == JobTool && v.offersJobTool() {
+			return next(ctx, method, req) // the gateway's own tool (jobs.go)
 		}
 		if err != nil {
 			return nil, err

@@ -1,0 +1,304 @@
+package mcpfront
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/spacefix/spacefix/core/agentproto"
+	"github.com/spacefix/spacefix/internal/agents"
+	"github.com/spacefix/spacefix/internal/route"
+	"github.com/spacefix/spacefix/internal/store"
+	"github.com/spacefix/spacefix/internal/tasks"
+)
+
+// Jobs: slow tools for clients that do not speak tasks (docs/tasks.md).
+//
+// Most clients (Claude Code, Cursor, …) send no task-augmented calls. For
+// them a tool with task support runs as a task all the same, of era "job":
+//
+//   - a call of an optional-task tool starts the task and waits for it up
+//     to the call's usual wait ([Front.wait]). If it ends in time, the
+//     client gets its result as from a plain call (the runtime logs it as
+//     one call, with its task id); if not, the client gets, at the wait, a
+//     job reference: a short text (not an error) with the job id and what
+//     to call next. A required-task tool answers the reference at once.
+//   - the gateway offers one tool of its own, [JobTool], in the views of
+//     keys that may call a task-capable tool: {jobId} waits up to the
+//     project's call wait and returns the job's result when it has ended
+//     (the tool's own result, as if the call had returned it), else its
+//     status and last progress line; {jobId, action: "cancel"} cancels it.
+//     A 2026-07-28 request whose client declared the tasks extension does
+//     not see it in tools/list (it has tasks/get); 2025 sessions see it,
+//     since go-sdk does not keep a session's declared capabilities and a
+//     2025-11-25 client need declare nothing to send params.task.
+//
+// A job is the same task underneath as any other: the project's longest
+// task, its TTL cap, the owner rule (another caller's job id reads exactly
+// as an unknown one), the store, cancellation. Its handler is told the
+// client has no capabilities: a question it asks anyway is refused as for
+// a client that cannot be asked (Confirm's ErrCannotConfirm), since nobody
+// waits on the other end to answer. The job tool's own calls reach no
+// agent: they are neither logged nor billed; read-only clients may use
+// all of it, cancel included, which stops only the caller's own call.
+
+// JobTool is the gateway's job tool. Agents may not register it: every
+// name starting with agentproto.ReservedPrefix is the gateway's.
+const JobTool = agentproto.ReservedPrefix + "job"
+
+// eraJob is the era of a task started for a client without tasks.
+const eraJob = "job"
+
+// jobTool is the job tool as clients see it.
+var jobTool = &mcp.Tool{
+	Name:  JobTool,
+	Title: "Slow tool results",
+	Description: "Gets the result of a slow tool call that answered with a job id (\"The tool is still running (job task_…)\"). " +
+		"Pass the jobId: if the job has ended you get the tool's result, as if the call had returned it; " +
+		"if it is still running, this waits a while and then says so, with its latest progress line — call again to keep waiting. " +
+		"Pass action \"cancel\" to stop a job you no longer need.",
+	InputSchema: json.RawMessage(`{"type":"object","properties":{` +
+		`"jobId":{"type":"string","description":"The job id from the tool's answer, e.g. task_abc…"},` +
+		`"action":{"type":"string","enum":["get","cancel"],"default":"get","description":"get (the default) returns the result or the status; cancel stops the job."}},` +
+		`"required":["jobId"],"additionalProperties":false}`),
+	Annotations: &mcp.ToolAnnotations{Title: "Slow tool results", IdempotentHint: true, DestructiveHint: new(bool), OpenWorldHint: new(bool)},
+}
+
+// jobToolJSON is jobTool as a view records what it advertises.
+var jobToolJSON, _ = json.Marshal(jobTool)
+
+// Messages a model reads.
+const (
+	msgJobRunning  = "The tool is still running (job %s). Call " + JobTool + " with {\"jobId\": %q} to get its result; it is kept for %s after the job ends."
+	msgJobStarted  = "The tool runs as a job (job %s). Call " + JobTool + " with {\"jobId\": %q} to get its result; it is kept for %s after the job ends."
+	msgJobWorking  = "Job %s (%s) is still running, for %s so far%s. Call " + JobTool + " with {\"jobId\": %q} again to keep waiting, or with \"action\": \"cancel\" to stop it."
+	msgJobNotFound = "No such job: the id is unknown, or the job ended too long ago and its result was deleted. Call the tool again to start a new job."
+	msgJobNoID     = "Pass jobId, the job id from the tool's answer (task_…), and optionally action \"get\" or \"cancel\"."
+	msgJobAction   = "action is \"get\" (the default) or \"cancel\", not %q."
+	msgJobStart    = "The gateway could not start the job; try again in a moment."
+	msgJobStore    = "The gateway could not read the job; try again in a moment."
+	msgJobStopped  = "Job %s was cancelled before it returned a result. Call the tool again if you still need it."
+	msgJobCancel   = "Job %s is cancelled; the tool's call was stopped."
+	msgJobEnded    = "Job %s had already ended (%s), so there was nothing to cancel. Call " + JobTool + " with {\"jobId\": %q} to get its result."
+)
+
+// asJob reports whether the call p describes, which reached the tool
+// handler, runs as a job: the gateway runs tasks and the tool has task
+// support (calls that are tasks of either era never reach the tool
+// handler). If so it makes p a job's: it may run up to the project's
+// longest task, and its handler is told the client can be asked nothing.
+func (f *Front) asJob(ctx context.Context, p *pickRequest) bool {
+	if f.tasks == nil || p.Tool.Def.TaskSupport() == agentproto.TaskForbidden {
+		return false
+	}
+	p.Wait, p.Caps = f.tasks.Limit(ctx, p.Key.ProjectID), nil
+	return true
+}
+
+// runJob starts call, picked with the project's longest task as its wait,
+// as a job, and answers the client at wait: the result if the job ended by
+// then, else the job reference.
+func (f *Front) runJob(ctx context.Context, t *agents.Tool, key store.Key, call *route.Call, start time.Time, wait time.Duration) (*mcp.CallToolResult, error) {
+	task, err := f.tasks.Run(ctx, tasks.Spec{Key: key, Tool: t, Call: call, Era: eraJob, Start: start})
+	if err != nil {
+		if errors.Is(err, tasks.ErrClosed) {
+			return errorResult(msgShutdown), nil
+		}
+		f.log.Error("start a job", "tool", t.Name, "key", key.ID, "err", err)
+		return errorResult(msgJobStart), nil
+	}
+	if t.Def.TaskSupport() == agentproto.TaskRequired {
+		return textResult(fmt.Sprintf(msgJobStarted, task.ID, task.ID, keptFor(task.TTL))), nil
+	}
+	wctx, cancel := context.WithDeadline(ctx, start.Add(wait))
+	now, err := f.tasks.Wait(wctx, task.Owner, key.ProjectID, task.ID)
+	cancel()
+	if ctx.Err() != nil {
+		// The client hung up or cancelled its call: nobody will learn the
+		// job's id, so the job goes too.
+		if _, err := f.tasks.Cancel(context.WithoutCancel(ctx), task.Owner, key.ProjectID, task.ID); err != nil {
+			f.log.Warn("cancel an abandoned job", "task", task.ID, "err", err)
+		}
+		return nil, ctx.Err()
+	}
+	if err == nil && now.Status.Terminal() {
+		return jobResult(now)
+	}
+	return textResult(fmt.Sprintf(msgJobRunning, task.ID, task.ID, keptFor(task.TTL))), nil
+}
+
+// jobHandler serves the job tool (see above).
+func (f *Front) jobHandler(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	key, _ := keyFrom(req.Extra.TokenInfo)
+	if f.tasks == nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "Tool " + JobTool + " not found"}
+	}
+	var args struct {
+		JobID  string `json:"jobId"`
+		Action string `json:"action"`
+	}
+	if (len(req.Params.Arguments) > 0 && json.Unmarshal(req.Params.Arguments, &args) != nil) || strings.TrimSpace(args.JobID) == "" {
+		return errorResult(msgJobNoID), nil
+	}
+	id := strings.TrimSpace(args.JobID)
+	owner, err := f.tasks.OwnerOf(ctx, key)
+	if err != nil {
+		f.log.Error("find a job's owner", "key", key.ID, "err", err)
+		return errorResult(msgJobStore), nil
+	}
+	switch args.Action {
+	case "", "get":
+		return f.jobGet(ctx, key, owner, id)
+	case "cancel":
+		task, err := f.tasks.Cancel(ctx, owner, key.ProjectID, id)
+		if err != nil {
+			return f.jobErr(err, id), nil
+		}
+		if task.Status == tasks.Cancelled {
+			return textResult(fmt.Sprintf(msgJobCancel, id)), nil
+		}
+		return textResult(fmt.Sprintf(msgJobEnded, id, task.Status, id)), nil
+	}
+	return errorResult(fmt.Sprintf(msgJobAction, trimName(args.Action))), nil
+}
+
+// jobGet waits up to the project's call wait for job id to end, and
+// answers its result, or its status if it runs on.
+func (f *Front) jobGet(ctx context.Context, key store.Key, owner tasks.Owner, id string) (*mcp.CallToolResult, error) {
+	task, err := f.tasks.Get(ctx, owner, key.ProjectID, id)
+	if err != nil {
+		return f.jobErr(err, id), nil
+	}
+	if !task.Status.Terminal() {
+		wctx, cancel := context.WithTimeout(ctx, f.controls.Get(ctx, key.ProjectID).Settings.CallWait())
+		now, err := f.tasks.Wait(wctx, owner, key.ProjectID, id)
+		cancel()
+		if ctx.Err() != nil {
+			return nil, ctx.Err() // the job goes on: the client may ask again
+		}
+		if err == nil {
+			task = now
+		} else if task, err = f.tasks.Get(ctx, owner, key.ProjectID, id); err != nil {
+			return f.jobErr(err, id), nil
+		}
+	}
+	if task.Status.Terminal() {
+		return jobResult(task)
+	}
+	progress := ""
+	if task.StatusMessage != "" {
+		progress = ": " + task.StatusMessage
+	}
+	ran := time.Since(task.CreatedAt).Round(time.Second)
+	return textResult(fmt.Sprintf(msgJobWorking, id, task.Tool, ran, progress, id)), nil
+}
+
+// jobResult is what the client of an ended job gets: the tool's result as
+// a plain call would have answered it.
+func jobResult(t tasks.Task) (*mcp.CallToolResult, error) {
+	switch {
+	case t.Status == tasks.Cancelled:
+		return errorResult(fmt.Sprintf(msgJobStopped, t.ID)), nil
+	case t.Error != nil && t.Error.Code != jsonrpc.CodeInternalError:
+		// The agent ended the call with a JSON-RPC error (core.ProtocolError).
+		return nil, &jsonrpc.Error{Code: int64(t.Error.Code), Message: t.Error.Message, Data: t.Error.Data}
+	case t.Error != nil:
+		return errorResult(t.Error.Message), nil // timed out, disconnected, too large
+	case len(t.Result) == 0:
+		return errorResult(t.StatusMessage), nil
+	}
+	out, err := decodeResult(t.Result)
+	if err != nil {
+		return errorResult("The agent sent a result the gateway could not read: " + err.Error()), nil
+	}
+	return out, nil
+}
+
+// jobErr is the model's answer when the runtime refused a job request.
+func (f *Front) jobErr(err error, id string) *mcp.CallToolResult {
+	if errors.Is(err, tasks.ErrNotFound) {
+		return errorResult(msgJobNotFound) // the same for another caller's job
+	}
+	f.log.Error("mcp job request", "task", id, "err", err)
+	return errorResult(msgJobStore)
+}
+
+// keptFor says how long a job's result is kept, as people say it.
+func keptFor(ttl time.Duration) string {
+	switch {
+	case ttl <= 0:
+		return "a while"
+	case ttl%(24*time.Hour) == 0 && ttl > 24*time.Hour:
+		return fmt.Sprintf("%d days", ttl/(24*time.Hour))
+	case ttl%time.Hour == 0:
+		if ttl == time.Hour {
+			return "1 hour"
+		}
+		return fmt.Sprintf("%d hours", ttl/time.Hour)
+	case ttl%time.Minute == 0:
+		return fmt.Sprintf("%d minutes", ttl/time.Minute)
+	}
+	return ttl.Round(time.Second).String()
+}
+
+func textResult(msg string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: msg}}}
+}
+
+// syncJobTool offers the job tool in the view when offer is true (the key
+// may call a tool with task support) and the gateway runs tasks, marking
+// it kept for [mirror]; v.mu is held.
+func (v *view) syncJobTool(offer bool, keep map[string]bool) {
+	if !offer || v.f.tasks == nil {
+		return
+	}
+	keep[JobTool] = true
+	if _, ok := v.tools[JobTool]; !ok {
+		v.tools[JobTool] = jobToolJSON
+		v.server.AddTool(jobTool, v.f.jobHandler)
+	}
+}
+
+// offersJobTool reports whether the view advertises the job tool.
+func (v *view) offersJobTool() bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	_, ok := v.tools[JobTool]
+	return ok
+}
+
+// jobToolListing leaves the job tool out of the tools/list answer of a
+// 2026-07-28 request whose client declared the tasks extension: it has
+// tasks/get, and a task of its own for every slow call.
+func jobToolListing(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		list, ok := res.(*mcp.ListToolsResult)
+		if err != nil || !ok || method != "tools/list" {
+			return res, err
+		}
+		p, _ := req.GetParams().(*mcp.ListToolsParams)
+		if p == nil {
+			return res, err
+		}
+		caps, _ := p.Meta[mcp.MetaKeyClientCapabilities].(map[string]any)
+		ext, _ := caps["extensions"].(map[string]any)
+		if _, declared := ext[tasksExtension]; !declared {
+			return res, err
+		}
+		for i, t := range list.Tools {
+			if t.Name == JobTool {
+				c := *list
+				c.Tools = append(list.Tools[:i:i], list.Tools[i+1:]...)
+				return &c, nil
+			}
+		}
+		return res, err
+	}
+}
