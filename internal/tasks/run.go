@@ -142,7 +142,10 @@ func (r *run) ask(q *agentproto.Message) route.Result {
 		reqs json.RawMessage
 		err  = errCannotAsk
 	)
-	if r.m.opts.Questions != nil {
+	// A job's client (the MCP front's job tool, for clients without
+	// tasks) has nobody on the other end to answer: its questions are
+	// refused, as for a client that cannot be asked.
+	if r.m.opts.Questions != nil && r.task.Era != "job" {
 		reqs, err = r.m.opts.Questions.InputRequests(q)
 	}
 	if err != nil {
