@@ -103,6 +103,9 @@ type Options struct {
 	// [DefaultHeartbeat].
 	Heartbeat time.Duration
 	Logger    *slog.Logger
+	// PeerGone, if set, is told the id of each gateway dropped for its
+	// silence (the tasks it ran fail); it must not block for long.
+	PeerGone func(gatewayID string)
 }
 
 // Cluster is this gateway's membership of the bus.

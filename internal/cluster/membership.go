@@ -157,6 +157,9 @@ func (c *Cluster) dropSilent() {
 	for _, p := range gone {
 		c.log.Warn("gateway went silent on the bus; its agents are dropped here", "peer", p.id, "addr", p.addr, "replicas", len(p.mirror.replicas))
 		c.dropPeer(p, "the gateway holding the agent's connection went away")
+		if c.opts.PeerGone != nil {
+			c.opts.PeerGone(p.id)
+		}
 	}
 }
 

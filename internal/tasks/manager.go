@@ -70,8 +70,11 @@ func New(opts Options) *Manager {
 // Start starts the pruning loop and the signal subscription; it returns
 // once signals for this gateway's tasks are received.
 func (m *Manager) Start(ctx context.Context) error {
-	if m.opts.Signals != nil {
-		stop, err := m.opts.Signals.Receive(m.signal)
+	m.mu.Lock()
+	signals := m.opts.Signals
+	m.mu.Unlock()
+	if signals != nil {
+		stop, err := signals.Receive(m.signal)
 		if err != nil {
 			return fmt.Errorf("tasks: receive signals: %w", err)
 		}
@@ -235,4 +238,33 @@ func (m *Manager) local(id string) *run {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.runs[id]
+}
+
+// UseSignals sets the signals to the other gateways, before Start (the
+// gateway joins the bus after it built the Manager).
+func (m *Manager) UseSignals(s Signals) {
+	m.mu.Lock()
+	m.opts.Signals = s
+	m.mu.Unlock()
+}
+
+// WaitIdle returns once no task runs here, or when ctx ends: a gateway
+// that stops gracefully lets its tasks run until the drain grace ends,
+// then closes the Manager.
+func (m *Manager) WaitIdle(ctx context.Context) {
+	for {
+		m.mu.Lock()
+		n := len(m.runs)
+		m.mu.Unlock()
+		if n == 0 {
+			return
+		}
+		t := time.NewTimer(50 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
 }
