@@ -27,7 +27,7 @@ func (g *Gateway) joinBus(ctx context.Context) error {
 	c, err := cluster.Join(ctx, cluster.Options{
 		URL: g.cfg.Bus, Gateway: g.me.ID, Addr: g.me.Addr,
 		Registry: g.reg, Changes: g.changes, Compile: agentfront.Compile, Redeem: g.agents.RedeemTicket, Limiter: g.limiter,
-		Projects: g.projectIDs, Heartbeat: g.cfg.BusHeartbeat, Logger: g.log,
+		Projects: g.projectIDs, Heartbeat: g.cfg.BusHeartbeat, Logger: g.log, PeerGone: g.peerGone,
 	})
 	if err != nil {
 		return err
@@ -240,4 +240,15 @@ func advertiseAddr(configured string, ln net.Addr) string {
 		return net.JoinHostPort(h, port)
 	}
 	return ln.String()
+}
+
+// peerGone fails the MCP tasks a gateway that went silent was running.
+func (g *Gateway) peerGone(id string) {
+	go func() {
+		ctx, cancel := context.WithTimeout(g.ctx, 30*time.Second)
+		defer cancel()
+		if err := g.tasks.FailGateway(ctx, id); err != nil {
+			g.log.Warn("fail the tasks of a gateway that went silent", "peer", id, "err", err)
+		}
+	}()
 }

@@ -64,6 +64,14 @@ func (g *Gateway) Start() error {
 		return fail(err)
 	}
 	started = append(started, g.leaveBus)
+	// 4b. MCP tasks: their pruning, and the signals for those run here.
+	if c := g.cluster.Load(); c != nil {
+		g.tasks.UseSignals(c.TaskSignals())
+	}
+	if err := g.tasks.Start(ctx); err != nil {
+		return fail(err)
+	}
+	started = append(started, func() { g.tasks.Close() })
 	// 5. The agent endpoint's watchdog.
 	if err := g.agents.Start(ctx); err != nil {
 		return fail(err)
@@ -120,6 +128,10 @@ func (g *Gateway) shutdown(ctx context.Context) error {
 	go func() { served <- g.srv.Shutdown(grace) }()
 	// 2. Drain: calls in flight get the grace to finish.
 	g.front.WaitIdle(grace)
+	// 2b. MCP tasks run on until the grace ends; those still running
+	// then fail ("shut down") and their agents' calls are cancelled.
+	g.tasks.WaitIdle(grace)
+	errs = append(errs, g.tasks.Close())
 	// 3. Goodbye: this gateway's agents are told so and their connections
 	// close. Calls still running fail now, with a message that says why;
 	// their answers get a moment to reach the clients.
