@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/spacefix/spacefix/core"
 	"github.com/spacefix/spacefix/core/agentproto"
+	"github.com/spacefix/spacefix/internal/bridge"
 )
 
 // Issue 25, "Declaring it": a tool's task support in tools/list, a
@@ -260,5 +262,71 @@ func TestTogetherTwoForms(t *testing.T) {
 	if res.Result.ResultType != "input_required" || len(res.Result.InputRequests) != 2 || res.Result.InputRequests["city"] == nil ||
 		!bytes.Contains(res.Result.InputRequests["city"], []byte("Your city?")) {
 		t.Errorf("2026-07-28 answer %s; want input_required with two input requests, one of them city", a)
+	}
+}
+
+// listedWithExecution is a tools/list result whose tools named in exec are
+// written with execution.taskSupport, as a server whose SDK knows the field
+// writes them (go-sdk v1.8.0's mcp.Tool has none).
+type listedWithExecution struct {
+	*mcp.ListToolsResult
+	exec map[string]string
+}
+
+func (r listedWithExecution) MarshalJSON() ([]byte, error) {
+	b, err := json.Marshal(r.ListToolsResult)
+	for name, ts := range r.exec {
+		b = bytes.Replace(b, []byte(`"name":"`+name+`"`), []byte(`"execution":{"taskSupport":"`+ts+`"},"name":"`+name+`"`), 1)
+	}
+	return b, err
+}
+
+// TestBridgePassesTaskSupport: a fronted MCP server's own
+// execution.taskSupport reaches the bridge's registration and the
+// gateway's tools/list.
+func TestBridgePassesTaskSupport(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	server := mcp.NewServer(&mcp.Implementation{Name: "slow", Version: "1"}, nil)
+	done := func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil
+	}
+	for _, name := range []string{"report", "export", "quick"} {
+		server.AddTool(&mcp.Tool{Name: name, Description: "d", InputSchema: json.RawMessage(`{"type":"object"}`)}, done)
+	}
+	server.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			res, err := next(ctx, method, req)
+			if r, ok := res.(*mcp.ListToolsResult); ok && err == nil {
+				return listedWithExecution{r, map[string]string{"report": "optional", "export": "required"}}, nil
+			}
+			return res, err
+		}
+	})
+	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil))
+	t.Cleanup(srv.Close)
+	e.startBridge(bridge.Server{Name: "slow", URL: srv.URL}, bridge.Options{})
+
+	rec := &bodyRecorder{base: http.DefaultTransport}
+	client := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: e.url + "/mcp",
+		HTTPClient: &http.Client{Transport: bearer{key: e.clientKey, base: rec}}}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	must(t, err)
+	defer cs.Close()
+	_, err = cs.ListTools(ctx, nil)
+	must(t, err)
+	tools := rawToolsList(t, rec.buf.String())
+	for name, want := range map[string]string{
+		"slow__report": `"execution":{"taskSupport":"optional"}`,
+		"slow__export": `"execution":{"taskSupport":"required"}`,
+	} {
+		if !strings.Contains(string(tools[name]), want) {
+			t.Errorf("%s listed as %s; want %s", name, tools[name], want)
+		}
+	}
+	if q := tools["slow__quick"]; q == nil || strings.Contains(string(q), "execution") {
+		t.Errorf("slow__quick listed as %s; want it without execution", q)
 	}
 }

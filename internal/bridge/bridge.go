@@ -77,6 +77,9 @@ type Bridge struct {
 	// messages bounds how fast the server's log messages are logged.
 	messages *logLimiter
 
+	// tasks is the task support the server's tools declare.
+	tasks taskSupports
+
 	mu       sync.Mutex
 	progress map[string]*progressSink // by progress token
 	nextTok  uint64

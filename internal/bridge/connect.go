@@ -23,7 +23,7 @@ func (b *Bridge) connect(ctx context.Context) (_ *mcp.ClientSession, transport s
 		if err != nil {
 			return nil, "", 0, fmt.Errorf("start %s: %w", b.srv.shownCommand(), err)
 		}
-		cs, err := client.Connect(ctx, &mcp.IOTransport{Reader: io.NopCloser(ch), Writer: ch}, b.sessionOptions())
+		cs, err := client.Connect(ctx, &mcp.IOTransport{Reader: io.NopCloser(b.tasks.tapReader(ch)), Writer: ch}, b.sessionOptions())
 		if err != nil {
 			ch.Close()
 			return nil, "", 0, fmt.Errorf("start %s: %w", b.srv.shownCommand(), err)
@@ -31,7 +31,7 @@ func (b *Bridge) connect(ctx context.Context) (_ *mcp.ClientSession, transport s
 		b.kill = ch.kill
 		return cs, "stdio", ch.pid(), nil
 	}
-	hc := &http.Client{Transport: capBodies{headers{h: b.srv.Headers, base: b.opts.httpTransport()}}}
+	hc := &http.Client{Transport: listTap{tasks: &b.tasks, base: capBodies{headers{h: b.srv.Headers, base: b.opts.httpTransport()}}}}
 	oh, err := b.newOAuthHandler()
 	if err != nil {
 		return nil, "", 0, err

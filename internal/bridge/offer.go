@@ -197,6 +197,9 @@ func (b *Bridge) addTool(a *core.Agent, up *upstream, t *mcp.Tool) bool {
 	if b.srv.Timeout > 0 {
 		opts = append(opts, core.Timeout(b.srv.Timeout))
 	}
+	if o := b.tasks.option(t.Name); o != nil {
+		opts = append(opts, o)
+	}
 	name := t.Name
 	err = a.RawTool(exposed, t.Description, in, func(ctx context.Context, args json.RawMessage) (any, error) {
 		return b.callTool(ctx, up, name, args)
