@@ -24,6 +24,10 @@ type Tasks interface {
 	// limit of them, starting after the task with id before ("" starts
 	// at the newest).
 	ListTasks(ctx context.Context, projectID int64, owner TaskOwner, before string, limit int) ([]Task, error)
+	// RunningTasks returns a project's tasks that have not ended, of
+	// every owner, newest first, at most limit of them: the dashboard's
+	// list, for people who manage the project.
+	RunningTasks(ctx context.Context, projectID int64, limit int) ([]Task, error)
 	// PruneTasks deletes the terminal tasks whose UpdatedAt+TTL is before
 	// now and returns how many went.
 	PruneTasks(ctx context.Context, now time.Time) (int64, error)

@@ -125,6 +125,20 @@ func (s *Store) ListTasks(ctx context.Context, projectID int64, owner store.Task
 	return ts, nil
 }
 
+// RunningTasks implements [store.Tasks].
+func (s *Store) RunningTasks(ctx context.Context, projectID int64, limit int) ([]store.Task, error) {
+	var ts []store.Task
+	err := s.readRetry(ctx, func() (err error) {
+		ts, err = s.queryTasks(ctx, `SELECT `+store.TaskColumns+` FROM tasks
+WHERE project_id = $1 AND status NOT IN `+taskTerminal+` ORDER BY created_at DESC, id DESC LIMIT $2`, projectID, limit)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list running tasks: %w", err)
+	}
+	return ts, nil
+}
+
 // PruneTasks implements [store.Tasks].
 func (s *Store) PruneTasks(ctx context.Context, now time.Time) (int64, error) {
 	tag, err := s.pool.Exec(ctx, `DELETE FROM tasks WHERE expires_at < $1`, millis(now))

@@ -123,6 +123,16 @@ func (s *Store) ListTasks(ctx context.Context, projectID int64, owner store.Task
 	return ts, nil
 }
 
+// RunningTasks implements [store.Tasks].
+func (s *Store) RunningTasks(ctx context.Context, projectID int64, limit int) ([]store.Task, error) {
+	ts, err := s.queryTasks(ctx, `SELECT `+store.TaskColumns+` FROM tasks
+WHERE project_id = ? AND status NOT IN `+taskTerminal+` ORDER BY created_at DESC, id DESC LIMIT ?`, projectID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list running tasks: %w", err)
+	}
+	return ts, nil
+}
+
 // PruneTasks implements [store.Tasks].
 func (s *Store) PruneTasks(ctx context.Context, now time.Time) (int64, error) {
 	var n int64

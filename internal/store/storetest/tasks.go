@@ -136,6 +136,38 @@ func testTaskList(t *testing.T, s store.Store) {
 	}
 }
 
+// testRunningTasks: a project's tasks that have not ended, of every
+// owner, newest first; ended ones and other projects' are left out.
+func testRunningTasks(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	at := time.Now().UTC().Truncate(time.Millisecond)
+	mustTask(t, s, newTask("task_run_a", 5, "key:key_a", at))
+	asking := newTask("task_run_b", 5, "user:9", at.Add(time.Second))
+	asking.Status = store.TaskInputRequired
+	mustTask(t, s, asking)
+	mustTask(t, s, newTask("task_run_other", 6, "key:key_a", at))
+	done := newTask("task_run_done", 5, "key:key_a", at.Add(2*time.Second))
+	mustTask(t, s, done)
+	done.Status, done.Result = store.TaskCompleted, json.RawMessage(`{"content":[]}`)
+	if ok, err := s.UpdateTask(ctx, done); err != nil || !ok {
+		t.Fatalf("UpdateTask: %v %v", ok, err)
+	}
+	ts, err := s.RunningTasks(ctx, 5, 10)
+	if err != nil {
+		t.Fatalf("RunningTasks: %v", err)
+	}
+	var got []string
+	for _, task := range ts {
+		got = append(got, task.ID+" "+string(task.Owner))
+	}
+	if d := gocmp.Diff([]string{"task_run_b user:9", "task_run_a key:key_a"}, got); d != "" {
+		t.Errorf("RunningTasks (-want +got):\n%s", d)
+	}
+	if ts, err := s.RunningTasks(ctx, 5, 1); err != nil || len(ts) != 1 {
+		t.Errorf("RunningTasks with limit 1 = %d tasks, %v", len(ts), err)
+	}
+}
+
 // testTaskPrune: an ended task goes once its TTL after its end has passed;
 // a running task stays, however old.
 func testTaskPrune(t *testing.T, s store.Store) {
@@ -207,5 +239,23 @@ func testTaskFailGateway(t *testing.T, s store.Store) {
 	// The failed tasks are pruned a TTL after they failed.
 	if n, err := s.PruneTasks(ctx, at.Add(time.Minute+time.Hour+time.Millisecond)); err != nil || n != 3 {
 		t.Errorf("PruneTasks = %d, %v; want 3 (two failed, one completed)", n, err)
+	}
+}
+
+// testTaskCall: a call log record keeps the task it ran as.
+func testTaskCall(t *testing.T, s store.Store) {
+	at := time.Now().UTC().Truncate(time.Millisecond)
+	mustAppend(t, s, store.Call{Time: at, ProjectID: 3, Kind: "tool", Name: "report", KeyID: "key_a", Outcome: store.OutcomeOK, Billable: true, TaskID: "task_abc"},
+		store.Call{Time: at, ProjectID: 3, Kind: "tool", Name: "plain", KeyID: "key_a", Outcome: store.OutcomeOK, Billable: true})
+	got, err := s.Calls(context.Background(), store.CallFilter{ProjectID: 3})
+	if err != nil || len(got) != 2 {
+		t.Fatalf("Calls = %d, %v", len(got), err)
+	}
+	ids := map[string]string{}
+	for _, c := range got {
+		ids[c.Name] = c.TaskID
+	}
+	if ids["report"] != "task_abc" || ids["plain"] != "" {
+		t.Errorf("task ids = %v, want report: task_abc, plain: none", ids)
 	}
 }
