@@ -25,11 +25,11 @@ func insertCalls(n int) string {
 
 const (
 	insertCallsPrefix = `INSERT INTO calls
-(started_at, project_id, kind, name, key_id, agent, replica, duration_us, outcome, error, progress, billable)
+(started_at, project_id, kind, name, key_id, agent, replica, duration_us, outcome, error, progress, billable, task_id)
 VALUES `
-	insertCallRow  = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-	insertCallArgs = 12
-	// insertChunk rows per statement: 768 parameters, well under SQLite's
+	insertCallRow  = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+	insertCallArgs = 13
+	// insertChunk rows per statement: 832 parameters, well under SQLite's
 	// limit of 32,766.
 	insertChunk = 64
 )
@@ -81,7 +81,7 @@ func (s *Store) AppendCalls(ctx context.Context, calls []store.Call) error {
 				}
 				clean := store.CleanText
 				args = append(args, millis(c.Time), c.ProjectID, clean(c.Kind), clean(c.Name), clean(c.KeyID), clean(c.Agent), clean(c.Replica),
-					c.Duration.Microseconds(), clean(c.Outcome), clean(textfmt.Cut(c.Error, store.MaxErrorRunes)), progress, c.Billable)
+					c.Duration.Microseconds(), clean(c.Outcome), clean(textfmt.Cut(c.Error, store.MaxErrorRunes)), progress, c.Billable, clean(c.TaskID))
 			}
 			if _, err := tx.ExecContext(ctx, insertCalls(len(chunk)), args...); err != nil {
 				return err
