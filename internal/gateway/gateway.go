@@ -23,6 +23,7 @@ import (
 	"github.com/spacefix/spacefix/internal/ratelimit"
 	"github.com/spacefix/spacefix/internal/recovery"
 	"github.com/spacefix/spacefix/internal/store"
+	"github.com/spacefix/spacefix/internal/tasks"
 )
 
 // Gateway is one running gateway process.
@@ -41,6 +42,7 @@ type Gateway struct {
 	cluster  atomic.Pointer[cluster.Cluster] // the bus, with --bus; set by Start
 	limiter  *ratelimit.Limiter              // per-key rate limits, shared over the bus
 	oauth    *oauth.Server                   // nil with NoOAuth
+	tasks    *tasks.Manager                  // MCP tasks: run here, kept in the store
 
 	srv   *http.Server
 	mux   http.Handler // every route, behind panic recovery; Start adds the Host check, metrics and the edge
@@ -94,13 +96,20 @@ func New(cfg Config, st store.Store) (*Gateway, error) {
 			},
 		})
 	}
+	g.tasks = tasks.New(tasks.Options{
+		Store: st, Calls: g.calls, Grants: st, Gateway: g.me.ID, Questions: mcpfront.TaskQuestions{}, Log: g.log,
+		Settings: func(ctx context.Context, projectID int64) (store.ProjectSettings, error) {
+			p, err := st.ProjectByID(ctx, projectID)
+			return p.Settings, err
+		},
+	})
 	g.front = mcpfront.New(mcpfront.Options{
 		Registry: g.reg, Changes: g.changes, Store: st, Verifier: g.verifier, CallLog: g.calls,
 		Logger: g.log, Version: cfg.Version, TracerProvider: cfg.TracerProvider,
 		SessionIdle: cfg.SessionIdle, KeepAlive: cfg.KeepAlive, ViewIdle: cfg.ViewIdle,
 		MaxSessionsPerKey: cfg.MaxSessionsPerKey, MaxInFlightPerKey: cfg.MaxInFlightPerKey,
 		HostsChecked:  true, // checkHost, with --allowed-hosts
-		SessionPrefix: sessionPrefix, Limiter: g.limiter, OAuth: g.oauth,
+		SessionPrefix: sessionPrefix, Limiter: g.limiter, OAuth: g.oauth, Tasks: g.tasks,
 	})
 	g.agents = agentfront.New(agentfront.Options{
 		Registry: g.reg, Store: st, Verifier: g.verifier, Logger: g.log,
