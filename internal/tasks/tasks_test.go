@@ -44,7 +44,7 @@ func (c *calls) all() []store.Call {
 }
 
 type env struct {
-	t     *testing.T
+	t     testing.TB
 	st    store.Store
 	reg   *agents.Registry
 	tr    *routetest.Transport
@@ -55,9 +55,9 @@ type env struct {
 }
 
 // stores are the stores the tests run on.
-func stores(t *testing.T) map[string]func(t *testing.T) store.Store {
-	out := map[string]func(t *testing.T) store.Store{
-		"sqlite": func(t *testing.T) store.Store {
+func stores(t testing.TB) map[string]func(t testing.TB) store.Store {
+	out := map[string]func(t testing.TB) store.Store{
+		"sqlite": func(t testing.TB) store.Store {
 			s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "spacefix.db"))
 			if err != nil {
 				t.Fatal(err)
@@ -67,7 +67,7 @@ func stores(t *testing.T) map[string]func(t *testing.T) store.Store {
 		},
 	}
 	if os.Getenv(testenv.DatabaseURLVar) != "" {
-		out["postgres"] = func(t *testing.T) store.Store {
+		out["postgres"] = func(t testing.TB) store.Store {
 			s, err := postgres.Open(context.Background(), testenv.Postgres(t))
 			if err != nil {
 				t.Fatal(err)
@@ -80,14 +80,14 @@ func stores(t *testing.T) map[string]func(t *testing.T) store.Store {
 }
 
 // each runs fn on every store.
-func each(t *testing.T, fn func(t *testing.T, open func(t *testing.T) store.Store)) {
+func each(t *testing.T, fn func(t *testing.T, open func(t testing.TB) store.Store)) {
 	for name, open := range stores(t) {
 		t.Run(name, func(t *testing.T) { fn(t, open) })
 	}
 }
 
 // newEnv starts a manager on st with one replica offering "report".
-func newEnv(t *testing.T, st store.Store, settings store.ProjectSettings, opts tasks.Options) *env {
+func newEnv(t testing.TB, st store.Store, settings store.ProjectSettings, opts tasks.Options) *env {
 	t.Helper()
 	ctx := context.Background()
 	proj, err := st.CreateProject(ctx, "p"+strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-")))
@@ -189,7 +189,7 @@ func (e *env) stored(id string) store.Task {
 const okResult = `{"content":[{"type":"text","text":"42 pages"}]}`
 
 func TestTaskCompletes(t *testing.T) {
-	each(t, func(t *testing.T, open func(t *testing.T) store.Store) {
+	each(t, func(t *testing.T, open func(t testing.TB) store.Store) {
 		e := newEnv(t, open(t), store.ProjectSettings{}, tasks.Options{})
 		task, call := e.start(0)
 		if task.Status != tasks.Working || !strings.HasPrefix(task.ID, "task_") || len(task.ID) != 31 {
@@ -216,7 +216,7 @@ func TestTaskCompletes(t *testing.T) {
 }
 
 func TestTaskProgressIsStatusMessage(t *testing.T) {
-	each(t, func(t *testing.T, open func(t *testing.T) store.Store) {
+	each(t, func(t *testing.T, open func(t testing.TB) store.Store) {
 		e := newEnv(t, open(t), store.ProjectSettings{}, tasks.Options{})
 		task, call := e.start(0)
 		for _, line := range []string{"page 1 of 3", "page 2 of 3", "page 3 of 3"} {
@@ -251,7 +251,7 @@ func (testQuestions) Answer(call *route.Call, q *agentproto.Message, asked json.
 }
 
 func TestTaskQuestion(t *testing.T) {
-	each(t, func(t *testing.T, open func(t *testing.T) store.Store) {
+	each(t, func(t *testing.T, open func(t testing.TB) store.Store) {
 		e := newEnv(t, open(t), store.ProjectSettings{}, tasks.Options{Questions: testQuestions{}})
 		var mu sync.Mutex
 		var seen []tasks.Status
@@ -301,7 +301,7 @@ func statuses(l []tasks.Status) []string {
 }
 
 func TestTaskCancel(t *testing.T) {
-	each(t, func(t *testing.T, open func(t *testing.T) store.Store) {
+	each(t, func(t *testing.T, open func(t testing.TB) store.Store) {
 		e := newEnv(t, open(t), store.ProjectSettings{}, tasks.Options{})
 		task, call := e.start(0)
 		got, err := e.m.Cancel(context.Background(), e.owner(), e.proj.ID, task.ID)
@@ -330,7 +330,7 @@ func TestTaskCancel(t *testing.T) {
 }
 
 func TestTaskLimit(t *testing.T) {
-	each(t, func(t *testing.T, open func(t *testing.T) store.Store) {
+	each(t, func(t *testing.T, open func(t testing.TB) store.Store) {
 		e := newEnv(t, open(t), store.ProjectSettings{LongestTaskMs: 300}, tasks.Options{})
 		task, call := e.start(0)
 		got := e.wait(task.ID)
@@ -345,7 +345,7 @@ func TestTaskLimit(t *testing.T) {
 }
 
 func TestTaskDisconnect(t *testing.T) {
-	each(t, func(t *testing.T, open func(t *testing.T) store.Store) {
+	each(t, func(t *testing.T, open func(t testing.TB) store.Store) {
 		e := newEnv(t, open(t), store.ProjectSettings{}, tasks.Options{})
 		task, _ := e.start(0)
 		e.tr.Close("gone")
@@ -361,7 +361,7 @@ func TestTaskDisconnect(t *testing.T) {
 }
 
 func TestTaskOwner(t *testing.T) {
-	each(t, func(t *testing.T, open func(t *testing.T) store.Store) {
+	each(t, func(t *testing.T, open func(t testing.TB) store.Store) {
 		e := newEnv(t, open(t), store.ProjectSettings{}, tasks.Options{})
 		task, call := e.start(0)
 		ctx := context.Background()
@@ -408,7 +408,7 @@ func TestTaskOwnerOAuth(t *testing.T) {
 }
 
 func TestTaskTTLCapped(t *testing.T) {
-	each(t, func(t *testing.T, open func(t *testing.T) store.Store) {
+	each(t, func(t *testing.T, open func(t testing.TB) store.Store) {
 		e := newEnv(t, open(t), store.ProjectSettings{TaskTTLMs: int64(time.Hour / time.Millisecond)}, tasks.Options{})
 		long, c1 := e.start(48 * time.Hour)
 		short, c2 := e.start(time.Minute)
@@ -424,7 +424,7 @@ func TestTaskTTLCapped(t *testing.T) {
 }
 
 func TestTaskPruneAndExpiry(t *testing.T) {
-	each(t, func(t *testing.T, open func(t *testing.T) store.Store) {
+	each(t, func(t *testing.T, open func(t testing.TB) store.Store) {
 		var mu sync.Mutex
 		now := time.Now()
 		clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
@@ -447,7 +447,7 @@ func TestTaskPruneAndExpiry(t *testing.T) {
 }
 
 func TestTaskFailGateway(t *testing.T) {
-	each(t, func(t *testing.T, open func(t *testing.T) store.Store) {
+	each(t, func(t *testing.T, open func(t testing.TB) store.Store) {
 		st := open(t)
 		e := newEnv(t, st, store.ProjectSettings{}, tasks.Options{Gateway: "gw-a"})
 		task, _ := e.start(0)
@@ -464,7 +464,7 @@ func TestTaskFailGateway(t *testing.T) {
 }
 
 func TestTaskShutdown(t *testing.T) {
-	each(t, func(t *testing.T, open func(t *testing.T) store.Store) {
+	each(t, func(t *testing.T, open func(t testing.TB) store.Store) {
 		e := newEnv(t, open(t), store.ProjectSettings{}, tasks.Options{})
 		task, call := e.start(0)
 		e.m.Close()
