@@ -45,23 +45,24 @@ type Options struct {
 }
 
 // Front serves the agent side of one gateway. Register and Connect are its
-// HTTP handlers; Start starts its watchdog, and Close ends the connections
-// it serves and waits for them (see lifecycle.go).
+// HTTP handlers; Start starts its watchdog, and Shutdown (or Close) ends
+// the connections it serves and waits for them (see lifecycle.go).
 type Front struct {
 	opts    Options
 	log     *slog.Logger
 	tickets *tickets
 	updates *ratelimit.Limiter // resource_updated messages, per replica
 
-	// ctx bounds every agent connection and the watchdog; Close cancels
-	// it. A child of Options.Context.
+	// ctx bounds every agent connection and the watchdog; Shutdown
+	// cancels it. A child of Options.Context.
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	mu      sync.Mutex // orders conns.Add against Close's conns.Wait; guards live, started and closing
+	mu      sync.Mutex // orders conns.Add against Shutdown's conns.Wait; guards live, started and closing
 	started bool
 	closing bool
-	conns   sync.WaitGroup // agent connections being served, and the watchdog
+	conns   sync.WaitGroup // agent connections being served
+	watcher sync.WaitGroup // the watchdog
 	// live are the connections the watchdog looks after: one goroutine
 	// for all of them, not a pinging goroutine per agent (at 10,000
 	// agents that was 80 MB of stacks).

@@ -12,8 +12,8 @@ import (
 var errStarted = errors.New("agentfront: Start called twice or after Close")
 
 // Start starts the watchdog, which closes the connections of agents gone
-// silent (see watchdog) until Close. It returns once the watchdog runs;
-// ctx bounds the start only. Agents may connect before Start, but nothing
+// silent (see watchdog) until Shutdown or Close. It returns once the
+// watchdog runs; ctx bounds the start only. Agents may connect before Start, but nothing
 // closes a silent one until then.
 func (f *Front) Start(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
@@ -25,28 +25,46 @@ func (f *Front) Start(ctx context.Context) error {
 		return errStarted
 	}
 	f.started = true
-	f.conns.Add(1)
+	f.watcher.Add(1)
 	recovery.Go(f.log, "watch agent connections", func() {
-		defer f.conns.Done()
+		defer f.watcher.Done()
 		f.watchdog()
 	})
 	return nil
 }
 
-// Close refuses new agent connections, ends those being served (tell
-// their agents goodbye first: see route.Conn.Close) and waits for them and
-// the watchdog. It is safe to call twice, and without Start.
-func (f *Front) Close() error {
+// Shutdown refuses new agent connections and lets those being served end
+// on their own until ctx ends: an agent told goodbye (see route.Conn.Close)
+// reads what was queued for it and closes. Then it ends the rest, and
+// waits for them and the watchdog. It is safe to call twice.
+func (f *Front) Shutdown(ctx context.Context) error {
 	f.mu.Lock()
-	f.closing = true
+	f.closing = true // from here on conns does not grow
 	f.mu.Unlock()
+	ended := make(chan struct{})
+	go func() {
+		f.conns.Wait()
+		close(ended)
+	}()
+	select {
+	case <-ended:
+	case <-ctx.Done():
+	}
 	f.cancel()
-	f.conns.Wait()
+	<-ended
+	f.watcher.Wait()
 	return nil
 }
 
-// track counts an agent connection that Close waits for; false once Close
-// has started waiting (a WaitGroup must not grow from zero while someone
+// Close is Shutdown that ends every agent connection at once.
+func (f *Front) Close() error {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return f.Shutdown(ctx)
+}
+
+// track counts an agent connection that Shutdown waits for; false once
+// Shutdown has started (a WaitGroup must not grow from zero while someone
 // waits on it).
 func (f *Front) track() bool {
 	f.mu.Lock()
@@ -75,7 +93,7 @@ func (f *Front) unwatch(t *wsTransport) {
 // watchdog closes, every half heartbeat, the connections whose agent sent
 // nothing for two heartbeats: the SDKs ping every heartbeat, so such an
 // agent is dead, or cut off, or too stuck to serve calls. It runs until
-// Close (or the end of Options.Context).
+// Shutdown or Close (or the end of Options.Context).
 func (f *Front) watchdog() {
 	hb := f.opts.Heartbeat
 	tick := time.NewTicker(hb / 2)

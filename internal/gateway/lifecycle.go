@@ -17,9 +17,11 @@ import (
 // ends them and waits.
 
 const (
-	// answerWait is how long the answers of the calls failed at goodbye
-	// get to reach their clients.
-	answerWait = 2 * time.Second
+	// farewellWait is how long, after goodbye, the answers of the calls
+	// it failed get to reach their clients and the agents get to read it
+	// and close (as long as an agent's connection has to take what was
+	// queued for it).
+	farewellWait = 2 * time.Second
 	// flushWait is how long the call log gets to write what is queued,
 	// after the grace.
 	flushWait = 5 * time.Second
@@ -132,18 +134,19 @@ func (g *Gateway) shutdown(ctx context.Context) error {
 	// then fail ("shut down") and their agents' calls are cancelled.
 	g.tasks.WaitIdle(grace)
 	errs = append(errs, g.tasks.Close())
-	// 3. Goodbye: this gateway's agents are told so and their connections
-	// close. Calls still running fail now, with a message that says why;
-	// their answers get a moment to reach the clients.
+	// 3. Goodbye: this gateway's agents are told so, and close. Calls
+	// still running fail now, with a message that says why; their answers
+	// get a moment to reach the clients.
 	g.sayGoodbye()
-	answered, cancelAnswered := context.WithTimeout(context.Background(), answerWait)
-	g.front.WaitIdle(answered)
-	cancelAnswered()
+	farewell, cancelFarewell := context.WithTimeout(context.Background(), farewellWait)
+	defer cancelFarewell()
+	g.front.WaitIdle(farewell)
 	// 4. The MCP endpoint: every session ends (and with it its GET stream,
 	// which the HTTP server waits for), then its background work.
 	errs = append(errs, g.front.Close())
-	// 5. The agent endpoint: the connections still open end.
-	errs = append(errs, g.agents.Close())
+	// 5. The agent endpoint: the agents told goodbye get the rest of the
+	// moment to read it and close; the connections still open then end.
+	errs = append(errs, g.agents.Shutdown(farewell))
 	// 6. The bus, after the agents: their departures went out over it.
 	g.leaveBus()
 	// 7. Background work: the dashboard's live tails, the store record
