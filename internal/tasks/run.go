@@ -164,14 +164,35 @@ func (r *run) ask(q *agentproto.Message) route.Result {
 	r.setStatus(InputRequired, func(t *Task) { t.InputRequests = reqs })
 	timer := time.NewTimer(time.Until(r.call.Deadline()))
 	defer timer.Stop()
-	select {
-	case resp := <-r.answers:
-		r.m.opts.Questions.Answer(r.call, q, reqs, resp)
-		return r.call.Wait(r.ctx, r.progress)
-	case <-timer.C:
-		return r.call.Abandon(agentproto.ReasonTimeout)
-	case <-r.ctx.Done():
-		return r.call.Abandon(agentproto.ReasonCancelled)
+	// A client may answer the input requests a few at a time (SEP-2663):
+	// the task waits on for the rest, showing only those, and the agent
+	// gets every answer at once.
+	var asked map[string]json.RawMessage
+	_ = json.Unmarshal(reqs, &asked)
+	got := make(map[string]json.RawMessage, len(asked))
+	for {
+		select {
+		case resp := <-r.answers:
+			rest := make(map[string]json.RawMessage, len(asked))
+			for k, v := range asked {
+				if a, ok := resp[k]; ok {
+					got[k] = a
+				} else if _, ok := got[k]; !ok {
+					rest[k] = v
+				}
+			}
+			if len(rest) > 0 {
+				b, _ := json.Marshal(rest)
+				r.setStatus(InputRequired, func(t *Task) { t.InputRequests = b })
+				continue
+			}
+			r.m.opts.Questions.Answer(r.call, q, reqs, got)
+			return r.call.Wait(r.ctx, r.progress)
+		case <-timer.C:
+			return r.call.Abandon(agentproto.ReasonTimeout)
+		case <-r.ctx.Done():
+			return r.call.Abandon(agentproto.ReasonCancelled)
+		}
 	}
 }
 
