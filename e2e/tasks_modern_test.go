@@ -159,6 +159,12 @@ func (c *extClient) waitStatus(id, want string) map[string]any {
 	return last
 }
 
+// again is a task's inputRequests.
+func again(task map[string]any) map[string]any {
+	m, _ := task["inputRequests"].(map[string]any)
+	return m
+}
+
 // resultText is the first text part of a task's inline result.
 func resultText(task map[string]any) string {
 	r, _ := task["result"].(map[string]any)
@@ -274,10 +280,24 @@ func TestTasksModern(t *testing.T) {
 		if len(reqs) != 1 {
 			t.Fatalf("inputRequests %v, want one", waiting["inputRequests"])
 		}
-		never := c.do(extRequest{method: "tasks/update", params: map[string]any{"taskId": id,
-			"inputResponses": map[string]any{"never-asked": map[string]any{"action": "accept"}}}})
-		if never.Error == nil || never.Error.Code != -32602 || !strings.Contains(never.Error.Message, `"never-asked"`) {
-			t.Fatalf("tasks/update for a key never asked: %+v, want -32602 naming the key", never)
+		// A response to a key never asked is ignored (SEP-2663): the
+		// update is acknowledged and the task still waits for its answer.
+		never := c.ok(c.do(extRequest{method: "tasks/update", params: map[string]any{"taskId": id,
+			"inputResponses": map[string]any{"never-asked": map[string]any{"action": "accept"}}}}), "tasks/update")
+		if never["resultType"] != "complete" {
+			t.Fatalf("tasks/update for a key never asked: %v", never)
+		}
+		still := c.ok(c.get(id), "tasks/get")
+		if left, _ := still["inputRequests"].(map[string]any); still["status"] != "input_required" || len(left) != 1 {
+			t.Fatalf("after an update for a key never asked: %v, want the same input request", still)
+		}
+		for k := range again(still) {
+			if _, ok := reqs[k]; !ok {
+				t.Fatalf("input request %q is new after an update for a key never asked", k)
+			}
+		}
+		if invalid := c.do(extRequest{method: "tasks/update", params: map[string]any{"taskId": id}}); invalid.Error == nil || invalid.Error.Code != -32602 {
+			t.Fatalf("tasks/update without inputResponses: %+v, want -32602", invalid)
 		}
 		responses := map[string]any{}
 		for k := range reqs {

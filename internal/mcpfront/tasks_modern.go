@@ -38,8 +38,9 @@ import (
 //     extension gets -32021; an optional one runs as a plain call;
 //   - tasks/get answers the DetailedTask (the result, the JSON-RPC error
 //     or the input requests inline), tasks/update passes inputResponses to
-//     the task's handler, tasks/cancel cancels it; both answer an empty
-//     result. An unknown id, an expired task and another client's all get
+//     the task's handler (responses to requests not outstanding are
+//     ignored, as the extension says), tasks/cancel cancels it; both
+//     answer an empty result. An unknown id, an expired task and another client's all get
 //     the same -32602. tasks/result and tasks/list are gone at this
 //     version (-32601). Mcp-Name must be params.taskId (-32020);
 //   - subscriptions/listen naming task ids streams notifications/tasks,
@@ -178,7 +179,7 @@ func (f *Front) serveTasksModern(w http.ResponseWriter, r *http.Request, v *view
 				Message: "Invalid params: tasks/update needs params.inputResponses, an object of responses by the keys of the task's inputRequests."})
 			return true
 		}
-		if err := f.tasks.Answer(r.Context(), owner, v.key.ProjectID, id, req.Params.InputResponses); err != nil {
+		if err := f.answerOutstanding(r.Context(), owner, v.key.ProjectID, id, req.Params.InputResponses); err != nil {
 			f.writeExtError(w, req.ID, f.extTaskErr(err, id))
 			return true
 		}
@@ -191,6 +192,39 @@ func (f *Front) serveTasksModern(w http.ResponseWriter, r *http.Request, v *view
 		f.writeExtResult(w, req.ID, f.extAck())
 	}
 	return true
+}
+
+// answerOutstanding gives task id the responses to its outstanding input
+// requests and ignores the others — keys never asked, answered already or
+// superseded — as SEP-2663 says a server should (the update is
+// acknowledged all the same; the task's next tasks/get shows what it still
+// waits for).
+func (f *Front) answerOutstanding(ctx context.Context, owner tasks.Owner, projectID int64, id string, responses map[string]json.RawMessage) error {
+	err := f.tasks.Answer(ctx, owner, projectID, id, responses)
+	if !errors.Is(err, tasks.ErrBadResponses) {
+		return err
+	}
+	t, err := f.tasks.Get(ctx, owner, projectID, id)
+	if err != nil {
+		return err
+	}
+	var outstanding map[string]json.RawMessage
+	if json.Unmarshal(t.InputRequests, &outstanding) != nil {
+		return nil
+	}
+	known := make(map[string]json.RawMessage, len(responses))
+	for k, v := range responses {
+		if _, ok := outstanding[k]; ok {
+			known[k] = v
+		}
+	}
+	if len(known) == 0 {
+		return nil
+	}
+	if err := f.tasks.Answer(ctx, owner, projectID, id, known); !errors.Is(err, tasks.ErrBadResponses) {
+		return err
+	}
+	return nil // the task moved on meanwhile
 }
 
 // parseExtRequest reads a request the extension may answer: a JSON-RPC
