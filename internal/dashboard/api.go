@@ -23,8 +23,8 @@ type apiRoute struct {
 
 // apiRoutes is the admin API. Every route with {project} names the least
 // role it needs there; the rest need an instance admin or only a sign-in.
-// Reads need viewer; tool controls, settings, approvals, agent metadata
-// and replicas need editor; members, keys, tokens and connected apps need
+// Reads need viewer; tool controls, settings, approvals, agent metadata,
+// replicas and cancelling a task need editor; members, keys, tokens and connected apps need
 // owner.
 func (d *Dashboard) apiRoutes() []apiRoute {
 	return []apiRoute{
@@ -48,6 +48,8 @@ func (d *Dashboard) apiRoutes() []apiRoute {
 		{"GET /api/projects/{project}/calls", d.apiCalls, viewer},
 		{"GET /api/projects/{project}/calls/stream", d.apiCallStream, viewer},
 		{"GET /api/projects/{project}/usage", d.apiUsage, viewer},
+		{"GET /api/projects/{project}/tasks", d.apiTasks, viewer},
+		{"POST /api/projects/{project}/tasks/{id}/cancel", d.apiCancelTask, editor},
 		{"GET /api/projects/{project}/members", d.apiMembers, viewer},
 		{"POST /api/projects/{project}/members", d.apiAddMember, owner},
 		{"PATCH /api/projects/{project}/members/{user}", d.apiPatchMember, owner},

@@ -47,6 +47,10 @@ type Store interface {
 	store.Members
 	store.Audit
 	store.OAuth
+	// A project's running tasks, read for the Tasks page; Options.Tasks
+	// cancels them.
+	RunningTasks(ctx context.Context, projectID int64, limit int) ([]store.Task, error)
+	Task(ctx context.Context, id string) (store.Task, error)
 }
 
 // Options configure a [Dashboard].
@@ -78,6 +82,9 @@ type Options struct {
 	// OAuth is the gateway's authorization server, whose consent page and
 	// connected apps the dashboard shows; nil when OAuth is off.
 	OAuth *oauth.Server
+	// Tasks cancels a running MCP task from the Tasks page; nil means the
+	// page lists tasks but cannot cancel them.
+	Tasks Tasks
 	// AuditRetention is how long the audit log keeps entries (the gateway
 	// prunes older ones); shown on the Audit page. 0 means forever.
 	AuditRetention time.Duration
@@ -96,6 +103,7 @@ type Dashboard struct {
 	health    func() store.Health
 	oauth     *oauth.Server // nil when OAuth is off
 	retention time.Duration
+	tasks     Tasks // nil: tasks cannot be cancelled here
 
 	pages   map[string]*pageTemplate
 	signIns *ratelimit.Limiter
@@ -110,7 +118,7 @@ func New(opts Options) *Dashboard {
 	d := &Dashboard{
 		st: opts.Store, reg: opts.Registry, changes: opts.Changes, baseURL: opts.BaseURL,
 		ctx: opts.Context, log: opts.Logger, version: opts.Version, signIns: ratelimit.New(),
-		health: opts.CallLogHealth, oauth: opts.OAuth, retention: opts.AuditRetention,
+		health: opts.CallLogHealth, oauth: opts.OAuth, retention: opts.AuditRetention, tasks: opts.Tasks,
 	}
 	if d.log == nil {
 		d.log = slog.Default()
@@ -154,6 +162,7 @@ func (d *Dashboard) routes(mux *http.ServeMux) {
 	mux.Handle("GET /p/{project}/agents", d.page(d.agentsPage, viewer))
 	mux.Handle("GET /p/{project}/keys", d.page(d.keysPage, viewer))
 	mux.Handle("GET /p/{project}/logs", d.page(d.logsPage, viewer))
+	mux.Handle("GET /p/{project}/tasks", d.page(d.tasksPage, viewer))
 	mux.Handle("GET /p/{project}/usage", d.page(d.usagePage, viewer))
 	mux.Handle("GET /p/{project}/settings", d.page(d.settingsPage, viewer))
 	mux.Handle("GET /p/{project}/members", d.page(d.membersPage, viewer))

@@ -33,6 +33,7 @@ type callJSON struct {
 	Outcome    string    `json:"outcome"`
 	Error      string    `json:"error,omitempty"`
 	Progress   []string  `json:"progress"`
+	TaskID     string    `json:"taskId,omitempty"` // the MCP task (or job) the call ran as
 }
 
 // callOut is a record as the Logs page and the API show it; names maps key
@@ -45,6 +46,7 @@ func callOut(c store.Call, names map[string]string) callJSON {
 	return callJSON{
 		ID: c.ID, Time: c.Time, Kind: c.Kind, Name: c.Name, Key: c.KeyID, KeyName: names[c.KeyID], Agent: c.Agent, Replica: c.Replica,
 		DurationMs: float64(c.Duration.Microseconds()) / 1000, Outcome: c.Outcome, Error: c.Error, Progress: p,
+		TaskID: c.TaskID,
 	}
 }
 

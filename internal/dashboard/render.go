@@ -17,7 +17,7 @@ import (
 // pageNames are the templates with the full layout; bareNames have no
 // navigation (sign-in, sign-up).
 var (
-	pageNames = []string{"projects", "admin", "overview", "tools", "agents", "keys", "logs", "usage", "settings", "members", "audit", "error"}
+	pageNames = []string{"projects", "admin", "overview", "tools", "agents", "keys", "logs", "tasks", "usage", "settings", "members", "audit", "error"}
 	bareNames = []string{"login", "join", "consent"}
 )
 

@@ -111,3 +111,19 @@ type ToolPatch struct {
 	Access       *string `json:"access,omitempty"`
 	Disabled     *bool   `json:"disabled,omitempty"`
 }
+
+// Task is a running MCP task, as GET …/tasks lists it.
+type Task struct {
+	ID     string `json:"id"`
+	Tool   string `json:"tool"`
+	Caller string `json:"caller"` // who started it: a key's label, a person's email
+	// Owner is who the task belongs to: "key:<key id>" or "user:<user id>".
+	Owner string `json:"owner"`
+	// Era is how its client speaks tasks: "2025-11-25", "2026-07-28", or
+	// "job" for a client without tasks (the gateway's job tool).
+	Era           string    `json:"era"`
+	Status        string    `json:"status"` // working or input_required (or how it ended, after a cancel)
+	StatusMessage string    `json:"statusMessage,omitempty"`
+	Started       time.Time `json:"started"`
+	Deadline      time.Time `json:"deadline"` // it is stopped then: the project's longest task
+}

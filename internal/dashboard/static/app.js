@@ -235,7 +235,15 @@ function logRow(c) {
     name.textContent = c.keyName;
     key.append(name);
   }
-  tr.append(cell(when.toLocaleString("sv-SE").replace("T", " "), "nowrap"), cell(c.kind), codeCell(c.name), key,
+  const name = codeCell(c.name);
+  if (c.taskId) {
+    const task = document.createElement("small");
+    task.className = "muted";
+    task.title = "The call ran as this MCP task";
+    task.append("task ", Object.assign(document.createElement("code"), { textContent: c.taskId }));
+    name.append(document.createElement("br"), task);
+  }
+  tr.append(cell(when.toLocaleString("sv-SE").replace("T", " "), "nowrap"), cell(c.kind), name, key,
     codeCell(c.replica), cell(`${c.durationMs.toFixed(1)} ms`, "num"), outcome, detail);
   return tr;
 }
