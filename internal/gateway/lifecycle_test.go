@@ -2,7 +2,9 @@ package gateway
 
 import (
 	"context"
+	"net"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -88,5 +90,43 @@ func TestConfigZeroPrunesOnlyAfterStart(t *testing.T) {
 	}
 	if n := st.prunes.Load(); n != 1 {
 		t.Errorf("Start then Close pruned the call log %d times, want 1", n)
+	}
+}
+
+// A Start that fails stops what it had started (here the metrics
+// listener, opened before the main one) and says what failed; Close then
+// still closes the store.
+func TestStartRollsBack(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	free, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metricsAddr := free.Addr().String()
+	free.Close()
+
+	st := openStore(t)
+	g, err := New(Config{Addr: busy.Addr().String(), MetricsAddr: metricsAddr}, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = g.Start()
+	if want := "listen on " + busy.Addr().String() + ": "; err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Fatalf("Start on a busy address = %v, want an error starting %q", err, want)
+	}
+	if ln, err := net.Listen("tcp", metricsAddr); err != nil {
+		t.Errorf("the metrics listener is still open after Start failed: %v", err)
+	} else {
+		ln.Close()
+	}
+	if err := g.Close(); err != nil {
+		t.Errorf("Close after a failed Start: %v", err)
+	}
+	if _, err := st.Projects(context.Background()); err == nil {
+		t.Error("the store is still open after Close")
 	}
 }
