@@ -525,7 +525,7 @@ func TestBridgedReplicaShown(t *testing.T) {
 		t.Fatalf("agents API = %+v, want the bridge %+v", agents.Replicas, b)
 	}
 	page := c.get("/p/shop/agents").text()
-	for _, want := range []string{"Bridged MCP server", "secure-filesystem-server 0.2.0", "stdio: <code>npx -y @modelcontextprotocol/server-filesystem /srv</code>"} {
+	for _, want := range []string{"Bridged MCP server", "secure-filesystem-server 0.2.0", "stdio: <code class=\"wrap\">npx -y @modelcontextprotocol/server-filesystem /srv</code>"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("agents page lacks %q", want)
 		}

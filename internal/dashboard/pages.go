@@ -6,6 +6,7 @@ import (
 	"html/template"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/spacefix/spacefix/internal/quickstart"
@@ -117,9 +118,43 @@ func (d *Dashboard) overviewPage(r *http.Request, v *view) (string, error) {
 	return "overview", nil
 }
 
+// toolsPageSize is how many rows the Tools page shows at first, and how
+// many more each "Show more" adds: a project may have a thousand tools.
+const toolsPageSize = 100
+
 type toolsData struct {
-	Rows      []toolRow
+	Rows      []toolLine
 	ConsentOn bool
+	ByAgent   bool // sorted and grouped by agent, not by name
+	Total     int
+	PageSize  int
+}
+
+// toolLine is a row of the Tools table with what the page's filter and
+// grouping need.
+type toolLine struct {
+	toolRow
+	// Group names the row's agent: the display name and, since two agents
+	// may share one, the key's label (or ID). GroupStart is set on the
+	// first row of a group when the page is grouped by agent.
+	Group      string `json:"-"`
+	GroupStart bool   `json:"-"`
+	Hidden     bool   `json:"-"` // beyond the first page
+}
+
+// toolEdit is what the Edit dialog starts from: only that, since a page
+// may carry a thousand of them.
+type toolEdit struct {
+	Name                  string           `json:"name"`
+	Registered            bool             `json:"registered"`
+	RegisteredDescription string           `json:"registeredDescription"`
+	DeclaredReadOnly      bool             `json:"declaredReadOnly"`
+	Settings              toolSettingsJSON `json:"settings"`
+}
+
+// Edit is the row's data for the Edit dialog.
+func (l toolLine) Edit() toolEdit {
+	return toolEdit{l.Name, l.Registered, l.RegisteredDescription, l.DeclaredReadOnly, l.Settings}
 }
 
 func (d *Dashboard) toolsPage(r *http.Request, v *view) (string, error) {
@@ -127,8 +162,40 @@ func (d *Dashboard) toolsPage(r *http.Request, v *view) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	v.Title, v.Tab, v.Data = "Tools · "+v.Project.Name, "tools", toolsData{rows, v.Project.Settings.ApproveToolChanges}
+	byAgent := r.URL.Query().Get("sort") == "agent"
+	data := toolsData{ConsentOn: v.Project.Settings.ApproveToolChanges, ByAgent: byAgent, Total: len(rows), PageSize: toolsPageSize}
+	data.Rows = toolLines(rows, byAgent)
+	v.Title, v.Tab, v.Data = "Tools · "+v.Project.Name, "tools", data
 	return "tools", nil
+}
+
+// toolLines orders rows by name (as listed) or by agent, tools no agent
+// registers last, and marks what is beyond the first page.
+func toolLines(rows []toolRow, byAgent bool) []toolLine {
+	out := make([]toolLine, 0, len(rows))
+	for _, row := range rows {
+		group := "Not registered"
+		if row.Registered {
+			group = row.Agent + " · key " + cmp.Or(row.AgentKeyName, row.AgentKey)
+		}
+		out = append(out, toolLine{toolRow: row, Group: group})
+	}
+	if byAgent {
+		slices.SortStableFunc(out, func(a, b toolLine) int {
+			if a.Registered != b.Registered { // registered first
+				if a.Registered {
+					return -1
+				}
+				return 1
+			}
+			return cmp.Or(cmp.Compare(strings.ToLower(a.Agent), strings.ToLower(b.Agent)), cmp.Compare(a.Group, b.Group), cmp.Compare(a.Name, b.Name))
+		})
+	}
+	for i := range out {
+		out[i].GroupStart = byAgent && (i == 0 || out[i-1].Group != out[i].Group)
+		out[i].Hidden = i >= toolsPageSize
+	}
+	return out
 }
 
 func (d *Dashboard) agentsPage(r *http.Request, v *view) (string, error) {

@@ -8,6 +8,7 @@ import (
 	"html/template"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -34,6 +35,7 @@ var funcs = template.FuncMap{
 	"query":    url.QueryEscape,
 	"join":     strings.Join,
 	"plus1":    func(i int) int { return i + 1 },
+	"count":    count,
 }
 
 func parsePages() map[string]*pageTemplate {
@@ -207,11 +209,25 @@ func logPath(r *http.Request) string {
 	return r.URL.Path
 }
 
-func when(t time.Time) string {
+// when is a moment as pages show it: in UTC and labelled so, inside a
+// <time> that app.js turns into the viewer's local time with its zone
+// (the gateway's own zone means nothing to someone in another one).
+func when(t time.Time) template.HTML {
 	if t.IsZero() {
 		return "—"
 	}
-	return t.Local().Format("2006-01-02 15:04:05")
+	t = t.UTC()
+	return template.HTML(fmt.Sprintf(`<time datetime="%s" title="%s UTC">%s UTC</time>`,
+		t.Format(time.RFC3339), t.Format(time.DateTime), t.Format(time.DateTime)))
+}
+
+// count writes n with thousands separators: 1,000 tools.
+func count(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }
 
 func ago(t time.Time) string {

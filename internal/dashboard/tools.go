@@ -75,7 +75,7 @@ func registeredRow(t *agents.Tool, c *access.Controls) toolRow {
 	s, a, k := c.Tools[t.Name], c.Approvals[t.Name], c.AgentKeys[t.AgentKey]
 	def := access.Definition(t.Def)
 	row := toolRow{
-		Name: t.Name, Registered: true, Agent: access.AgentName(k, reg), AgentKey: t.AgentKey,
+		Name: t.Name, Registered: true, Agent: access.AgentName(k, reg), AgentKey: t.AgentKey, AgentKeyName: k.Name,
 		RegisteredDescription: t.Def.Description, DeclaredReadOnly: access.DeclaredReadOnly(t.Def),
 		EnabledByAgent: t.Enabled, Replicas: len(t.Replicas), Settings: settingsOf(s),
 		DefinitionHash: definitionHash(def), ReplicasDiffer: t.Differs,

@@ -78,6 +78,9 @@ type Tool struct {
 	Registered bool   `json:"registered"`
 	Agent      string `json:"agent,omitempty"`
 	AgentKey   string `json:"agentKey,omitempty"`
+	// AgentKeyName is the agent key's label: what tells apart two agents
+	// that share a display name. Empty when the key has none.
+	AgentKeyName string `json:"agentKeyName,omitempty"`
 	// Description is what models see now; RegisteredDescription is what
 	// the agent registers.
 	Description           string       `json:"description"`

@@ -177,10 +177,16 @@ document.addEventListener("click", (ev) => {
   else if (d.copyNext !== undefined) copy(el.closest(".snippet").querySelector("pre").textContent, el);
   else if (d.copyPrev !== undefined) copy(el.previousElementSibling.textContent, el);
   else if (d.fillKey) fillKey(el);
+  else if (d.showMore !== undefined) { toolLimit += Number(document.querySelector("table.tools").dataset.pageSize) || 100; filterTools(); }
+});
+
+document.addEventListener("input", (ev) => {
+  if (ev.target.matches("[data-tool-filter]")) { toolLimit = 0; filterTools(); }
 });
 
 document.addEventListener("change", (ev) => {
   if (ev.target.matches("select[data-nav]")) location.href = ev.target.value;
+  if (ev.target.matches("select[data-autosubmit]")) ev.target.form.submit();
   if (ev.target.matches("[data-live]")) ev.target.checked ? startTail(ev.target) : stopTail();
 });
 
@@ -243,7 +249,7 @@ function logRow(c) {
     task.append("task ", Object.assign(document.createElement("code"), { textContent: c.taskId }));
     name.append(document.createElement("br"), task);
   }
-  tr.append(cell(when.toLocaleString("sv-SE").replace("T", " "), "nowrap"), cell(c.kind), name, key,
+  tr.append(timeCell(when), cell(c.kind), name, key,
     codeCell(c.replica), cell(`${c.durationMs.toFixed(1)} ms`, "num"), outcome, detail);
   return tr;
 }
@@ -265,7 +271,80 @@ function stopTail() {
   source = null;
 }
 
+// The Tools page's filter: it matches name, description, agent and key
+// (the rows' text), shows the first page of matches, and hides the
+// agent headings left without rows.
+let toolLimit = 0;
+
+function filterTools() {
+  const table = document.querySelector("table.tools");
+  const box = document.querySelector("[data-tool-filter]");
+  if (!table || !box) return;
+  const size = Number(table.dataset.pageSize) || 100;
+  if (!toolLimit) toolLimit = size;
+  const q = box.value.trim().toLowerCase();
+  const shownGroups = new Set();
+  const heads = [];
+  let matched = 0, shown = 0, total = 0;
+  for (const tr of table.tBodies[0].rows) {
+    if (tr.dataset.groupHead !== undefined) { heads.push(tr); continue; }
+    if (tr.dataset.tool === undefined) continue;
+    total++;
+    if (tr.search === undefined) tr.search = tr.textContent.toLowerCase(); // name, description, agent, key, pills
+    const match = q === "" || tr.search.includes(q);
+    if (match) matched++;
+    const show = match && matched <= toolLimit;
+    tr.hidden = !show;
+    if (show) { shown++; shownGroups.add(tr.dataset.group); }
+  }
+  for (const h of heads) h.hidden = !shownGroups.has(h.dataset.groupHead);
+  table.querySelector("[data-no-match]").hidden = matched > 0;
+  const noun = (n) => `${n.toLocaleString("en")} tool${n === 1 ? "" : "s"}`;
+  document.querySelector("[data-tool-count]").textContent = q === ""
+    ? (shown < total ? `Showing ${shown.toLocaleString("en")} of ${noun(total)}.` : `${noun(total)}.`)
+    : `${noun(matched)} of ${total.toLocaleString("en")} match${shown < matched ? `; showing ${shown.toLocaleString("en")}` : ""}.`;
+  document.querySelector("[data-tool-more]").hidden = shown >= matched;
+}
+
+// Times: the server writes UTC; people read their own local time, with
+// its zone, and UTC on hover.
+function pad(n) { return String(n).padStart(2, "0"); }
+
+function localStamp(d) {
+  const zone = new Intl.DateTimeFormat(undefined, { timeZoneName: "short" }).formatToParts(d)
+    .find(p => p.type === "timeZoneName");
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ` +
+    `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())} ${zone ? zone.value.replaceAll(" ", "") : "local"}`;
+}
+
+function utcStamp(d) { return d.toISOString().slice(0, 19).replace("T", " ") + " UTC"; }
+
+// timeElement is a <time> for a moment, in local time.
+function timeElement(d) {
+  const t = document.createElement("time");
+  t.dateTime = d.toISOString();
+  t.textContent = localStamp(d);
+  t.title = `Your local time. ${utcStamp(d)}`;
+  return t;
+}
+
+function timeCell(d) {
+  const td = cell("", "nowrap");
+  td.append(timeElement(d));
+  return td;
+}
+
+function localTimes(root) {
+  for (const t of root.querySelectorAll("time[datetime]")) {
+    const d = new Date(t.dateTime);
+    if (isNaN(d)) continue;
+    t.textContent = localStamp(d);
+    t.title = `Your local time. ${utcStamp(d)}`;
+  }
+}
+
 document.addEventListener("DOMContentLoaded", () => {
+  localTimes(document);
   const live = document.querySelector("[data-live]");
   if (live && live.checked) startTail(live);
 });
