@@ -7,19 +7,24 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/spacefix/spacefix/internal/store"
 )
 
 // The seed guide's complete example, run as its own process.
 func TestOrdersExample(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	e.run("../examples/orders", "ORDERS_DB="+filepath.Join(t.TempDir(), "orders.db"))
+	// A call wait of 1 s and a report of 2 s: sales_report, the slow tool,
+	// answers with a job reference, as its 45 s do in real life.
+	e := newEnv(t, func(o *envOptions) { o.settings = &store.ProjectSettings{CallWaitMs: 1000} })
+	e.run("../examples/orders", "ORDERS_DB="+filepath.Join(t.TempDir(), "orders.db"), "ORDERS_REPORT_SECONDS=2")
 	forEachVersion(t, func(t *testing.T, v string) {
 		cs := e.connect(v, e.clientKey, nil)
-		if got := strings.Join(toolNames(t, cs), " "); got != "create_order get_order search_orders" {
+		if got := strings.Join(toolNames(t, cs), " "); got != "create_order get_order sales_report search_orders spacefix_job" {
 			t.Fatalf("tools = %s", got)
 		}
 		// examples/orders-node declares the same (sdk/node/test/example.test.mjs
@@ -32,7 +37,9 @@ func TestOrdersExample(t *testing.T) {
 				annotations[tl.Name] = *tl.Annotations
 			}
 		}
-		want := map[string]mcp.ToolAnnotations{"get_order": {ReadOnlyHint: true}, "search_orders": {ReadOnlyHint: true}, "create_order": {IdempotentHint: true}}
+		no := false
+		want := map[string]mcp.ToolAnnotations{"get_order": {ReadOnlyHint: true}, "search_orders": {ReadOnlyHint: true}, "create_order": {IdempotentHint: true},
+			"sales_report": {ReadOnlyHint: true}, "spacefix_job": {Title: "Slow tool results", IdempotentHint: true, DestructiveHint: &no, OpenWorldHint: &no}}
 		if diff := cmp.Diff(want, annotations); diff != "" {
 			t.Errorf("annotations (-want +got):\n%s", diff)
 		}
@@ -60,6 +67,21 @@ func TestOrdersExample(t *testing.T) {
 		must(t, err)
 		if !strings.Contains(rr.Contents[0].Text, `"id":"1042"`) {
 			t.Errorf("orders://open = %s", rr.Contents[0].Text)
+		}
+		// The slow tool: a job reference at the wait, then the report
+		// through the gateway's job tool.
+		id := jobID(t, call(t, cs, "sales_report", map[string]any{}))
+		var report string
+		for deadline := time.Now().Add(20 * time.Second); report == "" && time.Now().Before(deadline); {
+			r := call(t, cs, "spacefix_job", map[string]any{"jobId": id}) // waits up to the call wait itself
+			if got := text(r); !strings.HasPrefix(got, "Job "+id+" (sales_report) is still running") {
+				report = got
+			} else if !strings.Contains(got, " months. Call spacefix_job") {
+				t.Errorf("spacefix_job while running = %q, want its progress line", got)
+			}
+		}
+		if !strings.Contains(report, `"orders":`) || !strings.Contains(report, `"byStatus":{`) {
+			t.Errorf("sales_report through spacefix_job = %q, want the report", report)
 		}
 		gp, err := cs.GetPrompt(context.Background(), &mcp.GetPromptParams{Name: "summarise_order", Arguments: map[string]string{"id": "1042"}})
 		must(t, err)

@@ -1,11 +1,13 @@
 // Command orders is the complete example of the guide "Building tools": an
 // agent that offers three tools, a resource and a prompt over a small order
-// service of its own.
+// service of its own; and a slow fourth tool, sales_report, that runs as an
+// MCP task (report.go, docs/tasks.md).
 //
 //	SPACEFIX_API_KEY=sfx_agent_… go run ./examples/orders
 //
 // ORDERS_DB names the SQLite file the service keeps its orders in (default
-// orders.db in the working directory).
+// orders.db in the working directory); ORDERS_REPORT_SECONDS how long
+// sales_report takes (default 45).
 package main
 
 import (
@@ -83,6 +85,8 @@ func main() {
 		func(ctx context.Context, in CreateOrderInput) (Order, error) {
 			return orderService.CreateOnce(in.RequestID, in.Customer, in.Total)
 		}, core.Idempotent()))
+
+	must(addSalesReport(agent, orderService)) // the slow tool: report.go
 
 	must(agent.Resource("orders://open", core.ResourceOptions{
 		Name:        "Open orders",

@@ -96,6 +96,12 @@ func (s *OrderService) Search(customer, status string, limit int) []Order {
 		WHERE customer = ? AND (? = '' OR status = ?) ORDER BY created_at DESC LIMIT ?`, customer, status, status, limit))
 }
 
+// All lists every order in status ("" for any), newest first.
+func (s *OrderService) All(status string) []Order {
+	return scanOrders(s.db.Query(`SELECT `+orderCols+` FROM orders
+		WHERE ? = '' OR status = ? ORDER BY created_at DESC`, status, status))
+}
+
 // Open lists every order that has not shipped yet.
 func (s *OrderService) Open() []Order {
 	return scanOrders(s.db.Query(`SELECT ` + orderCols + ` FROM orders WHERE status = 'open' ORDER BY created_at DESC`))
