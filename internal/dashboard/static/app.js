@@ -36,6 +36,8 @@ function formBody(form) {
     if (el.type === "radio") { if (el.checked) body[el.name] = el.value; continue; }
     if (el.type === "checkbox") { body[el.name] = el.checked; continue; }
     const v = el.value.trim();
+    // A description left as the agent registered it is no override.
+    if (el.dataset.registered !== undefined && v === el.dataset.registered.trim()) { body[el.name] = ""; continue; }
     switch (el.dataset.type) {
       case "int": body[el.name] = v === "" ? 0 : parseInt(v, 10); break;
       case "list": body[el.name] = v === "" ? [] : v.split(",").map(s => s.trim()).filter(Boolean); break;
@@ -109,9 +111,13 @@ function openEditTool(tool) {
   form.dataset.target = encodeURIComponent(tool.name);
   dlg.querySelector("[data-field=name]").textContent = tool.name;
   dlg.querySelector("[data-field=unregistered]").hidden = tool.registered;
+  // Start from the text models see now, so changing one word is one
+  // word's work; the registered text left as it is keeps following the
+  // agent (see formBody).
   const desc = form.elements.description;
-  desc.value = tool.settings.description;
-  desc.placeholder = tool.registeredDescription || "The agent registered no description.";
+  desc.value = tool.settings.description || tool.registeredDescription;
+  desc.dataset.registered = tool.registeredDescription;
+  desc.placeholder = tool.registeredDescription ? "Empty uses the agent's description." : "The agent registered no description.";
   form.elements.cacheSeconds.value = tool.settings.cacheSeconds;
   form.elements.access.value = tool.settings.access;
   form.elements.disabled.checked = tool.settings.disabled;
