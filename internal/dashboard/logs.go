@@ -1,11 +1,13 @@
 package dashboard
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spacefix/spacefix/internal/store"
@@ -94,6 +96,7 @@ func (d *Dashboard) apiCalls(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	d.nameDisconnectedApps(r.Context(), names, cs)
 	out := make([]callJSON, 0, len(cs))
 	for _, c := range cs {
 		out = append(out, callOut(c, names))
@@ -136,7 +139,9 @@ func (d *Dashboard) apiCallStream(w http.ResponseWriter, r *http.Request) error 
 }
 
 // keyNames maps the IDs of a project's keys to their labels, for people
-// to read in the Logs; a key without a label is shown by its ID.
+// to read in the Logs; a key without a label is shown by its ID. A call
+// made with an OAuth token carries its connected app's id ("app_…"): it
+// is named by the app and the person who connected it.
 func (d *Dashboard) keyNames(ctx context.Context, projectID int64) (map[string]string, error) {
 	ks, err := d.st.Keys(ctx, projectID)
 	if err != nil {
@@ -148,7 +153,36 @@ func (d *Dashboard) keyNames(ctx context.Context, projectID int64) (map[string]s
 			names[k.ID] = k.Name
 		}
 	}
+	gs, err := d.st.OAuthGrants(ctx, projectID)
+	if err != nil {
+		return nil, err
+	}
+	for _, g := range gs {
+		names[g.ID] = appName(g)
+	}
 	return names, nil
+}
+
+// appName is how the Logs name a connected app: its name (as it gave it)
+// and the person who connected it.
+func appName(g store.OAuthGrant) string {
+	return fmt.Sprintf("%s (app of %s)", cmp.Or(g.ClientName, "unnamed app"), cmp.Or(g.UserEmail, "a removed person"))
+}
+
+// nameDisconnectedApps adds to names the apps of calls that were
+// disconnected since (OAuthGrants lists live ones only).
+func (d *Dashboard) nameDisconnectedApps(ctx context.Context, names map[string]string, cs []store.Call) {
+	for _, c := range cs {
+		if _, ok := names[c.KeyID]; ok || !strings.HasPrefix(c.KeyID, "app_") {
+			continue
+		}
+		g, err := d.st.OAuthGrant(ctx, c.KeyID)
+		if err != nil {
+			names[c.KeyID] = "" // not to ask again
+			continue
+		}
+		names[c.KeyID] = appName(g) + ", disconnected"
+	}
 }
 
 func (d *Dashboard) tail(ctx context.Context, w http.ResponseWriter, rc *http.ResponseController, f store.CallFilter) {

@@ -257,6 +257,7 @@ func (d *Dashboard) logsPage(r *http.Request, v *view) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	d.nameDisconnectedApps(r.Context(), names, cs)
 	for _, c := range cs {
 		data.Calls = append(data.Calls, callOut(c, names))
 	}
