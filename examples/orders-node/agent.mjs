@@ -44,6 +44,38 @@ const createOrder = defineTool({
   handler: ({ requestId, ...input }) => orderService.createOnce(requestId, input)
 });
 
+// The slow tool: a report that takes about 45 seconds (ORDERS_REPORT_SECONDS makes
+// it shorter, for the example's test). It declares task support, so the
+// gateway runs it as a task: a client that speaks MCP tasks gets a task to
+// poll, and any other client gets, at the project's call wait, a job id for
+// the gateway's spacefix_job tool. Its progress lines become the task's
+// status message; a cancelled task aborts call.signal.
+const reportSeconds = Number(process.env.ORDERS_REPORT_SECONDS ?? 45);
+const salesReport = defineTool({
+  name: 'sales_report',
+  description: 'Build the sales report: how many orders, their total and the count per status. Slow: it takes about 45 seconds.',
+  inputSchema: z.object({
+    status: z.enum(['open', 'shipped', 'cancelled']).optional().describe('Only orders in this status')
+  }),
+  annotations: { readOnlyHint: true },
+  execution: { taskSupport: 'optional' },
+  handler: async ({ status }, call) => {
+    const steps = 9;
+    for (let step = 1; step <= steps; step++) {
+      // Stands for the slow part: a query over a year of orders.
+      await new Promise((resolve, reject) => {
+        const timer = setTimeout(resolve, (reportSeconds * 1000) / steps);
+        call.signal.addEventListener('abort', () => { clearTimeout(timer); reject(call.signal.reason); }, { once: true });
+      });
+      call.progress(`Counted ${Math.floor((step * 12) / steps)} of 12 months`);
+    }
+    const orders = (await orderService.all()).filter((o) => status === undefined || o.status === status);
+    const byStatus = {};
+    for (const o of orders) byStatus[o.status] = (byStatus[o.status] ?? 0) + 1;
+    return { orders: orders.length, total: orders.reduce((sum, o) => sum + o.total, 0), byStatus };
+  }
+});
+
 const openOrders = defineResource({
   uri: 'orders://open',
   name: 'Open orders',
@@ -62,5 +94,5 @@ const summariseOrder = definePrompt({
 });
 
 const agent = new Agent({ apiKey: process.env.SPACEFIX_API_KEY, name: 'orders' });
-agent.register([getOrder, searchOrders, createOrder, openOrders, summariseOrder]);
+agent.register([getOrder, searchOrders, createOrder, salesReport, openOrders, summariseOrder]);
 void agent.connect();

@@ -25,7 +25,8 @@ describe('examples/orders-node', () => {
     const apiKey = await gw.newKey('agent');
     proc = spawn(process.execPath, ['--import', new URL('./use-this-sdk.mjs', import.meta.url).href, 'agent.mjs'], {
       cwd: exampleDir,
-      env: { ...process.env, SPACEFIX_API_KEY: apiKey, SPACEFIX_URL: gw.url },
+      // The slow tool's 45 s made 2 s, so its test runs in seconds.
+      env: { ...process.env, SPACEFIX_API_KEY: apiKey, SPACEFIX_URL: gw.url, ORDERS_REPORT_SECONDS: '2' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     proc.stdout.setEncoding('utf8').on('data', (d) => (output += d));
@@ -50,10 +51,12 @@ describe('examples/orders-node', () => {
 
   const call = (name, args) => client.callTool({ name, arguments: args });
 
-  it('connects and offers its three tools with their schemas', async () => {
-    assert.match(output, /spacefix: connected to the gateway \(project default, replica r-\w+, 3 tools, 1 resources, 1 prompts\)/);
+  it('connects and offers its four tools with their schemas', async () => {
+    assert.match(output, /spacefix: connected to the gateway \(project default, replica r-\w+, 4 tools, 1 resources, 1 prompts\)/);
     const { tools } = await client.listTools();
-    assert.deepEqual(tools.map((t) => t.name).sort(), ['create_order', 'get_order', 'search_orders']);
+    // spacefix_job is the gateway's, for clients without tasks: sales_report may run as one.
+    assert.deepEqual(tools.map((t) => t.name).sort(), ['create_order', 'get_order', 'sales_report', 'search_orders', 'spacefix_job']);
+    assert.deepEqual(tools.find((t) => t.name === 'sales_report').execution, { taskSupport: 'optional' });
     const search = tools.find((t) => t.name === 'search_orders');
     assert.equal(search.description, 'List orders for a customer, newest first. Returns an empty list when nothing matches.');
     assert.deepEqual(search.inputSchema.required, ['customer']);
@@ -76,6 +79,8 @@ describe('examples/orders-node', () => {
       get_order: { readOnlyHint: true },
       search_orders: { readOnlyHint: true },
       create_order: { idempotentHint: true },
+      sales_report: { readOnlyHint: true },
+      spacefix_job: { idempotentHint: true },
     });
   });
 
@@ -120,6 +125,31 @@ describe('examples/orders-node', () => {
       textOf(await call('create_order', { requestId: 'req-3', customer: 'ada', total: 1.5 })),
       'Input validation error: Invalid arguments for tool create_order: data/total must be integer',
     );
+  });
+
+  it('sales_report answers a job reference at the call wait, and its report through spacefix_job', async () => {
+    const { stdout } = await promisify(execFile)(gw.bin, ['tokens', 'create', '--data', gw.db, '--name', 'example test', '--json']);
+    const token = JSON.parse(stdout).token;
+    await promisify(execFile)(gw.bin, ['settings', 'set', '--url', gw.url, '--token', token, '--call-wait', '1']);
+    try {
+      const first = textOf(await call('sales_report', {}));
+      const m = /^The tool is still running \(job (task_[a-z0-9]+)\)\. Call spacefix_job with \{"jobId": "task_[a-z0-9]+"\} to get its result; it is kept for 24 hours after the job ends\.$/.exec(first);
+      assert.ok(m, `answer at the wait: ${first}`);
+      let report;
+      await waitFor(async () => {
+        const text = textOf(await call('spacefix_job', { jobId: m[1] })); // waits up to the call wait itself
+        if (text.startsWith(`Job ${m[1]} (sales_report) is still running`)) {
+          assert.match(text, /so far: Counted \d+ of 12 months\./);
+          return false;
+        }
+        report = JSON.parse(text);
+        return true;
+      }, { ms: 20_000, what: 'the report' });
+      // The four sample orders and the two create_order made above.
+      assert.deepEqual(report, { orders: 6, total: 11447, byStatus: { cancelled: 1, shipped: 1, open: 4 } });
+    } finally {
+      await promisify(execFile)(gw.bin, ['settings', 'set', '--url', gw.url, '--token', token, '--call-wait', '30']);
+    }
   });
 
   it('offers orders://open and summarise_order', async () => {
