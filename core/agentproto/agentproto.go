@@ -105,6 +105,13 @@ type Tool struct {
 	// Execution says whether the tool may run as an MCP task; nil means
 	// [TaskForbidden]. An older gateway ignores it.
 	Execution *Execution `json:"execution,omitempty"`
+	// IdempotencyKey names the tool's argument that carries the request
+	// id: a required string property of InputSchema (see
+	// [CheckIdempotencyKey]). The gateway then records each id's outcome
+	// and answers a repeat itself, or re-delivers it with
+	// [Message.RetryOf] after an unknown outcome. An older gateway ignores
+	// it.
+	IdempotencyKey string `json:"idempotencyKey,omitempty"`
 }
 
 // Task support of a tool, as MCP spells execution.taskSupport.
@@ -226,6 +233,12 @@ const (
 	KindComplete = "complete"
 )
 
+// Retry reasons: why an earlier call's outcome is unknown (Message.RetryReason).
+const (
+	RetryTimeout      = "timeout"      // the earlier call's wait expired before a result
+	RetryDisconnected = "disconnected" // the earlier call's agent went away before a result
+)
+
 // Cancel reasons.
 const (
 	ReasonCancelled = "cancelled" // the client cancelled the request
@@ -247,6 +260,13 @@ type Message struct {
 	Args     json.RawMessage `json:"args,omitempty"`
 	Deadline int64           `json:"deadline,omitempty"` // Unix milliseconds
 	Caller   *Caller         `json:"caller,omitempty"`
+	// RetryOf and RetryReason, on a call to a tool with an
+	// [Tool.IdempotencyKey], say that the call repeats an earlier one with
+	// the same request id whose outcome the gateway does not know:
+	// RetryOf is the earlier call's id, RetryReason [RetryTimeout] or
+	// [RetryDisconnected]. Absent on a first delivery.
+	RetryOf     string `json:"retryOf,omitempty"`
+	RetryReason string `json:"retryReason,omitempty"`
 	// TraceParent and TraceState, on call, are the W3C trace context of
 	// the gateway's span for the call (the "traceparent" and "tracestate"
 	// headers of https://www.w3.org/TR/trace-context/): an agent that traces

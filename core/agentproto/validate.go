@@ -1,7 +1,9 @@
 package agentproto
 
 import (
+	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/spacefix/spacefix/core/textfmt"
@@ -86,6 +88,36 @@ func CheckTaskSupport(t *Tool) error {
 		return nil
 	}
 	return fmt.Errorf("Task support of tool %q is %q; use %q, %q or %q.", t.Name, textfmt.Cut(t.Execution.TaskSupport, 40), TaskForbidden, TaskOptional, TaskRequired)
+}
+
+// CheckIdempotencyKey returns why tool's IdempotencyKey cannot be
+// registered, worded for the agent's developer, or nil: it is absent, or
+// it names a property of the input schema of type string that the schema
+// lists in required.
+func CheckIdempotencyKey(t *Tool) error {
+	key := t.IdempotencyKey
+	if key == "" {
+		return nil
+	}
+	var s struct {
+		Properties map[string]struct {
+			Type json.RawMessage `json:"type"`
+		} `json:"properties"`
+		Required []string `json:"required"`
+	}
+	_ = json.Unmarshal(t.InputSchema, &s) // a schema that is no object has no such argument
+	p, ok := s.Properties[key]
+	if !ok {
+		return fmt.Errorf("Tool %q names %q as its idempotency key, but the input schema has no such argument; make it a required string argument.", t.Name, textfmt.Cut(key, 64))
+	}
+	var typ string
+	if json.Unmarshal(p.Type, &typ) != nil || typ != "string" {
+		return fmt.Errorf("Tool %q names %q as its idempotency key, but it is not a string; make it a required string argument.", t.Name, key)
+	}
+	if !slices.Contains(s.Required, key) {
+		return fmt.Errorf("Tool %q names %q as its idempotency key, but it is not required; make it a required string argument.", t.Name, key)
+	}
+	return nil
 }
 
 // JSON-RPC error codes an agent's protocol error may carry as they are.
