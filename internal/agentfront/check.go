@@ -187,6 +187,9 @@ func validateTools(r *agentproto.Registration, lim Limits) error {
 		if err := agentproto.CheckTaskSupport(&t); err != nil {
 			return refuseAs("tool", t.Name, err)
 		}
+		if err := agentproto.CheckIdempotencyKey(&t); err != nil {
+			return refuseAs("tool", t.Name, err)
+		}
 	}
 	return nil
 }
