@@ -120,10 +120,13 @@ func TestAuditEachChange(t *testing.T) {
 	viewer := e.member(admin, "vic@example.com", store.RoleViewer)
 	inv := only(t, admin, "shop", "member.invite")
 	sameJSON(t, "member.invite after", inv.After, `{"email":"vic@example.com","role":"viewer"}`)
-	join := only(t, admin, "shop", "member.join")
-	if join.Actor != "vic@example.com" {
-		t.Errorf("member.join actor = %q; want the new member", join.Actor)
+	// The admin who ran setup joined as the owner of shop; then vic.
+	var joins auditPage
+	admin.mustCall(http.StatusOK, "GET", "/api/projects/shop/audit?action=member.join", nil, &joins)
+	if len(joins.Entries) != 2 || joins.Entries[0].Actor != "vic@example.com" || joins.Entries[1].Actor != "ada@example.com" {
+		t.Fatalf("member.join entries = %+v; want vic's, then ada's at setup", joins.Entries)
 	}
+	sameJSON(t, "member.join at setup", joins.Entries[1].After, `{"email":"ada@example.com","role":"owner"}`)
 	var ms []struct {
 		UserID int64  `json:"userId"`
 		Email  string `json:"email"`
@@ -169,8 +172,8 @@ func TestAuditEachChange(t *testing.T) {
 	// Filters, pages and the page.
 	var mine auditPage
 	admin.mustCall(http.StatusOK, "GET", "/api/projects/shop/audit?actor=ada@example.com&action=member.", nil, &mine)
-	if len(mine.Entries) != 3 {
-		t.Errorf("ada's member.* entries = %d; want invite, update, remove", len(mine.Entries))
+	if len(mine.Entries) != 4 {
+		t.Errorf("ada's member.* entries = %d; want join (at setup), invite, update, remove", len(mine.Entries))
 	}
 	var full auditPage
 	admin.mustCall(http.StatusOK, "GET", "/api/projects/shop/audit", nil, &full)

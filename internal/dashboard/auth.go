@@ -253,6 +253,9 @@ func (d *Dashboard) join(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d.log.Info("dashboard user created", "user", u.Email, "admin", u.Admin)
+	if data.Setup && u.Admin {
+		d.ownOwnerless(r, u)
+	}
 	if ms, err := d.st.Memberships(r.Context(), u.ID); err == nil {
 		ar := r.WithContext(withPrincipal(r.Context(), principal{user: u}))
 		for _, m := range ms {
@@ -260,6 +263,28 @@ func (d *Dashboard) join(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	d.startSession(w, r, u, "/", false)
+}
+
+// ownOwnerless makes the first admin, who ran setup, the owner of the
+// projects that have no member yet (the first project, made when the
+// store was): "creators become first owner" holds for it too, and its
+// Members page names someone to ask. A failure is logged; the admin may
+// do everything anyway.
+func (d *Dashboard) ownOwnerless(r *http.Request, u store.User) {
+	ps, err := d.st.Projects(r.Context())
+	if err != nil {
+		d.log.Error("setup: list projects", "err", err)
+		return
+	}
+	for _, p := range ps {
+		ms, err := d.st.Members(r.Context(), p.ID)
+		if err == nil && len(ms) == 0 {
+			_, err = d.st.SetMember(r.Context(), store.Member{ProjectID: p.ID, UserID: u.ID, Role: store.RoleOwner})
+		}
+		if err != nil {
+			d.log.Error("setup: make the first admin an owner", "project", p.Name, "err", err)
+		}
+	}
 }
 
 // safeNext keeps a post-sign-in redirect on this site.

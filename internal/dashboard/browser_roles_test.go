@@ -104,7 +104,7 @@ func TestBrowserRoles(t *testing.T) {
 	}
 	screenshotView(t, ctx, "roles-audit")
 	ms, err := w.st.Members(t.Context(), w.project.ID)
-	if err != nil || len(ms) != 2 || ms[0].Role != store.RoleEditor || ms[1].Role != store.RoleViewer {
-		t.Errorf("members = %+v, %v; want eve (editor) and vic (viewer)", ms, err)
+	if err != nil || len(ms) != 3 || ms[0].Role != store.RoleOwner || ms[1].Role != store.RoleEditor || ms[2].Role != store.RoleViewer {
+		t.Errorf("members = %+v, %v; want ada (owner, ran setup), eve (editor) and vic (viewer)", ms, err)
 	}
 }

@@ -33,6 +33,7 @@ func (d *Dashboard) projectsPage(r *http.Request, v *view) (string, error) {
 
 type adminData struct {
 	Users  []store.User
+	Admins int // how many users are admins: the last one is not offered to step down
 	Tokens []tokenJSON
 	Audit  []auditRow // the newest instance-wide changes
 }
@@ -42,6 +43,11 @@ func (d *Dashboard) adminPage(r *http.Request, v *view) (string, error) {
 	var err error
 	if data.Users, err = d.st.Users(r.Context()); err != nil {
 		return "", err
+	}
+	for _, u := range data.Users {
+		if u.Admin {
+			data.Admins++
+		}
 	}
 	ts, err := d.st.APITokens(r.Context())
 	if err != nil {
