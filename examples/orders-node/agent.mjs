@@ -1,6 +1,7 @@
 // The complete example from the guide "Building tools", unchanged apart from
 // the import of orderService, which stands for the service code you already
-// have (here: ./order-service.mjs). Run it with
+// have (here: ./order-service.mjs), and sales_report, the slow tool of
+// docs/tasks.md. Run it with
 //   SPACEFIX_API_KEY=sfx_agent_… SPACEFIX_URL=http://127.0.0.1:8080 node agent.mjs
 import { Agent, defineTool, defineResource, definePrompt } from '@spacefix/core';
 import { z } from 'zod';
