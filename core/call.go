@@ -26,6 +26,15 @@ type Call struct {
 	// the gateway sent none. The handler's context may end earlier (see
 	// [CallTimeout]).
 	Deadline time.Time
+	// RetryOf is set when the gateway delivers this call again after an
+	// unknown outcome: an earlier call of this tool with the same request id
+	// (see [IdempotencyKey]) timed out or lost its agent before it answered,
+	// so its write may or may not have happened. RetryOf is that call's id,
+	// as in the call log, and RetryReason is "timeout" or "disconnected".
+	// Look for what the earlier call did (your own record of the request
+	// id) before doing it again. Both are empty on a first delivery.
+	RetryOf     string
+	RetryReason string
 	// TraceParent and TraceState are the W3C trace context of the gateway's
 	// span for the call ("traceparent" and "tracestate"), empty when the
 	// gateway does not trace. The handler's context already carries it as

@@ -88,6 +88,19 @@
 // ([TaskOptional]) or only as one ([TaskRequired]): the client gets a task
 // at once and fetches the result when the handler returns.
 //
+// # Repeat-safe writes
+//
+// Models retry a write after a timeout or a dropped connection. A tool that
+// takes a request id names it with [IdempotencyKey], and the gateway makes
+// repeats of one id safe in its own store: a repeat of a call that ended
+// gets the first result without reaching the handler, a repeat of a
+// running call waits for it, and the same id with other arguments is
+// refused. The handler runs at most once per delivery; the gateway
+// delivers an id again only after an unknown outcome (a timeout, or an
+// agent that went away before answering), and then [Call.RetryOf] and
+// [Call.RetryReason] say so, for the handler to look for the earlier
+// call's write first.
+//
 // # Calls
 //
 // Every call runs in its own goroutine. Its context ends when the client

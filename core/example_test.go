@@ -25,10 +25,11 @@ type orders struct{}
 
 var orderService orders
 
-func (orders) FindByID(id string) (Order, bool)                       { return Order{ID: id}, id != "" }
-func (orders) Search(customer, status string, limit int) []Order      { return []Order{} }
-func (orders) CreateOnce(requestID, customer string, total int) Order { return Order{ID: requestID} }
-func (orders) Open() []Order                                          { return []Order{} }
+func (orders) FindByID(id string) (Order, bool)                   { return Order{ID: id}, id != "" }
+func (orders) Search(customer, status string, limit int) []Order  { return []Order{} }
+func (orders) Create(requestID, customer string, total int) Order { return Order{ID: requestID} }
+func (orders) FindByRequest(id string) (Order, bool)              { return Order{}, false }
+func (orders) Open() []Order                                      { return []Order{} }
 
 type GetOrderInput struct {
 	ID string `json:"id" desc:"The order id, for example \"1042\""`
@@ -78,8 +79,8 @@ func Example() {
 	must(core.AddTool(agent, "create_order",
 		"Create an order. Always pass the same requestId when retrying, so the order is created only once.",
 		func(ctx context.Context, in CreateOrderInput) (Order, error) {
-			return orderService.CreateOnce(in.RequestID, in.Customer, in.Total), nil
-		}))
+			return orderService.Create(in.RequestID, in.Customer, in.Total), nil
+		}, core.IdempotencyKey("requestId")))
 	must(agent.Resource("orders://open", core.ResourceOptions{
 		Name:        "Open orders",
 		Description: "Every order that has not shipped yet",
@@ -120,6 +121,32 @@ func ExampleAddTool() {
 		},
 		core.ReadOnly(), core.Idempotent(), core.Title("Export orders"),
 		core.Timeout(60*time.Second), core.CallTimeout(55*time.Second))
+	fmt.Println(err)
+	// Output: <nil>
+}
+
+// A write the gateway makes safe to repeat: a repeat of one requestId gets
+// the first result without running the handler again. Only after an unknown
+// outcome (the earlier call timed out, or the agent went away before
+// answering) does the handler run again, and then it looks for the order
+// the earlier call may have created.
+func ExampleIdempotencyKey() {
+	agent, err := core.New(core.Options{APIKey: "sfx_agent_example", Name: "orders"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	err = core.AddTool(agent, "create_order",
+		"Create an order. Always pass the same requestId when retrying, so the order is created only once.",
+		func(ctx context.Context, in CreateOrderInput) (Order, error) {
+			if call, _ := core.CallFrom(ctx); call.RetryOf != "" {
+				// Call call.RetryOf timed out or was cut off: it may have
+				// created the order already.
+				if order, ok := orderService.FindByRequest(in.RequestID); ok {
+					return order, nil
+				}
+			}
+			return orderService.Create(in.RequestID, in.Customer, in.Total), nil
+		}, core.IdempotencyKey("requestId"))
 	fmt.Println(err)
 	// Output: <nil>
 }

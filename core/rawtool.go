@@ -55,14 +55,15 @@ func (a *Agent) RawTool(name, description string, inputSchema json.RawMessage, h
 	}
 	t := &tool{
 		def: agentproto.Tool{
-			Name:         name,
-			Title:        cfg.title,
-			Description:  description,
-			InputSchema:  bytes.Clone(inputSchema),
-			OutputSchema: cfg.outputSchema,
-			Annotations:  cfg.annotations(),
-			TimeoutMs:    cfg.timeoutMs,
-			Execution:    cfg.execution(),
+			Name:           name,
+			Title:          cfg.title,
+			Description:    description,
+			InputSchema:    bytes.Clone(inputSchema),
+			OutputSchema:   cfg.outputSchema,
+			Annotations:    cfg.annotations(),
+			TimeoutMs:      cfg.timeoutMs,
+			Execution:      cfg.execution(),
+			IdempotencyKey: cfg.idempotencyKey,
 		},
 		h: &handler{
 			callTimeout: cfg.callTimeout,

@@ -253,7 +253,8 @@ func (s *session) start(m agentproto.Message) {
 			Message: fmt.Sprintf("This agent has no %s %q.", m.Kind, m.Name)})
 		return
 	}
-	c := &call{info: Call{ID: m.ID, Kind: m.Kind, Tool: m.Name}, sess: s, confirmed: make(chan agentproto.Message, 1)}
+	c := &call{info: Call{ID: m.ID, Kind: m.Kind, Tool: m.Name, RetryOf: m.RetryOf, RetryReason: m.RetryReason},
+		sess: s, confirmed: make(chan agentproto.Message, 1)}
 	if m.Caller != nil {
 		c.info.KeyID, c.info.KeyName = m.Caller.KeyID, m.Caller.KeyName
 		c.info.ClientCapabilities = m.Caller.Capabilities

@@ -76,14 +76,15 @@ func AddTool[In, Out any](a *Agent, name, description string, h func(context.Con
 
 	t := &tool{
 		def: agentproto.Tool{
-			Name:         name,
-			Title:        cfg.title,
-			Description:  description,
-			InputSchema:  in,
-			OutputSchema: out,
-			Annotations:  cfg.annotations(),
-			TimeoutMs:    cfg.timeoutMs,
-			Execution:    cfg.execution(),
+			Name:           name,
+			Title:          cfg.title,
+			Description:    description,
+			InputSchema:    in,
+			OutputSchema:   out,
+			Annotations:    cfg.annotations(),
+			TimeoutMs:      cfg.timeoutMs,
+			Execution:      cfg.execution(),
+			IdempotencyKey: cfg.idempotencyKey,
 		},
 		h: &handler{
 			callTimeout: cfg.callTimeout,
@@ -107,9 +108,15 @@ func AddTool[In, Out any](a *Agent, name, description string, h func(context.Con
 	return a.addTool(t)
 }
 
-// addTool adds t unless its name is taken or Run has started.
+// addTool adds t unless its name is taken, its idempotency key is not a
+// required string argument, or Run has started.
 func (a *Agent) addTool(t *tool) error {
 	name := t.def.Name
+	// The gateway refuses the registration with the same words; saying it
+	// here points at the line to change.
+	if err := agentproto.CheckIdempotencyKey(&t.def); err != nil {
+		return err
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if err := a.checkOpen(fmt.Sprintf("add tool %q", name)); err != nil {
@@ -166,6 +173,7 @@ type toolConfig struct {
 	callTimeout                                time.Duration
 	outputSchema                               json.RawMessage // RawTool's, from OutputSchema
 	task                                       TaskMode        // "": forbidden
+	idempotencyKey                             string          // "": none
 }
 
 // execution is the tool's execution as registered: nil unless it may run
@@ -222,6 +230,32 @@ func Destructive() ToolOption {
 // arguments (idempotentHint).
 func Idempotent() ToolOption {
 	return toolOptionFunc(func(c *toolConfig) error { c.idempotent = true; return nil })
+}
+
+// IdempotencyKey names the tool's argument that carries a request id,
+// such as "requestId": a required string argument the model fills with a
+// new id for each write and reuses when it retries. The gateway then
+// remembers each id's outcome for the project's repeat window (24 hours by
+// default) and makes repeats safe itself: a repeat of a call that ended
+// gets the same result without reaching the handler, a repeat of a running
+// call waits for it, and the same id with other arguments is refused.
+//
+// The handler runs at most once per delivery. The one repeat the gateway
+// delivers again is one after an unknown outcome (the earlier call timed
+// out, or its agent disconnected before answering): [CallFrom] then gives
+// [Call.RetryOf] and [Call.RetryReason], so the handler can look for the
+// write the earlier call may have made before making it again.
+//
+// [AddTool] and [Agent.RawTool] fail when name is not a required string
+// property of the input schema.
+func IdempotencyKey(name string) ToolOption {
+	return toolOptionFunc(func(c *toolConfig) error {
+		if name == "" {
+			return errors.New(`IdempotencyKey(""): name the tool's request id argument, for example "requestId"`)
+		}
+		c.idempotencyKey = name
+		return nil
+	})
 }
 
 // OpenWorld marks a tool that reaches outside systems, such as the web
