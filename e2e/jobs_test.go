@@ -173,3 +173,43 @@ func TestJobToolOnlyWithTaskTools(t *testing.T) {
 		}
 	})
 }
+
+// TestJobRequiredAndQuestions: a required-task tool called by a client
+// without tasks (a 2025-06-18 session) answers the job reference at once;
+// a job's question gets the answer of a client that cannot be asked.
+func TestJobRequiredAndQuestions(t *testing.T) {
+	e := newEnv(t, func(o *envOptions) { o.settings = &store.ProjectSettings{CallWaitMs: 1000} })
+	type empty struct{}
+	e.startAgent(core.Options{Name: "jobs"}, func(a *core.Agent) {
+		must(e.t, core.AddTool(a, "nightly_export", "Exports everything; runs only as a task.", func(ctx context.Context, _ empty) (string, error) {
+			return "Exported 12 tables.", nil
+		}, core.TaskSupport(core.TaskRequired)))
+		must(e.t, core.AddTool(a, "purge_cache", "Asks, then purges.", func(ctx context.Context, _ empty) (string, error) {
+			if _, err := core.Confirm(ctx, "Purge the cache?"); err != nil {
+				return "Not purged: " + err.Error(), nil
+			}
+			return "Purged.", nil
+		}, core.TaskSupport(core.TaskOptional)))
+	})
+	cs := e.connect("2025-06-18", e.clientKey, &mcp.ClientOptions{
+		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			t.Error("a job's question reached the client")
+			return &mcp.ElicitResult{Action: "decline"}, nil
+		},
+	})
+
+	began := time.Now()
+	r := call(t, cs, "nightly_export", map[string]any{})
+	m := regexp.MustCompile(`^The tool runs as a job \(job (task_[a-z0-9]+)\)\. Call spacefix_job with \{"jobId": "task_[a-z0-9]+"\} to get its result; it is kept for 24 hours after the job ends\.$`).FindStringSubmatch(text(r))
+	if m == nil || r.IsError || time.Since(began) > 900*time.Millisecond {
+		t.Fatalf("nightly_export = %q after %v, want the job reference at once", text(r), time.Since(began))
+	}
+	if got := text(call(t, cs, "spacefix_job", map[string]any{"jobId": m[1]})); got != "Exported 12 tables." {
+		t.Errorf("spacefix_job = %q, want the export's result", got)
+	}
+
+	got := text(call(t, cs, "purge_cache", map[string]any{}))
+	if !strings.HasPrefix(got, "Not purged: ") || !strings.Contains(got, "cannot") {
+		t.Errorf("purge_cache as a job = %q, want Confirm's ErrCannotConfirm", got)
+	}
+}
