@@ -7,7 +7,7 @@ import { LOG_LEVELS, MAX_LOG_BYTES } from './log.js';
 import type { LogLevel } from './log.js';
 import type { ElicitResult, Inputs, Root, SampleRequest, SampleResult } from './ask.js';
 import { confirm } from './confirm.js';
-import type { Call, Caller } from './define.js';
+import type { Call, Caller, RetryReason } from './define.js';
 import { ProgressThrottle } from './progress.js';
 import { ProtocolError } from './protocolerror.js';
 import { CallFailure, MAX_RESULT_BYTES } from './result.js';
@@ -57,6 +57,7 @@ export function startCall(s: Session, m: WireMessage, handlerFor: HandlerFor, lo
       Array.isArray(m.caller?.capabilities) ? m.caller.capabilities.filter((c): c is string => typeof c === 'string') : [],
     ),
     deadline,
+    ...retry(m),
     ...traceContext(m),
     signal: ac.signal,
     progress: (message: string) => throttle.line(message),
@@ -138,6 +139,13 @@ function protocolFields(err: unknown, log: Logger): { code?: number; data?: unkn
     }
   }
   return out;
+}
+
+/** The earlier call this one repeats after an unknown outcome, if the gateway says so. */
+function retry(m: WireMessage): { retryOf: string; retryReason: RetryReason } {
+  if (typeof m.retryOf !== 'string' || m.retryOf === '') return { retryOf: '', retryReason: '' };
+  const reason = m.retryReason === 'timeout' || m.retryReason === 'disconnected' ? m.retryReason : '';
+  return { retryOf: m.retryOf, retryReason: reason };
 }
 
 /** A W3C traceparent of version 00 (other versions keep this prefix too). */

@@ -29,6 +29,17 @@ export interface Call {
   /** Epoch milliseconds after which the gateway has given up on the call; 0 when it sent none. */
   readonly deadline: number;
   /**
+   * Set when the gateway delivers this call again after an unknown outcome:
+   * an earlier call of this tool with the same request id (see
+   * `idempotencyKey`) timed out or lost its agent before it answered, so its
+   * write may or may not have happened. `retryOf` is that call's id, as in
+   * the call log; look for what it did (your own record of the request id)
+   * before doing it again. '' on a first delivery.
+   */
+  readonly retryOf: string;
+  /** Why the earlier call's outcome is unknown: `timeout` or `disconnected`; '' on a first delivery. */
+  readonly retryReason: RetryReason;
+  /**
    * The W3C trace context of the gateway's span for this call (the
    * `traceparent` header's value, https://www.w3.org/TR/trace-context/), or
    * '' when the gateway does not trace and the client sent none. To make your
@@ -107,6 +118,9 @@ export interface Call {
   log(level: LogLevel, data: unknown): void;
 }
 
+/** Why a call is delivered again: see Call.retryOf. */
+export type RetryReason = '' | 'timeout' | 'disconnected';
+
 /** The context a tool handler receives. */
 export type ToolCall = Call;
 
@@ -132,6 +146,15 @@ export interface ToolExecution {
    */
   taskSupport?: TaskSupport;
 }
+
+/**
+ * IdempotencyKeyOf is what `idempotencyKey` may name for arguments of type
+ * Args: a required string argument, or any name when the type does not list
+ * its arguments (defineTool checks the schema either way).
+ */
+export type IdempotencyKeyOf<Args> = string extends keyof Args
+  ? string
+  : { [K in keyof Args]-?: {} extends Pick<Args, K> ? never : Args[K] extends string ? K : never }[keyof Args] & string;
 
 /** What defineTool takes. */
 export interface ToolOptions<S extends InputSchema> {
@@ -162,6 +185,20 @@ export interface ToolOptions<S extends InputSchema> {
   /** Whether MCP clients may run the tool as a task, for slow work: `{ taskSupport: 'optional' }`. */
   execution?: ToolExecution;
   /**
+   * Names the argument that carries a request id, such as `'requestId'`: a
+   * required string argument the model fills with a new id for each write
+   * and reuses when it retries. The gateway then remembers each id's outcome
+   * for the project's repeat window (24 hours by default) and makes repeats
+   * safe itself: a repeat of a call that ended gets the same result without
+   * reaching the handler, a repeat of a running call waits for it, and the
+   * same id with other arguments is refused. The handler runs at most once
+   * per delivery; the one repeat delivered again is one after an unknown
+   * outcome (a timeout, or an agent that went away before answering), with
+   * `call.retryOf` and `call.retryReason` set. defineTool throws when the
+   * name is not a required string property of inputSchema.
+   */
+  idempotencyKey?: IdempotencyKeyOf<InferArgs<S>>;
+  /**
    * Serves a call. Return a string (sent as text), any other JSON value (sent
    * as JSON text; undefined as `null`), or a result with a `content` array
    * (`toolText`, `toolImage`, `toolError`). Throw an Error to fail the call
@@ -185,6 +222,8 @@ export interface Tool<Args = Record<string, unknown>> {
   readonly timeoutMs?: number;
   /** Set when the tool may run as a task (optional or required). */
   readonly execution?: Readonly<ToolExecution>;
+  /** The argument that carries the request id, when the gateway makes repeats safe. */
+  readonly idempotencyKey?: string;
   readonly handler: (args: Args, call: Call) => unknown;
 }
 
@@ -318,19 +357,41 @@ export function defineTool<const S extends InputSchema>(options: ToolOptions<S>)
   if (taskSupport !== undefined && !TASK_SUPPORT.includes(taskSupport)) {
     throw new TypeError(`${what}: execution.taskSupport must be 'forbidden', 'optional' or 'required', not ${JSON.stringify(taskSupport)}`);
   }
+  if (o.idempotencyKey !== undefined && (typeof o.idempotencyKey !== 'string' || o.idempotencyKey === '')) {
+    throw new TypeError(`${what}: idempotencyKey must name the tool's request id argument, for example 'requestId'`);
+  }
+  const inputSchema = toJSONSchema(o.inputSchema, what);
+  if (o.idempotencyKey !== undefined) checkIdempotencyKey(o.name, o.idempotencyKey, inputSchema);
   const tool: Tool<InferArgs<S>> = {
     kind: 'tool',
     name: o.name,
     description: o.description,
-    inputSchema: toJSONSchema(o.inputSchema, what),
+    inputSchema,
     handler: o.handler,
     ...(o.title !== undefined && { title: o.title }),
     ...(o.outputSchema !== undefined && { outputSchema: toJSONSchema(o.outputSchema, `${what} outputSchema`, 'output') }),
     ...(o.annotations !== undefined && { annotations: { ...o.annotations } }),
     ...(o.timeoutMs !== undefined && { timeoutMs: o.timeoutMs }),
     ...(taskSupport !== undefined && taskSupport !== 'forbidden' && { execution: Object.freeze({ taskSupport }) }),
+    ...(o.idempotencyKey !== undefined && { idempotencyKey: o.idempotencyKey }),
   };
   return Object.freeze(tool);
+}
+
+/**
+ * checkIdempotencyKey throws unless key is a required string property of the
+ * tool's input schema: the rule the gateway applies to the registration,
+ * in its words, said here where the tool is defined.
+ */
+function checkIdempotencyKey(tool: string, key: string, schema: Record<string, unknown>): void {
+  const start = `Tool ${JSON.stringify(tool)} names ${JSON.stringify(key)} as its idempotency key, but`;
+  const fix = 'make it a required string argument.';
+  const props = schema.properties;
+  const prop =
+    props !== null && typeof props === 'object' && Object.hasOwn(props, key) ? (props as Record<string, unknown>)[key] : undefined;
+  if (prop === undefined) throw new TypeError(`${start} the input schema has no such argument; ${fix}`);
+  if ((prop as { type?: unknown } | null)?.type !== 'string') throw new TypeError(`${start} it is not a string; ${fix}`);
+  if (!Array.isArray(schema.required) || !schema.required.includes(key)) throw new TypeError(`${start} it is not required; ${fix}`);
 }
 
 /** defineResource defines a resource: a current view of something, read by URI with no arguments. */

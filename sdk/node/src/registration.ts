@@ -44,6 +44,7 @@ export function registrationBody(
       timeoutMs: tool.timeoutMs || undefined,
       disabled: disabled || undefined,
       execution: tool.execution,
+      idempotencyKey: tool.idempotencyKey,
     })),
     resources:
       resources.length > 0 ? resources.map((r) => ({ uri: r.uri, name: r.name, description: r.description, mimeType: r.mimeType, ...(r.template && { template: true }), ...(r.complete && { completable: true }), ...(off.has(`resource:${r.uri}`) && { disabled: true }) })) : undefined,

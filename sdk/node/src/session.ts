@@ -16,6 +16,8 @@ export interface WireMessage {
   args?: unknown;
   deadline?: number;
   caller?: { keyId?: string; keyName?: string; capabilities?: unknown };
+  retryOf?: unknown;
+  retryReason?: unknown;
   traceparent?: unknown;
   tracestate?: unknown;
   message?: string;

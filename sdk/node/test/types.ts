@@ -149,3 +149,25 @@ defineTool({
     throw new ProtocolError(-32602, 'bad dates', { field: 'from' });
   },
 });
+
+// idempotencyKey names a required string argument of the schema.
+const orderInput = z.object({ requestId: z.string(), note: z.string().optional(), total: z.number() });
+defineTool({ name: 'create_order', description: 'd', inputSchema: orderInput, idempotencyKey: 'requestId', handler: () => null });
+// @ts-expect-error not a string
+defineTool({ name: 'create_order', description: 'd', inputSchema: orderInput, idempotencyKey: 'total', handler: () => null });
+// @ts-expect-error not required
+defineTool({ name: 'create_order', description: 'd', inputSchema: orderInput, idempotencyKey: 'note', handler: () => null });
+// @ts-expect-error no such argument
+defineTool({ name: 'create_order', description: 'd', inputSchema: orderInput, idempotencyKey: 'request_id', handler: () => null });
+// A schema whose arguments the type does not list: any name (checked at definition).
+defineTool({ name: 'create_order', description: 'd', inputSchema: loose, idempotencyKey: 'requestId', handler: () => null });
+defineTool({
+  name: 'create_order',
+  description: 'd',
+  inputSchema: orderInput,
+  idempotencyKey: 'requestId',
+  handler: (_args, call) => {
+    assertType<Equal<typeof call.retryOf, string>>(true);
+    assertType<Equal<typeof call.retryReason, '' | 'timeout' | 'disconnected'>>(true);
+  },
+});

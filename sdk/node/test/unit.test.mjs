@@ -139,6 +139,33 @@ describe('schemas', () => {
   });
 });
 
+describe('idempotencyKey', () => {
+  const handler = () => 'ok';
+  const create = (idempotencyKey, inputSchema) => () => defineTool({ name: 'create_order', description: 'd', inputSchema, idempotencyKey, handler });
+  const why = (end) => ({ name: 'TypeError', message: `Tool "create_order" names "requestId" as its idempotency key, but ${end}; make it a required string argument.` });
+
+  it('is kept on a tool whose schema has it as a required string', () => {
+    assert.equal(create('requestId', z.object({ requestId: z.string(), total: z.number() }))().idempotencyKey, 'requestId');
+    const plain = { type: 'object', properties: { requestId: { type: 'string' } }, required: ['requestId'] };
+    assert.equal(create('requestId', plain)().idempotencyKey, 'requestId');
+    assert.equal('idempotencyKey' in defineTool({ name: 'get_order', description: 'd', inputSchema: { type: 'object' }, handler }), false);
+  });
+
+  it('is refused with the gateway\'s words when the schema does not have it as a required string', () => {
+    assert.throws(create('requestId', z.object({ request_id: z.string() })), why('the input schema has no such argument'));
+    assert.throws(create('requestId', { type: 'object' }), why('the input schema has no such argument'));
+    assert.throws(create('requestId', z.object({ requestId: z.number() })), why('it is not a string'));
+    assert.throws(create('requestId', z.object({ requestId: z.string().optional() })), why('it is not required'));
+    assert.throws(create('requestId', { type: 'object', properties: { requestId: { type: 'string' } } }), why('it is not required'));
+  });
+
+  it('must be a name', () => {
+    assert.throws(create('', z.object({ requestId: z.string() })), {
+      message: 'defineTool "create_order": idempotencyKey must name the tool\'s request id argument, for example \'requestId\'',
+    });
+  });
+});
+
 describe('results', () => {
   it('builds text, image and error results', () => {
     assert.deepEqual(toolText('hi'), { content: [{ type: 'text', text: 'hi' }] });

@@ -194,6 +194,36 @@ aborted
     });
   });
 
+  it('registers a tool\'s idempotency key, and tells the handler a retry of an earlier call', async (t) => {
+    const { gw, agent } = await setup(t);
+    const seen = {};
+    agent.register([
+      defineTool({
+        name: 'create_order', description: 'd', idempotencyKey: 'requestId',
+        inputSchema: z.object({ requestId: z.string(), total: z.number() }),
+        handler: (_args, call) => {
+          seen[call.callId] = { retryOf: call.retryOf, retryReason: call.retryReason };
+          return 'ok';
+        },
+      }),
+    ]);
+    await gw.play(agent, script(connected + `
+-- gateway --
+{"type":"call","id":"c-1","kind":"tool","name":"create_order","args":{"requestId":"r-81","total":5}}
+-- agent --
+{"type":"result","id":"c-1"}
+-- gateway --
+{"type":"call","id":"c-2","kind":"tool","name":"create_order","args":{"requestId":"r-81","total":5},"retryOf":"c-1","retryReason":"disconnected"}
+-- agent --
+{"type":"result","id":"c-2"}
+`));
+    assert.equal(gw.registrations[0].body.tools[0].idempotencyKey, 'requestId');
+    assert.deepEqual(seen, {
+      'c-1': { retryOf: '', retryReason: '' },
+      'c-2': { retryOf: 'c-1', retryReason: 'disconnected' },
+    });
+  });
+
   it('aborts on cancel, and on disconnect, and sends nothing for either', async (t) => {
     const { gw, agent } = await setup(t);
     const reasons = {};
