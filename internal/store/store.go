@@ -53,6 +53,7 @@ type Store interface {
 	Meta
 	Gateways
 	Tasks
+	Idempotency
 
 	// Close releases the store. It is safe to call twice.
 	Close() error
@@ -372,6 +373,18 @@ type ProjectSettings struct {
 	// (a client asks for less or more; it gets at most this): 1 to
 	// [MaxTaskTTL]; 0 means [DefaultTaskTTL].
 	TaskTTLMs int64 `json:"taskTTLMs,omitempty"`
+	// IdempotencyWindowMs is how long the outcome of a call to a tool
+	// with an idempotency key is kept for repeats of its request id:
+	// [MinIdempotencyWindow] to [MaxIdempotencyWindow]; 0 means
+	// [DefaultIdempotencyWindow].
+	IdempotencyWindowMs int64 `json:"idempotencyWindowMs,omitempty"`
+}
+
+// IdempotencyWindow returns how long the project keeps a request id's
+// outcome.
+func (s ProjectSettings) IdempotencyWindow() time.Duration {
+	w := bounded(s.IdempotencyWindowMs, DefaultIdempotencyWindow, MaxIdempotencyWindow)
+	return max(w, MinIdempotencyWindow)
 }
 
 // Bounds of the task settings.
@@ -485,6 +498,16 @@ type Call struct {
 	Billable bool
 	// TaskID is the MCP task the call ran as; "" for a plain call.
 	TaskID string
+	// CallID is the gateway's id of the call ("c-…"); "" for records
+	// written before it was kept.
+	CallID string
+	// Replay marks a repeat of a request id that the gateway answered
+	// from its record without reaching an agent (not billable).
+	Replay bool
+	// RetryOf, on a call to a tool with an idempotency key, is the id of
+	// the earlier call with the same request id whose outcome was
+	// unknown; "" otherwise.
+	RetryOf string
 }
 
 // MaxErrorRunes is how many characters of a call's error the log keeps.

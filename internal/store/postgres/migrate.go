@@ -242,6 +242,9 @@ CREATE INDEX call_batches_written ON call_batches (written_at);
 `,
 	// 8: MCP tasks (tasks.go).
 	tasksSchema,
+	// 9: request ids of tools with an idempotency key, and the call id,
+	// replays and retries in the call log (idempotency.go).
+	idempotencySchema,
 }
 
 // migrateLock is the first half of the advisory lock key migrations take;

@@ -253,6 +253,9 @@ CREATE INDEX call_batches_written ON call_batches (written_at);
 `,
 	// 8: MCP tasks (tasks.go).
 	tasksSchema,
+	// 9: request ids of tools with an idempotency key, and the call id,
+	// replays and retries in the call log (idempotency.go).
+	idempotencySchema,
 }
 
 // migrate brings the schema up to date, one step per transaction. Each step

@@ -87,6 +87,11 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"AcceptInvite", testAcceptInvite},
 		{"Audit", testAudit},
 		{"UserAdminAndDelete", testUserAdminAndDelete},
+		{"RequestClaim", testRequestClaim},
+		{"RequestClaimRace", testRequestClaimRace},
+		{"RequestReclaim", testRequestReclaim},
+		{"RequestExpiry", testRequestExpiry},
+		{"RequestCallLog", testRequestCallLog},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -435,6 +440,7 @@ func testCallRoundTrip(t *testing.T, s store.Store) {
 			KeyID: "key_c", Agent: "key_a", Replica: "rep_1", Duration: 1234567 * time.Microsecond,
 			Outcome: store.OutcomeError, Error: "upstream said no",
 			Progress: []string{"1/3", `step "two" ✓`, "3/3"}, Billable: true,
+			CallID: "c-abc-2", RetryOf: "c-abc-1",
 		},
 		{
 			Time: at.Add(time.Millisecond), ProjectID: p.ID, Kind: "resource", Name: "orders://recent",

@@ -1,0 +1,144 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/spacefix/spacefix/internal/store"
+)
+
+var _ store.Idempotency = (*Store)(nil)
+
+// idempotencySchema is migration step 9: the outcome of each request id of
+// a tool with an idempotency key (idempotency.go of package store), and
+// the call log's call id, replays and retries.
+const idempotencySchema = `
+CREATE TABLE idempotency (
+	project_id BIGINT NOT NULL,
+	tool       TEXT   NOT NULL,
+	id_hash    BYTEA  NOT NULL,
+	args_hash  BYTEA  NOT NULL,
+	state      TEXT   NOT NULL,
+	call_id    TEXT   NOT NULL,
+	result     BYTEA,
+	outcome    TEXT   NOT NULL,
+	reason     TEXT   NOT NULL,
+	created_at BIGINT NOT NULL,
+	updated_at BIGINT NOT NULL,
+	deadline   BIGINT NOT NULL,
+	expires_at BIGINT NOT NULL,
+	PRIMARY KEY (project_id, tool, id_hash)
+);
+CREATE INDEX idempotency_expires ON idempotency (expires_at);
+ALTER TABLE calls ADD COLUMN call_id  TEXT    NOT NULL DEFAULT '';
+ALTER TABLE calls ADD COLUMN replay   BOOLEAN NOT NULL DEFAULT FALSE;
+ALTER TABLE calls ADD COLUMN retry_of TEXT    NOT NULL DEFAULT '';
+`
+
+// ClaimRequest implements [store.Idempotency]: an expired record that was
+// not pruned yet is replaced, in the same statement. Of two claims at
+// once, the second waits on the first's row and then finds it standing.
+func (s *Store) ClaimRequest(ctx context.Context, r store.Request) (store.Request, bool, error) {
+	tag, err := s.pool.Exec(ctx, `INSERT INTO idempotency (`+store.RequestColumns+`)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+ON CONFLICT (project_id, tool, id_hash) DO UPDATE SET args_hash = excluded.args_hash, state = excluded.state,
+	call_id = excluded.call_id, result = excluded.result, outcome = excluded.outcome, reason = excluded.reason,
+	created_at = excluded.created_at, updated_at = excluded.updated_at, deadline = excluded.deadline,
+	expires_at = excluded.expires_at
+WHERE idempotency.expires_at <= excluded.created_at`,
+		requestArgs(r)...)
+	if err != nil {
+		return store.Request{}, false, fmt.Errorf("claim request id of %s: %w", r.Tool, err)
+	}
+	if tag.RowsAffected() == 1 {
+		return r, true, nil
+	}
+	stood, err := s.Request(ctx, r.ProjectID, r.Tool, r.IDHash)
+	if err != nil {
+		return store.Request{}, false, fmt.Errorf("claim request id of %s: %w", r.Tool, err)
+	}
+	return stood, false, nil
+}
+
+// Request implements [store.Idempotency].
+func (s *Store) Request(ctx context.Context, projectID int64, tool string, idHash []byte) (store.Request, error) {
+	var (
+		r                                   store.Request
+		state                               string
+		created, updated, deadline, expires int64
+		result                              []byte
+	)
+	err := s.readRetry(ctx, func() error {
+		return s.pool.QueryRow(ctx, `SELECT `+store.RequestColumns+` FROM idempotency
+WHERE project_id = $1 AND tool = $2 AND id_hash = $3`, projectID, tool, idHash).Scan(
+			&r.ProjectID, &r.Tool, &r.IDHash, &r.ArgsHash, &state, &r.CallID, &result, &r.Outcome, &r.Reason,
+			&created, &updated, &deadline, &expires)
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.Request{}, fmt.Errorf("request id of %s: %w", tool, store.ErrNotFound)
+	}
+	if err != nil {
+		return store.Request{}, fmt.Errorf("request id of %s: %w", tool, err)
+	}
+	r.State, r.Result = store.RequestState(state), rawJSON(result)
+	r.CreatedAt, r.UpdatedAt, r.Deadline, r.ExpiresAt = fromMillis(created), fromMillis(updated), fromMillis(deadline), fromMillis(expires)
+	return r, nil
+}
+
+// ReclaimRequest implements [store.Idempotency]. Of two at once, the
+// second waits on the first's row lock and then finds another call id.
+func (s *Store) ReclaimRequest(ctx context.Context, r store.Request, prevCallID string) (bool, error) {
+	tag, err := s.pool.Exec(ctx, `UPDATE idempotency SET args_hash = $1, state = $2, call_id = $3, result = $4, outcome = $5, reason = $6,
+	created_at = $7, updated_at = $8, deadline = $9, expires_at = $10
+WHERE project_id = $11 AND tool = $12 AND id_hash = $13 AND call_id = $14
+	AND (state = 'unknown' OR (state = 'running' AND deadline < $15))`,
+		r.ArgsHash, string(r.State), r.CallID, blob(r.Result), r.Outcome, r.Reason,
+		millis(r.CreatedAt), millis(r.UpdatedAt), millis(r.Deadline), millis(r.ExpiresAt),
+		r.ProjectID, r.Tool, r.IDHash, prevCallID, millis(store.StaleBefore(r.UpdatedAt)))
+	if err != nil {
+		return false, fmt.Errorf("reclaim request id of %s: %w", r.Tool, err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// FinishRequest implements [store.Idempotency].
+func (s *Store) FinishRequest(ctx context.Context, r store.Request) (bool, error) {
+	tag, err := s.pool.Exec(ctx, `UPDATE idempotency SET state = $1, result = $2, outcome = $3, reason = $4, updated_at = $5, expires_at = $6
+WHERE project_id = $7 AND tool = $8 AND id_hash = $9 AND call_id = $10 AND state = 'running'`,
+		string(r.State), blob(r.Result), r.Outcome, r.Reason, millis(r.UpdatedAt), millis(r.ExpiresAt),
+		r.ProjectID, r.Tool, r.IDHash, r.CallID)
+	if err != nil {
+		return false, fmt.Errorf("finish request id of %s: %w", r.Tool, err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// ReleaseRequest implements [store.Idempotency].
+func (s *Store) ReleaseRequest(ctx context.Context, r store.Request) error {
+	_, err := s.pool.Exec(ctx, `DELETE FROM idempotency
+WHERE project_id = $1 AND tool = $2 AND id_hash = $3 AND call_id = $4 AND state = 'running'`,
+		r.ProjectID, r.Tool, r.IDHash, r.CallID)
+	if err != nil {
+		return fmt.Errorf("release request id of %s: %w", r.Tool, err)
+	}
+	return nil
+}
+
+// PruneRequests implements [store.Idempotency].
+func (s *Store) PruneRequests(ctx context.Context, now time.Time) (int64, error) {
+	tag, err := s.pool.Exec(ctx, `DELETE FROM idempotency WHERE expires_at < $1`, millis(now))
+	if err != nil {
+		return 0, fmt.Errorf("prune request ids: %w", err)
+	}
+	return tag.RowsAffected(), nil
+}
+
+// requestArgs are r's values in the order of [store.RequestColumns].
+func requestArgs(r store.Request) []any {
+	return []any{r.ProjectID, store.CleanText(r.Tool), r.IDHash, r.ArgsHash, string(r.State), r.CallID, blob(r.Result),
+		r.Outcome, r.Reason, millis(r.CreatedAt), millis(r.UpdatedAt), millis(r.Deadline), millis(r.ExpiresAt)}
+}
