@@ -32,6 +32,10 @@ type Request struct {
 	Caller   agentproto.Caller
 	Wait     time.Duration // how long the caller waits for the result
 	Instance string        // if set, only replicas of this instance serve
+	// RetryOf and RetryReason, for a repeat of a request id whose earlier
+	// call's outcome is unknown, go on the call message as they are
+	// (agentproto.Message.RetryOf).
+	RetryOf, RetryReason string
 	// Progress, if set, receives the call's progress lines in [Deliver], at
 	// most [agentproto.MaxProgressPerSec] a second, each cut to 200
 	// characters, on the caller's goroutine. With [Start], pass it to
@@ -152,6 +156,7 @@ func (c *Call) Send(ctx context.Context) (*Call, Result) {
 		Type: agentproto.TypeCall, ID: c.res.ID, Kind: c.req.Kind, Name: c.req.Name, Args: c.req.Args,
 		// Rounded up, so an agent never gives up before the gateway does.
 		Deadline: c.deadline.Add(time.Millisecond - 1).UnixMilli(), Caller: &c.req.Caller,
+		RetryOf: c.req.RetryOf, RetryReason: c.req.RetryReason,
 	}
 	if c.span != nil {
 		ctx = trace.ContextWithSpan(ctx, c.span)
@@ -185,6 +190,10 @@ func (c *Call) Release() {
 	c.finish()
 	c.res.Replica = nil
 }
+
+// MarkRetry makes a picked call, not yet sent, a retry of call of, whose
+// outcome is unknown for reason ([Request.RetryOf]).
+func (c *Call) MarkRetry(of, reason string) { c.req.RetryOf, c.req.RetryReason = of, reason }
 
 // ID returns the call id.
 func (c *Call) ID() string { return c.res.ID }
