@@ -413,7 +413,7 @@ func TestPagesRender(t *testing.T) {
 		"/admin":           `<tr data-audit="token.create">`,
 		"/p/shop/members":  "Add member",
 		"/p/shop/audit":    "Audit log",
-		"/p/shop":          "claude mcp add --transport http spacefix-shop",
+		"/p/shop":          `<span class="tok">claude</span> <span class="tok">mcp</span> <span class="tok">add</span> <span class="tok">--transport</span> <span class="tok">http</span> <span class="tok">spacefix-shop</span>`,
 		"/p/shop/tools":    "Description models see",
 		"/p/shop/agents":   "r-1",
 		"/p/shop/keys":     "New client key",

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spacefix/spacefix/internal/auth"
+	"github.com/spacefix/spacefix/internal/oauth"
 	"github.com/spacefix/spacefix/internal/ratelimit"
 	"github.com/spacefix/spacefix/internal/store"
 	"github.com/spacefix/spacefix/internal/users"
@@ -144,13 +145,15 @@ func (d *Dashboard) allowSignIn(r *http.Request, email string) error {
 
 type loginData struct {
 	Email, Error, Next string
-	Setup              bool // no user exists yet
-	Keep               bool // "keep me signed in" is ticked
-	KeepDays           int  // how long that keeps one signed in
+	App                string // the app asking, when next is an OAuth request
+	Setup              bool   // no user exists yet
+	Keep               bool   // "keep me signed in" is ticked
+	KeepDays           int    // how long that keeps one signed in
 }
 
 func (d *Dashboard) loginPage(w http.ResponseWriter, r *http.Request) {
 	data := loginData{Next: safeNext(r.URL.Query().Get("next")), KeepDays: int(users.SessionLifetime.Hours() / 24)}
+	data.App = d.askingApp(r, data.Next)
 	if us, err := d.st.Users(r.Context()); err == nil && len(us) == 0 {
 		data.Setup = true
 	}
@@ -161,6 +164,7 @@ func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 	email, password := strings.TrimSpace(r.PostFormValue("email")), r.PostFormValue("password")
 	data := loginData{Email: email, Next: safeNext(r.PostFormValue("next")), Keep: r.PostFormValue("keep") != "",
 		KeepDays: int(users.SessionLifetime.Hours() / 24)}
+	data.App = d.askingApp(r, data.Next)
 	if err := d.allowSignIn(r, email); err != nil {
 		data.Error = err.Error()
 		d.renderBare(w, r, http.StatusTooManyRequests, "login", "Sign in", data)
@@ -285,6 +289,24 @@ func (d *Dashboard) ownOwnerless(r *http.Request, u store.User) {
 			d.log.Error("setup: make the first admin an owner", "project", p.Name, "err", err)
 		}
 	}
+}
+
+// askingApp is the name of the app whose OAuth request sent the person
+// to sign in (next is that request), or "". The request is checked as
+// the consent page checks it, so a hand-made link cannot put a name here
+// that no registered app has.
+func (d *Dashboard) askingApp(r *http.Request, next string) string {
+	u, err := url.Parse(next)
+	if d.oauth == nil || err != nil || u.Path != oauth.AuthorizePath {
+		return ""
+	}
+	ar := r.Clone(r.Context())
+	ar.Method, ar.URL, ar.Body, ar.Form, ar.PostForm = http.MethodGet, u, http.NoBody, nil, nil
+	a, err := d.oauth.ParseAuthorize(ar)
+	if err != nil {
+		return ""
+	}
+	return a.ClientName
 }
 
 // safeNext keeps a post-sign-in redirect on this site.

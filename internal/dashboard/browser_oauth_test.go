@@ -169,8 +169,10 @@ func TestBrowserOAuthTSClient(t *testing.T) {
 			if cimd && !strings.Contains(facts, docURL) {
 				t.Errorf("consent page says %q; want the metadata document URL %s", facts, docURL)
 			}
+			until(t, ctx, "read only chosen first", `document.querySelector('input[name=access]:checked').value === 'read'`)
 			screenshotView(t, ctx, "oauth-consent")
-			run(t, ctx, chromedp.Click(chromedp.CSS(`#approve`)))
+			// This app is to create orders too: the person chooses more.
+			run(t, ctx, chromedp.Click(chromedp.CSS(`input[name=access][value=write]`)), chromedp.Click(chromedp.CSS(`#approve`)))
 
 			if got := c.expect("TOOLS "); got != "create_order,get_order,search_orders" {
 				t.Errorf("tools = %s", got)

@@ -16,6 +16,12 @@ type consentData struct {
 	Projects []store.Project
 	CanWrite bool // the app asked for mcp:write
 	Error    string
+	// Write and Project are what the form starts with: the person's last
+	// choice for this app if they connected it before (and it is still
+	// connected), else read only and the first project. The least access
+	// is the default; more is a choice.
+	Write   bool
+	Project string
 }
 
 // authorizeGate checks an authorization request and the person making it.
@@ -73,9 +79,33 @@ func (d *Dashboard) renderConsent(w http.ResponseWriter, r *http.Request, status
 		d.serverError(w, r, "list projects", err)
 		return
 	}
-	v := &view{Title: "Allow " + a.ClientName + "?", User: p.user, Version: d.version,
-		Data: consentData{Req: a, Projects: projects, CanWrite: oauth.Writes(a.Scope), Error: msg}}
+	data := consentData{Req: a, Projects: projects, CanWrite: oauth.Writes(a.Scope), Error: msg}
+	if g, ok := d.lastChoice(r, p, a.ClientID, projects); ok {
+		data.Write, data.Project = data.CanWrite && oauth.Writes(g.Scope), g.ProjectName
+	}
+	v := &view{Title: "Allow " + a.ClientName + "?", User: p.user, Version: d.version, Data: data}
 	d.render(w, status, "consent", v)
+}
+
+// lastChoice is the newest connection the person made for the app (by
+// its client id) to one of projects that is still connected.
+func (d *Dashboard) lastChoice(r *http.Request, p principal, clientID string, projects []store.Project) (store.OAuthGrant, bool) {
+	var last store.OAuthGrant
+	found := false
+	for _, pr := range projects {
+		gs, err := d.st.OAuthGrants(r.Context(), pr.ID)
+		if err != nil {
+			d.log.Warn("consent: read earlier connections", "project", pr.Name, "err", err)
+			continue
+		}
+		for _, g := range gs {
+			if g.UserID == p.user.ID && g.ClientID == clientID && (!found || g.CreatedAt.After(last.CreatedAt)) {
+				last, found = g, true
+				last.ProjectName = pr.Name
+			}
+		}
+	}
+	return last, found
 }
 
 // projectsOf lists the projects a person may connect an app to: those

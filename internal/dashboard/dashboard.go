@@ -139,6 +139,7 @@ func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) { d.handle
 func (d *Dashboard) routes(mux *http.ServeMux) {
 	static, _ := fs.Sub(assets, "static")
 	mux.Handle("GET /static/", http.StripPrefix("/static/", cacheStatic(http.FileServerFS(static))))
+	mux.HandleFunc("GET /favicon.ico", favicon) // browsers ask for it on every page
 
 	// Sign-in, sign-up and sign-out.
 	mux.HandleFunc("GET /login", d.loginPage)
@@ -200,6 +201,18 @@ func securityHeaders(next http.Handler) http.Handler {
 		h.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; frame-ancestors 'none'")
 		next.ServeHTTP(w, r)
 	})
+}
+
+// favicon serves the dashboard's icon, embedded like the rest.
+func favicon(w http.ResponseWriter, r *http.Request) {
+	b, err := assets.ReadFile("static/favicon.ico")
+	if err != nil {
+		http.NotFound(w, r)
+		return
+	}
+	w.Header().Set("Content-Type", "image/x-icon")
+	w.Header().Set("Cache-Control", "public, max-age=86400")
+	w.Write(b)
 }
 
 func cacheStatic(next http.Handler) http.Handler {

@@ -36,6 +36,7 @@ var funcs = template.FuncMap{
 	"join":     strings.Join,
 	"plus1":    func(i int) int { return i + 1 },
 	"count":    count,
+	"tokens":   tokens,
 }
 
 func parsePages() map[string]*pageTemplate {
@@ -219,6 +220,31 @@ func when(t time.Time) template.HTML {
 	t = t.UTC()
 	return template.HTML(fmt.Sprintf(`<time datetime="%s" title="%s UTC">%s UTC</time>`,
 		t.Format(time.RFC3339), t.Format(time.DateTime), t.Format(time.DateTime)))
+}
+
+// tokens writes code for a <pre> that wraps long lines only between
+// words: each run of non-space characters is a span the stylesheet keeps
+// whole, so "--header" or "Bearer" never break inside.
+func tokens(code string) template.HTML {
+	var b strings.Builder
+	word := -1
+	for i, c := range code {
+		space := c == ' ' || c == '\n' || c == '\t'
+		switch {
+		case !space && word < 0:
+			word = i
+		case space && word >= 0:
+			b.WriteString(`<span class="tok">` + template.HTMLEscapeString(code[word:i]) + `</span>`)
+			word = -1
+		}
+		if space {
+			b.WriteRune(c)
+		}
+	}
+	if word >= 0 {
+		b.WriteString(`<span class="tok">` + template.HTMLEscapeString(code[word:]) + `</span>`)
+	}
+	return template.HTML(b.String())
 }
 
 // count writes n with thousands separators: 1,000 tools.

@@ -159,10 +159,12 @@ async function fillKey(button) {
   try {
     const data = await api("POST", `/api/projects/${encodeURIComponent(button.dataset.fillKey)}/keys`,
       { kind: "client", name: "made on the overview page" });
-    for (const pre of document.querySelectorAll("[data-snippet]")) {
-      pre.textContent = pre.textContent.replaceAll("YOUR_CLIENT_KEY", data.secret);
+    for (const tok of document.querySelectorAll("[data-snippet] .tok")) {
+      if (tok.textContent.includes("YOUR_CLIENT_KEY")) tok.textContent = tok.textContent.replaceAll("YOUR_CLIENT_KEY", data.secret);
     }
     button.textContent = "Key filled in: save it now, it is shown once";
+    const hint = document.querySelector("[data-key-hint]");
+    if (hint) hint.textContent = `The snippets below carry a new client key, ${data.id || "made just now"}. Copy what you need now: the key is not shown again (the Keys page lists it, without its secret).`;
   } catch (e) {
     toast(e.message, true);
     button.disabled = false;
