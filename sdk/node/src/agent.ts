@@ -452,7 +452,7 @@ export class Agent {
     s.startHeartbeat(w.heartbeatMs && w.heartbeatMs > 0 ? w.heartbeatMs : DEFAULT_HEARTBEAT_MS);
     this.#log.info(
       `spacefix: connected to the gateway (project ${w.project ?? '?'}, replica ${w.replica ?? '?'}, ` +
-        `${this.#tools.size} tools, ${this.#resources.size} resources, ${this.#prompts.size} prompts)`,
+        `${count(this.#tools.size, 'tool')}, ${count(this.#resources.size, 'resource')}, ${count(this.#prompts.size, 'prompt')})`,
     );
     // Tell the gateway of setEnabled calls made since the registration was taken.
     for (const [name, t] of this.#tools) {
@@ -474,4 +474,9 @@ export class Agent {
 
 function asError(err: unknown): Error {
   return err instanceof Error ? err : new Error(String(err));
+}
+
+/** count writes "1 tool" or "2 tools". */
+function count(n: number, noun: string): string {
+  return `${n} ${noun}${n === 1 ? '' : 's'}`;
 }

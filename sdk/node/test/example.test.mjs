@@ -52,7 +52,7 @@ describe('examples/orders-node', () => {
   const call = (name, args) => client.callTool({ name, arguments: args });
 
   it('connects and offers its four tools with their schemas', async () => {
-    assert.match(output, /spacefix: connected to the gateway \(project default, replica r-\w+, 4 tools, 1 resources, 1 prompts\)/);
+    assert.match(output, /spacefix: connected to the gateway \(project default, replica r-\w+, 4 tools, 1 resource, 1 prompt\)/);
     const { tools } = await client.listTools();
     // spacefix_job is the gateway's, for clients without tasks: sales_report may run as one.
     assert.deepEqual(tools.map((t) => t.name).sort(), ['create_order', 'get_order', 'sales_report', 'search_orders', 'spacefix_job']);
