@@ -100,8 +100,26 @@ func (f *Front) toolHandler(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 		}
 	}
 
+	// Repeat-safe tools: a repeat of a request id is answered here, or
+	// the call goes on with its id claimed (repeat.go).
+	if t.Def.IdempotencyKey != "" {
+		if out, err := f.repeat(ctx, t, key, c, args, call, start); out != nil || err != nil {
+			return out, err
+		}
+	}
+
 	if asJob {
-		return f.runJob(ctx, t, key, call, start, wait)
+		out, err := f.runJob(ctx, t, key, call, start, wait)
+		if t.Def.IdempotencyKey != "" {
+			// The job's first answer is what a repeat gets: its result,
+			// or its job reference.
+			end := route.Result{Outcome: route.OK, Replica: call.Replica()}
+			if out == nil {
+				end.Outcome = route.Cancelled // it may have started: unknown
+			}
+			f.repeats.end(call.ID(), end, out, store.OutcomeOK)
+		}
+		return out, err
 	}
 
 	// Delivery to the replica, within the tool's wait.
@@ -315,6 +333,9 @@ func (f *Front) toolResult(t *agents.Tool, key store.Key, res route.Result, star
 		errText string
 		outcome = store.OutcomeOK
 	)
+	if t.Def.IdempotencyKey != "" {
+		defer func() { f.repeats.end(res.ID, res, out, outcome) }()
+	}
 	switch res.Outcome {
 	case route.NotFound:
 		return nil
@@ -341,10 +362,15 @@ func (f *Front) toolResult(t *agents.Tool, key store.Key, res route.Result, star
 		}
 	}
 	if res.Reached() {
+		var retryOf string
+		if t.Def.IdempotencyKey != "" {
+			retryOf = f.repeats.retryOf(res.ID)
+		}
 		f.calls.Add(store.Call{
 			Time: start, ProjectID: key.ProjectID, Kind: agentproto.KindTool, Name: t.Name,
 			KeyID: key.ID, Agent: t.AgentKey, Replica: res.Replica.ID, Duration: time.Since(start),
 			Outcome: outcome, Error: textfmt.Cut(errText, agentproto.MaxErrorLogLen), Progress: res.Progress, Billable: true,
+			CallID: res.ID, RetryOf: retryOf,
 		})
 	}
 	return out

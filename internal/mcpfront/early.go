@@ -105,6 +105,9 @@ func (f *Front) answerEarly(w http.ResponseWriter, r *http.Request, v *view, ses
 	if c.CacheFor(t) > 0 {
 		result = f.cachedEarly(v, t, call, modern)
 	}
+	if result == nil && t.Def.IdempotencyKey != "" {
+		return false // a repeat-safe tool's request ids: go-sdk's path (repeat.go)
+	}
 	ctx := r.Context()
 	if result == nil && !modern {
 		// A session's call: a notifications/cancelled for its id must

@@ -101,6 +101,10 @@ type Options struct {
 	// Tasks runs MCP tasks (tasks_modern.go, tasks_session.go); nil means
 	// the endpoint offers no tasks and runs every call plainly.
 	Tasks *tasks.Manager
+	// Idempotency keeps the request ids of repeat-safe tools
+	// (repeat.go); nil means Store's, when Store has them (a store.Store
+	// does), else calls of such tools are delivered as any other.
+	Idempotency store.Idempotency
 }
 
 // Front is the MCP endpoint. It is an http.Handler.
@@ -120,6 +124,7 @@ type Front struct {
 	limiter       *ratelimit.Limiter
 	tracer        trace.Tracer   // nil: no traces
 	tasks         *tasks.Manager // nil: no tasks
+	repeats       *repeats
 	impl          *mcp.Implementation
 
 	hits       atomic.Int64 // tool calls answered from the cache
@@ -156,6 +161,10 @@ func New(opts Options) *Front {
 	if opts.Registry == nil || opts.Store == nil || opts.Verifier == nil || opts.CallLog == nil {
 		panic("mcpfront.New: Registry, Store, Verifier and CallLog are required")
 	}
+	idem := opts.Idempotency
+	if idem == nil {
+		idem, _ = opts.Store.(store.Idempotency)
+	}
 	f := &Front{
 		sessionPrefix: opts.SessionPrefix, hostsChecked: opts.HostsChecked,
 		reg: opts.Registry, store: opts.Store, verifier: opts.Verifier, calls: opts.CallLog,
@@ -171,6 +180,7 @@ func New(opts Options) *Front {
 		f.tracer = opts.TracerProvider.Tracer(tracerName, trace.WithInstrumentationVersion(opts.Version))
 	}
 	f.held = newHeldCalls(f.log, opts.SessionPrefix)
+	f.repeats = newRepeats(idem, f.log)
 	if f.limiter == nil {
 		f.limiter = ratelimit.New()
 	}

@@ -86,6 +86,7 @@ func (f *Front) Close() error {
 	}
 	close(f.life.stop)
 	f.life.wg.Wait()
+	f.repeats.wait()
 	return nil
 }
 

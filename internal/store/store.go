@@ -505,8 +505,9 @@ type Call struct {
 	// from its record without reaching an agent (not billable).
 	Replay bool
 	// RetryOf, on a call to a tool with an idempotency key, is the id of
-	// the earlier call with the same request id whose outcome was
-	// unknown; "" otherwise.
+	// the earlier call with the same request id that this one repeats:
+	// the call whose result a replay got, or whose unknown outcome a
+	// retry follows; "" otherwise.
 	RetryOf string
 }
 
