@@ -39,7 +39,11 @@ var layers = []struct {
 	// them; the SDK, the far end of the agent protocol, at the same height.
 	{"fronts and SDK", []string{"internal/agentfront", "internal/mcpfront", "internal/dashboard", "core"}},
 	{"test transport", []string{"internal/route/routetest"}},
-	{"routing and rules", []string{"internal/route", "internal/access", "internal/users", "internal/metrics", "internal/cluster", "internal/oauth"}},
+	// The bus carries the task runtime's signals between gateways, and the
+	// runtime delivers a task's call through route.
+	{"the bus", []string{"internal/cluster"}},
+	{"tasks", []string{"internal/tasks"}},
+	{"routing and rules", []string{"internal/route", "internal/access", "internal/users", "internal/metrics", "internal/oauth"}},
 	{"registry and stores", []string{"internal/agents", "internal/auth", "internal/cache", "internal/store/sqlite", "internal/store/postgres", "internal/store/storetest"}},
 	// What the SQLite and PostgreSQL stores share: statements and scanning.
 	{"shared SQL", []string{"internal/store/sqlshared"}},
