@@ -87,6 +87,11 @@ func Check(reg *agentproto.Registration, lim Limits) (map[string]*schema.Schema,
 		return nil, err
 	}
 	schemas := make(map[string]*schema.Schema, len(reg.Tools))
+	for i := range reg.Tools {
+		if reg.Tools[i].IdempotencyKey != "" {
+			reg.Tools[i].InputSchema = DescribeIdempotencyKey(reg.Tools[i].InputSchema, reg.Tools[i].IdempotencyKey)
+		}
+	}
 	for _, t := range reg.Tools {
 		exp := agents.ExposedName(reg, t.Name)
 		if len(exp) > agentproto.MaxNameLen {
@@ -237,4 +242,51 @@ func isObjectSchema(raw json.RawMessage) bool {
 func hasScheme(s string) bool {
 	u, err := url.Parse(s)
 	return err == nil && u.Scheme != ""
+}
+
+// ReuseSentence is what the description of a tool's idempotency argument
+// gains in tools/list, unless it already says to reuse the value.
+const ReuseSentence = "Reuse the same value when you retry this call, so it takes effect only once."
+
+// DescribeIdempotencyKey returns the input schema with ReuseSentence added
+// to the description of argument key, unless that description already
+// mentions reusing or retrying (any case); the schema as it was if it has
+// no such argument. [Check] applies it to each registration once, so
+// that every listing shows it at no cost.
+func DescribeIdempotencyKey(in json.RawMessage, key string) json.RawMessage {
+	var s map[string]json.RawMessage
+	var props map[string]json.RawMessage
+	var prop map[string]json.RawMessage
+	if json.Unmarshal(in, &s) != nil || json.Unmarshal(s["properties"], &props) != nil || json.Unmarshal(props[key], &prop) != nil || prop == nil {
+		return in
+	}
+	var desc string
+	_ = json.Unmarshal(prop["description"], &desc) // absent or not a string: none
+	if l := strings.ToLower(desc); strings.Contains(l, "reuse") || strings.Contains(l, "retry") {
+		return in
+	}
+	desc = strings.TrimSpace(desc)
+	switch {
+	case desc == "":
+		desc = ReuseSentence
+	case strings.HasSuffix(desc, ".") || strings.HasSuffix(desc, "!") || strings.HasSuffix(desc, "?"):
+		desc += " " + ReuseSentence
+	default:
+		desc += ". " + ReuseSentence
+	}
+	var err error
+	if prop["description"], err = json.Marshal(desc); err != nil {
+		return in
+	}
+	if props[key], err = json.Marshal(prop); err != nil {
+		return in
+	}
+	if s["properties"], err = json.Marshal(props); err != nil {
+		return in
+	}
+	out, err := json.Marshal(s)
+	if err != nil {
+		return in
+	}
+	return out
 }

@@ -159,3 +159,29 @@ func BenchmarkAgentFrontCheckReplica(b *testing.B) {
 	}
 	runtime.KeepAlive(held)
 }
+
+// The idempotency argument's description gains the reuse sentence once,
+// and not when it already says to reuse or retry.
+func TestAgentFrontDescribeIdempotencyKey(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{`{"type":"object","properties":{"requestId":{"type":"string"}},"required":["requestId"]}`,
+			`{"properties":{"requestId":{"description":"Reuse the same value when you retry this call, so it takes effect only once.","type":"string"}},"required":["requestId"],"type":"object"}`},
+		{`{"type":"object","properties":{"requestId":{"type":"string","description":"Unique per order"}},"required":["requestId"]}`,
+			`{"properties":{"requestId":{"description":"Unique per order. Reuse the same value when you retry this call, so it takes effect only once.","type":"string"}},"required":["requestId"],"type":"object"}`},
+		{`{"type":"object","properties":{"requestId":{"type":"string","description":"Send the same id on a RETRY."}}}`,
+			`{"type":"object","properties":{"requestId":{"type":"string","description":"Send the same id on a RETRY."}}}`},
+		{`{"type":"object"}`, `{"type":"object"}`},
+	} {
+		if got := string(DescribeIdempotencyKey(json.RawMessage(c.in), "requestId")); got != c.want {
+			t.Errorf("DescribeIdempotencyKey(%s)\n got  %s\n want %s", c.in, got, c.want)
+		}
+	}
+	reg := agentproto.Registration{Protocol: 1, Tools: []agentproto.Tool{{Name: "create_order", IdempotencyKey: "requestId",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"requestId":{"type":"string"}},"required":["requestId"]}`)}}}
+	if _, err := Check(&reg, DefaultLimits()); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(reg.Tools[0].InputSchema), ReuseSentence) {
+		t.Errorf("Check left the schema as %s", reg.Tools[0].InputSchema)
+	}
+}
