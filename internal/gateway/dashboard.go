@@ -52,6 +52,13 @@ func (g *Gateway) pruneCalls(retention time.Duration) {
 		case n > 0:
 			g.log.Info("pruned call log", "records", n, "olderThan", retention)
 		}
+		n, err = g.store.PruneRequests(g.ctx, time.Now())
+		switch {
+		case err != nil && g.ctx.Err() == nil:
+			g.log.Warn("prune request ids", "err", err)
+		case n > 0:
+			g.log.Info("pruned request ids past their window", "records", n)
+		}
 		n, err = g.store.PruneAudit(g.ctx, time.Now().Add(-g.cfg.AuditRetention))
 		switch {
 		case err != nil && g.ctx.Err() == nil:
