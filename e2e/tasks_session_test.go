@@ -488,11 +488,17 @@ func TestSessionTasksSupportRefusals(t *testing.T) {
 		a.Error.Message != "Tool lookup does not run as a task (its execution.taskSupport is forbidden): call it again without params.task." {
 		t.Errorf("a forbidden tool as a task: %+v", a.Error)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	_, err := c.cs.CallTool(ctx, &mcp.CallToolParams{Name: "archive", Arguments: map[string]any{}})
-	if jerr := rpcError(t, err); jerr.Code != jsonrpc.CodeMethodNotFound || !strings.HasPrefix(jerr.Message, "Tool archive runs only as a task") {
-		t.Errorf("a required tool without a task: %d %q", jerr.Code, jerr.Message)
+	// A client that declared the tasks capability and calls a required
+	// tool without a task breaks the spec's rule: -32601.
+	tasksInit := strings.Replace(initializeBody, `"capabilities":{}`, `"capabilities":{"tasks":{"list":{},"cancel":{},"requests":{"elicitation":{"create":{}}}}}`, 1)
+	declared := e.newRawSessionWith(e.clientKey, tasksInit)
+	if _, got := declared.call(7, "archive", `{}`); !strings.Contains(got, `"code":-32601`) || !strings.Contains(got, "Tool archive runs only as a task") {
+		t.Errorf("a required tool without a task, from a client that speaks tasks: %s", got)
+	}
+	// A client that does not speak tasks (go-sdk's declares none) gets the
+	// required tool as a job: a reference it can act on, not an error.
+	if r := call(t, c.cs, "archive", map[string]any{}); r.IsError || !strings.HasPrefix(text(r), "The tool runs as a job (job task_") {
+		t.Errorf("a required tool from a client without tasks = isError %v %q; want a job reference", r.IsError, text(r))
 	}
 	// Optional tools still run plainly; forbidden ones too.
 	if got := text(call(t, c.cs, "lookup", map[string]any{})); got != "found" {

@@ -53,6 +53,10 @@ type sessState struct {
 	// request id: a notifications/cancelled for one ends it, as go-sdk's
 	// would end its own.
 	early map[jsonrpc.ID]context.CancelFunc
+	// tasks: the client declared the tasks capability when it
+	// initialized (go-sdk drops it from the parameters it keeps). A
+	// client that did not is served required-task tools as jobs.
+	tasks bool
 }
 
 // sessions are the view's live sessions by id, pruned of closed ones.
@@ -153,12 +157,35 @@ func (v *view) admit(max int) bool {
 }
 
 // added records a session go-sdk has just made.
-func (v *view) added(id string) {
+func (v *view) added(id string, tasks bool) {
 	v.sess.mu.Lock()
 	defer v.sess.mu.Unlock()
 	if v.sess.m[id] == nil {
 		v.sess.m[id] = &sessState{lastUsed: time.Now()}
 	}
+	v.sess.m[id].tasks = tasks
+}
+
+// declaresTasks reports whether an initialize request's client declares
+// the tasks capability (capabilities.tasks, 2025-11-25).
+func declaresTasks(initialize []byte) bool {
+	var req struct {
+		Params struct {
+			Capabilities struct {
+				Tasks json.RawMessage `json:"tasks"`
+			} `json:"capabilities"`
+		} `json:"params"`
+	}
+	return json.Unmarshal(initialize, &req) == nil && len(req.Params.Capabilities.Tasks) > 0 && string(req.Params.Capabilities.Tasks) != "null"
+}
+
+// declaredTasks reports whether session id's client declared the tasks
+// capability.
+func (v *view) declaredTasks(id string) bool {
+	v.sess.mu.Lock()
+	defer v.sess.mu.Unlock()
+	s := v.sess.m[id]
+	return s != nil && s.tasks
 }
 
 // trackEarly notes a tool call of session id answered before go-sdk, so
@@ -440,7 +467,7 @@ func (f *Front) serveSession(w http.ResponseWriter, r *http.Request, v *view) {
 		}
 		f.stateful.ServeHTTP(w, r)
 		if nid := w.Header().Get("Mcp-Session-Id"); nid != "" {
-			v.added(nid)
+			v.added(nid, declaresTasks(body))
 		}
 	case id == "":
 		f.stateful.ServeHTTP(w, r)

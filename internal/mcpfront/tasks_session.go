@@ -557,7 +557,9 @@ func (f *Front) answerTaskCall(w http.ResponseWriter, r *http.Request, v *view, 
 	support := t.Def.TaskSupport()
 	out := &sseStream{w: w}
 	switch {
-	case call.task == nil && support != agentproto.TaskRequired:
+	case call.task == nil && (support != agentproto.TaskRequired || !v.declaredTasks(sessionID)):
+		// A client that does not speak tasks gets a required tool as a
+		// job (jobs.go), on the call's own path.
 		return false
 	case call.task == nil:
 		f.writeEarly(out, call.id, nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf(msgTaskRequired, t.Name)}, false)
