@@ -170,14 +170,15 @@ func TestSettingsCommand(t *testing.T) {
 	_, url, token, st := adminGateway(t)
 	t.Setenv("SPACEFIX_TOKEN", token)
 	out, err := runCLI(t, "settings", "set", "--url", url, "--call-wait", "5", "--client-access", "read", "--rate-limit", "60", "--approve-tool-changes",
-		"--longest-task", "2h", "--keep-task-results", "48h")
+		"--longest-task", "2h", "--keep-task-results", "48h", "--repeat-window", "72h")
 	if err != nil || !strings.Contains(out, "Call wait") || !strings.Contains(out, "5 s") || !strings.Contains(out, "60 calls per minute per key") ||
-		!strings.Contains(out, "Longest task            2h0m0s") || !strings.Contains(out, "Keep task results       48h0m0s") {
+		!strings.Contains(out, "Longest task            2h0m0s") || !strings.Contains(out, "Keep task results       48h0m0s") ||
+		!strings.Contains(out, "Repeat window           72h0m0s") {
 		t.Fatalf("settings set: %v\n%s", err, out)
 	}
 	p, _ := st.Project(context.Background(), "default")
 	want := store.ProjectSettings{CallWaitMs: 5000, ReadOnlyClients: true, RateLimitPerMinute: 60, ApproveToolChanges: true,
-		LongestTaskMs: 2 * 3600_000, TaskTTLMs: 48 * 3600_000}
+		LongestTaskMs: 2 * 3600_000, TaskTTLMs: 48 * 3600_000, IdempotencyWindowMs: 72 * 3600_000}
 	if p.Settings != want {
 		t.Errorf("stored settings = %+v, want %+v", p.Settings, want)
 	}
@@ -191,6 +192,8 @@ func TestSettingsCommand(t *testing.T) {
 		"--longest-task=90s":       "settings set: --longest-task is whole minutes from 1m to 24h, not 1m30s",
 		"--longest-task=25h":       "settings set: --longest-task is whole minutes from 1m to 24h, not 25h0m0s",
 		"--keep-task-results=169h": "settings set: --keep-task-results is whole hours from 1h to 168h, not 169h0m0s",
+		"--repeat-window=30m":      "settings set: --repeat-window is whole hours from 1h to 720h, not 30m0s",
+		"--repeat-window=721h":     "settings set: --repeat-window is whole hours from 1h to 720h, not 721h0m0s",
 	} {
 		if _, err := runCLI(t, "settings", "set", "--url", url, flag); err == nil || err.Error() != want {
 			t.Errorf("settings set %s: %v, want %q", flag, err, want)

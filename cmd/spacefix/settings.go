@@ -51,6 +51,7 @@ func printSettings(w io.Writer, p apitypes.Project) error {
 	t.row("Largest arguments", args)
 	t.row("Longest task", (time.Duration(s.LongestTaskMinutes) * time.Minute).String())
 	t.row("Keep task results", (time.Duration(s.KeepTaskResultsHours) * time.Hour).String())
+	t.row("Repeat window", (time.Duration(s.RepeatWindowHours) * time.Hour).String())
 	return t.flush()
 }
 
@@ -68,6 +69,7 @@ func settingsSet(ctx context.Context, args []string, stdout io.Writer) error {
 	maxArgs := fs.Int("max-argument-bytes", 0, "the largest arguments one call may carry, 1,024 to 33,554,432 `BYTES`; 0 means the default (1 MiB)")
 	longest := fs.Duration("longest-task", 0, "how long a task may run before it is stopped, whole minutes from 1m to 24h (default 1h)")
 	keep := fs.Duration("keep-task-results", 0, "how long an ended task's result is kept at most, whole hours from 1h to 168h (7 days; default 24h)")
+	repeat := fs.Duration("repeat-window", 0, "how long a repeat-safe tool's request ids are remembered, whole hours from 1h to 720h (30 days; default 24h)")
 	asJSON := fs.Bool("json", false, "print the admin API's JSON")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -87,6 +89,13 @@ func settingsSet(ctx context.Context, args []string, stdout io.Writer) error {
 			return err
 		}
 		patch.KeepTaskResultsHours = &n
+	}
+	if given["repeat-window"] {
+		n, err := wholeUnits("repeat-window", *repeat, time.Hour, time.Hour, 30*24*time.Hour)
+		if err != nil {
+			return err
+		}
+		patch.RepeatWindowHours = &n
 	}
 	for flag, set := range map[string]func(){
 		"call-wait": func() { patch.CallWaitSeconds = wait }, "client-access": func() { patch.ClientAccess = access },
@@ -142,5 +151,5 @@ var settingsFlags = map[string]string{
 	"callWaitSeconds": "call-wait", "clientAccess": "client-access", "approveToolChanges": "approve-tool-changes",
 	"rateLimitPerMinute": "rate-limit", "maxTools": "max-tools", "maxSchemaBytes": "max-schema-bytes",
 	"maxResources": "max-resources", "maxRegistrationBytes": "max-registration-bytes", "maxArgumentBytes": "max-argument-bytes",
-	"longestTaskMinutes": "longest-task", "keepTaskResultsHours": "keep-task-results",
+	"longestTaskMinutes": "longest-task", "keepTaskResultsHours": "keep-task-results", "repeatWindowHours": "repeat-window",
 }

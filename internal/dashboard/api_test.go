@@ -211,16 +211,16 @@ func TestSettings(t *testing.T) {
 	}
 	c.mustCall(http.StatusOK, "PATCH", "/api/projects/shop/settings", map[string]any{
 		"callWaitSeconds": 5, "clientAccess": "read", "rateLimitPerMinute": 60, "maxTools": 10,
-		"longestTaskMinutes": 120, "keepTaskResultsHours": 168,
+		"longestTaskMinutes": 120, "keepTaskResultsHours": 168, "repeatWindowHours": 720,
 	}, &p)
 	got, _ := e.st.Project(t.Context(), "shop")
 	want := store.ProjectSettings{CallWaitMs: 5000, ReadOnlyClients: true, RateLimitPerMinute: 60, MaxTools: 10,
-		LongestTaskMs: 2 * 3600_000, TaskTTLMs: 7 * 24 * 3600_000}
+		LongestTaskMs: 2 * 3600_000, TaskTTLMs: 7 * 24 * 3600_000, IdempotencyWindowMs: 720 * 3600_000}
 	if got.Settings != want {
 		t.Errorf("stored settings = %+v, want %+v", got.Settings, want)
 	}
 	if p.Settings["callWaitSeconds"] != 5.0 || p.Settings["clientAccess"] != "read" || !strings.HasSuffix(p.MCPURL, "/mcp") ||
-		p.Settings["longestTaskMinutes"] != 120.0 || p.Settings["keepTaskResultsHours"] != 168.0 {
+		p.Settings["longestTaskMinutes"] != 120.0 || p.Settings["keepTaskResultsHours"] != 168.0 || p.Settings["repeatWindowHours"] != 720.0 {
 		t.Errorf("answer = %+v", p)
 	}
 	if len(e.notified.take()) == 0 {
@@ -235,6 +235,7 @@ func TestSettings(t *testing.T) {
 		`{"longestTaskMinutes":1441}`:  "longestTaskMinutes: the longest task is 1 to 1440 minutes (24 hours), not 1441",
 		`{"longestTaskMinutes":0}`:     "longestTaskMinutes: the longest task is 1 to 1440 minutes",
 		`{"keepTaskResultsHours":169}`: "keepTaskResultsHours: task results are kept 1 to 168 hours (7 days), not 169",
+		`{"repeatWindowHours":0}`:      "repeatWindowHours: request ids are kept 1 to 720 hours (30 days), not 0",
 	} {
 		var raw json.RawMessage = []byte(body)
 		res := c.call("PATCH", "/api/projects/shop/settings", raw, nil)

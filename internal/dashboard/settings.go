@@ -37,6 +37,9 @@ const (
 	minKeepTask        = 1
 	maxKeepTask        = int(store.MaxTaskTTL / time.Hour)
 	defaultKeepTask    = int(store.DefaultTaskTTL / time.Hour)
+	minRepeatWindow    = int(store.MinIdempotencyWindow / time.Hour)
+	maxRepeatWindow    = int(store.MaxIdempotencyWindow / time.Hour)
+	defaultRepeat      = int(store.DefaultIdempotencyWindow / time.Hour)
 )
 
 type settingsJSON = apitypes.Settings
@@ -53,6 +56,7 @@ func settingsOut(s store.ProjectSettings) settingsJSON {
 		MaxRegistrationBytes: s.MaxRegistrationBytes, MaxArgumentBytes: s.MaxArgumentBytes,
 		LongestTaskMinutes:   int(s.LongestTask().Round(time.Minute) / time.Minute),
 		KeepTaskResultsHours: int(s.TaskTTL().Round(time.Hour) / time.Hour),
+		RepeatWindowHours:    int(s.IdempotencyWindow().Round(time.Hour) / time.Hour),
 	}
 }
 
@@ -93,6 +97,15 @@ func (p settingsPatch) apply(s store.ProjectSettings) (store.ProjectSettings, er
 		s.TaskTTLMs = int64(*v) * time.Hour.Milliseconds()
 		if *v == defaultKeepTask {
 			s.TaskTTLMs = 0
+		}
+	}
+	if v := p.RepeatWindowHours; v != nil {
+		if *v < minRepeatWindow || *v > maxRepeatWindow {
+			return s, fieldError("repeatWindowHours", "request ids are kept %d to %d hours (30 days), not %d", minRepeatWindow, maxRepeatWindow, *v)
+		}
+		s.IdempotencyWindowMs = int64(*v) * time.Hour.Milliseconds()
+		if *v == defaultRepeat {
+			s.IdempotencyWindowMs = 0
 		}
 	}
 	if p.ApproveToolChanges != nil {

@@ -39,6 +39,10 @@ type Settings struct {
 	// and its result are kept at most (docs/tasks.md).
 	LongestTaskMinutes   int `json:"longestTaskMinutes"`
 	KeepTaskResultsHours int `json:"keepTaskResultsHours"`
+	// RepeatWindowHours is how long the outcome of a call to a
+	// repeat-safe tool is kept for repeats of its request id: 1 to 720
+	// hours (30 days), default 24.
+	RepeatWindowHours int `json:"repeatWindowHours"`
 }
 
 // SettingsPatch is the body of PATCH …/settings: it changes the fields that
@@ -55,6 +59,7 @@ type SettingsPatch struct {
 	MaxArgumentBytes     *int    `json:"maxArgumentBytes,omitempty"`
 	LongestTaskMinutes   *int    `json:"longestTaskMinutes,omitempty"`
 	KeepTaskResultsHours *int    `json:"keepTaskResultsHours,omitempty"`
+	RepeatWindowHours    *int    `json:"repeatWindowHours,omitempty"`
 }
 
 // Pill is a label in the Tools table.
