@@ -36,6 +36,13 @@ type callJSON struct {
 	Error      string    `json:"error,omitempty"`
 	Progress   []string  `json:"progress"`
 	TaskID     string    `json:"taskId,omitempty"` // the MCP task (or job) the call ran as
+	CallID     string    `json:"callId,omitempty"` // the gateway's id of the call, as its agent saw it
+	// Replay marks a repeat of a request id answered with an earlier
+	// call's result (no agent reached, not billed); RetryOf is that call,
+	// or, without Replay, the call with an unknown outcome this one
+	// delivers again.
+	Replay  bool   `json:"replay,omitempty"`
+	RetryOf string `json:"retryOf,omitempty"`
 }
 
 // callOut is a record as the Logs page and the API show it; names maps key
@@ -48,7 +55,7 @@ func callOut(c store.Call, names map[string]string) callJSON {
 	return callJSON{
 		ID: c.ID, Time: c.Time, Kind: c.Kind, Name: c.Name, Key: c.KeyID, KeyName: names[c.KeyID], Agent: c.Agent, Replica: c.Replica,
 		DurationMs: float64(c.Duration.Microseconds()) / 1000, Outcome: c.Outcome, Error: c.Error, Progress: p,
-		TaskID: c.TaskID,
+		TaskID: c.TaskID, CallID: c.CallID, Replay: c.Replay, RetryOf: c.RetryOf,
 	}
 }
 

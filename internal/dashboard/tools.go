@@ -78,7 +78,7 @@ func registeredRow(t *agents.Tool, c *access.Controls) toolRow {
 		Name: t.Name, Registered: true, Agent: access.AgentName(k, reg), AgentKey: t.AgentKey, AgentKeyName: k.Name,
 		RegisteredDescription: t.Def.Description, DeclaredReadOnly: access.DeclaredReadOnly(t.Def),
 		EnabledByAgent: t.Enabled, Replicas: len(t.Replicas), Settings: settingsOf(s),
-		DefinitionHash: definitionHash(def), ReplicasDiffer: t.Differs,
+		DefinitionHash: definitionHash(def), ReplicasDiffer: t.Differs, IdempotencyKey: t.Def.IdempotencyKey,
 	}
 	shown := t.Def
 	if c.Settings.ApproveToolChanges {
@@ -120,6 +120,7 @@ func pills(row toolRow, s store.ToolSettings) []pill {
 	add(strings.HasPrefix(row.Consent, "rejected"), "Rejected", "muted")
 	add(s.Description != "", "Edited", "info")
 	add(s.CacheSeconds > 0, fmt.Sprintf("Cached %ds", s.CacheSeconds), "info")
+	add(row.IdempotencyKey != "", fmt.Sprintf("Repeat-safe (%s)", row.IdempotencyKey), "info")
 	add(s.Access == store.AccessRead, "Treated as read", "info")
 	add(s.Access == store.AccessWrite, "Treated as write", "info")
 	add(s.Disabled, "Disabled", "off")

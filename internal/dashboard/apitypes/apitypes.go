@@ -101,7 +101,11 @@ type Tool struct {
 	// ReplicasDiffer says how the connected replicas' definitions of the
 	// tool differ, e.g. "annotations.readOnlyHint: true vs false".
 	ReplicasDiffer []string `json:"replicasDiffer,omitempty"`
-	Pills          []Pill   `json:"pills"`
+	// IdempotencyKey is the argument that carries the tool's request id
+	// when the tool is repeat-safe: the gateway answers a repeat of an id
+	// itself (pill "Repeat-safe (requestId)").
+	IdempotencyKey string `json:"idempotencyKey,omitempty"`
+	Pills          []Pill `json:"pills"`
 }
 
 // Dimmed reports whether the row is shown dimmed: disabled from the

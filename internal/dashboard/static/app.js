@@ -257,6 +257,15 @@ function logRow(c) {
     task.append("task ", Object.assign(document.createElement("code"), { textContent: c.taskId }));
     name.append(document.createElement("br"), task);
   }
+  if (c.retryOf) {
+    const of = document.createElement("small");
+    of.className = "muted";
+    of.title = c.replay
+      ? "A repeat of a request id, answered with this earlier call's result: no agent reached, not billed"
+      : "Delivered again: this earlier call with the same request id timed out or lost its agent";
+    of.append(c.replay ? "replay of " : "retry of ", Object.assign(document.createElement("code"), { textContent: c.retryOf }));
+    name.append(document.createElement("br"), of);
+  }
   tr.append(timeCell(when), cell(c.kind), name, key,
     codeCell(c.replica), cell(`${c.durationMs.toFixed(1)} ms`, "num"), outcome, detail);
   return tr;
