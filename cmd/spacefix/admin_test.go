@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spacefix/spacefix/internal/dashboard/apitypes"
 	"github.com/spacefix/spacefix/internal/gateway"
 	"github.com/spacefix/spacefix/internal/store"
 	"github.com/spacefix/spacefix/internal/store/sqlite"
@@ -294,4 +295,22 @@ func TestProjectTokensAndAudit(t *testing.T) {
 		t.Errorf("audit list table:\n%s", table)
 	}
 	_ = st
+}
+
+// tools list names the argument that carries a repeat-safe tool's
+// request id.
+func TestToolsListRequestID(t *testing.T) {
+	var b strings.Builder
+	err := printTools(&b, []apitypes.Tool{
+		{Name: "create_order", Registered: true, IdempotencyKey: "requestId", Pills: []apitypes.Pill{{Text: "Repeat-safe (requestId)"}}},
+		{Name: "get_order", Registered: true, ReadOnly: true},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(b.String(), "\n")
+	if len(lines) < 3 || !strings.Contains(lines[0], "REQUEST ID") ||
+		!strings.Contains(lines[1], "requestId") || !strings.Contains(lines[1], "Repeat-safe (requestId)") || strings.Contains(lines[2], "requestId") {
+		t.Errorf("tools list:\n%s", b.String())
+	}
 }

@@ -21,7 +21,7 @@ func toolsList(ctx context.Context, args []string, stdout io.Writer) error {
 }
 
 func printTools(w io.Writer, rows []apitypes.Tool) error {
-	t := newTable(w, "TOOL", "COUNTS AS", "STATE", "DESCRIPTION MODELS SEE")
+	t := newTable(w, "TOOL", "COUNTS AS", "REQUEST ID", "STATE", "DESCRIPTION MODELS SEE")
 	for _, r := range rows {
 		counts := "write"
 		if r.ReadOnly {
@@ -30,7 +30,9 @@ func printTools(w io.Writer, rows []apitypes.Tool) error {
 		if !r.Registered {
 			counts = "-"
 		}
-		t.row(r.Name, counts, toolState(r), clip(r.Description, 60))
+		// REQUEST ID: the argument a repeat-safe tool's request id
+		// travels in; the gateway answers repeats of an id itself.
+		t.row(r.Name, counts, orDash(r.IdempotencyKey), toolState(r), clip(r.Description, 60))
 	}
 	return t.flush()
 }
