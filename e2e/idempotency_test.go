@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"slices"
 	"strings"
@@ -270,4 +271,47 @@ func TestIdempotencyPruneAndRestart(t *testing.T) {
 	if got := text(call(t, cs2, "create_order", args)); got != "order 2: tea" {
 		t.Errorf("after the window: %q, want a new delivery (order 2: tea)", got)
 	}
+}
+
+// repeatBench runs TestIdempotencyCost's measurements (docs/benchmarks.md,
+// "Repeat-safe writes"); without it the test does nothing.
+var repeatBench = flag.Bool("repeat-bench", false, "measure a replay against a cache hit and a first call against a plain one")
+
+// TestIdempotencyCost measures, through a real gateway and a go-sdk
+// session, one caller: a plain call, a cache hit, a first call of a
+// repeat-safe tool (its claim in the store) and a replay.
+func TestIdempotencyCost(t *testing.T) {
+	if !*repeatBench {
+		return
+	}
+	e := newEnv(t)
+	o := new(orderDesk)
+	e.startAgent(core.Options{}, func(a *core.Agent) {
+		o.setup(t)(a)
+		for _, name := range []string{"plain_order", "cached_order"} {
+			must(t, core.AddTool(a, name, "Creates an order.", func(ctx context.Context, in orderIn) (string, error) {
+				return "order: " + in.Item, nil
+			}))
+		}
+	})
+	e.save(store.ToolSettings{Tool: "cached_order", CacheSeconds: 3600})
+	cs := e.connect("2025-11-25", e.clientKey, nil)
+	measure := func(name string, args func(i int) map[string]any) {
+		call(t, cs, name, args(-1)) // warm, and the one delivery a replay or hit repeats
+		i := 0
+		r := testing.Benchmark(func(b *testing.B) {
+			for b.Loop() {
+				i++
+				if _, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args(i)}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		t.Logf("%-28s %8.1f µs/call  (%d calls)", name+" "+fmt.Sprint(args(0)["requestId"] != args(1)["requestId"]), float64(r.NsPerOp())/1000, r.N)
+	}
+	same := func(int) map[string]any { return map[string]any{"requestId": "r-same", "item": "tea"} }
+	measure("plain_order", same)
+	measure("cached_order", same)
+	measure("create_order", same) // replays
+	measure("create_order", func(i int) map[string]any { return map[string]any{"requestId": fmt.Sprintf("r-%d", i), "item": "tea"} })
 }

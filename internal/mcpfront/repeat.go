@@ -151,7 +151,13 @@ func (f *Front) repeat(ctx context.Context, t *agents.Tool, key store.Key, c *ac
 	for {
 		now := time.Now()
 		rec.CreatedAt, rec.UpdatedAt, rec.ExpiresAt = now, now, now.Add(window)
-		stood, claimed, err := rs.st.ClaimRequest(ctx, rec)
+		// A read first: a repeat, the common case of a known id, then
+		// costs no write; a new id is claimed by the INSERT, which decides.
+		stood, err := rs.st.Request(ctx, rec.ProjectID, rec.Tool, rec.IDHash)
+		claimed := false
+		if err != nil || !stood.ExpiresAt.After(now) {
+			stood, claimed, err = rs.st.ClaimRequest(ctx, rec)
+		}
 		if err != nil {
 			call.Release()
 			if ctx.Err() != nil {
