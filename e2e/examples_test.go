@@ -57,11 +57,21 @@ func TestOrdersExample(t *testing.T) {
 		if got := text(call(t, cs, "search_orders", map[string]any{"customer": "ada", "status": "open"})); !strings.Contains(got, `"id":"1042"`) || strings.Contains(got, "1043") {
 			t.Errorf("search_orders ada open = %s", got)
 		}
-		rid := "req-" + v
-		first := text(call(t, cs, "create_order", map[string]any{"requestId": rid, "customer": "ada", "total": 1200}))
-		again := text(call(t, cs, "create_order", map[string]any{"requestId": rid, "customer": "ada", "total": 1200}))
+		// create_order names requestId as its idempotency key: the gateway
+		// answers the repeat with the first result, and refuses the id with
+		// other arguments before the agent sees it.
+		rid, buyer := "req-"+v, "buyer-"+v
+		first := text(call(t, cs, "create_order", map[string]any{"requestId": rid, "customer": buyer, "total": 1200}))
+		again := text(call(t, cs, "create_order", map[string]any{"requestId": rid, "customer": buyer, "total": 1200}))
 		if first != again || !strings.Contains(first, `"total":1200`) {
 			t.Errorf("create_order twice with one requestId: %s then %s; want the same order", first, again)
+		}
+		res = call(t, cs, "create_order", map[string]any{"requestId": rid, "customer": buyer, "total": 1300})
+		if want := `requestId "` + rid + `" was already used for create_order with other arguments.`; !res.IsError || text(res) != want {
+			t.Errorf("create_order with the requestId and another total = %q (isError %v), want %q", text(res), res.IsError, want)
+		}
+		if got := text(call(t, cs, "search_orders", map[string]any{"customer": buyer})); strings.Count(got, `"id":`) != 1 {
+			t.Errorf("orders of %s after three create_order with one requestId = %s, want one", buyer, got)
 		}
 		rr, err := cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: "orders://open"})
 		must(t, err)

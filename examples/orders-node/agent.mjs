@@ -42,7 +42,19 @@ const createOrder = defineTool({
     total: z.number().int().describe('Total in cents')
   }),
   annotations: { idempotentHint: true },
-  handler: ({ requestId, ...input }) => orderService.createOnce(requestId, input)
+  // The gateway makes create_order safe to repeat: a repeat of one requestId
+  // gets the first call's result without reaching this handler. The one
+  // repeat it delivers again is one after an unknown outcome (the earlier
+  // call timed out, or this agent went away before answering), so the order
+  // may exist already.
+  idempotencyKey: 'requestId',
+  handler: async ({ requestId, ...input }, call) => {
+    if (call.retryOf) {
+      const earlier = await orderService.findByRequest(requestId);
+      if (earlier) return earlier;
+    }
+    return orderService.create(requestId, input);
+  }
 });
 
 // The slow tool: a report that takes about 45 seconds (ORDERS_REPORT_SECONDS makes

@@ -2,7 +2,7 @@
 // agent.mjs are thin adapters over it. This one keeps a few sample orders in
 // memory so the example runs on its own.
 
-/** @typedef {{ id: string, customer: string, status: 'open' | 'shipped' | 'cancelled', total: number, createdAt: string, items: string[] }} Order */
+/** @typedef {{ id: string, customer: string, status: 'open' | 'shipped' | 'cancelled', total: number, createdAt: string, items: string[], requestId?: string }} Order */
 
 /** @type {Order[]} */
 const orders = [
@@ -11,14 +11,6 @@ const orders = [
   { id: '1041', customer: 'linus', status: 'open', total: 899, createdAt: '2025-11-30T08:45:00Z', items: ['usb cable'] },
   { id: '1042', customer: 'ada', status: 'open', total: 2599, createdAt: '2025-12-01T10:30:00Z', items: ['mouse', 'mouse pad'] },
 ];
-
-// The orders created so far, by the requestId of the call that created them.
-// A real service keeps this record in its database (for example a table with
-// a unique constraint on the request id), so that a retry that lands on
-// another replica, or after a restart, still finds it. Memory is enough for
-// an example with one process.
-/** @type {Map<string, Order>} */
-const createdByRequest = new Map();
 
 let nextId = 1043;
 
@@ -36,15 +28,23 @@ export const orderService = {
       .slice(0, limit);
   },
 
-  /** Creates an order once per requestId; a repeat returns the order created the first time. */
-  async createOnce(requestId, { customer, total }) {
-    const seen = createdByRequest.get(requestId);
-    if (seen) return seen;
+  /**
+   * Creates an order under requestId, kept with the order so that a retry
+   * after an unknown outcome finds what the earlier attempt did. A real
+   * service keeps it in its database, in the same transaction as the order
+   * (a column with a unique constraint), so that it holds on every replica
+   * and after a restart.
+   */
+  async create(requestId, { customer, total }) {
     /** @type {Order} */
-    const order = { id: String(nextId++), customer, status: 'open', total, createdAt: new Date().toISOString(), items: [] };
+    const order = { id: String(nextId++), customer, status: 'open', total, createdAt: new Date().toISOString(), items: [], requestId };
     orders.push(order);
-    createdByRequest.set(requestId, order);
     return order;
+  },
+
+  /** The order created under requestId, if any. */
+  async findByRequest(requestId) {
+    return orders.find((o) => o.requestId === requestId);
   },
 
   async all() {

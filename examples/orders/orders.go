@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -107,35 +106,30 @@ func (s *OrderService) Open() []Order {
 	return scanOrders(s.db.Query(`SELECT ` + orderCols + ` FROM orders WHERE status = 'open' ORDER BY created_at DESC`))
 }
 
-// CreateOnce creates an order under requestID, or returns the order an
-// earlier attempt with the same requestID created.
-func (s *OrderService) CreateOnce(requestID, customer string, total int) (Order, error) {
+// Create creates an order. The request id goes into the order's row, in
+// the same statement, so that a retry after an unknown outcome can find what
+// the earlier attempt did (FindByRequest); its UNIQUE constraint turns two
+// attempts that run at once into one order.
+func (s *OrderService) Create(requestID, customer string, total int) (Order, error) {
 	if requestID == "" {
 		return Order{}, errors.New("requestId is empty: pass a unique id, for example a UUID, and reuse it when retrying")
 	}
-	ctx := context.Background()
-	tx, err := s.db.BeginTx(ctx, nil)
+	// WHERE true: SQLite's way to tell an upsert from a join's ON.
+	_, err := s.db.Exec(`INSERT INTO orders (id, customer, status, total, created_at, request_id)
+		SELECT COALESCE(MAX(CAST(id AS INTEGER)), 1000) + 1, ?, 'open', ?, ?, ? FROM orders WHERE true
+		ON CONFLICT (request_id) DO NOTHING`, customer, total, time.Now().UnixMilli(), requestID)
 	if err != nil {
 		return Order{}, err
 	}
-	defer tx.Rollback()
-	var id string
-	err = tx.QueryRow(`SELECT id FROM orders WHERE request_id = ?`, requestID).Scan(&id)
-	if errors.Is(err, sql.ErrNoRows) {
-		var next int
-		if err := tx.QueryRow(`SELECT COALESCE(MAX(CAST(id AS INTEGER)), 1000) + 1 FROM orders`).Scan(&next); err != nil {
-			return Order{}, err
-		}
-		id = fmt.Sprint(next)
-		_, err = tx.Exec(`INSERT INTO orders (id, customer, status, total, created_at, request_id) VALUES (?, ?, 'open', ?, ?, ?)`,
-			id, customer, total, time.Now().UnixMilli(), requestID)
-	}
-	if err != nil {
-		return Order{}, err
-	}
-	if err := tx.Commit(); err != nil {
-		return Order{}, err
-	}
-	o, _ := s.FindByID(id)
+	o, _ := s.FindByRequest(requestID)
 	return o, nil
+}
+
+// FindByRequest returns the order created under requestID.
+func (s *OrderService) FindByRequest(requestID string) (Order, bool) {
+	found := scanOrders(s.db.Query(`SELECT `+orderCols+` FROM orders WHERE request_id = ?`, requestID))
+	if len(found) == 0 {
+		return Order{}, false
+	}
+	return found[0], true
 }

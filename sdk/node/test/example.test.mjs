@@ -114,13 +114,21 @@ describe('examples/orders-node', () => {
     );
   });
 
-  it('create_order creates once per requestId', async () => {
-    const first = JSON.parse(textOf(await call('create_order', { requestId: 'req-1', customer: 'ada', total: 1999 })));
-    const again = JSON.parse(textOf(await call('create_order', { requestId: 'req-1', customer: 'ada', total: 1999 })));
-    const other = JSON.parse(textOf(await call('create_order', { requestId: 'req-2', customer: 'ada', total: 500 })));
+  it('create_order creates once per requestId: the gateway answers the repeat, and refuses the id with other arguments', async () => {
+    const first = JSON.parse(textOf(await call('create_order', { requestId: 'req-1', customer: 'hedy', total: 1999 })));
+    const again = JSON.parse(textOf(await call('create_order', { requestId: 'req-1', customer: 'hedy', total: 1999 })));
+    assert.deepEqual(await call('create_order', { requestId: 'req-1', customer: 'hedy', total: 2000 }), {
+      content: [{ type: 'text', text: 'requestId "req-1" was already used for create_order with other arguments.' }],
+      isError: true,
+    });
+    const other = JSON.parse(textOf(await call('create_order', { requestId: 'req-2', customer: 'hedy', total: 500 })));
     assert.deepEqual(again, first);
     assert.notEqual(other.id, first.id);
     assert.equal(first.status, 'open');
+    // The service's own record has no lookup on the way in: one order per id
+    // because the handler ran once per id.
+    const hers = JSON.parse(textOf(await call('search_orders', { customer: 'hedy' })));
+    assert.deepEqual(hers.map((o) => o.id).sort(), [first.id, other.id].sort());
     assert.equal(
       textOf(await call('create_order', { requestId: 'req-3', customer: 'ada', total: 1.5 })),
       'Input validation error: Invalid arguments for tool create_order: data/total must be integer',
