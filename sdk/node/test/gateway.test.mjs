@@ -455,6 +455,75 @@ describe('the call', () => {
   });
 });
 
+describe('repeat-safe writes (idempotencyKey)', () => {
+  const deliveries = {};
+  const seen = [];
+  before(async () => {
+    await connect([
+      defineTool({
+        name: 'repeat_create',
+        description: 'Create an order.',
+        inputSchema: z.object({ requestId: z.string().describe('A unique id for this attempt.'), total: z.number() }),
+        idempotencyKey: 'requestId',
+        handler: ({ requestId }, call) => {
+          deliveries[requestId] = (deliveries[requestId] ?? 0) + 1;
+          seen.push({ requestId, retryOf: call.retryOf, retryReason: call.retryReason, callId: call.callId });
+          return `order ${requestId}/${deliveries[requestId]}`;
+        },
+      }),
+      defineTool({
+        name: 'repeat_slow',
+        description: 'Create an order, slowly.',
+        inputSchema: z.object({ requestId: z.string() }),
+        idempotencyKey: 'requestId',
+        timeoutMs: 300,
+        handler: async ({ requestId }, call) => {
+          seen.push({ requestId, retryOf: call.retryOf, retryReason: call.retryReason, callId: call.callId });
+          if (call.retryOf) return `reconciled ${call.retryOf}`;
+          await new Promise((r) => call.signal.addEventListener('abort', r));
+          return 'late';
+        },
+      }),
+    ]);
+  });
+
+  it('tells the model to reuse the id, in the argument\'s description', async () => {
+    const { tools } = await client.listTools();
+    const props = tools.find((t) => t.name === 'repeat_create').inputSchema.properties;
+    assert.equal(props.requestId.description, 'A unique id for this attempt. Reuse the same value when you retry this call, so it takes effect only once.');
+  });
+
+  it('delivers a call repeated with one requestId once, and answers the repeat with the first result', async () => {
+    const args = { requestId: 'r-1', total: 5 };
+    const first = await client.callTool({ name: 'repeat_create', arguments: args });
+    const again = await client.callTool({ name: 'repeat_create', arguments: args });
+    assert.deepEqual(first, { content: [{ type: 'text', text: 'order r-1/1' }] });
+    assert.deepEqual(again, first);
+    assert.equal(deliveries['r-1'], 1);
+  });
+
+  it('refuses the requestId with other arguments before the agent sees it', async () => {
+    await client.callTool({ name: 'repeat_create', arguments: { requestId: 'r-81', total: 5 } });
+    const r = await client.callTool({ name: 'repeat_create', arguments: { requestId: 'r-81', total: 6 } });
+    assert.deepEqual(r, {
+      content: [{ type: 'text', text: 'requestId "r-81" was already used for repeat_create with other arguments.' }],
+      isError: true,
+    });
+    assert.equal(deliveries['r-81'], 1);
+  });
+
+  it('delivers again after a timeout, with call.retryOf and call.retryReason', async () => {
+    const first = await client.callTool({ name: 'repeat_slow', arguments: { requestId: 'r-slow' } });
+    assert.deepEqual(first, { content: [{ type: 'text', text: 'Request for tool "repeat_slow" timed out after 300ms' }], isError: true });
+    const again = await client.callTool({ name: 'repeat_slow', arguments: { requestId: 'r-slow' } });
+    const calls = seen.filter((c) => c.requestId === 'r-slow');
+    assert.equal(calls.length, 2);
+    assert.deepEqual(calls[0], { requestId: 'r-slow', retryOf: '', retryReason: '', callId: calls[0].callId });
+    assert.deepEqual(calls[1], { requestId: 'r-slow', retryOf: calls[0].callId, retryReason: 'timeout', callId: calls[1].callId });
+    assert.deepEqual(again, { content: [{ type: 'text', text: `reconciled ${calls[0].callId}` }] });
+  });
+});
+
 describe('structured results', () => {
   it('advertises outputSchema and sends structuredContent beside the JSON text', async () => {
     await connect([
