@@ -251,7 +251,7 @@ func TestTogetherTwoForms(t *testing.T) {
 		}
 	})
 	// At 2026-07-28, both questions are in the one input_required result.
-	a := e.post(modernHeaders("two_forms"), fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"two_forms","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}}}`))
+	a := e.post(modernHeaders("two_forms"), `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"two_forms","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}}}`)
 	var res struct {
 		Result struct {
 			ResultType    string                     `json:"resultType"`
