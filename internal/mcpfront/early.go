@@ -105,8 +105,13 @@ func (f *Front) answerEarly(w http.ResponseWriter, r *http.Request, v *view, ses
 	if c.CacheFor(t) > 0 {
 		result = f.cachedEarly(v, t, call, modern)
 	}
+	var replayed func() // logs a replay answered here
 	if result == nil && t.Def.IdempotencyKey != "" {
-		return false // a repeat-safe tool's request ids: go-sdk's path (repeat.go)
+		// A repeat of a finished request id is answered here like a cache
+		// hit; anything else about request ids is go-sdk's path (repeat.go).
+		if result, replayed = f.replayEarly(r.Context(), v.key, t, call, modern); result == nil {
+			return false
+		}
 	}
 	ctx := r.Context()
 	if result == nil && !modern {
@@ -134,8 +139,12 @@ func (f *Front) answerEarly(w http.ResponseWriter, r *http.Request, v *view, ses
 		}
 	}
 	if result != nil {
-		f.hits.Add(1)
-		f.earlyHits.Add(1)
+		if replayed != nil {
+			replayed()
+		} else {
+			f.hits.Add(1)
+			f.earlyHits.Add(1)
+		}
 		out.event(resultMessage(call.id, result))
 		return true
 	}

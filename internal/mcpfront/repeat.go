@@ -79,6 +79,26 @@ type repeats struct {
 	byCall map[string]*repeatRun // runs of this gateway not yet ended, by call id
 	byKey  map[string]*repeatRun // runs not yet recorded in the store, by recordKey
 	writes sync.WaitGroup        // records being written; Close waits
+
+	// done keeps, by recordKey, finished records a replay answered before
+	// go-sdk has read: a done record never changes until it expires, so
+	// the next replay of the id reads memory, not the store. Bounded by
+	// maxDoneKept (emptied when full).
+	doneMu sync.Mutex
+	done   map[string]*doneRecord
+}
+
+// maxDoneKept bounds repeats.done.
+const maxDoneKept = 4096
+
+// doneRecord is a finished record as a replay answered early needs it.
+type doneRecord struct {
+	argsHash       []byte
+	legacy, modern []byte // the result in each era's encoding
+	out            *mcp.CallToolResult
+	callID         string
+	outcome        string
+	expires        time.Time
 }
 
 // repeatRun is one delivery of a request id by this gateway.
@@ -95,7 +115,7 @@ type repeatRun struct {
 }
 
 func newRepeats(st store.Idempotency, log *slog.Logger) *repeats {
-	return &repeats{st: st, log: log, byCall: make(map[string]*repeatRun), byKey: make(map[string]*repeatRun)}
+	return &repeats{st: st, log: log, byCall: make(map[string]*repeatRun), byKey: make(map[string]*repeatRun), done: make(map[string]*doneRecord)}
 }
 
 func recordKey(projectID int64, tool string, idHash []byte) string {
@@ -350,4 +370,84 @@ func (rs *repeats) wait() {
 	if rs != nil {
 		rs.writes.Wait()
 	}
+}
+
+// replayEarly answers, before go-sdk, a repeat of a request id whose first
+// run finished: the recorded result in the era's encoding, and the
+// function that logs the replay once it is sent. It reads the record (or
+// this gateway's copy of it) and writes nothing, as a cache hit does;
+// anything else (a new id, a run in flight, an unknown outcome, other
+// arguments) returns nil, and go-sdk's path decides ([Front.repeat]).
+func (f *Front) replayEarly(ctx context.Context, key store.Key, t *agents.Tool, call earlyCall, modern bool) ([]byte, func()) {
+	rs := f.repeats
+	if rs == nil || rs.st == nil {
+		return nil, nil
+	}
+	args, instance, err := prepareArgs(t, call.args)
+	if err != nil {
+		return nil, nil
+	}
+	if s := commonSchema(t, instance); s == nil || s.Validate(args) != nil {
+		return nil, nil
+	}
+	id, ok := requestID(t, args)
+	if !ok {
+		return nil, nil
+	}
+	start := time.Now()
+	d := f.doneRecord(ctx, key.ProjectID, t, id, start)
+	if d == nil || !bytes.Equal(d.argsHash, argsHash(args)) {
+		return nil, nil
+	}
+	b := d.legacy
+	if modern {
+		b = d.modern
+	}
+	return b, func() {
+		errText := ""
+		if d.out.IsError {
+			errText = firstText(d.out)
+		}
+		f.calls.Add(store.Call{
+			Time: start, ProjectID: key.ProjectID, Kind: agentproto.KindTool, Name: t.Name,
+			KeyID: key.ID, Agent: t.AgentKey, Duration: time.Since(start), Outcome: d.outcome,
+			Error: errText, Replay: true, RetryOf: d.callID,
+		})
+	}
+}
+
+// doneRecord returns the finished record of request id of t, from this
+// gateway's copy or the store, or nil if it is not finished (or gone).
+func (f *Front) doneRecord(ctx context.Context, projectID int64, t *agents.Tool, id string, now time.Time) *doneRecord {
+	rs := f.repeats
+	idHash := store.HashRequestID(id)
+	k := recordKey(projectID, t.Name, idHash)
+	rs.doneMu.Lock()
+	d := rs.done[k]
+	rs.doneMu.Unlock()
+	if d != nil && d.expires.After(now) {
+		return d
+	}
+	stood, err := rs.st.Request(ctx, projectID, t.Name, idHash)
+	if err != nil || stood.State != store.RequestDone || !stood.ExpiresAt.After(now) {
+		return nil
+	}
+	out, err := decodeResult(stood.Result)
+	if err != nil {
+		return nil
+	}
+	legacy, err1 := f.encodeResult(out, false)
+	modern, err2 := f.encodeResult(out, true)
+	if err1 != nil || err2 != nil {
+		return nil
+	}
+	d = &doneRecord{argsHash: stood.ArgsHash, legacy: legacy, modern: modern, out: out,
+		callID: stood.CallID, outcome: stood.Outcome, expires: stood.ExpiresAt}
+	rs.doneMu.Lock()
+	if len(rs.done) >= maxDoneKept {
+		clear(rs.done)
+	}
+	rs.done[k] = d
+	rs.doneMu.Unlock()
+	return d
 }
