@@ -322,6 +322,36 @@ type Caller struct {
 	// and the client declared for this call: "elicitation", "sampling",
 	// "roots" (sorted; tools and prompts only).
 	Capabilities []string `json:"capabilities,omitempty"`
+	// Person is who called through an OAuth app; nil for a client key.
+	Person *Person `json:"person,omitempty"`
+	// App is the OAuth client the person called through; nil for a client key.
+	App *App `json:"app,omitempty"`
+	// Project is the name of the project the call was made in.
+	Project string `json:"project,omitempty"`
+	// Role is the person's role in the project (viewer, editor or owner);
+	// empty for a client key.
+	Role string `json:"role,omitempty"`
+	// Scopes are what the call may do: "mcp:read", "mcp:write". An OAuth
+	// call has the scopes granted; a client key those it allows (a
+	// read-only key: just "mcp:read").
+	Scopes []string `json:"scopes,omitempty"`
+	// IdentityToken is the gateway's signed assertion of who is calling,
+	// a JWT for the agent key's identity audience; empty unless the agent
+	// key asked for one.
+	IdentityToken string `json:"identityToken,omitempty"`
+}
+
+// Person is the person behind an OAuth call.
+type Person struct {
+	ID    string `json:"id"`
+	Email string `json:"email,omitempty"`
+	Name  string `json:"name,omitempty"`
+}
+
+// App is the OAuth client (the app a person connected) a call came through.
+type App struct {
+	ID   string `json:"id"`
+	Name string `json:"name,omitempty"`
 }
 
 // Welcome is the gateway's first message on a new connection.
