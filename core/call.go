@@ -19,9 +19,33 @@ type Call struct {
 	Kind string
 	// Tool is the tool or prompt name as registered, or the resource URI.
 	Tool string
-	// KeyID and KeyName identify the client key that made the call.
+	// KeyID and KeyName identify the client key that made the call. A call
+	// through an OAuth app has the key the gateway made for the person's
+	// grant (its name is the app's).
 	KeyID   string
 	KeyName string
+	// Person is who made the call when it came with an OAuth token (a
+	// person who connected an app); nil for a call with a client key, which
+	// speaks for no one person.
+	Person *Person
+	// App is the OAuth client (the app the person connected) the call came
+	// through; nil for a client key.
+	App *App
+	// Project is the name of the project the call was made in.
+	Project string
+	// Role is the person's role in the project: "viewer", "editor" or
+	// "owner"; empty for a client key.
+	Role string
+	// Scopes are what the caller may do: "mcp:read" and, when it may write,
+	// "mcp:write". An OAuth call has the scopes the person granted the app;
+	// a client key those it allows (a read-only key: just "mcp:read").
+	Scopes []string
+	// IdentityToken is a short-lived JWT the gateway signed that says who is
+	// calling, for your own backend to verify against the gateway's
+	// /.well-known/jwks.json (see docs/identity.md); empty unless the
+	// agent key was set to receive identity tokens. Pass it on; never the
+	// client's own token, which no handler ever sees.
+	IdentityToken string
 	// Deadline is when the gateway stops waiting for the result; zero when
 	// the gateway sent none. The handler's context may end earlier (see
 	// [CallTimeout]).
@@ -49,6 +73,36 @@ type Call struct {
 	// "elicitation", "sampling", "roots". Ask only for what is here to
 	// avoid [ErrMissingCapability].
 	ClientCapabilities []string
+}
+
+// Person is the person behind a call made through an OAuth app.
+type Person struct {
+	// ID is the person's id in the gateway: stable, never reused.
+	ID string
+	// Email and Name are as the person's account has them now.
+	Email string
+	Name  string
+}
+
+// App is the OAuth client (an app a person connected) a call came through.
+type App struct {
+	// ID is the OAuth client id.
+	ID string
+	// Name is the name the app registered with.
+	Name string
+}
+
+// setCaller copies who is calling from the wire into info; the wire's
+// structs are the gateway's, so a handler gets copies it may keep.
+func setCaller(info *Call, c *agentproto.Caller) {
+	if c.Person != nil {
+		info.Person = &Person{ID: c.Person.ID, Email: c.Person.Email, Name: c.Person.Name}
+	}
+	if c.App != nil {
+		info.App = &App{ID: c.App.ID, Name: c.App.Name}
+	}
+	info.Project, info.Role, info.IdentityToken = c.Project, c.Role, c.IdentityToken
+	info.Scopes = slices.Clone(c.Scopes)
 }
 
 // ClientCan reports whether the client of the call the handler holding ctx

@@ -169,14 +169,19 @@ func ExamplePromptResult() {
 	// Output: 2 assistant
 }
 
-// Who is calling, and until when.
+// Who is calling, and until when. A person who connected an app through
+// OAuth comes with Person and App; a client key with neither.
 func ExampleCallFrom() {
 	handler := func(ctx context.Context, in struct{}) (string, error) {
 		call, ok := core.CallFrom(ctx)
 		if !ok {
 			return "", fmt.Errorf("not inside a call")
 		}
-		return fmt.Sprintf("hello %s, call %s ends at %s", call.KeyName, call.ID, call.Deadline.Format(time.RFC3339)), nil
+		if call.Person == nil {
+			return "", fmt.Errorf("sign in through an app to see your orders; key %s speaks for no one person", call.KeyName)
+		}
+		return fmt.Sprintf("hello %s (%s) via %s, call %s ends at %s",
+			call.Person.Name, call.Person.Email, call.App.Name, call.ID, call.Deadline.Format(time.RFC3339)), nil
 	}
 	_ = handler
 }

@@ -258,6 +258,7 @@ func (s *session) start(m agentproto.Message) {
 	if m.Caller != nil {
 		c.info.KeyID, c.info.KeyName = m.Caller.KeyID, m.Caller.KeyName
 		c.info.ClientCapabilities = m.Caller.Capabilities
+		setCaller(&c.info, m.Caller)
 	}
 	ctx, cancel := context.WithCancelCause(s.ctx)
 	ctx = withTrace(ctx, &c.info, m)
