@@ -7,7 +7,7 @@ import { LOG_LEVELS, MAX_LOG_BYTES } from './log.js';
 import type { LogLevel } from './log.js';
 import type { ElicitResult, Inputs, Root, SampleRequest, SampleResult } from './ask.js';
 import { confirm } from './confirm.js';
-import type { Call, Caller, RetryReason } from './define.js';
+import type { App, Call, Caller, Person, RetryReason, Role, Scope } from './define.js';
 import { ProgressThrottle } from './progress.js';
 import { ProtocolError } from './protocolerror.js';
 import { CallFailure, MAX_RESULT_BYTES } from './result.js';
@@ -56,6 +56,7 @@ export function startCall(s: Session, m: WireMessage, handlerFor: HandlerFor, lo
     clientCapabilities: Object.freeze(
       Array.isArray(m.caller?.capabilities) ? m.caller.capabilities.filter((c): c is string => typeof c === 'string') : [],
     ),
+    ...who(m),
     deadline,
     ...retry(m),
     ...traceContext(m),
@@ -142,6 +143,24 @@ function protocolFields(err: unknown, log: Logger): { code?: number; data?: unkn
 }
 
 /** The earlier call this one repeats after an unknown outcome, if the gateway says so. */
+const ROLES: readonly string[] = ['viewer', 'editor', 'owner'];
+const SCOPES: readonly string[] = ['mcp:read', 'mcp:write'];
+
+const str = (v: unknown): string => (typeof v === 'string' ? v : '');
+
+/** Who is calling beyond the key: the person, app, project, role, scopes and identity token, as the gateway said. */
+function who(m: WireMessage): Pick<Call, 'person' | 'app' | 'project' | 'role' | 'scopes' | 'identityToken'> {
+  const c = m.caller ?? {};
+  const p = c.person as Record<string, unknown> | undefined;
+  const a = c.app as Record<string, unknown> | undefined;
+  const person: Person | undefined =
+    p && typeof p === 'object' && str(p.id) !== '' ? Object.freeze({ id: str(p.id), email: str(p.email), name: str(p.name) }) : undefined;
+  const app: App | undefined = a && typeof a === 'object' && str(a.id) !== '' ? Object.freeze({ id: str(a.id), name: str(a.name) }) : undefined;
+  const role = ROLES.includes(str(c.role)) ? (str(c.role) as Role) : '';
+  const scopes = Array.isArray(c.scopes) ? c.scopes.filter((s): s is Scope => typeof s === 'string' && SCOPES.includes(s)) : [];
+  return { person, app, project: str(c.project), role, scopes: Object.freeze(scopes), identityToken: str(c.identityToken) };
+}
+
 function retry(m: WireMessage): { retryOf: string; retryReason: RetryReason } {
   if (typeof m.retryOf !== 'string' || m.retryOf === '') return { retryOf: '', retryReason: '' };
   const reason = m.retryReason === 'timeout' || m.retryReason === 'disconnected' ? m.retryReason : '';

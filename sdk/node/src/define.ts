@@ -10,6 +10,30 @@ export interface Caller {
   keyName: string;
 }
 
+/** The person behind a call made through an OAuth app. */
+export interface Person {
+  /** The person's id in the gateway: stable, never reused. */
+  readonly id: string;
+  /** The person's email, as their account has it now. */
+  readonly email: string;
+  /** The person's name, as their account has it now ('' when they gave none). */
+  readonly name: string;
+}
+
+/** The OAuth client (an app a person connected) a call came through. */
+export interface App {
+  /** The OAuth client id. */
+  readonly id: string;
+  /** The name the app registered with. */
+  readonly name: string;
+}
+
+/** A role in a project. */
+export type Role = 'viewer' | 'editor' | 'owner';
+
+/** What a caller may do. */
+export type Scope = 'mcp:read' | 'mcp:write';
+
 /** What a handler learns about the call it serves, and how it talks back. */
 export interface Call {
   /** The gateway's id of the call, as in its call log. */
@@ -18,8 +42,36 @@ export interface Call {
   readonly kind: 'tool' | 'resource' | 'prompt';
   /** The tool or prompt name as registered (without a namespace), or the resource URI. */
   readonly tool: string;
-  /** The client key that made the call. */
+  /**
+   * The client key that made the call. A call through an OAuth app has the
+   * key the gateway made for the person's grant.
+   */
   readonly caller: Caller;
+  /**
+   * Who made the call when it came with an OAuth token (a person who
+   * connected an app); undefined for a call with a client key, which speaks
+   * for no one person.
+   */
+  readonly person: Person | undefined;
+  /** The OAuth client the person called through; undefined for a client key. */
+  readonly app: App | undefined;
+  /** The name of the project the call was made in. */
+  readonly project: string;
+  /** The person's role in the project; '' for a client key. */
+  readonly role: Role | '';
+  /**
+   * What the caller may do: `mcp:read` and, when it may write, `mcp:write`.
+   * An OAuth call has the scopes the person granted the app; a client key
+   * those it allows (a read-only key: just `mcp:read`).
+   */
+  readonly scopes: readonly Scope[];
+  /**
+   * A short-lived JWT the gateway signed that says who is calling, for your
+   * own backend to verify against the gateway's `/.well-known/jwks.json`
+   * (docs/identity.md); '' unless the agent key was set to receive identity
+   * tokens. Pass it on: the client's own token never reaches a handler.
+   */
+  readonly identityToken: string;
   /**
    * The client capabilities that elicit, sample and roots need and that the
    * client declared for this call: `elicitation`, `sampling`, `roots`. Ask

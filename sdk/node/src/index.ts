@@ -16,18 +16,22 @@ export type { LogLevel } from './log.js';
 export type { Answers, ElicitRequest, ElicitResult, Inputs, Root, SampleRequest, SampleResult, SamplingMessage } from './ask.js';
 export { defineTool, defineResource, defineResourceTemplate, definePrompt } from './define.js';
 export type {
+  App,
   Call,
   Caller,
   Completer,
   IdempotencyKeyOf,
+  Person,
   Prompt,
   PromptArgument,
   PromptOptions,
   Registrable,
   RetryReason,
+  Role,
   Resource,
   ResourceOptions,
   ResourceTemplateOptions,
+  Scope,
   TemplateRead,
   Tool,
   ToolAnnotations,

@@ -15,7 +15,17 @@ export interface WireMessage {
   name?: string;
   args?: unknown;
   deadline?: number;
-  caller?: { keyId?: string; keyName?: string; capabilities?: unknown };
+  caller?: {
+    keyId?: string;
+    keyName?: string;
+    capabilities?: unknown;
+    person?: unknown;
+    app?: unknown;
+    project?: unknown;
+    role?: unknown;
+    scopes?: unknown;
+    identityToken?: unknown;
+  };
   retryOf?: unknown;
   retryReason?: unknown;
   traceparent?: unknown;

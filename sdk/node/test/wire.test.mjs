@@ -224,6 +224,41 @@ aborted
     });
   });
 
+  it('tells the handler who is calling: the person, app, project, role, scopes and identity token', async (t) => {
+    const { gw, agent } = await setup(t);
+    const seen = {};
+    const who = (call) => ({
+      caller: call.caller, person: call.person, app: call.app, project: call.project,
+      role: call.role, scopes: call.scopes, identityToken: call.identityToken,
+    });
+    agent.register([
+      defineTool({ name: 'whoami', description: 'd', inputSchema: { type: 'object' }, handler: (_args, call) => { seen[call.callId] = who(call); return 'ok'; } }),
+      defineResource({ uri: 'test://me', name: 'me', handler: (call) => { seen[call.callId] = who(call); return 'me'; } }),
+    ]);
+    await gw.play(agent, script(connected + `
+-- gateway --
+{"type":"call","id":"c-1","kind":"tool","name":"whoami","args":{},"caller":{"keyId":"key_77","keyName":"Claude Desktop","person":{"id":"usr_1","email":"ada@example.com","name":"Ada"},"app":{"id":"cli_9","name":"Claude Desktop"},"project":"shop","role":"editor","scopes":["mcp:read","mcp:write"],"identityToken":"eyJ.x.y"}}
+-- agent --
+{"type":"result","id":"c-1"}
+-- gateway --
+{"type":"call","id":"c-2","kind":"resource","name":"test://me","caller":{"keyId":"key_42","keyName":"ci","project":"shop","scopes":["mcp:read"]}}
+-- agent --
+{"type":"result","id":"c-2"}
+`));
+    assert.deepEqual(seen, {
+      'c-1': {
+        caller: { keyId: 'key_77', keyName: 'Claude Desktop' },
+        person: { id: 'usr_1', email: 'ada@example.com', name: 'Ada' },
+        app: { id: 'cli_9', name: 'Claude Desktop' },
+        project: 'shop', role: 'editor', scopes: ['mcp:read', 'mcp:write'], identityToken: 'eyJ.x.y',
+      },
+      'c-2': {
+        caller: { keyId: 'key_42', keyName: 'ci' },
+        person: undefined, app: undefined, project: 'shop', role: '', scopes: ['mcp:read'], identityToken: '',
+      },
+    });
+  });
+
   it('aborts on cancel, and on disconnect, and sends nothing for either', async (t) => {
     const { gw, agent } = await setup(t);
     const reasons = {};
