@@ -298,6 +298,11 @@ type Meta interface {
 	SetMeta(ctx context.Context, name, value string) error
 	// Meta returns a value stored with SetMeta, or ErrNotFound.
 	Meta(ctx context.Context, name string) (string, error)
+	// SwapMeta stores value under name only if the stored value is still
+	// old ("" meaning none is stored), and reports whether it did: of
+	// gateways that change a value at once, one wins and the others
+	// re-read.
+	SwapMeta(ctx context.Context, name, old, value string) (bool, error)
 }
 
 // Gateways keeps the gateway processes that share the store.

@@ -167,6 +167,19 @@ func (s *Store) Meta(ctx context.Context, name string) (string, error) {
 	return v, nil
 }
 
+// SwapMeta implements [store.Store].
+func (s *Store) SwapMeta(ctx context.Context, name, old, value string) (bool, error) {
+	q, args := `UPDATE meta SET value = $1, updated_at = $2 WHERE key = $3 AND value = $4`, []any{value, millis(now()), name, old}
+	if old == "" {
+		q, args = `INSERT INTO meta (key, value, updated_at) VALUES ($1, $2, $3) ON CONFLICT (key) DO NOTHING`, []any{name, value, millis(now())}
+	}
+	tag, err := s.pool.Exec(ctx, q, args...)
+	if err != nil {
+		return false, fmt.Errorf("swap %s: %w", name, err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
 // tx runs fn in a transaction.
 func (s *Store) tx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	return pgx.BeginFunc(ctx, s.pool, fn)

@@ -35,3 +35,24 @@ func (s *Store) Meta(ctx context.Context, name string) (string, error) {
 	}
 	return v, nil
 }
+
+// SwapMeta implements [store.Store].
+func (s *Store) SwapMeta(ctx context.Context, name, old, value string) (bool, error) {
+	var n int64
+	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+		q, args := `UPDATE meta SET value = ?, updated_at = ? WHERE key = ? AND value = ?`, []any{value, millis(now()), name, old}
+		if old == "" {
+			q, args = `INSERT INTO meta (key, value, updated_at) VALUES (?, ?, ?) ON CONFLICT (key) DO NOTHING`, []any{name, value, millis(now())}
+		}
+		res, err := tx.ExecContext(ctx, q, args...)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("swap %s: %w", name, err)
+	}
+	return n == 1, nil
+}

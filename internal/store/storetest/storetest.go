@@ -76,6 +76,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"InviteUsedOnce", testInviteUsedOnce},
 		{"APITokens", testAPITokens},
 		{"Meta", testMeta},
+		{"SwapMeta", testSwapMeta},
 		{"Gateways", testGateways},
 		{"OAuthClients", testOAuthClients},
 		{"OAuthClientPrune", testOAuthClientPrune},
@@ -894,6 +895,31 @@ func testMeta(t *testing.T, s store.Store) {
 		}
 		if got, err := s.Meta(ctx, store.MetaServeURL); got != v || err != nil {
 			t.Errorf("Meta after SetMeta(%q) = %q, %v", v, got, err)
+		}
+	}
+}
+
+// testSwapMeta: of two writers that saw the same value, one wins.
+func testSwapMeta(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	const name = "swap_test"
+	steps := []struct {
+		old, value string
+		want       bool
+		stored     string
+	}{
+		{"", "a", true, "a"},   // none stored: created
+		{"", "b", false, "a"},  // created by someone else meanwhile
+		{"a", "c", true, "c"},  // still a: replaced
+		{"a", "d", false, "c"}, // no longer a
+	}
+	for _, st := range steps {
+		ok, err := s.SwapMeta(ctx, name, st.old, st.value)
+		if ok != st.want || err != nil {
+			t.Errorf("SwapMeta(%q, %q) = %v, %v; want %v", st.old, st.value, ok, err, st.want)
+		}
+		if got, err := s.Meta(ctx, name); got != st.stored || err != nil {
+			t.Errorf("Meta after SwapMeta(%q, %q) = %q, %v; want %q", st.old, st.value, got, err, st.stored)
 		}
 	}
 }
