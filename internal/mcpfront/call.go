@@ -192,12 +192,16 @@ func (f *Front) pickCall(ctx context.Context, p pickRequest) (call *route.Call, 
 	if instance != "" && !slices.Contains(t.Instances(), instance) {
 		return nil, res, nil, errorResult(instanceProblem(t, instance))
 	}
+	caller, err := f.caller(ctx, p.Key, p.Caps)
+	if err != nil {
+		return nil, res, nil, errorResult(err.Error())
+	}
 	rr := route.Request{
 		Kind:     agentproto.KindTool,
 		Name:     t.Def.Name,
 		Exposed:  t.Name,
 		Args:     args,
-		Caller:   agentproto.Caller{KeyID: p.Key.ID, KeyName: p.Key.Name, Capabilities: p.Caps},
+		Caller:   caller,
 		Wait:     p.Wait,
 		Instance: instance,
 		Tracer:   f.tracer,

@@ -125,6 +125,7 @@ type Front struct {
 	tracer        trace.Tracer   // nil: no traces
 	tasks         *tasks.Manager // nil: no tasks
 	repeats       *repeats
+	callers       callers // who is calling, per OAuth grant: caller.go
 	impl          *mcp.Implementation
 
 	hits       atomic.Int64 // tool calls answered from the cache

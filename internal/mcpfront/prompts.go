@@ -56,10 +56,14 @@ func (f *Front) promptHandler(ctx context.Context, req *mcp.GetPromptRequest) (*
 		call, start = h.call, h.start
 		res = call.Wait(ctx, nil)
 	} else {
+		caller, err := f.caller(ctx, key, callerCaps(req.Session, req.Params.Meta))
+		if err != nil {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+		}
 		call, res = route.Start(ctx, f.reg, key.ProjectID, target, route.Request{
 			Kind: agentproto.KindPrompt, Name: p.Def.Name, Exposed: name, Args: args,
 			Wait:   f.controls.Get(ctx, key.ProjectID).Settings.CallWait(),
-			Caller: agentproto.Caller{KeyID: key.ID, KeyName: key.Name, Capabilities: callerCaps(req.Session, req.Params.Meta)},
+			Caller: caller,
 		})
 		if call != nil {
 			res = call.Wait(ctx, nil)

@@ -23,9 +23,13 @@ import (
 func (f *Front) deliverRead(ctx context.Context, key store.Key, kind, exposed, registered, agentKey string, args json.RawMessage, target route.Target) (json.RawMessage, error) {
 	wait := f.controls.Get(ctx, key.ProjectID).Settings.CallWait()
 	start := time.Now()
+	caller, err := f.caller(ctx, key, nil)
+	if err != nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+	}
 	res := route.Deliver(ctx, f.reg, key.ProjectID, target, route.Request{
 		Kind: kind, Name: registered, Exposed: exposed, Args: args, Wait: wait,
-		Caller: agentproto.Caller{KeyID: key.ID, KeyName: key.Name},
+		Caller: caller,
 	})
 	return f.readResult(ctx, key, kind, exposed, agentKey, res, start)
 }
