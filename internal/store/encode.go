@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -25,6 +26,26 @@ func CheckNewKey(k Key, hash []byte) error {
 		return fmt.Errorf("kind %q is neither %q nor %q", k.Kind, KindAgent, KindClient)
 	}
 	return CheckHash(hash)
+}
+
+// MaxIdentityAudience is the longest identity audience an agent key may
+// have, in bytes.
+const MaxIdentityAudience = 200
+
+// CheckIdentityAudience refuses an audience a JWT's aud should not carry:
+// longer than [MaxIdentityAudience] or with spaces or control characters.
+// "" (no identity tokens) is fine. The message is written for the person
+// who typed it.
+func CheckIdentityAudience(aud string) error {
+	if len(aud) > MaxIdentityAudience {
+		return fmt.Errorf("the identity audience has %d bytes; use at most %d, for example https://orders.example.com", len(aud), MaxIdentityAudience)
+	}
+	for _, r := range aud {
+		if unicode.IsSpace(r) || unicode.IsControl(r) || r == utf8.RuneError {
+			return errors.New("the identity audience may not contain spaces or control characters; use a URL or a name such as https://orders.example.com")
+		}
+	}
+	return nil
 }
 
 // CheckHash refuses anything but a SHA-256.

@@ -94,6 +94,11 @@ type Keys interface {
 	// SetKeyMeta replaces what people read about an agent key (display
 	// name, author, community flag); ErrNotFound if there is no such key.
 	SetKeyMeta(ctx context.Context, id string, m KeyMeta) error
+	// SetKeyIdentityAudience sets the audience of the identity tokens the
+	// gateway signs for calls to an agent key's replicas ("" turns them
+	// off; see [Key.IdentityAudience]); ErrNotFound if there is no such
+	// key.
+	SetKeyIdentityAudience(ctx context.Context, id, audience string) error
 }
 
 // CallWriter writes the call log; [CallLog] batches records into it.
@@ -455,6 +460,12 @@ type Key struct {
 	Tools []string
 	// KeyMeta describes an agent key's code to people and models.
 	KeyMeta
+	// IdentityAudience, when set on an agent key, makes every call to the
+	// key's replicas carry a signed identity token (a JWT) with this
+	// audience, for the provider to pass to its own backend; "" sends
+	// none. See docs/identity.md.
+	IdentityAudience string
+
 	CreatedAt time.Time
 	RevokedAt time.Time // zero while the key is live
 	// OAuth marks the key an OAuth grant acts as on the MCP endpoint (its

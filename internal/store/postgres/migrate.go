@@ -245,6 +245,9 @@ CREATE INDEX call_batches_written ON call_batches (written_at);
 	// 9: request ids of tools with an idempotency key, and the call id,
 	// replays and retries in the call log (idempotency.go).
 	idempotencySchema,
+	// 10: the audience of an agent key's identity tokens ("" sends none;
+	// store.Key.IdentityAudience).
+	`ALTER TABLE keys ADD COLUMN identity_audience TEXT NOT NULL DEFAULT '';`,
 }
 
 // migrateLock is the first half of the advisory lock key migrations take;

@@ -34,7 +34,7 @@ func (s *Store) CreateKey(ctx context.Context, k store.Key, hash []byte) (store.
 		}
 		_, err = tx.ExecContext(ctx, q.InsertKey,
 			k.ID, k.ProjectID, k.Kind, k.Name, hash, k.ReadOnly, tools,
-			k.DisplayName, k.Author, k.Community, millis(k.CreatedAt))
+			k.DisplayName, k.Author, k.Community, k.IdentityAudience, millis(k.CreatedAt))
 		if isUnique(err) {
 			return store.ErrExists
 		}
@@ -111,6 +111,21 @@ func (s *Store) SetKeyMeta(ctx context.Context, id string, m store.KeyMeta) erro
 	})
 	if err != nil {
 		return fmt.Errorf("set metadata of key %q: %w", id, err)
+	}
+	return nil
+}
+
+// SetKeyIdentityAudience implements [store.Store].
+func (s *Store) SetKeyIdentityAudience(ctx context.Context, id, audience string) error {
+	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, q.SetKeyIdentityAudience, audience, id)
+		if err != nil {
+			return err
+		}
+		return mustAffect(res)
+	})
+	if err != nil {
+		return fmt.Errorf("set identity audience of key %q: %w", id, err)
 	}
 	return nil
 }

@@ -29,7 +29,7 @@ func ScanProject(row Row) (store.Project, error) {
 
 // SelectKey selects the columns [ScanKey] reads.
 const SelectKey = `SELECT k.id, k.project_id, p.name, k.kind, k.name, k.read_only, k.tools,
-k.display_name, k.author, k.community, k.created_at, k.revoked_at
+k.display_name, k.author, k.community, k.identity_audience, k.created_at, k.revoked_at
 FROM keys k JOIN projects p ON p.id = k.project_id`
 
 // ScanKey scans a row of [SelectKey].
@@ -41,7 +41,7 @@ func ScanKey(row Row) (store.Key, error) {
 		revoked *int64
 	)
 	err := row.Scan(&k.ID, &k.ProjectID, &k.ProjectName, &k.Kind, &k.Name, &k.ReadOnly, &tools,
-		&k.DisplayName, &k.Author, &k.Community, &created, &revoked)
+		&k.DisplayName, &k.Author, &k.Community, &k.IdentityAudience, &created, &revoked)
 	if err != nil {
 		return store.Key{}, notFound(err)
 	}

@@ -7,8 +7,8 @@ type Statements struct {
 	ProjectByName, ProjectByID, Projects, ProjectExists, ProjectName string
 	UpdateProjectSettings                                            string
 
-	InsertKey, KeyByHash, KeyByID, KeysOrder, KeysOfProject string
-	RevokeKey, KeyExists, SetKeyMeta                        string
+	InsertKey, KeyByHash, KeyByID, KeysOrder, KeysOfProject  string
+	RevokeKey, KeyExists, SetKeyMeta, SetKeyIdentityAudience string
 
 	InsertUser, UserByEmail, UserByID, Users, SetPassword, SetAdmin string
 	DeleteUserSessions, DeleteUserMembers, DeleteUser, UserExists   string
@@ -30,15 +30,16 @@ var Q = Statements{
 	UpdateProjectSettings: `UPDATE projects SET settings = ? WHERE id = ?`,
 
 	InsertKey: `INSERT INTO keys
-(id, project_id, kind, name, hash, read_only, tools, display_name, author, community, created_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-	KeyByHash:     SelectKey + ` WHERE k.hash = ?`,
-	KeyByID:       SelectKey + ` WHERE k.id = ?`,
-	KeysOrder:     SelectKey + ` ORDER BY k.seq`,
-	KeysOfProject: SelectKey + ` WHERE k.project_id = ? ORDER BY k.seq`,
-	RevokeKey:     `UPDATE keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL`,
-	KeyExists:     `SELECT 1 FROM keys WHERE id = ?`,
-	SetKeyMeta:    `UPDATE keys SET display_name = ?, author = ?, community = ? WHERE id = ?`,
+(id, project_id, kind, name, hash, read_only, tools, display_name, author, community, identity_audience, created_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	KeyByHash:              SelectKey + ` WHERE k.hash = ?`,
+	KeyByID:                SelectKey + ` WHERE k.id = ?`,
+	KeysOrder:              SelectKey + ` ORDER BY k.seq`,
+	KeysOfProject:          SelectKey + ` WHERE k.project_id = ? ORDER BY k.seq`,
+	RevokeKey:              `UPDATE keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL`,
+	KeyExists:              `SELECT 1 FROM keys WHERE id = ?`,
+	SetKeyMeta:             `UPDATE keys SET display_name = ?, author = ?, community = ? WHERE id = ?`,
+	SetKeyIdentityAudience: `UPDATE keys SET identity_audience = ? WHERE id = ?`,
 
 	InsertUser: `INSERT INTO users (email, email_key, password_hash, admin, created_at)
 VALUES (?, ?, ?, ?, ?) RETURNING id`,

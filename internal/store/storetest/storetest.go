@@ -67,6 +67,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Check", testCheck},
 		{"CallAfterID", testCallAfterID},
 		{"KeyMeta", testKeyMeta},
+		{"KeyIdentityAudience", testKeyIdentityAudience},
 		{"ToolSettings", testToolSettings},
 		{"ToolSettingsErrors", testToolSettingsErrors},
 		{"Approvals", testApprovals},
