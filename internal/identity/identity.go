@@ -13,7 +13,9 @@ package identity
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -64,8 +66,10 @@ type Options struct {
 type Signer struct {
 	opts Options
 
-	mu   sync.RWMutex
-	keys *keySet // nil until loaded
+	mu        sync.RWMutex
+	keys      *keySet   // nil until loaded
+	jwks      []byte    // keys' JWKS, built lazily
+	jwksUntil time.Time // when jwks must be built again (zero: when keys change)
 
 	rotateMu sync.Mutex // one read-modify-write of the store at a time
 
@@ -90,9 +94,6 @@ type Claims struct {
 	TTL time.Duration
 }
 
-// keySet is what the store keeps; defined in keys.go.
-type keySet struct{}
-
 // New returns a Signer; it reads nothing until [Signer.Start] or
 // [Signer.Rotate]. It panics if Store or Issuer is nil.
 func New(opts Options) *Signer {
@@ -116,22 +117,228 @@ func New(opts Options) *Signer {
 
 // Start loads the keys from the store, creating the first ones if there
 // are none, and starts a loop that re-reads the store every ReloadEvery
-// and rotates when the current key is due (one gateway wins: a
-// compare-and-set on the stored value, re-read after).
-func (s *Signer) Start(ctx context.Context) error { return nil }
+// (so that every gateway signs with the same current key within that
+// time) and rotates when the current key is due: of gateways due at once,
+// one wins (a compare-and-set on the stored value) and the others take
+// its keys.
+func (s *Signer) Start(ctx context.Context) error {
+	if err := s.refresh(ctx); err != nil {
+		return fmt.Errorf("identity keys: %w", err)
+	}
+	ctx, s.cancel = context.WithCancel(ctx)
+	s.wg.Go(func() { s.loop(ctx) })
+	return nil
+}
 
 // Close stops the loop and waits for it. It is safe to call twice.
-func (s *Signer) Close() error { return nil }
+func (s *Signer) Close() error {
+	s.once.Do(func() {
+		if s.cancel != nil {
+			s.cancel()
+		}
+		s.wg.Wait()
+	})
+	return nil
+}
 
-// Sign returns a compact JWS (ES256, kid = the current key's id) of c.
-func (s *Signer) Sign(c Claims) (string, error) { return "", ErrNotReady }
+func (s *Signer) loop(ctx context.Context) {
+	t := time.NewTicker(s.opts.ReloadEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := s.refresh(ctx); err != nil && ctx.Err() == nil {
+				s.opts.Log.Warn("identity keys: reading the store failed; signing with the keys read before", "err", err)
+			}
+		}
+	}
+}
+
+// refresh takes the stored keys, creating or rotating them when due.
+func (s *Signer) refresh(ctx context.Context) error {
+	return s.change(ctx, false)
+}
+
+// Rotate makes the next key the current one now, and publishes a new next
+// one (an admin's action; the caller audits it). The old current key stays
+// published until the last token it signed has expired. A Signer that was
+// not started (the CLI) may rotate too; started ones on other gateways
+// take the new key within ReloadEvery.
+func (s *Signer) Rotate(ctx context.Context) error {
+	if err := s.change(ctx, true); err != nil {
+		return fmt.Errorf("rotate the identity keys: %w", err)
+	}
+	return nil
+}
+
+// change reads the stored keys and, if there are none, the current one is
+// due or force is set, writes the changed keys with a compare-and-set. A
+// writer that loses re-reads: another gateway's change counts as its own
+// (a forced rotation is done once the key it would have retired is).
+func (s *Signer) change(ctx context.Context, force bool) error {
+	s.rotateMu.Lock()
+	defer s.rotateMu.Unlock()
+	var retire string // the current key a forced rotation retires
+	for range 10 {
+		raw, err := s.opts.Store.Meta(ctx, MetaKeys)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		now := s.opts.Now()
+		var ks *keySet
+		if raw != "" {
+			if ks, err = parse(raw); err != nil {
+				return err
+			}
+			if retire == "" {
+				retire = ks.st.Current.ID
+			}
+			due := !now.Before(ks.st.Current.Active.Add(s.opts.RotateEvery))
+			if !due && (!force || ks.st.Current.ID != retire) {
+				s.adopt(ks)
+				return nil
+			}
+		}
+		if ks == nil {
+			retire = "(none)" // a rotation of no keys is their creation, by whoever wins
+		}
+		next, err := s.next(ks, now)
+		if err != nil {
+			return err
+		}
+		won, err := s.opts.Store.SwapMeta(ctx, MetaKeys, raw, next.raw)
+		if err != nil {
+			return err
+		}
+		if won {
+			s.adopt(next)
+			if ks == nil {
+				s.opts.Log.Info("identity keys created", "kid", next.st.Current.ID, "next", next.st.Next.ID)
+			} else {
+				s.opts.Log.Info("identity key rotated", "kid", next.st.Current.ID, "retired", ks.st.Current.ID, "next", next.st.Next.ID)
+			}
+			return nil
+		}
+	}
+	return errors.New("the stored keys kept changing under this gateway; try again")
+}
+
+// next is the keys after ks (nil: none yet): the first ones, or ks rotated.
+func (s *Signer) next(ks *keySet, now time.Time) (*keySet, error) {
+	var st stored
+	var err error
+	if ks == nil {
+		st, err = freshSet(now)
+	} else {
+		st, err = ks.st.rotated(now, s.publishedFor())
+	}
+	if err != nil {
+		return nil, err
+	}
+	raw, err := encode(st)
+	if err != nil {
+		return nil, err
+	}
+	return parse(raw)
+}
+
+// publishedFor is how long a retired key stays in the JWKS: other
+// gateways may sign with it until they next read the store (twice the
+// reload, for one failed read), and its last token lives MaxTTL; one
+// minute more for verifiers' clocks.
+func (s *Signer) publishedFor() time.Duration {
+	return 2*s.opts.ReloadEvery + MaxTTL + time.Minute
+}
+
+// adopt makes ks the keys Sign and JWKS use, unless they are already.
+func (s *Signer) adopt(ks *keySet) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.keys != nil && s.keys.raw == ks.raw {
+		return
+	}
+	s.keys, s.jwks, s.jwksUntil = ks, nil, time.Time{}
+}
+
+// Sign returns a compact JWS (ES256, kid = the current key's id) of c:
+// iss, sub, aud, iat, exp, jti and the person's, app's and project's
+// claims that are set. It fails before the keys are loaded
+// ([ErrNotReady]), without a Subject or an Audience, and for a negative TTL.
+func (s *Signer) Sign(c Claims) (string, error) {
+	if c.Subject == "" || c.Audience == "" {
+		return "", errors.New("identity: an assertion needs a subject and an audience")
+	}
+	ttl := c.TTL
+	switch {
+	case ttl < 0:
+		return "", errors.New("identity: negative TTL")
+	case ttl == 0 || ttl > MaxTTL:
+		ttl = MaxTTL
+	}
+	s.mu.RLock()
+	ks := s.keys
+	s.mu.RUnlock()
+	if ks == nil {
+		return "", ErrNotReady
+	}
+	now := s.opts.Now()
+	iat := now.Unix()
+	exp := now.Add(ttl).Unix()
+	if exp <= iat {
+		exp = iat + 1
+	}
+	payload, err := json.Marshal(jwtClaims{
+		Issuer: s.opts.Issuer(), Subject: c.Subject, Audience: c.Audience,
+		IssuedAt: iat, Expiry: exp, ID: c.ID,
+		Email: c.Email, Name: c.Name, ClientID: c.ClientID, Scope: c.Scope, Project: c.Project,
+	})
+	if err != nil {
+		return "", fmt.Errorf("identity: encode claims: %w", err)
+	}
+	jws, err := ks.signer.Sign(payload)
+	if err != nil {
+		return "", fmt.Errorf("identity: sign: %w", err)
+	}
+	return jws.CompactSerialize()
+}
+
+// jwtClaims is the assertion's payload.
+type jwtClaims struct {
+	Issuer   string `json:"iss"`
+	Subject  string `json:"sub"`
+	Audience string `json:"aud"`
+	IssuedAt int64  `json:"iat"`
+	Expiry   int64  `json:"exp"`
+	ID       string `json:"jti,omitempty"`
+	Email    string `json:"email,omitempty"`
+	Name     string `json:"name,omitempty"`
+	ClientID string `json:"client_id,omitempty"`
+	Scope    string `json:"scope,omitempty"`
+	Project  string `json:"project,omitempty"`
+}
 
 // JWKS returns {"keys":[...]}: the public keys a verifier may meet — the
-// current one, the next one (published ahead so that cached copies know it
-// when it takes over) and the retired ones whose tokens may still live.
-func (s *Signer) JWKS() []byte { return []byte(`{"keys":[]}`) }
-
-// Rotate makes the next key the current one now, and stores a new next
-// one (an admin's action; the caller audits it). The old current key stays
-// published until the last token it signed has expired.
-func (s *Signer) Rotate(ctx context.Context) error { return nil }
+// current one, the next one (published ahead, so that a cached copy knows
+// it when it takes over) and the retired ones whose tokens may still live.
+// Before the keys are loaded it is {"keys":[]}.
+func (s *Signer) JWKS() []byte {
+	now := s.opts.Now()
+	s.mu.RLock()
+	b, until, ks := s.jwks, s.jwksUntil, s.keys
+	s.mu.RUnlock()
+	if ks == nil {
+		return []byte(`{"keys":[]}`)
+	}
+	if b != nil && (until.IsZero() || now.Before(until)) {
+		return b
+	}
+	b, until = ks.jwks(now, s.publishedFor())
+	s.mu.Lock()
+	if s.keys == ks {
+		s.jwks, s.jwksUntil = b, until
+	}
+	s.mu.Unlock()
+	return b
+}
