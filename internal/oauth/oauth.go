@@ -117,6 +117,10 @@ type Options struct {
 	// Revoked is told when a grant is revoked, so the MCP endpoint drops
 	// its views and sessions at once; nil: they end within a second.
 	Revoked func(projectID int64, grantID string)
+	// JWKSPath is where the gateway publishes the public keys of its
+	// identity assertions (internal/identity); the metadata names
+	// BaseURL+JWKSPath as jwks_uri. Empty: no jwks_uri.
+	JWKSPath string
 	// MaxClients caps the dynamically registered clients the store keeps;
 	// past it, registration is refused until [Server.Prune] deletes unused
 	// ones. 0 means [DefaultMaxClients].
@@ -153,6 +157,7 @@ type Server struct {
 	limits  *ratelimit.Limiter
 	docs    *docCache
 	now     func() time.Time
+	jwks    string // Options.JWKSPath
 
 	maxClients int
 	full       atomic.Bool // registration is refused for MaxClients; logged once until it is not
@@ -169,7 +174,7 @@ func New(opts Options) *Server {
 	}
 	s := &Server{
 		st: opts.Store, base: opts.BaseURL, log: opts.Logger, revoked: opts.Revoked,
-		limits: ratelimit.New(), now: time.Now, maxClients: cmp.Or(opts.MaxClients, DefaultMaxClients),
+		limits: ratelimit.New(), now: time.Now, jwks: opts.JWKSPath, maxClients: cmp.Or(opts.MaxClients, DefaultMaxClients),
 		checked: make(map[string]checkedToken), touched: make(map[string]time.Time),
 	}
 	if s.log == nil {
@@ -235,7 +240,7 @@ func (s *Server) resourceMeta(w http.ResponseWriter, r *http.Request) {
 // every member we announce, so it is a map.
 func (s *Server) serverMeta(w http.ResponseWriter, r *http.Request) {
 	iss := s.Issuer(r)
-	writeJSON(w, http.StatusOK, map[string]any{
+	meta := map[string]any{
 		"issuer":                                         iss,
 		"authorization_endpoint":                         iss + AuthorizePath,
 		"token_endpoint":                                 iss + TokenPath,
@@ -251,7 +256,11 @@ func (s *Server) serverMeta(w http.ResponseWriter, r *http.Request) {
 		"client_id_metadata_document_supported":          true,
 		"authorization_response_iss_parameter_supported": true,
 		"service_documentation":                          "https://github.com/spacefix/spacefix/blob/main/docs/oauth.md",
-	})
+	}
+	if s.jwks != "" {
+		meta["jwks_uri"] = iss + s.jwks
+	}
+	writeJSON(w, http.StatusOK, meta)
 }
 
 var authMethods = []string{"none", "client_secret_basic", "client_secret_post"}

@@ -199,6 +199,15 @@ func TestMetadata(t *testing.T) {
 			t.Errorf("%s = %v", p, m)
 		}
 	}
+	if m := getJSON(t, h.srv.URL+ServerMetaPath); m["jwks_uri"] != nil {
+		t.Errorf("jwks_uri without a JWKSPath: %v", m["jwks_uri"])
+	}
+	withJWKS := newHarness(t, func(o *Options) { o.JWKSPath = "/.well-known/jwks.json" })
+	for _, p := range []string{ServerMetaPath, OpenIDMetaPath} {
+		if m := getJSON(t, withJWKS.srv.URL+p); m["jwks_uri"] != base+"/.well-known/jwks.json" {
+			t.Errorf("%s: jwks_uri = %v, want %s", p, m["jwks_uri"], base+"/.well-known/jwks.json")
+		}
+	}
 	for _, p := range []string{ResourceMetaPath, ResourceMetaPath + "/mcp"} {
 		resp, err := http.Get(h.srv.URL + p)
 		if err != nil {
@@ -852,4 +861,14 @@ func TestPruneClients(t *testing.T) {
 	// The code it used (unknown now) is refused as any unknown client.
 	code, m := h.exchange(revoked, "sfx_oac_x", verifier)
 	wantError(t, "a pruned client at the token endpoint", code, m, http.StatusUnauthorized, "invalid_client")
+}
+
+func getJSON(t *testing.T, url string) map[string]any {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, m := decode(t, resp)
+	return m
 }
