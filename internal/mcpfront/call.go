@@ -205,6 +205,7 @@ func (f *Front) pickCall(ctx context.Context, p pickRequest) (call *route.Call, 
 		Wait:     p.Wait,
 		Instance: instance,
 		Tracer:   f.tracer,
+		Identity: f.identityTokens(ctx, p.Key.ProjectID, t.AgentKey, caller),
 	}
 	if p.Opt != nil {
 		p.Opt(&rr)

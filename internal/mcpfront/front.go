@@ -28,6 +28,7 @@ import (
 	sfauth "github.com/spacefix/spacefix/internal/auth"
 	"github.com/spacefix/spacefix/internal/cache"
 	"github.com/spacefix/spacefix/internal/changes"
+	"github.com/spacefix/spacefix/internal/identity"
 	"github.com/spacefix/spacefix/internal/oauth"
 	"github.com/spacefix/spacefix/internal/ratelimit"
 	"github.com/spacefix/spacefix/internal/store"
@@ -105,6 +106,9 @@ type Options struct {
 	// (repeat.go); nil means Store's, when Store has them (a store.Store
 	// does), else calls of such tools are delivered as any other.
 	Idempotency store.Idempotency
+	// Identity signs the identity tokens of calls to agent keys with an
+	// identity audience (identity.go); nil means no call carries one.
+	Identity *identity.Signer
 }
 
 // Front is the MCP endpoint. It is an http.Handler.
@@ -125,7 +129,8 @@ type Front struct {
 	tracer        trace.Tracer   // nil: no traces
 	tasks         *tasks.Manager // nil: no tasks
 	repeats       *repeats
-	callers       callers // who is calling, per OAuth grant: caller.go
+	callers       callers          // who is calling, per OAuth grant: caller.go
+	identity      *identity.Signer // nil: no identity tokens (identity.go)
 	impl          *mcp.Implementation
 
 	hits       atomic.Int64 // tool calls answered from the cache
@@ -171,8 +176,9 @@ func New(opts Options) *Front {
 		reg: opts.Registry, store: opts.Store, verifier: opts.Verifier, calls: opts.CallLog,
 		log: opts.Logger, controls: access.NewCache(opts.Store, time.Second),
 		limiter: opts.Limiter, oauth: opts.OAuth, changes: opts.Changes, tasks: opts.Tasks,
-		views: make(map[string]*view),
-		impl:  &mcp.Implementation{Name: "spacefix", Title: "Spacefix", Version: opts.Version},
+		identity: opts.Identity,
+		views:    make(map[string]*view),
+		impl:     &mcp.Implementation{Name: "spacefix", Title: "Spacefix", Version: opts.Version},
 	}
 	if f.log == nil {
 		f.log = slog.Default()

@@ -63,7 +63,7 @@ func (f *Front) promptHandler(ctx context.Context, req *mcp.GetPromptRequest) (*
 		call, res = route.Start(ctx, f.reg, key.ProjectID, target, route.Request{
 			Kind: agentproto.KindPrompt, Name: p.Def.Name, Exposed: name, Args: args,
 			Wait:   f.controls.Get(ctx, key.ProjectID).Settings.CallWait(),
-			Caller: caller,
+			Caller: caller, Identity: f.identityTokens(ctx, key.ProjectID, p.AgentKey, caller),
 		})
 		if call != nil {
 			res = call.Wait(ctx, nil)

@@ -29,7 +29,7 @@ func (f *Front) deliverRead(ctx context.Context, key store.Key, kind, exposed, r
 	}
 	res := route.Deliver(ctx, f.reg, key.ProjectID, target, route.Request{
 		Kind: kind, Name: registered, Exposed: exposed, Args: args, Wait: wait,
-		Caller: caller,
+		Caller: caller, Identity: f.identityTokens(ctx, key.ProjectID, agentKey, caller),
 	})
 	return f.readResult(ctx, key, kind, exposed, agentKey, res, start)
 }

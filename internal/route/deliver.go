@@ -45,6 +45,11 @@ type Request struct {
 	// Tracer, if set, traces the call with a route span (see trace.go);
 	// nil makes no span.
 	Tracer trace.Tracer
+	// Identity, if set, returns the identity token of the call with id
+	// callID, which the gateway waits for until deadline: [Call.Send] puts
+	// it in Caller.IdentityToken. Nil sends none (the agent key asked for
+	// none).
+	Identity func(callID string, deadline time.Time) string
 }
 
 // Result is how a call ended, from the gateway's side: one [Outcome] and
@@ -152,6 +157,9 @@ func (c *Call) Replica() *agents.Replica { return c.res.Replica }
 // Send delivers a picked call to its replica. If it could not be sent, Send
 // returns a nil Call and how it ended (disconnected).
 func (c *Call) Send(ctx context.Context) (*Call, Result) {
+	if c.req.Identity != nil {
+		c.req.Caller.IdentityToken = c.req.Identity(c.res.ID, c.deadline)
+	}
 	m := &agentproto.Message{
 		Type: agentproto.TypeCall, ID: c.res.ID, Kind: c.req.Kind, Name: c.req.Name, Args: c.req.Args,
 		// Rounded up, so an agent never gives up before the gateway does.
