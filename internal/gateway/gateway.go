@@ -18,6 +18,7 @@ import (
 	"github.com/spacefix/spacefix/internal/auth"
 	"github.com/spacefix/spacefix/internal/changes"
 	"github.com/spacefix/spacefix/internal/cluster"
+	"github.com/spacefix/spacefix/internal/identity"
 	"github.com/spacefix/spacefix/internal/mcpfront"
 	"github.com/spacefix/spacefix/internal/oauth"
 	"github.com/spacefix/spacefix/internal/ratelimit"
@@ -43,6 +44,7 @@ type Gateway struct {
 	limiter  *ratelimit.Limiter              // per-key rate limits, shared over the bus
 	oauth    *oauth.Server                   // nil with NoOAuth
 	tasks    *tasks.Manager                  // MCP tasks: run here, kept in the store
+	identity *identity.Signer                // signs per-call identity assertions; keys in the store
 
 	srv   *http.Server
 	mux   http.Handler // every route, behind panic recovery; Start adds the Host check, metrics and the edge
@@ -87,9 +89,10 @@ func New(cfg Config, st store.Store) (*Gateway, error) {
 	g.calls = store.NewCallLog(st, &store.CallLogOptions{Logger: g.log, Observe: g.obs.metrics.ObserveCall})
 	g.changes = changes.New(g.log)
 	g.reg = agents.New(&agents.Options{Grace: cfg.Grace, Changes: g.changes, Logger: g.log, Observer: observer{g}})
+	g.identity = g.newIdentity()
 	if !cfg.NoOAuth {
 		g.oauth = oauth.New(oauth.Options{
-			Store: st, BaseURL: g.baseFor, Logger: g.log,
+			Store: st, BaseURL: g.baseFor, Logger: g.log, JWKSPath: JWKSPath,
 			AllowPrivateClientIDs: cfg.OAuthPrivateClientIDs, ClientIDRoots: cfg.OAuthClientIDRoots,
 			Revoked: func(projectID int64, grantID string) {
 				g.changes.Publish(changes.Change{Project: projectID, Kind: changes.KeyRevoked, Key: grantID})
@@ -128,6 +131,7 @@ func New(cfg Config, st store.Store) (*Gateway, error) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		fmt.Fprintln(w, "ok")
 	})
+	timed.HandleFunc("GET "+JWKSPath, g.serveJWKS)
 	g.mountObs(mux) // untimed: a CPU profile runs as long as asked
 	if g.oauth != nil {
 		g.oauth.Mount(timed)

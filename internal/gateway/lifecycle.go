@@ -60,6 +60,12 @@ func (g *Gateway) Start() error {
 	}
 	g.startPruning()
 	started = append(started, g.stopBackground) // the store record goes
+	// 3b. The identity signing keys: loaded (or made) before any call
+	// needs them, then re-read from the store every minute.
+	if err := g.identity.Start(ctx); err != nil {
+		return fail(err)
+	}
+	started = append(started, func() { g.identity.Close() })
 	// 4. The bus (--bus), before the agents: their departures go out
 	// over it when they stop.
 	if err := g.joinBus(ctx); err != nil {
@@ -150,8 +156,9 @@ func (g *Gateway) shutdown(ctx context.Context) error {
 	// 6. The bus, after the agents: their departures went out over it.
 	g.leaveBus()
 	// 7. Background work: the dashboard's live tails, the store record
-	// (removed) and the pruner.
+	// (removed), the pruner and the identity keys' reload.
 	g.stopBackground()
+	errs = append(errs, g.identity.Close())
 	// 8. The HTTP server, once its connections are idle; what is still
 	// open when the grace ends is cut. Then the metrics listener.
 	if err := <-served; err != nil {
