@@ -6,7 +6,7 @@
 //	spacefix keys revoke ID
 //	spacefix projects create NAME
 //	spacefix projects list [--json]
-//	spacefix tokens create|list|revoke, spacefix users list|setup-link, spacefix gateways list
+//	spacefix tokens create|list|revoke, spacefix users list|setup-link, spacefix gateways list, spacefix identity rotate
 //	spacefix tools list|set, spacefix settings show|set (over the admin API: --url or the address serve recorded in --data, --token)
 //	spacefix bridge [--url GATEWAY] [--key KEY] --name NAME -- COMMAND [ARGS…] | --remote URL [--header "N: v"]… | --config FILE
 //	spacefix bench [--url GATEWAY] [--key CLIENT_KEY] --tool NAME [--args JSON] [--calls N | --duration D] [--concurrency C] [--json]
@@ -60,6 +60,7 @@ Usage:
   spacefix audit     list [--project NAME]              who changed what, when and from where
   spacefix users     list|setup-link                    dashboard users
   spacefix gateways  list                               the gateways running on the store
+  spacefix identity  rotate                             sign identity assertions with a new key now
   spacefix tools     list|set                           per-tool controls, over the admin API
   spacefix settings  show|set                           project settings, over the admin API
   spacefix bridge    --name N -- COMMAND | --remote URL | --config FILE
@@ -95,6 +96,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return usersCmd(ctx, args[1:], stdout)
 	case "gateways":
 		return gatewaysCmd(ctx, args[1:], stdout)
+	case "identity":
+		return identityCmd(ctx, args[1:], stdout)
 	case "bridge":
 		return bridgeCmd(ctx, args[1:], stdout, stderr)
 	case "bench":
@@ -111,7 +114,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 }
 
 // commands are the names run knows, for suggestions.
-var commands = []string{"serve", "keys", "projects", "tokens", "audit", "tools", "settings", "users", "gateways", "bridge", "bench", "version", "help"}
+var commands = []string{"serve", "keys", "projects", "tokens", "audit", "tools", "settings", "users", "gateways", "identity", "bridge", "bench", "version", "help"}
 
 // command is one subcommand of a command group, such as "keys create".
 type command struct {

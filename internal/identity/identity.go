@@ -122,12 +122,33 @@ func New(opts Options) *Signer {
 // one wins (a compare-and-set on the stored value) and the others take
 // its keys.
 func (s *Signer) Start(ctx context.Context) error {
-	if err := s.refresh(ctx); err != nil {
-		return fmt.Errorf("identity keys: %w", err)
+	if err := s.Load(ctx); err != nil {
+		return err
 	}
 	ctx, s.cancel = context.WithCancel(ctx)
 	s.wg.Go(func() { s.loop(ctx) })
 	return nil
+}
+
+// Load reads the keys from the store (creating the first ones, or
+// rotating them if due) without starting a loop: for a command that signs
+// or rotates once.
+func (s *Signer) Load(ctx context.Context) error {
+	if err := s.refresh(ctx); err != nil {
+		return fmt.Errorf("identity keys: %w", err)
+	}
+	return nil
+}
+
+// KeyID returns the id (kid) of the key Sign signs with; "" before the
+// keys are loaded. Key ids are public: they are in the JWKS.
+func (s *Signer) KeyID() string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.keys == nil {
+		return ""
+	}
+	return s.keys.st.Current.ID
 }
 
 // Close stops the loop and waits for it. It is safe to call twice.
