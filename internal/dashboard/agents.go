@@ -19,14 +19,17 @@ const maxMetaRunes = 100
 
 // agentKeyJSON is an agent key with what people read about it.
 type agentKeyJSON struct {
-	ID          string    `json:"id"`
-	Name        string    `json:"name"`
-	DisplayName string    `json:"displayName"`
-	Author      string    `json:"author"`
-	Community   bool      `json:"community"`
-	CreatedAt   time.Time `json:"createdAt"`
-	Revoked     bool      `json:"revoked"`
-	Connected   int       `json:"connected"` // replicas
+	ID          string `json:"id"`
+	Name        string `json:"name"`
+	DisplayName string `json:"displayName"`
+	Author      string `json:"author"`
+	Community   bool   `json:"community"`
+	// IdentityAudience, when set, is the audience of the identity token
+	// every call to the key's replicas carries (docs/identity.md).
+	IdentityAudience string    `json:"identityAudience"`
+	CreatedAt        time.Time `json:"createdAt"`
+	Revoked          bool      `json:"revoked"`
+	Connected        int       `json:"connected"` // replicas
 	// Differs lists the tools whose connected replicas register different
 	// definitions: a sign that two services share this key.
 	Differs []toolDifferJSON `json:"differs,omitempty"`
@@ -96,7 +99,7 @@ func (d *Dashboard) agentsOf(ctx context.Context, projectID int64) (agentsJSON, 
 		byID[k.ID] = k
 		out.Keys = append(out.Keys, agentKeyJSON{
 			ID: k.ID, Name: k.Name, DisplayName: k.DisplayName, Author: k.Author, Community: k.Community,
-			CreatedAt: k.CreatedAt, Revoked: k.Revoked(), Connected: count[k.ID], Differs: differs[k.ID],
+			IdentityAudience: k.IdentityAudience, CreatedAt: k.CreatedAt, Revoked: k.Revoked(), Connected: count[k.ID], Differs: differs[k.ID],
 		})
 	}
 	for _, rep := range reps {
@@ -136,6 +139,14 @@ type keyMetaPatch struct {
 	DisplayName *string `json:"displayName"`
 	Author      *string `json:"author"`
 	Community   *bool   `json:"community"`
+	// IdentityAudience turns identity tokens on (an audience) or off ("")
+	// for the key's calls; audited apart, as key.identity.
+	IdentityAudience *string `json:"identityAudience"`
+}
+
+// changesMeta reports whether the patch names a field of [store.KeyMeta].
+func (m keyMetaPatch) changesMeta() bool {
+	return m.DisplayName != nil || m.Author != nil || m.Community != nil
 }
 
 func (m keyMetaPatch) apply(k store.KeyMeta) (store.KeyMeta, error) {
@@ -169,7 +180,7 @@ func (d *Dashboard) apiPatchAgentKey(w http.ResponseWriter, r *http.Request) err
 		return err
 	}
 	if k.Kind != store.KindAgent {
-		return errorf(http.StatusBadRequest, "Key %s is a client key; only agent keys have a display name, author and community flag.", k.ID)
+		return errorf(http.StatusBadRequest, "Key %s is a client key; only agent keys have a display name, author, community flag and identity audience.", k.ID)
 	}
 	var patch keyMetaPatch
 	if err := readJSON(r, &patch); err != nil {
@@ -179,15 +190,38 @@ func (d *Dashboard) apiPatchAgentKey(w http.ResponseWriter, r *http.Request) err
 	if err != nil {
 		return err
 	}
-	if err := d.st.SetKeyMeta(r.Context(), k.ID, meta); err != nil {
-		return err
+	aud := k.IdentityAudience
+	if patch.IdentityAudience != nil {
+		aud = strings.TrimSpace(*patch.IdentityAudience)
+		if err := store.CheckIdentityAudience(aud); err != nil {
+			return fieldError("identityAudience", "%s", err.Error())
+		}
 	}
-	d.notify(p.ID) // a community flag changes descriptions
-	d.log.Info("agent key updated", "project", p.Name, "key", k.ID, "by", principalFrom(r.Context()).name())
-	d.audit(r, p.ID, "agent_key.update", k.ID, keyMetaAudit(k.KeyMeta), keyMetaAudit(meta))
-	k.KeyMeta = meta
+	if patch.changesMeta() || aud == k.IdentityAudience {
+		if err := d.st.SetKeyMeta(r.Context(), k.ID, meta); err != nil {
+			return err
+		}
+		d.log.Info("agent key updated", "project", p.Name, "key", k.ID, "by", principalFrom(r.Context()).name())
+		d.audit(r, p.ID, "agent_key.update", k.ID, keyMetaAudit(k.KeyMeta), keyMetaAudit(meta))
+		k.KeyMeta = meta
+	}
+	if aud != k.IdentityAudience {
+		if err := d.st.SetKeyIdentityAudience(r.Context(), k.ID, aud); err != nil {
+			return err
+		}
+		d.log.Info("agent key identity audience set", "project", p.Name, "key", k.ID, "audience", aud, "by", principalFrom(r.Context()).name())
+		d.audit(r, p.ID, "key.identity", k.ID, keyIdentityAudit(k.IdentityAudience), keyIdentityAudit(aud))
+		k.IdentityAudience = aud
+	}
+	d.notify(p.ID) // a community flag changes descriptions; the audience, the calls' tokens
 	writeJSON(w, http.StatusOK, keyOut(k))
 	return nil
+}
+
+// keyIdentityAudit is what the audit log keeps of an agent key's identity
+// setting.
+func keyIdentityAudit(aud string) map[string]any {
+	return map[string]any{"identityAudience": aud}
 }
 
 // projectKey loads the key named in the path, if it belongs to p.

@@ -13,17 +13,20 @@ import (
 
 // keyJSON is a key without its secret.
 type keyJSON struct {
-	ID          string    `json:"id"`
-	Kind        string    `json:"kind"`
-	Name        string    `json:"name"`
-	ReadOnly    bool      `json:"readOnly"`
-	Tools       []string  `json:"tools"`
-	DisplayName string    `json:"displayName,omitempty"`
-	Author      string    `json:"author,omitempty"`
-	Community   bool      `json:"community,omitempty"`
-	CreatedAt   time.Time `json:"createdAt"`
-	Revoked     bool      `json:"revoked"`
-	RevokedAt   time.Time `json:"revokedAt,omitzero"`
+	ID          string   `json:"id"`
+	Kind        string   `json:"kind"`
+	Name        string   `json:"name"`
+	ReadOnly    bool     `json:"readOnly"`
+	Tools       []string `json:"tools"`
+	DisplayName string   `json:"displayName,omitempty"`
+	Author      string   `json:"author,omitempty"`
+	Community   bool     `json:"community,omitempty"`
+	// IdentityAudience, on an agent key, is the audience of the identity
+	// tokens its calls carry; empty: none.
+	IdentityAudience string    `json:"identityAudience,omitempty"`
+	CreatedAt        time.Time `json:"createdAt"`
+	Revoked          bool      `json:"revoked"`
+	RevokedAt        time.Time `json:"revokedAt,omitzero"`
 }
 
 func keyOut(k store.Key) keyJSON {
@@ -34,7 +37,7 @@ func keyOut(k store.Key) keyJSON {
 	return keyJSON{
 		ID: k.ID, Kind: k.Kind, Name: k.Name, ReadOnly: k.ReadOnly, Tools: tools,
 		DisplayName: k.DisplayName, Author: k.Author, Community: k.Community,
-		CreatedAt: k.CreatedAt, Revoked: k.Revoked(), RevokedAt: k.RevokedAt,
+		IdentityAudience: k.IdentityAudience, CreatedAt: k.CreatedAt, Revoked: k.Revoked(), RevokedAt: k.RevokedAt,
 	}
 }
 
@@ -88,7 +91,7 @@ func (in newKeyJSON) key(projectID int64) (store.Key, error) {
 		if in.ReadOnly || len(in.Tools) > 0 {
 			return k, errorf(http.StatusBadRequest, "readOnly and tools limit client keys; leave them out for an agent key.")
 		}
-		meta, err := keyMetaPatch{&in.DisplayName, &in.Author, &in.Community}.apply(store.KeyMeta{})
+		meta, err := keyMetaPatch{DisplayName: &in.DisplayName, Author: &in.Author, Community: &in.Community}.apply(store.KeyMeta{})
 		if err != nil {
 			return k, err
 		}

@@ -139,6 +139,7 @@ function openEditKey(key) {
   form.elements.displayName.value = key.displayName;
   form.elements.author.value = key.author;
   form.elements.community.checked = key.community;
+  form.elements.identityAudience.value = key.identityAudience || "";
   dlg.showModal();
 }
 
