@@ -113,6 +113,7 @@ func New(cfg Config, st store.Store) (*Gateway, error) {
 		MaxSessionsPerKey: cfg.MaxSessionsPerKey, MaxInFlightPerKey: cfg.MaxInFlightPerKey,
 		HostsChecked:  true, // checkHost, with --allowed-hosts
 		SessionPrefix: sessionPrefix, Limiter: g.limiter, OAuth: g.oauth, Tasks: g.tasks,
+		Identity: g.identity, // identity tokens for agent keys that ask (docs/identity.md)
 	})
 	g.agents = agentfront.New(agentfront.Options{
 		Registry: g.reg, Store: st, Verifier: g.verifier, Logger: g.log,
