@@ -15,7 +15,7 @@ import (
 
 func keys(ctx context.Context, args []string, stdout io.Writer) error {
 	return dispatch(ctx, "keys", args, stdout,
-		command{"create", keysCreate}, command{"list", keysList}, command{"revoke", keysRevoke})
+		command{"create", keysCreate}, command{"list", keysList}, command{"set", keysSet}, command{"revoke", keysRevoke})
 }
 
 func keysCreate(ctx context.Context, args []string, stdout io.Writer) error {
@@ -86,10 +86,14 @@ func keysList(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 		if *asJSON {
 			return printEach(stdout, ks, false, func(k store.Key) any {
-				return map[string]any{
+				m := map[string]any{
 					"id": k.ID, "project": k.ProjectName, "kind": k.Kind, "name": k.Name,
 					"readOnly": k.ReadOnly, "tools": k.Tools, "createdAt": k.CreatedAt, "revoked": k.Revoked(),
 				}
+				if k.IdentityAudience != "" {
+					m["identityAudience"] = k.IdentityAudience
+				}
+				return m
 			})
 		}
 		t := newTable(stdout, "ID", "PROJECT", "KIND", "NAME", "ACCESS", "CREATED", "STATE")
@@ -112,6 +116,61 @@ func keysList(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 		return t.flush()
 	})
+}
+
+// keysSet changes a setting of an agent key: --identity-audience gives
+// every call to its replicas a signed identity token with that audience
+// ("" turns them off; docs/identity.md). Running gateways apply it within
+// a second.
+func keysSet(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := newFlagSet("keys set", stdout)
+	data := dataFlag(fs)
+	var aud *string
+	fs.Func("identity-audience", "the `audience` of the identity tokens every call to the agent key's replicas carries; \"\" turns them off", func(v string) error {
+		v = strings.TrimSpace(v)
+		aud = &v
+		return store.CheckIdentityAudience(v)
+	})
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usageError{"keys set: want one agent key ID (see spacefix keys list)"}
+	}
+	if aud == nil {
+		return usageError{"keys set: nothing to set; pass --identity-audience AUDIENCE (\"\" turns identity tokens off)"}
+	}
+	return withStore(ctx, *data, func(st store.Store) error {
+		k, err := st.Key(ctx, pos[0])
+		if errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("no key %q; see spacefix keys list", pos[0])
+		} else if err != nil {
+			return err
+		}
+		if k.Kind != store.KindAgent {
+			return fmt.Errorf("%s is a client key; identity tokens go to agents: pass an agent key's ID (see spacefix keys list)", k.ID)
+		}
+		if k.IdentityAudience == *aud {
+			fmt.Fprintf(stdout, "%s: %s; nothing changed.\n", k.ID, identityState(*aud))
+			return nil
+		}
+		if err := st.SetKeyIdentityAudience(ctx, k.ID, *aud); err != nil {
+			return err
+		}
+		cliAudit(ctx, st, k.ProjectID, "key.identity", k.ID,
+			map[string]any{"identityAudience": k.IdentityAudience}, map[string]any{"identityAudience": *aud})
+		fmt.Fprintf(stdout, "%s: %s. Running gateways apply it within a second.\n", k.ID, identityState(*aud))
+		return nil
+	})
+}
+
+// identityState says what an agent key's calls carry with audience aud.
+func identityState(aud string) string {
+	if aud == "" {
+		return "no identity tokens"
+	}
+	return fmt.Sprintf("every call carries an identity token for audience %q", aud)
 }
 
 func keysRevoke(ctx context.Context, args []string, stdout io.Writer) error {

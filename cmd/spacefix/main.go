@@ -3,6 +3,7 @@
 //	spacefix serve [--addr HOST:PORT] [--data FILE|postgres://…] [--bus nats://HOST:PORT[,…]] [--advertise-addr HOST:PORT]
 //	spacefix keys create --project NAME --kind agent|client [--read-only] [--tools a,b] [--name LABEL] [--json]
 //	spacefix keys list [--project NAME] [--json]
+//	spacefix keys set ID --identity-audience AUDIENCE
 //	spacefix keys revoke ID
 //	spacefix projects create NAME
 //	spacefix projects list [--json]
@@ -54,7 +55,7 @@ const usage = `Spacefix: an MCP gateway for tools that live in your own services
 
 Usage:
   spacefix serve     [--addr HOST:PORT] [--data FILE]   run the gateway
-  spacefix keys      create|list|revoke                 manage agent and client keys
+  spacefix keys      create|list|set|revoke             manage agent and client keys
   spacefix projects  create|list                        manage projects
   spacefix tokens    create|list|revoke                 API tokens for scripts and CI (instance, or --project and --role)
   spacefix audit     list [--project NAME]              who changed what, when and from where
