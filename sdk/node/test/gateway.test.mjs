@@ -307,6 +307,11 @@ describe('the call', () => {
     assert.match(got.caller.keyId, /^key_/);
     assert.deepEqual(Object.keys(got.caller), ['keyId', 'keyName']);
     assert.equal(typeof got.caller.keyName, 'string');
+    // A client key speaks for no one person: no person, no app, no role.
+    assert.deepEqual(
+      { person: got.person, app: got.app, project: got.project, role: got.role, scopes: got.scopes, identityToken: got.identityToken },
+      { person: undefined, app: undefined, project: 'default', role: '', scopes: ['mcp:read', 'mcp:write'], identityToken: '' },
+    );
     assert.equal(got.agent, undefined);
     assert.ok(got.deadline >= t0 + 30_000 - 50 && got.deadline <= t1 + 30_000 + 50, `deadline ${got.deadline - t0} ms after the call`);
     assert.equal(got.signal.aborted, false);
