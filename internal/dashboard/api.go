@@ -70,6 +70,7 @@ func (d *Dashboard) apiRoutes() []apiRoute {
 		{"POST /api/tokens", d.apiCreateToken, instanceAdmin},
 		{"POST /api/tokens/{id}/revoke", d.apiRevokeToken, instanceAdmin},
 		{"GET /api/audit", d.apiAudit, instanceAdmin},
+		{"POST /api/identity/rotate", d.apiRotateIdentity, instanceAdmin},
 	}
 }
 

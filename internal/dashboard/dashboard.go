@@ -88,6 +88,9 @@ type Options struct {
 	// AuditRetention is how long the audit log keeps entries (the gateway
 	// prunes older ones); shown on the Audit page. 0 means forever.
 	AuditRetention time.Duration
+	// Identity is the signer of per-call identity assertions, whose key an
+	// instance admin may rotate on the Users and tokens page; nil hides it.
+	Identity IdentityKeys
 }
 
 // Dashboard serves the pages and the admin API. It is an http.Handler
@@ -103,7 +106,8 @@ type Dashboard struct {
 	health    func() store.Health
 	oauth     *oauth.Server // nil when OAuth is off
 	retention time.Duration
-	tasks     Tasks // nil: tasks cannot be cancelled here
+	tasks     Tasks        // nil: tasks cannot be cancelled here
+	identity  IdentityKeys // nil: no identity key to show or rotate
 
 	pages   map[string]*pageTemplate
 	signIns *ratelimit.Limiter
@@ -119,6 +123,7 @@ func New(opts Options) *Dashboard {
 		st: opts.Store, reg: opts.Registry, changes: opts.Changes, baseURL: opts.BaseURL,
 		ctx: opts.Context, log: opts.Logger, version: opts.Version, signIns: ratelimit.New(),
 		health: opts.CallLogHealth, oauth: opts.OAuth, retention: opts.AuditRetention, tasks: opts.Tasks,
+		identity: opts.Identity,
 	}
 	if d.log == nil {
 		d.log = slog.Default()

@@ -36,6 +36,9 @@ type adminData struct {
 	Admins int // how many users are admins: the last one is not offered to step down
 	Tokens []tokenJSON
 	Audit  []auditRow // the newest instance-wide changes
+	// IdentityKey is the id of the key identity assertions are signed
+	// with; empty when the gateway signs none.
+	IdentityKey string
 }
 
 func (d *Dashboard) adminPage(r *http.Request, v *view) (string, error) {
@@ -66,6 +69,9 @@ func (d *Dashboard) adminPage(r *http.Request, v *view) (string, error) {
 	}
 	for _, e := range es {
 		data.Audit = append(data.Audit, auditRow{auditJSON{e.ID, e.At, e.Actor, e.Addr, e.Action, e.Target, e.Before, e.After}, fieldChanges(e.Before, e.After)})
+	}
+	if d.identity != nil {
+		data.IdentityKey = d.identity.KeyID()
 	}
 	v.Title, v.Data = "Users and tokens", data
 	return "admin", nil
