@@ -45,7 +45,9 @@ func (c *clock) Add(d time.Duration) {
 	c.t = c.t.Add(d)
 }
 
-func openSQLite(t *testing.T) store.Store {
+func openSQLite(t *testing.T) store.Store { return openSQLiteB(t) }
+
+func openSQLiteB(t testing.TB) store.Store {
 	t.Helper()
 	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "s.db"))
 	if err != nil {
@@ -63,6 +65,15 @@ func openPostgres(t *testing.T) store.Store {
 	}
 	t.Cleanup(func() { st.Close() })
 	return st
+}
+
+func newSignerB(b *testing.B, st store.Meta, clk *clock) *identity.Signer {
+	s := identity.New(identity.Options{Store: st, Issuer: func() string { return issuer }, Now: clk.Now})
+	if err := s.Start(b.Context()); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	return s
 }
 
 // newSigner starts a Signer on st; log, if set, gets its log.
