@@ -1,7 +1,8 @@
 // End-to-end: a real gateway built from this repository, real agents using
 // this SDK, and the official MCP TypeScript client.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
+import { promisify } from 'node:util';
 import { after, before, describe, it } from 'node:test';
 
 import {
@@ -13,6 +14,7 @@ import {
   ToolListChangedNotificationSchema,
 } from '@modelcontextprotocol/sdk/types.js';
 import { type } from 'arktype';
+import { createRemoteJWKSet, decodeProtectedHeader, jwtVerify } from 'jose';
 import { z } from 'zod';
 
 import { Agent, CannotConfirmError, MissingCapabilityError, ProtocolError, definePrompt, defineResource, defineResourceTemplate, defineTool, toolError, toolImage, toolText } from '../dist/index.js';
@@ -1313,5 +1315,74 @@ describe('task support, protocol errors, several forms (issue 25)', () => {
   it('together asks two forms in one round', async () => {
     const r = await asker.callTool({ name: 'node_two_forms', arguments: {} });
     assert.deepEqual(r, { content: [{ type: 'text', text: 'accept Ada, accept Rome' }] });
+  });
+});
+
+describe('the identity token (issue 27)', () => {
+  const execFileP = promisify(execFile);
+  const audience = 'https://orders.example.com';
+  /** keysSet runs `spacefix keys set ID --identity-audience AUD`, as an owner would. */
+  const keysSet = (id, aud) => execFileP(gw.bin, ['keys', 'set', id, '--identity-audience', aud, '--data', gw.db]);
+
+  it('reaches the handler as call.identityToken and verifies with jose against /.well-known/jwks.json', async () => {
+    const seen = [];
+    await connect([
+      defineTool({
+        name: 'node_identity',
+        description: 'd',
+        inputSchema: obj,
+        annotations: { readOnlyHint: true },
+        handler: (_args, call) => {
+          seen.push(call);
+          return 'ok';
+        },
+      }),
+    ]);
+    // The agent key just made is the newest.
+    const { stdout } = await execFileP(gw.bin, ['keys', 'list', '--data', gw.db, '--project', 'default', '--json']);
+    const agentKey = JSON.parse(stdout).filter((k) => k.kind === 'agent').at(-1).id;
+
+    await client.callTool({ name: 'node_identity', arguments: {} });
+    assert.equal(seen.at(-1).identityToken, '', 'a key that asked for no token got one');
+
+    await keysSet(agentKey, audience);
+    const call = await waitFor(async () => {
+      await client.callTool({ name: 'node_identity', arguments: {} });
+      return seen.at(-1).identityToken ? seen.at(-1) : undefined;
+    }, { what: 'a call with an identity token' });
+    assert.equal(call.person, undefined);
+
+    const jwks = createRemoteJWKSet(new URL(`${gw.url}/.well-known/jwks.json`));
+    const t0 = Math.floor(Date.now() / 1000);
+    const { payload, protectedHeader } = await jwtVerify(call.identityToken, jwks, {
+      issuer: gw.url,
+      audience,
+      algorithms: ['ES256'],
+    });
+    assert.equal(protectedHeader.alg, 'ES256');
+    assert.equal(payload.sub, `key:${call.caller.keyId}`);
+    assert.equal(payload.project, 'default');
+    assert.equal(payload.scope, 'mcp:read mcp:write');
+    assert.equal(payload.jti, call.callId);
+    assert.equal(payload.email, undefined);
+    // 5 minutes, never longer than the call's own limit (30 s here).
+    assert.ok(payload.exp <= Math.ceil(call.deadline / 1000) && payload.exp >= t0 + 25, `exp ${payload.exp - t0} s after the call`);
+
+    // One altered byte (of the payload, then of the signature) fails.
+    for (const part of [1, 2]) {
+      const parts = call.identityToken.split('.');
+      const i = Math.floor(parts[part].length / 2);
+      parts[part] = parts[part].slice(0, i) + (parts[part][i] === 'A' ? 'B' : 'A') + parts[part].slice(i + 1);
+      await assert.rejects(jwtVerify(parts.join('.'), jwks, { issuer: gw.url, audience }), `altered ${part === 1 ? 'payload' : 'signature'} verified`);
+    }
+    await assert.rejects(jwtVerify(call.identityToken, jwks, { issuer: gw.url, audience: 'https://someone-else.example.com' }));
+    assert.ok(decodeProtectedHeader(call.identityToken).kid);
+
+    // Empty turns it off.
+    await keysSet(agentKey, '');
+    await waitFor(async () => {
+      await client.callTool({ name: 'node_identity', arguments: {} });
+      return seen.at(-1).identityToken === '';
+    }, { what: 'calls without a token' });
   });
 });
