@@ -4,10 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"io"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -45,6 +49,9 @@ func idAgent(t *testing.T) func(a *core.Agent) {
 			c, _ := core.CallFrom(ctx)
 			b, _ := json.Marshal(idSeen{c.KeyID, c.Person, c.App, c.Scopes, c.IdentityToken})
 			return string(b), nil
+		}, core.ReadOnly()))
+		must(t, core.AddTool(a, "idtok_ping", "Answers ok.", func(ctx context.Context, _ struct{}) (string, error) {
+			return "ok", nil
 		}, core.ReadOnly()))
 	}
 }
@@ -326,4 +333,64 @@ func TestIdentityTokenCluster(t *testing.T) {
 	if kid(t, onA) != kid(t, onB) || ca.Subject != cb.Subject {
 		t.Errorf("tokens from A and B: kid %q vs %q, sub %q vs %q; want the same key and caller", kid(t, onA), kid(t, onB), ca.Subject, cb.Subject)
 	}
+}
+
+var identityBench = flag.Bool("identity-bench", false, "measure the CPU a call spends with and without an identity token, at 16 callers")
+
+// TestIdentityCost measures what an identity token adds to a call: 16
+// callers (one go-sdk session each) call a tool through a real gateway to
+// a real agent, with the agent key's audience off and on, in alternating
+// rounds; it prints the process CPU (gateway, agent and clients, all in
+// this process) per call and calls/s of each (docs/benchmarks.md). The
+// tool answers "ok", so the difference is the token's: the signature and
+// its ~600 bytes in the agent's call message.
+func TestIdentityCost(t *testing.T) {
+	if !*identityBench {
+		return
+	}
+	e := newEnv(t)
+	e.startAgent(core.Options{}, idAgent(t))
+	keyID := e.agentKeyID()
+	const callers, perRound, rounds = 16, 4000, 3
+	sessions := make([]*mcp.ClientSession, callers)
+	for i := range sessions {
+		sessions[i] = e.connect("2025-11-25", e.clientKey, nil)
+	}
+	run := func() (cpu time.Duration, wall time.Duration) {
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		c0, w0 := processCPU(), time.Now()
+		for _, cs := range sessions {
+			wg.Go(func() {
+				for next.Add(1) <= perRound {
+					if _, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "idtok_ping", Arguments: map[string]any{}}); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		return processCPU() - c0, time.Since(w0)
+	}
+	for _, aud := range []string{"", idAudience} { // warm both
+		must(t, e.store.SetKeyIdentityAudience(context.Background(), keyID, aud))
+		waitFor(t, "the setting to apply", func() bool { return (idWhoami(t, sessions[0]).IdentityToken != "") == (aud != "") })
+		run()
+	}
+	for r := range rounds {
+		for _, aud := range []string{"", idAudience} {
+			must(t, e.store.SetKeyIdentityAudience(context.Background(), keyID, aud))
+			waitFor(t, "the setting to apply", func() bool { return (idWhoami(t, sessions[0]).IdentityToken != "") == (aud != "") })
+			cpu, wall := run()
+			t.Logf("round %d audience %-28q %6.1f µs CPU/call  %6.0f calls/s", r+1, aud, float64(cpu.Microseconds())/perRound, perRound/wall.Seconds())
+		}
+	}
+}
+
+// processCPU is the CPU time this process has used, user and system.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -60,6 +60,10 @@ func TestIdentityTokens(t *testing.T) {
 	if h := f.identityTokens(t.Context(), p.ID, "key_none", person); h != nil {
 		t.Error("a key without an audience got an identity hook; want none (no signing)")
 	}
+	// Zero cost for keys that did not ask: no signing, no allocation.
+	if n := testing.AllocsPerRun(100, func() { f.identityTokens(t.Context(), p.ID, "key_none", person) }); n != 0 {
+		t.Errorf("a call to a key without an audience allocates %v times for its identity token; want 0", n)
+	}
 	if h := (&Front{controls: f.controls}).identityTokens(t.Context(), p.ID, "key_aud", person); h != nil {
 		t.Error("a gateway without a signer got an identity hook")
 	}
