@@ -185,10 +185,16 @@ func (m *Manager) Answer(ctx context.Context, owner Owner, projectID int64, id s
 	if m.opts.Signals == nil {
 		return nil
 	}
-	// As a local answer does, the next waiter finds the task working;
-	// written before the signal, so that it cannot land after the
-	// runner's next question.
-	t.Status, t.InputRequests, t.UpdatedAt = Working, nil, m.now().UTC().Truncate(time.Millisecond)
+	// As a local answer does, the next waiter finds the task working, or
+	// still input_required with the requests left open when the client
+	// answered only some (SEP-2663); written before the signal, so that it
+	// cannot land after the runner's next question.
+	if rest := openLeft(asked, responses); rest != nil {
+		t.InputRequests = rest
+	} else {
+		t.Status, t.InputRequests = Working, nil
+	}
+	t.UpdatedAt = m.now().UTC().Truncate(time.Millisecond)
 	if _, err := m.st.UpdateTask(ctx, t); err != nil {
 		return fmt.Errorf("tasks: answer %s: %w", id, err)
 	}
@@ -199,21 +205,45 @@ func (m *Manager) Answer(ctx context.Context, owner Owner, projectID int64, id s
 }
 
 // answer passes responses to the run's question, if it still waits for
-// them, and makes the task working again before it returns (a waiter
-// that comes next must not find the question answered still open); a
-// second answer is dropped.
+// them, and before it returns makes the task working again, or, when the
+// client answered only some of the open requests, leaves it
+// input_required with those left (a waiter that comes next must not find
+// an answered request still open, nor an open one gone); answers beyond
+// what the run can take are dropped.
 func (r *run) answer(responses map[string]json.RawMessage) {
 	r.mu.Lock()
 	waiting := r.task.Status == InputRequired
+	var open map[string]json.RawMessage
+	_ = json.Unmarshal(r.task.InputRequests, &open)
 	r.mu.Unlock()
 	if !waiting {
 		return
 	}
 	select {
 	case r.answers <- responses:
-		r.setStatus(Working, func(t *Task) { t.InputRequests = nil })
+		if rest := openLeft(open, responses); rest != nil {
+			r.setStatus(InputRequired, func(t *Task) { t.InputRequests = rest })
+		} else {
+			r.setStatus(Working, func(t *Task) { t.InputRequests = nil })
+		}
 	default:
 	}
+}
+
+// openLeft returns, as JSON, the input requests of open that responses
+// do not answer, or nil when they answer them all.
+func openLeft(open, responses map[string]json.RawMessage) json.RawMessage {
+	rest := make(map[string]json.RawMessage, len(open))
+	for k, v := range open {
+		if _, ok := responses[k]; !ok {
+			rest[k] = v
+		}
+	}
+	if len(rest) == 0 {
+		return nil
+	}
+	b, _ := json.Marshal(rest)
+	return b
 }
 
 // Kinds of [Signal].

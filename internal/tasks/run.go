@@ -69,6 +69,12 @@ type run struct {
 // handler puts the task in InputRequired with InputRequests set (see
 // [Questions]) until Answer is called. The end is logged as one call in
 // the call log (billable, with the task id) and stored.
+
+// maxAnswersQueued is how many answers to one question a run holds before
+// it takes them: a client may answer the requests of a round one by one,
+// and a round has at most 8 (core.Together, the Node SDK's together).
+const maxAnswersQueued = 8
+
 func (m *Manager) Run(ctx context.Context, s Spec) (Task, error) {
 	m.mu.Lock()
 	closed := m.closed
@@ -101,7 +107,7 @@ func (m *Manager) Run(ctx context.Context, s Spec) (Task, error) {
 		return Task{}, fmt.Errorf("tasks: start a task of %s: %w", s.Tool.Name, err)
 	}
 	r := &run{m: m, call: s.Call, key: s.Key, tool: s.Tool, start: start, limit: m.Limit(ctx, s.Key.ProjectID),
-		answers: make(chan map[string]json.RawMessage, 1), task: t, pub: t, changed: make(chan struct{}), written: now, notified: Working}
+		answers: make(chan map[string]json.RawMessage, maxAnswersQueued), task: t, pub: t, changed: make(chan struct{}), written: now, notified: Working}
 	r.ctx, r.stop = context.WithCancel(m.ctx)
 	m.mu.Lock()
 	if m.closed {

@@ -476,3 +476,47 @@ func TestTaskShutdown(t *testing.T) {
 		}
 	})
 }
+
+// A client may answer a round's input requests one at a time (SEP-2663):
+// right after a partial answer the task is still input_required and shows
+// only the request left, and the agent gets every answer at once. (An
+// answer once made the task working at once, so the next answer was
+// ignored and the task hung.)
+func TestTaskPartialAnswers(t *testing.T) {
+	each(t, func(t *testing.T, open func(t testing.TB) store.Store) {
+		e := newEnv(t, open(t), store.ProjectSettings{}, tasks.Options{Questions: testQuestions{}})
+		task, call := e.start(0)
+		reqs := `{"confirm":{"method":"elicitation/create","params":{"message":"Sure?","requestedSchema":{"type":"object"}}},` +
+			`"name":{"method":"elicitation/create","params":{"message":"Your name?","requestedSchema":{"type":"object"}}}}`
+		e.tr.Reply(&agentproto.Message{Type: agentproto.TypeAsk, ID: call.ID, Requests: json.RawMessage(reqs)})
+		if got := e.wait(task.ID); got.Status != tasks.InputRequired {
+			t.Fatalf("Wait = %s, want input_required", got.Status)
+		}
+		ctx := context.Background()
+		name := map[string]json.RawMessage{"name": json.RawMessage(`{"action":"accept","content":{"name":"Ada"}}`)}
+		if err := e.m.Answer(ctx, e.owner(), e.proj.ID, task.ID, name); err != nil {
+			t.Fatal(err)
+		}
+		got, err := e.m.Get(ctx, e.owner(), e.proj.ID, task.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var left map[string]json.RawMessage
+		json.Unmarshal(got.InputRequests, &left)
+		if _, ok := left["confirm"]; got.Status != tasks.InputRequired || len(left) != 1 || !ok {
+			t.Fatalf("after one of two answers: %s %s, want input_required with confirm left", got.Status, got.InputRequests)
+		}
+		confirm := map[string]json.RawMessage{"confirm": json.RawMessage(`{"action":"accept","content":{"confirm":true}}`)}
+		if err := e.m.Answer(ctx, e.owner(), e.proj.ID, task.ID, confirm); err != nil {
+			t.Fatal(err)
+		}
+		ans := e.tr.Next()
+		if ans.Type != agentproto.TypeAnswered || !strings.Contains(string(ans.Responses), `"Ada"`) || !strings.Contains(string(ans.Responses), `"confirm":true`) {
+			t.Fatalf("the agent got %s %s, want both answers at once", ans.Type, ans.Responses)
+		}
+		e.tr.Reply(&agentproto.Message{Type: agentproto.TypeResult, ID: call.ID, Result: json.RawMessage(okResult)})
+		if got := e.wait(task.ID); got.Status != tasks.Completed {
+			t.Fatalf("Wait = %s, want completed", got.Status)
+		}
+	})
+}
