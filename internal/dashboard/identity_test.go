@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/chromedp/chromedp"
+
 	"github.com/spacefix/spacefix/internal/store"
 )
 
@@ -84,4 +86,31 @@ func TestAgentKeyIdentityAudience(t *testing.T) {
 	if k, _ := e.st.Key(t.Context(), e.agentKey.ID); k.IdentityAudience != "" {
 		t.Errorf("after turning it off the audience is %q", k.IdentityAudience)
 	}
+}
+
+// TestBrowserIdentityAudience: Agents → key → Edit sets the identity
+// audience; the row then says the key gets identity tokens, and the
+// dialog opens with the audience filled in.
+func TestBrowserIdentityAudience(t *testing.T) {
+	ctx := browser(t)
+	w := startGateway(t)
+	w.signUp(ctx)
+	const aud = "https://orders.example.com"
+
+	run(t, ctx, chromedp.Navigate(w.url("/p/default/agents")), chromedp.WaitVisible(chromedp.CSS(`button[data-edit-key]`)))
+	run(t, ctx, chromedp.Click(chromedp.CSS(`button[data-edit-key]`)), chromedp.WaitVisible(chromedp.CSS(`#edit-key`)),
+		chromedp.SetValue(chromedp.CSS(`#edit-key input[name=identityAudience]`), aud),
+		chromedp.Click(chromedp.CSS(`#edit-key button[type=submit]`)))
+	until(t, ctx, "the row to say the key gets identity tokens", `(document.querySelector('[data-identity-audience]')?.textContent || '').includes('`+aud+`')`)
+	ks, err := w.st.Keys(t.Context(), w.project.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range ks {
+		if k.Kind == store.KindAgent && k.IdentityAudience != aud {
+			t.Errorf("stored audience of %s = %q, want %q", k.ID, k.IdentityAudience, aud)
+		}
+	}
+	run(t, ctx, chromedp.Click(chromedp.CSS(`button[data-edit-key]`)), chromedp.WaitVisible(chromedp.CSS(`#edit-key`)))
+	until(t, ctx, "the dialog to open with the audience", `document.querySelector('#edit-key input[name=identityAudience]').value === '`+aud+`'`)
 }
