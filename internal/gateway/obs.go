@@ -120,6 +120,12 @@ func (o *observability) close() {
 	if o.srv != nil {
 		o.srv.Close()
 	}
+	// http.Server.Close closes only the listeners Serve has taken: one
+	// whose goroutine has not run yet (a Start that fails at once rolls
+	// back right after opening it) would stay open until it does.
+	if o.ln != nil {
+		o.ln.Close()
+	}
 }
 
 // handleReady answers 200 "ready" while the store takes writes and the
