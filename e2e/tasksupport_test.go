@@ -330,3 +330,52 @@ func TestBridgePassesTaskSupport(t *testing.T) {
 		t.Errorf("slow__quick listed as %s; want it without execution", q)
 	}
 }
+
+// A tool whose only change is its task support (a newer replica declares
+// it) is advertised again: a client with a session hears list_changed and
+// lists the new execution field. (go-sdk's tool JSON, which decided it,
+// has no such field, so nothing was sent.)
+func TestTaskSupportChangeNotifies(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	reportTool := func(opts ...core.ToolOption) func(a *core.Agent) {
+		return func(a *core.Agent) {
+			must(t, core.AddTool(a, "nightly", "Builds the nightly report.", func(ctx context.Context, _ struct{}) (string, error) {
+				return "ok", nil
+			}, opts...))
+			// A task tool from the start, so the job tool is listed
+			// throughout and its arrival sends nothing here.
+			must(t, core.AddTool(a, "weekly", "Builds the weekly report.", func(ctx context.Context, _ struct{}) (string, error) {
+				return "ok", nil
+			}, core.TaskSupport(core.TaskOptional)))
+		}
+	}
+	e.startAgent(core.Options{}, reportTool())
+	changed := make(chan bool, 16)
+	rec := &bodyRecorder{base: http.DefaultTransport}
+	client := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- true },
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: e.url + "/mcp",
+		HTTPClient: &http.Client{Transport: bearer{key: e.clientKey, base: rec}}}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	must(t, err)
+	defer cs.Close()
+	if _, err := cs.ListTools(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	for len(changed) > 0 {
+		<-changed
+	}
+
+	e.startAgent(core.Options{}, reportTool(core.TaskSupport(core.TaskOptional)))
+	receive(t, changed, "list_changed when only nightly's task support changed")
+	before := len(rec.buf.String())
+	if _, err := cs.ListTools(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := rawToolsList(t, rec.buf.String()[before:])["nightly"]; !strings.Contains(string(got), `"execution":{"taskSupport":"optional"}`) {
+		t.Errorf("nightly listed as %s after the change; want its task support", got)
+	}
+}

@@ -44,7 +44,12 @@ type view struct {
 	// until its agent changes, so a sync skips the tools whose source and
 	// controls are those of the last sync: an agent connecting to a
 	// project of 10,000 tools re-makes one tool, not 10,000.
-	from      map[string]toolSource
+	from map[string]toolSource
+	// execution is, by exposed name, the task support a tool was
+	// advertised with: tools/list shows it (execution.go), but go-sdk's
+	// tool JSON, which decides whether a client hears list_changed, has
+	// no such field.
+	execution map[string]string
 	resources map[string][]byte // URI → JSON of the advertised resource
 	templates map[string][]byte // URI template → JSON of the advertised resource template
 	prompts   map[string][]byte // name → JSON of the advertised prompt
@@ -64,7 +69,7 @@ func (f *Front) viewFor(k store.Key) *view {
 		<-v.ready
 		return v
 	}
-	v = &view{f: f, key: k, ready: make(chan struct{}), lastUsed: time.Now(), tools: map[string][]byte{}, from: map[string]toolSource{}, resources: map[string][]byte{}, templates: map[string][]byte{}, prompts: map[string][]byte{}}
+	v = &view{f: f, key: k, ready: make(chan struct{}), lastUsed: time.Now(), tools: map[string][]byte{}, from: map[string]toolSource{}, execution: map[string]string{}, resources: map[string][]byte{}, templates: map[string][]byte{}, prompts: map[string][]byte{}}
 	v.sess.m = map[string]*sessState{}
 	v.server = mcp.NewServer(f.impl, &mcp.ServerOptions{
 		Capabilities: &mcp.ServerCapabilities{
@@ -168,11 +173,18 @@ func (v *view) sync() {
 			continue // advertised from this very source already
 		}
 		v.from[t.Name] = src
+		if ts := t.Def.TaskSupport(); v.execution[t.Name] != ts {
+			// Advertised again even if go-sdk's JSON of it is the same,
+			// so that clients hear list_changed.
+			v.execution[t.Name] = ts
+			delete(v.tools, t.Name)
+		}
 		tools = append(tools, advertisedTool(t, pol.Controls))
 	}
 	for n := range v.from {
 		if !keep[n] {
 			delete(v.from, n)
+			delete(v.execution, n)
 		}
 	}
 	v.syncJobTool(slow, keep) // jobs.go
