@@ -255,7 +255,8 @@ func startServeProcess(t *testing.T, extraArgs ...string) *serveProcess {
 	}
 	g.adminToken = string(m)
 
-	addr, metricsAddr := freeAddr(t), freeAddr(t)
+	free := freeAddrs(t, 2)
+	addr, metricsAddr := free[0], free[1]
 	args := append([]string{"serve", "--addr", addr, "--data", g.dataPath, "--metrics-addr", metricsAddr, "--pprof"}, extraArgs...)
 	g.cmd = exec.Command(bin, args...)
 	g.cmd.Env = append(os.Environ(), "GOGC=100")
@@ -321,12 +322,24 @@ func tail(b []byte, n int) []byte {
 // freeAddr returns a loopback address with a port free right now.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	return freeAddrs(t, 1)[0]
+}
+
+// freeAddrs returns n loopback addresses with distinct ports free right
+// now: all are held open until every one is chosen (two ports chosen one
+// after the other may be the same one, freed in between).
+func freeAddrs(t *testing.T, n int) []string {
+	t.Helper()
+	var out []string
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		out = append(out, ln.Addr().String())
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return out
 }
 
 // runAgent runs the test agent against the gateway process and waits until
