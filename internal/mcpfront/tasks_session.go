@@ -249,13 +249,20 @@ func (v *view) taskError(id string, err error) error {
 	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: msgTaskTrouble}
 }
 
+// taskCaller is the owner a request about one task (p) acts as, or the
+// error to answer: no tasks here, or no task id.
+func (v *view) taskCaller(ctx context.Context, ss *mcp.ServerSession, method string, p *taskIDParams) (tasks.Owner, error) {
+	owner, err := v.taskOwner(ctx, ss, method)
+	if err == nil && (p == nil || p.TaskID == "") {
+		err = &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: msgTaskNoID}
+	}
+	return owner, err
+}
+
 func (v *view) taskGet(ctx context.Context, ss *mcp.ServerSession, p *taskIDParams) (*taskResult, error) {
-	owner, err := v.taskOwner(ctx, ss, "tasks/get")
+	owner, err := v.taskCaller(ctx, ss, "tasks/get", p)
 	if err != nil {
 		return nil, err
-	}
-	if p == nil || p.TaskID == "" {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: msgTaskNoID}
 	}
 	t, err := v.f.tasks.Get(ctx, owner, v.key.ProjectID, p.TaskID)
 	if err != nil {
@@ -288,12 +295,9 @@ func (v *view) taskList(ctx context.Context, ss *mcp.ServerSession, p *taskListP
 }
 
 func (v *view) taskCancel(ctx context.Context, ss *mcp.ServerSession, p *taskIDParams) (*taskResult, error) {
-	owner, err := v.taskOwner(ctx, ss, "tasks/cancel")
+	owner, err := v.taskCaller(ctx, ss, "tasks/cancel", p)
 	if err != nil {
 		return nil, err
-	}
-	if p == nil || p.TaskID == "" {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: msgTaskNoID}
 	}
 	t, err := v.f.tasks.Get(ctx, owner, v.key.ProjectID, p.TaskID)
 	if err != nil {
@@ -316,12 +320,9 @@ func (v *view) taskCancel(ctx context.Context, ss *mcp.ServerSession, p *taskIDP
 // request's stream (go-sdk sends a request made with ss in this handler's
 // context there), and the answers to the runtime.
 func (v *view) taskPayload(ctx context.Context, ss *mcp.ServerSession, p *taskIDParams) (*rawResult, error) {
-	owner, err := v.taskOwner(ctx, ss, "tasks/result")
+	owner, err := v.taskCaller(ctx, ss, "tasks/result", p)
 	if err != nil {
 		return nil, err
-	}
-	if p == nil || p.TaskID == "" {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: msgTaskNoID}
 	}
 	id := p.TaskID
 	asked := map[string]bool{} // input request ids answered by this request
