@@ -211,23 +211,30 @@ func (m *Manager) Answer(ctx context.Context, owner Owner, projectID int64, id s
 // an answered request still open, nor an open one gone); answers beyond
 // what the run can take are dropped.
 func (r *run) answer(responses map[string]json.RawMessage) {
+	// The hand-over and the status it leaves are one step under r.mu:
+	// the run's loop never sets the status for an answer, so two answers
+	// in a row cannot leave their changes in the wrong order (a task
+	// shown input_required while its agent already works).
 	r.mu.Lock()
-	waiting := r.task.Status == InputRequired
-	var open map[string]json.RawMessage
-	_ = json.Unmarshal(r.task.InputRequests, &open)
-	r.mu.Unlock()
-	if !waiting {
+	if r.task.Status != InputRequired {
+		r.mu.Unlock()
 		return
 	}
 	select {
 	case r.answers <- responses:
-		if rest := openLeft(open, responses); rest != nil {
-			r.setStatus(InputRequired, func(t *Task) { t.InputRequests = rest })
-		} else {
-			r.setStatus(Working, func(t *Task) { t.InputRequests = nil })
-		}
 	default:
+		r.mu.Unlock()
+		return
 	}
+	var open map[string]json.RawMessage
+	_ = json.Unmarshal(r.task.InputRequests, &open)
+	if rest := openLeft(open, responses); rest != nil {
+		r.task.InputRequests = rest
+	} else {
+		r.task.Status, r.task.InputRequests = Working, nil
+	}
+	r.mu.Unlock()
+	r.write()
 }
 
 // openLeft returns, as JSON, the input requests of open that responses

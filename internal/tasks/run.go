@@ -179,18 +179,13 @@ func (r *run) ask(q *agentproto.Message) route.Result {
 	for {
 		select {
 		case resp := <-r.answers:
-			rest := make(map[string]json.RawMessage, len(asked))
-			for k, v := range asked {
+			for k := range asked {
 				if a, ok := resp[k]; ok {
 					got[k] = a
-				} else if _, ok := got[k]; !ok {
-					rest[k] = v
 				}
 			}
-			if len(rest) > 0 {
-				b, _ := json.Marshal(rest)
-				r.setStatus(InputRequired, func(t *Task) { t.InputRequests = b })
-				continue
+			if len(got) < len(asked) {
+				continue // answer has shown the requests left
 			}
 			r.m.opts.Questions.Answer(r.call, q, reqs, got)
 			return r.call.Wait(r.ctx, r.progress)
