@@ -83,6 +83,17 @@ type Bridge struct {
 	// Unprefixed registers names as they are, under the ordinary rules,
 	// instead of <Name>__<tool>.
 	Unprefixed bool
+	// PerPerson, when set, says the remote acts as each caller's own
+	// account (see agentproto.PerPerson); nil: one shared account.
+	PerPerson *PerPerson
+}
+
+// PerPerson says a bridged remote acts as each caller's own upstream
+// account: Mode "connect" or "exchange", URL (connect: the remote MCP URL
+// people connect to, without userinfo) and Fallback ("shared": calls
+// without a person use the bridge's own account; "": refused).
+type PerPerson struct {
+	Mode, URL, Fallback string
 }
 
 // An Agent offers tools, resources and prompts to a Spacefix gateway. Make
@@ -312,6 +323,9 @@ func (a *Agent) registration() (agentproto.Registration, map[string]bool) {
 	}
 	if b := a.opts.Bridge; b != nil {
 		reg.Bridge = &agentproto.Bridge{Transport: b.Transport, Target: b.Target, Server: b.Server, ServerVersion: b.ServerVersion, Unprefixed: b.Unprefixed}
+		if pp := b.PerPerson; pp != nil {
+			reg.Bridge.PerPerson = &agentproto.PerPerson{Mode: pp.Mode, URL: pp.URL, Fallback: pp.Fallback}
+		}
 	}
 	disabled := make(map[string]bool, len(a.tools))
 	for _, t := range a.tools {

@@ -46,6 +46,12 @@ type Call struct {
 	// agent key was set to receive identity tokens. Pass it on; never the
 	// client's own token, which no handler ever sees.
 	IdentityToken string
+	// UpstreamToken is set only for bridged per-person remotes (`spacefix
+	// bridge --per-person`): the calling person's own access token at the
+	// remote MCP server, which the bridge sends there as the bearer. Any
+	// other agent gets "". It is a secret: never log it or send it
+	// anywhere but that remote.
+	UpstreamToken string
 	// Deadline is when the gateway stops waiting for the result; zero when
 	// the gateway sent none. The handler's context may end earlier (see
 	// [CallTimeout]).
@@ -102,6 +108,7 @@ func setCaller(info *Call, c *agentproto.Caller) {
 		info.App = &App{ID: c.App.ID, Name: c.App.Name}
 	}
 	info.Project, info.Role, info.IdentityToken = c.Project, c.Role, c.IdentityToken
+	info.UpstreamToken = c.UpstreamToken
 	info.Scopes = slices.Clone(c.Scopes)
 }
 

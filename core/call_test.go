@@ -221,7 +221,7 @@ func TestCallFrom(t *testing.T) {
 -- do --
 call c-1
 -- gateway --
-{"type":"call","id":"c-2","kind":"resource","name":"test://who","caller":{"keyId":"key_77","keyName":"Claude Desktop","person":{"id":"usr_1","email":"ada@example.com","name":"Ada"},"app":{"id":"cli_9","name":"Claude Desktop"},"project":"shop","role":"editor","scopes":["mcp:read","mcp:write"],"identityToken":"eyJ.x.y"}}
+{"type":"call","id":"c-2","kind":"resource","name":"test://who","caller":{"keyId":"key_77","keyName":"Claude Desktop","person":{"id":"usr_1","email":"ada@example.com","name":"Ada"},"app":{"id":"cli_9","name":"Claude Desktop"},"project":"shop","role":"editor","scopes":["mcp:read","mcp:write"],"identityToken":"eyJ.x.y","upstreamToken":"up-tok-1"}}
 -- agent --
 {"type":"result","id":"c-2"}
 -- do --
@@ -237,7 +237,7 @@ read c-2
 			want := Call{ID: id, Kind: "resource", Tool: "test://who", KeyID: "key_77", KeyName: "Claude Desktop",
 				Person:  &Person{ID: "usr_1", Email: "ada@example.com", Name: "Ada"},
 				App:     &App{ID: "cli_9", Name: "Claude Desktop"},
-				Project: "shop", Role: "editor", Scopes: []string{"mcp:read", "mcp:write"}, IdentityToken: "eyJ.x.y"}
+				Project: "shop", Role: "editor", Scopes: []string{"mcp:read", "mcp:write"}, IdentityToken: "eyJ.x.y", UpstreamToken: "up-tok-1"}
 			if diff := cmp.Diff(want, receive(t, calls, "the resource read")); diff != "" {
 				t.Errorf("CallFrom in a resource mismatch (-want +got):\n%s", diff)
 			}

@@ -87,7 +87,39 @@ type Bridge struct {
 	// ordinary naming rules, instead of <name>__<tool>: for a project that
 	// replaces the server by the gateway and keeps its clients' names.
 	Unprefixed bool `json:"unprefixed,omitempty"`
+	// PerPerson, when set, says the remote acts as each caller's own
+	// upstream account rather than as one shared account. An older gateway
+	// ignores it.
+	PerPerson *PerPerson `json:"perPerson,omitempty"`
 }
+
+// PerPerson says a bridged remote acts as each caller's own upstream account.
+type PerPerson struct {
+	// Mode is [PerPersonConnect] (each person connects their account at the
+	// gateway, which sends the person's token with each call as
+	// [Caller.UpstreamToken]) or [PerPersonExchange] (the bridge exchanges
+	// the call's [Caller.IdentityToken] for an upstream token itself).
+	Mode string `json:"mode"`
+	// URL is, in connect mode, the remote MCP URL people connect to (no
+	// userinfo, no secrets).
+	URL string `json:"url,omitempty"`
+	// Fallback is [FallbackShared] when calls without a person (agent key
+	// calls) use the bridge's own signed-in account; "" refuses them.
+	Fallback string `json:"fallback,omitempty"`
+}
+
+// Modes and fallbacks of a [PerPerson] remote.
+const (
+	PerPersonConnect  = "connect"
+	PerPersonExchange = "exchange"
+	FallbackShared    = "shared"
+)
+
+// CodeUpstreamUnauthorized ends a call (TypeError with this Code) when the
+// remote refused the person's [Caller.UpstreamToken] (HTTP 401). The gateway
+// never passes it to a client: it refreshes the account and delivers the
+// call once more, or asks the person to connect again.
+const CodeUpstreamUnauthorized = -32044
 
 // Tool is one registered tool.
 type Tool struct {
@@ -339,6 +371,10 @@ type Caller struct {
 	// a JWT for the agent key's identity audience; empty unless the agent
 	// key asked for one.
 	IdentityToken string `json:"identityToken,omitempty"`
+	// UpstreamToken is, for a per-person bridged remote in connect mode,
+	// the person's access token at that remote. Only the bridge reads it;
+	// never logged.
+	UpstreamToken string `json:"upstreamToken,omitempty"`
 }
 
 // Person is the person behind an OAuth call.
