@@ -315,7 +315,13 @@ func (c *Conn) deliver(id string, out agents.Reply) {
 // and the error's data.
 func errorReply(m *agentproto.Message) agents.Reply {
 	out := agents.Reply{Err: m.Message}
-	if m.Code != 0 {
+	switch {
+	case m.Code == agentproto.CodeUpstreamUnauthorized:
+		// Not for a client: the MCP front refreshes the person's
+		// upstream account and delivers the call again, or asks them to
+		// connect it.
+		out.Code = m.Code
+	case m.Code != 0:
 		out.Code, out.Data = agentproto.ClientErrorCode(m.Code), m.Data
 		if out.Err == "" {
 			out.Err = fmt.Sprintf("The agent failed the call with JSON-RPC error %d and no message.", m.Code)

@@ -199,6 +199,14 @@ func (c *Call) Release() {
 	c.res.Replica = nil
 }
 
+// SetUpstreamToken puts the person's upstream token in the caller of a
+// picked call, not yet sent (agentproto.Caller.UpstreamToken): a bridged
+// per-person remote's check, made once the replica is known.
+func (c *Call) SetUpstreamToken(token string) { c.req.Caller.UpstreamToken = token }
+
+// UpstreamToken returns the token [Call.SetUpstreamToken] set, "" if none.
+func (c *Call) UpstreamToken() string { return c.req.Caller.UpstreamToken }
+
 // MarkRetry makes a picked call, not yet sent, a retry of call of, whose
 // outcome is unknown for reason ([Request.RetryOf]).
 func (c *Call) MarkRetry(of, reason string) { c.req.RetryOf, c.req.RetryReason = of, reason }

@@ -467,7 +467,8 @@ func TestRouteKeepsOrderOfProgressAndLogs(t *testing.T) {
 // An agent's error with a JSON-RPC code ends the call as a protocol error:
 // the code (a reserved one other than -32602 and -32603 made -32603), the
 // message and the data travel in the Result; an error without one carries
-// no code.
+// no code. A per-person remote's refused token (-32044) keeps its code,
+// for the MCP front to act on.
 func TestRouteProtocolError(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		reg := newRegistry()
@@ -480,6 +481,7 @@ func TestRouteProtocolError(t *testing.T) {
 			{-32601, -32603, "no such method", ""},
 			{4001, 4001, "archived", ""},
 			{0, 0, "no such order", ""},
+			{agentproto.CodeUpstreamUnauthorized, agentproto.CodeUpstreamUnauthorized, "the remote refused the person's token", ""},
 		} {
 			done := deliver(t.Context(), reg, request(30*time.Second))
 			synctest.Wait()
