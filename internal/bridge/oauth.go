@@ -11,6 +11,7 @@ package bridge
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,13 +20,15 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"golang.org/x/oauth2"
+
+	"github.com/spacefix/spacefix/internal/oauthclient"
 )
 
 // tokenFile is what a sign-in keeps: the client the authorization server
@@ -235,39 +238,9 @@ func (b *Bridge) Login(ctx context.Context, opts LoginOptions) error {
 	go srv.Serve(l)
 	defer srv.Close()
 
-	var saved *tokenFile
 	hc := &http.Client{Transport: b.opts.httpTransport()}
-	var cimd *auth.ClientIDMetadataDocumentConfig
-	if opts.ClientIDMetadataURL != "" {
-		cimd = &auth.ClientIDMetadataDocumentConfig{URL: opts.ClientIDMetadataURL}
-	}
-	h, err := auth.NewAuthorizationCodeHandler(&auth.AuthorizationCodeHandlerConfig{
-		ClientIDMetadataDocumentConfig: cimd,
-		DynamicClientRegistrationConfig: &auth.DynamicClientRegistrationConfig{Metadata: &oauthex.ClientRegistrationMetadata{
-			RedirectURIs: []string{redirect}, ClientName: opts.ClientName, TokenEndpointAuthMethod: "none",
-			GrantTypes: []string{"authorization_code", "refresh_token"}, ResponseTypes: []string{"code"},
-		}},
-		RedirectURL:         redirect,
-		RequestRefreshToken: true,
-		Client:              hc,
-		AuthorizationCodeFetcher: func(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
-			fmt.Fprintf(opts.Out, "Open this URL in a browser to sign in to %q:\n\n  %s\n\nWaiting for the redirect to %s …\n", b.srv.Name, args.URL, redirect)
-			select {
-			case r := <-results:
-				return r, nil
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			}
-		},
-		NewTokenSource: func(ctx context.Context, cfg *oauth2.Config, t *oauth2.Token) (oauth2.TokenSource, error) {
-			saved = &tokenFile{URL: b.srv.URL, ClientID: cfg.ClientID, ClientSecret: cfg.ClientSecret,
-				AuthURL: cfg.Endpoint.AuthURL, TokenURL: cfg.Endpoint.TokenURL, Scopes: cfg.Scopes, Token: t}
-			return cfg.TokenSource(ctx, t), nil
-		},
-	})
-	if err != nil {
-		return fmt.Errorf("login: %w", err)
-	}
+	h := &loginHandler{b: b, hc: hc, out: opts.Out, redirect: redirect, results: results,
+		reg: oauthclient.RegisterOptions{RedirectURI: redirect, ClientName: opts.ClientName, ClientIDMetadataURL: opts.ClientIDMetadataURL}}
 	client := mcp.NewClient(&mcp.Implementation{Name: "spacefix-bridge", Version: Version}, nil)
 	tr := &mcp.StreamableClientTransport{Endpoint: b.srv.URL, HTTPClient: &http.Client{Transport: headers{h: b.srv.Headers, base: b.opts.httpTransport()}},
 		OAuthHandler: h, MaxRetries: -1}
@@ -275,21 +248,87 @@ func (b *Bridge) Login(ctx context.Context, opts LoginOptions) error {
 	switch {
 	case err == nil:
 		cs.Close()
-	case saved != nil && fallbackToSSE(err):
+	case h.saved != nil && fallbackToSSE(err):
 		// Signed in; the server speaks only the legacy SSE transport,
 		// which the bridge uses with these tokens.
 	default:
 		return fmt.Errorf("login %q: %w", b.srv.Name, err)
 	}
-	if saved == nil {
+	if h.saved == nil {
 		fmt.Fprintf(opts.Out, "%s did not ask for a sign-in; nothing to save.\n", redactURL(b.srv.URL))
 		return nil
 	}
-	if err := b.saveTokens(saved); err != nil {
+	if err := b.saveTokens(h.saved); err != nil {
 		return err
 	}
 	path, _ := b.tokenPath()
 	fmt.Fprintf(opts.Out, "Signed in to %q. The tokens are in %s (readable by you only); `spacefix bridge` refreshes them.\n", b.srv.Name, path)
+	return nil
+}
+
+// loginHandler is Login's side of the MCP client's OAuth: on the server's
+// 401 it runs the authorization code flow through internal/oauthclient
+// (discovery, registration, PKCE), the person's browser bringing the code
+// back to the loopback redirect.
+type loginHandler struct {
+	b        *Bridge
+	hc       *http.Client
+	out      io.Writer
+	redirect string
+	results  <-chan *auth.AuthorizationResult
+	reg      oauthclient.RegisterOptions
+
+	mu    sync.Mutex
+	src   oauth2.TokenSource
+	saved *tokenFile
+}
+
+var _ auth.OAuthHandler = (*loginHandler)(nil)
+
+func (h *loginHandler) TokenSource(context.Context) (oauth2.TokenSource, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.src, nil
+}
+
+func (h *loginHandler) Authorize(ctx context.Context, req *http.Request, resp *http.Response) error {
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+	challenges := resp.Header.Values("WWW-Authenticate")
+	if resp.StatusCode == http.StatusForbidden && !strings.Contains(strings.Join(challenges, ","), "insufficient_scope") {
+		return nil // not a matter of authorization; the answer reaches the caller
+	}
+	srv, err := oauthclient.Discover(ctx, h.hc, req.URL.String(), challenges, oauthclient.DiscoverOptions{RefreshTokens: true})
+	if err != nil {
+		return err
+	}
+	c, err := oauthclient.Register(ctx, h.hc, srv, h.reg)
+	if err != nil {
+		return err
+	}
+	state, verifier := rand.Text(), oauthclient.NewVerifier()
+	fmt.Fprintf(h.out, "Open this URL in a browser to sign in to %q:\n\n  %s\n\nWaiting for the redirect to %s …\n", h.b.srv.Name, c.AuthorizeURL(state, verifier, srv.Resource), h.redirect)
+	var r *auth.AuthorizationResult
+	select {
+	case r = <-h.results:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if r.State != state {
+		return errors.New("the redirect's state is not the one sent: sign in again")
+	}
+	if err := srv.CheckIssuer(r.Iss); err != nil {
+		return err
+	}
+	t, err := c.Exchange(ctx, h.hc, r.Code, verifier, srv.Resource)
+	if err != nil {
+		return err
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.saved = &tokenFile{URL: h.b.srv.URL, ClientID: c.ID, ClientSecret: c.Secret,
+		AuthURL: c.AuthURL, TokenURL: c.TokenURL, Scopes: c.Scopes, Token: t}
+	h.src = c.TokenSource(h.hc, t)
 	return nil
 }
 
