@@ -43,6 +43,8 @@ type run struct {
 	tool  *agents.Tool
 	start time.Time
 	limit time.Duration
+	// unauthorized is Spec.Unauthorized.
+	unauthorized func(ctx context.Context) string
 
 	answers chan map[string]json.RawMessage // the client's responses to the question asked
 
@@ -107,7 +109,8 @@ func (m *Manager) Run(ctx context.Context, s Spec) (Task, error) {
 		return Task{}, fmt.Errorf("tasks: start a task of %s: %w", s.Tool.Name, err)
 	}
 	r := &run{m: m, call: s.Call, key: s.Key, tool: s.Tool, start: start, limit: m.Limit(ctx, s.Key.ProjectID),
-		answers: make(chan map[string]json.RawMessage, maxAnswersQueued), task: t, pub: t, changed: make(chan struct{}), written: now, notified: Working}
+		answers: make(chan map[string]json.RawMessage, maxAnswersQueued), task: t, pub: t, changed: make(chan struct{}), written: now, notified: Working,
+		unauthorized: s.Unauthorized}
 	r.ctx, r.stop = context.WithCancel(m.ctx)
 	m.mu.Lock()
 	if m.closed {
@@ -312,6 +315,10 @@ func (r *run) end(s Status, msg string) (Task, bool) {
 	return t, true
 }
 
+// msgUpstreamRefused ends a task whose per-person remote refused the
+// person's upstream token, when the front gave no answer of its own.
+const msgUpstreamRefused = "The remote refused your account's token. Connect your account again, then call the tool again."
+
 // codeInternal is the JSON-RPC code of a task the gateway failed.
 const codeInternal = -32603
 
@@ -324,6 +331,14 @@ func (r *run) finish(res route.Result) {
 		r.m.mu.Unlock()
 		r.stop()
 	}()
+	if res.Outcome == route.ToolError && res.Code == agentproto.CodeUpstreamUnauthorized {
+		// Not for a client: the task ends with an isError result that
+		// says what to do.
+		res.Code, res.Detail = 0, msgUpstreamRefused
+		if r.unauthorized != nil {
+			res.Detail = r.unauthorized(r.ctx)
+		}
+	}
 	outcome, errText := r.outcome(res)
 	r.mu.Lock()
 	id := r.task.ID

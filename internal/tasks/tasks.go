@@ -71,6 +71,12 @@ type Spec struct {
 	// TTL is the client's request (0: the project's cap); Run caps it.
 	TTL   time.Duration
 	Start time.Time
+	// Unauthorized, when set, is what the client reads (an isError
+	// result) when the call ends with agentproto.CodeUpstreamUnauthorized:
+	// a per-person remote refused the person's upstream token. The MCP
+	// front's answer; unset, a plain sentence. That code never reaches a
+	// client.
+	Unauthorized func(ctx context.Context) string
 }
 
 // Questions is the MCP front's conversion of an agent's question (a

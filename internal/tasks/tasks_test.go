@@ -132,6 +132,12 @@ func (e *env) owner() tasks.Owner { return tasks.Owner("key:" + e.key.ID) }
 // start runs a task of "report" and returns it with the call the agent got.
 func (e *env) start(ttl time.Duration) (tasks.Task, *agentproto.Message) {
 	e.t.Helper()
+	return e.startSpec(ttl, nil)
+}
+
+// startSpec is start with change, if set, applied to the task's Spec.
+func (e *env) startSpec(ttl time.Duration, change func(*tasks.Spec)) (tasks.Task, *agentproto.Message) {
+	e.t.Helper()
 	ctx := context.Background()
 	tool := e.reg.Snapshot(e.proj.ID).Tools["report"]
 	call, res := route.Pick(ctx, e.reg, e.proj.ID, func(s *agents.Snapshot) ([]*agents.Replica, time.Time, bool) {
@@ -144,7 +150,11 @@ func (e *env) start(ttl time.Duration) (tasks.Task, *agentproto.Message) {
 	if call == nil {
 		e.t.Fatalf("Pick: %v %s", res.Outcome, res.Detail)
 	}
-	task, err := e.m.Run(ctx, tasks.Spec{Key: e.key, Tool: tool, Call: call, Era: "2026-07-28", TTL: ttl, Start: time.Now()})
+	spec := tasks.Spec{Key: e.key, Tool: tool, Call: call, Era: "2026-07-28", TTL: ttl, Start: time.Now()}
+	if change != nil {
+		change(&spec)
+	}
+	task, err := e.m.Run(ctx, spec)
 	if err != nil {
 		e.t.Fatalf("Run: %v", err)
 	}
@@ -356,6 +366,25 @@ func TestTaskDisconnect(t *testing.T) {
 		eventually(t, "the call logged", func() bool { return len(e.calls.all()) == 1 })
 		if c := e.calls.all()[0]; c.Outcome != store.OutcomeDisconnected {
 			t.Errorf("logged %s, want disconnected", c.Outcome)
+		}
+	})
+}
+
+// A per-person remote that refused the person's upstream token (-32044)
+// ends the task with the front's answer as an isError result: the code
+// never reaches a client.
+func TestTaskUpstreamUnauthorized(t *testing.T) {
+	each(t, func(t *testing.T, open func(t testing.TB) store.Store) {
+		e := newEnv(t, open(t), store.ProjectSettings{}, tasks.Options{})
+		const answer = "Connect your mcp.example.com account to use report: open https://gw.example.com/connect/key_agent, sign in there, then call report again."
+		task, call := e.startSpec(0, func(s *tasks.Spec) {
+			s.Unauthorized = func(context.Context) string { return answer }
+		})
+		e.tr.Reply(&agentproto.Message{Type: agentproto.TypeError, ID: call.ID, Message: "the remote refused the person's token", Code: agentproto.CodeUpstreamUnauthorized})
+		got := e.wait(task.ID)
+		want := `{"content":[{"text":"` + answer + `","type":"text"}],"isError":true}`
+		if got.Status != tasks.Completed || got.Error != nil || string(got.Result) != want {
+			t.Fatalf("Wait = %s %s error %+v, want completed with %s", got.Status, got.Result, got.Error, want)
 		}
 	})
 }
