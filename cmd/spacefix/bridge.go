@@ -20,6 +20,7 @@ import (
 const bridgeUsage = `Usage:
   spacefix bridge [--url GATEWAY] [--key AGENT_KEY] --name NAME [--env NAME[=value]]... -- COMMAND [ARGS...]
   spacefix bridge [--url GATEWAY] [--key AGENT_KEY] --name NAME --remote URL [--header "Name: value"]...
+                  [--per-person [--fallback shared]]
   spacefix bridge [--url GATEWAY] [--key AGENT_KEY] --config FILE
   spacefix bridge login NAME (--remote URL [--header "Name: value"]... | --config FILE)
 
@@ -33,6 +34,17 @@ A command gets PATH, HOME, USER, LANG, TMPDIR, TERM, SHELL, LOGNAME (the
 Windows equivalents there) of the bridge's environment, and what --env (in
 a --config file, "env") names: never SPACEFIX_API_KEY or other secrets of
 the shell. --env NAME passes the bridge's own NAME through.
+
+--per-person makes the remote act as each caller's own account there: each
+person connects their account once at the gateway (the gateway keeps and
+refreshes their tokens), and each of their calls goes to the remote with
+their own token, in a session of their own. Listing the remote's tools uses
+one sign-in: run "spacefix bridge login NAME" once first. Calls that come
+with an agent key (no person) are refused, unless --fallback shared lets
+them use that sign-in. In a --config file: "perPerson": true and
+"fallback": "shared"; "tokenExchange": {"tokenEndpoint", "clientId",
+"clientSecretEnv", "audience", "scope"} instead exchanges each caller's
+identity token for the remote's (RFC 8693).
 
 "login" signs a person in to a remote server behind OAuth: it prints the URL
 to open, takes the redirect on a loopback port, and keeps the tokens in
@@ -90,6 +102,8 @@ func bridgeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	noPrefix := fs.Bool("no-prefix", false, "expose the server's tools under their own names, not NAME__<tool>")
 	timeout := fs.Duration("timeout", 0, "how long the gateway waits for each tool, up to 2m (default: the project's call wait)")
 	protocol := fs.String("protocol", "", `the MCP version offered to the server, "2026-07-28" or "2025-11-25" (default: 2026-07-28 for --remote, 2025-11-25 for a command)`)
+	perPerson := fs.Bool("per-person", false, "with --remote: each caller acts as their own account at the remote (they connect it at the gateway)")
+	fallback := fs.String("fallback", "", `with --per-person: "shared" lets calls without a person use the bridge's own sign-in (default: refused)`)
 	headers := headerFlags{}
 	fs.Var(headers, "header", `a header for --remote, "Name: value" (repeatable)`)
 	env := envFlags{}
@@ -102,6 +116,10 @@ func bridgeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return usageError{`bridge: --env goes with one server; in a --config file write "env": {"NAME": "${NAME}"}`}
 	case len(env) > 0 && *remote != "":
 		return usageError{"bridge: --env goes with a command, not --remote"}
+	case (*perPerson || *fallback != "") && *config != "":
+		return usageError{`bridge: --per-person and --fallback go with one server; in a --config file write "perPerson": true, "fallback": "shared"`}
+	case *fallback != "" && !*perPerson:
+		return usageError{"bridge: --fallback goes with --per-person"}
 	}
 	servers, err := bridgeServers(*name, *remote, *config, headers, fs.Args())
 	if err != nil {
@@ -124,6 +142,12 @@ func bridgeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return usageError{`bridge: --protocol goes with one server; in a --config file write "protocol": "2026-07-28"`}
 		}
 		servers[0].Protocol = *protocol
+		if err := servers[0].Validate(); err != nil {
+			return usageError{"bridge: " + err.Error()}
+		}
+	}
+	if *perPerson || *fallback != "" {
+		servers[0].PerPerson, servers[0].Fallback = *perPerson, *fallback
 		if err := servers[0].Validate(); err != nil {
 			return usageError{"bridge: " + err.Error()}
 		}

@@ -212,7 +212,7 @@ func (b *Bridge) runOnce(ctx context.Context) (served bool, err error) {
 		return false, err
 	}
 	defer cs.Close()
-	meta := core.Bridge{Transport: transport, Target: b.srv.Target(), Unprefixed: b.srv.Unprefixed}
+	meta := core.Bridge{Transport: transport, Target: b.srv.Target(), Unprefixed: b.srv.Unprefixed, PerPerson: b.srv.registered()}
 	if info := cs.InitializeResult(); info != nil && info.ServerInfo != nil {
 		meta.Server, meta.ServerVersion = info.ServerInfo.Name, info.ServerInfo.Version
 	}

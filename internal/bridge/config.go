@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"os"
 	"regexp"
@@ -58,6 +59,75 @@ type Server struct {
 	// protocol for all its tools, and a server that speaks both may have
 	// tools that still ask with requests, which 2026-07-28 forbids.
 	Protocol string
+
+	// PerPerson makes a remote act as each caller's own account at the
+	// server ("connect" mode): the gateway runs each person's sign-in at
+	// the remote and sends the person's token with each of their calls;
+	// the bridge keeps one session with the server per person. Listing the
+	// server's tools uses the bridge's own `bridge login` sign-in.
+	PerPerson bool
+	// Fallback is "shared" when calls that come with an agent key rather
+	// than a person use the bridge's own sign-in; "" refuses them. Only
+	// with PerPerson or TokenExchange.
+	Fallback string
+	// TokenExchange, when set, makes a remote act as each caller's own
+	// account by exchanging the call's identity token for a token of the
+	// server's (RFC 8693): "exchange" mode, per person like PerPerson.
+	TokenExchange *TokenExchange
+}
+
+// TokenExchange says where and as which client the bridge exchanges a
+// caller's identity token (the gateway-signed JWT) for an access token of
+// the remote server (RFC 8693).
+type TokenExchange struct {
+	// TokenEndpoint is the authorization server's token URL: https, or
+	// http on a loopback host.
+	TokenEndpoint string
+	// ClientID and the secret authenticate the bridge there
+	// (client_secret_basic).
+	ClientID string
+	// ClientSecretEnv names the environment variable that holds the client
+	// secret; ParseConfig reads it into ClientSecret.
+	ClientSecretEnv string
+	// ClientSecret is the secret itself: never logged.
+	ClientSecret string
+	// Audience and Scope, optional, go into each exchange request.
+	Audience string
+	Scope    string
+}
+
+// Per-person modes of a server (see [Server.Mode]).
+const (
+	ModeShared   = ""
+	ModeConnect  = agentproto.PerPersonConnect
+	ModeExchange = agentproto.PerPersonExchange
+)
+
+// Mode is how s's remote is used: [ModeShared] (one account for every
+// caller), [ModeConnect] or [ModeExchange].
+func (s Server) Mode() string {
+	switch {
+	case s.TokenExchange != nil:
+		return ModeExchange
+	case s.PerPerson:
+		return ModeConnect
+	}
+	return ModeShared
+}
+
+// registered is what the registration says of s's per-person mode (the
+// gateway's part: who may call, and where connect mode's people connect);
+// nil for a shared server.
+func (s Server) registered() *core.PerPerson {
+	mode := s.Mode()
+	if mode == ModeShared {
+		return nil
+	}
+	pp := &core.PerPerson{Mode: mode, Fallback: s.Fallback}
+	if mode == ModeConnect {
+		pp.URL = s.URL
+	}
+	return pp
 }
 
 // MCP versions the bridge offers a server (see [Server.Protocol]).
@@ -96,7 +166,54 @@ func (s Server) Validate() error {
 			return fmt.Errorf("server %q: url %q: use an http:// or https:// URL", s.Name, redactURL(s.URL))
 		}
 	}
+	return s.validatePerPerson()
+}
+
+// validatePerPerson checks PerPerson, Fallback and TokenExchange.
+func (s Server) validatePerPerson() error {
+	mode := s.Mode()
+	switch {
+	case s.Fallback != "" && s.Fallback != agentproto.FallbackShared:
+		return fmt.Errorf("server %q: fallback %q: use \"shared\" (calls without a person use the bridge's own sign-in) or leave it out", s.Name, s.Fallback)
+	case mode == ModeShared && s.Fallback != "":
+		return fmt.Errorf("server %q: \"fallback\" goes with \"perPerson\": true or \"tokenExchange\"; remove it, or make the server per person", s.Name)
+	case mode == ModeShared:
+		return nil
+	case s.URL == "":
+		return fmt.Errorf("server %q: per person (\"perPerson\" or \"tokenExchange\") needs a remote \"url\"; a command runs with one account for everyone", s.Name)
+	}
+	if u, _ := url.Parse(s.URL); u.User != nil {
+		return fmt.Errorf("server %q: url %q: a per-person URL carries no user or password (each person's own token is sent); remove the part before \"@\"", s.Name, redactURL(s.URL))
+	}
+	te := s.TokenExchange
+	if te == nil {
+		return nil
+	}
+	if te.TokenEndpoint == "" {
+		return fmt.Errorf("server %q: tokenExchange needs \"tokenEndpoint\": the authorization server's token URL", s.Name)
+	}
+	if u, err := url.Parse(te.TokenEndpoint); err != nil || u.Host == "" || u.User != nil || !(u.Scheme == "https" || u.Scheme == "http" && loopbackHost(u.Hostname())) {
+		return fmt.Errorf("server %q: tokenExchange.tokenEndpoint %q: use an https:// URL (http:// only on 127.0.0.1, ::1 or localhost)", s.Name, redactURL(te.TokenEndpoint))
+	}
+	switch {
+	case te.ClientID == "":
+		return fmt.Errorf("server %q: tokenExchange needs \"clientId\": the bridge's client id at the authorization server", s.Name)
+	case te.ClientSecretEnv == "" && te.ClientSecret == "":
+		return fmt.Errorf("server %q: tokenExchange needs \"clientSecretEnv\": the name of the environment variable that holds the client secret", s.Name)
+	case te.ClientSecret == "":
+		return fmt.Errorf("server %q: tokenExchange.clientSecretEnv: the environment variable %s is not set; set it to the client secret before starting the bridge", s.Name, te.ClientSecretEnv)
+	}
 	return nil
+}
+
+// loopbackHost reports whether host is 127.0.0.1 (any of 127/8), ::1 or
+// localhost.
+func loopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // Transport is how the bridge reaches s: "stdio" or "streamable-http" (the
@@ -167,6 +284,17 @@ type configFile struct {
 		// Protocol, a Spacefix extension, is the MCP version offered to
 		// the server (Server.Protocol).
 		Protocol string `json:"protocol"`
+		// PerPerson, Fallback and TokenExchange, Spacefix extensions, make
+		// a remote act as each caller's own account (Server.PerPerson).
+		PerPerson     bool   `json:"perPerson"`
+		Fallback      string `json:"fallback"`
+		TokenExchange *struct {
+			TokenEndpoint   string `json:"tokenEndpoint"`
+			ClientID        string `json:"clientId"`
+			ClientSecretEnv string `json:"clientSecretEnv"`
+			Audience        string `json:"audience"`
+			Scope           string `json:"scope"`
+		} `json:"tokenExchange"`
 	} `json:"mcpServers"`
 }
 
@@ -216,6 +344,14 @@ func ParseConfig(data []byte, lookup func(string) (string, bool)) ([]Server, err
 			s.Headers = map[string]string{}
 			for k, v := range c.Headers {
 				s.Headers[k] = expand(v)
+			}
+		}
+		s.PerPerson, s.Fallback = c.PerPerson, c.Fallback
+		if te := c.TokenExchange; te != nil {
+			s.TokenExchange = &TokenExchange{TokenEndpoint: expand(te.TokenEndpoint), ClientID: expand(te.ClientID),
+				ClientSecretEnv: te.ClientSecretEnv, Audience: expand(te.Audience), Scope: expand(te.Scope)}
+			if te.ClientSecretEnv != "" {
+				s.TokenExchange.ClientSecret, _ = lookup(te.ClientSecretEnv)
 			}
 		}
 		if err := s.Validate(); err != nil {
