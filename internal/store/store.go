@@ -54,6 +54,7 @@ type Store interface {
 	Gateways
 	Tasks
 	Idempotency
+	UpstreamAccounts
 
 	// Close releases the store. It is safe to call twice.
 	Close() error

@@ -45,7 +45,14 @@ ON CONFLICT (project_id, user_id) DO UPDATE SET role = excluded.role`, m.Project
 
 // RemoveMember implements [store.Store].
 func (s *Store) RemoveMember(ctx context.Context, projectID, userID int64) error {
-	if err := mustAffect(s.pool.Exec(ctx, `DELETE FROM members WHERE project_id = $1 AND user_id = $2`, projectID, userID)); err != nil {
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		if err := mustAffect(tx.Exec(ctx, `DELETE FROM members WHERE project_id = $1 AND user_id = $2`, projectID, userID)); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, q.DeleteMemberUpstream, projectID, userID)
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("remove member %d of project %d: %w", userID, projectID, err)
 	}
 	return nil

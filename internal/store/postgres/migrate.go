@@ -248,6 +248,9 @@ CREATE INDEX call_batches_written ON call_batches (written_at);
 	// 10: the audience of an agent key's identity tokens ("" sends none;
 	// store.Key.IdentityAudience).
 	`ALTER TABLE keys ADD COLUMN identity_audience TEXT NOT NULL DEFAULT '';`,
+	// 11: people's own accounts at bridged remotes that run per person,
+	// and the upstream OAuth clients (upstream.go).
+	upstreamSchema,
 }
 
 // migrateLock is the first half of the advisory lock key migrations take;

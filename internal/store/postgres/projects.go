@@ -156,7 +156,10 @@ func (s *Store) Keys(ctx context.Context, projectID int64) ([]store.Key, error) 
 func (s *Store) RevokeKey(ctx context.Context, id string) error {
 	err := s.tx(ctx, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, q.RevokeKey, millis(now()), id)
-		if err != nil || tag.RowsAffected() > 0 {
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, q.DeleteKeyUpstream, id); err != nil || tag.RowsAffected() > 0 {
 			return err
 		}
 		var one int

@@ -85,6 +85,9 @@ func (s *Store) RevokeKey(ctx context.Context, id string) error {
 		if err != nil {
 			return err
 		}
+		if _, err := tx.ExecContext(ctx, q.DeleteKeyUpstream, id); err != nil {
+			return err
+		}
 		if n, err := res.RowsAffected(); err != nil || n > 0 {
 			return err
 		}

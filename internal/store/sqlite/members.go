@@ -44,10 +44,17 @@ ON CONFLICT (project_id, user_id) DO UPDATE SET role = excluded.role`, m.Project
 
 // RemoveMember implements [store.Store].
 func (s *Store) RemoveMember(ctx context.Context, projectID, userID int64) error {
-	n, err := s.deleteRows(ctx, `DELETE FROM members WHERE project_id = ? AND user_id = ?`, projectID, userID)
-	if err == nil && n == 0 {
-		err = store.ErrNotFound
-	}
+	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM members WHERE project_id = ? AND user_id = ?`, projectID, userID)
+		if err != nil {
+			return err
+		}
+		if err := mustAffect(res); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, q.DeleteMemberUpstream, projectID, userID)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("remove member %d of project %d: %w", userID, projectID, err)
 	}

@@ -18,6 +18,10 @@ type Statements struct {
 	InsertInvite, LiveInviteByHash, LiveProjectInviteByHash, Invites, RevokeInvite string
 
 	InsertAPIToken, APITokenByHash, APITokens string
+
+	PutUpstreamAccount, UpdateUpstreamAccount, UpstreamAccount, UpstreamKeyProject string
+	UpstreamClient, PutUpstreamClient, UpstreamClients                             string
+	DeleteUserUpstream, DeleteMemberUpstream, DeleteKeyUpstream                    string
 }
 
 // Q is every shared statement with ? placeholders.
@@ -69,4 +73,17 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 	InsertAPIToken: `INSERT INTO api_tokens (id, hash, name, project_id, role, created_by, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
 	APITokenByHash: SelectAPIToken + ` WHERE hash = ?`,
 	APITokens:      SelectAPIToken + ` ORDER BY seq`,
+
+	PutUpstreamAccount:    putUpstreamAccount,
+	UpdateUpstreamAccount: updateUpstreamAccount,
+	UpstreamAccount:       SelectUpstreamAccount + ` WHERE agent_key_id = ? AND user_id = ?`,
+	UpstreamKeyProject:    upstreamKeyProject,
+	UpstreamClient:        SelectUpstreamClient + ` WHERE resource = ? AND redirect_uri = ?`,
+	PutUpstreamClient:     putUpstreamClient,
+	UpstreamClients:       SelectUpstreamClient + ` ORDER BY resource, redirect_uri`,
+	// The cascades: a person's accounts go with them, with their
+	// membership of a project, and with the agent key they were for.
+	DeleteUserUpstream:   `DELETE FROM upstream_accounts WHERE user_id = ?`,
+	DeleteMemberUpstream: `DELETE FROM upstream_accounts WHERE project_id = ? AND user_id = ?`,
+	DeleteKeyUpstream:    `DELETE FROM upstream_accounts WHERE agent_key_id = ?`,
 }

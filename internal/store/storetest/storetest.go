@@ -94,6 +94,12 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"RequestReclaim", testRequestReclaim},
 		{"RequestExpiry", testRequestExpiry},
 		{"RequestCallLog", testRequestCallLog},
+		{"UpstreamAccounts", testUpstreamAccounts},
+		{"UpstreamAccountRefs", testUpstreamAccountRefs},
+		{"UpstreamFilters", testUpstreamFilters},
+		{"UpstreamCascades", testUpstreamCascades},
+		{"UpstreamUpdateRace", testUpstreamUpdateRace},
+		{"UpstreamClients", testUpstreamClients},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
