@@ -51,7 +51,7 @@ var layers = []struct {
 	{"helpers", []string{
 		"core/textfmt", "internal/canonjson", "core/pattern", "internal/leaktest", "internal/recovery",
 		"internal/quickstart", "internal/ratelimit", "internal/tracing", "internal/dashboard/apitypes", "internal/testenv",
-		"internal/oauthclient",
+		"internal/oauthclient", "internal/secrets",
 	}},
 }
 
