@@ -360,16 +360,41 @@ func applicationType(redirect string) string {
 	return "web"
 }
 
-// Config is the golang.org/x/oauth2 configuration of c.
+// Config is the golang.org/x/oauth2 configuration of c: a public client
+// sends its id in the form; a confidential one its secret by HTTP Basic
+// (client_secret_basic, RFC 7591's default; see [Client.token] for the
+// other way).
 func (c Client) Config() *oauth2.Config {
-	style := oauth2.AuthStyleInParams // a public client sends its id only
-	if c.Secret != "" {
-		style = oauth2.AuthStyleAutoDetect
+	return c.config(oauth2.AuthStyleInHeader)
+}
+
+func (c Client) config(style oauth2.AuthStyle) *oauth2.Config {
+	if c.Secret == "" {
+		style = oauth2.AuthStyleInParams
 	}
 	return &oauth2.Config{
 		ClientID: c.ID, ClientSecret: c.Secret, RedirectURL: c.RedirectURI, Scopes: c.Scopes,
 		Endpoint: oauth2.Endpoint{AuthURL: c.AuthURL, TokenURL: c.TokenURL, AuthStyle: style},
 	}
+}
+
+// token runs one token request with c's credentials; a confidential
+// client the server refuses as invalid_client by HTTP Basic tries once
+// more with its secret in the form (client_secret_post). golang.org/x/oauth2's
+// auto-detection would also retry a refused grant, spending a rotated
+// refresh token twice.
+func (c Client) token(ctx context.Context, hc *http.Client, get func(ctx context.Context, cfg *oauth2.Config) (*oauth2.Token, error)) (*oauth2.Token, error) {
+	ctx = context.WithValue(ctx, oauth2.HTTPClient, client(hc))
+	t, err := get(ctx, c.config(oauth2.AuthStyleInHeader))
+	var re *oauth2.RetrieveError
+	if err != nil && c.Secret != "" && errors.As(err, &re) &&
+		(re.ErrorCode == "invalid_client" || (re.ErrorCode == "" && re.Response != nil && re.Response.StatusCode == http.StatusUnauthorized)) {
+		t, err = get(ctx, c.config(oauth2.AuthStyleInParams))
+	}
+	if err != nil {
+		return nil, refused(c.Host, err)
+	}
+	return t, nil
 }
 
 // NewVerifier returns a new PKCE code verifier.
@@ -384,23 +409,17 @@ func (c Client) AuthorizeURL(state, verifier, resource string) string {
 // Exchange trades an authorization code for tokens (PKCE verifier and
 // resource sent).
 func (c Client) Exchange(ctx context.Context, hc *http.Client, code, verifier, resource string) (*oauth2.Token, error) {
-	ctx = context.WithValue(ctx, oauth2.HTTPClient, client(hc))
-	t, err := c.Config().Exchange(ctx, code, oauth2.VerifierOption(verifier), oauth2.SetAuthURLParam("resource", resource))
-	if err != nil {
-		return nil, refused(c.Host, err)
-	}
-	return t, nil
+	return c.token(ctx, hc, func(ctx context.Context, cfg *oauth2.Config) (*oauth2.Token, error) {
+		return cfg.Exchange(ctx, code, oauth2.VerifierOption(verifier), oauth2.SetAuthURLParam("resource", resource))
+	})
 }
 
 // Refresh trades a refresh token for new tokens. A new token without a
 // refresh token keeps the old refresh token.
 func (c Client) Refresh(ctx context.Context, hc *http.Client, refreshToken string) (*oauth2.Token, error) {
-	ctx = context.WithValue(ctx, oauth2.HTTPClient, client(hc))
-	t, err := c.Config().TokenSource(ctx, &oauth2.Token{RefreshToken: refreshToken}).Token()
-	if err != nil {
-		return nil, refused(c.Host, err)
-	}
-	return t, nil
+	return c.token(ctx, hc, func(ctx context.Context, cfg *oauth2.Config) (*oauth2.Token, error) {
+		return cfg.TokenSource(ctx, &oauth2.Token{RefreshToken: refreshToken}).Token()
+	})
 }
 
 // TokenSource is a token source for c that starts at t and refreshes
