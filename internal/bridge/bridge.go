@@ -80,6 +80,12 @@ type Bridge struct {
 	// tasks is the task support the server's tools declare.
 	tasks taskSupports
 
+	// people holds the per-person sessions of a per-person server (nil
+	// for a shared one), and exchange its token exchange (exchange mode
+	// only): perperson.go, exchange.go.
+	people   *personPool
+	exchange *exchanger
+
 	mu       sync.Mutex
 	progress map[string]*progressSink // by progress token
 	nextTok  uint64
@@ -105,6 +111,12 @@ func New(srv Server, opts Options) (*Bridge, error) {
 	}
 	b.log = b.log.With("server", srv.Name)
 	b.messages = newLogLimiter(b.log, srv.Name+"'s log messages")
+	if srv.Mode() != ModeShared {
+		b.people = newPersonPool(b.dialPerson)
+	}
+	if srv.TokenExchange != nil {
+		b.exchange = newExchanger(*srv.TokenExchange, opts.httpTransport())
+	}
 	return b, nil
 }
 
@@ -153,6 +165,17 @@ func (b *Bridge) clientOptions() *mcp.ClientOptions {
 // Run returns nil after ctx ends, or an error when the bridge cannot run
 // at all (no agent key).
 func (b *Bridge) Run(ctx context.Context) error {
+	if err := b.checkPerPerson(); err != nil {
+		return err
+	}
+	if b.people != nil {
+		// The people's sessions outlive ctx while running calls drain,
+		// and close when Run returns.
+		pctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+		done := make(chan struct{})
+		go func() { defer close(done); b.people.run(pctx) }()
+		defer func() { stop(); <-done }()
+	}
 	attempt := 0
 	for {
 		served, err := b.runOnce(ctx)

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -36,11 +37,17 @@ func (b *Bridge) connect(ctx context.Context) (_ *mcp.ClientSession, transport s
 	if err != nil {
 		return nil, "", 0, err
 	}
-	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: b.srv.URL, HTTPClient: hc, MaxRetries: -1, OAuthHandler: oh, MaxEventSize: maxResponse}, b.sessionOptions())
+	var handler auth.OAuthHandler = oh
+	if src, _ := oh.TokenSource(ctx); src == nil && b.srv.TokenExchange != nil {
+		// Exchange mode without a sign-in lists the tools with a
+		// client_credentials token of the exchange's client.
+		handler = newClientCredentials(b)
+	}
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: b.srv.URL, HTTPClient: hc, MaxRetries: -1, OAuthHandler: handler, MaxEventSize: maxResponse}, b.sessionOptions())
 	if err == nil {
 		return cs, "streamable-http", 0, nil
 	}
-	if ctx.Err() != nil || errors.Is(err, ErrSignIn) || !fallbackToSSE(err) {
+	if ctx.Err() != nil || errors.Is(err, ErrSignIn) || handler != auth.OAuthHandler(oh) || !fallbackToSSE(err) {
 		return nil, "", 0, redactErr(fmt.Errorf("connect to %s: %w", redactURL(b.srv.URL), err))
 	}
 	// The legacy transport has no OAuth handler: the saved token goes in

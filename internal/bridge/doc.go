@@ -23,8 +23,22 @@
 // its -32021 reaches the client as -32021; a 2025 server's requests on the
 // session are relayed to the client of the one call waiting.
 //
+// A remote may act as each caller's own account there ([Server.PerPerson],
+// [Server.TokenExchange]): the bridge then keeps one Streamable HTTP
+// session with the server per person (at most 256, the least recently
+// used idle one closed first, each closed after 10 idle minutes), whose
+// requests carry that person's token only, and only to the server's
+// origin. In connect mode the token is the one the gateway sends with the
+// call (agentproto.Caller.UpstreamToken) and a 401 ends the call with
+// agentproto.CodeUpstreamUnauthorized for the gateway to refresh it; in
+// exchange mode the bridge exchanges the call's identity token for one
+// (RFC 8693) and, on a 401, exchanges once more and retries once. The
+// tools, resources and prompts are listed with the shared session (the
+// `bridge login` sign-in, or in exchange mode a client_credentials token).
+//
 // Files: config.go (what to bridge, the mcpServers file), connect.go (the
 // transports), bridge.go (the lifecycle), offer.go (the server's lists as
 // a core agent), relay.go (one call through, and a 2025 server's requests),
-// inputs.go (a 2026-07-28 server's input requests and -32021).
+// inputs.go (a 2026-07-28 server's input requests and -32021),
+// perperson.go (per-person sessions), exchange.go (the token exchange).
 package bridge

@@ -21,7 +21,15 @@ import (
 // becomes the call's error message; a server that went away mid-call gives
 // the gateway's disconnect message. Cancelling ctx (the client cancelled,
 // the call timed out) sends notifications/cancelled to the server.
-func (b *Bridge) callTool(ctx context.Context, up *upstream, name string, args json.RawMessage) (any, error) {
+func (b *Bridge) callTool(ctx context.Context, shared *upstream, name string, args json.RawMessage) (out any, err error) {
+	err = b.via(ctx, shared, func(up *upstream) error {
+		out, err = b.callToolOn(ctx, up, name, args)
+		return err
+	})
+	return out, err
+}
+
+func (b *Bridge) callToolOn(ctx context.Context, up *upstream, name string, args json.RawMessage) (any, error) {
 	params := &mcp.CallToolParams{Name: name, Arguments: args}
 	if up.modern {
 		params.Meta = callerMeta(ctx)
@@ -78,6 +86,12 @@ func (up *upstream) bind(ctx context.Context) (context.Context, context.CancelFu
 // callError words a failed request for the model: ctx is the call's own.
 func (b *Bridge) callError(ctx context.Context, err error) error {
 	var rpc *jsonrpc.Error
+	switch {
+	case unauthorized(err): // a person's token, refused: see via
+		return errUpstreamUnauthorized
+	case errors.Is(err, errUpstreamForbidden):
+		return errUpstreamForbidden
+	}
 	if se := serverError(err); se != nil && se.Code == mcp.CodeMissingRequiredClientCapabilities {
 		return missingCapability(ctx, se)
 	}
@@ -96,7 +110,15 @@ func (b *Bridge) callError(ctx context.Context, err error) error {
 	return errors.New(route.MsgDisconnected)
 }
 
-func (b *Bridge) getPrompt(ctx context.Context, up *upstream, name string, args map[string]string) (core.PromptResult, error) {
+func (b *Bridge) getPrompt(ctx context.Context, shared *upstream, name string, args map[string]string) (out core.PromptResult, err error) {
+	err = b.via(ctx, shared, func(up *upstream) error {
+		out, err = b.getPromptOn(ctx, up, name, args)
+		return err
+	})
+	return out, err
+}
+
+func (b *Bridge) getPromptOn(ctx context.Context, up *upstream, name string, args map[string]string) (core.PromptResult, error) {
 	_, done := b.watchProgress(ctx) // in flight: see soleCall
 	defer done()
 	cctx, stop := up.bind(ctx)
@@ -152,7 +174,15 @@ func content(c mcp.Content) core.Content {
 
 // readResource relays a read. Text contents go back as they are (several
 // are joined by newlines); a binary one goes back as its bytes (a blob).
-func (b *Bridge) readResource(ctx context.Context, up *upstream, uri string) (any, error) {
+func (b *Bridge) readResource(ctx context.Context, shared *upstream, uri string) (out any, err error) {
+	err = b.via(ctx, shared, func(up *upstream) error {
+		out, err = b.readResourceOn(ctx, up, uri)
+		return err
+	})
+	return out, err
+}
+
+func (b *Bridge) readResourceOn(ctx context.Context, up *upstream, uri string) (any, error) {
 	cctx, stop := up.bind(ctx)
 	defer stop()
 	params := &mcp.ReadResourceParams{URI: uri}
@@ -181,7 +211,15 @@ func (b *Bridge) readResource(ctx context.Context, up *upstream, uri string) (an
 
 // complete relays completion/complete for a prompt argument or a template
 // variable.
-func (b *Bridge) complete(ctx context.Context, up *upstream, ref *mcp.CompleteReference, arg, value string, args map[string]string) ([]string, error) {
+func (b *Bridge) complete(ctx context.Context, shared *upstream, ref *mcp.CompleteReference, arg, value string, args map[string]string) (out []string, err error) {
+	err = b.via(ctx, shared, func(up *upstream) error {
+		out, err = b.completeOn(ctx, up, ref, arg, value, args)
+		return err
+	})
+	return out, err
+}
+
+func (b *Bridge) completeOn(ctx context.Context, up *upstream, ref *mcp.CompleteReference, arg, value string, args map[string]string) ([]string, error) {
 	cctx, stop := up.bind(ctx)
 	defer stop()
 	p := &mcp.CompleteParams{Ref: ref, Argument: mcp.CompleteParamsArgument{Name: arg, Value: value}}
