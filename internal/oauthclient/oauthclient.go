@@ -68,7 +68,8 @@ func Host(rawURL string) string {
 
 // Refused is an error a person may see: the authorization server of Host
 // refused (Code: the OAuth error code, or "HTTP <status>"), or could not
-// be reached (Code empty). It never holds a token or a response body.
+// be reached (Code empty; then the transport's reason follows). It never
+// holds a token or a response body.
 type Refused struct {
 	Host string
 	// Code is the OAuth error ("invalid_grant", …), "HTTP 503" when the
@@ -80,6 +81,11 @@ type Refused struct {
 
 func (e *Refused) Error() string {
 	if e.Code == "" {
+		if e.Err != nil {
+			// A transport error or a discovery check: addresses and
+			// reasons, never a body.
+			return "could not reach the authorization server of " + e.Host + ": " + unwrapURL(e.Err).Error()
+		}
 		return "could not reach the authorization server of " + e.Host
 	}
 	return "the authorization server of " + e.Host + " refused: " + e.Code
