@@ -102,6 +102,10 @@ func parseAsk(q *agentproto.Message) (mcp.InputRequestMap, map[string]string, er
 	return reqs, out, nil
 }
 
+// capElicitURL is in a caller's capabilities when the client declared
+// elicitation.url: it can open a URL-mode elicitation (perperson.go).
+const capElicitURL = "elicitation.url"
+
 // declared lists the capabilities input requests need that the client
 // declared — its session's at initialize, or a 2026-07-28 request's own —,
 // sorted: what the agent's handler may ask for; and whether the request is
@@ -118,6 +122,9 @@ func declared(ss *mcp.ServerSession, meta mcp.Meta) (caps []string, modern bool)
 			}
 			if c.Elicitation != nil {
 				caps = append(caps, "elicitation")
+				if c.Elicitation.URL != nil {
+					caps = append(caps, capElicitURL)
+				}
 			}
 			// go-sdk keeps a session's roots capability as a struct that
 			// cannot say it is absent: a session counts as declaring it.
@@ -131,8 +138,11 @@ func declared(ss *mcp.ServerSession, meta mcp.Meta) (caps []string, modern bool)
 	// A 2026-07-28 request answered before go-sdk made it a session (see
 	// early.go): its own capabilities, read as go-sdk's session would.
 	m, _ := meta[mcp.MetaKeyClientCapabilities].(map[string]any)
-	if m["elicitation"] != nil {
+	if e := m["elicitation"]; e != nil {
 		caps = append(caps, "elicitation")
+		if e, _ := e.(map[string]any); e["url"] != nil {
+			caps = append(caps, capElicitURL)
+		}
 	}
 	caps = append(caps, "roots")
 	if m["sampling"] != nil {

@@ -76,9 +76,9 @@ func (f *Front) toolHandler(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 	wait := f.wait(ctx, t, key, c)
 	pr := pickRequest{Tool: t, Key: key, Args: req.Params.Arguments, Caps: callerCaps(req.Session, req.Params.Meta), Wait: wait}
 	asJob := f.asJob(ctx, &pr) // a tool with task support, for a client without tasks: jobs.go
-	call, res, args, refused := f.pickCall(ctx, pr)
-	if refused != nil {
-		return refused, nil
+	call, res, args, refused, rpcErr := f.pickCall(ctx, pr)
+	if refused != nil || rpcErr != nil {
+		return refused, rpcErr
 	}
 	if call == nil {
 		return f.await(ctx, req, t, key, nil, res, start)
@@ -86,10 +86,8 @@ func (f *Front) toolHandler(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 
 	// The cache: a hit never reaches an agent and is neither logged nor
 	// billed; it has passed the key check, the rate limit and validation.
-	var cacheFor time.Duration
-	if c != nil {
-		cacheFor = c.CacheFor(t)
-	}
+	// (A per-person tool's results are never cached: perperson.go.)
+	cacheFor := f.cacheFor(c, t)
 	if cacheFor > 0 {
 		if _, decoded, ok := f.cache.GetDecoded(key.ProjectID, t.Name, args); ok {
 			if cr, ok := decoded.(*cachedResult); ok {
@@ -126,6 +124,17 @@ func (f *Front) toolHandler(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 	call, res = call.Send(ctx)
 	if call != nil {
 		res = waitOn(ctx, req, call)
+		if upstreamRefused(res) {
+			// A per-person remote refused the person's token: once more
+			// with the account refreshed (perperson.go).
+			var (
+				out *mcp.CallToolResult
+				err error
+			)
+			if call, res, out, err = f.retryTool(ctx, req, pr, call, res); out != nil || err != nil {
+				return out, err
+			}
+		}
 	}
 	out, err := f.await(ctx, req, t, key, call, res, start)
 	if cacheFor > 0 && err == nil && out != nil && !out.IsError && out.InputRequests == nil && res.Outcome == route.OK && len(res.Result) > 0 {
@@ -171,6 +180,9 @@ type pickRequest struct {
 	Caps []string             // the client's capabilities the handler may use (callerCaps)
 	Wait time.Duration        // how long the call may run: the tool's wait, or a task's limit
 	Opt  func(*route.Request) // nil, or a change to the route request (a task's)
+	// token, if set, is the person's upstream token to send to a
+	// per-person remote, already refreshed (perperson.go).
+	token string
 }
 
 // pickCall takes the gateway's own instance argument out of a call's
@@ -180,21 +192,23 @@ type pickRequest struct {
 // call; a refusal is not logged, not billed. It returns the picked call and
 // the arguments as the agent reads them; or refused, an isError result the
 // model reads; or no call and res, how the pick ended (no replica, not
-// found), for [Front.await] or the task path to answer.
-func (f *Front) pickCall(ctx context.Context, p pickRequest) (call *route.Call, res route.Result, args json.RawMessage, refused *mcp.CallToolResult) {
+// found), for [Front.await] or the task path to answer. A per-person
+// remote's call may instead be refused with rpcErr, a JSON-RPC error (the
+// URL elicitation of a connect page, -32042): see perperson.go.
+func (f *Front) pickCall(ctx context.Context, p pickRequest) (call *route.Call, res route.Result, args json.RawMessage, refused *mcp.CallToolResult, rpcErr error) {
 	t := p.Tool
 	// (Arguments over the project's limit were refused in dispatch,
 	// before go-sdk parsed them.)
 	args, instance, err := prepareArgs(t, p.Args)
 	if err != nil {
-		return nil, res, nil, errorResult(invalidArgs(t, err))
+		return nil, res, nil, errorResult(invalidArgs(t, err)), nil
 	}
 	if instance != "" && !slices.Contains(t.Instances(), instance) {
-		return nil, res, nil, errorResult(instanceProblem(t, instance))
+		return nil, res, nil, errorResult(instanceProblem(t, instance)), nil
 	}
 	caller, err := f.caller(ctx, p.Key, p.Caps)
 	if err != nil {
-		return nil, res, nil, errorResult(err.Error())
+		return nil, res, nil, errorResult(err.Error()), nil
 	}
 	rr := route.Request{
 		Kind:     agentproto.KindTool,
@@ -212,13 +226,18 @@ func (f *Front) pickCall(ctx context.Context, p pickRequest) (call *route.Call, 
 	}
 	call, res = route.Pick(ctx, f.reg, p.Key.ProjectID, toolTarget(t.Name, t.AgentKey), rr)
 	if call == nil {
-		return nil, res, args, nil
+		return nil, res, args, nil, nil
 	}
 	if err := validate(t.SchemaOn(call.Replica()), args); err != nil {
 		call.Release()
-		return nil, res, nil, errorResult(invalidArgs(t, err))
+		return nil, res, nil, errorResult(invalidArgs(t, err)), nil
 	}
-	return call, res, args, nil
+	if r := f.checkUpstream(ctx, call, p.Key.ProjectID, caller, t.Name, p.Caps, p.token); r != nil {
+		call.Release()
+		out, err := r.toolAnswer()
+		return nil, res, nil, out, err
+	}
+	return call, res, args, nil, nil
 }
 
 // shareResult returns a copy of r that go-sdk may write into (it adds to

@@ -76,7 +76,7 @@ func (f *Front) completionHandler(ctx context.Context, req *mcp.CompleteRequest)
 		context = req.Params.Context.Arguments
 	}
 	args, _ := json.Marshal(map[string]any{"argument": req.Params.Argument.Name, "value": req.Params.Argument.Value, "context": context})
-	raw, err := f.deliverRead(ctx, key, agentproto.KindComplete, exposed, registered, agentKey, args, target)
+	raw, err := f.deliverRead(ctx, key, agentproto.KindComplete, exposed, registered, agentKey, args, target, nil)
 	if err != nil {
 		return nil, err
 	}

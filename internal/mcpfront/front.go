@@ -109,6 +109,10 @@ type Options struct {
 	// Identity signs the identity tokens of calls to agent keys with an
 	// identity audience (identity.go); nil means no call carries one.
 	Identity *identity.Signer
+	// Upstream keeps the people's accounts at per-person bridged
+	// remotes (perperson.go); nil means a person's call to a remote in
+	// connect mode cannot be made.
+	Upstream Upstream
 }
 
 // Front is the MCP endpoint. It is an http.Handler.
@@ -131,6 +135,7 @@ type Front struct {
 	repeats       *repeats
 	callers       callers          // who is calling, per OAuth grant: caller.go
 	identity      *identity.Signer // nil: no identity tokens (identity.go)
+	upstream      Upstream         // nil: no per-person accounts (perperson.go)
 	impl          *mcp.Implementation
 
 	hits       atomic.Int64 // tool calls answered from the cache
@@ -176,9 +181,9 @@ func New(opts Options) *Front {
 		reg: opts.Registry, store: opts.Store, verifier: opts.Verifier, calls: opts.CallLog,
 		log: opts.Logger, controls: access.NewCache(opts.Store, time.Second),
 		limiter: opts.Limiter, oauth: opts.OAuth, changes: opts.Changes, tasks: opts.Tasks,
-		identity: opts.Identity,
-		views:    make(map[string]*view),
-		impl:     &mcp.Implementation{Name: "spacefix", Title: "Spacefix", Version: opts.Version},
+		identity: opts.Identity, upstream: opts.Upstream,
+		views: make(map[string]*view),
+		impl:  &mcp.Implementation{Name: "spacefix", Title: "Spacefix", Version: opts.Version},
 	}
 	if f.log == nil {
 		f.log = slog.Default()

@@ -105,7 +105,8 @@ func (f *Front) asJob(ctx context.Context, p *pickRequest) bool {
 // as a job, and answers the client at wait: the result if the job ended by
 // then, else the job reference.
 func (f *Front) runJob(ctx context.Context, t *agents.Tool, key store.Key, call *route.Call, start time.Time, wait time.Duration) (*mcp.CallToolResult, error) {
-	task, err := f.tasks.Run(ctx, tasks.Spec{Key: key, Tool: t, Call: call, Era: eraJob, Start: start})
+	task, err := f.tasks.Run(ctx, tasks.Spec{Key: key, Tool: t, Call: call, Era: eraJob, Start: start,
+		Unauthorized: f.taskUnauthorized(key, call, t.Name)})
 	if err != nil {
 		if errors.Is(err, tasks.ErrClosed) {
 			return errorResult(msgShutdown), nil

@@ -56,17 +56,19 @@ func (f *Front) promptHandler(ctx context.Context, req *mcp.GetPromptRequest) (*
 		call, start = h.call, h.start
 		res = call.Wait(ctx, nil)
 	} else {
-		caller, err := f.caller(ctx, key, callerCaps(req.Session, req.Params.Meta))
+		caps := callerCaps(req.Session, req.Params.Meta)
+		caller, err := f.caller(ctx, key, caps)
 		if err != nil {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
 		}
-		call, res = route.Start(ctx, f.reg, key.ProjectID, target, route.Request{
+		rr := route.Request{
 			Kind: agentproto.KindPrompt, Name: p.Def.Name, Exposed: name, Args: args,
 			Wait:   f.controls.Get(ctx, key.ProjectID).Settings.CallWait(),
 			Caller: caller, Identity: f.identityTokens(ctx, key.ProjectID, p.AgentKey, caller),
-		})
-		if call != nil {
-			res = call.Wait(ctx, nil)
+		}
+		var refusal *upstreamRefusal
+		if call, res, refusal = f.runRead(ctx, key, rr, target, caller, caps); refusal != nil {
+			return nil, refusal.rpcError()
 		}
 	}
 	for call != nil && res.Question != nil {

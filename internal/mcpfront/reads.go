@@ -18,20 +18,70 @@ import (
 // a call of their kind: delivered once, within the project's call wait,
 // logged and counted.
 
-// deliverRead delivers a resource read or prompt get and logs it. Failures
-// come back as JSON-RPC errors.
-func (f *Front) deliverRead(ctx context.Context, key store.Key, kind, exposed, registered, agentKey string, args json.RawMessage, target route.Target) (json.RawMessage, error) {
+// deliverRead delivers a resource read or a completion and logs it.
+// Failures come back as JSON-RPC errors. caps are the client's declared
+// capabilities, for a per-person remote's connect answer (perperson.go);
+// the agent is told of none.
+func (f *Front) deliverRead(ctx context.Context, key store.Key, kind, exposed, registered, agentKey string, args json.RawMessage, target route.Target, caps []string) (json.RawMessage, error) {
 	wait := f.controls.Get(ctx, key.ProjectID).Settings.CallWait()
 	start := time.Now()
 	caller, err := f.caller(ctx, key, nil)
 	if err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
 	}
-	res := route.Deliver(ctx, f.reg, key.ProjectID, target, route.Request{
+	rr := route.Request{
 		Kind: kind, Name: registered, Exposed: exposed, Args: args, Wait: wait,
 		Caller: caller, Identity: f.identityTokens(ctx, key.ProjectID, agentKey, caller),
-	})
+	}
+	_, res, refusal := f.runRead(ctx, key, rr, target, caller, caps)
+	if refusal != nil {
+		return nil, refusal.rpcError()
+	}
 	return f.readResult(ctx, key, kind, exposed, agentKey, res, start)
+}
+
+// runRead delivers a read, a prompt get or a completion and waits for its
+// end, or its first question (a prompt's): the call, and how it is going;
+// or the refusal of a per-person remote's call. A call such a remote
+// refused for the person's token is delivered once more, with the account
+// refreshed, within what is left of its wait.
+func (f *Front) runRead(ctx context.Context, key store.Key, rr route.Request, target route.Target, caller agentproto.Caller, caps []string) (*route.Call, route.Result, *upstreamRefusal) {
+	call, res, refusal := f.startRead(ctx, key, rr, target, caller, caps, "")
+	if call == nil {
+		return nil, res, refusal
+	}
+	if res = call.Wait(ctx, nil); !upstreamRefused(res) {
+		return call, res, nil
+	}
+	token, refusal := f.refreshUpstream(ctx, res.Replica, key.ProjectID, caller, rr.Exposed, caps, call.UpstreamToken())
+	if refusal != nil {
+		return nil, res, refusal
+	}
+	rr.Wait = max(time.Until(call.Deadline()), time.Millisecond)
+	if call, res, refusal = f.startRead(ctx, key, rr, target, caller, caps, token); call == nil {
+		return nil, res, refusal
+	}
+	if res = call.Wait(ctx, nil); upstreamRefused(res) {
+		return nil, res, f.refusedAgain(res.Replica, rr.Exposed, caps)
+	}
+	return call, res, nil
+}
+
+// startRead picks the replica of a read, a prompt get or a completion,
+// checks it as a per-person remote's call (token: see
+// [Front.checkUpstream]) and sends it: the call under way, or how it
+// ended (no call), or the refusal.
+func (f *Front) startRead(ctx context.Context, key store.Key, rr route.Request, target route.Target, caller agentproto.Caller, caps []string, token string) (*route.Call, route.Result, *upstreamRefusal) {
+	call, res := route.Pick(ctx, f.reg, key.ProjectID, target, rr)
+	if call == nil {
+		return nil, res, nil
+	}
+	if r := f.checkUpstream(ctx, call, key.ProjectID, caller, rr.Exposed, caps, token); r != nil {
+		call.Release()
+		return nil, res, r
+	}
+	call, res = call.Send(ctx)
+	return call, res, nil
 }
 
 // readResult logs how a read (a resource, a prompt, a completion) ended

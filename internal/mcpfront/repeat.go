@@ -164,7 +164,7 @@ func (f *Front) repeat(ctx context.Context, t *agents.Tool, key store.Key, c *ac
 	}
 	window := c.Settings.IdempotencyWindow()
 	rec := store.Request{
-		ProjectID: key.ProjectID, Tool: t.Name, IDHash: store.HashRequestID(id), ArgsHash: argsHash(args),
+		ProjectID: key.ProjectID, Tool: t.Name, IDHash: store.HashRequestID(f.repeatScope(ctx, t, key) + id), ArgsHash: argsHash(args),
 		State: store.RequestRunning, CallID: call.ID(), Deadline: call.Deadline(),
 	}
 	poll := repeatPollMin
@@ -281,6 +281,19 @@ func (rs *repeats) begin(rec store.Request, retryOf string) {
 	rs.byCall[rec.CallID] = run
 	rs.byKey[run.key] = run
 	rs.mu.Unlock()
+}
+
+// moveCall makes the run of call id from, if this gateway runs one, the
+// run of call id to: the call delivered again after its per-person remote
+// refused the person's token (perperson.go). The record keeps the first
+// call's id; the second call's wait ends no later than the first's.
+func (rs *repeats) moveCall(from, to string) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if run := rs.byCall[from]; run != nil {
+		delete(rs.byCall, from)
+		rs.byCall[to] = run
+	}
 }
 
 // retryOf returns the call that the run of call id retries, if it is a

@@ -31,7 +31,7 @@ func (f *Front) resourceHandler(ctx context.Context, req *mcp.ReadResourceReques
 		}
 		return r.Replicas, r.GraceUntil, true
 	}
-	raw, err := f.deliverRead(ctx, key, agentproto.KindResource, uri, uri, r.AgentKey, nil, target)
+	raw, err := f.deliverRead(ctx, key, agentproto.KindResource, uri, uri, r.AgentKey, nil, target, callerCaps(req.Session, req.Params.Meta))
 	if err != nil {
 		return nil, err
 	}
@@ -56,7 +56,7 @@ func (f *Front) templateHandler(ctx context.Context, req *mcp.ReadResourceReques
 		return r.Replicas, r.GraceUntil, true
 	}
 	args, _ := json.Marshal(map[string]any{"uri": uri, "params": params})
-	raw, err := f.deliverRead(ctx, key, agentproto.KindResource, uri, tmpl, r.AgentKey, args, target)
+	raw, err := f.deliverRead(ctx, key, agentproto.KindResource, uri, tmpl, r.AgentKey, args, target, callerCaps(req.Session, req.Params.Meta))
 	if err != nil {
 		return nil, err
 	}

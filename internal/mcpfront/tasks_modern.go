@@ -326,13 +326,16 @@ func (f *Front) extTaskCall(w http.ResponseWriter, r *http.Request, v *view, req
 		return true
 	}
 	start := time.Now()
-	call, res, _, refused := f.pickCall(ctx, pickRequest{
+	call, res, _, refused, rpcErr := f.pickCall(ctx, pickRequest{
 		Tool: t, Key: v.key, Args: req.Params.Arguments,
 		Caps: callerCaps(nil, mcp.Meta(req.Params.Meta)), Wait: f.tasks.Limit(ctx, v.key.ProjectID),
 	})
 	switch {
 	case refused != nil:
 		f.writeExtCallResult(w, req.ID, refused)
+		return true
+	case rpcErr != nil:
+		f.writeExtError(w, req.ID, rpcErr)
 		return true
 	case call == nil && res.Outcome == route.NotFound:
 		f.writeExtError(w, req.ID, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "Tool " + t.Name + " not found"})
@@ -341,7 +344,8 @@ func (f *Front) extTaskCall(w http.ResponseWriter, r *http.Request, v *view, req
 		f.writeExtCallResult(w, req.ID, f.toolResult(t, v.key, res, start))
 		return true
 	}
-	task, err := f.tasks.Run(ctx, tasks.Spec{Key: v.key, Tool: t, Call: call, Era: modernVersion, Start: start})
+	task, err := f.tasks.Run(ctx, tasks.Spec{Key: v.key, Tool: t, Call: call, Era: modernVersion, Start: start,
+		Unauthorized: f.taskUnauthorized(v.key, call, t.Name)})
 	if err != nil {
 		msg := "The gateway could not start the task; try again in a moment."
 		if errors.Is(err, tasks.ErrClosed) {

@@ -606,11 +606,13 @@ func (f *Front) startSessionTask(ctx context.Context, v *view, ss *mcp.ServerSes
 			return tasks.Task{}, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "params._meta must be an object."}
 		}
 	}
-	picked, res, _, refused := f.pickCall(ctx, pickRequest{
+	picked, res, _, refused, rpcErr := f.pickCall(ctx, pickRequest{
 		Tool: t, Key: v.key, Args: call.args,
 		Caps: callerCaps(ss, meta), Wait: f.tasks.Limit(ctx, v.key.ProjectID),
 	})
 	switch {
+	case rpcErr != nil:
+		return tasks.Task{}, rpcErr
 	case refused != nil:
 		return tasks.Task{}, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: firstText(refused)}
 	case picked == nil && res.Outcome == route.NoReplica:
@@ -618,7 +620,8 @@ func (f *Front) startSessionTask(ctx context.Context, v *view, ss *mcp.ServerSes
 	case picked == nil:
 		return tasks.Task{}, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "Tool " + trimName(call.name) + " not found"}
 	}
-	task, err := f.tasks.Run(ctx, tasks.Spec{Key: v.key, Tool: t, Call: picked, Era: tasksVersion, TTL: ttl, Start: start})
+	task, err := f.tasks.Run(ctx, tasks.Spec{Key: v.key, Tool: t, Call: picked, Era: tasksVersion, TTL: ttl, Start: start,
+		Unauthorized: f.taskUnauthorized(v.key, picked, t.Name)})
 	if err != nil {
 		f.log.Error("start a task", "tool", t.Name, "key", v.key.ID, "err", err)
 		return tasks.Task{}, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "The gateway could not start the task; try again in a moment."}
