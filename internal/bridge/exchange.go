@@ -50,6 +50,7 @@ type exchanger struct {
 	mu      sync.Mutex
 	cache   map[string]exchanged         // by person id
 	pending map[string]*exchangeInFlight // by person id
+	joined  int                          // callers that waited for another's exchange
 }
 
 type exchanged struct {
@@ -81,6 +82,7 @@ func (x *exchanger) token(ctx context.Context, person, subject string) (string, 
 		return c.token, nil
 	}
 	if f, ok := x.pending[person]; ok {
+		x.joined++
 		x.mu.Unlock()
 		select {
 		case <-f.done:
