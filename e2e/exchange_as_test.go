@@ -70,7 +70,7 @@ func newExchangeAS(t *testing.T, gatewayURL string) *exchangeAS {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	must(t, err)
 	a := &exchangeAS{t: t, gateway: gatewayURL, key: key, keyID: "as-key-1",
-		secret: rand.Text(), exchanged: map[string]int{}}
+		secret: rand.Text() + "+/:=%", exchanged: map[string]int{}} // characters client_secret_basic must form-encode
 	var handler http.Handler = http.NotFoundHandler()
 	a.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
 	a.issuer = "http://" + a.srv.Listener.Addr().String()

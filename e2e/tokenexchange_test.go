@@ -31,7 +31,7 @@ func exchangeForm(t *testing.T, as *exchangeAS, secret string, form url.Values) 
 	t.Helper()
 	req, _ := http.NewRequest("POST", as.tokenEndpoint(), strings.NewReader(form.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.SetBasicAuth(exchangeClientID, secret)
+	req.SetBasicAuth(url.QueryEscape(exchangeClientID), url.QueryEscape(secret)) // RFC 6749 2.3.1
 	resp, err := http.DefaultClient.Do(req)
 	must(t, err)
 	defer resp.Body.Close()
