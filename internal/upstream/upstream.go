@@ -448,7 +448,11 @@ func (s *Service) doRefresh(ctx context.Context, projectID int64, agentKeyID str
 		if stale == "" && s.o.Now().Before(a.ExpiresAt) {
 			return cur, nil // good a little longer; no way to refresh it
 		}
-		return "", s.giveUp(ctx, a, "the token expired and there is no refresh token")
+		why := "the token expired and there is no refresh token"
+		if stale != "" {
+			why = "the remote refused the token and there is no refresh token"
+		}
+		return "", s.giveUp(ctx, a, why)
 	}
 	rt, err := s.o.Box.Open(a.Refresh, refreshContext(a.AgentKeyID, a.UserID))
 	if err != nil {

@@ -80,6 +80,7 @@ type remote struct {
 	issParam   bool
 	accessLife int               // seconds, of the tokens a code gets
 	renewLife  int               // seconds, of the tokens a refresh gets
+	noRefresh  bool              // tokens come without refresh tokens
 	clients    map[string]string // id → secret
 	codes      map[string]codeGrant
 	access     map[string]string // access token → subject
@@ -215,8 +216,13 @@ func (r *remote) token(w http.ResponseWriter, req *http.Request) {
 	}
 	r.n++
 	at, rt := fmt.Sprintf("at-%d", r.n), fmt.Sprintf("rt-%d", r.n)
-	r.access[at], r.refresh[rt] = who, who
-	writeJSON(w, http.StatusOK, map[string]any{"access_token": at, "token_type": "Bearer", "expires_in": life, "refresh_token": rt, "scope": "mcp offline_access"})
+	r.access[at] = who
+	answer := map[string]any{"access_token": at, "token_type": "Bearer", "expires_in": life, "scope": "mcp offline_access"}
+	if !r.noRefresh {
+		r.refresh[rt] = who
+		answer["refresh_token"] = rt
+	}
+	writeJSON(w, http.StatusOK, answer)
 }
 
 // wait holds a refresh request while a race is set up.
@@ -738,5 +744,46 @@ func TestDialRule(t *testing.T) {
 	}
 	if _, err := loose.Begin(t.Context(), f.project, f.agentKey, f.ann, r.base+"/mcp", ""); err != nil {
 		t.Errorf("Begin on loopback with AllowLoopback = %v", err)
+	}
+}
+
+// TestNoRefreshToken: an account without a refresh token serves its token
+// while it lasts; when the remote refuses it the person must connect
+// again.
+func TestNoRefreshToken(t *testing.T) {
+	each(t, func(t *testing.T, st store.Store) {
+		r := newRemote(t)
+		r.set(func(r *remote) { r.noRefresh = true })
+		f := newFixture(t, st)
+		svc := newService(st, keyFile(t, secrets.NewKey()), nil)
+		a := connect(t, svc, f, r, f.ann, "ann-upstream")
+		if a.Refresh != nil {
+			t.Errorf("a refresh token was stored: %d bytes", len(a.Refresh))
+		}
+		tok, err := svc.Token(t.Context(), f.project, f.agentKey, f.ann)
+		if err != nil || r.who(t, tok) != "ann-upstream" {
+			t.Fatalf("Token = %q, %v", tok, err)
+		}
+		_, err = svc.Refresh(t.Context(), f.project, f.agentKey, f.ann, tok)
+		if want := "the upstream account needs connecting again: the remote refused the token and there is no refresh token"; !errors.Is(err, upstream.ErrReconnect) || err.Error() != want {
+			t.Errorf("Refresh = %v; want %s", err, want)
+		}
+		if list, _ := svc.Accounts(t.Context(), store.UpstreamFilter{UserID: f.ann}); len(list) != 0 {
+			t.Errorf("accounts left: %+v", list)
+		}
+	})
+}
+
+// TestBeginOnAnOpenRemote: a remote that does not ask for a sign-in has no
+// account to connect, and Begin says so.
+func TestBeginOnAnOpenRemote(t *testing.T) {
+	st := stores()["sqlite"](t)
+	f := newFixture(t, st)
+	open := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "{}") }))
+	defer open.Close()
+	svc := newService(st, keyFile(t, secrets.NewKey()), nil)
+	_, err := svc.Begin(t.Context(), f.project, f.agentKey, f.ann, open.URL+"/mcp", "")
+	if want := strings.TrimPrefix(open.URL, "http://") + " did not ask for a sign-in: there is no account to connect"; err == nil || err.Error() != want {
+		t.Errorf("Begin = %v; want %s", err, want)
 	}
 }
