@@ -23,6 +23,12 @@ type Config struct {
 	// ./spacefix.db. Used by
 	// cmd/spacefix to open the store; the gateway itself gets a store.Store.
 	DataPath string
+	// SecretKeyFile is the key file that encrypts what the gateway keeps
+	// of people's upstream accounts (internal/secrets; docs/deployment.md).
+	// Empty means, on SQLite, secret.key beside the database file, created
+	// at the first start; a PostgreSQL store needs one, the same file on
+	// every gateway, and the gateway does not start without it.
+	SecretKeyFile string
 	// PublicURL is the base URL clients and agents use to reach the gateway,
 	// as printed in set-up instructions. Empty means http://<listen address>.
 	PublicURL string

@@ -23,6 +23,7 @@ import (
 	"github.com/spacefix/spacefix/internal/oauth"
 	"github.com/spacefix/spacefix/internal/ratelimit"
 	"github.com/spacefix/spacefix/internal/recovery"
+	"github.com/spacefix/spacefix/internal/secrets"
 	"github.com/spacefix/spacefix/internal/store"
 	"github.com/spacefix/spacefix/internal/tasks"
 )
@@ -45,6 +46,7 @@ type Gateway struct {
 	oauth    *oauth.Server                   // nil with NoOAuth
 	tasks    *tasks.Manager                  // MCP tasks: run here, kept in the store
 	identity *identity.Signer                // signs per-call identity assertions; keys in the store
+	box      *secrets.Box                    // seals people's upstream tokens (secrets.go)
 
 	srv   *http.Server
 	mux   http.Handler // every route, behind panic recovery; Start adds the Host check, metrics and the edge
@@ -81,6 +83,10 @@ func New(cfg Config, st store.Store) (*Gateway, error) {
 	if cfg.Bus != "" {
 		sessionPrefix = g.me.ID + "." // whose a session is: see forwardSessions
 		g.limiter.Share()             // the gateways count each other's calls
+	}
+	var err error
+	if g.box, err = g.openSecrets(); err != nil {
+		return nil, err
 	}
 	g.ctx, g.cancel = context.WithCancel(context.Background())
 	g.verifier = auth.NewVerifier(st, 500*time.Millisecond)

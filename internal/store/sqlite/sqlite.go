@@ -165,6 +165,10 @@ func (s *Store) Close() error {
 	return s.closeErr
 }
 
+// Path returns the store's file as named at Open: the gateway keeps its
+// secret key file beside it.
+func (s *Store) Path() string { return s.path }
+
 // writeTx runs fn in an IMMEDIATE transaction on the write pool.
 func (s *Store) writeTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	tx, err := s.w.BeginTx(ctx, nil)

@@ -1,0 +1,73 @@
+package gateway
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/spacefix/spacefix/internal/secrets"
+)
+
+// errNoSecretKeyFile is why a gateway on PostgreSQL does not start without
+// --secret-key-file: a key of its own would make the tokens other gateways
+// sealed unreadable to it, and its own unreadable to them.
+var errNoSecretKeyFile = errors.New("a PostgreSQL store needs --secret-key-file (or SPACEFIX_SECRET_KEY_FILE): the key that encrypts upstream tokens, the same file on every gateway. Create one with: head -c 32 /dev/urandom | base64 > secret.key")
+
+// DefaultSecretKeyFile is the name of the key file a gateway on SQLite
+// keeps beside the database file when --secret-key-file is not given.
+const DefaultSecretKeyFile = "secret.key"
+
+// openSecrets loads the box that seals people's upstream tokens (see
+// Config.SecretKeyFile): the file given, which on PostgreSQL must exist
+// already (every gateway must share it, so none makes its own) and on
+// SQLite is created if missing; without one, on SQLite, secret.key beside
+// the database file, created at the first start and logged once; on
+// PostgreSQL, errNoSecretKeyFile. A file that others than its owner may
+// read is logged at WARN.
+func (g *Gateway) openSecrets() (*secrets.Box, error) {
+	onPostgres := isPostgresURL(g.cfg.DataPath)
+	path := g.cfg.SecretKeyFile
+	var (
+		box     *secrets.Box
+		created bool
+		err     error
+	)
+	switch {
+	case path != "" && onPostgres:
+		box, err = secrets.Load(path)
+	case onPostgres:
+		return nil, errNoSecretKeyFile
+	default:
+		if path == "" {
+			path = filepath.Join(filepath.Dir(g.sqliteFile()), DefaultSecretKeyFile)
+		}
+		box, created, err = secrets.LoadOrCreate(path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("the secret key file (--secret-key-file): %w", err)
+	}
+	if created {
+		g.log.Info("created the secret key file that encrypts upstream tokens; keep it and back it up with the database", "path", path)
+	}
+	if w := secrets.PermissionWarning(path); w != "" {
+		g.log.Warn(w)
+	}
+	return box, nil
+}
+
+// sqliteFile is the store's file: as the store names it when it can
+// (tests hand the gateway a store on a file of their own), else
+// Config.DataPath.
+func (g *Gateway) sqliteFile() string {
+	if f, ok := g.store.(interface{ Path() string }); ok && f.Path() != "" {
+		return f.Path()
+	}
+	return g.cfg.DataPath
+}
+
+// isPostgresURL reports whether data names a PostgreSQL database, as
+// cmd/spacefix decides which store to open.
+func isPostgresURL(data string) bool {
+	return strings.HasPrefix(data, "postgres://") || strings.HasPrefix(data, "postgresql://")
+}
