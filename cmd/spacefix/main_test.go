@@ -110,7 +110,7 @@ func serveOnce(t *testing.T, data string) string {
 	ctx, cancel := context.WithCancel(context.Background())
 	var out, logs syncBuffer
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--data", data}, &out, &logs) }()
+	go func() { done <- run(ctx, serveArgs(t, data), &out, &logs) }()
 	url := regexp.MustCompile(`MCP endpoint  (http://\S+)/mcp`)
 	deadline := time.Now().Add(10 * time.Second)
 	for !url.MatchString(out.String()) {
@@ -246,7 +246,7 @@ func testGatewaysList(t *testing.T, data string) {
 	defer cancel()
 	var stdout, logs syncBuffer
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--data", data}, &stdout, &logs) }()
+	go func() { done <- run(ctx, serveArgs(t, data), &stdout, &logs) }()
 	addr := regexp.MustCompile(`MCP endpoint  http://(\S+)/mcp`)
 	waitUntil := time.Now().Add(10 * time.Second)
 	for !addr.MatchString(stdout.String()) {
