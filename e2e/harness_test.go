@@ -23,6 +23,7 @@ import (
 	"github.com/spacefix/spacefix/core"
 	"github.com/spacefix/spacefix/internal/auth"
 	"github.com/spacefix/spacefix/internal/gateway"
+	"github.com/spacefix/spacefix/internal/secrets"
 	"github.com/spacefix/spacefix/internal/store"
 	"github.com/spacefix/spacefix/internal/store/postgres"
 	"github.com/spacefix/spacefix/internal/store/sqlite"
@@ -120,6 +121,12 @@ func newEnv(t *testing.T, opts ...func(*envOptions)) *env {
 	}
 	cfg := gateway.DefaultConfig()
 	cfg.Addr = "127.0.0.1:0"
+	cfg.DataPath = data
+	if dataPath == "" {
+		// Every gateway of a PostgreSQL store needs the one key file; its
+		// siblings (cluster_test.go) start with this cfg.
+		cfg.SecretKeyFile = newSecretKeyFile(t)
+	}
 	cfg.Logger = testLogger(t)
 	if o.logs != nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.MultiWriter(o.logs, logOutput()), nil))
@@ -152,6 +159,18 @@ func newEnv(t *testing.T, opts ...func(*envOptions)) *env {
 		}
 	})
 	return &env{t: t, gw: g, store: st, url: g.URL(), dataPath: dataPath, data: data, cfg: cfg, project: p, agentKey: first.AgentKey, clientKey: first.ClientKey}
+}
+
+// newSecretKeyFile writes a key file for the gateways of one store, as an
+// operator does for PostgreSQL (on SQLite the gateway makes its own beside
+// the database file).
+func newSecretKeyFile(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "secret.key")
+	if err := os.WriteFile(path, []byte(secrets.NewKey()+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 func logOutput() io.Writer {
