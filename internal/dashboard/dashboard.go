@@ -27,6 +27,7 @@ import (
 	"github.com/spacefix/spacefix/internal/oauth"
 	"github.com/spacefix/spacefix/internal/ratelimit"
 	"github.com/spacefix/spacefix/internal/store"
+	"github.com/spacefix/spacefix/internal/upstream"
 )
 
 //go:embed templates/*.html static/*
@@ -91,6 +92,10 @@ type Options struct {
 	// Identity is the signer of per-call identity assertions, whose key an
 	// instance admin may rotate on the Users and tokens page; nil hides it.
 	Identity IdentityKeys
+	// Upstream keeps people's accounts at per-person bridged remotes
+	// (*upstream.Service): the connect pages, the Connected accounts lists
+	// and their API. Nil turns them off.
+	Upstream Upstream
 }
 
 // Dashboard serves the pages and the admin API. It is an http.Handler
@@ -108,6 +113,7 @@ type Dashboard struct {
 	retention time.Duration
 	tasks     Tasks        // nil: tasks cannot be cancelled here
 	identity  IdentityKeys // nil: no identity key to show or rotate
+	upstream  Upstream     // nil: no upstream accounts
 
 	pages   map[string]*pageTemplate
 	signIns *ratelimit.Limiter
@@ -119,11 +125,14 @@ func New(opts Options) *Dashboard {
 	if opts.Store == nil || opts.Registry == nil {
 		panic("dashboard.New: Store and Registry are required")
 	}
+	if s, ok := opts.Upstream.(*upstream.Service); ok && s == nil {
+		opts.Upstream = nil // a nil service is none, not one to call
+	}
 	d := &Dashboard{
 		st: opts.Store, reg: opts.Registry, changes: opts.Changes, baseURL: opts.BaseURL,
 		ctx: opts.Context, log: opts.Logger, version: opts.Version, signIns: ratelimit.New(),
 		health: opts.CallLogHealth, oauth: opts.OAuth, retention: opts.AuditRetention, tasks: opts.Tasks,
-		identity: opts.Identity,
+		identity: opts.Identity, upstream: opts.Upstream,
 	}
 	if d.log == nil {
 		d.log = slog.Default()
@@ -160,12 +169,18 @@ func (d *Dashboard) routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET "+oauth.AuthorizePath, d.consentPage)
 	mux.HandleFunc("POST "+oauth.AuthorizePath, d.consent)
 
+	// Connecting a person's account at a per-person bridged remote.
+	mux.HandleFunc("GET /connect/{agentKey}", d.connectUpstream)
+	mux.HandleFunc("GET /upstream/callback", d.upstreamCallback)
+
 	// Pages.
 	mux.Handle("GET /{$}", d.page(d.projectsPage, signedIn))
+	mux.Handle("GET /me", d.page(d.mePage, signedIn))
 	mux.Handle("GET /admin", d.page(d.adminPage, instanceAdmin))
 	mux.Handle("GET /p/{project}", d.page(d.overviewPage, viewer))
 	mux.Handle("GET /p/{project}/tools", d.page(d.toolsPage, viewer))
 	mux.Handle("GET /p/{project}/agents", d.page(d.agentsPage, viewer))
+	mux.Handle("GET /p/{project}/agents/{id}", d.page(d.agentPage, viewer))
 	mux.Handle("GET /p/{project}/keys", d.page(d.keysPage, viewer))
 	mux.Handle("GET /p/{project}/logs", d.page(d.logsPage, viewer))
 	mux.Handle("GET /p/{project}/tasks", d.page(d.tasksPage, viewer))
