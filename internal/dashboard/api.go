@@ -71,6 +71,11 @@ func (d *Dashboard) apiRoutes() []apiRoute {
 		{"POST /api/tokens/{id}/revoke", d.apiRevokeToken, instanceAdmin},
 		{"GET /api/audit", d.apiAudit, instanceAdmin},
 		{"POST /api/identity/rotate", d.apiRotateIdentity, instanceAdmin},
+		// Upstream accounts: the route checks the role in the agent key's
+		// project itself (editors and up see and disconnect anyone's).
+		{"GET /api/upstream-accounts", d.apiUpstreamAccounts, signedIn},
+		{"DELETE /api/upstream-accounts/{agentKey}", d.apiDisconnectUpstream, signedIn},
+		{"GET /api/me/upstream-accounts", d.apiMyUpstreamAccounts, signedIn},
 	}
 }
 

@@ -106,7 +106,7 @@ var AuditActions = []string{
 	"key.create", "key.revoke", "agent_key.update", "replica.update",
 	"member.add", "member.invite", "member.join", "member.update", "member.remove",
 	"token.create", "token.revoke", "invite.create", "invite.revoke", "user.update", "user.remove",
-	"app.connect", "app.revoke",
+	"app.connect", "app.revoke", "upstream.connect", "upstream.disconnect",
 }
 
 // auditRetention says how long entries are kept, for the page.

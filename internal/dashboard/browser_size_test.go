@@ -143,6 +143,8 @@ func TestBrowserPagesFit(t *testing.T) {
 		{"members", "/p/default/members", `table`},
 		{"audit", "/p/default/audit", `tr[data-audit]`},
 		{"admin", "/admin", `table`},
+		{"agent", "/p/default/agents/" + w.firstAgentKey(), `.card`},
+		{"me", "/me", `[data-accounts]`},
 	}
 	for _, size := range widths {
 		run(t, ctx, chromedp.EmulateViewport(size.width, size.height))
@@ -179,6 +181,22 @@ func TestBrowserPagesFit(t *testing.T) {
 		until(t, ctx, "times on "+path+" with a zone", `[...document.querySelectorAll('time')].every(e => /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \S+$/.test(e.textContent))`)
 	}
 	until(t, ctx, "one line per When", `[...document.querySelectorAll('tr[data-audit] td:first-child time')].every(t => t.getBoundingClientRect().height < 24)`)
+}
+
+// firstAgentKey is the ID of the project's first agent key.
+func (w *gw) firstAgentKey() string {
+	w.t.Helper()
+	ks, err := w.st.Keys(context.Background(), w.project.ID)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	for _, k := range ks {
+		if k.Kind == store.KindAgent {
+			return k.ID
+		}
+	}
+	w.t.Fatal("no agent key")
+	return ""
 }
 
 // thousandTools registers n tools from one agent key with the label and

@@ -61,7 +61,10 @@ func (n *notifier) take() []int64 {
 	return ids
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t *testing.T) *env { t.Helper(); return newEnvWith(t, nil) }
+
+// newEnvWith is newEnv with the last word on the dashboard's options.
+func newEnvWith(t *testing.T, config func(*dashboard.Options)) *env {
 	t.Helper()
 	ctx := context.Background()
 	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "spacefix.db"))
@@ -81,10 +84,14 @@ func newEnv(t *testing.T) *env {
 	e := &env{t: t, st: st, reg: agents.New(nil), notified: &notifier{}, project: p, agentKey: k}
 	bus.Subscribe(e.notified.hear)
 	stop, cancel := context.WithCancel(context.Background())
-	d := dashboard.New(dashboard.Options{
+	opts := dashboard.Options{
 		Store: st, Registry: e.reg, Changes: bus, Context: stop,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Version: "test",
-	})
+	}
+	if config != nil {
+		config(&opts)
+	}
+	d := dashboard.New(opts)
 	e.srv = httptest.NewServer(d)
 	t.Cleanup(func() { cancel(); e.srv.Close() })
 	return e

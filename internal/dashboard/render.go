@@ -18,8 +18,8 @@ import (
 // pageNames are the templates with the full layout; bareNames have no
 // navigation (sign-in, sign-up).
 var (
-	pageNames = []string{"projects", "admin", "overview", "tools", "agents", "keys", "logs", "tasks", "usage", "settings", "members", "audit", "error"}
-	bareNames = []string{"login", "join", "consent"}
+	pageNames = []string{"projects", "admin", "overview", "tools", "agents", "keys", "logs", "tasks", "usage", "settings", "members", "audit", "error", "agent", "me"}
+	bareNames = []string{"login", "join", "consent", "upstream"}
 )
 
 type pageTemplate struct {

@@ -1,0 +1,613 @@
+package dashboard
+
+// Per-person upstream accounts (docs/bridge.md, "Each person's own
+// account"): a bridged remote MCP server that acts as each caller's own
+// account there. People connect their account in the browser: the
+// connect page starts the remote's OAuth flow, the callback finishes it,
+// and the agent's page and the person's own page list the accounts. No
+// page, answer, log line or audit entry carries a token: the service
+// returns accounts without them.
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spacefix/spacefix/core/agentproto"
+	"github.com/spacefix/spacefix/internal/access"
+	"github.com/spacefix/spacefix/internal/agents"
+	"github.com/spacefix/spacefix/internal/store"
+	"github.com/spacefix/spacefix/internal/upstream"
+)
+
+// Upstream keeps people's upstream accounts for per-person bridged
+// remotes: [*upstream.Service].
+type Upstream interface {
+	// Begin starts connecting and returns the upstream authorization URL
+	// to send the person to; its state is bound to userID.
+	Begin(ctx context.Context, projectID int64, agentKeyID string, userID int64, resource, returnTo string) (string, error)
+	// Complete finishes at the callback for the signed-in userID, stores
+	// the account and returns it with the returnTo given to Begin.
+	Complete(ctx context.Context, userID int64, state, code, iss string) (store.UpstreamAccount, string, error)
+	// Disconnect deletes a person's account; false when there was none.
+	Disconnect(ctx context.Context, agentKeyID string, userID int64) (bool, error)
+	// Accounts lists accounts, without their tokens.
+	Accounts(ctx context.Context, f store.UpstreamFilter) ([]upstream.Account, error)
+}
+
+// Audit actions of upstream accounts.
+const (
+	actionUpstreamConnect    = "upstream.connect"
+	actionUpstreamDisconnect = "upstream.disconnect"
+)
+
+// upstreamAccountJSON is a connected upstream account as pages and the
+// API show it: who, where, when; never a token.
+type upstreamAccountJSON struct {
+	Project     string    `json:"project"`
+	AgentKey    string    `json:"agentKey"`
+	Agent       string    `json:"agent"`
+	UserID      int64     `json:"userId"`
+	Email       string    `json:"email"`
+	Host        string    `json:"host"`
+	Resource    string    `json:"resource"`
+	Subject     string    `json:"subject,omitempty"`
+	Scope       string    `json:"scope,omitempty"`
+	ExpiresAt   time.Time `json:"expiresAt,omitzero"`
+	ConnectedAt time.Time `json:"connectedAt"`
+	UpdatedAt   time.Time `json:"updatedAt"`
+	// CanDisconnect: the visitor may disconnect it (pages only).
+	CanDisconnect bool `json:"-"`
+}
+
+// connectableJSON is a per-person agent a person may connect an account to.
+type connectableJSON struct {
+	Project  string `json:"project"`
+	AgentKey string `json:"agentKey"`
+	Agent    string `json:"agent"`
+	Host     string `json:"host"`
+	URL      string `json:"url"` // the gateway's connect page
+}
+
+// remoteHost is the host people know a remote by.
+func remoteHost(resource string) string {
+	if u, err := url.Parse(resource); err == nil && u.Host != "" {
+		return u.Host
+	}
+	return resource
+}
+
+// perPerson is what the live registry says of an agent key's per-person
+// remote: the first connected replica that declares it, or nil.
+func (d *Dashboard) perPerson(projectID int64, agentKeyID string) (*agentproto.PerPerson, *agents.Replica) {
+	for _, rep := range d.reg.Replicas(projectID) {
+		if rep.AgentKey == agentKeyID && rep.Reg != nil && rep.Reg.Bridge != nil && rep.Reg.Bridge.PerPerson != nil {
+			return rep.Reg.Bridge.PerPerson, rep
+		}
+	}
+	return nil, nil
+}
+
+// regOf is the registration of a connected replica of the key, or nil.
+func (d *Dashboard) regOf(projectID int64, agentKeyID string) *agentproto.Registration {
+	for _, rep := range d.reg.Replicas(projectID) {
+		if rep.AgentKey == agentKeyID && rep.Reg != nil {
+			return rep.Reg
+		}
+	}
+	return nil
+}
+
+// connectable lists a project's agents whose connected replicas run in
+// connect mode, by agent key.
+func (d *Dashboard) connectable(ctx context.Context, p store.Project) ([]connectableJSON, error) {
+	seen := map[string]bool{}
+	var out []connectableJSON
+	for _, rep := range d.reg.Replicas(p.ID) {
+		if seen[rep.AgentKey] || rep.Reg == nil || rep.Reg.Bridge == nil || rep.Reg.Bridge.PerPerson == nil {
+			continue
+		}
+		pp := rep.Reg.Bridge.PerPerson
+		if pp.Mode != agentproto.PerPersonConnect || pp.URL == "" {
+			continue
+		}
+		seen[rep.AgentKey] = true
+		k, err := d.st.Key(ctx, rep.AgentKey)
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, connectableJSON{Project: p.Name, AgentKey: k.ID, Agent: access.AgentName(k, rep.Reg),
+			Host: remoteHost(pp.URL), URL: "/connect/" + url.PathEscape(k.ID)})
+	}
+	slices.SortFunc(out, func(a, b connectableJSON) int { return cmp.Compare(a.Agent+a.AgentKey, b.Agent+b.AgentKey) })
+	return out, nil
+}
+
+// accountsOut turns accounts into what people see, with the names of
+// their projects, agents and people.
+func (d *Dashboard) accountsOut(ctx context.Context, as []upstream.Account) ([]upstreamAccountJSON, error) {
+	out := make([]upstreamAccountJSON, 0, len(as))
+	emails := map[int64]string{}
+	keys := map[string]store.Key{}
+	for _, a := range as {
+		email, ok := emails[a.UserID]
+		if !ok {
+			u, err := d.st.UserByID(ctx, a.UserID)
+			switch {
+			case errors.Is(err, store.ErrNotFound):
+				email = fmt.Sprintf("user %d", a.UserID)
+			case err != nil:
+				return nil, err
+			default:
+				email = u.Email
+			}
+			emails[a.UserID] = email
+		}
+		k, ok := keys[a.AgentKeyID]
+		if !ok {
+			var err error
+			k, err = d.st.Key(ctx, a.AgentKeyID)
+			if errors.Is(err, store.ErrNotFound) {
+				k = store.Key{ID: a.AgentKeyID}
+			} else if err != nil {
+				return nil, err
+			}
+			keys[a.AgentKeyID] = k
+		}
+		out = append(out, upstreamAccountJSON{
+			Project: k.ProjectName, AgentKey: a.AgentKeyID, Agent: access.AgentName(k, d.regOf(a.ProjectID, a.AgentKeyID)),
+			UserID: a.UserID, Email: email, Host: remoteHost(a.Resource), Resource: a.Resource, Subject: a.Subject, Scope: a.Scope,
+			ExpiresAt: a.ExpiresAt, ConnectedAt: a.CreatedAt, UpdatedAt: a.UpdatedAt,
+		})
+	}
+	return out, nil
+}
+
+// agentKeyFor loads an agent key the principal may see, with its project
+// and p's role there. A key that does not exist, is not an agent key, is
+// revoked or belongs to a project p is not in is answered alike.
+func (d *Dashboard) agentKeyFor(ctx context.Context, p principal, id string) (store.Key, store.Project, store.Role, error) {
+	k, err := d.st.Key(ctx, id)
+	if err == nil && k.Kind == store.KindAgent && !k.Revoked() {
+		proj, err := d.st.Project(ctx, k.ProjectName)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return store.Key{}, store.Project{}, "", err
+		}
+		if err == nil {
+			role, err := d.roleIn(ctx, p, proj)
+			if err != nil {
+				return store.Key{}, store.Project{}, "", err
+			}
+			if role != "" {
+				return k, proj, role, nil
+			}
+		}
+	} else if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return store.Key{}, store.Project{}, "", err
+	}
+	return store.Key{}, store.Project{}, "", noAgentKey(id)
+}
+
+func noAgentKey(id string) error {
+	return errorf(http.StatusNotFound, "There is no agent key %q, or you are not a member of its project. Check the link, or find the agent on its project's Agents page.", id)
+}
+
+// errNoUpstream answers while the gateway keeps no upstream accounts.
+var errNoUpstream = errorf(http.StatusNotFound, "This gateway keeps no upstream accounts: it runs without per-person bridged servers.")
+
+// upstreamPage is the connect flow's page: a heading, a sentence and a
+// link on.
+type upstreamPage struct {
+	Heading, Message string
+	Error            bool
+	Link, LinkText   string
+}
+
+func (d *Dashboard) renderUpstream(w http.ResponseWriter, r *http.Request, status int, pg upstreamPage) {
+	if pg.Link == "" {
+		pg.Link, pg.LinkText = "/me", "Your accounts on the dashboard"
+	}
+	d.renderBare(w, r, status, "upstream", pg.Heading, pg)
+}
+
+// signInFirst sends someone who is not signed in to the sign-in page and
+// back here after. It reports whether the request may go on, with who is
+// signed in.
+func (d *Dashboard) signInFirst(w http.ResponseWriter, r *http.Request) (principal, bool) {
+	p, ok, err := d.authenticate(r)
+	if err != nil {
+		d.serverError(w, r, "authenticate", err)
+		return principal{}, false
+	}
+	if !ok || p.token != nil {
+		http.Redirect(w, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+		return principal{}, false
+	}
+	return p, true
+}
+
+// connectUpstream is GET /connect/{agentKey}: it starts connecting the
+// signed-in person's account at the agent's remote and sends them there.
+// A GET, since MCP clients open this link; the flow's state is bound to
+// the person, and the callback checks it, so a link made by someone else
+// cannot connect their account to this person.
+func (d *Dashboard) connectUpstream(w http.ResponseWriter, r *http.Request) {
+	p, ok := d.signInFirst(w, r)
+	if !ok {
+		return
+	}
+	if d.upstream == nil {
+		d.renderUpstream(w, r, http.StatusNotFound, upstreamPage{Heading: "Nothing to connect", Message: errNoUpstream.Error(), Error: true})
+		return
+	}
+	id := r.PathValue("agentKey")
+	k, proj, _, err := d.agentKeyFor(r.Context(), p, id)
+	var he *httpError
+	if errors.As(err, &he) {
+		d.renderUpstream(w, r, he.status, upstreamPage{Heading: "No such agent", Message: he.msg, Error: true, Link: "/", LinkText: "Your projects"})
+		return
+	}
+	if err != nil {
+		d.serverError(w, r, "find agent key", err)
+		return
+	}
+	pp, rep := d.perPerson(proj.ID, k.ID)
+	name := access.AgentName(k, d.regOf(proj.ID, k.ID))
+	agentPage := "/p/" + url.PathEscape(proj.Name) + "/agents/" + url.PathEscape(k.ID)
+	switch {
+	case pp == nil && d.regOf(proj.ID, k.ID) == nil:
+		d.renderUpstream(w, r, http.StatusServiceUnavailable, upstreamPage{Heading: "The bridge is not running",
+			Message: fmt.Sprintf("The bridge for %s is not running, so its account cannot be connected now. Ask its operator to start it, then try again.", name),
+			Error:   true, Link: agentPage, LinkText: "The agent's page"})
+		return
+	case pp == nil || pp.Mode != agentproto.PerPersonConnect || pp.URL == "":
+		msg := fmt.Sprintf("%s does not ask each person to connect an account, so there is nothing to connect.", name)
+		if pp != nil && pp.Mode == agentproto.PerPersonExchange {
+			msg = fmt.Sprintf("%s gets each person's upstream token by token exchange, so there is nothing to connect.", name)
+		}
+		d.renderUpstream(w, r, http.StatusNotFound, upstreamPage{Heading: "Nothing to connect", Message: msg, Error: true, Link: agentPage, LinkText: "The agent's page"})
+		return
+	}
+	name = access.AgentName(k, rep.Reg)
+	returnTo := ""
+	if rt := r.URL.Query().Get("return"); rt != "" && safeNext(rt) == rt {
+		returnTo = rt
+	}
+	to, err := d.upstream.Begin(r.Context(), proj.ID, k.ID, p.user.ID, pp.URL, returnTo)
+	if err != nil {
+		d.log.Warn("upstream connect: could not start", "project", proj.Name, "agentKey", k.ID, "host", remoteHost(pp.URL), "user", p.user.Email, "err", err)
+		d.renderUpstream(w, r, http.StatusBadGateway, upstreamPage{Heading: "Could not start connecting",
+			Message: fmt.Sprintf("The gateway could not start connecting your %s account for %s. Try again in a moment; if it keeps failing, the gateway's log says why.", remoteHost(pp.URL), name),
+			Error:   true})
+		return
+	}
+	d.log.Info("upstream connect: sent to the remote", "project", proj.Name, "agentKey", k.ID, "host", remoteHost(pp.URL), "user", p.user.Email)
+	http.Redirect(w, r, to, http.StatusSeeOther)
+}
+
+// upstreamCallback is GET /upstream/callback, where the remote's
+// authorization server sends the person back.
+func (d *Dashboard) upstreamCallback(w http.ResponseWriter, r *http.Request) {
+	p, ok := d.signInFirst(w, r)
+	if !ok {
+		return
+	}
+	if d.upstream == nil {
+		d.renderUpstream(w, r, http.StatusNotFound, upstreamPage{Heading: "Nothing to connect", Message: errNoUpstream.Error(), Error: true})
+		return
+	}
+	q := r.URL.Query()
+	if e := q.Get("error"); e != "" {
+		if e == "access_denied" {
+			d.log.Info("upstream connect: cancelled at the remote", "user", p.user.Email)
+			d.renderUpstream(w, r, http.StatusOK, upstreamPage{Heading: "Connecting was cancelled",
+				Message: "The connection was cancelled at the remote server, so no account was connected. To try again, open the link from your MCP client again, or use Connect on your accounts page."})
+			return
+		}
+		d.log.Warn("upstream connect: the remote refused", "user", p.user.Email, "error", e, "description", q.Get("error_description"))
+		d.renderUpstream(w, r, http.StatusBadRequest, upstreamPage{Heading: "Not connected", Message: msgNotConnected, Error: true})
+		return
+	}
+	a, returnTo, err := d.upstream.Complete(r.Context(), p.user.ID, q.Get("state"), q.Get("code"), q.Get("iss"))
+	if err != nil {
+		d.log.Warn("upstream connect: could not finish", "user", p.user.Email, "err", err)
+		d.renderUpstream(w, r, http.StatusBadRequest, upstreamPage{Heading: "Not connected", Message: msgNotConnected, Error: true})
+		return
+	}
+	host := remoteHost(a.Resource)
+	r = r.WithContext(withPrincipal(r.Context(), p))
+	d.audit(r, a.ProjectID, actionUpstreamConnect, a.AgentKeyID, nil, upstreamAudit(a.AgentKeyID, host, p.user.Email))
+	d.log.Info("upstream account connected", "projectId", a.ProjectID, "agentKey", a.AgentKeyID, "host", host, "user", p.user.Email)
+	if returnTo != "" && safeNext(returnTo) == returnTo {
+		sep := "?"
+		if strings.Contains(returnTo, "?") {
+			sep = "&"
+		}
+		http.Redirect(w, r, returnTo+sep+"connected="+url.QueryEscape(a.AgentKeyID), http.StatusSeeOther)
+		return
+	}
+	d.renderUpstream(w, r, http.StatusOK, upstreamPage{Heading: "Account connected",
+		Message: fmt.Sprintf("Your %s account is connected. Go back to your MCP client and call the tool again.", host)})
+}
+
+const msgNotConnected = "Your account could not be connected. Start again from the link in your MCP client or from your accounts page; if it fails again, the gateway's log says why."
+
+// upstreamAudit is what the audit log keeps of an upstream account.
+func upstreamAudit(agentKey, host, email string) map[string]any {
+	return map[string]any{"agentKey": agentKey, "host": host, "user": email}
+}
+
+// agentPageData is the page of one agent key: what it is, its replicas
+// and, for a per-person bridged remote, the connected accounts.
+type agentPageData struct {
+	Key      agentKeyJSON
+	Replicas []replicaJSON
+	Name     string
+	// PerPerson is what its connected replicas say of acting as each
+	// person; nil when none does (or none is connected).
+	PerPerson *agentproto.PerPerson
+	Host      string
+	// Upstream: the gateway keeps upstream accounts.
+	Upstream bool
+	Accounts []upstreamAccountJSON
+	// Everyone: the visitor sees everyone's accounts, not only their own.
+	Everyone bool
+	// Connect is the visitor's connect link, when they have no account
+	// and the agent takes one.
+	Connect string
+	// Connected says the visitor's account was just connected (they came
+	// back from connecting it).
+	Connected string
+}
+
+func (d *Dashboard) agentPage(r *http.Request, v *view) (string, error) {
+	all, err := d.agentsOf(r.Context(), v.Project.ID)
+	if err != nil {
+		return "", err
+	}
+	id := r.PathValue("id")
+	i := slices.IndexFunc(all.Keys, func(k agentKeyJSON) bool { return k.ID == id })
+	if i < 0 {
+		return "", errorf(http.StatusNotFound, "Project %q has no agent key %q. See its Agents page.", v.Project.Name, id)
+	}
+	data := agentPageData{Key: all.Keys[i], Upstream: d.upstream != nil, Everyone: v.Can("editor")}
+	k, err := d.st.Key(r.Context(), id)
+	if err != nil {
+		return "", err
+	}
+	data.Name = access.AgentName(k, d.regOf(v.Project.ID, id))
+	for _, rep := range all.Replicas {
+		if rep.AgentKey == id {
+			data.Replicas = append(data.Replicas, rep)
+		}
+	}
+	data.PerPerson, _ = d.perPerson(v.Project.ID, id)
+	if data.PerPerson != nil {
+		data.Host = remoteHost(data.PerPerson.URL)
+	}
+	if d.upstream != nil {
+		f := store.UpstreamFilter{ProjectID: v.Project.ID, AgentKeyID: id}
+		if !data.Everyone {
+			f.UserID = v.User.ID
+		}
+		as, err := d.upstream.Accounts(r.Context(), f)
+		if err != nil {
+			return "", err
+		}
+		if data.Accounts, err = d.accountsOut(r.Context(), as); err != nil {
+			return "", err
+		}
+		mine := false
+		for i := range data.Accounts {
+			self := data.Accounts[i].UserID == v.User.ID
+			mine = mine || self
+			data.Accounts[i].CanDisconnect = self || data.Everyone
+			if self && r.URL.Query().Get("connected") == id {
+				data.Connected = justConnected(data.Accounts[i].Host)
+			}
+		}
+		if pp := data.PerPerson; !mine && pp != nil && pp.Mode == agentproto.PerPersonConnect && pp.URL != "" {
+			data.Connect = "/connect/" + url.PathEscape(id) + "?return=" + url.QueryEscape(r.URL.Path)
+		}
+	}
+	v.Title, v.Tab, v.Data = data.Name+" · Agents · "+v.Project.Name, "agents", data
+	return "agent", nil
+}
+
+// meData is the person's own page: their upstream accounts over every
+// project they are in, and the per-person agents they could connect.
+type meData struct {
+	Upstream bool
+	Rows     []meRow
+	// Connected says an account was just connected.
+	Connected string
+}
+
+// justConnected is what a page says when the person comes back from
+// connecting an account there.
+func justConnected(host string) string {
+	return fmt.Sprintf("Your %s account is connected. Calls from your MCP client now act as it.", host)
+}
+
+// meRow is an account, or an agent not connected yet (Connect set).
+type meRow struct {
+	upstreamAccountJSON
+	Connect string
+}
+
+func (d *Dashboard) mePage(r *http.Request, v *view) (string, error) {
+	v.Title = "Your accounts"
+	data := meData{Upstream: d.upstream != nil}
+	v.Data = &data
+	if d.upstream == nil {
+		return "me", nil
+	}
+	accounts, connect, err := d.myAccounts(r.Context(), v.User, v.Projects)
+	if err != nil {
+		return "", err
+	}
+	for _, a := range accounts {
+		a.CanDisconnect = true
+		if r.URL.Query().Get("connected") == a.AgentKey {
+			data.Connected = justConnected(a.Host)
+		}
+		data.Rows = append(data.Rows, meRow{upstreamAccountJSON: a})
+	}
+	for _, c := range connect {
+		data.Rows = append(data.Rows, meRow{
+			upstreamAccountJSON: upstreamAccountJSON{Project: c.Project, AgentKey: c.AgentKey, Agent: c.Agent, Host: c.Host},
+			Connect:             c.URL + "?return=/me",
+		})
+	}
+	slices.SortStableFunc(data.Rows, func(a, b meRow) int {
+		return cmp.Or(cmp.Compare(a.Project, b.Project), cmp.Compare(strings.ToLower(a.Agent), strings.ToLower(b.Agent)), cmp.Compare(a.AgentKey, b.AgentKey))
+	})
+	return "me", nil
+}
+
+// myAccounts is a person's connected accounts, and the per-person agents
+// of their projects they have not connected an account to.
+func (d *Dashboard) myAccounts(ctx context.Context, u store.User, projects []store.Project) ([]upstreamAccountJSON, []connectableJSON, error) {
+	as, err := d.upstream.Accounts(ctx, store.UpstreamFilter{UserID: u.ID})
+	if err != nil {
+		return nil, nil, err
+	}
+	accounts, err := d.accountsOut(ctx, as)
+	if err != nil {
+		return nil, nil, err
+	}
+	have := map[string]bool{}
+	for _, a := range as {
+		have[a.AgentKeyID] = true
+	}
+	connect := []connectableJSON{}
+	for _, p := range projects {
+		cs, err := d.connectable(ctx, p)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, c := range cs {
+			if !have[c.AgentKey] {
+				connect = append(connect, c)
+			}
+		}
+	}
+	return accounts, connect, nil
+}
+
+// apiUpstreamAccounts is GET /api/upstream-accounts?agentKey=: an agent
+// key's accounts, all of them for editors and up, else the caller's own.
+func (d *Dashboard) apiUpstreamAccounts(w http.ResponseWriter, r *http.Request) error {
+	if d.upstream == nil {
+		return errNoUpstream
+	}
+	id := r.URL.Query().Get("agentKey")
+	if id == "" {
+		return fieldError("agentKey", "name the bridged agent's key, for example ?agentKey=key_…; your own accounts over every agent are at GET /api/me/upstream-accounts")
+	}
+	p := principalFrom(r.Context())
+	k, proj, role, err := d.agentKeyFor(r.Context(), p, id)
+	if err != nil {
+		return err
+	}
+	f := store.UpstreamFilter{ProjectID: proj.ID, AgentKeyID: k.ID}
+	if !role.AtLeast(store.RoleEditor) {
+		if p.token != nil { // a viewer token is nobody: it has no accounts
+			writeJSON(w, http.StatusOK, map[string]any{"accounts": []upstreamAccountJSON{}})
+			return nil
+		}
+		f.UserID = p.user.ID
+	}
+	as, err := d.upstream.Accounts(r.Context(), f)
+	if err != nil {
+		return err
+	}
+	out, err := d.accountsOut(r.Context(), as)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"accounts": out})
+	return nil
+}
+
+// apiMyUpstreamAccounts is GET /api/me/upstream-accounts: the signed-in
+// person's accounts, and the agents they may connect one to.
+func (d *Dashboard) apiMyUpstreamAccounts(w http.ResponseWriter, r *http.Request) error {
+	if d.upstream == nil {
+		return errNoUpstream
+	}
+	p := principalFrom(r.Context())
+	if p.token != nil {
+		return errorf(http.StatusBadRequest, "An API token is not a person and has no upstream accounts. Sign in to the dashboard, or list an agent's accounts with GET /api/upstream-accounts?agentKey=….")
+	}
+	ps, err := d.visibleProjects(r.Context(), p)
+	if err != nil {
+		return err
+	}
+	accounts, connect, err := d.myAccounts(r.Context(), p.user, ps)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"accounts": accounts, "connect": connect})
+	return nil
+}
+
+// apiDisconnectUpstream is DELETE /api/upstream-accounts/{agentKey}?user=ID:
+// a person disconnects their own account (user may be left out), an
+// editor or owner anyone's in their project.
+func (d *Dashboard) apiDisconnectUpstream(w http.ResponseWriter, r *http.Request) error {
+	if d.upstream == nil {
+		return errNoUpstream
+	}
+	p := principalFrom(r.Context())
+	k, proj, role, err := d.agentKeyFor(r.Context(), p, r.PathValue("agentKey"))
+	if err != nil {
+		return err
+	}
+	userID := p.user.ID
+	if s := r.URL.Query().Get("user"); s != "" {
+		if userID, err = strconv.ParseInt(s, 10, 64); err != nil || userID <= 0 {
+			return fieldError("user", "a user id, a whole number such as ?user=3 (GET /api/upstream-accounts lists them as userId)")
+		}
+	}
+	if userID == 0 {
+		return fieldError("user", "an API token is not a person: name whose account to disconnect, ?user=ID")
+	}
+	if (p.token != nil || userID != p.user.ID) && !role.AtLeast(store.RoleEditor) {
+		return errorf(http.StatusForbidden, "Disconnecting another person's account needs the editor or owner role in project %q; %s %s. %s",
+			proj.Name, p.you(), article(role), askOwner)
+	}
+	as, err := d.upstream.Accounts(r.Context(), store.UpstreamFilter{ProjectID: proj.ID, AgentKeyID: k.ID, UserID: userID})
+	if err != nil {
+		return err
+	}
+	if len(as) == 0 {
+		return errorf(http.StatusNotFound, "That person has no account connected to agent key %s. GET /api/upstream-accounts?agentKey=%s lists the accounts.", k.ID, k.ID)
+	}
+	out, err := d.accountsOut(r.Context(), as[:1])
+	if err != nil {
+		return err
+	}
+	gone, err := d.upstream.Disconnect(r.Context(), k.ID, userID)
+	if err != nil {
+		return err
+	}
+	if !gone { // disconnected by someone else meanwhile
+		return errorf(http.StatusNotFound, "That person has no account connected to agent key %s. GET /api/upstream-accounts?agentKey=%s lists the accounts.", k.ID, k.ID)
+	}
+	a := out[0]
+	d.log.Info("upstream account disconnected", "project", proj.Name, "agentKey", k.ID, "host", a.Host, "user", a.Email, "by", p.name())
+	d.audit(r, proj.ID, actionUpstreamDisconnect, k.ID, upstreamAudit(k.ID, a.Host, a.Email), nil)
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
