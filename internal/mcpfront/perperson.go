@@ -243,8 +243,8 @@ func (f *Front) refreshUpstream(ctx context.Context, rep *agents.Replica, projec
 	userID, ok := personID(caller)
 	if pp == nil || !ok || f.upstream == nil || stale == "" {
 		// Not a call the gateway gave a token: nothing to refresh.
-		f.log.Warn("a call without a person's upstream token ended as refused upstream", "agent", rep.AgentKey)
-		return "", &upstreamRefusal{msg: fmt.Sprintf(msgUpstreamFailed, rep.Reg.Name)}
+		f.log.Warn("a call without a person's upstream token ended as refused upstream", "name", name)
+		return "", &upstreamRefusal{msg: fmt.Sprintf(msgUpstreamFailed, "upstream")}
 	}
 	host := upstreamHost(rep, pp)
 	ctx, cancel := context.WithTimeout(ctx, upstreamTimeout)
@@ -267,7 +267,7 @@ func (f *Front) refreshUpstream(ctx context.Context, rep *agents.Replica, projec
 func (f *Front) refusedAgain(rep *agents.Replica, name string, caps []string) *upstreamRefusal {
 	pp := perPersonOf(rep)
 	if pp == nil || f.upstream == nil {
-		return &upstreamRefusal{msg: fmt.Sprintf(msgUpstreamFailed, rep.Reg.Name)}
+		return &upstreamRefusal{msg: fmt.Sprintf(msgUpstreamFailed, "upstream")}
 	}
 	return f.connectAnswer(rep.AgentKey, upstreamHost(rep, pp), name, caps, true)
 }

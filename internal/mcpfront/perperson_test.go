@@ -594,3 +594,45 @@ func TestPerPersonNotShared(t *testing.T) {
 		t.Errorf("the bridge got %d calls, want 2: one per person, the repeat answered from the record", n)
 	}
 }
+
+// A task (or a job) whose remote refused the person's token answers with
+// what to do: call again once the account is refreshed, or connect it
+// again.
+func TestPerPersonTaskUnauthorized(t *testing.T) {
+	e := newPPEnv(t, connectConnect)
+	ctx := context.Background()
+	tool := e.reg.Snapshot(e.proj.ID).Tools[ppTool]
+	ada := store.Key{ID: "grant_ada", ProjectID: e.proj.ID, Kind: store.KindClient, OAuth: true}
+	call, _, _, refused, rpcErr := e.f.pickCall(ctx, pickRequest{Tool: tool, Key: ada, Args: json.RawMessage(`{}`), Wait: time.Minute})
+	if call == nil || refused != nil || rpcErr != nil {
+		t.Fatalf("pickCall = %v, %v, %v; want ada's call", call, refused, rpcErr)
+	}
+	hook := e.f.taskUnauthorized(ada, call, ppTool) // as a task's Spec gets it, before the call is sent
+	call.Release()
+	if call.UpstreamToken() != "ada-token" {
+		t.Fatalf("the call carries %q, want ada's token", call.UpstreamToken())
+	}
+	e.up.refreshTo[7] = "ada-token-2"
+	if got, want := hook(ctx), ppHost+" refused your account's token, and the gateway has refreshed it: call "+ppTool+" again."; got != want {
+		t.Errorf("refreshed: %q, want %q", got, want)
+	}
+	delete(e.up.refreshTo, 7)
+	if got, want := hook(ctx), "Your "+ppHost+" account needs connecting again: open "+ppConnect+", sign in there, then call "+ppTool+" again."; got != want {
+		t.Errorf("refresh refused: %q, want %q", got, want)
+	}
+	if got := e.up.refreshes(); len(got) != 2 || got[0] != "ada-token" || got[1] != "ada-token" {
+		t.Errorf("refreshed %q, want ada's refused token twice", got)
+	}
+
+	// A call that carries no token of the gateway's has no such answer.
+	key := store.Key{ID: "key_c", ProjectID: e.proj.ID, Kind: store.KindClient}
+	shared := newPPEnv(t, agentproto.PerPerson{Mode: agentproto.PerPersonConnect, URL: "https://" + ppHost + "/mcp", Fallback: agentproto.FallbackShared})
+	call, _, _, _, _ = shared.f.pickCall(ctx, pickRequest{Tool: shared.reg.Snapshot(shared.proj.ID).Tools[ppTool], Key: key, Args: json.RawMessage(`{}`), Wait: time.Minute})
+	if call == nil {
+		t.Fatal("the key's call was not picked")
+	}
+	if shared.f.taskUnauthorized(key, call, ppTool) != nil {
+		t.Error("a call without a token got an answer for a refused token")
+	}
+	call.Release()
+}
