@@ -144,7 +144,7 @@ func (b *Bridge) clientOptions() *mcp.ClientOptions {
 			if b.messages.allow() {
 				b.log.Log(ctx, slogLevel(r.Params.Level), "bridge: server log message", "logger", r.Params.Logger, "data", r.Params.Data)
 			}
-			if cctx, err := b.soleCall(); err == nil {
+			if cctx, err := b.soleCall(r.Session); err == nil {
 				core.Log(cctx, core.LogLevel(r.Params.Level), r.Params.Data)
 			}
 		},

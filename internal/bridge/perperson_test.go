@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/oauth2"
 
 	"github.com/spacefix/spacefix/core/agentproto"
@@ -226,5 +227,32 @@ func TestPersonPoolLimits(t *testing.T) {
 	}
 	if _, _, err := p.acquire(ctx, "a", "tok-a"); err == nil {
 		t.Errorf("a shut pool opened a session")
+	}
+}
+
+// A server's request or log message belongs to the call in flight on its
+// own session: one person's session never reaches another
+// person's call.
+func TestRelayStaysInItsSession(t *testing.T) {
+	b, err := New(Server{Name: "gh", URL: "https://h/mcp", PerPerson: true}, Options{APIKey: fakeAgentKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	alice, bob, carol := new(mcp.ClientSession), new(mcp.ClientSession), new(mcp.ClientSession)
+	type key struct{}
+	actx := context.WithValue(context.Background(), key{}, "alice")
+	bctx := context.WithValue(context.Background(), key{}, "bob")
+	_, doneA := b.watchProgress(actx, alice)
+	defer doneA()
+	_, doneB := b.watchProgress(bctx, bob)
+	defer doneB()
+	for cs, want := range map[*mcp.ClientSession]string{alice: "alice", bob: "bob"} {
+		ctx, err := b.soleCall(cs)
+		if err != nil || ctx.Value(key{}) != want {
+			t.Errorf("the call on %s's session: %v, %v", want, ctx, err)
+		}
+	}
+	if _, err := b.soleCall(carol); err == nil || !b.idle(carol) {
+		t.Errorf("carol's session, with no call in flight, found one: %v", err)
 	}
 }

@@ -34,7 +34,7 @@ func (b *Bridge) callToolOn(ctx context.Context, up *upstream, name string, args
 	if up.modern {
 		params.Meta = callerMeta(ctx)
 	}
-	tok, done := b.watchProgress(ctx)
+	tok, done := b.watchProgress(ctx, up.cs)
 	defer done()
 	params.SetProgressToken(tok)
 	cctx, stop := up.bind(ctx)
@@ -119,7 +119,7 @@ func (b *Bridge) getPrompt(ctx context.Context, shared *upstream, name string, a
 }
 
 func (b *Bridge) getPromptOn(ctx context.Context, up *upstream, name string, args map[string]string) (core.PromptResult, error) {
-	_, done := b.watchProgress(ctx) // in flight: see soleCall
+	_, done := b.watchProgress(ctx, up.cs) // in flight: see soleCall
 	defer done()
 	cctx, stop := up.bind(ctx)
 	defer stop()
@@ -235,18 +235,22 @@ func (b *Bridge) completeOn(ctx context.Context, up *upstream, ref *mcp.Complete
 
 // progressSink is where a call's progress notifications go.
 type progressSink struct {
-	ctx    context.Context
+	ctx context.Context
+	// cs is the session the call went to: only its requests, log messages
+	// and progress belong to the call (a per-person server has a session
+	// per person).
+	cs     *mcp.ClientSession
 	asking bool // waiting for the client's answer to a request of the server's; guarded by b.mu
 }
 
 // watchProgress registers a progress token for the call whose handler holds
 // ctx; the server's notifications/progress for it become core.Progress
 // lines. done forgets the token.
-func (b *Bridge) watchProgress(ctx context.Context) (token string, done func()) {
+func (b *Bridge) watchProgress(ctx context.Context, cs *mcp.ClientSession) (token string, done func()) {
 	b.mu.Lock()
 	b.nextTok++
 	token = "sfx-" + strconv.FormatUint(b.nextTok, 10)
-	b.progress[token] = &progressSink{ctx: ctx}
+	b.progress[token] = &progressSink{ctx: ctx, cs: cs}
 	b.mu.Unlock()
 	return token, func() {
 		b.mu.Lock()
@@ -260,7 +264,7 @@ func (b *Bridge) onProgress(_ context.Context, req *mcp.ProgressNotificationClie
 	b.mu.Lock()
 	sink := b.progress[fmt.Sprint(p.ProgressToken)]
 	b.mu.Unlock()
-	if sink != nil {
+	if sink != nil && sink.cs == req.Session {
 		core.Progress(sink.ctx, progressLine(p))
 	}
 }
@@ -282,27 +286,27 @@ func progressLineOf(progress, total float64, msg string) string {
 	return msg + " (" + num + ")"
 }
 
-// soleCall returns the context of the one call in flight to the server:
+// soleCall returns the context of the one call in flight on session cs:
 // a request the server sends the client (elicitation, sampling) or a log
 // message belongs to it. With several in flight the bridge cannot tell
 // which (a 2025 session does not say), and says so.
 // Calls already waiting for the client's answer to an earlier request do
 // not count: the server waits for that answer before it asks again.
-func (b *Bridge) soleCall() (context.Context, error) {
-	s, err := b.sole()
+func (b *Bridge) soleCall(cs *mcp.ClientSession) (context.Context, error) {
+	s, err := b.sole(cs)
 	if err != nil {
 		return nil, err
 	}
 	return s.ctx, nil
 }
 
-func (b *Bridge) sole() (*progressSink, error) {
+func (b *Bridge) sole(cs *mcp.ClientSession) (*progressSink, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	var found *progressSink
 	n := 0
 	for _, s := range b.progress {
-		if !s.asking {
+		if !s.asking && s.cs == cs {
 			found = s
 			n++
 		}
@@ -313,11 +317,16 @@ func (b *Bridge) sole() (*progressSink, error) {
 	return found, nil
 }
 
-// idle reports whether no call to the server is in flight.
-func (b *Bridge) idle() bool {
+// idle reports whether no call is in flight on session cs.
+func (b *Bridge) idle(cs *mcp.ClientSession) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return len(b.progress) == 0
+	for _, s := range b.progress {
+		if s.cs == cs {
+			return false
+		}
+	}
+	return true
 }
 
 // asking marks s as waiting for the client's answer until the returned
@@ -336,7 +345,7 @@ func (b *Bridge) asking(s *progressSink) func() {
 // onElicit relays the server's elicitation/create to the user of the call
 // it belongs to (core.Elicit): the gateway asks the client.
 func (b *Bridge) onElicit(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-	s, err := b.sole()
+	s, err := b.sole(r.Session)
 	if err != nil {
 		return nil, err
 	}
@@ -355,7 +364,7 @@ func (b *Bridge) onElicit(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitR
 // onSample relays the server's sampling/createMessage to the client of the
 // call it belongs to (core.Sample).
 func (b *Bridge) onSample(_ context.Context, r *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
-	s, err := b.sole()
+	s, err := b.sole(r.Session)
 	if err != nil {
 		return nil, err
 	}
@@ -407,12 +416,13 @@ func (b *Bridge) relayRequests(next mcp.MethodHandler) mcp.MethodHandler {
 		if method != "roots/list" {
 			return next(ctx, method, req)
 		}
-		if b.idle() {
+		cs, _ := req.GetSession().(*mcp.ClientSession)
+		if b.idle(cs) {
 			// Outside any call (many servers ask for roots as they start):
 			// no client to ask, and no roots of the bridge's own.
 			return &mcp.ListRootsResult{Roots: []*mcp.Root{}}, nil
 		}
-		s, err := b.sole()
+		s, err := b.sole(cs)
 		if err != nil {
 			return nil, err
 		}
