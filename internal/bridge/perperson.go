@@ -359,10 +359,7 @@ func (b *Bridge) dialPerson(ctx context.Context, ps *personSession) (*upstream, 
 
 	client := mcp.NewClient(&mcp.Implementation{Name: "spacefix-bridge", Version: Version}, b.personClientOptions())
 	client.AddReceivingMiddleware(b.relayRequests)
-	hc := &http.Client{
-		Transport:     capBodies{headers{h: b.srv.Headers, base: personBearer{ps: ps, origin: origin, base: b.opts.httpTransport()}}},
-		CheckRedirect: sameOrigin(origin),
-	}
+	hc := b.personHTTPClient(ps, origin)
 	cs, err := client.Connect(cctx, &mcp.StreamableClientTransport{Endpoint: b.srv.URL, HTTPClient: hc, MaxRetries: -1,
 		OAuthHandler: personAuth{}, MaxEventSize: maxResponse}, b.sessionOptions())
 	if err != nil {
@@ -381,6 +378,16 @@ func (b *Bridge) dialPerson(ctx context.Context, ps *personSession) (*upstream, 
 	}()
 	b.log.Debug("bridge: opened a person's session with the MCP server", "person", ps.person)
 	return up, func() { cs.Close(); end(errGone) }, nil
+}
+
+// personHTTPClient carries ps's requests: the configured headers, then
+// ps's bearer to the remote's origin only, never following a redirect
+// elsewhere.
+func (b *Bridge) personHTTPClient(ps *personSession, origin string) *http.Client {
+	return &http.Client{
+		Transport:     capBodies{headers{h: b.srv.Headers, base: personBearer{ps: ps, origin: origin, base: b.opts.httpTransport()}}},
+		CheckRedirect: sameOrigin(origin),
+	}
 }
 
 // personClientOptions are clientOptions without the list-changed

@@ -2,9 +2,12 @@ package bridge
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"maps"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -254,5 +257,56 @@ func TestRelayStaysInItsSession(t *testing.T) {
 	}
 	if _, err := b.soleCall(carol); err == nil || !b.idle(carol) {
 		t.Errorf("carol's session, with no call in flight, found one: %v", err)
+	}
+}
+
+// A person's token goes to the remote's origin only: not in a request to
+// another origin, not after a redirect away, and it replaces a configured
+// Authorization header.
+func TestPersonTokenStaysWithTheRemote(t *testing.T) {
+	var mu sync.Mutex
+	var elsewhereSaw []string
+	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		elsewhereSaw = append(elsewhereSaw, r.Header.Get("Authorization"))
+		mu.Unlock()
+	}))
+	defer elsewhere.Close()
+	remote := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/away" {
+			http.Redirect(w, r, elsewhere.URL+"/x", http.StatusTemporaryRedirect)
+			return
+		}
+		fmt.Fprint(w, r.Header.Get("Authorization"))
+	}))
+	defer remote.Close()
+	b, err := New(Server{Name: "gh", URL: remote.URL + "/mcp", PerPerson: true, Headers: map[string]string{"Authorization": "Bearer configured", "X-Team": "t"}},
+		Options{APIKey: fakeAgentKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := &personSession{person: "1"}
+	ps.setToken("tok-alice")
+	hc := b.personHTTPClient(ps, remote.URL)
+	get := func(u string) (int, string) {
+		resp, err := hc.Get(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	if _, body := get(remote.URL + "/mcp"); body != "Bearer tok-alice" {
+		t.Errorf("the remote saw %q, want the person's token", body)
+	}
+	if status, _ := get(remote.URL + "/away"); status != http.StatusTemporaryRedirect {
+		t.Errorf("a redirect away: status %d, want the 307 itself, not followed", status)
+	}
+	get(elsewhere.URL + "/direct")
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(elsewhereSaw, []string{""}) {
+		t.Errorf("another origin saw Authorization %q, want one request without it", elsewhereSaw)
 	}
 }
