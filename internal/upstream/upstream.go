@@ -574,9 +574,17 @@ func (s *Service) Accounts(ctx context.Context, f store.UpstreamFilter) ([]Accou
 
 // Reseal seals again, with the key file's first key, every stored value
 // sealed with an older one (after a key rotation), and returns how many
-// values it sealed again.
+// values it sealed again. A value no key opens is left as it is and
+// counted in the error (the person connects again); the others are still
+// sealed again. A store error ends it.
 func (s *Service) Reseal(ctx context.Context) (int, error) {
-	n := 0
+	n, failed := 0, 0
+	var first error
+	fail := func(err error) {
+		if failed++; first == nil {
+			first = err
+		}
+	}
 	as, err := s.o.Store.UpstreamAccounts(ctx, store.UpstreamFilter{})
 	if err != nil {
 		return 0, fmt.Errorf("reseal: %w", err)
@@ -585,7 +593,8 @@ func (s *Service) Reseal(ctx context.Context) (int, error) {
 		for range 3 { // a write racing ours: read again and retry
 			next, k, err := s.resealAccount(a)
 			if err != nil {
-				return n, err
+				fail(err)
+				break
 			}
 			if k == 0 {
 				break
@@ -613,13 +622,17 @@ func (s *Service) Reseal(ctx context.Context) (int, error) {
 		}
 		plain, err := s.o.Box.Open(c.Secret, clientContext(c.Resource))
 		if err != nil {
-			return n, fmt.Errorf("reseal the client secret of %s: %w", oauthclient.Host(c.Resource), err)
+			fail(fmt.Errorf("reseal the client secret of %s: %w", oauthclient.Host(c.Resource), err))
+			continue
 		}
 		c.Secret = s.o.Box.Seal(plain, clientContext(c.Resource))
 		if err := s.o.Store.PutUpstreamClient(ctx, c); err != nil {
 			return n, fmt.Errorf("reseal: %w", err)
 		}
 		n++
+	}
+	if failed > 0 {
+		return n, fmt.Errorf("reseal: %d sealed values open with no key of the secret key file, and stay as they are (the first: %w)", failed, first)
 	}
 	return n, nil
 }

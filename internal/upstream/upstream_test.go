@@ -698,9 +698,22 @@ func TestResealAfterRotation(t *testing.T) {
 		k1, k2 := secrets.NewKey(), secrets.NewKey()
 		connect(t, newService(st, keyFile(t, k1), nil), f, r, f.ann, "ann-upstream")
 
+		// Bob's account was sealed with a key the file no longer has: it
+		// stays as it is, and the others are sealed again all the same.
+		lost := keyFile(t, secrets.NewKey())
+		bob := store.UpstreamAccount{ProjectID: f.project, AgentKeyID: f.agentKey, UserID: f.bob, Resource: r.base + "/mcp",
+			Access: lost.Seal([]byte("at-lost"), fmt.Sprintf("upstream-access:%s:%d", f.agentKey, f.bob)), ClientID: "client-1"}
+		if err := st.PutUpstreamAccount(t.Context(), bob); err != nil {
+			t.Fatal(err)
+		}
 		rotated := newService(st, keyFile(t, k2, k1), nil)
-		if n, err := rotated.Reseal(t.Context()); n != 3 || err != nil {
-			t.Errorf("Reseal = %d, %v; want 3 (access, refresh, client secret)", n, err)
+		n, err := rotated.Reseal(t.Context())
+		if want := fmt.Sprintf("reseal: 1 sealed values open with no key of the secret key file, and stay as they are (the first: reseal the %s account of user %d: %v)",
+			strings.TrimPrefix(r.base, "http://"), f.bob, secrets.ErrOpen); n != 3 || err == nil || err.Error() != want {
+			t.Errorf("Reseal = %d, %v;\nwant 3 (access, refresh, client secret), %s", n, err, want)
+		}
+		if _, err := rotated.Disconnect(t.Context(), f.agentKey, f.bob); err != nil {
+			t.Fatal(err)
 		}
 		if n, err := rotated.Reseal(t.Context()); n != 0 || err != nil {
 			t.Errorf("Reseal again = %d, %v; want 0", n, err)
