@@ -23,6 +23,11 @@ type Config struct {
 	// ./spacefix.db. Used by
 	// cmd/spacefix to open the store; the gateway itself gets a store.Store.
 	DataPath string
+	// UpstreamAllowLoopback lets the gateway reach per-person remotes and
+	// their authorization servers at loopback addresses
+	// (`--upstream-allow-loopback`: tests and single-machine setups).
+	// Link-local, unspecified and multicast addresses are refused always.
+	UpstreamAllowLoopback bool
 	// SecretKeyFile is the key file that encrypts what the gateway keeps
 	// of people's upstream accounts (internal/secrets; docs/deployment.md).
 	// Empty means, on SQLite, secret.key beside the database file, created

@@ -19,7 +19,7 @@ func (g *Gateway) mountDashboard(mux *http.ServeMux) {
 		Store: g.store, Registry: g.reg, Changes: g.changes, BaseURL: g.URL,
 		Context: g.ctx, Logger: g.log, Version: g.cfg.Version,
 		CallLogHealth: g.calls.Health, OAuth: g.oauth, AuditRetention: g.cfg.AuditRetention, Tasks: g.tasks,
-		Identity: g.identity,
+		Identity: g.identity, Upstream: g.upstream,
 	}))
 }
 

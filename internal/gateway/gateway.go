@@ -26,6 +26,7 @@ import (
 	"github.com/spacefix/spacefix/internal/secrets"
 	"github.com/spacefix/spacefix/internal/store"
 	"github.com/spacefix/spacefix/internal/tasks"
+	"github.com/spacefix/spacefix/internal/upstream"
 )
 
 // Gateway is one running gateway process.
@@ -47,6 +48,7 @@ type Gateway struct {
 	tasks    *tasks.Manager                  // MCP tasks: run here, kept in the store
 	identity *identity.Signer                // signs per-call identity assertions; keys in the store
 	box      *secrets.Box                    // seals people's upstream tokens (secrets.go)
+	upstream *upstream.Service               // people's own accounts at per-person bridged remotes
 
 	srv   *http.Server
 	mux   http.Handler // every route, behind panic recovery; Start adds the Host check, metrics and the edge
@@ -96,6 +98,10 @@ func New(cfg Config, st store.Store) (*Gateway, error) {
 	g.changes = changes.New(g.log)
 	g.reg = agents.New(&agents.Options{Grace: cfg.Grace, Changes: g.changes, Logger: g.log, Observer: observer{g}})
 	g.identity = g.newIdentity()
+	g.upstream = upstream.New(upstream.Options{
+		Store: st, Box: g.box, PublicURL: func() string { return strings.TrimRight(g.URL(), "/") },
+		AllowLoopback: cfg.UpstreamAllowLoopback, Log: g.log,
+	})
 	if !cfg.NoOAuth {
 		g.oauth = oauth.New(oauth.Options{
 			Store: st, BaseURL: g.baseFor, Logger: g.log, JWKSPath: JWKSPath,
@@ -120,6 +126,7 @@ func New(cfg Config, st store.Store) (*Gateway, error) {
 		HostsChecked:  true, // checkHost, with --allowed-hosts
 		SessionPrefix: sessionPrefix, Limiter: g.limiter, OAuth: g.oauth, Tasks: g.tasks,
 		Identity: g.identity, // identity tokens for agent keys that ask (docs/identity.md)
+		Upstream: g.upstream, // people's tokens for per-person bridged remotes
 	})
 	g.agents = agentfront.New(agentfront.Options{
 		Registry: g.reg, Store: st, Verifier: g.verifier, Logger: g.log,

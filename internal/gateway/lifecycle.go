@@ -66,6 +66,10 @@ func (g *Gateway) Start() error {
 		return fail(err)
 	}
 	started = append(started, func() { g.identity.Close() })
+	// 3c. People's upstream tokens sealed with an older key of the secret
+	// key file (a rotation), sealed again with its first key. A value no
+	// key opens stays as it is: its person is asked to connect again.
+	g.resealUpstream(ctx)
 	// 4. The bus (--bus), before the agents: their departures go out
 	// over it when they stop.
 	if err := g.joinBus(ctx); err != nil {
