@@ -38,7 +38,8 @@ const sideways = `(() => {
 // TestBrowserConnectedAccounts: the agent's page lists the one connected
 // account (its person, when it was connected and when it expires) at 1280
 // and 390 px without scrolling sideways; Disconnect takes it away, and the
-// person's own page then offers Connect.
+// person's own page then offers Connect; there too Disconnect takes an
+// account away.
 func TestBrowserConnectedAccounts(t *testing.T) {
 	ctx := browser(t)
 	e, f := upstreamEnv(t)
@@ -96,11 +97,22 @@ func TestBrowserConnectedAccounts(t *testing.T) {
 			t.Errorf("Your accounts at %s px scrolls sideways: %s %v", size.name, wide, err)
 		}
 		shot(t, ctx, filepath.Join(shots, "your-accounts-"+size.name+".png"))
+
+		// Connected again, it is listed there with Disconnect, which takes
+		// it away and offers Connect again.
+		e.put(f, "ada@example.com", "at-ada-secret")
+		run(t, ctx, chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(`tr[data-account] button.danger`)))
+		until(t, ctx, "the account on Your accounts", `document.querySelector('tr[data-account]').innerText.includes('mcp.example.test') && !document.querySelector('a[data-connect]')`)
+		if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.confirm = () => true; true`)); err != nil {
+			t.Fatal(err)
+		}
+		run(t, ctx, chromedp.Click(chromedp.CSS(`tr[data-account] button.danger`)))
+		until(t, ctx, "Connect again on Your accounts", `document.readyState === 'complete' && !!document.querySelector('tr[data-account] a[data-connect]')`)
 	}
 	var audit auditPage
 	admin.mustCall(http.StatusOK, "GET", "/api/projects/shop/audit?action=upstream.disconnect", nil, &audit)
-	if len(audit.Entries) != len(widths) || audit.Entries[0].Actor != "ada@example.com" {
-		t.Errorf("upstream.disconnect entries = %+v; want one by ada per width", audit.Entries)
+	if len(audit.Entries) != 2*len(widths) || audit.Entries[0].Actor != "ada@example.com" {
+		t.Errorf("upstream.disconnect entries = %+v; want two by ada per width", audit.Entries)
 	}
 }
 
