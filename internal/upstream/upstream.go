@@ -60,6 +60,11 @@ var ErrNotConnected = errors.New("no upstream account connected")
 // refused to refresh it (the row is deleted); they must connect again.
 var ErrReconnect = errors.New("the upstream account needs connecting again")
 
+// errClientGone says the upstream client that holds an account's grant
+// was replaced (the remote's authorization server changed): the account
+// must be connected again.
+var errClientGone = errors.New("the gateway no longer has the client that connected the account")
+
 // ErrState says a callback's state is not good (not sealed here, expired,
 // or another person's); the error wrapping it says which, for the person.
 var ErrState = errors.New("the connect link is not valid")
@@ -259,7 +264,7 @@ func (s *Service) clientFor(ctx context.Context, resource, clientID string) (oau
 			return s.open(uc, host)
 		}
 	}
-	return oauthclient.Client{}, fmt.Errorf("the gateway no longer has the client that connected the account at %s", host)
+	return oauthclient.Client{}, fmt.Errorf("%w at %s", errClientGone, host)
 }
 
 // Complete finishes connecting at the callback: it opens state, checks it
@@ -459,6 +464,9 @@ func (s *Service) doRefresh(ctx context.Context, projectID int64, agentKeyID str
 		return "", fmt.Errorf("open the %s account's refresh token (is the secret key file the one it was sealed with?): %w", host, err)
 	}
 	c, err := s.clientFor(ctx, a.Resource, a.ClientID)
+	if errors.Is(err, errClientGone) {
+		return "", s.giveUp(ctx, a, err.Error())
+	}
 	if err != nil {
 		return "", err
 	}

@@ -800,3 +800,32 @@ func TestBeginOnAnOpenRemote(t *testing.T) {
 		t.Errorf("Begin = %v; want %s", err, want)
 	}
 }
+
+// TestClientReplacedReconnects: when the client that holds an account's
+// grant is replaced (the remote moved to another authorization server),
+// the account cannot be refreshed: the person connects again.
+func TestClientReplacedReconnects(t *testing.T) {
+	each(t, func(t *testing.T, st store.Store) {
+		r := newRemote(t)
+		f := newFixture(t, st)
+		svc := newService(st, keyFile(t, secrets.NewKey()), nil)
+		connect(t, svc, f, r, f.ann, "ann-upstream")
+		cs, _ := st.UpstreamClients(t.Context())
+		if len(cs) != 1 {
+			t.Fatalf("%d clients kept", len(cs))
+		}
+		cs[0].ClientID = "client-elsewhere"
+		if err := st.PutUpstreamClient(t.Context(), cs[0]); err != nil {
+			t.Fatal(err)
+		}
+		stale, _ := svc.Token(t.Context(), f.project, f.agentKey, f.ann)
+		_, err := svc.Refresh(t.Context(), f.project, f.agentKey, f.ann, stale)
+		want := "the upstream account needs connecting again: the gateway no longer has the client that connected the account at " + strings.TrimPrefix(r.base, "http://")
+		if !errors.Is(err, upstream.ErrReconnect) || err.Error() != want {
+			t.Errorf("Refresh = %v;\nwant %s", err, want)
+		}
+		if _, err := svc.Token(t.Context(), f.project, f.agentKey, f.ann); !errors.Is(err, upstream.ErrNotConnected) {
+			t.Errorf("Token then = %v; want ErrNotConnected", err)
+		}
+	})
+}
