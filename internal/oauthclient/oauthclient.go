@@ -326,6 +326,11 @@ type RegisterOptions struct {
 // tokens, PKCE).
 func Register(ctx context.Context, hc *http.Client, s *Server, o RegisterOptions) (Client, error) {
 	c := Client{AuthURL: s.AuthURL, TokenURL: s.TokenURL, RedirectURI: o.RedirectURI, Scopes: slices.Clone(s.Scopes), Host: s.Host()}
+	if o.ClientIDMetadataURL != "" {
+		if u, err := url.Parse(o.ClientIDMetadataURL); err != nil || u.Scheme != "https" || u.Host == "" || strings.Trim(u.Path, "/") == "" {
+			return Client{}, fmt.Errorf("the client id metadata document URL %q must be an https URL with a path", o.ClientIDMetadataURL)
+		}
+	}
 	if o.ClientIDMetadataURL != "" && s.CIMD {
 		c.ID = o.ClientIDMetadataURL
 		return c, nil

@@ -74,6 +74,10 @@ func TestDiscoverFromChallenge(t *testing.T) {
 	if err != nil || c.ID != "https://gw.example/client.json" || c.Secret != "" {
 		t.Errorf("Register with CIMD = %+v, %v", c, err)
 	}
+	_, err = oauthclient.Register(t.Context(), nil, s, oauthclient.RegisterOptions{RedirectURI: "https://gw.example/cb", ClientIDMetadataURL: "http://gw.example/client.json"})
+	if want := `the client id metadata document URL "http://gw.example/client.json" must be an https URL with a path`; err == nil || err.Error() != want {
+		t.Errorf("Register with an http CIMD URL = %v; want %s", err, want)
+	}
 	u, _ := url.Parse(c.AuthorizeURL("st", oauthclient.NewVerifier(), s.Resource))
 	if q := u.Query(); q.Get("client_id") != c.ID || q.Get("state") != "st" || q.Get("code_challenge_method") != "S256" ||
 		q.Get("resource") != srv.URL+"/mcp" || q.Get("redirect_uri") != "https://gw.example/cb" || q.Get("scope") != "read write offline_access" {
