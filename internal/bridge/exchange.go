@@ -102,12 +102,29 @@ func (x *exchanger) token(ctx context.Context, person, subject string) (string, 
 	x.mu.Lock()
 	delete(x.pending, person)
 	if err == nil {
+		if len(x.cache) >= maxCachedExchanges {
+			x.forgetExpiredLocked()
+		}
 		x.cache[person] = exchanged{token: tok, expires: x.now().Add(ttl - exchangeMargin)}
 	}
 	x.mu.Unlock()
 	f.token, f.err = tok, err
 	close(f.done)
 	return tok, err
+}
+
+// maxCachedExchanges is how many people's tokens the cache holds before
+// it forgets the expired ones.
+const maxCachedExchanges = 4 * maxPersonSessions
+
+// forgetExpiredLocked drops the expired tokens. x.mu is held.
+func (x *exchanger) forgetExpiredLocked() {
+	now := x.now()
+	for p, c := range x.cache {
+		if !now.Before(c.expires) {
+			delete(x.cache, p)
+		}
+	}
 }
 
 // drop forgets person's token when it is still stale (the remote refused
