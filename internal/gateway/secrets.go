@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -23,8 +24,9 @@ const DefaultSecretKeyFile = "secret.key"
 // already (every gateway must share it, so none makes its own) and on
 // SQLite is created if missing; without one, on SQLite, secret.key beside
 // the database file, created at the first start and logged once; on
-// PostgreSQL, errNoSecretKeyFile. A file that others than its owner may
-// read is logged at WARN.
+// PostgreSQL, errNoSecretKeyFile; on a store it cannot place (no
+// DataPath), a key in memory. A file that others than its owner may read
+// is logged at WARN.
 func (g *Gateway) openSecrets() (*secrets.Box, error) {
 	onPostgres := isPostgresURL(g.cfg.DataPath)
 	path := g.cfg.SecretKeyFile
@@ -38,6 +40,13 @@ func (g *Gateway) openSecrets() (*secrets.Box, error) {
 		box, err = secrets.Load(path)
 	case onPostgres:
 		return nil, errNoSecretKeyFile
+	case path == "" && g.sqliteFile() == "":
+		// A gateway built on a store it cannot place (an embedding
+		// program's or a test's, with no DataPath): a key in memory only,
+		// so what it seals does not outlive the process.
+		g.log.Info("no secret key file: upstream tokens are sealed with a key kept in memory only, lost when the gateway stops; give Config.SecretKeyFile to keep them")
+		raw, _ := base64.StdEncoding.DecodeString(secrets.NewKey())
+		return secrets.New(raw)
 	default:
 		if path == "" {
 			path = filepath.Join(filepath.Dir(g.sqliteFile()), DefaultSecretKeyFile)
@@ -58,7 +67,7 @@ func (g *Gateway) openSecrets() (*secrets.Box, error) {
 
 // sqliteFile is the store's file: as the store names it when it can
 // (tests hand the gateway a store on a file of their own), else
-// Config.DataPath.
+// Config.DataPath; "" when neither says.
 func (g *Gateway) sqliteFile() string {
 	if f, ok := g.store.(interface{ Path() string }); ok && f.Path() != "" {
 		return f.Path()

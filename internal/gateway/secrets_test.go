@@ -188,3 +188,24 @@ func TestSecretKeyFileOnPostgres(t *testing.T) {
 		t.Errorf("box %v; log:\n%s", g.box, logs.String())
 	}
 }
+
+// A gateway on a store it cannot place (wrapped, and no DataPath), as
+// tests and embedding programs build, seals with a key in memory and makes
+// no file where it happens to run.
+func TestSecretKeyInMemory(t *testing.T) {
+	st := struct{ store.Store }{openSQLite(t, filepath.Join(t.TempDir(), "spacefix.db"))}
+	g, logs, err := newOn(t, Config{}, st)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	if _, err := os.Stat(DefaultSecretKeyFile); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a key file in the working directory: %v", err)
+	}
+	want := `level=INFO msg="no secret key file: upstream tokens are sealed with a key kept in memory only, lost when the gateway stops; give Config.SecretKeyFile to keep them"`
+	if got := logs.String(); !strings.Contains(got, want) {
+		t.Errorf("log:\n%s\nwant: %s", got, want)
+	}
+	if plain, err := g.box.Open(g.box.Seal([]byte("tok"), "c"), "c"); err != nil || string(plain) != "tok" {
+		t.Errorf("the in-memory box: %q, %v", plain, err)
+	}
+}
