@@ -42,3 +42,24 @@ func TestCallsQuery(t *testing.T) {
 		t.Errorf("CallsQuery(Question) = %q", q)
 	}
 }
+
+func TestUpstreamWhere(t *testing.T) {
+	for _, tc := range []struct {
+		f    store.UpstreamFilter
+		want string
+		args int
+	}{
+		{store.UpstreamFilter{}, ``, 0},
+		{store.UpstreamFilter{ProjectID: 3}, ` WHERE project_id = $1`, 1},
+		{store.UpstreamFilter{AgentKeyID: "key_a", UserID: 7}, ` WHERE agent_key_id = $1 AND user_id = $2`, 2},
+		{store.UpstreamFilter{ProjectID: 3, AgentKeyID: "key_a", UserID: 7}, ` WHERE project_id = $1 AND agent_key_id = $2 AND user_id = $3`, 3},
+	} {
+		got, args := UpstreamWhere(tc.f, Dollar)
+		if got != tc.want || len(args) != tc.args {
+			t.Errorf("UpstreamWhere(%+v) = %q, %v; want %q with %d arguments", tc.f, got, args, tc.want, tc.args)
+		}
+	}
+	if q, _ := UpstreamAccountsQuery(store.UpstreamFilter{UserID: 7}, Question); q != SelectUpstreamAccount+` WHERE user_id = ? ORDER BY agent_key_id, user_id` {
+		t.Errorf("UpstreamAccountsQuery = %q", q)
+	}
+}
