@@ -71,6 +71,24 @@ func each(t *testing.T, fn func(t *testing.T, st store.Store)) {
 	}
 }
 
+// syncBuffer is a log both a test and the service's goroutines write.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
 // remote is the loopback MCP server behind OAuth.
 type remote struct {
 	srv  *httptest.Server
@@ -647,9 +665,19 @@ func TestInvalidGrantReconnects(t *testing.T) {
 		r := newRemote(t)
 		r.set(func(r *remote) { r.accessLife = 30 })
 		f := newFixture(t, st)
-		svc := newService(st, keyFile(t, secrets.NewKey()), nil)
+		var log syncBuffer
+		svc := upstream.New(upstream.Options{Store: st, Box: keyFile(t, secrets.NewKey()), PublicURL: func() string { return public },
+			AllowLoopback: true, Log: slog.New(slog.NewTextHandler(&log, nil))})
 		connect(t, svc, f, r, f.ann, "ann-upstream")
 		r.set(func(r *remote) { clear(r.refresh) }) // an administrator signed ann out upstream
+		defer func() {
+			// The refusal's description echoes the refresh token: the log
+			// says the code only.
+			if l := log.String(); strings.Contains(l, "at-") || strings.Contains(l, "rt-") || strings.Contains(l, "secret-") ||
+				!strings.Contains(l, "upstream: account dropped; the person must connect again") {
+				t.Errorf("the log holds a token or a secret, or not the drop:\n%s", l)
+			}
+		}()
 		_, err := svc.Token(t.Context(), f.project, f.agentKey, f.ann)
 		host := strings.TrimPrefix(r.base, "http://")
 		if want := "the upstream account needs connecting again: the authorization server of " + host + " refused: invalid_grant"; !errors.Is(err, upstream.ErrReconnect) || err.Error() != want {
