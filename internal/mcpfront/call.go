@@ -488,6 +488,11 @@ func protocolError(res route.Result) *jsonrpc.Error {
 	if res.Outcome != route.ToolError || res.Code == 0 {
 		return nil
 	}
+	if res.Code == agentproto.CodeUpstreamUnauthorized {
+		// Never a client's (perperson.go): a refusal of the person's
+		// token that came too late in the call to deliver it again.
+		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: msgUpstreamLate}
+	}
 	return &jsonrpc.Error{Code: int64(res.Code), Message: res.Detail, Data: res.Data}
 }
 

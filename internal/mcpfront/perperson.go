@@ -69,6 +69,7 @@ const (
 	msgReconnectLink  = "Your %s account needs connecting again: open %s, sign in there, then call %s again."
 	msgUpstreamFailed = "The gateway could not get your %s account's token. Try again in a moment."
 	msgRefreshed      = "%s refused your account's token, and the gateway has refreshed it: call %s again."
+	msgUpstreamLate   = "The remote refused your account's token during the call. Call it again; if that fails too, connect your account again."
 )
 
 var _ Upstream = (*upstream.Service)(nil)

@@ -636,3 +636,14 @@ func TestPerPersonTaskUnauthorized(t *testing.T) {
 	}
 	call.Release()
 }
+
+// A refused token the front could not deliver again (it came after the
+// agent asked the client something) reaches the client as -32603 with a
+// sentence, never as -32044.
+func TestPerPersonCodeNeverToClient(t *testing.T) {
+	res := route.Result{Outcome: route.ToolError, Code: agentproto.CodeUpstreamUnauthorized, Detail: "the remote refused the person's token"}
+	pe := protocolError(res)
+	if pe == nil || pe.Code != -32603 || pe.Message != msgUpstreamLate || pe.Data != nil {
+		t.Errorf("protocolError = %+v, want -32603 %q", pe, msgUpstreamLate)
+	}
+}
