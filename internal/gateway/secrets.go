@@ -57,6 +57,9 @@ func (g *Gateway) openSecrets() (*secrets.Box, error) {
 		return nil, fmt.Errorf("the secret key file (--secret-key-file): %w", err)
 	}
 	if created {
+		if abs, err := filepath.Abs(path); err == nil {
+			path = abs
+		}
 		g.log.Info("created the secret key file that encrypts upstream tokens; keep it and back it up with the database", "path", path)
 	}
 	if w := secrets.PermissionWarning(path); w != "" {
