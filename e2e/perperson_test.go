@@ -1,0 +1,336 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/spacefix/spacefix/internal/gateway"
+	"github.com/spacefix/spacefix/internal/secrets"
+	"github.com/spacefix/spacefix/internal/store"
+)
+
+// TestPerPersonConnect is issue 28's judged scenario in connect mode. A
+// remote MCP server behind a real OAuth server (another gateway, whose
+// whoami says the calling person's email) is bridged per person into the
+// front. A key is refused with the sentence that says why; a person with
+// no account gets the connect page as a URL elicitation or, from a client
+// that cannot show one, as a link in a tool error. alice and bob connect
+// their own accounts in the browser; then each call reaches the remote as
+// its caller, at every protocol version and when both call at once. The
+// stored tokens are sealed, and an expiring or dropped token is refreshed.
+func TestPerPersonConnect(t *testing.T) {
+	t.Parallel()
+	w := newPPWorld(t, nil)
+	alice, bob, carol := w.person("alice", true), w.person("bob", true), w.person("carol", false)
+
+	t.Run("key", func(t *testing.T) {
+		forEachVersion(t, func(t *testing.T, v string) {
+			r := call(t, w.front.connect(v, w.front.clientKey, nil), w.tool, map[string]any{})
+			if !r.IsError || text(r) != w.refusal() {
+				t.Errorf("a key's call = %v %q; want the error %q", r.IsError, text(r), w.refusal())
+			}
+		})
+	})
+
+	t.Run("no account", func(t *testing.T) {
+		forEachVersion(t, func(t *testing.T, v string) {
+			r := call(t, w.session(carol, v, nil), w.tool, map[string]any{})
+			if !r.IsError || text(r) != w.linkSentence() {
+				t.Errorf("carol's call = %v %q; want the error %q", r.IsError, text(r), w.linkSentence())
+			}
+			if v < "2025-11-25" {
+				return // URL elicitation came with 2025-11-25
+			}
+			cs := w.session(carol, v, urlElicitation)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: w.tool, Arguments: map[string]any{}})
+			w.wantElicitation(t, res, err)
+		})
+	})
+
+	// The connect page needs a dashboard session: the sign-in page first.
+	if status, loc, _ := browse(t, w.connectURL(), ""); status != 303 || !strings.HasPrefix(loc, "/login?next=") {
+		t.Errorf("GET /connect signed out = %d to %q; want 303 to the sign-in page", status, loc)
+	}
+	w.connectAccount(alice, nil)
+	w.connectAccount(bob, nil)
+
+	t.Run("each their own", func(t *testing.T) {
+		for _, v := range versions {
+			for _, p := range []*ppPerson{alice, bob} {
+				if got := w.whoami(t, w.session(p, v, urlElicitation)); got != p.email {
+					t.Errorf("%s's whoami at %s = %q", p.email, v, got)
+				}
+			}
+		}
+		// Both at once, in sessions of both eras: never the other's token.
+		var wg sync.WaitGroup
+		for _, p := range []*ppPerson{alice, bob} {
+			for _, v := range []string{"2025-11-25", "2026-07-28"} {
+				cs := w.session(p, v, nil)
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for range 8 {
+						ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+						r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: w.tool, Arguments: map[string]any{}})
+						cancel()
+						if err != nil || r.IsError || text(r) != p.email {
+							t.Errorf("%s's whoami at %s among others' = %v, %v; want %q", p.email, v, r, err, p.email)
+							return
+						}
+					}
+				}()
+			}
+		}
+		wg.Wait()
+		// carol still has no account.
+		if r := call(t, w.session(carol, "2025-11-25", nil), w.tool, map[string]any{}); text(r) != w.linkSentence() {
+			t.Errorf("carol's call after alice and bob connected = %q", text(r))
+		}
+	})
+
+	t.Run("sealed at rest", func(t *testing.T) {
+		if w.front.dataPath == "" {
+			t.Skip("reads the front's SQLite file; TestPerPersonAcrossGateways opens a token on PostgreSQL")
+		}
+		row := w.rawAccountRow(alice)
+		box := w.box()
+		access := w.accessToken(box, alice)
+		if !strings.HasPrefix(access, "sfx_oat_") {
+			t.Fatalf("alice's stored access token opens to %.8s…; want a token of the remote", access)
+		}
+		for col, v := range row {
+			if strings.Contains(v, access) || strings.Contains(v, "sfx_oat_") || strings.Contains(v, "sfx_ort_") {
+				t.Errorf("column %s of alice's row holds a token in plain", col)
+			}
+		}
+		// The sealed value is of no use under another key, and the plain
+		// one is alice's at the remote.
+		other, err := secrets.Load(writeKeyFile(t))
+		must(t, err)
+		if _, err := other.Open(w.account(alice).Access, fmt.Sprintf("upstream-access:%s:%d", w.keyID, alice.id)); err == nil {
+			t.Errorf("alice's access token opens with another key")
+		}
+		if st := mcpStatus(t, w.up, access); st != 200 {
+			t.Errorf("the remote answers alice's stored token with %d; want 200", st)
+		}
+	})
+
+	t.Run("refresh", func(t *testing.T) {
+		cs := w.session(alice, "2025-11-25", nil)
+		// Expiring within a minute: refreshed before the call.
+		before, refreshes := w.expireSoon(alice), w.upSt.refreshes.Load()
+		if got := w.whoami(t, cs); got != alice.email {
+			t.Errorf("alice's whoami with an expiring token = %q", got)
+		}
+		if n := w.upSt.refreshes.Load(); n != refreshes+1 {
+			t.Errorf("the remote saw %d refresh grants; want 1", n-refreshes)
+		}
+		after := w.account(alice)
+		if !after.ExpiresAt.After(time.Now().Add(30*time.Minute)) || after.Version <= before.Version || string(after.Access) == string(before.Access) {
+			t.Errorf("alice's account after the refresh: expires %v, version %d (was %d); want an hour's token, stored anew", after.ExpiresAt, after.Version, before.Version)
+		}
+
+		// Dropped by the remote before its time: the remote answers 401,
+		// the front refreshes and delivers the call once more; the client
+		// sees alice, never the -32044 in between.
+		w.upSt.shortNext.Store(1)
+		w.expireSoon(alice)
+		if got := w.whoami(t, cs); got != alice.email {
+			t.Errorf("alice's whoami = %q", got)
+		}
+		box := w.box()
+		dropped := w.accessToken(box, alice)
+		waitFor(t, "the remote to refuse alice's short-lived token", func() bool { return mcpStatus(t, w.up, dropped) == 401 })
+		refreshes = w.upSt.refreshes.Load()
+		for _, v := range []string{"2025-11-25", "2026-07-28"} {
+			if got := w.whoami(t, w.session(alice, v, nil)); got != alice.email {
+				t.Errorf("alice's whoami at %s after the remote dropped her token = %q", v, got)
+			}
+		}
+		if n := w.upSt.refreshes.Load(); n != refreshes+1 {
+			t.Errorf("the remote saw %d refresh grants after it dropped alice's token; want 1", n-refreshes)
+		}
+		if now := w.accessToken(box, alice); now == dropped {
+			t.Errorf("alice's stored token is still the one the remote dropped")
+		}
+		if got := w.whoami(t, w.session(bob, "2026-07-28", nil)); got != bob.email {
+			t.Errorf("bob's whoami after alice's refreshes = %q", got)
+		}
+	})
+
+	t.Run("listed and audited", func(t *testing.T) {
+		var got struct {
+			Accounts []struct {
+				Email, Host, Resource string
+				ExpiresAt             time.Time
+			}
+		}
+		admin := w.front.adminToken()
+		apiGet(t, w.front, admin, "/api/upstream-accounts?agentKey="+w.keyID, &got)
+		var emails []string
+		for _, a := range got.Accounts {
+			emails = append(emails, a.Email)
+			if a.Host != w.host || a.Resource != w.up.url+"/mcp" || a.ExpiresAt.IsZero() {
+				t.Errorf("account %+v; want host %s, resource %s/mcp and an expiry", a, w.host, w.up.url)
+			}
+		}
+		slices.Sort(emails)
+		if strings.Join(emails, ",") != alice.email+","+bob.email {
+			t.Errorf("the agent's connected accounts = %v; want alice's and bob's", emails)
+		}
+		status, _, page := browse(t, w.front.url+"/me", alice.front.session)
+		if status != http.StatusOK || !strings.Contains(page, w.host) || strings.Contains(page, "sfx_oat_") {
+			t.Errorf("alice's page of her accounts does not name %s, or holds a token\n%s", w.host, page)
+		}
+		entries, err := w.front.store.Audit(context.Background(), store.AuditFilter{ProjectID: w.front.project.ID, Action: "upstream.connect"})
+		must(t, err)
+		var actors []string
+		for _, e := range entries {
+			actors = append(actors, e.Actor)
+		}
+		slices.Sort(actors)
+		if strings.Join(actors, ",") != alice.email+","+bob.email {
+			t.Errorf("upstream.connect audited for %v; want alice and bob", actors)
+		}
+	})
+
+	t.Run("revoked at the remote", func(t *testing.T) {
+		// The remote's administrator disconnects bob's grant: his next call
+		// is refused upstream, the refresh too, and bob is asked to connect
+		// again; the front forgets the account.
+		var grant string
+		grants, err := w.up.store.OAuthGrants(context.Background(), w.up.project.ID)
+		must(t, err)
+		for _, g := range grants {
+			if g.UserEmail == bob.email {
+				grant = g.ID
+			}
+		}
+		if grant == "" {
+			t.Fatalf("the remote has no grant of bob's: %+v", grants)
+		}
+		apiPost(t, w.up, w.up.adminToken(), "/api/projects/"+w.up.project.Name+"/apps/"+grant+"/revoke", http.StatusNoContent)
+		want := fmt.Sprintf("Your %s account needs connecting again: open %s, sign in there, then call %s again.", w.host, w.connectURL(), w.tool)
+		if r := call(t, w.session(bob, "2025-11-25", nil), w.tool, map[string]any{}); !r.IsError || text(r) != want {
+			t.Errorf("bob's call after the remote revoked his grant = %v %q; want %q", r.IsError, text(r), want)
+		}
+		if _, err := w.front.store.UpstreamAccount(context.Background(), w.keyID, bob.id); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("bob's account after the remote refused to refresh it: %v; want it gone", err)
+		}
+		cs := w.session(bob, "2026-07-28", urlElicitation)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: w.tool, Arguments: map[string]any{}})
+		w.wantElicitation(t, res, err)
+		w.connectAccount(bob, nil)
+		if got := w.whoami(t, cs); got != bob.email {
+			t.Errorf("bob's whoami after connecting again = %q", got)
+		}
+		if got := w.whoami(t, w.session(alice, "2025-11-25", nil)); got != alice.email {
+			t.Errorf("alice's whoami after bob's grant went = %q", got)
+		}
+	})
+
+	t.Run("removed from the project", func(t *testing.T) {
+		req, _ := http.NewRequest("DELETE", fmt.Sprintf("%s/api/projects/%s/members/%d", w.front.url, w.front.project.Name, bob.id), nil)
+		req.Header.Set("Authorization", "Bearer "+w.front.adminToken())
+		resp, err := http.DefaultClient.Do(req)
+		must(t, err)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNoContent {
+			t.Fatalf("removing bob = %d", resp.StatusCode)
+		}
+		if _, err := w.front.store.UpstreamAccount(context.Background(), w.keyID, bob.id); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("bob's account after he left the project: %v; want it gone", err)
+		}
+		w.account(alice)
+	})
+
+	// No upstream token in the front's or the bridge's log.
+	for where, log := range map[string]string{"the front's log": w.frontLogs.String(), "the bridge's log": w.bridge.log.String()} {
+		if strings.Contains(log, "sfx_oat_") || strings.Contains(log, "sfx_ort_") {
+			t.Errorf("%s holds a token", where)
+		}
+	}
+}
+
+// TestPerPersonAcrossGateways: two front gateways on PostgreSQL and NATS
+// behind one public address, the per-person bridge connected to A.
+// alice connects her account through A and calls through B; bob starts
+// connecting on B and comes back to A, and calls through A; an expiring
+// token is refreshed by the gateway the call reaches, and the other then
+// uses the new one; carol and a key get their answers through B.
+func TestPerPersonAcrossGateways(t *testing.T) {
+	t.Parallel()
+	var pg string
+	bus := startNATS(t)
+	keyFile := writeKeyFile(t)
+	lb := newSwitchLB(t)
+	w := newPPWorld(t, func(c *gateway.Config) {
+		c.Bus, c.BusHeartbeat = bus, 250*time.Millisecond
+		c.SecretKeyFile = keyFile
+		c.PublicURL, c.AllowedHosts = lb.url, []string{"*"}
+	}, onPostgres(&pg))
+	a := w.front
+	b := a.sibling()
+	lb.to(a)
+	alice, bob, carol := w.person("alice", true), w.person("bob", true), w.person("carol", false)
+	waitFor(t, "B to list the bridged whoami on A", func() bool {
+		_, ok := b.gw.Registry().Snapshot(b.project.ID).Tools[w.tool]
+		return ok
+	})
+	// whoamiThrough calls as p through gateway g, and checks g answered.
+	whoamiThrough := func(g *env, p *ppPerson, v string) {
+		t.Helper()
+		lb.to(g)
+		before := lb.mcpRequests(g)
+		if got := w.whoami(t, w.session(p, v, nil)); got != p.email {
+			t.Errorf("%s's whoami through %s at %s = %q", p.email, g.gw.Addr(), v, got)
+		}
+		if lb.mcpRequests(g) == before {
+			t.Errorf("the call did not go through %s", g.gw.Addr())
+		}
+	}
+
+	lb.to(a)
+	w.connectAccount(alice, nil)
+	whoamiThrough(b, alice, "2025-11-25")
+	whoamiThrough(b, alice, "2026-07-28")
+
+	lb.to(b)
+	w.connectAccount(bob, func() { lb.to(a) })
+	whoamiThrough(a, bob, "2026-07-28")
+	whoamiThrough(b, bob, "2025-11-25")
+
+	// B refreshes alice's expiring token; A then uses B's.
+	refreshes := w.upSt.refreshes.Load()
+	w.expireSoon(alice)
+	whoamiThrough(b, alice, "2026-07-28")
+	whoamiThrough(a, alice, "2025-11-25")
+	if n := w.upSt.refreshes.Load(); n != refreshes+1 {
+		t.Errorf("the remote saw %d refresh grants; want 1", n-refreshes)
+	}
+	if st := mcpStatus(t, w.up, w.accessToken(w.box(), alice)); st != 200 {
+		t.Errorf("the remote answers alice's stored token with %d; want 200", st)
+	}
+
+	lb.to(b)
+	if r := call(t, w.session(carol, "2025-11-25", nil), w.tool, map[string]any{}); !r.IsError || text(r) != w.linkSentence() {
+		t.Errorf("carol's call through B = %v %q; want %q", r.IsError, text(r), w.linkSentence())
+	}
+	if r := call(t, b.connect("2026-07-28", b.clientKey, nil), w.tool, map[string]any{}); !r.IsError || text(r) != w.refusal() {
+		t.Errorf("a key's call through B = %v %q; want %q", r.IsError, text(r), w.refusal())
+	}
+}
