@@ -76,23 +76,41 @@ type ppWorld struct {
 	frontLogs *syncBuffer
 }
 
-// newPPWorld starts the remote with its agent, the front (configured for
-// per-person remotes on loopback, then by more; opts choose its store),
-// and the per-person bridge, whose shared sign-in for listing the
-// remote's tools is an operator's `spacefix bridge login`.
-func newPPWorld(t *testing.T, more func(*gateway.Config), opts ...func(*envOptions)) *ppWorld {
+// ppSetup varies the world: the front's configuration (beyond
+// per-person remotes on loopback), the bridged server's, and the front's
+// env options (its store).
+type ppSetup struct {
+	config func(*gateway.Config)
+	server func(*bridge.Server)
+	env    []func(*envOptions)
+}
+
+// newPPWorld starts the remote with its agent, the front and the
+// per-person bridge, whose shared sign-in for listing the remote's tools
+// is an operator's (ops@example.com) `spacefix bridge login`.
+func newPPWorld(t *testing.T, setup ppSetup) *ppWorld {
 	t.Helper()
+	opts, more := setup.env, setup.config
 	w := &ppWorld{t: t, upSt: &upstreamStore{}, frontLogs: &syncBuffer{}}
 	w.up = newEnv(t, func(o *envOptions) {
 		o.wrapStore = func(s store.Store) store.Store { w.upSt.Store = s; return w.upSt }
 	})
 	w.up.startAgent(core.Options{}, func(a *core.Agent) {
-		must(t, core.AddTool(a, "whoami", "The calling person's email.", func(ctx context.Context, _ struct{}) (string, error) {
+		email := func(ctx context.Context) string {
 			if c, ok := core.CallFrom(ctx); ok && c.Person != nil {
-				return c.Person.Email, nil
+				return c.Person.Email
 			}
-			return "nobody", nil
+			return "nobody"
+		}
+		must(t, core.AddTool(a, "whoami", "The calling person's email.", func(ctx context.Context, _ struct{}) (string, error) {
+			return email(ctx), nil
 		}, core.ReadOnly()))
+		must(t, a.Resource("who://me", core.ResourceOptions{Name: "me", MimeType: "text/plain"}, func(ctx context.Context) (any, error) {
+			return email(ctx), nil
+		}))
+		must(t, a.Prompt("whoami_prompt", core.PromptOptions{Description: "The calling person's email."}, func(ctx context.Context, _ map[string]string) (core.PromptResult, error) {
+			return core.PromptResult{Messages: []core.PromptMessage{core.UserMessage(email(ctx))}}, nil
+		}))
 	})
 	opts = append(opts, func(o *envOptions) { o.logs = w.frontLogs }, withConfig(func(c *gateway.Config) {
 		c.UpstreamAllowLoopback = true
@@ -108,6 +126,9 @@ func newPPWorld(t *testing.T, more func(*gateway.Config), opts ...func(*envOptio
 
 	ops := newPPUser(t, w.up, "ops@example.com")
 	srv := bridge.Server{Name: "up", URL: w.up.url + "/mcp", PerPerson: true}
+	if setup.server != nil {
+		setup.server(&srv)
+	}
 	dir := t.TempDir()
 	b, err := bridge.New(srv, bridge.Options{GatewayURL: w.front.url, APIKey: w.front.agentKey, TokenDir: dir})
 	must(t, err)
@@ -248,8 +269,38 @@ func (w *ppWorld) linkSentence() string {
 }
 
 // refusal is the sentence a call with a key (no person) gets.
-func (w *ppWorld) refusal() string {
-	return fmt.Sprintf(`%s acts on %s as each person's own account, and this call comes with an agent key, not a person. Call it through an MCP client signed in with OAuth, or ask the bridge's operator to set "fallback": "shared".`, w.tool, w.host)
+func (w *ppWorld) refusal() string { return w.refusalOf(w.tool) }
+
+// refusalOf is the refusal of a key's call, read or get of name.
+func (w *ppWorld) refusalOf(name string) string {
+	return fmt.Sprintf(`%s acts on %s as each person's own account, and this call comes with an agent key, not a person. Call it through an MCP client signed in with OAuth, or ask the bridge's operator to set "fallback": "shared".`, name, w.host)
+}
+
+// readWho reads the bridged who://me and gets the bridged whoami prompt
+// on cs: what each said, or the error.
+func readWho(cs *mcp.ClientSession) (read, got string, readErr, getErr error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rr, readErr := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "who://me"})
+	if readErr == nil && len(rr.Contents) == 1 {
+		read = rr.Contents[0].Text
+	}
+	pr, getErr := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "up__whoami_prompt"})
+	if getErr == nil && len(pr.Messages) == 1 {
+		if tc, ok := pr.Messages[0].Content.(*mcp.TextContent); ok {
+			got = tc.Text
+		}
+	}
+	return read, got, readErr, getErr
+}
+
+// rpcMessage is the message of a JSON-RPC error ("" for another error).
+func rpcMessage(err error) string {
+	var je *jsonrpc.Error
+	if errors.As(err, &je) {
+		return je.Message
+	}
+	return ""
 }
 
 // wantElicitation checks that a call ended with JSON-RPC error -32042

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/spacefix/spacefix/internal/bridge"
 	"github.com/spacefix/spacefix/internal/gateway"
 	"github.com/spacefix/spacefix/internal/secrets"
 	"github.com/spacefix/spacefix/internal/store"
@@ -29,7 +31,7 @@ import (
 // stored tokens are sealed, and an expiring or dropped token is refreshed.
 func TestPerPersonConnect(t *testing.T) {
 	t.Parallel()
-	w := newPPWorld(t, nil)
+	w := newPPWorld(t, ppSetup{})
 	alice, bob, carol := w.person("alice", true), w.person("bob", true), w.person("carol", false)
 
 	t.Run("key", func(t *testing.T) {
@@ -97,6 +99,23 @@ func TestPerPersonConnect(t *testing.T) {
 		// carol still has no account.
 		if r := call(t, w.session(carol, "2025-11-25", nil), w.tool, map[string]any{}); text(r) != w.linkSentence() {
 			t.Errorf("carol's call after alice and bob connected = %q", text(r))
+		}
+	})
+
+	t.Run("reads and prompts", func(t *testing.T) {
+		for _, v := range []string{"2025-11-25", "2026-07-28"} {
+			read, got, rerr, gerr := readWho(w.session(alice, v, nil))
+			if read != alice.email || got != alice.email || rerr != nil || gerr != nil {
+				t.Errorf("alice's read and prompt at %s = %q %q (%v, %v)", v, read, got, rerr, gerr)
+			}
+			read, got, rerr, gerr = readWho(w.front.connect(v, w.front.clientKey, nil))
+			if rpcMessage(rerr) != w.refusalOf("who://me") || rpcMessage(gerr) != w.refusalOf("up__whoami_prompt") {
+				t.Errorf("a key's read and prompt at %s = %q %q (%v, %v); want JSON-RPC errors with the refusal", v, read, got, rerr, gerr)
+			}
+			link := fmt.Sprintf("Connect your %s account to use who://me: open %s, sign in there, then call who://me again.", w.host, w.connectURL())
+			if _, _, rerr, _ := readWho(w.session(carol, v, nil)); rpcMessage(rerr) != link {
+				t.Errorf("carol's read at %s: %v; want a JSON-RPC error %q", v, rerr, link)
+			}
 		}
 	})
 
@@ -258,6 +277,29 @@ func TestPerPersonConnect(t *testing.T) {
 		w.account(alice)
 	})
 
+	t.Run("disconnected", func(t *testing.T) {
+		req, _ := http.NewRequest("DELETE", fmt.Sprintf("%s/api/upstream-accounts/%s?user=%d", w.front.url, w.keyID, alice.id), nil)
+		req.Header.Set("Authorization", "Bearer "+w.front.adminToken())
+		resp, err := http.DefaultClient.Do(req)
+		must(t, err)
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusNoContent {
+			t.Fatalf("disconnecting alice's account = %d %s", resp.StatusCode, body)
+		}
+		if strings.Contains(string(body), "sfx_o") {
+			t.Errorf("the disconnect answer holds a token: %s", body)
+		}
+		if r := call(t, w.session(alice, "2026-07-28", nil), w.tool, map[string]any{}); !r.IsError || text(r) != w.linkSentence() {
+			t.Errorf("alice's call after her account was disconnected = %v %q; want %q", r.IsError, text(r), w.linkSentence())
+		}
+		entries, err := w.front.store.Audit(context.Background(), store.AuditFilter{ProjectID: w.front.project.ID, Action: "upstream.disconnect"})
+		must(t, err)
+		if len(entries) != 1 {
+			t.Errorf("upstream.disconnect audited %d times; want once", len(entries))
+		}
+	})
+
 	// No upstream token in the front's or the bridge's log.
 	for where, log := range map[string]string{"the front's log": w.frontLogs.String(), "the bridge's log": w.bridge.log.String()} {
 		if strings.Contains(log, "sfx_oat_") || strings.Contains(log, "sfx_ort_") {
@@ -278,11 +320,11 @@ func TestPerPersonAcrossGateways(t *testing.T) {
 	bus := startNATS(t)
 	keyFile := writeKeyFile(t)
 	lb := newSwitchLB(t)
-	w := newPPWorld(t, func(c *gateway.Config) {
+	w := newPPWorld(t, ppSetup{config: func(c *gateway.Config) {
 		c.Bus, c.BusHeartbeat = bus, 250*time.Millisecond
 		c.SecretKeyFile = keyFile
 		c.PublicURL, c.AllowedHosts = lb.url, []string{"*"}
-	}, onPostgres(&pg))
+	}, env: []func(*envOptions){onPostgres(&pg)}})
 	a := w.front
 	b := a.sibling()
 	lb.to(a)
@@ -332,5 +374,30 @@ func TestPerPersonAcrossGateways(t *testing.T) {
 	}
 	if r := call(t, b.connect("2026-07-28", b.clientKey, nil), w.tool, map[string]any{}); !r.IsError || text(r) != w.refusal() {
 		t.Errorf("a key's call through B = %v %q; want %q", r.IsError, text(r), w.refusal())
+	}
+}
+
+// TestPerPersonFallbackShared: with "fallback": "shared", a key's calls,
+// reads and gets use the bridge's own sign-in (ops), while a person's use
+// their own account, and a person without one is still asked to connect.
+func TestPerPersonFallbackShared(t *testing.T) {
+	t.Parallel()
+	w := newPPWorld(t, ppSetup{server: func(s *bridge.Server) { s.Fallback = "shared" }})
+	alice, carol := w.person("alice", true), w.person("carol", false)
+	w.connectAccount(alice, nil)
+	for _, v := range []string{"2025-11-25", "2026-07-28"} {
+		key := w.front.connect(v, w.front.clientKey, nil)
+		if got := w.whoami(t, key); got != "ops@example.com" {
+			t.Errorf("a key's whoami at %s = %q; want the shared account's, ops@example.com", v, got)
+		}
+		if read, got, rerr, gerr := readWho(key); read != "ops@example.com" || got != "ops@example.com" {
+			t.Errorf("a key's read and prompt at %s = %q %q (%v, %v); want the shared account's", v, read, got, rerr, gerr)
+		}
+		if got := w.whoami(t, w.session(alice, v, nil)); got != alice.email {
+			t.Errorf("alice's whoami at %s = %q", v, got)
+		}
+		if r := call(t, w.session(carol, v, nil), w.tool, map[string]any{}); !r.IsError || text(r) != w.linkSentence() {
+			t.Errorf("carol's call at %s = %v %q; want %q", v, r.IsError, text(r), w.linkSentence())
+		}
 	}
 }
