@@ -99,6 +99,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"UpstreamFilters", testUpstreamFilters},
 		{"UpstreamCascades", testUpstreamCascades},
 		{"UpstreamUpdateRace", testUpstreamUpdateRace},
+		{"UpstreamPutRevokeRace", testUpstreamPutRevokeRace},
 		{"UpstreamClients", testUpstreamClients},
 	}
 	for _, tt := range tests {

@@ -54,4 +54,18 @@ func CheckUpgrade(t *testing.T, s store.Store) {
 	if es, err := s.Audit(ctx, store.AuditFilter{ProjectID: ps[0].ID}); err != nil || len(es) != 0 {
 		t.Errorf("audit log after upgrade = %v, %v; want empty", es, err)
 	}
+
+	// The upgraded store keeps people's upstream accounts, and an old
+	// user's go with them.
+	mustKey(t, s, store.Key{ID: "key_upgraded", ProjectID: ps[0].ID, Kind: store.KindAgent}, "upgraded")
+	a := store.UpstreamAccount{ProjectID: ps[0].ID, AgentKeyID: "key_upgraded", UserID: us[1].ID, Resource: "https://mcp.example.com/mcp", Access: []byte{1, 2, 3}}
+	if err := s.PutUpstreamAccount(ctx, a); err != nil {
+		t.Fatalf("PutUpstreamAccount after upgrade: %v", err)
+	}
+	if err := s.DeleteUser(ctx, us[1].ID); err != nil {
+		t.Fatalf("DeleteUser after upgrade: %v", err)
+	}
+	if as, err := s.UpstreamAccounts(ctx, store.UpstreamFilter{}); err != nil || len(as) != 0 {
+		t.Errorf("upstream accounts after deleting their user = %v, %v; want none", as, err)
+	}
 }

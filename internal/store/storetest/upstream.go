@@ -404,3 +404,33 @@ func testUpstreamClients(t *testing.T, s store.Store) {
 		t.Errorf("UpstreamClients (-want +got):\n%s", diff)
 	}
 }
+
+// testUpstreamPutRevokeRace: puts of accounts for an agent key racing its
+// revocation leave none behind: each put lands wholly before the revoke
+// (whose cascade deletes it) or finds the key revoked.
+func testUpstreamPutRevokeRace(t *testing.T, s store.Store) {
+	f := newUpstreamFixture(t, s)
+	users := []store.User{f.ann, f.bob, f.cat}
+	var wg sync.WaitGroup
+	for i := range 12 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := s.PutUpstreamAccount(context.Background(), f.account(f.p1.ID, f.jira, users[i%3].ID))
+			if err != nil && !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("PutUpstreamAccount: %v", err)
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := s.RevokeKey(context.Background(), f.jira); err != nil {
+			t.Errorf("RevokeKey: %v", err)
+		}
+	}()
+	wg.Wait()
+	if got := accountKeys(t, s, store.UpstreamFilter{AgentKeyID: f.jira}); len(got) != 0 {
+		t.Errorf("accounts of the revoked key = %v, want none", got)
+	}
+}
