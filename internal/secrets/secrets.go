@@ -247,7 +247,7 @@ func PermissionWarning(path string) string {
 		return ""
 	}
 	fi, err := os.Stat(path)
-	if err != nil || fi.Mode().Perm()&0o077 == 0 {
+	if err != nil || fi.Mode().Perm()&0o044 == 0 {
 		return ""
 	}
 	return fmt.Sprintf("the secret key file %s may be read by others than its owner (mode %04o): anyone who reads it can decrypt the upstream tokens in the store; run: chmod 600 %s",

@@ -254,6 +254,14 @@ func TestPermissionWarning(t *testing.T) {
 	if w := secrets.PermissionWarning(path); w != "" {
 		t.Errorf("PermissionWarning(0600) = %q, want none", w)
 	}
+	for _, mode := range []os.FileMode{0o700, 0o620} {
+		if err := os.Chmod(path, mode); err != nil {
+			t.Fatal(err)
+		}
+		if w := secrets.PermissionWarning(path); w != "" {
+			t.Errorf("PermissionWarning(%04o) = %q, want none: nobody else may read it", mode, w)
+		}
+	}
 	for _, mode := range []os.FileMode{0o640, 0o604, 0o644} {
 		if err := os.Chmod(path, mode); err != nil {
 			t.Fatal(err)
