@@ -94,6 +94,17 @@ func (a *exchangeAS) exchanges(subject string) int {
 	return a.exchanged[subject]
 }
 
+// totalExchanges is how many token exchanges the AS granted, for anyone.
+func (a *exchangeAS) totalExchanges() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	n := 0
+	for _, c := range a.exchanged {
+		n += c
+	}
+	return n
+}
+
 // clientCredentials is how many client_credentials tokens the AS issued.
 func (a *exchangeAS) clientCredentials() int {
 	a.mu.Lock()
@@ -489,6 +500,17 @@ func (r *exchangeRemote) refuseCurrent(subject string) bool {
 		r.refused[id] = true
 	}
 	return ok
+}
+
+// whoamiCalls is how many whoami calls the remote served, for anyone.
+func (r *exchangeRemote) whoamiCalls() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, c := range r.whoCalls {
+		n += c
+	}
+	return n
 }
 
 // accepted is every access token the remote accepted.

@@ -3,17 +3,20 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/spacefix/spacefix/core"
+	"github.com/spacefix/spacefix/internal/bridge"
 	"github.com/spacefix/spacefix/internal/store"
 )
 
@@ -23,6 +26,8 @@ import (
 // The AS (exchange_as_test.go) is zitadel/oidc's op package trusting the
 // gateway's JWKS; the remote is a go-sdk server accepting only the AS's
 // tokens.
+
+const exchangeSecretEnv = "UPSTREAM_EXCHANGE_SECRET"
 
 // exchangeForm posts form to the AS's token endpoint as the bridge's
 // client (client_secret_basic with secret) and returns the status and the
@@ -157,4 +162,191 @@ func remoteStatus(t *testing.T, r *exchangeRemote, token string) int {
 	must(t, err)
 	resp.Body.Close()
 	return resp.StatusCode
+}
+
+// exchangeWorld is a gateway in OAuth mode with two people, the AS, the
+// remote, and a bridge in exchange mode in front of the remote.
+type exchangeWorld struct {
+	t          *testing.T
+	e          *env
+	gwLogs     *syncBuffer
+	as         *exchangeAS
+	remote     *exchangeRemote
+	bridge     *runningBridge
+	alice, bob oauthMember
+	tool, host string
+}
+
+// newExchangeWorld starts it all; fallback is the bridge config's
+// "fallback" ("" or "shared").
+func newExchangeWorld(t *testing.T, fallback string) *exchangeWorld {
+	t.Helper()
+	w := &exchangeWorld{t: t, gwLogs: &syncBuffer{}, tool: "up__whoami"}
+	w.e = newEnv(t, func(o *envOptions) { o.logs = w.gwLogs })
+	w.as = newExchangeAS(t, w.e.url)
+	w.remote = newExchangeRemote(t, w.as)
+	u, _ := url.Parse(w.remote.url())
+	w.host = u.Host
+	// The identity audience is what the AS expects: its issuer URL.
+	setAudience(t, w.e, w.e.agentKeyID(), w.as.issuer)
+	w.alice = newOAuthMember(t, w.e, "alice@example.com", store.RoleEditor)
+	w.bob = newOAuthMember(t, w.e, "bob@example.com", store.RoleEditor)
+
+	server := map[string]any{"url": w.remote.url(), "tokenExchange": map[string]string{
+		"tokenEndpoint": w.as.tokenEndpoint(), "clientId": exchangeClientID, "clientSecretEnv": exchangeSecretEnv,
+		"audience": upstreamAudience, "scope": "mcp"}}
+	if fallback != "" {
+		server["fallback"] = fallback
+	}
+	config, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"up": server}})
+	servers, err := bridge.ParseConfig(config, func(name string) (string, bool) {
+		if name == exchangeSecretEnv {
+			return w.as.secret, true
+		}
+		return "", false
+	})
+	must(t, err)
+	// Listing the remote's tools needs no sign-in: the bridge's own
+	// client_credentials token does it.
+	w.bridge = w.e.startBridge(servers[0], bridge.Options{TokenDir: t.TempDir()})
+	if w.as.clientCredentials() == 0 {
+		t.Errorf("the bridge listed the remote's tools, and the AS issued no client_credentials token")
+	}
+	return w
+}
+
+func (w *exchangeWorld) subject(m oauthMember) string { return strconv.FormatInt(m.user.ID, 10) }
+
+// whoami calls the bridged whoami through the gateway and returns what the
+// remote said; an error of any kind fails the test.
+func (w *exchangeWorld) whoami(t *testing.T, cs *mcp.ClientSession) string {
+	t.Helper()
+	r := call(t, cs, w.tool, map[string]any{})
+	if r.IsError {
+		t.Fatalf("%s: an error result: %s", w.tool, text(r))
+	}
+	return text(r)
+}
+
+// noSecretsLogged checks that neither the gateway's nor the bridge's log
+// holds the client secret, an upstream token, a person's OAuth token or
+// any of more.
+func (w *exchangeWorld) noSecretsLogged(more ...string) {
+	w.t.Helper()
+	secrets := map[string]string{"the AS client secret": w.as.secret,
+		"alice's OAuth token": w.alice.access, "bob's OAuth token": w.bob.access}
+	for i, s := range more {
+		secrets[fmt.Sprintf("secret %d", i+1)] = s
+	}
+	for i, tok := range w.remote.accepted() {
+		secrets[fmt.Sprintf("upstream token %d", i+1)] = tok
+	}
+	noSecrets(w.t, "the gateway's log", w.gwLogs.String(), secrets)
+	noSecrets(w.t, "the bridge's log", w.bridge.log.String(), secrets)
+}
+
+// TestTokenExchange: alice and bob call the bridged remote's whoami
+// through the gateway with their OAuth tokens and each is answered with
+// their own email: the bridge exchanged each one's identity token at the
+// AS. Alice's later calls, from sessions at every protocol version, use
+// her cached upstream token (the AS counts one exchange for her). When
+// the remote refuses her token (401), the bridge exchanges once more and
+// the call succeeds. Carol's four simultaneous first calls make one
+// exchange. A call with a client key (no person) is refused with the
+// sentence that says why, and reaches neither the AS nor the remote. No
+// secret reaches a log.
+func TestTokenExchange(t *testing.T) {
+	t.Parallel()
+	w := newExchangeWorld(t, "")
+	alice, bob := w.subject(w.alice), w.subject(w.bob)
+
+	aliceCS := w.e.connect("2025-11-25", w.alice.access, nil)
+	if got := w.whoami(t, aliceCS); got != "alice@example.com" {
+		t.Errorf("alice's whoami = %q; want alice@example.com", got)
+	}
+	if got := w.whoami(t, w.e.connect("2026-07-28", w.bob.access, nil)); got != "bob@example.com" {
+		t.Errorf("bob's whoami = %q; want bob@example.com", got)
+	}
+	for _, v := range versions {
+		if got := w.whoami(t, w.e.connect(v, w.alice.access, nil)); got != "alice@example.com" {
+			t.Errorf("alice's whoami at %s = %q; want alice@example.com", v, got)
+		}
+	}
+	if a, b := w.as.exchanges(alice), w.as.exchanges(bob); a != 1 || b != 1 {
+		t.Errorf("the AS granted %d exchanges for alice and %d for bob; want 1 each (later calls use the cached token)", a, b)
+	}
+
+	// The remote refuses alice's token: one re-exchange, and the call succeeds.
+	if !w.remote.refuseCurrent(alice) {
+		t.Fatal("the remote saw no token of alice's")
+	}
+	if got := w.whoami(t, aliceCS); got != "alice@example.com" {
+		t.Errorf("alice's whoami after the remote refused her token = %q; want alice@example.com", got)
+	}
+	if a, b, n := w.as.exchanges(alice), w.as.exchanges(bob), w.remote.unauthorized(); a != 2 || b != 1 || n != 1 {
+		t.Errorf("after the 401: %d exchanges for alice, %d for bob, %d 401s at the remote; want 2, 1 and 1", a, b, n)
+	}
+	if got := w.whoami(t, aliceCS); got != "alice@example.com" || w.as.exchanges(alice) != 2 {
+		t.Errorf("alice's next whoami = %q after %d exchanges; want alice@example.com with the new token cached (2)", got, w.as.exchanges(alice))
+	}
+
+	// Carol's first calls come at once: one exchange serves them all.
+	carol := newOAuthMember(t, w.e, "carol@example.com", store.RoleEditor)
+	var wg sync.WaitGroup
+	got := make([]string, 4)
+	for i := range got {
+		cs := w.e.connect("2025-11-25", carol.access, nil)
+		wg.Go(func() {
+			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: w.tool, Arguments: map[string]any{}})
+			if err == nil {
+				got[i] = text(res)
+			}
+		})
+	}
+	wg.Wait()
+	for i, g := range got {
+		if g != "carol@example.com" {
+			t.Errorf("carol's concurrent whoami %d = %q; want carol@example.com", i+1, g)
+		}
+	}
+	if n := w.as.exchanges(w.subject(carol)); n != 1 {
+		t.Errorf("the AS granted %d exchanges for carol's %d concurrent first calls; want 1", n, len(got))
+	}
+
+	// A key speaks for no person: the gateway refuses its call before the
+	// bridge, the AS or the remote hears of it.
+	exchanges, served := w.as.totalExchanges(), w.remote.whoamiCalls()
+	want := fmt.Sprintf(`%s acts on %s as each person's own account, and this call comes with an agent key, not a person. Call it through an MCP client signed in with OAuth, or ask the bridge's operator to set "fallback": "shared".`, w.tool, w.host)
+	for _, v := range versions {
+		r := call(t, w.e.connect(v, w.e.clientKey, nil), w.tool, map[string]any{})
+		if !r.IsError || text(r) != want {
+			t.Errorf("a key's call at %s = %q (isError %v); want the error %q", v, text(r), r.IsError, want)
+		}
+	}
+	if e, s := w.as.totalExchanges(), w.remote.whoamiCalls(); e != exchanges || s != served {
+		t.Errorf("the key's calls made %d exchanges and %d whoami calls at the remote; want none", e-exchanges, s-served)
+	}
+	if w.as.refusals() != 0 {
+		t.Errorf("the AS refused %d exchanges; want none", w.as.refusals())
+	}
+	w.noSecretsLogged(carol.access)
+}
+
+// TestTokenExchangeSharedFallback: with "fallback": "shared", a call with
+// a client key uses the bridge's own account (here its client_credentials
+// token, there being no `bridge login`), while a person's call still goes
+// as that person.
+func TestTokenExchangeSharedFallback(t *testing.T) {
+	t.Parallel()
+	w := newExchangeWorld(t, "shared")
+	if got := w.whoami(t, w.e.connect("2025-11-25", w.e.clientKey, nil)); got != exchangeClientID {
+		t.Errorf("a key's whoami with the shared fallback = %q; want the bridge's own client, %s", got, exchangeClientID)
+	}
+	if got := w.whoami(t, w.e.connect("2025-11-25", w.alice.access, nil)); got != "alice@example.com" {
+		t.Errorf("alice's whoami with the shared fallback = %q; want alice@example.com", got)
+	}
+	if got := w.as.exchanges(w.subject(w.alice)); got != 1 {
+		t.Errorf("the AS granted %d exchanges for alice; want 1", got)
+	}
+	w.noSecretsLogged()
 }
