@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -469,4 +470,22 @@ func (lb *switchLB) mcpRequests(e *env) int {
 	lb.mu.Lock()
 	defer lb.mu.Unlock()
 	return lb.mcp[e.gw.Addr()]
+}
+
+// siblingWith starts another gateway on e's store and bus, as sibling
+// does, with its configuration changed by change (a rotated key file)
+// and its log kept in logs.
+func (e *env) siblingWith(change func(*gateway.Config), logs *syncBuffer) *env {
+	t := e.t
+	t.Helper()
+	cfg := e.cfg
+	change(&cfg)
+	cfg.Logger = slog.New(slog.NewTextHandler(io.MultiWriter(logs, logOutput()), nil))
+	g, err := gateway.New(cfg, e.openStore())
+	must(t, err)
+	must(t, g.Start())
+	t.Cleanup(func() { g.Close() })
+	s := *e
+	s.gw, s.url, s.cfg = g, g.URL(), cfg
+	return &s
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -398,6 +400,90 @@ func TestPerPersonFallbackShared(t *testing.T) {
 		}
 		if r := call(t, w.session(carol, v, nil), w.tool, map[string]any{}); !r.IsError || text(r) != w.linkSentence() {
 			t.Errorf("carol's call at %s = %v %q; want %q", v, r.IsError, text(r), w.linkSentence())
+		}
+	}
+}
+
+// TestPerPersonKeyRotation rotates the secret key file as the docs say:
+// a new key on the first line, the old one below. A gateway started with
+// it seals every upstream token again with the new key and says how many;
+// the old key alone no longer opens them; calls go on as each person.
+// Then the old line goes, and a gateway with the new key alone serves
+// them.
+func TestPerPersonKeyRotation(t *testing.T) {
+	t.Parallel()
+	bus := startNATS(t)
+	keyFile := writeKeyFile(t)
+	lb := newSwitchLB(t)
+	w := newPPWorld(t, ppSetup{config: func(c *gateway.Config) {
+		c.Bus, c.BusHeartbeat = bus, 250*time.Millisecond
+		c.SecretKeyFile = keyFile
+		c.PublicURL, c.AllowedHosts = lb.url, []string{"*"}
+	}})
+	lb.to(w.front)
+	alice, bob := w.person("alice", true), w.person("bob", true)
+	w.connectAccount(alice, nil)
+	w.connectAccount(bob, nil)
+	old := w.box()
+
+	oldKey, err := os.ReadFile(keyFile)
+	must(t, err)
+	newKey := secrets.NewKey()
+	rotated := filepath.Join(t.TempDir(), "secret.key")
+	must(t, os.WriteFile(rotated, []byte(newKey+"\n"+string(oldKey)), 0o600))
+	var logs syncBuffer
+	b := w.front.siblingWith(func(c *gateway.Config) { c.SecretKeyFile = rotated }, &logs)
+	// Two people's access and refresh tokens.
+	if !strings.Contains(logs.String(), `msg="sealed upstream tokens again with the secret key file's first key" values=4`) {
+		t.Errorf("the rotated gateway's log does not say it sealed 4 values again:\n%s", logs.String())
+	}
+	nb, err := secrets.Load(rotated)
+	must(t, err)
+	for _, p := range []*ppPerson{alice, bob} {
+		a := w.account(p)
+		if !nb.Current(a.Access) || !nb.Current(a.Refresh) {
+			t.Errorf("%s's tokens are not sealed with the new key", p.email)
+		}
+		if _, err := old.Open(a.Access, fmt.Sprintf("upstream-access:%s:%d", w.keyID, p.id)); err == nil {
+			t.Errorf("%s's access token still opens with the old key alone", p.email)
+		}
+	}
+	waitFor(t, "the rotated gateway to list the bridged whoami", func() bool {
+		_, ok := b.gw.Registry().Snapshot(b.project.ID).Tools[w.tool]
+		return ok
+	})
+	lb.to(b)
+	for _, p := range []*ppPerson{alice, bob} {
+		if got := w.whoami(t, w.session(p, "2026-07-28", nil)); got != p.email {
+			t.Errorf("%s's whoami after the rotation = %q", p.email, got)
+		}
+	}
+
+	// The old line goes.
+	newOnly := filepath.Join(t.TempDir(), "secret.key")
+	must(t, os.WriteFile(newOnly, []byte(newKey+"\n"), 0o600))
+	var logs2 syncBuffer
+	c := w.front.siblingWith(func(c *gateway.Config) { c.SecretKeyFile = newOnly }, &logs2)
+	if strings.Contains(logs2.String(), "sealed upstream tokens again") {
+		t.Errorf("a gateway with the new key alone sealed tokens again:\n%s", logs2.String())
+	}
+	waitFor(t, "the third gateway to list the bridged whoami", func() bool {
+		_, ok := c.gw.Registry().Snapshot(c.project.ID).Tools[w.tool]
+		return ok
+	})
+	lb.to(c)
+	refreshes := w.upSt.refreshes.Load()
+	w.expireSoon(alice)
+	if got := w.whoami(t, w.session(alice, "2025-11-25", nil)); got != alice.email {
+		t.Errorf("alice's whoami with the new key alone, refreshed = %q", got)
+	}
+	if n := w.upSt.refreshes.Load(); n != refreshes+1 {
+		t.Errorf("the remote saw %d refresh grants; want 1", n-refreshes)
+	}
+	lines := strings.Split(strings.TrimSpace(string(oldKey)), "\n")
+	for _, secret := range []string{newKey, lines[len(lines)-1]} {
+		if strings.Contains(logs.String()+logs2.String()+w.frontLogs.String(), secret) {
+			t.Errorf("a gateway's log holds a secret key")
 		}
 	}
 }
