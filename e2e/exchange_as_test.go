@@ -59,6 +59,7 @@ type exchangeAS struct {
 	keyID   string
 
 	mu        sync.Mutex
+	lifetime  time.Duration      // of the access tokens it issues
 	gwKeys    jose.JSONWebKeySet // the gateway's JWKS, fetched on an unknown kid
 	exchanged map[string]int     // subject → token exchanges granted
 	refused   int                // token exchanges refused
@@ -70,7 +71,7 @@ func newExchangeAS(t *testing.T, gatewayURL string) *exchangeAS {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	must(t, err)
 	a := &exchangeAS{t: t, gateway: gatewayURL, key: key, keyID: "as-key-1",
-		secret: rand.Text() + "+/:=%", exchanged: map[string]int{}} // characters client_secret_basic must form-encode
+		secret: rand.Text() + "+/:=%", exchanged: map[string]int{}, lifetime: exchangeLifetime} // characters client_secret_basic must form-encode
 	var handler http.Handler = http.NotFoundHandler()
 	a.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
 	a.issuer = "http://" + a.srv.Listener.Addr().String()
@@ -82,6 +83,13 @@ func newExchangeAS(t *testing.T, gatewayURL string) *exchangeAS {
 	a.srv.Start()
 	t.Cleanup(a.srv.Close)
 	return a
+}
+
+// setLifetime sets the life of the access tokens issued from now on.
+func (a *exchangeAS) setLifetime(d time.Duration) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.lifetime = d
 }
 
 // tokenEndpoint is where the bridge exchanges: the op package's default path.
@@ -300,7 +308,7 @@ func (s *asStorage) CreateAccessToken(_ context.Context, r op.TokenRequest) (str
 	default:
 		return "", time.Time{}, fmt.Errorf("token request %T: not issued here", r)
 	}
-	return rand.Text(), time.Now().Add(exchangeLifetime), nil
+	return rand.Text(), time.Now().Add(s.as.lifetime), nil
 }
 
 // Keys.
@@ -369,6 +377,7 @@ type exchangeRemote struct {
 	keys     jose.JSONWebKeySet
 	last     map[string]string // subject → id of the token it last accepted
 	refused  map[string]bool   // token ids that answer 401
+	shunned  map[string]bool   // subjects all of whose tokens answer 401
 	unauth   int               // 401s answered for a refused token
 	whoCalls map[string]int    // subject → whoami calls served
 	tokens   []string          // every access token it accepted, to search logs for
@@ -382,7 +391,7 @@ type remoteClaims struct {
 
 func newExchangeRemote(t *testing.T, as *exchangeAS) *exchangeRemote {
 	t.Helper()
-	r := &exchangeRemote{as: as, last: map[string]string{}, refused: map[string]bool{}, whoCalls: map[string]int{}}
+	r := &exchangeRemote{as: as, last: map[string]string{}, refused: map[string]bool{}, shunned: map[string]bool{}, whoCalls: map[string]int{}}
 	mux := http.NewServeMux()
 	r.srv = httptest.NewServer(mux)
 	t.Cleanup(r.srv.Close)
@@ -435,7 +444,7 @@ func (r *exchangeRemote) verify(ctx context.Context, token string, _ *http.Reque
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.refused[c.ID] {
+	if r.refused[c.ID] || r.shunned[c.Subject] {
 		r.unauth++
 		return nil, auth.ErrInvalidToken
 	}
@@ -513,6 +522,14 @@ func (r *exchangeRemote) whoamiCalls() int {
 	return n
 }
 
+// shun makes every token for subject answer 401 while on is true, as
+// for a person the remote has locked out.
+func (r *exchangeRemote) shun(subject string, on bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.shunned[subject] = on
+}
+
 // accepted is every access token the remote accepted.
 func (r *exchangeRemote) accepted() []string {
 	r.mu.Lock()
@@ -521,7 +538,7 @@ func (r *exchangeRemote) accepted() []string {
 }
 
 // unauthorized is how many requests the remote answered 401 for a
-// refused token.
+// refused token (or a shunned subject's).
 func (r *exchangeRemote) unauthorized() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()

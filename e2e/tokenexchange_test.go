@@ -350,3 +350,75 @@ func TestTokenExchangeSharedFallback(t *testing.T) {
 	}
 	w.noSecretsLogged()
 }
+
+// errorOf calls the bridged whoami and returns its error result's text,
+// failing the test when the call succeeds or ends with a protocol error.
+func (w *exchangeWorld) errorOf(t *testing.T, cs *mcp.ClientSession) string {
+	t.Helper()
+	r := call(t, cs, w.tool, map[string]any{})
+	if !r.IsError {
+		t.Fatalf("%s = %q; want an error result", w.tool, text(r))
+	}
+	return text(r)
+}
+
+// TestTokenExchangeFailures: what a person reads when the exchange cannot
+// give the remote a token it takes. A remote that refuses every token of
+// alice's gets exactly one re-exchange per call, then she reads why; an
+// AS that refuses the identity token (the key's identity audience is not
+// the one it expects) and a key with no identity audience at all each
+// give a sentence that names the cause. A token that expires within 30 s
+// is never reused.
+func TestTokenExchangeFailures(t *testing.T) {
+	t.Parallel()
+	w := newExchangeWorld(t, "")
+	alice, bob := w.subject(w.alice), w.subject(w.bob)
+	asURL, _ := url.Parse(w.as.issuer)
+
+	aliceCS := w.e.connect("2025-11-25", w.alice.access, nil)
+	if got := w.whoami(t, aliceCS); got != "alice@example.com" {
+		t.Fatalf("alice's whoami = %q", got)
+	}
+	w.remote.shun(alice, true)
+	want := fmt.Sprintf("%s refused the token the exchange at %s gave for this person (HTTP 401), twice.", w.host, asURL.Host)
+	if got := w.errorOf(t, aliceCS); got != want {
+		t.Errorf("alice's whoami while the remote refuses her = %q; want %q", got, want)
+	}
+	if a, n := w.as.exchanges(alice), w.remote.unauthorized(); a != 2 || n != 2 {
+		t.Errorf("one call refused twice: %d exchanges for alice, %d 401s; want 2 and 2 (one re-exchange, no more)", a, n)
+	}
+	w.remote.shun(alice, false)
+	if got := w.whoami(t, aliceCS); got != "alice@example.com" || w.as.exchanges(alice) != 3 {
+		t.Errorf("alice's whoami once the remote takes her again = %q after %d exchanges; want alice@example.com after 3", got, w.as.exchanges(alice))
+	}
+
+	// Tokens that expire within the 30 s margin are exchanged for every call.
+	w.as.setLifetime(30 * time.Second)
+	bobCS := w.e.connect("2025-11-25", w.bob.access, nil)
+	for i := 1; i <= 2; i++ {
+		if got := w.whoami(t, bobCS); got != "bob@example.com" || w.as.exchanges(bob) != i {
+			t.Errorf("bob's call %d with 30 s tokens = %q after %d exchanges; want bob@example.com after %d", i, got, w.as.exchanges(bob), i)
+		}
+	}
+	w.as.setLifetime(exchangeLifetime)
+
+	// The key's identity tokens are for another audience: the AS refuses them.
+	carol := newOAuthMember(t, w.e, "carol@example.com", store.RoleEditor)
+	carolCS := w.e.connect("2025-11-25", carol.access, nil)
+	setAudience(t, w.e, w.e.agentKeyID(), "https://elsewhere.example")
+	want = fmt.Sprintf("The token exchange at %s failed: invalid_request.", asURL.Host)
+	if got := w.errorOf(t, carolCS); got != want {
+		t.Errorf("carol's whoami with the wrong identity audience = %q; want %q", got, want)
+	}
+	if n, r := w.as.exchanges(w.subject(carol)), w.as.refusals(); n != 0 || r != 1 {
+		t.Errorf("the AS granted carol %d exchanges and refused %d; want 0 and 1", n, r)
+	}
+
+	// No identity audience: the gateway signs no identity token.
+	setAudience(t, w.e, w.e.agentKeyID(), "")
+	want = fmt.Sprintf("%s acts on %s as each person's own account through a token exchange, and the gateway sent no identity token with this call: the bridge's agent key needs an identity audience: spacefix keys set KEY_ID --identity-audience AUD", w.tool, w.host)
+	if got := w.errorOf(t, carolCS); got != want {
+		t.Errorf("carol's whoami without an identity audience = %q; want %q", got, want)
+	}
+	w.noSecretsLogged(carol.access)
+}
