@@ -75,6 +75,8 @@ type ppWorld struct {
 	tool      string // the bridged whoami, as the front lists it
 	host      string // the remote's host, as the front's sentences name it
 	frontLogs *syncBuffer
+	ops       *person       // the remote's operator, whose sign-in lists its tools
+	srv       bridge.Server // the bridged remote
 }
 
 // ppSetup varies the world: the front's configuration (beyond
@@ -84,6 +86,8 @@ type ppSetup struct {
 	config func(*gateway.Config)
 	server func(*bridge.Server)
 	env    []func(*envOptions)
+	// noBridge: the test signs in and starts the bridge itself.
+	noBridge bool
 }
 
 // newPPWorld starts the remote with its agent, the front and the
@@ -125,26 +129,36 @@ func newPPWorld(t *testing.T, setup ppSetup) *ppWorld {
 	u, _ := url.Parse(w.up.url)
 	w.host = u.Host
 
-	ops := newPPUser(t, w.up, "ops@example.com")
-	srv := bridge.Server{Name: "up", URL: w.up.url + "/mcp", PerPerson: true}
+	w.ops = newPPUser(t, w.up, "ops@example.com")
+	w.srv = bridge.Server{Name: "up", URL: w.up.url + "/mcp", PerPerson: true}
 	if setup.server != nil {
-		setup.server(&srv)
+		setup.server(&w.srv)
+	}
+	if setup.noBridge {
+		return w
 	}
 	dir := t.TempDir()
-	b, err := bridge.New(srv, bridge.Options{GatewayURL: w.front.url, APIKey: w.front.agentKey, TokenDir: dir})
-	must(t, err)
-	loginThrough(t, b, w.up.url+"/oauth/authorize?", func(authURL string) (string, error) {
-		back, err := ops.consent(authURL, "approve")
+	w.login(dir)
+	// The bridge dials the front itself, not its public URL.
+	direct := *w.front
+	direct.url = "http://" + w.front.gw.Addr()
+	w.bridge = direct.startBridge(w.srv, bridge.Options{TokenDir: dir})
+	return w
+}
+
+// login is `spacefix bridge login up` by the remote's operator, ops, with
+// the tokens kept in dir.
+func (w *ppWorld) login(dir string) {
+	w.t.Helper()
+	b, err := bridge.New(w.srv, bridge.Options{GatewayURL: w.front.url, APIKey: w.front.agentKey, TokenDir: dir})
+	must(w.t, err)
+	loginThrough(w.t, b, w.up.url+"/oauth/authorize?", func(authURL string) (string, error) {
+		back, err := w.ops.consent(authURL, "approve")
 		if err != nil {
 			return "", err
 		}
 		return back.String(), nil
 	}, io.Discard)
-	// The bridge dials the front itself, not its public URL.
-	direct := *w.front
-	direct.url = "http://" + w.front.gw.Addr()
-	w.bridge = direct.startBridge(srv, bridge.Options{TokenDir: dir})
-	return w
 }
 
 // newPPUser is a person who is an editor of e's project, signed in to

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -485,5 +486,53 @@ func TestPerPersonKeyRotation(t *testing.T) {
 		if strings.Contains(logs.String()+logs2.String()+w.frontLogs.String(), secret) {
 			t.Errorf("a gateway's log holds a secret key")
 		}
+	}
+}
+
+// TestPerPersonCLI runs the real `spacefix bridge --remote URL
+// --per-person`: without a `bridge login` sign-in it does not start, and
+// says what to run; after one, people's calls reach the remote as
+// themselves and a key's are refused.
+func TestPerPersonCLI(t *testing.T) {
+	t.Parallel()
+	w := newPPWorld(t, ppSetup{noBridge: true})
+	home := t.TempDir()
+	bridgeCmd := func(ctx context.Context) *exec.Cmd {
+		cmd := exec.CommandContext(ctx, binary(t, "../cmd/spacefix"), "bridge", "--url", w.front.url, "--key", w.front.agentKey,
+			"--name", "up", "--remote", w.up.url+"/mcp", "--per-person")
+		cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+home)
+		return cmd
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := bridgeCmd(ctx).CombinedOutput()
+	want := "per-person mode lists up's tools with one signed-in account: run `spacefix bridge login up` once (any account may list; each call then uses the caller's own)"
+	if err == nil || ctx.Err() != nil || !strings.Contains(string(out), want) {
+		t.Errorf("spacefix bridge --per-person without a sign-in = %v\n%s\nwant it to end saying %q", err, out, want)
+	}
+
+	w.login(filepath.Join(home, "spacefix", "bridge"))
+	before := len(w.front.gw.Registry().All())
+	cmd := bridgeCmd(context.Background())
+	logs := &syncBuffer{}
+	cmd.Stderr = logs
+	must(t, cmd.Start())
+	p := &proc{cmd: cmd, done: make(chan struct{})}
+	go func() { cmd.Wait(); close(p.done) }()
+	t.Cleanup(p.kill)
+	waitFor(t, "the bridge process to connect", func() bool { return len(w.front.gw.Registry().All()) > before })
+
+	alice := w.person("alice", true)
+	w.connectAccount(alice, nil)
+	if got := w.whoami(t, w.session(alice, "2026-07-28", nil)); got != alice.email {
+		t.Errorf("alice's whoami through the bridge process = %q", got)
+	}
+	if r := call(t, w.front.connect("2025-11-25", w.front.clientKey, nil), w.tool, map[string]any{}); !r.IsError || text(r) != w.refusal() {
+		t.Errorf("a key's call = %v %q; want %q", r.IsError, text(r), w.refusal())
+	}
+	p.term()
+	p.wait(t)
+	if strings.Contains(logs.String(), "sfx_oat_") || strings.Contains(logs.String(), w.front.agentKey) {
+		t.Errorf("the bridge process logged a token or its key")
 	}
 }
