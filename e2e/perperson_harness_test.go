@@ -503,3 +503,34 @@ func (e *env) siblingWith(change func(*gateway.Config), logs *syncBuffer) *env {
 	s.gw, s.url, s.cfg = g, g.URL(), cfg
 	return &s
 }
+
+// newPPCluster is the world with two front gateways, A (w.front, where
+// the bridge is connected) and B, on PostgreSQL and NATS behind one
+// public address, lb, which sends requests to A for now.
+func newPPCluster(t *testing.T) (w *ppWorld, a, b *env, lb *switchLB) {
+	t.Helper()
+	var pg string
+	bus := startNATS(t)
+	keyFile := writeKeyFile(t)
+	lb = newSwitchLB(t)
+	w = newPPWorld(t, ppSetup{config: func(c *gateway.Config) {
+		c.Bus, c.BusHeartbeat = bus, 250*time.Millisecond
+		c.SecretKeyFile = keyFile
+		c.PublicURL, c.AllowedHosts = lb.url, []string{"*"}
+	}, env: []func(*envOptions){onPostgres(&pg)}})
+	a = w.front
+	b = a.sibling()
+	lb.to(a)
+	waitFor(t, "B to list the bridged whoami on A", func() bool {
+		_, ok := b.gw.Registry().Snapshot(b.project.ID).Tools[w.tool]
+		return ok
+	})
+	return w, a, b, lb
+}
+
+// direct is e as reached at its own address rather than the public one.
+func (e *env) direct() *env {
+	d := *e
+	d.url = "http://" + e.gw.Addr()
+	return &d
+}

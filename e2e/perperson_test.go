@@ -319,23 +319,8 @@ func TestPerPersonConnect(t *testing.T) {
 // uses the new one; carol and a key get their answers through B.
 func TestPerPersonAcrossGateways(t *testing.T) {
 	t.Parallel()
-	var pg string
-	bus := startNATS(t)
-	keyFile := writeKeyFile(t)
-	lb := newSwitchLB(t)
-	w := newPPWorld(t, ppSetup{config: func(c *gateway.Config) {
-		c.Bus, c.BusHeartbeat = bus, 250*time.Millisecond
-		c.SecretKeyFile = keyFile
-		c.PublicURL, c.AllowedHosts = lb.url, []string{"*"}
-	}, env: []func(*envOptions){onPostgres(&pg)}})
-	a := w.front
-	b := a.sibling()
-	lb.to(a)
+	w, a, b, lb := newPPCluster(t)
 	alice, bob, carol := w.person("alice", true), w.person("bob", true), w.person("carol", false)
-	waitFor(t, "B to list the bridged whoami on A", func() bool {
-		_, ok := b.gw.Registry().Snapshot(b.project.ID).Tools[w.tool]
-		return ok
-	})
 	// whoamiThrough calls as p through gateway g, and checks g answered.
 	whoamiThrough := func(g *env, p *ppPerson, v string) {
 		t.Helper()
