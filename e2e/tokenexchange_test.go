@@ -7,6 +7,9 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -177,9 +180,27 @@ type exchangeWorld struct {
 	tool, host string
 }
 
-// newExchangeWorld starts it all; fallback is the bridge config's
-// "fallback" ("" or "shared").
+// newExchangeWorld starts it all, the bridge in this process; fallback
+// is the bridge config's "fallback" ("" or "shared").
 func newExchangeWorld(t *testing.T, fallback string) *exchangeWorld {
+	t.Helper()
+	w := newExchangeParts(t)
+	servers, err := bridge.ParseConfig(w.bridgeConfig(fallback), func(name string) (string, bool) {
+		if name == exchangeSecretEnv {
+			return w.as.secret, true
+		}
+		return "", false
+	})
+	must(t, err)
+	// Listing the remote's tools needs no sign-in: the bridge's own
+	// client_credentials token does it.
+	w.bridge = w.e.startBridge(servers[0], bridge.Options{TokenDir: t.TempDir()})
+	w.listedWithClientCredentials()
+	return w
+}
+
+// newExchangeParts starts all but the bridge.
+func newExchangeParts(t *testing.T) *exchangeWorld {
 	t.Helper()
 	w := &exchangeWorld{t: t, gwLogs: &syncBuffer{}, tool: "up__whoami"}
 	w.e = newEnv(t, func(o *envOptions) { o.logs = w.gwLogs })
@@ -191,7 +212,12 @@ func newExchangeWorld(t *testing.T, fallback string) *exchangeWorld {
 	setAudience(t, w.e, w.e.agentKeyID(), w.as.issuer)
 	w.alice = newOAuthMember(t, w.e, "alice@example.com", store.RoleEditor)
 	w.bob = newOAuthMember(t, w.e, "bob@example.com", store.RoleEditor)
+	return w
+}
 
+// bridgeConfig is the bridge's config file: the remote "up" in exchange
+// mode, the client secret in the environment variable exchangeSecretEnv.
+func (w *exchangeWorld) bridgeConfig(fallback string) []byte {
 	server := map[string]any{"url": w.remote.url(), "tokenExchange": map[string]string{
 		"tokenEndpoint": w.as.tokenEndpoint(), "clientId": exchangeClientID, "clientSecretEnv": exchangeSecretEnv,
 		"audience": upstreamAudience, "scope": "mcp"}}
@@ -199,20 +225,14 @@ func newExchangeWorld(t *testing.T, fallback string) *exchangeWorld {
 		server["fallback"] = fallback
 	}
 	config, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"up": server}})
-	servers, err := bridge.ParseConfig(config, func(name string) (string, bool) {
-		if name == exchangeSecretEnv {
-			return w.as.secret, true
-		}
-		return "", false
-	})
-	must(t, err)
-	// Listing the remote's tools needs no sign-in: the bridge's own
-	// client_credentials token does it.
-	w.bridge = w.e.startBridge(servers[0], bridge.Options{TokenDir: t.TempDir()})
+	return config
+}
+
+func (w *exchangeWorld) listedWithClientCredentials() {
+	w.t.Helper()
 	if w.as.clientCredentials() == 0 {
-		t.Errorf("the bridge listed the remote's tools, and the AS issued no client_credentials token")
+		w.t.Errorf("the bridge listed the remote's tools, and the AS issued no client_credentials token")
 	}
-	return w
 }
 
 func (w *exchangeWorld) subject(m oauthMember) string { return strconv.FormatInt(m.user.ID, 10) }
@@ -421,4 +441,49 @@ func TestTokenExchangeFailures(t *testing.T) {
 		t.Errorf("carol's whoami without an identity audience = %q; want %q", got, want)
 	}
 	w.noSecretsLogged(carol.access)
+}
+
+// TestTokenExchangeCLI: the real `spacefix bridge --config FILE`, the
+// client secret in its environment, as an operator runs it: alice and bob
+// each call as themselves, and the secret is in none of its output.
+func TestTokenExchangeCLI(t *testing.T) {
+	t.Parallel()
+	w := newExchangeParts(t)
+	dir := t.TempDir()
+	config := filepath.Join(dir, "bridge.json")
+	must(t, os.WriteFile(config, w.bridgeConfig(""), 0o600))
+	cmd := exec.Command(binary(t, "../cmd/spacefix"), "bridge", "--url", w.e.url, "--key", w.e.agentKey, "--config", config)
+	// A home of its own: no sign-in of the machine's user is found there.
+	cmd.Env = append(os.Environ(), exchangeSecretEnv+"="+w.as.secret, "HOME="+dir, "XDG_CONFIG_HOME="+dir)
+	out := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	must(t, cmd.Start())
+	p := &proc{cmd: cmd, done: make(chan struct{})}
+	go func() { cmd.Wait(); close(p.done) }()
+	t.Cleanup(p.kill)
+	w.bridge = &runningBridge{log: out, stop: p.kill}
+	waitFor(t, "the bridge to list the remote's tools", func() bool {
+		for _, r := range w.e.gw.Registry().All() {
+			if r.Reg != nil && r.Reg.Name == "up" && len(r.Reg.Tools) > 0 {
+				return true
+			}
+		}
+		return false
+	})
+	w.listedWithClientCredentials()
+
+	for _, m := range []oauthMember{w.alice, w.bob} {
+		if got := w.whoami(t, w.e.connect("2025-11-25", m.access, nil)); got != m.user.Email {
+			t.Errorf("%s's whoami through the bridge process = %q", m.user.Email, got)
+		}
+		if n := w.as.exchanges(w.subject(m)); n != 1 {
+			t.Errorf("the AS granted %d exchanges for %s; want 1", n, m.user.Email)
+		}
+	}
+	p.term()
+	p.wait(t)
+	if !strings.Contains(out.String(), `msg="bridge: connected to the MCP server" server=up`) {
+		t.Errorf("the bridge process did not log its connection to the remote; the secrets check below would prove little:\n%s", out)
+	}
+	w.noSecretsLogged()
 }
