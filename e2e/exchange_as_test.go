@@ -55,6 +55,7 @@ type exchangeAS struct {
 	secret string // the client's secret
 
 	gateway string // the gateway's public URL: the subject tokens' iss
+	jwksURL string // where the gateway's keys are
 	key     *ecdsa.PrivateKey
 	keyID   string
 
@@ -66,11 +67,18 @@ type exchangeAS struct {
 	clientCC  int                // client_credentials tokens issued
 }
 
+// newExchangeAS starts an AS that trusts the gateway at gatewayURL.
 func newExchangeAS(t *testing.T, gatewayURL string) *exchangeAS {
+	return newExchangeASFor(t, gatewayURL, gatewayURL)
+}
+
+// newExchangeASFor starts an AS that trusts identity tokens issued by
+// issuer (a gateway's public URL), with the JWKS of the gateway at base.
+func newExchangeASFor(t *testing.T, issuer, base string) *exchangeAS {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	must(t, err)
-	a := &exchangeAS{t: t, gateway: gatewayURL, key: key, keyID: "as-key-1",
+	a := &exchangeAS{t: t, gateway: issuer, jwksURL: base + "/.well-known/jwks.json", key: key, keyID: "as-key-1",
 		secret: rand.Text() + "+/:=%", exchanged: map[string]int{}, lifetime: exchangeLifetime} // characters client_secret_basic must form-encode
 	var handler http.Handler = http.NotFoundHandler()
 	a.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
@@ -156,7 +164,7 @@ func (a *exchangeAS) gatewayKeys(ctx context.Context, kid string) (jose.JSONWebK
 	if len(keys.Key(kid)) > 0 {
 		return keys, nil
 	}
-	req, err := http.NewRequestWithContext(ctx, "GET", a.gateway+"/.well-known/jwks.json", nil)
+	req, err := http.NewRequestWithContext(ctx, "GET", a.jwksURL, nil)
 	if err != nil {
 		return keys, err
 	}

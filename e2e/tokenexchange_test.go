@@ -20,6 +20,7 @@ import (
 
 	"github.com/spacefix/spacefix/core"
 	"github.com/spacefix/spacefix/internal/bridge"
+	"github.com/spacefix/spacefix/internal/gateway"
 	"github.com/spacefix/spacefix/internal/store"
 )
 
@@ -484,6 +485,62 @@ func TestTokenExchangeCLI(t *testing.T) {
 	p.wait(t)
 	if !strings.Contains(out.String(), `msg="bridge: connected to the MCP server" server=up`) {
 		t.Errorf("the bridge process did not log its connection to the remote; the secrets check below would prove little:\n%s", out)
+	}
+	w.noSecretsLogged()
+}
+
+// TestTokenExchangeCluster: two gateways on PostgreSQL and NATS with one
+// public URL; the exchange bridge is connected to A, and people call
+// through B, which relays their calls: each is answered as themselves,
+// the identity token B signed is one the AS trusts (the gateways share
+// their keys), the bridge's cache serves a person whichever gateway the
+// call came through, and B refuses a key's call with the same sentence.
+func TestTokenExchangeCluster(t *testing.T) {
+	t.Parallel()
+	const public = "https://mcp.example.com"
+	var pg string
+	gwLogs := &syncBuffer{}
+	a := newEnv(t, onPostgres(&pg), func(o *envOptions) { o.logs = gwLogs }, withConfig(func(c *gateway.Config) {
+		c.Bus, c.BusHeartbeat = startNATS(t), 250*time.Millisecond
+		c.PublicURL, c.AllowedHosts = public, []string{"*"}
+	}))
+	a.url = "http://" + a.gw.Addr()
+	b := a.sibling()
+	b.url = "http://" + b.gw.Addr()
+	w := &exchangeWorld{t: t, e: a, gwLogs: gwLogs, tool: "up__whoami"}
+	w.as = newExchangeASFor(t, public, a.url)
+	w.remote = newExchangeRemote(t, w.as)
+	u, _ := url.Parse(w.remote.url())
+	w.host = u.Host
+	setAudience(t, a, a.agentKeyID(), w.as.issuer)
+	w.alice = newOAuthMember(t, a, "alice@example.com", store.RoleEditor)
+	w.bob = newOAuthMember(t, a, "bob@example.com", store.RoleEditor)
+	servers, err := bridge.ParseConfig(w.bridgeConfig(""), func(name string) (string, bool) { return w.as.secret, name == exchangeSecretEnv })
+	must(t, err)
+	w.bridge = a.startBridge(servers[0], bridge.Options{TokenDir: t.TempDir()})
+
+	aliceB := b.connect("2025-11-25", w.alice.access, nil)
+	waitFor(t, "gateway B to list the bridged tool on A", func() bool {
+		return strings.Contains(strings.Join(toolNames(t, aliceB), ","), w.tool)
+	})
+	if got := w.whoami(t, aliceB); got != "alice@example.com" {
+		t.Errorf("alice's whoami through B = %q; want alice@example.com", got)
+	}
+	if got := w.whoami(t, b.connect("2026-07-28", w.bob.access, nil)); got != "bob@example.com" {
+		t.Errorf("bob's whoami through B = %q; want bob@example.com", got)
+	}
+	if got := w.whoami(t, a.connect("2025-11-25", w.alice.access, nil)); got != "alice@example.com" {
+		t.Errorf("alice's whoami through A = %q; want alice@example.com", got)
+	}
+	if x, y := w.as.exchanges(w.subject(w.alice)), w.as.exchanges(w.subject(w.bob)); x != 1 || y != 1 {
+		t.Errorf("the AS granted %d exchanges for alice and %d for bob; want 1 each", x, y)
+	}
+	want := fmt.Sprintf(`%s acts on %s as each person's own account, and this call comes with an agent key, not a person. Call it through an MCP client signed in with OAuth, or ask the bridge's operator to set "fallback": "shared".`, w.tool, w.host)
+	if r := call(t, b.connect("2025-11-25", b.clientKey, nil), w.tool, map[string]any{}); !r.IsError || text(r) != want {
+		t.Errorf("a key's call through B = %q (isError %v); want the error %q", text(r), r.IsError, want)
+	}
+	if n := w.as.refusals(); n != 0 {
+		t.Errorf("the AS refused %d exchanges; want none", n)
 	}
 	w.noSecretsLogged()
 }
