@@ -229,6 +229,23 @@ func (w *ppWorld) connectURL() string { return w.front.url + "/connect/" + w.key
 func (w *ppWorld) connectAccount(p *ppPerson, beforeCallback func()) {
 	t := w.t
 	t.Helper()
+	back := w.authorize(p, "approve")
+	if beforeCallback != nil {
+		beforeCallback()
+	}
+	status, _, page := browse(t, back.String(), p.front.session)
+	if want := "Your " + w.host + " account is connected. Go back to your MCP client and call the tool again."; status != http.StatusOK || !strings.Contains(page, want) {
+		t.Fatalf("the callback page for %s = %d; want 200 saying %q\n%s", p.email, status, want, page)
+	}
+}
+
+// authorize is connecting's first half: the front's connect page sends
+// p's browser to the remote's authorization page, where p decides
+// ("approve" or "deny"); it returns where the remote sends the browser
+// back to: the front's callback.
+func (w *ppWorld) authorize(p *ppPerson, decision string) *url.URL {
+	t := w.t
+	t.Helper()
 	via := w.front
 	status, loc, page := browse(t, w.connectURL(), p.front.session)
 	if status != http.StatusSeeOther || !strings.HasPrefix(loc, w.up.url+"/oauth/authorize?") {
@@ -240,18 +257,12 @@ func (w *ppWorld) connectAccount(p *ppPerson, beforeCallback func()) {
 		q.Get("resource") != w.up.url+"/mcp" || q.Get("state") == "" {
 		t.Errorf("authorization request %s; want redirect_uri %s/upstream/callback, PKCE S256, resource %s/mcp and a state", loc, via.url, w.up.url)
 	}
-	back, err := p.up.consent(loc, "approve")
+	back, err := p.up.consent(loc, decision)
 	must(t, err)
-	if !strings.HasPrefix(back.String(), via.url+"/upstream/callback?") || back.Query().Get("code") == "" {
-		t.Fatalf("the remote sent %s's browser to %s; want %s/upstream/callback with a code", p.email, back, via.url)
+	if !strings.HasPrefix(back.String(), via.url+"/upstream/callback?") || back.Query().Get("state") == "" {
+		t.Fatalf("the remote sent %s's browser to %s; want %s/upstream/callback with the state", p.email, back, via.url)
 	}
-	if beforeCallback != nil {
-		beforeCallback()
-	}
-	status, _, page = browse(t, back.String(), p.front.session)
-	if want := "Your " + w.host + " account is connected. Go back to your MCP client and call the tool again."; status != http.StatusOK || !strings.Contains(page, want) {
-		t.Fatalf("the callback page for %s = %d; want 200 saying %q\n%s", p.email, status, want, page)
-	}
+	return back
 }
 
 // urlElicitation is a client that declares elicitation.url.

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"html"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -519,5 +521,74 @@ func TestPerPersonCLI(t *testing.T) {
 	p.wait(t)
 	if strings.Contains(logs.String(), "sfx_oat_") || strings.Contains(logs.String(), w.front.agentKey) {
 		t.Errorf("the bridge process logged a token or its key")
+	}
+}
+
+// TestPerPersonConnectPages: the connect flow's other endings, as a
+// browser sees them. A callback is the signed-in person's own: bob cannot
+// finish alice's. Declining at
+// the remote connects nothing; a return path brings the person back to
+// the dashboard; someone outside the key's project learns nothing of it;
+// a stopped bridge is said to be stopped. (A callback opened twice is
+// TestPerPersonCallbackTwice.)
+func TestPerPersonConnectPages(t *testing.T) {
+	t.Parallel()
+	w := newPPWorld(t, ppSetup{})
+	alice, bob := w.person("alice", true), w.person("bob", true)
+	notConnected := html.EscapeString("Your account could not be connected. Start again from the link in your MCP client or from your accounts page; if it fails again, the gateway's log says why.")
+	gone := func(p *ppPerson) bool {
+		_, err := w.front.store.UpstreamAccount(context.Background(), w.keyID, p.id)
+		return errors.Is(err, store.ErrNotFound)
+	}
+
+	// bob opens the link alice's browser was sent back with.
+	back := w.authorize(alice, "approve")
+	if status, _, page := browse(t, back.String(), bob.front.session); status != http.StatusBadRequest || !strings.Contains(page, notConnected) {
+		t.Errorf("bob opening alice's callback = %d; want 400 saying %q\n%s", status, notConnected, page)
+	}
+	if !gone(alice) || !gone(bob) {
+		t.Errorf("bob's opening of alice's callback connected an account")
+	}
+
+	// alice declines at the remote.
+	back = w.authorize(alice, "deny")
+	cancelled := "The connection was cancelled at the remote server, so no account was connected."
+	if status, _, page := browse(t, back.String(), alice.front.session); status != http.StatusOK || !strings.Contains(page, cancelled) || !gone(alice) {
+		t.Errorf("alice's callback after declining = %d; want 200 saying %q and no account\n%s", status, cancelled, page)
+	}
+
+	back = w.authorize(alice, "approve")
+	if status, _, page := browse(t, back.String(), alice.front.session); status != http.StatusOK || gone(alice) {
+		t.Fatalf("alice's callback = %d\n%s", status, page)
+	}
+	if got := w.whoami(t, w.session(alice, "2026-07-28", nil)); got != alice.email {
+		t.Errorf("alice's whoami = %q", got)
+	}
+
+	// From the dashboard: back to the page the person came from.
+	status, loc, _ := browse(t, w.connectURL()+"?return=/me", bob.front.session)
+	if status != http.StatusSeeOther {
+		t.Fatalf("GET /connect?return=/me = %d", status)
+	}
+	authBack, err := bob.up.consent(loc, "approve")
+	must(t, err)
+	status, loc, _ = browse(t, authBack.String(), bob.front.session)
+	if to, _ := url.Parse(loc); status != http.StatusSeeOther || to == nil || to.Host != "" || to.Path != "/me" || gone(bob) {
+		t.Errorf("bob's callback from the dashboard = %d to %q; want 303 to /me and his account", status, loc)
+	}
+
+	// Someone outside the project.
+	dave := newUser(t, w.front, "dave@example.com", false)
+	noKey := html.EscapeString(fmt.Sprintf("There is no agent key %q, or you are not a member of its project.", w.keyID))
+	if status, _, page := browse(t, w.connectURL(), dave.session); status != http.StatusNotFound || !strings.Contains(page, noKey) {
+		t.Errorf("GET /connect as a non-member = %d; want 404 saying %q\n%s", status, noKey, page)
+	}
+
+	// The bridge stops.
+	w.bridge.stop()
+	waitFor(t, "the bridge to be gone", func() bool { return len(w.front.gw.Registry().All()) == 0 })
+	stopped := "is not running, so its account cannot be connected now. Ask its operator to start it, then try again."
+	if status, _, page := browse(t, w.connectURL(), alice.front.session); status != http.StatusServiceUnavailable || !strings.Contains(page, stopped) {
+		t.Errorf("GET /connect with the bridge stopped = %d; want 503 saying %q\n%s", status, stopped, page)
 	}
 }
