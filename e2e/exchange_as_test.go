@@ -63,11 +63,12 @@ type exchangeAS struct {
 	lifetime  time.Duration      // of the access tokens it issues
 	gwKeys    jose.JSONWebKeySet // the gateway's JWKS, fetched on an unknown kid
 	exchanged map[string]int     // subject → token exchanges granted
-	refused   int                // token exchanges refused
+	refused   int                // token exchanges refused: subject token, audience or type
 	clientCC  int                // client_credentials tokens issued
 }
 
-// newExchangeAS starts an AS that trusts the gateway at gatewayURL.
+// newExchangeAS starts an AS that trusts the identity tokens of the gateway
+// at gatewayURL (its public URL: the tokens' iss).
 func newExchangeAS(t *testing.T, gatewayURL string) *exchangeAS {
 	return newExchangeASFor(t, gatewayURL, gatewayURL)
 }
@@ -328,7 +329,7 @@ func (k asKey) Algorithm() jose.SignatureAlgorithm          { return jose.ES256 
 func (k asKey) ID() string                                  { return k.as.keyID }
 func (k asKey) Use() string                                 { return "sig" }
 
-// Key is the private key to sign with; publicKey is what the JWKS shows.
+// Key is the private key, to sign with; asPublicKey's is what the JWKS shows.
 func (k asKey) Key() any { return k.as.key }
 
 type asPublicKey struct{ asKey }
