@@ -218,11 +218,19 @@ func TestPerPersonConnect(t *testing.T) {
 		if status != http.StatusOK || !strings.Contains(page, w.host) || strings.Contains(page, "sfx_oat_") {
 			t.Errorf("alice's page of her accounts does not name %s, or holds a token\n%s", w.host, page)
 		}
+		// The agent's page, as alice (an editor) sees it: both accounts.
+		status, _, page = browse(t, w.front.url+"/p/"+w.front.project.Name+"/agents/"+w.keyID, alice.front.session)
+		if status != http.StatusOK || !strings.Contains(page, alice.email) || !strings.Contains(page, bob.email) || strings.Contains(page, "sfx_o") {
+			t.Errorf("the agent's page = %d; want alice's and bob's accounts and no token\n%s", status, page)
+		}
 		entries, err := w.front.store.Audit(context.Background(), store.AuditFilter{ProjectID: w.front.project.ID, Action: "upstream.connect"})
 		must(t, err)
 		var actors []string
 		for _, e := range entries {
 			actors = append(actors, e.Actor)
+			if strings.Contains(fmt.Sprintf("%s %s %s", e.Target, e.Before, e.After), "sfx_o") {
+				t.Errorf("an upstream.connect entry holds a token")
+			}
 		}
 		slices.Sort(actors)
 		if strings.Join(actors, ",") != alice.email+","+bob.email {
@@ -302,6 +310,28 @@ func TestPerPersonConnect(t *testing.T) {
 		must(t, err)
 		if len(entries) != 1 {
 			t.Errorf("upstream.disconnect audited %d times; want once", len(entries))
+		}
+	})
+
+	// dan has an account at the remote, and meets the elicitation in his
+	// clients: he opens its URL, connects, and calls again in the same
+	// sessions.
+	t.Run("from the client", func(t *testing.T) {
+		dan := w.person("dan", true)
+		var sessions []*mcp.ClientSession
+		for _, v := range []string{"2025-11-25", "2026-07-28"} {
+			cs := w.session(dan, v, urlElicitation)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: w.tool, Arguments: map[string]any{}})
+			cancel()
+			w.wantElicitation(t, res, err)
+			sessions = append(sessions, cs)
+		}
+		w.connectAccount(dan, nil) // at the elicitation's URL: wantElicitation checked it is connectURL
+		for _, cs := range sessions {
+			if got := w.whoami(t, cs); got != dan.email {
+				t.Errorf("dan's whoami after connecting = %q", got)
+			}
 		}
 	})
 
