@@ -538,10 +538,3 @@ func newPPCluster(t *testing.T) (w *ppWorld, a, b *env, lb *switchLB) {
 	})
 	return w, a, b, lb
 }
-
-// direct is e as reached at its own address rather than the public one.
-func (e *env) direct() *env {
-	d := *e
-	d.url = "http://" + e.gw.Addr()
-	return &d
-}
