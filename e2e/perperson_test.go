@@ -621,4 +621,10 @@ func TestPerPersonConnectPages(t *testing.T) {
 	if status, _, page := browse(t, w.connectURL(), alice.front.session); status != http.StatusServiceUnavailable || !strings.Contains(page, stopped) {
 		t.Errorf("GET /connect with the bridge stopped = %d; want 503 saying %q\n%s", status, stopped, page)
 	}
+
+	// The bridge's agent key is revoked: its accounts go with it.
+	apiPost(t, w.front, w.front.adminToken(), "/api/projects/"+w.front.project.Name+"/keys/"+w.keyID+"/revoke", http.StatusOK)
+	if !gone(alice) || !gone(bob) {
+		t.Errorf("accounts of a revoked agent key are still stored")
+	}
 }
