@@ -399,13 +399,21 @@ func TestPerPersonAcrossGateways(t *testing.T) {
 
 // TestPerPersonFallbackShared: with "fallback": "shared", a key's calls,
 // reads and gets use the bridge's own sign-in (ops), while a person's use
-// their own account, and a person without one is still asked to connect.
+// their own account, and a person without one is still asked to connect;
+// with the tool's results cached, none is given to another caller.
 func TestPerPersonFallbackShared(t *testing.T) {
 	t.Parallel()
 	w := newPPWorld(t, ppSetup{server: func(s *bridge.Server) { s.Fallback = "shared" }})
-	alice, carol := w.person("alice", true), w.person("carol", false)
+	alice, bob, carol := w.person("alice", true), w.person("bob", true), w.person("carol", false)
 	w.connectAccount(alice, nil)
+	w.connectAccount(bob, nil)
+	// Results cached for an hour, as the project may set: a per-person
+	// tool's are never reused for another caller.
+	w.front.save(store.ToolSettings{Tool: w.tool, CacheSeconds: 3600})
 	for _, v := range []string{"2025-11-25", "2026-07-28"} {
+		if got := w.whoami(t, w.session(bob, v, nil)); got != bob.email {
+			t.Errorf("bob's whoami at %s = %q", v, got)
+		}
 		key := w.front.connect(v, w.front.clientKey, nil)
 		if got := w.whoami(t, key); got != "ops@example.com" {
 			t.Errorf("a key's whoami at %s = %q; want the shared account's, ops@example.com", v, got)
