@@ -636,3 +636,39 @@ func TestPerPersonConnectPages(t *testing.T) {
 		t.Errorf("accounts of a revoked agent key are still stored")
 	}
 }
+
+// TestPerPersonSessionRemote: a remote the bridge speaks 2025-11-25 to
+// (one MCP session per person at the remote): each call is its caller's,
+// and a token the remote drops is refreshed under the person's session.
+func TestPerPersonSessionRemote(t *testing.T) {
+	t.Parallel()
+	w := newPPWorld(t, ppSetup{server: func(s *bridge.Server) { s.Protocol = "2025-11-25" }})
+	w.bridge.waitLog(t, "connected to the MCP server", "protocol=2025-11-25")
+	alice, bob := w.person("alice", true), w.person("bob", true)
+	w.connectAccount(alice, nil)
+	w.connectAccount(bob, nil)
+	for _, v := range []string{"2025-11-25", "2026-07-28"} {
+		for _, p := range []*ppPerson{alice, bob, alice} {
+			if got := w.whoami(t, w.session(p, v, nil)); got != p.email {
+				t.Errorf("%s's whoami at %s = %q", p.email, v, got)
+			}
+		}
+	}
+	w.upSt.shortNext.Store(1)
+	w.expireSoon(alice)
+	if got := w.whoami(t, w.session(alice, "2025-11-25", nil)); got != alice.email {
+		t.Errorf("alice's whoami = %q", got)
+	}
+	dropped := w.accessToken(w.box(), alice)
+	waitFor(t, "the remote to refuse alice's short-lived token", func() bool { return mcpStatus(t, w.up, dropped) == 401 })
+	refreshes := w.upSt.refreshes.Load()
+	if got := w.whoami(t, w.session(alice, "2026-07-28", nil)); got != alice.email {
+		t.Errorf("alice's whoami after the remote dropped her token = %q", got)
+	}
+	if n := w.upSt.refreshes.Load(); n != refreshes+1 {
+		t.Errorf("the remote saw %d refresh grants; want 1", n-refreshes)
+	}
+	if got := w.whoami(t, w.session(bob, "2026-07-28", nil)); got != bob.email {
+		t.Errorf("bob's whoami = %q", got)
+	}
+}
