@@ -166,6 +166,33 @@ func TestPerPersonConnect(t *testing.T) {
 			t.Errorf("alice's account after the refresh: expires %v, version %d (was %d); want an hour's token, stored anew", after.ExpiresAt, after.Version, before.Version)
 		}
 
+		// Expiring, and six of alice's calls at once: one refresh.
+		sessions := []*mcp.ClientSession{}
+		for _, v := range []string{"2025-11-25", "2026-07-28"} {
+			for range 3 {
+				sessions = append(sessions, w.session(alice, v, nil))
+			}
+		}
+		w.expireSoon(alice)
+		refreshes = w.upSt.refreshes.Load()
+		var wg sync.WaitGroup
+		for _, cs := range sessions {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: w.tool, Arguments: map[string]any{}})
+				if err != nil || r.IsError || text(r) != alice.email {
+					t.Errorf("one of alice's simultaneous calls with an expiring token = %v, %v", r, err)
+				}
+			}()
+		}
+		wg.Wait()
+		if n := w.upSt.refreshes.Load(); n != refreshes+1 {
+			t.Errorf("the remote saw %d refresh grants for six simultaneous calls; want 1", n-refreshes)
+		}
+
 		// Dropped by the remote before its time: the remote answers 401,
 		// the front refreshes and delivers the call once more; the client
 		// sees alice, never the -32044 in between.
