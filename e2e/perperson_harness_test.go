@@ -538,3 +538,23 @@ func newPPCluster(t *testing.T) (w *ppWorld, a, b *env, lb *switchLB) {
 	})
 	return w, a, b, lb
 }
+
+// restartFront stops the front and starts it again on the same address,
+// store and configuration (the bridge reconnects by itself); its log
+// goes to logs too.
+func (w *ppWorld) restartFront(logs *syncBuffer) {
+	t := w.t
+	t.Helper()
+	must(t, w.front.gw.Close())
+	cfg := w.front.cfg
+	cfg.Addr = w.front.gw.Addr()
+	cfg.Logger = slog.New(slog.NewTextHandler(io.MultiWriter(logs, w.frontLogs, logOutput()), nil))
+	st := w.front.openStore()
+	g, err := gateway.New(cfg, st)
+	must(t, err)
+	must(t, g.Start())
+	t.Cleanup(func() { g.Close() })
+	f := *w.front
+	f.gw, f.store, f.cfg = g, st, cfg
+	w.front = &f
+}

@@ -343,8 +343,8 @@ func TestPerPersonConnect(t *testing.T) {
 	// dan has an account at the remote, and meets the elicitation in his
 	// clients: he opens its URL, connects, and calls again in the same
 	// sessions.
+	dan := w.person("dan", true)
 	t.Run("from the client", func(t *testing.T) {
-		dan := w.person("dan", true)
 		var sessions []*mcp.ClientSession
 		for _, v := range []string{"2025-11-25", "2026-07-28"} {
 			cs := w.session(dan, v, urlElicitation)
@@ -361,6 +361,22 @@ func TestPerPersonConnect(t *testing.T) {
 			}
 		}
 	})
+
+	// The front restarts on the same SQLite file: it uses the key file
+	// it made at its first start, and people's accounts work on.
+	var logs syncBuffer
+	w.restartFront(&logs)
+	if strings.Contains(logs.String(), "created the secret key file") || strings.Contains(logs.String(), "sealed upstream tokens again") ||
+		strings.Contains(logs.String(), "level=WARN") {
+		t.Errorf("the second start's log:\n%s", logs.String())
+	}
+	waitFor(t, "the bridge to connect to the restarted front", func() bool {
+		_, ok := w.front.gw.Registry().Snapshot(w.front.project.ID).Tools[w.tool]
+		return ok
+	})
+	if got := w.whoami(t, w.session(dan, "2026-07-28", nil)); got != dan.email {
+		t.Errorf("dan's whoami after the front restarted = %q", got)
+	}
 
 	// No upstream token in the front's or the bridge's log.
 	for where, log := range map[string]string{"the front's log": w.frontLogs.String(), "the bridge's log": w.bridge.log.String()} {
