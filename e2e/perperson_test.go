@@ -607,7 +607,7 @@ func TestPerPersonCLI(t *testing.T) {
 
 // TestPerPersonConnectPages: the connect flow's other endings, as a
 // browser sees them. A callback is the signed-in person's own: bob cannot
-// finish alice's. Declining at
+// finish alice's, nor does a response naming another issuer. Declining at
 // the remote connects nothing; a return path brings the person back to
 // the dashboard; someone outside the key's project learns nothing of it;
 // a stopped bridge is said to be stopped. (A callback opened twice is
@@ -629,6 +629,26 @@ func TestPerPersonConnectPages(t *testing.T) {
 	}
 	if !gone(alice) || !gone(bob) {
 		t.Errorf("bob's opening of alice's callback connected an account")
+	}
+
+	// A response that names another issuer (a mix-up): not connected, and
+	// the code is not spent; the genuine response then connects.
+	back = w.authorize(alice, "approve")
+	if back.Query().Get("iss") != w.up.url {
+		t.Errorf("the remote's response names issuer %q; want %s", back.Query().Get("iss"), w.up.url)
+	}
+	mixed := *back
+	q := mixed.Query()
+	q.Set("iss", "https://evil.example")
+	mixed.RawQuery = q.Encode()
+	if status, _, page := browse(t, mixed.String(), alice.front.session); status != http.StatusBadRequest || !strings.Contains(page, notConnected) || !gone(alice) {
+		t.Errorf("a callback naming another issuer = %d; want 400 saying %q and no account\n%s", status, notConnected, page)
+	}
+	if status, _, page := browse(t, back.String(), alice.front.session); status != http.StatusOK || gone(alice) {
+		t.Errorf("the genuine callback after a mix-up = %d; want 200 and alice's account\n%s", status, page)
+	}
+	if n, err := w.front.store.DeleteUpstreamAccounts(context.Background(), store.UpstreamFilter{AgentKeyID: w.keyID, UserID: alice.id}); n != 1 || err != nil {
+		t.Fatalf("delete alice's account: %d %v", n, err)
 	}
 
 	// alice declines at the remote.
