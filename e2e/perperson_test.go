@@ -610,8 +610,8 @@ func TestPerPersonCLI(t *testing.T) {
 // finish alice's, nor does a response naming another issuer. Declining at
 // the remote connects nothing; a return path brings the person back to
 // the dashboard; someone outside the key's project learns nothing of it;
-// a stopped bridge is said to be stopped. (A callback opened twice is
-// TestPerPersonCallbackTwice.)
+// a stopped bridge is said to be stopped; a revoked agent key takes its
+// accounts with it.
 func TestPerPersonConnectPages(t *testing.T) {
 	t.Parallel()
 	w := newPPWorld(t, ppSetup{})
