@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"html"
@@ -244,6 +245,15 @@ func TestPerPersonConnect(t *testing.T) {
 		status, _, page := browse(t, w.front.url+"/me", alice.front.session)
 		if status != http.StatusOK || !strings.Contains(page, w.host) || strings.Contains(page, "sfx_oat_") {
 			t.Errorf("alice's page of her accounts does not name %s, or holds a token\n%s", w.host, page)
+		}
+		// Her own list, with her dashboard session.
+		status, _, body := browse(t, w.front.url+"/api/me/upstream-accounts", alice.front.session)
+		var mine struct {
+			Accounts []struct{ Email, AgentKey string }
+		}
+		if err := json.Unmarshal([]byte(body), &mine); status != http.StatusOK || err != nil || len(mine.Accounts) != 1 ||
+			mine.Accounts[0].Email != alice.email || mine.Accounts[0].AgentKey != w.keyID || strings.Contains(body, "sfx_o") {
+			t.Errorf("GET /api/me/upstream-accounts as alice = %d %s; want her one account and no token", status, body)
 		}
 		// The agent's page, as alice (an editor) sees it: both accounts.
 		status, _, page = browse(t, w.front.url+"/p/"+w.front.project.Name+"/agents/"+w.keyID, alice.front.session)
