@@ -60,6 +60,9 @@ type UpstreamAccount struct {
 	Subject    string // what the person connected as, if the upstream said (may be "")
 
 	CreatedAt, UpdatedAt time.Time
+	// ClaimedUntil, when after now, says a gateway is refreshing the
+	// tokens (and the others wait for its write) until then; zero: none.
+	ClaimedUntil time.Time
 	// Version is bumped by every write; UpdateUpstreamAccount compares it.
 	Version int64
 }

@@ -79,6 +79,10 @@ const (
 	// token rotated by that gateway is refused here) before it gives the
 	// account up.
 	raceGrace = time.Second
+	// claimLife is how long a gateway waits for another's claimed refresh
+	// before it refreshes itself; claimPoll how often it looks.
+	claimLife = 15 * time.Second
+	claimPoll = 50 * time.Millisecond
 	// flightTimeout bounds a refresh shared by several callers.
 	flightTimeout = 30 * time.Second
 
@@ -463,6 +467,41 @@ func (s *Service) doRefresh(ctx context.Context, projectID int64, agentKeyID str
 	if err != nil {
 		return "", fmt.Errorf("open the %s account's refresh token (is the secret key file the one it was sealed with?): %w", host, err)
 	}
+	// One refresh across gateways: an authorization server that rotates
+	// refresh tokens takes a second use of one as theft and revokes the
+	// whole grant, the winner's new token with it. So a gateway first
+	// claims the refresh (ClaimedUntil, written under the version compare:
+	// one gateway's claim lands), and the others wait for its tokens.
+	if a.ClaimedUntil.After(s.o.Now()) {
+		return s.awaitRefresh(ctx, a, cur, stale)
+	}
+	claim := a
+	claim.ClaimedUntil = s.o.Now().Add(claimLife)
+	won, err := s.o.Store.UpdateUpstreamAccount(ctx, claim)
+	if err != nil {
+		return "", fmt.Errorf("claim the refresh of the %s token: %w", host, err)
+	}
+	if !won {
+		return s.awaitRefresh(ctx, a, cur, stale)
+	}
+	a = claim
+	a.Version++
+	t, err := s.refreshClaimed(ctx, a, host, string(rt))
+	if err != nil && !errors.Is(err, ErrReconnect) {
+		// Let the next call (here or on another gateway) try at once.
+		release := a
+		release.ClaimedUntil = time.Time{}
+		if _, rerr := s.o.Store.UpdateUpstreamAccount(context.WithoutCancel(ctx), release); rerr != nil {
+			s.log.Warn("upstream: could not release a refresh claim; it lapses by itself", "host", host, "err", rerr)
+		}
+	}
+	return t, err
+}
+
+// refreshClaimed refreshes the account a, whose refresh this gateway
+// claimed, with refresh token rt, and writes the new tokens (ending the
+// claim).
+func (s *Service) refreshClaimed(ctx context.Context, a store.UpstreamAccount, host, rt string) (string, error) {
 	c, err := s.clientFor(ctx, a.Resource, a.ClientID)
 	if errors.Is(err, errClientGone) {
 		return "", s.giveUp(ctx, a, err.Error())
@@ -470,7 +509,7 @@ func (s *Service) doRefresh(ctx context.Context, projectID int64, agentKeyID str
 	if err != nil {
 		return "", err
 	}
-	t, err := c.Refresh(ctx, s.hc, string(rt))
+	t, err := c.Refresh(ctx, s.hc, rt)
 	if oauthclient.InvalidGrant(err) {
 		// Another gateway may have refreshed (and rotated the refresh
 		// token) a moment ago: wait a little for its write.
@@ -480,10 +519,11 @@ func (s *Service) doRefresh(ctx context.Context, projectID int64, agentKeyID str
 		return "", s.giveUp(ctx, a, err.Error())
 	}
 	if err != nil {
-		s.log.Warn("upstream: refresh failed", "host", host, "agentKey", agentKeyID, "user", userID, "err", err)
+		s.log.Warn("upstream: refresh failed", "host", host, "agentKey", a.AgentKeyID, "user", a.UserID, "err", err)
 		return "", err
 	}
 	next := a
+	next.ClaimedUntil = time.Time{}
 	s.seal(&next, t)
 	if next.Refresh == nil {
 		next.Refresh = a.Refresh // the old refresh token stays good
@@ -496,17 +536,48 @@ func (s *Service) doRefresh(ctx context.Context, projectID int64, agentKeyID str
 		return "", fmt.Errorf("keep the refreshed %s token: %w", host, err)
 	}
 	if won {
-		s.log.Info("upstream: token refreshed", "host", host, "agentKey", agentKeyID, "user", userID)
+		s.log.Info("upstream: token refreshed", "host", host, "agentKey", a.AgentKeyID, "user", a.UserID)
 		return t.AccessToken, nil
 	}
 	// Another gateway refreshed first (or the account went): use its
 	// token.
-	b, err := s.account(ctx, projectID, agentKeyID, userID)
+	b, err := s.account(ctx, a.ProjectID, a.AgentKeyID, a.UserID)
 	if err != nil {
 		return "", err
 	}
-	s.log.Info("upstream: another gateway refreshed the token first", "host", host, "agentKey", agentKeyID, "user", userID)
+	s.log.Info("upstream: another gateway refreshed the token first", "host", host, "agentKey", a.AgentKeyID, "user", a.UserID)
 	return s.access(b)
+}
+
+// awaitRefresh waits, after another gateway claimed the account's
+// refresh, for the token it gets (the stored access token is no longer
+// cur). When the account goes (the other gateway's refresh was refused)
+// the person must connect again; when no new token comes within
+// claimLife (that gateway stopped mid-refresh), this one refreshes.
+func (s *Service) awaitRefresh(ctx context.Context, a store.UpstreamAccount, cur, stale string) (string, error) {
+	deadline := s.o.Now().Add(claimLife)
+	for {
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(claimPoll):
+		}
+		b, err := s.o.Store.UpstreamAccount(ctx, a.AgentKeyID, a.UserID)
+		if errors.Is(err, store.ErrNotFound) {
+			return "", fmt.Errorf("%w: the authorization server of %s refused to refresh the token", ErrReconnect, oauthclient.Host(a.Resource))
+		}
+		if err != nil {
+			return "", fmt.Errorf("read the upstream account: %w", err)
+		}
+		if t, err := s.access(b); err != nil || t != cur {
+			return t, err
+		}
+		if !b.ClaimedUntil.After(s.o.Now()) || s.o.Now().After(deadline) {
+			// The claim was released (that refresh failed) or lapsed (that
+			// gateway stopped): refresh here.
+			return s.doRefresh(ctx, a.ProjectID, a.AgentKeyID, a.UserID, stale)
+		}
+	}
 }
 
 // awaitOther polls the account for raceGrace for a write by someone else

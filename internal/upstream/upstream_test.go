@@ -106,18 +106,21 @@ type remote struct {
 	n          int
 	registered int
 	refreshes  int // successful refreshes
-	// hold, when set, keeps each refresh request until holdFor of them
-	// arrived (or a deadline passed), so that they race.
-	holdFor int
-	held    int
-	release chan struct{}
+	refreshAsk int // refresh requests
+	// slowRefresh, when set, is how long each refresh request takes, so
+	// that refreshes from two gateways overlap.
+	slowRefresh time.Duration
+	// used holds the refresh tokens already spent: a second use revokes
+	// every token of its subject, as an authorization server that takes
+	// reuse as theft does (the OAuth 2.1 rule; Spacefix's own does).
+	used map[string]string
 }
 
 type codeGrant struct{ challenge, client, redirect, resource, subject string }
 
 func newRemote(t *testing.T) *remote {
 	r := &remote{accessLife: 3600, renewLife: 3600, clients: map[string]string{}, codes: map[string]codeGrant{},
-		access: map[string]string{}, refresh: map[string]string{}}
+		access: map[string]string{}, refresh: map[string]string{}, used: map[string]string{}}
 	mux := http.NewServeMux()
 	r.srv = httptest.NewServer(mux)
 	t.Cleanup(r.srv.Close)
@@ -221,11 +224,24 @@ func (r *remote) token(w http.ResponseWriter, req *http.Request) {
 		who = g.subject
 	case "refresh_token":
 		rt := req.PostForm.Get("refresh_token")
+		if thief, reused := r.used[rt]; reused {
+			for tok, sub := range r.access {
+				if sub == thief {
+					delete(r.access, tok)
+				}
+			}
+			for tok, sub := range r.refresh {
+				if sub == thief {
+					delete(r.refresh, tok)
+				}
+			}
+		}
 		if who, ok = r.refresh[rt]; !ok {
 			writeJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid_grant", "error_description": "refresh token " + rt + " unknown"})
 			return
 		}
 		delete(r.refresh, rt) // refresh tokens rotate
+		r.used[rt] = who
 		r.refreshes++
 		life = r.renewLife
 	default:
@@ -246,20 +262,10 @@ func (r *remote) token(w http.ResponseWriter, req *http.Request) {
 // wait holds a refresh request while a race is set up.
 func (r *remote) wait() {
 	r.mu.Lock()
-	if r.holdFor == 0 {
-		r.mu.Unlock()
-		return
-	}
-	r.held++
-	if r.held == r.holdFor {
-		close(r.release)
-	}
-	ch := r.release
+	r.refreshAsk++
+	d := r.slowRefresh
 	r.mu.Unlock()
-	select {
-	case <-ch:
-	case <-time.After(10 * time.Second): // the race did not happen; the test's counts say so
-	}
+	time.Sleep(d) // the authorization server's own pace, not a wait for the test
 }
 
 func (r *remote) set(f func(r *remote)) {
@@ -614,15 +620,16 @@ func TestTokenRefreshesOnce(t *testing.T) {
 			t.Errorf("%d refreshes for 20 callers; want 1", n)
 		}
 		after, _ := st.UpstreamAccount(t.Context(), f.agentKey, f.ann)
-		if after.Version != before.Version+1 || time.Until(after.ExpiresAt) < 30*time.Minute {
-			t.Errorf("version %d → %d, expires in %s; want one refresh, good for an hour", before.Version, after.Version, time.Until(after.ExpiresAt))
+		if after.Version != before.Version+2 || time.Until(after.ExpiresAt) < 30*time.Minute {
+			t.Errorf("version %d → %d, expires in %s; want the claim and one refresh, good for an hour", before.Version, after.Version, time.Until(after.ExpiresAt))
 		}
 	})
 }
 
 // TestTwoGatewaysRefreshAtOnce: two gateways on one store refresh one
-// account at the same moment; the authorization server honours one
-// (refresh tokens rotate), and both gateways hand out the winner's token.
+// account at the same moment; only one asks the authorization server
+// (whose refresh tokens rotate, and a second use of one revokes the grant:
+// two asking lost the account), and both hand out its token.
 func TestTwoGatewaysRefreshAtOnce(t *testing.T) {
 	each(t, func(t *testing.T, st store.Store) {
 		r := newRemote(t)
@@ -632,7 +639,7 @@ func TestTwoGatewaysRefreshAtOnce(t *testing.T) {
 		a, b := newService(st, box, nil), newService(st, box, nil)
 		connect(t, a, f, r, f.ann, "ann-upstream")
 		before, _ := st.UpstreamAccount(t.Context(), f.agentKey, f.ann)
-		r.set(func(r *remote) { r.holdFor, r.release = 2, make(chan struct{}) })
+		r.set(func(r *remote) { r.slowRefresh = 300 * time.Millisecond })
 		var ta, tb string
 		var ea, eb error
 		var wg sync.WaitGroup
@@ -648,12 +655,12 @@ func TestTwoGatewaysRefreshAtOnce(t *testing.T) {
 		if n := r.count(func(r *remote) int { return r.refreshes }); n != 1 {
 			t.Errorf("%d refreshes honoured; want 1", n)
 		}
-		if n := r.count(func(r *remote) int { return r.held }); n != 2 {
-			t.Errorf("%d refresh requests raced; want 2", n)
+		if n := r.count(func(r *remote) int { return r.refreshAsk }); n != 1 {
+			t.Errorf("%d refresh requests; want 1", n)
 		}
 		after, _ := st.UpstreamAccount(t.Context(), f.agentKey, f.ann)
-		if after.Version != before.Version+1 {
-			t.Errorf("version %d → %d; want one write", before.Version, after.Version)
+		if after.Version != before.Version+2 {
+			t.Errorf("version %d → %d; want the claim and the refreshed tokens", before.Version, after.Version)
 		}
 	})
 }

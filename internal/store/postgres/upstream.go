@@ -33,6 +33,7 @@ CREATE TABLE upstream_accounts (
 	subject      TEXT   NOT NULL,
 	created_at   BIGINT NOT NULL,
 	updated_at   BIGINT NOT NULL,
+	claimed_until BIGINT,         -- a gateway refreshes the tokens until then; NULL: none
 	version      BIGINT NOT NULL,
 	PRIMARY KEY (agent_key_id, user_id)
 );

@@ -11,7 +11,7 @@ import (
 // UpstreamAccountColumns are the columns of upstream_accounts in the order
 // [ScanUpstreamAccount] reads and [UpstreamAccountArgs] writes them.
 const UpstreamAccountColumns = `project_id, agent_key_id, user_id, resource, access, refresh, expires_at,
-scope, client_id, subject, created_at, updated_at, version`
+scope, client_id, subject, created_at, updated_at, claimed_until, version`
 
 // SelectUpstreamAccount selects [UpstreamAccountColumns].
 const SelectUpstreamAccount = `SELECT ` + UpstreamAccountColumns + ` FROM upstream_accounts`
@@ -29,16 +29,16 @@ const (
 	// row starts at 1, a replaced one goes up by one and keeps its
 	// created_at.
 	putUpstreamAccount = `INSERT INTO upstream_accounts (` + UpstreamAccountColumns + `)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)
 ON CONFLICT (agent_key_id, user_id) DO UPDATE SET project_id = excluded.project_id, resource = excluded.resource,
 	access = excluded.access, refresh = excluded.refresh, expires_at = excluded.expires_at, scope = excluded.scope,
 	client_id = excluded.client_id, subject = excluded.subject, updated_at = excluded.updated_at,
-	version = upstream_accounts.version + 1`
+	claimed_until = excluded.claimed_until, version = upstream_accounts.version + 1`
 	// updateUpstreamAccount takes resource, access, refresh, expires_at,
-	// scope, client_id, subject, updated_at, then the key and the version
+	// scope, client_id, subject, updated_at, claimed_until, then the key and the version
 	// the caller read.
 	updateUpstreamAccount = `UPDATE upstream_accounts SET resource = ?, access = ?, refresh = ?, expires_at = ?,
-	scope = ?, client_id = ?, subject = ?, updated_at = ?, version = version + 1
+	scope = ?, client_id = ?, subject = ?, updated_at = ?, claimed_until = ?, version = version + 1
 WHERE agent_key_id = ? AND user_id = ? AND version = ?`
 	// upstreamKeyProject is the project of a live agent key, which an
 	// account may be put under.
@@ -103,7 +103,7 @@ func UpstreamAccountTimes(a store.UpstreamAccount) store.UpstreamAccount {
 func UpstreamAccountArgs(a store.UpstreamAccount) []any {
 	return []any{a.ProjectID, a.AgentKeyID, a.UserID, store.CleanText(a.Resource), NullBytes(a.Access), NullBytes(a.Refresh),
 		NullMillis(a.ExpiresAt), store.CleanText(a.Scope), store.CleanText(a.ClientID), store.CleanText(a.Subject),
-		Millis(a.CreatedAt), Millis(a.UpdatedAt)}
+		Millis(a.CreatedAt), Millis(a.UpdatedAt), NullMillis(a.ClaimedUntil)}
 }
 
 // UpdateUpstreamAccountArgs are the arguments of
@@ -111,18 +111,18 @@ func UpstreamAccountArgs(a store.UpstreamAccount) []any {
 func UpdateUpstreamAccountArgs(a store.UpstreamAccount) []any {
 	return []any{store.CleanText(a.Resource), NullBytes(a.Access), NullBytes(a.Refresh), NullMillis(a.ExpiresAt),
 		store.CleanText(a.Scope), store.CleanText(a.ClientID), store.CleanText(a.Subject), Millis(a.UpdatedAt),
-		a.AgentKeyID, a.UserID, a.Version}
+		NullMillis(a.ClaimedUntil), a.AgentKeyID, a.UserID, a.Version}
 }
 
 // ScanUpstreamAccount scans a row of [SelectUpstreamAccount].
 func ScanUpstreamAccount(row Row) (store.UpstreamAccount, error) {
 	var (
 		a                store.UpstreamAccount
-		expires          *int64
+		expires, claimed *int64
 		created, updated int64
 	)
 	err := row.Scan(&a.ProjectID, &a.AgentKeyID, &a.UserID, &a.Resource, &a.Access, &a.Refresh, &expires,
-		&a.Scope, &a.ClientID, &a.Subject, &created, &updated, &a.Version)
+		&a.Scope, &a.ClientID, &a.Subject, &created, &updated, &claimed, &a.Version)
 	if err != nil {
 		return store.UpstreamAccount{}, notFound(err)
 	}
@@ -130,6 +130,7 @@ func ScanUpstreamAccount(row Row) (store.UpstreamAccount, error) {
 		a.Refresh = nil
 	}
 	a.ExpiresAt, a.CreatedAt, a.UpdatedAt = FromNullMillis(expires), FromMillis(created), FromMillis(updated)
+	a.ClaimedUntil = FromNullMillis(claimed)
 	return a, nil
 }
 

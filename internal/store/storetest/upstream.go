@@ -113,6 +113,7 @@ func testUpstreamAccounts(t *testing.T, s store.Store) {
 	// it does not.
 	upd := got
 	upd.Access, upd.Refresh, upd.ExpiresAt, upd.UpdatedAt = []byte("sealed-3"), []byte("sealed-r3"), f.at.Add(3*time.Hour), f.at.Add(2*time.Minute)
+	upd.ClaimedUntil = f.at.Add(15 * time.Second) // a refresh claimed: kept as written
 	if ok, err := s.UpdateUpstreamAccount(ctx, upd); err != nil || !ok {
 		t.Fatalf("UpdateUpstreamAccount at version 2 = %v, %v; want applied", ok, err)
 	}
