@@ -301,6 +301,14 @@ func (s *Service) Complete(ctx context.Context, userID int64, rawState, code, is
 	if err := srv.CheckIssuer(iss); err != nil {
 		return store.UpstreamAccount{}, "", err
 	}
+	// The callback opened again (a reload, a restored tab) must not spend
+	// the code twice: an authorization server takes a reused code as
+	// stolen and revokes what it granted. An account written since this
+	// link was made is the one it connected.
+	issued := time.Unix(st.Expires, 0).Add(-stateLife)
+	if a, err := s.o.Store.UpstreamAccount(ctx, st.AgentKey, st.User); err == nil && a.Resource == st.Resource && !a.UpdatedAt.Before(issued) {
+		return a, st.ReturnTo, nil
+	}
 	c, err := s.clientFor(ctx, st.Resource, st.ClientID)
 	if err != nil {
 		return store.UpstreamAccount{}, "", err

@@ -110,7 +110,7 @@ type remote struct {
 	// slowRefresh, when set, is how long each refresh request takes, so
 	// that refreshes from two gateways overlap.
 	slowRefresh time.Duration
-	// used holds the refresh tokens already spent: a second use revokes
+	// used holds the codes and refresh tokens already spent: a second use revokes
 	// every token of its subject, as an authorization server that takes
 	// reuse as theft does (the OAuth 2.1 rule; Spacefix's own does).
 	used map[string]string
@@ -213,6 +213,9 @@ func (r *remote) token(w http.ResponseWriter, req *http.Request) {
 	life := r.accessLife
 	switch req.PostForm.Get("grant_type") {
 	case "authorization_code":
+		if thief, reused := r.used[req.PostForm.Get("code")]; reused {
+			r.revoke(thief) // a code used twice was stolen (RFC 6749 4.1.2)
+		}
 		g, ok := r.codes[req.PostForm.Get("code")]
 		sum := sha256.Sum256([]byte(req.PostForm.Get("code_verifier")))
 		if !ok || g.client != id || g.challenge != base64.RawURLEncoding.EncodeToString(sum[:]) ||
@@ -221,20 +224,12 @@ func (r *remote) token(w http.ResponseWriter, req *http.Request) {
 			return
 		}
 		delete(r.codes, req.PostForm.Get("code"))
+		r.used[req.PostForm.Get("code")] = g.subject
 		who = g.subject
 	case "refresh_token":
 		rt := req.PostForm.Get("refresh_token")
 		if thief, reused := r.used[rt]; reused {
-			for tok, sub := range r.access {
-				if sub == thief {
-					delete(r.access, tok)
-				}
-			}
-			for tok, sub := range r.refresh {
-				if sub == thief {
-					delete(r.refresh, tok)
-				}
-			}
+			r.revoke(thief)
 		}
 		if who, ok = r.refresh[rt]; !ok {
 			writeJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid_grant", "error_description": "refresh token " + rt + " unknown"})
@@ -260,6 +255,20 @@ func (r *remote) token(w http.ResponseWriter, req *http.Request) {
 }
 
 // wait holds a refresh request while a race is set up.
+// revoke ends every token of subject; r.mu is held.
+func (r *remote) revoke(subject string) {
+	for tok, sub := range r.access {
+		if sub == subject {
+			delete(r.access, tok)
+		}
+	}
+	for tok, sub := range r.refresh {
+		if sub == subject {
+			delete(r.refresh, tok)
+		}
+	}
+}
+
 func (r *remote) wait() {
 	r.mu.Lock()
 	r.refreshAsk++
@@ -421,6 +430,31 @@ func connect(t *testing.T, svc *upstream.Service, f fixture, r *remote, user int
 		t.Errorf("returnTo = %q; want /me", returnTo)
 	}
 	return a
+}
+
+// TestCompleteTwice: the callback opened again (a reload) finds the
+// account connected and does not spend the code a second time, which the
+// authorization server would take for a stolen code and end the grant.
+func TestCompleteTwice(t *testing.T) {
+	each(t, func(t *testing.T, st store.Store) {
+		r := newRemote(t)
+		f := newFixture(t, st)
+		svc := newService(st, keyFile(t, secrets.NewKey()), nil)
+		authURL, err := svc.Begin(t.Context(), f.project, f.agentKey, f.ann, r.base+"/mcp", "/me")
+		if err != nil {
+			t.Fatal(err)
+		}
+		back := browse(t, authURL, "ann-upstream")
+		for i := range 2 {
+			if _, returnTo, err := svc.Complete(t.Context(), f.ann, back.Get("state"), back.Get("code"), back.Get("iss")); err != nil || returnTo != "/me" {
+				t.Fatalf("Complete #%d = %q, %v; want /me, connected", i+1, returnTo, err)
+			}
+		}
+		tok, err := svc.Token(t.Context(), f.project, f.agentKey, f.ann)
+		if err != nil || r.who(t, tok) != "ann-upstream" {
+			t.Errorf("ann's token after the callback twice is %s at the remote (%v); want ann-upstream", r.who(t, tok), err)
+		}
+	})
 }
 
 // TestBeginAuthorizeURL: Begin discovers the remote's authorization
