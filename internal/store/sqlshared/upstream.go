@@ -8,6 +8,52 @@ import (
 	"github.com/spacefix/spacefix/internal/store"
 )
 
+// UpstreamSchema is migration step 11 on a store whose type for bytes is
+// bytesType (BLOB, BYTEA): each person's own account at a bridged remote
+// that runs per person, its tokens sealed by internal/secrets, and the
+// OAuth clients the gateway registered at the remotes' authorization
+// servers (upstream.go of package store). An account goes with its user
+// (the foreign key, and DeleteUser), with the person's membership of the
+// project (RemoveMember) and with its agent key (RevokeKey).
+func UpstreamSchema(bytesType string) string {
+	return strings.ReplaceAll(upstreamSchema, "BYTES", bytesType)
+}
+
+const upstreamSchema = `
+CREATE TABLE upstream_accounts (
+	agent_key_id TEXT   NOT NULL REFERENCES keys (id) ON DELETE CASCADE,
+	user_id      BIGINT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+	project_id   BIGINT NOT NULL,
+	resource     TEXT   NOT NULL,
+	access       BYTES  NOT NULL, -- sealed
+	refresh      BYTES,           -- sealed; NULL: none
+	expires_at   BIGINT,          -- NULL: unknown
+	scope        TEXT   NOT NULL,
+	client_id    TEXT   NOT NULL,
+	subject      TEXT   NOT NULL,
+	created_at   BIGINT NOT NULL,
+	updated_at   BIGINT NOT NULL,
+	claimed_until BIGINT,         -- a gateway refreshes the tokens until then; NULL: none
+	version      BIGINT NOT NULL,
+	PRIMARY KEY (agent_key_id, user_id)
+);
+CREATE INDEX upstream_accounts_user ON upstream_accounts (user_id);
+CREATE INDEX upstream_accounts_project ON upstream_accounts (project_id, user_id);
+
+CREATE TABLE upstream_clients (
+	resource     TEXT   NOT NULL,
+	redirect_uri TEXT   NOT NULL,
+	issuer       TEXT   NOT NULL,
+	auth_url     TEXT   NOT NULL,
+	token_url    TEXT   NOT NULL,
+	client_id    TEXT   NOT NULL,
+	secret       BYTES,           -- sealed; NULL: a public client
+	scopes       TEXT   NOT NULL, -- JSON array
+	created_at   BIGINT NOT NULL,
+	PRIMARY KEY (resource, redirect_uri)
+);
+`
+
 // UpstreamAccountColumns are the columns of upstream_accounts in the order
 // [ScanUpstreamAccount] reads and [UpstreamAccountArgs] writes them.
 const UpstreamAccountColumns = `project_id, agent_key_id, user_id, resource, access, refresh, expires_at,
