@@ -558,3 +558,10 @@ func (w *ppWorld) restartFront(logs *syncBuffer) {
 	f.gw, f.store, f.cfg = g, st, cfg
 	w.front = &f
 }
+
+// direct is e as reached at its own address rather than the public one.
+func (e *env) direct() *env {
+	d := *e
+	d.url = "http://" + e.gw.Addr()
+	return &d
+}

@@ -617,8 +617,8 @@ func TestPerPersonCLI(t *testing.T) {
 
 // TestPerPersonConnectPages: the connect flow's other endings, as a
 // browser sees them. A callback is the signed-in person's own: bob cannot
-// finish alice's, nor does a response naming another issuer. Declining at
-// the remote connects nothing; a return path brings the person back to
+// finish alice's, nor does a response naming another issuer; opened
+// twice, it connects once. Declining at the remote connects nothing; a return path brings the person back to
 // the dashboard; someone outside the key's project learns nothing of it;
 // a stopped bridge is said to be stopped; a revoked agent key takes its
 // accounts with it.
@@ -668,12 +668,23 @@ func TestPerPersonConnectPages(t *testing.T) {
 		t.Errorf("alice's callback after declining = %d; want 200 saying %q and no account\n%s", status, cancelled, page)
 	}
 
+	// The callback opened twice (the page reloaded, or restored with the
+	// browser's tabs): connected once. The used code must not reach the
+	// remote again, which would take it for a stolen one and end the grant.
 	back = w.authorize(alice, "approve")
-	if status, _, page := browse(t, back.String(), alice.front.session); status != http.StatusOK || gone(alice) {
+	connected := "Your " + w.host + " account is connected."
+	if status, _, page := browse(t, back.String(), alice.front.session); status != http.StatusOK || gone(alice) || !strings.Contains(page, connected) {
 		t.Fatalf("alice's callback = %d\n%s", status, page)
 	}
+	first := w.account(alice)
+	if status, _, page := browse(t, back.String(), alice.front.session); status != http.StatusOK || !strings.Contains(page, connected) {
+		t.Errorf("alice's callback opened again = %d; want 200 saying %q\n%s", status, connected, page)
+	}
+	if again := w.account(alice); again.Version != first.Version {
+		t.Errorf("alice's account was written again when the callback was opened again")
+	}
 	if got := w.whoami(t, w.session(alice, "2026-07-28", nil)); got != alice.email {
-		t.Errorf("alice's whoami = %q", got)
+		t.Errorf("alice's whoami after she opened the callback twice = %q", got)
 	}
 
 	// From the dashboard: back to the page the person came from.
@@ -743,5 +754,45 @@ func TestPerPersonSessionRemote(t *testing.T) {
 	}
 	if got := w.whoami(t, w.session(bob, "2026-07-28", nil)); got != bob.email {
 		t.Errorf("bob's whoami = %q", got)
+	}
+}
+
+// TestPerPersonRefreshRace: alice calls through both gateways at once
+// while her upstream token expires. The remote, like any OAuth 2.1
+// server that rotates refresh tokens, ends the whole grant when one is
+// used twice; so the gateways must refresh once between them, and every
+// call says alice.
+func TestPerPersonRefreshRace(t *testing.T) {
+	t.Parallel()
+	w, a, b, _ := newPPCluster(t)
+	alice := w.person("alice", true)
+	w.connectAccount(alice, nil)
+	refreshes := w.upSt.refreshes.Load()
+	w.expireSoon(alice)
+	var wg sync.WaitGroup
+	for _, g := range []*env{a.direct(), b.direct()} {
+		for _, v := range []string{"2025-11-25", "2026-07-28"} {
+			cs := g.connect(v, alice.token, nil)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: w.tool, Arguments: map[string]any{}})
+				switch {
+				case err != nil:
+					t.Errorf("alice's whoami through %s at %s while both refresh: %v", g.url, v, err)
+				case r.IsError || text(r) != alice.email:
+					t.Errorf("alice's whoami through %s at %s while both refresh = %v %q", g.url, v, r.IsError, text(r))
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	if n := w.upSt.refreshes.Load(); n != refreshes+1 {
+		t.Errorf("the remote saw %d refresh grants when both gateways refreshed at once; want 1", n-refreshes)
+	}
+	if got := w.whoami(t, w.session(alice, "2026-07-28", nil)); got != alice.email {
+		t.Errorf("alice's whoami afterwards = %q", got)
 	}
 }
