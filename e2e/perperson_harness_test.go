@@ -376,6 +376,22 @@ func (w *ppWorld) expireSoon(p *ppPerson) store.UpstreamAccount {
 	return a
 }
 
+// dropToken has the remote drop p's token early: the next refresh (made
+// now, by a call on cs) gets a token that lives one second, and the
+// front, told an hour, keeps it. It returns that token once the remote
+// refuses it.
+func (w *ppWorld) dropToken(t *testing.T, cs *mcp.ClientSession, p *ppPerson) string {
+	t.Helper()
+	w.upSt.shortNext.Store(1)
+	w.expireSoon(p)
+	if got := w.whoami(t, cs); got != p.email {
+		t.Errorf("%s's whoami = %q", p.email, got)
+	}
+	dropped := w.accessToken(w.box(), p)
+	waitFor(t, "the remote to refuse "+p.email+"'s short-lived token", func() bool { return mcpStatus(t, w.up, dropped) == 401 })
+	return dropped
+}
+
 // box opens the front's secret key file: the one configured, else the
 // one the gateway made beside its SQLite file.
 func (w *ppWorld) box() *secrets.Box {

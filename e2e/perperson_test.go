@@ -197,14 +197,8 @@ func TestPerPersonConnect(t *testing.T) {
 		// Dropped by the remote before its time: the remote answers 401,
 		// the front refreshes and delivers the call once more; the client
 		// sees alice, never the -32044 in between.
-		w.upSt.shortNext.Store(1)
-		w.expireSoon(alice)
-		if got := w.whoami(t, cs); got != alice.email {
-			t.Errorf("alice's whoami = %q", got)
-		}
 		box := w.box()
-		dropped := w.accessToken(box, alice)
-		waitFor(t, "the remote to refuse alice's short-lived token", func() bool { return mcpStatus(t, w.up, dropped) == 401 })
+		dropped := w.dropToken(t, cs, alice)
 		refreshes = w.upSt.refreshes.Load()
 		for _, v := range []string{"2025-11-25", "2026-07-28"} {
 			if got := w.whoami(t, w.session(alice, v, nil)); got != alice.email {
@@ -219,6 +213,18 @@ func TestPerPersonConnect(t *testing.T) {
 		}
 		if got := w.whoami(t, w.session(bob, "2026-07-28", nil)); got != bob.email {
 			t.Errorf("bob's whoami after alice's refreshes = %q", got)
+		}
+
+		// A read and a prompt get whose token the remote dropped are
+		// delivered once more too.
+		cs = w.session(alice, "2025-11-25", nil)
+		w.dropToken(t, cs, alice)
+		refreshes = w.upSt.refreshes.Load()
+		if read, got, rerr, gerr := readWho(cs); read != alice.email || got != alice.email {
+			t.Errorf("alice's read and prompt after the remote dropped her token = %q %q (%v, %v)", read, got, rerr, gerr)
+		}
+		if n := w.upSt.refreshes.Load(); n != refreshes+1 {
+			t.Errorf("the remote saw %d refresh grants for the read and the get; want 1", n-refreshes)
 		}
 	})
 
@@ -738,13 +744,7 @@ func TestPerPersonSessionRemote(t *testing.T) {
 			}
 		}
 	}
-	w.upSt.shortNext.Store(1)
-	w.expireSoon(alice)
-	if got := w.whoami(t, w.session(alice, "2025-11-25", nil)); got != alice.email {
-		t.Errorf("alice's whoami = %q", got)
-	}
-	dropped := w.accessToken(w.box(), alice)
-	waitFor(t, "the remote to refuse alice's short-lived token", func() bool { return mcpStatus(t, w.up, dropped) == 401 })
+	w.dropToken(t, w.session(alice, "2025-11-25", nil), alice)
 	refreshes := w.upSt.refreshes.Load()
 	if got := w.whoami(t, w.session(alice, "2026-07-28", nil)); got != alice.email {
 		t.Errorf("alice's whoami after the remote dropped her token = %q", got)
