@@ -758,7 +758,7 @@ func TestPerPersonSessionRemote(t *testing.T) {
 }
 
 // TestPerPersonRefreshRace: alice calls through both gateways at once
-// while her upstream token expires. The remote, like any OAuth 2.1
+// while her upstream token expires, and again after the remote dropped it. The remote, like any OAuth 2.1
 // server that rotates refresh tokens, ends the whole grant when one is
 // used twice; so the gateways must refresh once between them, and every
 // call says alice.
@@ -767,12 +767,19 @@ func TestPerPersonRefreshRace(t *testing.T) {
 	w, a, b, _ := newPPCluster(t)
 	alice := w.person("alice", true)
 	w.connectAccount(alice, nil)
-	refreshes := w.upSt.refreshes.Load()
-	w.expireSoon(alice)
-	var wg sync.WaitGroup
-	for _, g := range []*env{a.direct(), b.direct()} {
-		for _, v := range []string{"2025-11-25", "2026-07-28"} {
-			cs := g.connect(v, alice.token, nil)
+	// bothAtOnce calls as alice through A and B at once, in sessions of
+	// both eras, and checks the remote saw one refresh.
+	bothAtOnce := func(why string) {
+		t.Helper()
+		var sessions []*mcp.ClientSession
+		for _, g := range []*env{a.direct(), b.direct()} {
+			for _, v := range []string{"2025-11-25", "2026-07-28"} {
+				sessions = append(sessions, g.connect(v, alice.token, nil))
+			}
+		}
+		refreshes := w.upSt.refreshes.Load()
+		var wg sync.WaitGroup
+		for _, cs := range sessions {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -781,17 +788,22 @@ func TestPerPersonRefreshRace(t *testing.T) {
 				r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: w.tool, Arguments: map[string]any{}})
 				switch {
 				case err != nil:
-					t.Errorf("alice's whoami through %s at %s while both refresh: %v", g.url, v, err)
+					t.Errorf("alice's whoami through both at once, %s: %v", why, err)
 				case r.IsError || text(r) != alice.email:
-					t.Errorf("alice's whoami through %s at %s while both refresh = %v %q", g.url, v, r.IsError, text(r))
+					t.Errorf("alice's whoami through both at once, %s = %v %q", why, r.IsError, text(r))
 				}
 			}()
 		}
+		wg.Wait()
+		if n := w.upSt.refreshes.Load(); n != refreshes+1 {
+			t.Errorf("the remote saw %d refresh grants when both gateways refreshed at once, %s; want 1", n-refreshes, why)
+		}
 	}
-	wg.Wait()
-	if n := w.upSt.refreshes.Load(); n != refreshes+1 {
-		t.Errorf("the remote saw %d refresh grants when both gateways refreshed at once; want 1", n-refreshes)
-	}
+	w.expireSoon(alice)
+	bothAtOnce("her token expiring")
+	// The remote drops her token early: both gateways hear 401 at once.
+	w.dropToken(t, w.session(alice, "2026-07-28", nil), alice)
+	bothAtOnce("her token dropped by the remote")
 	if got := w.whoami(t, w.session(alice, "2026-07-28", nil)); got != alice.email {
 		t.Errorf("alice's whoami afterwards = %q", got)
 	}
