@@ -137,20 +137,26 @@ func newPPWorld(t *testing.T, setup ppSetup) *ppWorld {
 	if setup.noBridge {
 		return w
 	}
-	dir := t.TempDir()
-	w.login(dir)
-	// The bridge dials the front itself, not its public URL.
-	direct := *w.front
-	direct.url = "http://" + w.front.gw.Addr()
-	w.bridge = direct.startBridge(w.srv, bridge.Options{TokenDir: dir})
+	w.bridge = w.startBridge(w.srv, w.front.agentKey)
 	return w
 }
 
-// login is `spacefix bridge login up` by the remote's operator, ops, with
-// the tokens kept in dir.
-func (w *ppWorld) login(dir string) {
+// startBridge signs srv in as ops and runs its bridge with agentKey,
+// connected to the front itself (not its public URL).
+func (w *ppWorld) startBridge(srv bridge.Server, agentKey string) *runningBridge {
 	w.t.Helper()
-	b, err := bridge.New(w.srv, bridge.Options{GatewayURL: w.front.url, APIKey: w.front.agentKey, TokenDir: dir})
+	dir := w.t.TempDir()
+	w.login(srv, dir)
+	direct := *w.front
+	direct.url, direct.agentKey = "http://"+w.front.gw.Addr(), agentKey
+	return direct.startBridge(srv, bridge.Options{TokenDir: dir})
+}
+
+// login is `spacefix bridge login <srv>` by the remote's operator, ops,
+// with the tokens kept in dir.
+func (w *ppWorld) login(srv bridge.Server, dir string) {
+	w.t.Helper()
+	b, err := bridge.New(srv, bridge.Options{GatewayURL: w.front.url, APIKey: w.front.agentKey, TokenDir: dir})
 	must(w.t, err)
 	loginThrough(w.t, b, w.up.url+"/oauth/authorize?", func(authURL string) (string, error) {
 		back, err := w.ops.consent(authURL, "approve")

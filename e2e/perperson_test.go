@@ -595,7 +595,7 @@ func TestPerPersonCLI(t *testing.T) {
 		t.Errorf("spacefix bridge --per-person without a sign-in = %v\n%s\nwant it to end saying %q", err, out, want)
 	}
 
-	w.login(filepath.Join(home, "spacefix", "bridge"))
+	w.login(w.srv, filepath.Join(home, "spacefix", "bridge"))
 	before := len(w.front.gw.Registry().All())
 	cmd := bridgeCmd(context.Background())
 	logs := &syncBuffer{}
@@ -806,5 +806,47 @@ func TestPerPersonRefreshRace(t *testing.T) {
 	bothAtOnce("her token dropped by the remote")
 	if got := w.whoami(t, w.session(alice, "2026-07-28", nil)); got != alice.email {
 		t.Errorf("alice's whoami afterwards = %q", got)
+	}
+}
+
+// TestPerPersonTwoBridges: two per-person bridges of the same remote,
+// each with its own agent key. An account is connected per agent key:
+// alice's account through one does not serve the other, whose calls ask
+// her to connect there too; the front registered one client at the
+// remote for both.
+func TestPerPersonTwoBridges(t *testing.T) {
+	t.Parallel()
+	w := newPPWorld(t, ppSetup{})
+	key2, secret2 := w.front.newKey(store.Key{Kind: store.KindAgent, Name: "second"})
+	srv2 := w.srv
+	srv2.Name = "up2"
+	w.startBridge(srv2, secret2)
+	alice := w.person("alice", true)
+	w.connectAccount(alice, nil)
+	cs := w.session(alice, "2026-07-28", nil)
+	if got := w.whoami(t, cs); got != alice.email {
+		t.Errorf("alice's whoami through the first bridge = %q", got)
+	}
+	connect2 := w.front.url + "/connect/" + key2.ID
+	want := fmt.Sprintf("Connect your %s account to use up2__whoami: open %s, sign in there, then call up2__whoami again.", w.host, connect2)
+	if r := call(t, cs, "up2__whoami", map[string]any{}); !r.IsError || text(r) != want {
+		t.Errorf("alice's call through the second bridge = %v %q; want %q", r.IsError, text(r), want)
+	}
+	status, loc, _ := browse(t, connect2, alice.front.session)
+	if status != http.StatusSeeOther {
+		t.Fatalf("GET %s = %d", connect2, status)
+	}
+	back, err := alice.up.consent(loc, "approve")
+	must(t, err)
+	if status, _, page := browse(t, back.String(), alice.front.session); status != http.StatusOK {
+		t.Fatalf("the second callback = %d\n%s", status, page)
+	}
+	if r := call(t, cs, "up2__whoami", map[string]any{}); r.IsError || text(r) != alice.email {
+		t.Errorf("alice's call through the second bridge after connecting = %v %q", r.IsError, text(r))
+	}
+	clients, err := w.front.store.UpstreamClients(context.Background())
+	must(t, err)
+	if len(clients) != 1 || clients[0].Resource != w.up.url+"/mcp" || clients[0].RedirectURI != w.front.url+"/upstream/callback" {
+		t.Errorf("the front's clients at the remote = %+v; want one for %s/mcp", clients, w.up.url)
 	}
 }
