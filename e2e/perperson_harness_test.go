@@ -113,7 +113,11 @@ func newPPWorld(t *testing.T, setup ppSetup) *ppWorld {
 		must(t, a.Resource("who://me", core.ResourceOptions{Name: "me", MimeType: "text/plain"}, func(ctx context.Context) (any, error) {
 			return email(ctx), nil
 		}))
-		must(t, a.Prompt("whoami_prompt", core.PromptOptions{Description: "The calling person's email."}, func(ctx context.Context, _ map[string]string) (core.PromptResult, error) {
+		must(t, a.Prompt("whoami_prompt", core.PromptOptions{Description: "The calling person's email.", Args: []core.PromptArg{{
+			Name: "x", Complete: func(ctx context.Context, _ string, _ map[string]string) ([]string, error) {
+				return []string{email(ctx)}, nil
+			},
+		}}}, func(ctx context.Context, _ map[string]string) (core.PromptResult, error) {
 			return core.PromptResult{Messages: []core.PromptMessage{core.UserMessage(email(ctx))}}, nil
 		}))
 	})
@@ -324,6 +328,19 @@ func readWho(cs *mcp.ClientSession) (read, got string, readErr, getErr error) {
 		}
 	}
 	return read, got, readErr, getErr
+}
+
+// completeWho completes the bridged whoami prompt's argument on cs: the
+// one value the remote offered, or the error.
+func completeWho(cs *mcp.ClientSession) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cr, err := cs.Complete(ctx, &mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/prompt", Name: "up__whoami_prompt"},
+		Argument: mcp.CompleteParamsArgument{Name: "x"}})
+	if err != nil || len(cr.Completion.Values) != 1 {
+		return "", err
+	}
+	return cr.Completion.Values[0], nil
 }
 
 // rpcMessage is the message of a JSON-RPC error ("" for another error).

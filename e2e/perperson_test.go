@@ -108,15 +108,22 @@ func TestPerPersonConnect(t *testing.T) {
 		}
 	})
 
-	t.Run("reads and prompts", func(t *testing.T) {
+	t.Run("reads, prompts and completions", func(t *testing.T) {
 		for _, v := range []string{"2025-11-25", "2026-07-28"} {
 			read, got, rerr, gerr := readWho(w.session(alice, v, nil))
 			if read != alice.email || got != alice.email || rerr != nil || gerr != nil {
 				t.Errorf("alice's read and prompt at %s = %q %q (%v, %v)", v, read, got, rerr, gerr)
 			}
-			read, got, rerr, gerr = readWho(w.front.connect(v, w.front.clientKey, nil))
+			if got, err := completeWho(w.session(alice, v, nil)); got != alice.email {
+				t.Errorf("alice's completion at %s = %q (%v)", v, got, err)
+			}
+			key := w.front.connect(v, w.front.clientKey, nil)
+			read, got, rerr, gerr = readWho(key)
 			if rpcMessage(rerr) != w.refusalOf("who://me") || rpcMessage(gerr) != w.refusalOf("up__whoami_prompt") {
 				t.Errorf("a key's read and prompt at %s = %q %q (%v, %v); want JSON-RPC errors with the refusal", v, read, got, rerr, gerr)
+			}
+			if got, err := completeWho(key); rpcMessage(err) != w.refusalOf("up__whoami_prompt") {
+				t.Errorf("a key's completion at %s = %q, %v; want a JSON-RPC error with the refusal", v, got, err)
 			}
 			link := fmt.Sprintf("Connect your %s account to use who://me: open %s, sign in there, then call who://me again.", w.host, w.connectURL())
 			if _, _, rerr, _ := readWho(w.session(carol, v, nil)); rpcMessage(rerr) != link {
@@ -479,6 +486,9 @@ func TestPerPersonFallbackShared(t *testing.T) {
 		}
 		if read, got, rerr, gerr := readWho(key); read != "ops@example.com" || got != "ops@example.com" {
 			t.Errorf("a key's read and prompt at %s = %q %q (%v, %v); want the shared account's", v, read, got, rerr, gerr)
+		}
+		if got, err := completeWho(key); got != "ops@example.com" {
+			t.Errorf("a key's completion at %s = %q (%v); want the shared account's", v, got, err)
 		}
 		if got := w.whoami(t, w.session(alice, v, nil)); got != alice.email {
 			t.Errorf("alice's whoami at %s = %q", v, got)
