@@ -203,6 +203,7 @@ func (w *ppWorld) person(name string, onUp bool) *ppPerson {
 	session, _, err := users.NewSession(context.Background(), w.front.store, m.user.ID)
 	must(w.t, err)
 	p := &ppPerson{email: email, id: m.user.ID, token: m.access, front: &person{t: w.t, e: w.front, session: session}}
+	p.front.access.Store("write")
 	if onUp {
 		p.up = newPPUser(w.t, w.up, email)
 	}

@@ -81,6 +81,17 @@ func TestPerPersonConnect(t *testing.T) {
 				}
 			}
 		}
+		// Through go-sdk's own OAuth client: registration, alice's consent
+		// on the front's dashboard, PKCE.
+		for _, v := range []string{"2025-11-25", "2026-07-28"} {
+			cs, err := alice.front.oauthClient(v)
+			if err != nil {
+				t.Fatalf("alice's go-sdk OAuth client at %s: %v", v, err)
+			}
+			if got := w.whoami(t, cs); got != alice.email {
+				t.Errorf("alice's whoami through go-sdk's OAuth client at %s = %q", v, got)
+			}
+		}
 		// Both at once, in sessions of both eras: never the other's token.
 		var wg sync.WaitGroup
 		for _, p := range []*ppPerson{alice, bob} {
