@@ -101,6 +101,13 @@ func InvalidGrant(err error) bool {
 	return errors.As(err, &r) && r.Code == "invalid_grant"
 }
 
+// InvalidClient reports whether err is the authorization server's
+// invalid_client: it no longer knows the client (or its secret).
+func InvalidClient(err error) bool {
+	var r *Refused
+	return errors.As(err, &r) && r.Code == "invalid_client"
+}
+
 // refused turns an error of golang.org/x/oauth2 or of a request into a
 // [Refused] for host.
 func refused(host string, err error) error {

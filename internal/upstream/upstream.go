@@ -212,18 +212,24 @@ func (s *Service) client(ctx context.Context, resource string, srv *oauthclient.
 	mu.Lock() // one registration at a time per resource in this gateway
 	defer mu.Unlock()
 	kept, err := s.o.Store.UpstreamClient(ctx, resource, redirect)
-	switch {
-	case err == nil && kept.Issuer == srv.Issuer && kept.TokenURL == srv.TokenURL && kept.AuthURL == srv.AuthURL:
-		return s.open(kept, srv.Host())
-	case err != nil && !errors.Is(err, store.ErrNotFound):
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return oauthclient.Client{}, fmt.Errorf("read the upstream client of %s: %w", srv.Host(), err)
+	}
+	if err == nil && kept.ClientID != "" && kept.Issuer == srv.Issuer && kept.TokenURL == srv.TokenURL && kept.AuthURL == srv.AuthURL {
+		live, err := s.clientLive(ctx, kept)
+		if err != nil {
+			return oauthclient.Client{}, err
+		}
+		if live {
+			return s.open(kept, srv.Host())
+		}
 	}
 	c, err := oauthclient.Register(ctx, s.hc, srv, oauthclient.RegisterOptions{RedirectURI: redirect, ClientName: clientName})
 	if err != nil {
 		return oauthclient.Client{}, err
 	}
 	uc := store.UpstreamClient{Resource: resource, RedirectURI: redirect, Issuer: srv.Issuer, AuthURL: c.AuthURL,
-		TokenURL: c.TokenURL, ClientID: c.ID, Scopes: c.Scopes}
+		TokenURL: c.TokenURL, ClientID: c.ID, Scopes: c.Scopes, CreatedAt: s.o.Now()}
 	if c.Secret != "" {
 		uc.Secret = s.o.Box.Seal([]byte(c.Secret), clientContext(resource))
 	}
@@ -232,6 +238,44 @@ func (s *Service) client(ctx context.Context, resource string, srv *oauthclient.
 	}
 	s.log.Info("upstream: client registered", "host", srv.Host(), "issuer", srv.Issuer)
 	return c, nil
+}
+
+// clientLive reports whether a kept client may still be used for a new
+// connection. Authorization servers delete registrations nobody uses
+// (Spacefix's own prunes an unapproved client after a day): a client
+// registered longer ago than a connect link lives that holds no account
+// is registered anew rather than trusted, or an abandoned first connect
+// would leave every later one at the remote's "unknown client" page.
+func (s *Service) clientLive(ctx context.Context, kept store.UpstreamClient) (bool, error) {
+	if s.o.Now().Sub(kept.CreatedAt) < stateLife {
+		return true, nil
+	}
+	all, err := s.o.Store.UpstreamAccounts(ctx, store.UpstreamFilter{})
+	if err != nil {
+		return false, fmt.Errorf("read the upstream accounts: %w", err)
+	}
+	for _, a := range all {
+		if a.Resource == kept.Resource && a.ClientID == kept.ClientID {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// forgetClient marks the kept client clientID of resource as gone (the
+// authorization server answered invalid_client): the next Begin
+// registers anew.
+func (s *Service) forgetClient(ctx context.Context, resource, clientID string) {
+	kept, err := s.o.Store.UpstreamClient(ctx, resource, s.RedirectURI())
+	if err != nil || kept.ClientID != clientID {
+		return
+	}
+	kept.ClientID, kept.Secret = "", nil
+	if err := s.o.Store.PutUpstreamClient(ctx, kept); err != nil {
+		s.log.Warn("upstream: could not forget a client the authorization server no longer knows", "host", oauthclient.Host(resource), "err", err)
+		return
+	}
+	s.log.Info("upstream: the authorization server no longer knows the gateway's client; the next connect registers anew", "host", oauthclient.Host(resource))
 }
 
 // open makes an oauthclient.Client of a kept one.
@@ -253,7 +297,7 @@ func (s *Service) open(uc store.UpstreamClient, host string) (oauthclient.Client
 func (s *Service) clientFor(ctx context.Context, resource, clientID string) (oauthclient.Client, error) {
 	host := oauthclient.Host(resource)
 	uc, err := s.o.Store.UpstreamClient(ctx, resource, s.RedirectURI())
-	if err == nil && uc.ClientID == clientID {
+	if err == nil && uc.ClientID == clientID && clientID != "" {
 		return s.open(uc, host)
 	}
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
@@ -264,7 +308,7 @@ func (s *Service) clientFor(ctx context.Context, resource, clientID string) (oau
 		return oauthclient.Client{}, fmt.Errorf("read the upstream clients: %w", err)
 	}
 	for _, uc := range all {
-		if uc.Resource == resource && uc.ClientID == clientID {
+		if uc.Resource == resource && uc.ClientID == clientID && clientID != "" {
 			return s.open(uc, host)
 		}
 	}
@@ -314,6 +358,9 @@ func (s *Service) Complete(ctx context.Context, userID int64, rawState, code, is
 		return store.UpstreamAccount{}, "", err
 	}
 	t, err := c.Exchange(ctx, s.hc, code, st.Verifier, st.Indicator)
+	if oauthclient.InvalidClient(err) {
+		s.forgetClient(ctx, st.Resource, c.ID)
+	}
 	if err != nil {
 		return store.UpstreamAccount{}, "", err
 	}
@@ -518,6 +565,10 @@ func (s *Service) refreshClaimed(ctx context.Context, a store.UpstreamAccount, h
 		return "", err
 	}
 	t, err := c.Refresh(ctx, s.hc, rt)
+	if oauthclient.InvalidClient(err) {
+		s.forgetClient(ctx, a.Resource, a.ClientID)
+		return "", s.giveUp(ctx, a, err.Error())
+	}
 	if oauthclient.InvalidGrant(err) {
 		// Another gateway may have refreshed (and rotated the refresh
 		// token) a moment ago: wait a little for its write.

@@ -699,6 +699,61 @@ func TestTwoGatewaysRefreshAtOnce(t *testing.T) {
 	})
 }
 
+// TestPrunedClientRegistersAnew: the first person to open the connect
+// link gave up; a day later the authorization server has deleted the
+// client nobody used. The next person's connect registers a new client
+// instead of sending them to the server's "unknown client" page.
+func TestPrunedClientRegistersAnew(t *testing.T) {
+	each(t, func(t *testing.T, st store.Store) {
+		r := newRemote(t)
+		f := newFixture(t, st)
+		c := &clock{}
+		svc := newService(st, keyFile(t, secrets.NewKey()), c)
+		if _, err := svc.Begin(t.Context(), f.project, f.agentKey, f.bob, r.base+"/mcp", ""); err != nil {
+			t.Fatal(err)
+		}
+		c.advance(24 * time.Hour)
+		r.set(func(r *remote) { clear(r.clients) }) // pruned at the remote
+		connect(t, svc, f, r, f.ann, "ann-upstream")
+		if n := r.count(func(r *remote) int { return r.registered }); n != 2 {
+			t.Errorf("%d registrations; want 2 (the pruned client registered anew)", n)
+		}
+		// A client that holds an account is kept, however old.
+		c.advance(24 * time.Hour)
+		if _, err := svc.Begin(t.Context(), f.project, f.agentKey, f.bob, r.base+"/mcp", ""); err != nil {
+			t.Fatal(err)
+		}
+		if n := r.count(func(r *remote) int { return r.registered }); n != 2 {
+			t.Errorf("%d registrations after a connect by a client in use; want 2", n)
+		}
+	})
+}
+
+// TestInvalidClientReconnects: a refresh answered invalid_client (the
+// server deleted the gateway's client) drops the account, and the next
+// connect registers anew.
+func TestInvalidClientReconnects(t *testing.T) {
+	each(t, func(t *testing.T, st store.Store) {
+		r := newRemote(t)
+		r.set(func(r *remote) { r.accessLife = 30 })
+		f := newFixture(t, st)
+		svc := newService(st, keyFile(t, secrets.NewKey()), nil)
+		connect(t, svc, f, r, f.ann, "ann-upstream")
+		r.set(func(r *remote) { clear(r.clients) })
+		if _, err := svc.Token(t.Context(), f.project, f.agentKey, f.ann); !errors.Is(err, upstream.ErrReconnect) {
+			t.Fatalf("Token with the client gone = %v; want ErrReconnect", err)
+		}
+		connect(t, svc, f, r, f.ann, "ann-upstream")
+		tok, err := svc.Token(t.Context(), f.project, f.agentKey, f.ann)
+		if err != nil || r.who(t, tok) != "ann-upstream" {
+			t.Errorf("ann's token after connecting again is %s at the remote (%v)", r.who(t, tok), err)
+		}
+		if n := r.count(func(r *remote) int { return r.registered }); n != 2 {
+			t.Errorf("%d registrations; want 2", n)
+		}
+	})
+}
+
 // TestInvalidGrantReconnects: when the upstream refuses the refresh token
 // the account is deleted and the person is told to connect again.
 func TestInvalidGrantReconnects(t *testing.T) {
