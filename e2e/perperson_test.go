@@ -871,3 +871,33 @@ func TestPerPersonTwoBridges(t *testing.T) {
 		t.Errorf("the front's clients at the remote = %+v; want one for %s/mcp", clients, w.up.url)
 	}
 }
+
+// TestPerPersonClientPruned: the front registered a client at the remote
+// when bob opened the connect page, and bob went no further. A day later
+// the remote prunes the client nobody approved (as Spacefix's own OAuth
+// server does after ClientUnusedTTL). alice must still be able to
+// connect, and call as herself.
+func TestPerPersonClientPruned(t *testing.T) {
+	t.Parallel()
+	w := newPPWorld(t, ppSetup{})
+	alice, bob := w.person("alice", true), w.person("bob", true)
+	if status, _, _ := browse(t, w.connectURL(), bob.front.session); status != http.StatusSeeOther {
+		t.Fatalf("bob's GET /connect = %d", status)
+	}
+	// A day later: the front's client is a day old, and the remote prunes.
+	ctx := context.Background()
+	kept, err := w.front.store.UpstreamClient(ctx, w.up.url+"/mcp", w.front.url+"/upstream/callback")
+	must(t, err)
+	kept.CreatedAt = time.Now().Add(-25 * time.Hour)
+	must(t, w.front.store.PutUpstreamClient(ctx, kept))
+	later := time.Now().Add(time.Hour)
+	n, err := w.up.store.PruneOAuthClients(ctx, later, later)
+	must(t, err)
+	if n != 1 {
+		t.Fatalf("the remote pruned %d clients; want the front's one", n)
+	}
+	w.connectAccount(alice, nil)
+	if got := w.whoami(t, w.session(alice, "2026-07-28", nil)); got != alice.email {
+		t.Errorf("alice's whoami = %q", got)
+	}
+}
