@@ -336,7 +336,7 @@ func TestPerPersonConnect(t *testing.T) {
 		}
 	})
 
-	t.Run("removed from the project", func(t *testing.T) {
+	t.Run("removed", func(t *testing.T) {
 		req, _ := http.NewRequest("DELETE", fmt.Sprintf("%s/api/projects/%s/members/%d", w.front.url, w.front.project.Name, bob.id), nil)
 		req.Header.Set("Authorization", "Bearer "+w.front.adminToken())
 		resp, err := http.DefaultClient.Do(req)
@@ -349,6 +349,21 @@ func TestPerPersonConnect(t *testing.T) {
 			t.Errorf("bob's account after he left the project: %v; want it gone", err)
 		}
 		w.account(alice)
+
+		// A person deleted from the gateway: their accounts go too.
+		eve := w.person("eve", true)
+		w.connectAccount(eve, nil)
+		req, _ = http.NewRequest("DELETE", fmt.Sprintf("%s/api/users/%d", w.front.url, eve.id), nil)
+		req.Header.Set("Authorization", "Bearer "+w.front.adminToken())
+		resp, err = http.DefaultClient.Do(req)
+		must(t, err)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNoContent {
+			t.Fatalf("deleting eve = %d", resp.StatusCode)
+		}
+		if _, err := w.front.store.UpstreamAccount(context.Background(), w.keyID, eve.id); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("eve's account after she was deleted: %v; want it gone", err)
+		}
 	})
 
 	t.Run("disconnected", func(t *testing.T) {
