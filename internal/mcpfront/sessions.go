@@ -166,6 +166,43 @@ func (v *view) added(id string, tasks bool) {
 	v.sess.m[id].tasks = tasks
 }
 
+// sessionStart passes a session's first answer through, and calls
+// started with the new session's id before its header is written.
+type sessionStart struct {
+	http.ResponseWriter
+	started func(id string)
+	noted   bool
+}
+
+func (w *sessionStart) note() {
+	if w.noted {
+		return
+	}
+	w.noted = true
+	if id := w.Header().Get("Mcp-Session-Id"); id != "" {
+		w.started(id)
+	}
+}
+
+func (w *sessionStart) WriteHeader(code int) {
+	w.note()
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *sessionStart) Write(b []byte) (int, error) {
+	w.note()
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *sessionStart) Flush() {
+	w.note()
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (w *sessionStart) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
 // declaresTasks reports whether an initialize request's client declares
 // the tasks capability (capabilities.tasks, 2025-11-25).
 func declaresTasks(initialize []byte) bool {
@@ -465,10 +502,10 @@ func (f *Front) serveSession(w http.ResponseWriter, r *http.Request, v *view) {
 			refuseCall(w, http.StatusTooManyRequests, callID(body), codeLimit, fmt.Sprintf(msgTooManySessions, f.maxSessions))
 			return
 		}
-		f.stateful.ServeHTTP(w, r)
-		if nid := w.Header().Get("Mcp-Session-Id"); nid != "" {
-			v.added(nid, declaresTasks(body))
-		}
+		// Recorded before the answer leaves: the client's next request,
+		// sent the moment it reads the session id, must find it.
+		tasks := declaresTasks(body)
+		f.stateful.ServeHTTP(&sessionStart{ResponseWriter: w, started: func(nid string) { v.added(nid, tasks) }}, r)
 	case id == "":
 		f.stateful.ServeHTTP(w, r)
 	case r.Method == http.MethodDelete:
