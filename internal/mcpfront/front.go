@@ -252,8 +252,21 @@ func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// returned: shutdown waits for answers to reach their clients.
 		f.inflight.add()
 		defer f.inflight.done()
+		defer f.flushDraining(w)
 	}
 	f.handler.ServeHTTP(w, r)
+}
+
+// flushDraining sends what is buffered of w's response when the gateway
+// is shutting down: what a handler wrote may sit in net/http's buffer
+// after it returns, and a shutdown that closes the connection once the
+// count drops would cut the answer before its first byte
+// (TestGracefulShutdown: "Post …: EOF"). Otherwise net/http sends it as
+// it always does (with a Content-Length when it fits its buffer).
+func (f *Front) flushDraining(w http.ResponseWriter) {
+	if f.draining.Load() {
+		_ = http.NewResponseController(w).Flush() // an error: the client has gone
+	}
 }
 
 // dispatch applies the key's limits, then sends a request to the handler of
