@@ -351,8 +351,9 @@ type Caller struct {
 	KeyID   string `json:"keyId,omitempty"`
 	KeyName string `json:"keyName,omitempty"`
 	// Capabilities are the client capabilities that input requests need
-	// and the client declared for this call: "elicitation", "sampling",
-	// "roots" (sorted; tools and prompts only).
+	// and the client declared for this call: "elicitation",
+	// "elicitation.url" (URL-mode elicitation), "sampling", "roots"
+	// (sorted; tools and prompts only).
 	Capabilities []string `json:"capabilities,omitempty"`
 	// Person is who called through an OAuth app; nil for a client key.
 	Person *Person `json:"person,omitempty"`
