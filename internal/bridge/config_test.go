@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -120,5 +121,25 @@ func TestTargetShowsNoSecret(t *testing.T) {
 				t.Errorf("Target() = %q shows %q", got, secret)
 			}
 		}
+	}
+}
+
+// The example config in examples/bridge parses, with the modes it says.
+func TestExampleConfig(t *testing.T) {
+	data, err := os.ReadFile("../../examples/bridge/mcp.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"HOME": "/home/ann", "ORDERS_EXCHANGE_SECRET": "s3cret"}
+	servers, err := ParseConfig(data, func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	if err != nil {
+		t.Fatal(err)
+	}
+	modes := map[string]string{}
+	for _, s := range servers {
+		modes[s.Name] = s.Mode() + "/" + s.Fallback
+	}
+	if want := map[string]string{"files": "/", "linear": "connect/", "orders": "exchange/shared"}; !cmp.Equal(modes, want) {
+		t.Errorf("modes/fallbacks = %v; want %v", modes, want)
 	}
 }
