@@ -11,6 +11,7 @@ import (
 	"github.com/spacefix/spacefix/internal/agents"
 	"github.com/spacefix/spacefix/internal/route"
 	"github.com/spacefix/spacefix/internal/store"
+	"github.com/spacefix/spacefix/internal/store/teststores"
 	"github.com/spacefix/spacefix/internal/tasks"
 )
 
@@ -43,7 +44,7 @@ func (e *env) pick(b *testing.B) (*route.Call, *agents.Tool) {
 }
 
 func benchEnv(b *testing.B) *env {
-	return newEnv(b, stores(b)["sqlite"](b), store.ProjectSettings{}, tasks.Options{})
+	return newEnv(b, teststores.SQLite(b), store.ProjectSettings{}, tasks.Options{})
 }
 
 // BenchmarkTaskRun is a task-augmented call, start to stored result;

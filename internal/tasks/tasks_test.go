@@ -6,8 +6,6 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -18,10 +16,8 @@ import (
 	"github.com/spacefix/spacefix/internal/route"
 	"github.com/spacefix/spacefix/internal/route/routetest"
 	"github.com/spacefix/spacefix/internal/store"
-	"github.com/spacefix/spacefix/internal/store/postgres"
-	"github.com/spacefix/spacefix/internal/store/sqlite"
+	"github.com/spacefix/spacefix/internal/store/teststores"
 	"github.com/spacefix/spacefix/internal/tasks"
-	"github.com/spacefix/spacefix/internal/testenv"
 )
 
 // These tests run the manager against a real store (SQLite, and
@@ -54,34 +50,9 @@ type env struct {
 	key   store.Key
 }
 
-// stores are the stores the tests run on.
-func stores(t testing.TB) map[string]func(t testing.TB) store.Store {
-	out := map[string]func(t testing.TB) store.Store{
-		"sqlite": func(t testing.TB) store.Store {
-			s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "spacefix.db"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { s.Close() })
-			return s
-		},
-	}
-	if os.Getenv(testenv.DatabaseURLVar) != "" {
-		out["postgres"] = func(t testing.TB) store.Store {
-			s, err := postgres.Open(context.Background(), testenv.Postgres(t))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { s.Close() })
-			return s
-		}
-	}
-	return out
-}
-
 // each runs fn on every store.
 func each(t *testing.T, fn func(t *testing.T, open func(t testing.TB) store.Store)) {
-	for name, open := range stores(t) {
+	for name, open := range teststores.Openers() {
 		t.Run(name, func(t *testing.T) { fn(t, open) })
 	}
 }
@@ -426,7 +397,7 @@ func (grants) OAuthGrant(ctx context.Context, id string) (store.OAuthGrant, erro
 }
 
 func TestTaskOwnerOAuth(t *testing.T) {
-	m := tasks.New(tasks.Options{Store: stores(t)["sqlite"](t), Calls: &calls{}, Grants: grants{}})
+	m := tasks.New(tasks.Options{Store: teststores.SQLite(t), Calls: &calls{}, Grants: grants{}})
 	ctx := context.Background()
 	a, _ := m.OwnerOf(ctx, store.Key{ID: "app_1", OAuth: true})
 	b, _ := m.OwnerOf(ctx, store.Key{ID: "app_2", OAuth: true})

@@ -1,7 +1,6 @@
 package upstream_test
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
@@ -22,9 +21,7 @@ import (
 	"github.com/spacefix/spacefix/internal/leaktest"
 	"github.com/spacefix/spacefix/internal/secrets"
 	"github.com/spacefix/spacefix/internal/store"
-	"github.com/spacefix/spacefix/internal/store/postgres"
-	"github.com/spacefix/spacefix/internal/store/sqlite"
-	"github.com/spacefix/spacefix/internal/testenv"
+	"github.com/spacefix/spacefix/internal/store/teststores"
 	"github.com/spacefix/spacefix/internal/upstream"
 )
 
@@ -39,34 +36,9 @@ var quiet = slog.New(slog.DiscardHandler)
 // clients, an authorization endpoint that approves at once, PKCE S256 and
 // the resource checked at the token endpoint, refresh tokens that rotate).
 
-// stores are the stores the tests run on.
-func stores() map[string]func(t testing.TB) store.Store {
-	out := map[string]func(t testing.TB) store.Store{
-		"sqlite": func(t testing.TB) store.Store {
-			s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "spacefix.db"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { s.Close() })
-			return s
-		},
-	}
-	if os.Getenv(testenv.DatabaseURLVar) != "" {
-		out["postgres"] = func(t testing.TB) store.Store {
-			s, err := postgres.Open(context.Background(), testenv.Postgres(t))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { s.Close() })
-			return s
-		}
-	}
-	return out
-}
-
 // each runs fn on every store.
 func each(t *testing.T, fn func(t *testing.T, st store.Store)) {
-	for name, open := range stores() {
+	for name, open := range teststores.Openers() {
 		t.Run(name, func(t *testing.T) { fn(t, open(t)) })
 	}
 }
@@ -857,7 +829,7 @@ func TestResealAfterRotation(t *testing.T) {
 // TestDialRule: the gateway never dials link-local (cloud metadata),
 // unspecified or multicast addresses, nor loopback ones unless allowed.
 func TestDialRule(t *testing.T) {
-	st := stores()["sqlite"](t)
+	st := teststores.SQLite(t)
 	f := newFixture(t, st)
 	r := newRemote(t)
 	box := keyFile(t, secrets.NewKey())
@@ -914,7 +886,7 @@ func TestNoRefreshToken(t *testing.T) {
 // TestBeginOnAnOpenRemote: a remote that does not ask for a sign-in has no
 // account to connect, and Begin says so.
 func TestBeginOnAnOpenRemote(t *testing.T) {
-	st := stores()["sqlite"](t)
+	st := teststores.SQLite(t)
 	f := newFixture(t, st)
 	open := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "{}") }))
 	defer open.Close()
