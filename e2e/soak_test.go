@@ -307,7 +307,10 @@ func startServeProcess(t *testing.T, extraArgs ...string) *serveProcess {
 		t.Fatal("spacefix serve printed no keys within 30 s")
 	}
 	g.url, g.metricsURL = "http://"+addr, "http://"+metricsAddr
-	g.transport = &http.Transport{MaxIdleConnsPerHost: 64}
+	// As a Go client's: idle connections kept 90 s, under the gateway's
+	// idle timeout, so the client closes them first.
+	g.transport = http.DefaultTransport.(*http.Transport).Clone()
+	g.transport.MaxIdleConnsPerHost = 64
 	t.Cleanup(g.transport.CloseIdleConnections)
 	return g
 }

@@ -115,7 +115,11 @@ type Config struct {
 	WriteTimeout time.Duration
 	// IdleTimeout closes a keep-alive connection with no request for this
 	// long. It never cuts a request in progress (an SSE stream). Default
-	// 30s.
+	// 2m: longer than the idle timeouts of the clients and proxies in
+	// front (Go's default transport 90s, nginx 60s, cloud load balancers
+	// 60s), so they close an idle connection first. The other way round, a
+	// client may send a POST on a connection the gateway closes at that
+	// instant, and cannot safely send it again: the call fails.
 	IdleTimeout time.Duration
 	// HeaderTimeout closes a connection whose request headers have not all
 	// arrived this long after it opened (or after its next request began).
@@ -183,10 +187,13 @@ func DefaultConfig() Config {
 		MaxInFlightPerKey: 64,
 		BodyTimeout:       30 * time.Second,
 		WriteTimeout:      30 * time.Second,
-		IdleTimeout:       30 * time.Second,
+		IdleTimeout:       DefaultIdleTimeout,
 		HeaderTimeout:     10 * time.Second,
 	}
 }
+
+// DefaultIdleTimeout is the default of Config.IdleTimeout.
+const DefaultIdleTimeout = 2 * time.Minute
 
 // Validate names the first field that is wrong.
 func (c *Config) Validate() error {

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -42,7 +43,27 @@ func TestConfigValidate(t *testing.T) {
 	c := Config{Addr: "127.0.0.1:0"}
 	if got := c.withDefaults(); got.LogRetention != DefaultLogRetention || got.Heartbeat != 5*time.Second ||
 		got.SessionIdle != 30*time.Minute || got.MaxSessionsPerKey != 1000 || got.MaxInFlightPerKey != 64 || got.MaxConns != DefaultMaxConns() ||
-		got.HeaderTimeout != 10*time.Second || got.IdleTimeout != 30*time.Second {
+		got.HeaderTimeout != 10*time.Second || got.IdleTimeout != DefaultIdleTimeout {
 		t.Errorf("withDefaults() = %+v", got)
+	}
+}
+
+// TestDefaultIdleTimeoutOutlastsClients: a keep-alive connection must be
+// closed by the client (or the proxy in front) before the gateway closes
+// it, or a POST sent on it at that instant fails with EOF or a reset, and a
+// client cannot safely send a POST again (TestSoak lost one call in 76,000
+// this way against a 30 s default). Go's default transport keeps idle
+// connections 90 s; nginx and cloud load balancers 60 s.
+func TestDefaultIdleTimeoutOutlastsClients(t *testing.T) {
+	goClient := http.DefaultTransport.(*http.Transport).IdleConnTimeout
+	c := Config{Addr: "127.0.0.1:0"}
+	got := c.withDefaults().IdleTimeout
+	for _, client := range []struct {
+		name string
+		idle time.Duration
+	}{{"Go's default transport", goClient}, {"nginx, cloud load balancers", 60 * time.Second}} {
+		if got <= client.idle {
+			t.Errorf("default idle timeout %v does not outlast %s (%v)", got, client.name, client.idle)
+		}
 	}
 }
