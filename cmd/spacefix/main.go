@@ -7,7 +7,7 @@
 //	spacefix keys revoke ID
 //	spacefix projects create NAME
 //	spacefix projects list [--json]
-//	spacefix tokens create|list|revoke, spacefix users list|setup-link, spacefix gateways list, spacefix identity rotate
+//	spacefix tokens create|list|revoke, spacefix users list|setup-link, spacefix gateways list, spacefix identity rotate|reset
 //	spacefix tools list|set, spacefix settings show|set (over the admin API: --url or the address serve recorded in --data, --token)
 //	spacefix bridge [--url GATEWAY] [--key KEY] --name NAME -- COMMAND [ARGS…] | --remote URL [--header "N: v"]… | --config FILE
 //	spacefix bench [--url GATEWAY] [--key CLIENT_KEY] --tool NAME [--args JSON] [--calls N | --duration D] [--concurrency C] [--json]
@@ -62,6 +62,7 @@ Usage:
   spacefix users     list|setup-link                    dashboard users
   spacefix gateways  list                               the gateways running on the store
   spacefix identity  rotate                             sign identity assertions with a new key now
+  spacefix identity  reset                              new signing keys, when the secret key file that sealed them is lost
   spacefix tools     list|set                           per-tool controls, over the admin API
   spacefix settings  show|set                           project settings, over the admin API
   spacefix bridge    --name N -- COMMAND | --remote URL | --config FILE

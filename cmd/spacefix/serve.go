@@ -48,7 +48,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	oauthOn := fs.Bool("oauth", os.Getenv("SPACEFIX_OAUTH") != "false", "be an OAuth 2.1 authorization server, so MCP clients can sign in instead of pasting a client key; --oauth=false turns it off (env SPACEFIX_OAUTH)")
 	fs.BoolVar(&cfg.OAuthPrivateClientIDs, "oauth-private-client-ids", os.Getenv("SPACEFIX_OAUTH_PRIVATE_CLIENT_IDS") == "true", "DEVELOPMENT ONLY: fetch OAuth client metadata documents from loopback and private addresses (env SPACEFIX_OAUTH_PRIVATE_CLIENT_IDS=true)")
 	fs.BoolVar(&cfg.UpstreamAllowLoopback, "upstream-allow-loopback", os.Getenv("SPACEFIX_UPSTREAM_ALLOW_LOOPBACK") == "true", "let the gateway reach per-person bridged remotes and their authorization servers on loopback addresses, for tests and single-machine setups (env SPACEFIX_UPSTREAM_ALLOW_LOOPBACK=true)")
-	fs.StringVar(&cfg.SecretKeyFile, "secret-key-file", os.Getenv("SPACEFIX_SECRET_KEY_FILE"), "`file` of the key that encrypts people's upstream tokens; default secret.key beside a SQLite file (made at first start); needed with PostgreSQL, the same file on every gateway (env SPACEFIX_SECRET_KEY_FILE)")
+	fs.StringVar(&cfg.SecretKeyFile, "secret-key-file", os.Getenv("SPACEFIX_SECRET_KEY_FILE"), "`file` of the key that encrypts people's upstream tokens and the identity signing keys; default secret.key beside a SQLite file (made at first start); needed with PostgreSQL, the same file on every gateway (env SPACEFIX_SECRET_KEY_FILE)")
 	data := dataFlag(fs)
 	logger := obsFlags(fs, &cfg)
 	if err := parse(fs, args); err != nil {

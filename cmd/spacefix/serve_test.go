@@ -45,7 +45,7 @@ func serveArgs(t *testing.T, data string, extra ...string) []string {
 func TestServeSecretKeyFileOnPostgres(t *testing.T) {
 	data := testenv.Postgres(t)
 	err := run(context.Background(), []string{"serve", "--addr", "127.0.0.1:0", "--data", data}, &syncBuffer{}, &syncBuffer{})
-	const want = "a PostgreSQL store needs --secret-key-file (or SPACEFIX_SECRET_KEY_FILE): the key that encrypts upstream tokens, the same file on every gateway. Create one with: head -c 32 /dev/urandom | base64 > secret.key"
+	const want = "a PostgreSQL store needs --secret-key-file (or SPACEFIX_SECRET_KEY_FILE): the key that encrypts upstream tokens and identity signing keys, the same file on every gateway. Create one with: head -c 32 /dev/urandom | base64 > secret.key"
 	if err == nil || err.Error() != want {
 		t.Fatalf("serve on PostgreSQL without a key file: %v\nwant %s", err, want)
 	}

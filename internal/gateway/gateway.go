@@ -48,6 +48,7 @@ type Gateway struct {
 	tasks    *tasks.Manager                  // MCP tasks: run here, kept in the store
 	identity *identity.Signer                // signs per-call identity assertions; keys in the store
 	box      *secrets.Box                    // seals people's upstream tokens (secrets.go)
+	boxFile  bool                            // box is a key file's, not one in memory: it seals the identity keys too
 	upstream *upstream.Service               // people's own accounts at per-person bridged remotes
 
 	srv   *http.Server

@@ -13,13 +13,20 @@ const JWKSPath = "/.well-known/jwks.json"
 
 // newIdentity builds the signer of per-call identity assertions; Start
 // starts it. Its iss is the gateway's public URL as agents and clients
-// use it.
+// use it. Its private keys are sealed in the store with the secret key
+// file; a gateway with a key in memory only (an embedding program's store
+// without a file) keeps them in the clear, as keys sealed with it would
+// not open after a restart.
 func (g *Gateway) newIdentity() *identity.Signer {
-	return identity.New(identity.Options{
+	opts := identity.Options{
 		Store:  g.store,
 		Issuer: func() string { return strings.TrimRight(g.URL(), "/") },
 		Log:    g.log,
-	})
+	}
+	if g.boxFile {
+		opts.Box = g.box
+	}
+	return identity.New(opts)
 }
 
 // Identity returns the signer of per-call identity assertions.

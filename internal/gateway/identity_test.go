@@ -2,8 +2,12 @@ package gateway
 
 import (
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/go-jose/go-jose/v4"
@@ -11,6 +15,7 @@ import (
 
 	"github.com/spacefix/spacefix/internal/identity"
 	"github.com/spacefix/spacefix/internal/oauth"
+	"github.com/spacefix/spacefix/internal/secrets"
 )
 
 // A started gateway publishes its signing keys at /.well-known/jwks.json
@@ -65,5 +70,53 @@ func TestJWKS(t *testing.T) {
 	}
 	if err := claims.Validate(jwt.Expected{Issuer: g.URL(), AnyAudience: jwt.Audience{"https://orders.example.test"}}); err != nil {
 		t.Errorf("claims %+v: %v", claims, err)
+	}
+}
+
+// A gateway on SQLite seals its identity signing keys with the secret key
+// file beside the database: the store holds none in the clear, the next
+// start signs with the same key, and a start with another key file stops
+// with what to do.
+func TestIdentityKeysSealed(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "spacefix.db")
+	g, _, err := newOn(t, Config{}, openSQLite(t, db)) // Close closes the store
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Start(); err != nil {
+		t.Fatal(err)
+	}
+	kid := g.Identity().KeyID()
+	g.Close()
+	st := openSQLite(t, db)
+	raw, err := st.Meta(t.Context(), identity.MetaKeys)
+	if err != nil || strings.Contains(raw, `"private"`) || strings.Count(raw, `"sealed"`) != 2 {
+		t.Fatalf("stored identity keys (%v): want the current and next key sealed, none in the clear", err)
+	}
+
+	g2, _, err := newOn(t, Config{}, openSQLite(t, db))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g2.Start(); err != nil {
+		t.Fatalf("second start: %v", err)
+	}
+	if g2.Identity().KeyID() != kid {
+		t.Errorf("second start signs with %s, want %s", g2.Identity().KeyID(), kid)
+	}
+	g2.Close()
+
+	other := filepath.Join(dir, "other.key")
+	if err := os.WriteFile(other, []byte(secrets.NewKey()+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	g3, _, err := newOn(t, Config{SecretKeyFile: other}, openSQLite(t, db))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = g3.Start()
+	if !errors.Is(err, identity.ErrSealed) || !strings.Contains(err.Error(), "give it the file the other gateways use; if that file is lost, run spacefix identity reset") {
+		t.Errorf("start with another key file: %v; want ErrSealed and what to do", err)
 	}
 }

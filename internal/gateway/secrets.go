@@ -13,14 +13,14 @@ import (
 // errNoSecretKeyFile is why a gateway on PostgreSQL does not start without
 // --secret-key-file: a key of its own would make the tokens other gateways
 // sealed unreadable to it, and its own unreadable to them.
-var errNoSecretKeyFile = errors.New("a PostgreSQL store needs --secret-key-file (or SPACEFIX_SECRET_KEY_FILE): the key that encrypts upstream tokens, the same file on every gateway. Create one with: head -c 32 /dev/urandom | base64 > secret.key")
+var errNoSecretKeyFile = errors.New("a PostgreSQL store needs --secret-key-file (or SPACEFIX_SECRET_KEY_FILE): the key that encrypts upstream tokens and identity signing keys, the same file on every gateway. Create one with: head -c 32 /dev/urandom | base64 > secret.key")
 
 // DefaultSecretKeyFile is the name of the key file a gateway on SQLite
 // keeps beside the database file when --secret-key-file is not given.
 const DefaultSecretKeyFile = "secret.key"
 
-// openSecrets loads the box that seals people's upstream tokens (see
-// Config.SecretKeyFile): the file given, which on PostgreSQL must exist
+// openSecrets loads the box that seals people's upstream tokens and the
+// identity signing keys (see Config.SecretKeyFile): the file given, which on PostgreSQL must exist
 // already (every gateway must share it, so none makes its own) and on
 // SQLite is created if missing; without one, on SQLite, secret.key beside
 // the database file, created at the first start and logged once; on
@@ -56,11 +56,12 @@ func (g *Gateway) openSecrets() (*secrets.Box, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the secret key file (--secret-key-file): %w", err)
 	}
+	g.boxFile = true
 	if created {
 		if abs, err := filepath.Abs(path); err == nil {
 			path = abs
 		}
-		g.log.Info("created the secret key file that encrypts upstream tokens; keep it and back it up with the database", "path", path)
+		g.log.Info("created the secret key file that encrypts upstream tokens and the identity signing keys; keep it and back it up with the database", "path", path)
 	}
 	if w := secrets.PermissionWarning(path); w != "" {
 		g.log.Warn(w)

@@ -78,7 +78,7 @@ func TestSecretKeyFileDefaultOnSQLite(t *testing.T) {
 	if runtime.GOOS != "windows" && fi.Mode().Perm() != 0o600 {
 		t.Errorf("key file mode %04o, want 0600", fi.Mode().Perm())
 	}
-	want := `level=INFO msg="created the secret key file that encrypts upstream tokens; keep it and back it up with the database" path=` + path + "\n"
+	want := `level=INFO msg="created the secret key file that encrypts upstream tokens and the identity signing keys; keep it and back it up with the database" path=` + path + "\n"
 	if got := logs.String(); strings.Count(got, "created the secret key file") != 1 || !strings.Contains(got, want) {
 		t.Errorf("log after the first start:\n%s\nwant once: %s", got, want)
 	}
@@ -132,7 +132,7 @@ func TestSecretKeyFileGiven(t *testing.T) {
 	if g.box == nil {
 		t.Fatal("no box")
 	}
-	want := "level=WARN msg=\"the secret key file " + path + " may be read by others than its owner (mode 0644): anyone who reads it can decrypt the upstream tokens in the store; run: chmod 600 " + path + "\"\n"
+	want := "level=WARN msg=\"the secret key file " + path + " may be read by others than its owner (mode 0644): anyone who reads it can decrypt the upstream tokens and signing keys in the store; run: chmod 600 " + path + "\"\n"
 	if got := logs.String(); !strings.Contains(got, want) {
 		t.Errorf("log:\n%s\nwant: %s", got, want)
 	}
@@ -162,7 +162,7 @@ func TestSecretKeyFileOnPostgres(t *testing.T) {
 	t.Cleanup(func() { st.Close() })
 
 	_, _, err = newOn(t, Config{DataPath: url}, st)
-	const want = "a PostgreSQL store needs --secret-key-file (or SPACEFIX_SECRET_KEY_FILE): the key that encrypts upstream tokens, the same file on every gateway. Create one with: head -c 32 /dev/urandom | base64 > secret.key"
+	const want = "a PostgreSQL store needs --secret-key-file (or SPACEFIX_SECRET_KEY_FILE): the key that encrypts upstream tokens and identity signing keys, the same file on every gateway. Create one with: head -c 32 /dev/urandom | base64 > secret.key"
 	if err == nil || err.Error() != want {
 		t.Errorf("New on PostgreSQL without a key file = %v\nwant %s", err, want)
 	}

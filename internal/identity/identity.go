@@ -20,6 +20,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/spacefix/spacefix/internal/secrets"
 	"github.com/spacefix/spacefix/internal/store"
 )
 
@@ -44,6 +45,13 @@ type Options struct {
 	// Store keeps the keys as JSON under meta name [MetaKeys] (no
 	// migration). Required. Private keys never reach a log.
 	Store store.Meta
+	// Box seals the private keys in the store (the gateway's secret key
+	// file): whoever reads the store without the file cannot sign as the
+	// gateway. Keys the store holds in the clear, or sealed with a key the
+	// file keeps only to open, are sealed again with its current key when
+	// read. Nil keeps them in the clear (an embedding program without a
+	// key file); keys already sealed then cannot be read ([ErrSealed]).
+	Box *secrets.Box
 	// Issuer returns the gateway's public URL, the assertions' iss.
 	// Required.
 	Issuer func() string
@@ -194,6 +202,36 @@ func (s *Signer) Rotate(ctx context.Context) error {
 	return nil
 }
 
+// Reset replaces every stored key with new ones, whatever the store held:
+// for when the keys cannot be read (the secret key file that sealed them
+// is lost). Tokens signed with the old keys stop verifying at once; the
+// caller audits it. Other gateways take the new keys within ReloadEvery,
+// if their key file is the one given here.
+func (s *Signer) Reset(ctx context.Context) error {
+	s.rotateMu.Lock()
+	defer s.rotateMu.Unlock()
+	for range 10 {
+		raw, err := s.opts.Store.Meta(ctx, MetaKeys)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("reset the identity keys: %w", err)
+		}
+		fresh, err := s.next(nil, s.opts.Now())
+		if err != nil {
+			return fmt.Errorf("reset the identity keys: %w", err)
+		}
+		won, err := s.opts.Store.SwapMeta(ctx, MetaKeys, raw, fresh.raw)
+		if err != nil {
+			return fmt.Errorf("reset the identity keys: %w", err)
+		}
+		if won {
+			s.adopt(fresh)
+			s.opts.Log.Info("identity keys reset", "kid", fresh.st.Current.ID, "next", fresh.st.Next.ID)
+			return nil
+		}
+	}
+	return errors.New("reset the identity keys: the stored keys kept changing; try again")
+}
+
 // change reads the stored keys and, if there are none, the current one is
 // due or force is set, writes the changed keys with a compare-and-set. A
 // writer that loses re-reads: another gateway's change counts as its own
@@ -210,7 +248,7 @@ func (s *Signer) change(ctx context.Context, force bool) error {
 		now := s.opts.Now()
 		var ks *keySet
 		if raw != "" {
-			if ks, err = parse(raw); err != nil {
+			if ks, err = parse(raw, s.opts.Box); err != nil {
 				return err
 			}
 			if retire == "" {
@@ -218,6 +256,16 @@ func (s *Signer) change(ctx context.Context, force bool) error {
 			}
 			due := !now.Before(ks.st.Current.Active.Add(s.opts.RotateEvery))
 			if !due && (!force || ks.st.Current.ID != retire) {
+				if ks.reseal {
+					won, err := s.reseal(ctx, ks)
+					if err != nil || !won {
+						if err != nil {
+							return err
+						}
+						continue // changed meanwhile: read again
+					}
+					return nil
+				}
 				s.adopt(ks)
 				return nil
 			}
@@ -246,6 +294,27 @@ func (s *Signer) change(ctx context.Context, force bool) error {
 	return errors.New("the stored keys kept changing under this gateway; try again")
 }
 
+// reseal writes ks back with every private key sealed with the box's
+// current key (the same keys: ids, JWKS and tokens do not change), unless
+// the stored value changed meanwhile (false).
+func (s *Signer) reseal(ctx context.Context, ks *keySet) (bool, error) {
+	raw, err := encode(ks.st, s.opts.Box)
+	if err != nil {
+		return false, err
+	}
+	sealed, err := parse(raw, s.opts.Box)
+	if err != nil {
+		return false, err
+	}
+	won, err := s.opts.Store.SwapMeta(ctx, MetaKeys, ks.raw, raw)
+	if err != nil || !won {
+		return false, err
+	}
+	s.adopt(sealed)
+	s.opts.Log.Info("identity keys sealed with the secret key file's current key", "kid", ks.st.Current.ID)
+	return true, nil
+}
+
 // next is the keys after ks (nil: none yet): the first ones, or ks rotated.
 func (s *Signer) next(ks *keySet, now time.Time) (*keySet, error) {
 	var st stored
@@ -258,11 +327,11 @@ func (s *Signer) next(ks *keySet, now time.Time) (*keySet, error) {
 	if err != nil {
 		return nil, err
 	}
-	raw, err := encode(st)
+	raw, err := encode(st, s.opts.Box)
 	if err != nil {
 		return nil, err
 	}
-	return parse(raw)
+	return parse(raw, s.opts.Box)
 }
 
 // publishedFor is how long a retired key stays in the JWKS: other

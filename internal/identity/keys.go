@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/go-jose/go-jose/v4"
+
+	"github.com/spacefix/spacefix/internal/secrets"
 )
 
 // stored is the JSON kept under [MetaKeys]. Three kinds of key: the
@@ -31,8 +33,14 @@ type stored struct {
 type storedKey struct {
 	ID string `json:"kid"`
 	// Private is the key in PKCS #8 DER, base64: it never leaves the store
-	// and this package (no log, no error, no String method shows it).
-	Private []byte    `json:"private"`
+	// and this package (no log, no error, no String method shows it). In
+	// memory it is always set; in the store only when the Signer has no
+	// secret box (an embedding program without a key file, and the keys
+	// of gateways before they were sealed).
+	Private []byte `json:"private,omitempty"`
+	// Sealed is Private sealed with the secret key file's box, under the
+	// context sealContext(ID): what the store keeps when there is a box.
+	Sealed  []byte    `json:"sealed,omitempty"`
 	Created time.Time `json:"created"`
 	Active  time.Time `json:"active,omitzero"`  // began to sign; zero for the next key
 	Retired time.Time `json:"retired,omitzero"` // stopped signing; zero but for retired keys
@@ -41,10 +49,18 @@ type storedKey struct {
 // String keeps the private key out of any %v.
 func (k storedKey) String() string { return "identity key " + k.ID }
 
+// sealContext is the context a key's private half is sealed under: a
+// sealed key copied under another id does not open.
+func sealContext(kid string) string { return "identity-key:" + kid }
+
 // keySet is the stored keys, parsed and ready to sign with.
 type keySet struct {
-	raw     string // as stored: the compare in SwapMeta
-	st      stored
+	raw string // as stored: the compare in SwapMeta
+	st  stored // every Private set, no Sealed
+	// reseal says the store holds a key in the clear, or sealed with a
+	// key file's key that no longer seals, though the Signer has a box:
+	// the keys are written again, sealed with its current key.
+	reseal  bool
 	current *ecdsa.PrivateKey
 	signer  jose.Signer
 	public  []jose.JSONWebKey // current, next, retired: every key a verifier may meet
@@ -114,13 +130,30 @@ func (st stored) rotated(now time.Time, publishedFor time.Duration) (stored, err
 // wrapped detail never quotes it.
 var errBadKeys = errors.New("the identity signing keys in the store are unreadable")
 
-// parse reads the stored JSON and readies the current key to sign.
-func parse(raw string) (*keySet, error) {
+// ErrSealed is why keys sealed with a secret key file cannot be read: the
+// Signer has no box, or its box has none of the key file's keys that
+// sealed them. The error wrapping it says what to do.
+var ErrSealed = errors.New("the identity signing keys in the store are sealed with a secret key file this process does not have")
+
+// parse reads the stored JSON, opens sealed keys with box (nil: there is
+// none), and readies the current key to sign.
+func parse(raw string, box *secrets.Box) (*keySet, error) {
 	var st stored
 	if err := json.Unmarshal([]byte(raw), &st); err != nil {
 		return nil, fmt.Errorf("%w (store meta %q is not their JSON)", errBadKeys, MetaKeys)
 	}
-	ks := &keySet{raw: raw, st: st}
+	ks := &keySet{raw: raw}
+	for _, k := range []*storedKey{&st.Current, &st.Next} {
+		if err := ks.open(k, box); err != nil {
+			return nil, err
+		}
+	}
+	for i := range st.Retired {
+		if err := ks.open(&st.Retired[i], box); err != nil {
+			return nil, err
+		}
+	}
+	ks.st = st
 	for i, k := range append([]storedKey{st.Current, st.Next}, st.Retired...) {
 		p, err := x509.ParsePKCS8PrivateKey(k.Private)
 		priv, ok := p.(*ecdsa.PrivateKey)
@@ -140,6 +173,25 @@ func parse(raw string) (*keySet, error) {
 	}
 	ks.signer = signer
 	return ks, nil
+}
+
+// open sets k.Private from k.Sealed with box, and notes in ks whether the
+// store's copy of k must be sealed again.
+func (ks *keySet) open(k *storedKey, box *secrets.Box) error {
+	if k.Sealed == nil {
+		ks.reseal = ks.reseal || box != nil
+		return nil
+	}
+	if box == nil {
+		return fmt.Errorf("%w: give it the gateways' --secret-key-file (or SPACEFIX_SECRET_KEY_FILE)", ErrSealed)
+	}
+	der, err := box.Open(k.Sealed, sealContext(k.ID))
+	if err != nil {
+		return fmt.Errorf("%w (key %q does not open with the key file given): give it the file the other gateways use; if that file is lost, run spacefix identity reset to make new keys", ErrSealed, k.ID)
+	}
+	ks.reseal = ks.reseal || !box.Current(k.Sealed)
+	k.Private, k.Sealed = der, nil
+	return nil
 }
 
 // jwks is the published keys at now, and until when that answer holds
@@ -166,8 +218,21 @@ func (ks *keySet) jwks(now time.Time, publishedFor time.Duration) ([]byte, time.
 	return b, until
 }
 
-// encode is st as stored.
-func encode(st stored) (string, error) {
+// encode is st as stored: with a box, each private key sealed with its
+// current key and none in the clear.
+func encode(st stored, box *secrets.Box) (string, error) {
+	if box != nil {
+		seal := func(k storedKey) storedKey {
+			k.Sealed, k.Private = box.Seal(k.Private, sealContext(k.ID)), nil
+			return k
+		}
+		st.Current, st.Next = seal(st.Current), seal(st.Next)
+		retired := make([]storedKey, len(st.Retired))
+		for i, k := range st.Retired {
+			retired[i] = seal(k)
+		}
+		st.Retired = retired
+	}
 	b, err := json.Marshal(st)
 	if err != nil {
 		return "", fmt.Errorf("encode the identity keys: %w", err)

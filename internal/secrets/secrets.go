@@ -1,6 +1,6 @@
 // Package secrets seals the values the gateway must keep but never store in
-// the clear — people's tokens at upstream remotes, upstream client secrets
-// — with AES-256-GCM, under keys read from a key file.
+// the clear — people's tokens at upstream remotes, upstream client secrets,
+// the identity signing keys — with AES-256-GCM, under keys read from a key file.
 //
 // The key file has one key a line: the standard base64 of 32 random bytes
 // (`head -c 32 /dev/urandom | base64`). Blank lines and lines that start
@@ -185,8 +185,9 @@ func Load(path string) (*Box, error) {
 
 // fileHeader opens a key file LoadOrCreate writes.
 const fileHeader = `# Spacefix secret key: it encrypts the tokens the gateway keeps for people's
-# upstream accounts. Keep it with the database and back it up with it: without
-# it those tokens cannot be read. To rotate, put a new key (head -c 32
+# upstream accounts and the keys it signs identity tokens with. Keep it with
+# the database and back it up with it: without it those tokens cannot be read
+# and the signing keys must be reset. To rotate, put a new key (head -c 32
 # /dev/urandom | base64) on the first line and keep this one below it until the
 # gateway has started once with both.
 `
@@ -250,6 +251,6 @@ func PermissionWarning(path string) string {
 	if err != nil || fi.Mode().Perm()&0o044 == 0 {
 		return ""
 	}
-	return fmt.Sprintf("the secret key file %s may be read by others than its owner (mode %04o): anyone who reads it can decrypt the upstream tokens in the store; run: chmod 600 %s",
+	return fmt.Sprintf("the secret key file %s may be read by others than its owner (mode %04o): anyone who reads it can decrypt the upstream tokens and signing keys in the store; run: chmod 600 %s",
 		path, fi.Mode().Perm(), path)
 }

@@ -266,7 +266,7 @@ func TestPermissionWarning(t *testing.T) {
 		if err := os.Chmod(path, mode); err != nil {
 			t.Fatal(err)
 		}
-		want := fmt.Sprintf("the secret key file %s may be read by others than its owner (mode %04o): anyone who reads it can decrypt the upstream tokens in the store; run: chmod 600 %s", path, mode, path)
+		want := fmt.Sprintf("the secret key file %s may be read by others than its owner (mode %04o): anyone who reads it can decrypt the upstream tokens and signing keys in the store; run: chmod 600 %s", path, mode, path)
 		if w := secrets.PermissionWarning(path); w != want {
 			t.Errorf("PermissionWarning(%04o) = %q\nwant %q", mode, w, want)
 		}
