@@ -314,3 +314,19 @@ func TestToolsListRequestID(t *testing.T) {
 		t.Errorf("tools list:\n%s", b.String())
 	}
 }
+
+// The audit table shows "&", "<" and ">" as they were typed, not as the
+// \u0026 of JSON for HTML pages.
+func TestAuditListShowsText(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "s.db")
+	if out, err := runCLI(t, "tokens", "create", "--data", data, "--name", "R&D <ci>"); err != nil {
+		t.Fatalf("tokens create: %v\n%s", err, out)
+	}
+	table, err := runCLI(t, "audit", "list", "--data", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(table, `"R&D <ci>"`) || strings.Contains(table, `\u0026`) {
+		t.Errorf("audit list:\n%s\nwant the token's name as typed, \"R&D <ci>\"", table)
+	}
+}

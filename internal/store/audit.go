@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -105,15 +106,20 @@ func NewAuditEntry(projectID int64, actor, addr, action, target string, before, 
 	}
 }
 
+// auditValue is v as JSON, as people read it in the CLI's table and the
+// dashboard: "&", "<" and ">" as themselves, not \u0026 and the like
+// (json.Marshal's escaping for HTML pages, which the pages do themselves).
 func auditValue(v any) json.RawMessage {
 	if v == nil {
 		return nil
 	}
-	b, err := json.Marshal(v)
-	if err != nil {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
 		return json.RawMessage(strconv.Quote(fmt.Sprint(v)))
 	}
-	return b
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
 }
 
 // KeyAudit is what the audit log keeps of a key: never its hash.
