@@ -147,6 +147,11 @@ func newOAuthServer(t *testing.T, cimd bool) *oauthServer {
 				o.tokenError(w, "invalid_grant")
 				return
 			}
+			// The MCP spec wants the resource in every token request.
+			if res := r.Form.Get("resource"); res != base+"/mcp" && res != base+"/sse" {
+				o.tokenError(w, "invalid_target")
+				return
+			}
 			o.refreshes++
 		default:
 			o.tokenError(w, "unsupported_grant_type")

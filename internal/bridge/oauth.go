@@ -36,20 +36,23 @@ import (
 type tokenFile struct {
 	// URL is the MCP server the tokens are for; a file for another URL is
 	// not used.
-	URL          string        `json:"url"`
-	ClientID     string        `json:"clientId"`
-	ClientSecret string        `json:"clientSecret,omitempty"`
-	AuthURL      string        `json:"authUrl"`
-	TokenURL     string        `json:"tokenUrl"`
-	Scopes       []string      `json:"scopes,omitempty"`
-	Token        *oauth2.Token `json:"token"`
+	URL          string   `json:"url"`
+	ClientID     string   `json:"clientId"`
+	ClientSecret string   `json:"clientSecret,omitempty"`
+	AuthURL      string   `json:"authUrl"`
+	TokenURL     string   `json:"tokenUrl"`
+	Scopes       []string `json:"scopes,omitempty"`
+	// Resource is the resource indicator (RFC 8707) the tokens were asked
+	// for, named again in each refresh; files saved before it was kept
+	// have none and refresh without.
+	Resource string        `json:"resource,omitempty"`
+	Token    *oauth2.Token `json:"token"`
 }
 
-func (f *tokenFile) config() *oauth2.Config {
-	return &oauth2.Config{
-		ClientID: f.ClientID, ClientSecret: f.ClientSecret, Scopes: f.Scopes,
-		Endpoint: oauth2.Endpoint{AuthURL: f.AuthURL, TokenURL: f.TokenURL},
-	}
+// client is the OAuth client the tokens were issued to.
+func (f *tokenFile) client() oauthclient.Client {
+	return oauthclient.Client{ID: f.ClientID, Secret: f.ClientSecret, AuthURL: f.AuthURL, TokenURL: f.TokenURL,
+		Scopes: f.Scopes, Resource: f.Resource, Host: oauthclient.Host(f.URL)}
 }
 
 // DefaultTokenDir is where sign-ins are kept: $XDG_CONFIG_HOME/spacefix/bridge
@@ -147,8 +150,7 @@ func (b *Bridge) newOAuthHandler() (*oauthHandler, error) {
 	if err != nil || f == nil {
 		return h, err
 	}
-	ctx := context.WithValue(context.Background(), oauth2.HTTPClient, &http.Client{Transport: b.opts.httpTransport()})
-	h.src = &savingSource{b: b, file: f, src: f.config().TokenSource(ctx, f.Token)}
+	h.src = &savingSource{b: b, file: f, src: f.client().TokenSource(&http.Client{Transport: b.opts.httpTransport()}, f.Token)}
 	return h, nil
 }
 
@@ -182,11 +184,14 @@ func (s *savingSource) Token() (*oauth2.Token, error) {
 	defer s.mu.Unlock()
 	t, err := s.src.Token()
 	if err != nil {
-		var re *oauth2.RetrieveError
-		if errors.As(err, &re) {
-			return nil, fmt.Errorf("%w (the authorization server refused to refresh the token: %s)", s.b.signInError(), re.ErrorCode)
+		var r *oauthclient.Refused
+		switch {
+		case errors.Is(err, oauthclient.ErrNoRefreshToken):
+			return nil, fmt.Errorf("%w (%v)", s.b.signInError(), err)
+		case errors.As(err, &r) && r.Code != "" && !strings.HasPrefix(r.Code, "HTTP 5"):
+			return nil, fmt.Errorf("%w (the authorization server refused to refresh the token: %s)", s.b.signInError(), r.Code)
 		}
-		return nil, fmt.Errorf("refresh the OAuth token of %q: %w", s.b.srv.Name, err)
+		return nil, fmt.Errorf("refresh the OAuth token of %q: %w", s.b.srv.Name, err) // unreachable or failing: try again later
 	}
 	if s.file.Token == nil || t.AccessToken != s.file.Token.AccessToken {
 		s.file.Token = t
@@ -327,7 +332,7 @@ func (h *loginHandler) Authorize(ctx context.Context, req *http.Request, resp *h
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.saved = &tokenFile{URL: h.b.srv.URL, ClientID: c.ID, ClientSecret: c.Secret,
-		AuthURL: c.AuthURL, TokenURL: c.TokenURL, Scopes: c.Scopes, Token: t}
+		AuthURL: c.AuthURL, TokenURL: c.TokenURL, Scopes: c.Scopes, Resource: c.Resource, Token: t}
 	h.src = c.TokenSource(h.hc, t)
 	return nil
 }

@@ -312,6 +312,10 @@ type Client struct {
 	TokenURL    string
 	RedirectURI string
 	Scopes      []string
+	// Resource is the MCP server the tokens are for (RFC 8707), sent with
+	// every refresh as with the authorization and the code exchange (the
+	// MCP spec wants it in every token request); "" sends none.
+	Resource string
 	// Host is the remote's host, for messages.
 	Host string
 }
@@ -332,7 +336,7 @@ type RegisterOptions struct {
 // dynamic registration (a public client: authorization code and refresh
 // tokens, PKCE).
 func Register(ctx context.Context, hc *http.Client, s *Server, o RegisterOptions) (Client, error) {
-	c := Client{AuthURL: s.AuthURL, TokenURL: s.TokenURL, RedirectURI: o.RedirectURI, Scopes: slices.Clone(s.Scopes), Host: s.Host()}
+	c := Client{AuthURL: s.AuthURL, TokenURL: s.TokenURL, RedirectURI: o.RedirectURI, Scopes: slices.Clone(s.Scopes), Host: s.Host(), Resource: s.Resource}
 	if o.ClientIDMetadataURL != "" {
 		if u, err := url.Parse(o.ClientIDMetadataURL); err != nil || u.Scheme != "https" || u.Host == "" || strings.Trim(u.Path, "/") == "" {
 			return Client{}, fmt.Errorf("the client id metadata document URL %q must be an https URL with a path", o.ClientIDMetadataURL)
@@ -402,7 +406,7 @@ func (c Client) config(style oauth2.AuthStyle) *oauth2.Config {
 // auto-detection would also retry a refused grant, spending a rotated
 // refresh token twice.
 func (c Client) token(ctx context.Context, hc *http.Client, get func(ctx context.Context, cfg *oauth2.Config) (*oauth2.Token, error)) (*oauth2.Token, error) {
-	ctx = context.WithValue(ctx, oauth2.HTTPClient, client(hc))
+	ctx = context.WithValue(ctx, oauth2.HTTPClient, c.tokenClient(hc))
 	t, err := get(ctx, c.config(oauth2.AuthStyleInHeader))
 	var re *oauth2.RetrieveError
 	if err != nil && c.Secret != "" && errors.As(err, &re) &&
@@ -432,8 +436,8 @@ func (c Client) Exchange(ctx context.Context, hc *http.Client, code, verifier, r
 	})
 }
 
-// Refresh trades a refresh token for new tokens. A new token without a
-// refresh token keeps the old refresh token.
+// Refresh trades a refresh token for new tokens, naming c.Resource. A new
+// token without a refresh token keeps the old refresh token.
 func (c Client) Refresh(ctx context.Context, hc *http.Client, refreshToken string) (*oauth2.Token, error) {
 	return c.token(ctx, hc, func(ctx context.Context, cfg *oauth2.Config) (*oauth2.Token, error) {
 		return cfg.TokenSource(ctx, &oauth2.Token{RefreshToken: refreshToken}).Token()
@@ -441,8 +445,78 @@ func (c Client) Refresh(ctx context.Context, hc *http.Client, refreshToken strin
 }
 
 // TokenSource is a token source for c that starts at t and refreshes
-// through hc.
+// through hc as [Client.Refresh] does.
 func (c Client) TokenSource(hc *http.Client, t *oauth2.Token) oauth2.TokenSource {
-	ctx := context.WithValue(context.Background(), oauth2.HTTPClient, client(hc))
-	return c.Config().TokenSource(ctx, t)
+	return oauth2.ReuseTokenSource(t, &refresher{c: c, hc: hc, rt: t.RefreshToken})
+}
+
+// ErrNoRefreshToken is what a [Client.TokenSource] returns once its token
+// has expired when the authorization server gave no refresh token: the
+// person must authorize again.
+var ErrNoRefreshToken = errors.New("the token expired and the authorization server gave no refresh token")
+
+// refresher refreshes with the newest refresh token it was given;
+// oauth2.ReuseTokenSource calls it one at a time.
+type refresher struct {
+	c  Client
+	hc *http.Client
+	rt string
+}
+
+func (r *refresher) Token() (*oauth2.Token, error) {
+	if r.rt == "" {
+		return nil, ErrNoRefreshToken
+	}
+	t, err := r.c.Refresh(context.Background(), r.hc, r.rt)
+	if err != nil {
+		return nil, err
+	}
+	r.rt = t.RefreshToken
+	return t, nil
+}
+
+// tokenClient is hc for c's token requests: golang.org/x/oauth2 refreshes
+// with grant_type and refresh_token alone, so a refresh grant it posts
+// gets c.Resource added on the way.
+func (c Client) tokenClient(hc *http.Client) *http.Client {
+	hc = client(hc)
+	if c.Resource == "" {
+		return hc
+	}
+	out := *hc
+	out.Transport = resourceTransport{base: hc.Transport, resource: c.Resource}
+	return &out
+}
+
+// resourceTransport adds resource to the refresh grants it carries.
+type resourceTransport struct {
+	base     http.RoundTripper // nil: http.DefaultTransport
+	resource string
+}
+
+// maxTokenRequest bounds the token request body resourceTransport reads:
+// golang.org/x/oauth2's are a few hundred bytes.
+const maxTokenRequest = 64 << 10
+
+func (t resourceTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	base := t.base
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	if req.Method != http.MethodPost || req.Body == nil || req.Header.Get("Content-Type") != "application/x-www-form-urlencoded" {
+		return base.RoundTrip(req)
+	}
+	body, err := io.ReadAll(io.LimitReader(req.Body, maxTokenRequest))
+	req.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	if form, err := url.ParseQuery(string(body)); err == nil && form.Get("grant_type") == "refresh_token" && !form.Has("resource") {
+		form.Set("resource", t.resource)
+		body = []byte(form.Encode())
+	}
+	out := req.Clone(req.Context())
+	out.Body, out.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+	out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	return base.RoundTrip(out)
 }

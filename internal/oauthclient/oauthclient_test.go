@@ -9,7 +9,12 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"golang.org/x/oauth2"
 
 	"github.com/spacefix/spacefix/internal/oauthclient"
 )
@@ -167,5 +172,50 @@ func TestCheckIssuer(t *testing.T) {
 		if got := fmt.Sprint(err); (c.want == "" && err != nil) || (c.want != "" && got != c.want) {
 			t.Errorf("CheckIssuer(%q) with iss support %v = %v; want %q", c.iss, c.s.IssParameter, err, c.want)
 		}
+	}
+}
+
+// TestTokenRequestsNameTheResource: the MCP spec wants the resource
+// (RFC 8707) in every token request. Refreshes (Refresh and a
+// TokenSource's) carry the client's, once, with the credentials and the
+// body intact; the code exchange keeps the one it is given; a client
+// without a resource sends none.
+func TestTokenRequestsNameTheResource(t *testing.T) {
+	var mu sync.Mutex
+	var forms []url.Values
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.ParseForm()
+		id, secret, _ := r.BasicAuth()
+		f := r.PostForm
+		f.Set("basic", id+":"+secret)
+		mu.Lock()
+		forms = append(forms, f)
+		mu.Unlock()
+		writeJSON(w, http.StatusOK, map[string]any{"access_token": "at", "token_type": "Bearer", "expires_in": 3600, "refresh_token": "rt-2"})
+	}))
+	defer srv.Close()
+	c := oauthclient.Client{ID: "c1", Secret: "s1", TokenURL: srv.URL, Host: "as", Resource: "https://mcp.example/mcp"}
+	if _, err := c.Refresh(t.Context(), nil, "rt-1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.TokenSource(nil, &oauth2.Token{RefreshToken: "rt-1", Expiry: time.Now().Add(-time.Minute)}).Token(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Exchange(t.Context(), nil, "code-1", "verifier", "https://mcp.example/other"); err != nil {
+		t.Fatal(err)
+	}
+	bare := c
+	bare.Resource = ""
+	if _, err := bare.Refresh(t.Context(), nil, "rt-1"); err != nil {
+		t.Fatal(err)
+	}
+	want := []url.Values{
+		{"grant_type": {"refresh_token"}, "refresh_token": {"rt-1"}, "resource": {"https://mcp.example/mcp"}, "basic": {"c1:s1"}},
+		{"grant_type": {"refresh_token"}, "refresh_token": {"rt-1"}, "resource": {"https://mcp.example/mcp"}, "basic": {"c1:s1"}},
+		{"grant_type": {"authorization_code"}, "code": {"code-1"}, "code_verifier": {"verifier"}, "resource": {"https://mcp.example/other"}, "basic": {"c1:s1"}},
+		{"grant_type": {"refresh_token"}, "refresh_token": {"rt-1"}, "basic": {"c1:s1"}},
+	}
+	if diff := cmp.Diff(want, forms); diff != "" {
+		t.Errorf("token requests (-want +got):\n%s", diff)
 	}
 }

@@ -86,4 +86,8 @@ type UpstreamClient struct {
 	Secret                    []byte // sealed; nil for a public client
 	Scopes                    []string
 	CreatedAt                 time.Time
+	// Indicator is the resource (RFC 8707) the tokens are asked for and
+	// refreshed with: the remote's protected resource metadata's, which
+	// may differ from Resource (the remote URL). "" sends none.
+	Indicator string
 }

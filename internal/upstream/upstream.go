@@ -221,6 +221,12 @@ func (s *Service) client(ctx context.Context, resource string, srv *oauthclient.
 			return oauthclient.Client{}, err
 		}
 		if live {
+			if kept.Indicator != srv.Resource { // kept before the indicator was, or the remote's metadata changed
+				kept.Indicator = srv.Resource
+				if err := s.o.Store.PutUpstreamClient(ctx, kept); err != nil {
+					return oauthclient.Client{}, fmt.Errorf("keep the upstream client of %s: %w", srv.Host(), err)
+				}
+			}
 			return s.open(kept, srv.Host())
 		}
 	}
@@ -229,7 +235,7 @@ func (s *Service) client(ctx context.Context, resource string, srv *oauthclient.
 		return oauthclient.Client{}, err
 	}
 	uc := store.UpstreamClient{Resource: resource, RedirectURI: redirect, Issuer: srv.Issuer, AuthURL: c.AuthURL,
-		TokenURL: c.TokenURL, ClientID: c.ID, Scopes: c.Scopes, CreatedAt: s.o.Now()}
+		TokenURL: c.TokenURL, ClientID: c.ID, Scopes: c.Scopes, CreatedAt: s.o.Now(), Indicator: srv.Resource}
 	if c.Secret != "" {
 		uc.Secret = s.o.Box.Seal([]byte(c.Secret), clientContext(resource))
 	}
@@ -278,10 +284,11 @@ func (s *Service) forgetClient(ctx context.Context, resource, clientID string) {
 	s.log.Info("upstream: the authorization server no longer knows the gateway's client; the next connect registers anew", "host", oauthclient.Host(resource))
 }
 
-// open makes an oauthclient.Client of a kept one.
+// open makes an oauthclient.Client of a kept one: its refreshes name the
+// indicator its tokens were asked for.
 func (s *Service) open(uc store.UpstreamClient, host string) (oauthclient.Client, error) {
 	c := oauthclient.Client{ID: uc.ClientID, AuthURL: uc.AuthURL, TokenURL: uc.TokenURL, RedirectURI: uc.RedirectURI,
-		Scopes: uc.Scopes, Host: host}
+		Scopes: uc.Scopes, Host: host, Resource: uc.Indicator}
 	if uc.Secret != nil {
 		secret, err := s.o.Box.Open(uc.Secret, clientContext(uc.Resource))
 		if err != nil {

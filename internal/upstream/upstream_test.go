@@ -34,7 +34,8 @@ var quiet = slog.New(slog.DiscardHandler)
 // MCP endpoint behind OAuth, its protected resource metadata, and its
 // authorization server (metadata, dynamic registration of confidential
 // clients, an authorization endpoint that approves at once, PKCE S256 and
-// the resource checked at the token endpoint, refresh tokens that rotate).
+// the resource checked at the token endpoint, refreshes included, refresh
+// tokens that rotate).
 
 // each runs fn on every store.
 func each(t *testing.T, fn func(t *testing.T, st store.Store)) {
@@ -200,6 +201,11 @@ func (r *remote) token(w http.ResponseWriter, req *http.Request) {
 		who = g.subject
 	case "refresh_token":
 		rt := req.PostForm.Get("refresh_token")
+		if got := req.PostForm.Get("resource"); got != r.base+"/mcp" {
+			// The MCP spec wants the resource in every token request.
+			writeJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid_target", "error_description": "resource " + got + " is not the grant's"})
+			return
+		}
 		if thief, reused := r.used[rt]; reused {
 			r.revoke(thief)
 		}

@@ -251,6 +251,8 @@ CREATE INDEX call_batches_written ON call_batches (written_at);
 	// 11: people's own accounts at bridged remotes that run per person,
 	// and the upstream OAuth clients (upstream.go).
 	upstreamSchema,
+	// 12: the resource indicator of an upstream client, for refreshes.
+	upstreamIndicatorSchema,
 }
 
 // migrateLock is the first half of the advisory lock key migrations take;

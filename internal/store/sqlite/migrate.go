@@ -262,6 +262,8 @@ CREATE INDEX call_batches_written ON call_batches (written_at);
 	// 11: people's own accounts at bridged remotes that run per person,
 	// and the upstream OAuth clients (upstream.go).
 	upstreamSchema,
+	// 12: the resource indicator of an upstream client, for refreshes.
+	upstreamIndicatorSchema,
 }
 
 // migrate brings the schema up to date, one step per transaction. Each step

@@ -15,6 +15,9 @@ var _ store.UpstreamAccounts = (*Store)(nil)
 // upstreamSchema is migration step 11 (sqlshared.UpstreamSchema).
 var upstreamSchema = sqlshared.UpstreamSchema("BLOB")
 
+// upstreamIndicatorSchema is migration step 12.
+var upstreamIndicatorSchema = sqlshared.UpstreamIndicatorSchema
+
 // PutUpstreamAccount implements [store.UpstreamAccounts]. The key must be
 // a live agent key of a.ProjectID and the user must exist: ErrNotFound
 // otherwise.

@@ -62,9 +62,15 @@ scope, client_id, subject, created_at, updated_at, claimed_until, version`
 // SelectUpstreamAccount selects [UpstreamAccountColumns].
 const SelectUpstreamAccount = `SELECT ` + UpstreamAccountColumns + ` FROM upstream_accounts`
 
+// UpstreamIndicatorSchema is migration step 12: the resource indicator
+// (RFC 8707) an upstream client's tokens are asked for, sent again with
+// each refresh; empty for clients kept before step 12, which refresh
+// without one until the next connect records it.
+const UpstreamIndicatorSchema = `ALTER TABLE upstream_clients ADD COLUMN indicator TEXT NOT NULL DEFAULT '';`
+
 // UpstreamClientColumns are the columns of upstream_clients in the order
 // [ScanUpstreamClient] reads and [UpstreamClientArgs] writes them.
-const UpstreamClientColumns = `resource, redirect_uri, issuer, auth_url, token_url, client_id, secret, scopes, created_at`
+const UpstreamClientColumns = `resource, redirect_uri, issuer, auth_url, token_url, client_id, secret, scopes, created_at, indicator`
 
 // SelectUpstreamClient selects [UpstreamClientColumns].
 const SelectUpstreamClient = `SELECT ` + UpstreamClientColumns + ` FROM upstream_clients`
@@ -90,10 +96,10 @@ WHERE agent_key_id = ? AND user_id = ? AND version = ?`
 	// account may be put under.
 	upstreamKeyProject = `SELECT project_id FROM keys WHERE id = ? AND kind = 'agent' AND revoked_at IS NULL`
 	putUpstreamClient  = `INSERT INTO upstream_clients (` + UpstreamClientColumns + `)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (resource, redirect_uri) DO UPDATE SET issuer = excluded.issuer, auth_url = excluded.auth_url,
 	token_url = excluded.token_url, client_id = excluded.client_id, secret = excluded.secret,
-	scopes = excluded.scopes, created_at = excluded.created_at`
+	scopes = excluded.scopes, created_at = excluded.created_at, indicator = excluded.indicator`
 )
 
 // UpstreamWhere returns the WHERE clause (with its leading space) that
@@ -192,7 +198,7 @@ func UpstreamClientArgs(c store.UpstreamClient) ([]any, error) {
 	}
 	return []any{store.CleanText(c.Resource), store.CleanText(c.RedirectURI), store.CleanText(c.Issuer),
 		store.CleanText(c.AuthURL), store.CleanText(c.TokenURL), store.CleanText(c.ClientID), NullBytes(c.Secret),
-		store.CleanText(scopes), Millis(c.CreatedAt)}, nil
+		store.CleanText(scopes), Millis(c.CreatedAt), store.CleanText(c.Indicator)}, nil
 }
 
 // ScanUpstreamClient scans a row of [SelectUpstreamClient].
@@ -202,7 +208,7 @@ func ScanUpstreamClient(row Row) (store.UpstreamClient, error) {
 		scopes  string
 		created int64
 	)
-	err := row.Scan(&c.Resource, &c.RedirectURI, &c.Issuer, &c.AuthURL, &c.TokenURL, &c.ClientID, &c.Secret, &scopes, &created)
+	err := row.Scan(&c.Resource, &c.RedirectURI, &c.Issuer, &c.AuthURL, &c.TokenURL, &c.ClientID, &c.Secret, &scopes, &created, &c.Indicator)
 	if err != nil {
 		return store.UpstreamClient{}, notFound(err)
 	}

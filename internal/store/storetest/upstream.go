@@ -346,6 +346,7 @@ func testUpstreamClients(t *testing.T, s store.Store) {
 		Resource: "https://mcp.example.com/mcp", RedirectURI: "https://gw.example.com/upstream/callback",
 		Issuer: "https://auth.example.com", AuthURL: "https://auth.example.com/authorize", TokenURL: "https://auth.example.com/token",
 		ClientID: "dcr-1", Secret: []byte{1, 9, 9, 0, 7}, Scopes: []string{"read", "write"}, CreatedAt: at,
+		Indicator: "https://mcp.example.com/",
 	}
 	if _, err := s.UpstreamClient(ctx, c.Resource, c.RedirectURI); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("UpstreamClient before any = %v, want ErrNotFound", err)
@@ -366,6 +367,7 @@ func testUpstreamClients(t *testing.T, s store.Store) {
 
 	public := c
 	public.ClientID, public.Secret, public.Scopes, public.CreatedAt = "https://gw.example.com/client.json", nil, nil, time.Time{}
+	public.Indicator = "https://mcp.example.com/mcp"
 	clk := startClock()
 	if err := s.PutUpstreamClient(ctx, public); err != nil {
 		t.Fatalf("PutUpstreamClient (replace): %v", err)
