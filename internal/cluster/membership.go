@@ -9,6 +9,8 @@ package cluster
 
 import (
 	"encoding/json"
+	"net"
+	"net/netip"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -42,6 +44,7 @@ type heartbeat struct {
 type peer struct {
 	id    string
 	addr  string
+	ip    netip.Addr // addr's host when it is an IP; the zero Addr when a name
 	seen  time.Time
 	every time.Duration // its heartbeat interval
 	// mirror is this gateway's copy of the replicas it holds.
@@ -93,6 +96,35 @@ func (c *Cluster) PeerAddr(id string) (string, bool) {
 		return "", false
 	}
 	return p.addr, true
+}
+
+// IsPeerIP reports whether a is the IP address another gateway alive on
+// the bus advertises (a host name is not resolved): the connections it
+// opens to forward its clients' session requests here come from it.
+func (c *Cluster) IsPeerIP(a netip.Addr) bool {
+	a = a.Unmap()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, p := range c.peers {
+		if p.ip.IsValid() && p.ip == a {
+			return true
+		}
+	}
+	return false
+}
+
+// hostIP is the IP of a host:port, or the zero Addr when the host is a
+// name or it does not parse.
+func hostIP(hostport string) netip.Addr {
+	host, _, err := net.SplitHostPort(hostport)
+	if err != nil {
+		return netip.Addr{}
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil {
+		return netip.Addr{}
+	}
+	return ip.Unmap()
 }
 
 // Peers returns how many other gateways are alive on the bus.
@@ -211,7 +243,10 @@ func (c *Cluster) heard(hb heartbeat) (isNew bool, ask *syncMsg, lostChange bool
 	}
 	var p *peer
 	p, isNew = c.peers.get(hb.Gw)
-	p.seen, p.addr, p.every = time.Now(), hb.Addr, time.Duration(hb.EveryMs)*time.Millisecond
+	p.seen, p.every = time.Now(), time.Duration(hb.EveryMs)*time.Millisecond
+	if p.addr != hb.Addr {
+		p.addr, p.ip = hb.Addr, hostIP(hb.Addr)
+	}
 	if resync, state := p.mirror.behind(hb.Seq, hb.Digest); resync {
 		ask = p.mirror.request(c.opts.Gateway, state, 2*c.opts.Heartbeat)
 	}

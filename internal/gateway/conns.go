@@ -72,8 +72,8 @@ const refusalLogEvery = time.Minute
 // Over the cap of its address, it is answered 429 and closed at once: one
 // address must not be able to make everyone wait. Agent WebSockets leave
 // their address's count once accepted (they are authenticated, and a
-// thousand agents behind one NAT are normal); trusted proxies are not
-// counted per address at all.
+// thousand agents behind one NAT are normal); trusted proxies and the
+// other gateways of a cluster are not counted per address at all.
 type connLimit struct {
 	sem     chan struct{} // one token per open connection
 	perAddr int
@@ -242,6 +242,18 @@ func (c *limitConn) leaveAddr() {
 	if c.counted {
 		c.leaveOnce.Do(func() { c.l.leave(c.key) })
 	}
+}
+
+// uncapped says which client addresses the per-address cap leaves out: the
+// trusted proxies, and the other gateways on the bus (by the IP they
+// advertise), which open a connection here for each session request or
+// stream of their clients that this gateway holds.
+func (g *Gateway) uncapped(a netip.Addr) bool {
+	if g.edge.trusts(a) {
+		return true
+	}
+	c := g.cluster.Load()
+	return c != nil && c.IsPeerIP(a)
 }
 
 // connState is the HTTP server's ConnState hook: a hijacked connection

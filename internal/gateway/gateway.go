@@ -79,7 +79,7 @@ func New(cfg Config, st store.Store) (*Gateway, error) {
 	trusted, _ := parseTrustedProxies(cfg.TrustedProxies) // Validate checked them
 	g := &Gateway{cfg: cfg, log: cfg.Logger, store: st,
 		edge: &edge{trusted: trusted, publicHTTPS: strings.HasPrefix(strings.ToLower(cfg.PublicURL), "https://")}}
-	g.limit = newConnLimit(cfg.MaxConns, cfg.MaxConnsPerAddr, g.edge.trusts, g.log)
+	g.limit = newConnLimit(cfg.MaxConns, cfg.MaxConnsPerAddr, g.uncapped, g.log)
 	g.me.ID = "gw-" + rand.Text()[:10]
 	var sessionPrefix string
 	g.limiter = ratelimit.New()
