@@ -258,10 +258,10 @@ func (s *Signer) change(ctx context.Context, force bool) error {
 			if !due && (!force || ks.st.Current.ID != retire) {
 				if ks.reseal {
 					won, err := s.reseal(ctx, ks)
-					if err != nil || !won {
-						if err != nil {
-							return err
-						}
+					if err != nil {
+						return err
+					}
+					if !won {
 						continue // changed meanwhile: read again
 					}
 					return nil

@@ -24,6 +24,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
@@ -455,6 +456,11 @@ func (c Client) TokenSource(hc *http.Client, t *oauth2.Token) oauth2.TokenSource
 // person must authorize again.
 var ErrNoRefreshToken = errors.New("the token expired and the authorization server gave no refresh token")
 
+// refreshTimeout bounds a TokenSource's refresh: a token source has no
+// context, and a hung authorization server must not hold every request
+// waiting for the token.
+const refreshTimeout = 30 * time.Second
+
 // refresher refreshes with the newest refresh token it was given;
 // oauth2.ReuseTokenSource calls it one at a time.
 type refresher struct {
@@ -467,7 +473,9 @@ func (r *refresher) Token() (*oauth2.Token, error) {
 	if r.rt == "" {
 		return nil, ErrNoRefreshToken
 	}
-	t, err := r.c.Refresh(context.Background(), r.hc, r.rt)
+	ctx, cancel := context.WithTimeout(context.Background(), refreshTimeout)
+	defer cancel()
+	t, err := r.c.Refresh(ctx, r.hc, r.rt)
 	if err != nil {
 		return nil, err
 	}
