@@ -221,8 +221,10 @@ func newOAuthMember(t *testing.T, e *env, email string, role store.Role) oauthMe
 func (m oauthMember) want(t *testing.T, e *env) who {
 	g, err := e.store.OAuthGrant(context.Background(), m.grantID)
 	must(t, err)
+	u, err := e.store.UserByID(context.Background(), m.user.ID)
+	must(t, err)
 	return who{KeyID: m.grantID, KeyName: "hand",
-		Person:  &core.Person{ID: strconv.FormatInt(m.user.ID, 10), Email: m.user.Email},
+		Person:  &core.Person{ID: strconv.FormatInt(m.user.ID, 10), Email: m.user.Email, Name: u.Name},
 		App:     &core.App{ID: g.ClientID, Name: "hand"},
 		Project: e.project.Name, Role: "editor", Scopes: []string{"mcp:read", "mcp:write"}}
 }
@@ -248,7 +250,11 @@ func TestIdentityCaller(t *testing.T) {
 	tp := newTap(t, e.url)
 	e.through(tp).startAgent(core.Options{}, whoAgent(t))
 	ada := newOAuthMember(t, e, "ada@example.com", store.RoleEditor)
+	must(t, e.store.SetUserName(context.Background(), ada.user.ID, "Ada Lovelace")) // as on the dashboard's Your accounts
 	wantAda := ada.want(t, e)
+	if wantAda.Person.Name != "Ada Lovelace" {
+		t.Fatalf("want %+v", wantAda.Person)
+	}
 	keys, err := e.store.Keys(context.Background(), e.project.ID)
 	must(t, err)
 	var wantKey who

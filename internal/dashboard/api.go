@@ -29,6 +29,7 @@ type apiRoute struct {
 func (d *Dashboard) apiRoutes() []apiRoute {
 	return []apiRoute{
 		{"GET /api/me", d.apiMe, signedIn},
+		{"PATCH /api/me", d.apiPatchMe, signedIn},
 		{"GET /api/projects", d.apiProjects, signedIn},
 		{"POST /api/projects", d.apiCreateProject, instanceAdmin},
 		{"GET /api/projects/{project}", d.apiProject, viewer},

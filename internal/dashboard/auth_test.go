@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spacefix/spacefix/internal/store"
 	"github.com/spacefix/spacefix/internal/users"
 )
 
@@ -180,5 +181,48 @@ func TestSessionEndsWithPasswordChange(t *testing.T) {
 	}
 	if res := c.call("GET", "/api/me", nil, nil); res.StatusCode != http.StatusUnauthorized {
 		t.Errorf("old session after a password change: %d, want 401", res.StatusCode)
+	}
+}
+
+// A signed-in person names themselves: PATCH /api/me sets the name (trimmed),
+// GET /api/me and the store say it, the change is audited, and a name too
+// long, with control characters or missing is refused with the field named.
+func TestPatchMeName(t *testing.T) {
+	e := newEnv(t)
+	c := e.admin()
+	var out map[string]any
+	c.mustCall(http.StatusOK, "PATCH", "/api/me", map[string]any{"name": "  Ada Lovelace "}, &out)
+	if out["name"] != "Ada Lovelace" {
+		t.Errorf("PATCH /api/me = %v, want the name trimmed", out)
+	}
+	var me map[string]any
+	c.mustCall(http.StatusOK, "GET", "/api/me", nil, &me)
+	if me["name"] != "Ada Lovelace" {
+		t.Errorf("GET /api/me = %v, want the name", me)
+	}
+	u, _, err := e.st.UserByEmail(t.Context(), "ada@example.com")
+	if err != nil || u.Name != "Ada Lovelace" {
+		t.Errorf("the store's user = %+v, %v", u, err)
+	}
+	es, err := e.st.Audit(t.Context(), store.AuditFilter{Action: "user.update"})
+	if err != nil || len(es) != 1 || es[0].Target != "ada@example.com" || string(es[0].Before) != `{"name":""}` || string(es[0].After) != `{"name":"Ada Lovelace"}` {
+		t.Errorf("audit user.update: %v, %+v", err, es)
+	}
+	for _, bad := range []struct {
+		body any
+		want string
+	}{
+		{map[string]any{"name": strings.Repeat("a", 101)}, "name: 101 bytes; use at most 100"},
+		{map[string]any{"name": "Ada\nLovelace"}, "name: use letters, spaces and punctuation only, no control characters"},
+		{map[string]any{}, "name: missing; send the name to set, or an empty one to take it away"},
+	} {
+		res := c.call("PATCH", "/api/me", bad.body, nil)
+		if res.StatusCode != http.StatusBadRequest || !strings.Contains(res.text(), bad.want) {
+			t.Errorf("PATCH /api/me %v: %d %s; want 400 %q", bad.body, res.StatusCode, res.body, bad.want)
+		}
+	}
+	c.mustCall(http.StatusOK, "PATCH", "/api/me", map[string]any{"name": ""}, nil)
+	if u, _, _ := e.st.UserByEmail(t.Context(), "ada@example.com"); u.Name != "" {
+		t.Errorf("name after setting it empty = %q", u.Name)
 	}
 }

@@ -93,6 +93,16 @@ func TestBrowserConnectedAccounts(t *testing.T) {
 		run(t, ctx, chromedp.Navigate(e.srv.URL+"/me"), chromedp.WaitVisible(chromedp.CSS(`[data-accounts] tr[data-account]`)))
 		until(t, ctx, "Connect on Your accounts", fmt.Sprintf(`document.querySelector('tr[data-account] a[data-connect]').getAttribute('href') === '/connect/%s?return=/me' &&
 			document.querySelector('tr[data-account]').innerText.includes('Not connected')`, e.agentKey.ID))
+		// Your name: typed, saved, there after a reload and in the store.
+		name := "Ada Lovelace (" + size.name + ")"
+		run(t, ctx, chromedp.SetValue(chromedp.CSS(`[data-your-name] input[name=name]`), name),
+			chromedp.Click(chromedp.CSS(`[data-your-name] button[type=submit]`)))
+		until(t, ctx, "the name saved", `document.getElementById('toast').textContent === 'Saved. Agents see your new name within a minute.'`)
+		run(t, ctx, chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(`[data-your-name] input[name=name]`)))
+		until(t, ctx, "the name after a reload", fmt.Sprintf(`document.querySelector('[data-your-name] input[name=name]').value === %q`, name))
+		if u, _, err := e.st.UserByEmail(t.Context(), "ada@example.com"); err != nil || u.Name != name {
+			t.Errorf("the name in the store at %s px = %q, %v; want %q", size.name, u.Name, err, name)
+		}
 		if wide, err := chromedp.Run(ctx, chromedp.Evaluate[string](sideways)); err != nil || wide != "" {
 			t.Errorf("Your accounts at %s px scrolls sideways: %s %v", size.name, wide, err)
 		}

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/spacefix/spacefix/core/agentproto"
 	"github.com/spacefix/spacefix/internal/dashboard/apitypes"
@@ -29,10 +31,52 @@ func (d *Dashboard) apiMe(w http.ResponseWriter, r *http.Request) error {
 			out["project"], out["role"] = names[p.token.ProjectID], p.token.Role
 		}
 	} else {
-		out["email"] = p.user.Email
+		out["email"], out["name"] = p.user.Email, p.user.Name
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
+}
+
+// apiPatchMe sets the name a signed-in person gives themselves: agents see
+// it as the caller's name (core.Person.Name, the identity token's name)
+// within a minute. Audited as user.update.
+func (d *Dashboard) apiPatchMe(w http.ResponseWriter, r *http.Request) error {
+	p := principalFrom(r.Context())
+	if p.token != nil {
+		return errorf(http.StatusBadRequest, "An API token has no name to set; sign in to the dashboard as the person.")
+	}
+	var in struct {
+		Name *string `json:"name"`
+	}
+	if err := readJSON(r, &in); err != nil {
+		return err
+	}
+	if in.Name == nil {
+		return fieldError("name", "missing; send the name to set, or an empty one to take it away")
+	}
+	name, err := personName(*in.Name)
+	if err != nil {
+		return err
+	}
+	if err := d.st.SetUserName(r.Context(), p.user.ID, name); err != nil {
+		return err
+	}
+	d.audit(r, 0, "user.update", p.user.Email, map[string]string{"name": p.user.Name}, map[string]string{"name": name})
+	writeJSON(w, http.StatusOK, map[string]any{"email": p.user.Email, "name": name})
+	return nil
+}
+
+// personName is a name as a person typed it, trimmed; refused when too
+// long or with control characters, which no name has.
+func personName(s string) (string, error) {
+	s = strings.TrimSpace(s)
+	switch {
+	case len(s) > store.MaxUserName:
+		return "", fieldError("name", "%d bytes; use at most %d", len(s), store.MaxUserName)
+	case !utf8.ValidString(s) || strings.IndexFunc(s, unicode.IsControl) >= 0:
+		return "", fieldError("name", "use letters, spaces and punctuation only, no control characters")
+	}
+	return s, nil
 }
 
 func (d *Dashboard) apiProjects(w http.ResponseWriter, r *http.Request) error {

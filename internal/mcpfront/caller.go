@@ -96,7 +96,7 @@ func (f *Front) grantCaller(ctx context.Context, key store.Key) (agentproto.Call
 	}
 	c := agentproto.Caller{
 		KeyID: key.ID, KeyName: key.Name,
-		Person:  &agentproto.Person{ID: strconv.FormatInt(g.UserID, 10), Email: g.UserEmail},
+		Person:  &agentproto.Person{ID: strconv.FormatInt(g.UserID, 10), Email: g.UserEmail, Name: g.UserName},
 		App:     &agentproto.App{ID: g.ClientID, Name: g.ClientName},
 		Project: g.ProjectName,
 		Scopes:  strings.Fields(g.Scope),

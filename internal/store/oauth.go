@@ -35,6 +35,7 @@ type OAuthGrant struct {
 	ProjectName string // filled on reads
 	UserID      int64  // who approved
 	UserEmail   string // filled on reads
+	UserName    string // filled on reads: the approver's name, "" if none
 	ClientID    string // a registered client's id or a metadata document's URL
 	ClientName  string // as the app gave it; unverified
 	Scope       string // "mcp:read" or "mcp:read mcp:write"

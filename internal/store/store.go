@@ -159,6 +159,9 @@ type Users interface {
 	// SetAdmin gives or takes a user's instance admin flag; ErrNotFound if
 	// there is no such user.
 	SetAdmin(ctx context.Context, userID int64, admin bool) error
+	// SetUserName sets the name a user gives themselves ("" takes it
+	// away); ErrNotFound if there is no such user.
+	SetUserName(ctx context.Context, userID int64, name string) error
 	// DeleteUser removes a user with their sessions and memberships;
 	// ErrNotFound if there is none. Their OAuth grants are the caller's to
 	// revoke.

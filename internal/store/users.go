@@ -6,10 +6,16 @@ import "time"
 type User struct {
 	ID    int64
 	Email string // unique without regard to case; stored as given
+	// Name is how the person calls themselves (set with SetUserName):
+	// agents see it as the caller's name; "" until they give one.
+	Name string
 	// Admin may invite users and make admin API tokens.
 	Admin     bool
 	CreatedAt time.Time
 }
+
+// MaxUserName is the longest name a person may give, in bytes.
+const MaxUserName = 100
 
 // Session is a signed-in browser. Its token lives only in the cookie; the
 // store keeps the token's SHA-256.

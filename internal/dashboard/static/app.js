@@ -51,6 +51,7 @@ function formBody(form) {
 const then = {
   reload: () => location.reload(),
   saved: () => toast("Saved. It applies to the next request."),
+  "saved-name": () => toast("Saved. Agents see your new name within a minute."),
   "goto-project": (data) => { location.href = "/p/" + encodeURIComponent(data.name); },
   "show-secret": (data, form) => reveal(form, data.secret),
   "show-url": (data, form) => reveal(form, data.url),

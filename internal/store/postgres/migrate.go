@@ -253,6 +253,8 @@ CREATE INDEX call_batches_written ON call_batches (written_at);
 	upstreamSchema,
 	// 12: the resource indicator of an upstream client, for refreshes.
 	upstreamIndicatorSchema,
+	// 13: the name a person gives themselves.
+	userNameSchema,
 }
 
 // migrateLock is the first half of the advisory lock key migrations take;

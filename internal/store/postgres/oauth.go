@@ -43,7 +43,7 @@ func (s *Store) OAuthClient(ctx context.Context, id string) (store.OAuthClient, 
 	return c, nil
 }
 
-const selectGrant = `SELECT g.id, g.project_id, p.name, g.user_id, COALESCE(u.email, ''), g.client_id, g.client_name,
+const selectGrant = `SELECT g.id, g.project_id, p.name, g.user_id, COALESCE(u.email, ''), COALESCE(u.name, ''), g.client_id, g.client_name,
 	g.scope, g.resource, g.created_at, g.last_used_at, g.revoked_at
 FROM oauth_grants g JOIN projects p ON p.id = g.project_id LEFT JOIN users u ON u.id = g.user_id`
 
@@ -52,7 +52,7 @@ func scanGrant(row pgx.Row) (store.OAuthGrant, error) {
 		g                      store.OAuthGrant
 		created, used, revoked int64
 	)
-	err := row.Scan(&g.ID, &g.ProjectID, &g.ProjectName, &g.UserID, &g.UserEmail, &g.ClientID, &g.ClientName,
+	err := row.Scan(&g.ID, &g.ProjectID, &g.ProjectName, &g.UserID, &g.UserEmail, &g.UserName, &g.ClientID, &g.ClientName,
 		&g.Scope, &g.Resource, &created, &used, &revoked)
 	if err != nil {
 		return store.OAuthGrant{}, notFound(err)

@@ -242,6 +242,14 @@ func (s *Store) RevokeAPIToken(ctx context.Context, id string) error {
 	return nil
 }
 
+// SetUserName implements [store.Store].
+func (s *Store) SetUserName(ctx context.Context, userID int64, name string) error {
+	if err := mustAffect(s.pool.Exec(ctx, q.SetUserName, store.CleanText(name), userID)); err != nil {
+		return fmt.Errorf("set name of user %d: %w", userID, err)
+	}
+	return nil
+}
+
 // SetAdmin implements [store.Store].
 func (s *Store) SetAdmin(ctx context.Context, userID int64, admin bool) error {
 	if err := mustAffect(s.pool.Exec(ctx, q.SetAdmin, admin, userID)); err != nil {
@@ -265,3 +273,6 @@ func (s *Store) DeleteUser(ctx context.Context, userID int64) error {
 	}
 	return nil
 }
+
+// userNameSchema is migration step 13 (sqlshared.UserNameSchema).
+var userNameSchema = sqlshared.UserNameSchema

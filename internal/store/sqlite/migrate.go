@@ -264,6 +264,8 @@ CREATE INDEX call_batches_written ON call_batches (written_at);
 	upstreamSchema,
 	// 12: the resource indicator of an upstream client, for refreshes.
 	upstreamIndicatorSchema,
+	// 13: the name a person gives themselves.
+	userNameSchema,
 }
 
 // migrate brings the schema up to date, one step per transaction. Each step

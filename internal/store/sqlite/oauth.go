@@ -48,7 +48,7 @@ func (s *Store) OAuthClient(ctx context.Context, id string) (store.OAuthClient, 
 	return c, nil
 }
 
-const selectGrant = `SELECT g.id, g.project_id, p.name, g.user_id, COALESCE(u.email, ''), g.client_id, g.client_name,
+const selectGrant = `SELECT g.id, g.project_id, p.name, g.user_id, COALESCE(u.email, ''), COALESCE(u.name, ''), g.client_id, g.client_name,
 	g.scope, g.resource, g.created_at, g.last_used_at, g.revoked_at
 FROM oauth_grants g JOIN projects p ON p.id = g.project_id LEFT JOIN users u ON u.id = g.user_id`
 
@@ -57,7 +57,7 @@ func scanGrant(sc scanner) (store.OAuthGrant, error) {
 		g                      store.OAuthGrant
 		created, used, revoked int64
 	)
-	err := sc.Scan(&g.ID, &g.ProjectID, &g.ProjectName, &g.UserID, &g.UserEmail, &g.ClientID, &g.ClientName,
+	err := sc.Scan(&g.ID, &g.ProjectID, &g.ProjectName, &g.UserID, &g.UserEmail, &g.UserName, &g.ClientID, &g.ClientName,
 		&g.Scope, &g.Resource, &created, &used, &revoked)
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.OAuthGrant{}, store.ErrNotFound

@@ -135,6 +135,21 @@ func (s *Store) DeleteSession(ctx context.Context, hash []byte) error {
 	return nil
 }
 
+// SetUserName implements [store.Store].
+func (s *Store) SetUserName(ctx context.Context, userID int64, name string) error {
+	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, q.SetUserName, store.CleanText(name), userID)
+		if err != nil {
+			return err
+		}
+		return mustAffect(res)
+	})
+	if err != nil {
+		return fmt.Errorf("set name of user %d: %w", userID, err)
+	}
+	return nil
+}
+
 // SetAdmin implements [store.Store].
 func (s *Store) SetAdmin(ctx context.Context, userID int64, admin bool) error {
 	err := s.writeTx(ctx, func(tx *sql.Tx) error {
@@ -169,3 +184,6 @@ func (s *Store) DeleteUser(ctx context.Context, userID int64) error {
 	}
 	return nil
 }
+
+// userNameSchema is migration step 13 (sqlshared.UserNameSchema).
+var userNameSchema = sqlshared.UserNameSchema

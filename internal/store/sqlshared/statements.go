@@ -10,8 +10,8 @@ type Statements struct {
 	InsertKey, KeyByHash, KeyByID, KeysOrder, KeysOfProject  string
 	RevokeKey, KeyExists, SetKeyMeta, SetKeyIdentityAudience string
 
-	InsertUser, UserByEmail, UserByID, Users, SetPassword, SetAdmin string
-	DeleteUserSessions, DeleteUserMembers, DeleteUser, UserExists   string
+	InsertUser, UserByEmail, UserByID, Users, SetPassword, SetAdmin, SetUserName string
+	DeleteUserSessions, DeleteUserMembers, DeleteUser, UserExists                string
 
 	InsertSession, PruneSessions, SessionByHash, DeleteSession string
 
@@ -52,6 +52,7 @@ VALUES (?, ?, ?, ?, ?) RETURNING id`,
 	Users:              SelectUser + ` ORDER BY id`,
 	SetPassword:        `UPDATE users SET password_hash = ? WHERE id = ?`,
 	SetAdmin:           `UPDATE users SET admin = ? WHERE id = ?`,
+	SetUserName:        `UPDATE users SET name = ? WHERE id = ?`,
 	DeleteUserSessions: `DELETE FROM sessions WHERE user_id = ?`,
 	DeleteUserMembers:  `DELETE FROM members WHERE user_id = ?`,
 	DeleteUser:         `DELETE FROM users WHERE id = ?`,

@@ -3,7 +3,7 @@ package sqlshared
 import "github.com/spacefix/spacefix/internal/store"
 
 // SelectUser selects the columns [ScanUser] reads.
-const SelectUser = `SELECT id, email, admin, created_at, password_hash FROM users`
+const SelectUser = `SELECT id, email, admin, created_at, password_hash, name FROM users`
 
 // ScanUser scans a row of [SelectUser], the password hash into hash.
 func ScanUser(row Row, hash *string) (store.User, error) {
@@ -11,12 +11,16 @@ func ScanUser(row Row, hash *string) (store.User, error) {
 		u       store.User
 		created int64
 	)
-	if err := row.Scan(&u.ID, &u.Email, &u.Admin, &created, hash); err != nil {
+	if err := row.Scan(&u.ID, &u.Email, &u.Admin, &created, hash, &u.Name); err != nil {
 		return store.User{}, notFound(err)
 	}
 	u.CreatedAt = FromMillis(created)
 	return u, nil
 }
+
+// UserNameSchema is migration step 13: the name a person gives
+// themselves (store.User.Name), empty until they do.
+const UserNameSchema = `ALTER TABLE users ADD COLUMN name TEXT NOT NULL DEFAULT '';`
 
 // ScanUserOnly is [ScanUser] without the password hash.
 func ScanUserOnly(row Row) (store.User, error) {

@@ -49,6 +49,9 @@ func testOAuthGrants(t *testing.T, s store.Store) {
 	p := mustProject(t, s, "shop")
 	other := mustProject(t, s, "other")
 	ada := mustUser(t, s, "ada@example.com", true)
+	if err := s.SetUserName(ctx, ada.ID, "Ada"); err != nil {
+		t.Fatal(err)
+	}
 	clk := startClock()
 	g1, err := s.CreateOAuthGrant(ctx, store.OAuthGrant{ID: "app_1", ProjectID: p.ID, UserID: ada.ID, ClientID: "client_a",
 		ClientName: "Claude", Scope: "mcp:read mcp:write", Resource: "https://gw.example/mcp"})
@@ -56,7 +59,7 @@ func testOAuthGrants(t *testing.T, s store.Store) {
 		t.Fatal(err)
 	}
 	clk.check(t, "CreatedAt", g1.CreatedAt)
-	if g1.ProjectName != "shop" || g1.UserEmail != "ada@example.com" || g1.Scope != "mcp:read mcp:write" ||
+	if g1.ProjectName != "shop" || g1.UserEmail != "ada@example.com" || g1.UserName != "Ada" || g1.Scope != "mcp:read mcp:write" ||
 		g1.Resource != "https://gw.example/mcp" || !g1.LastUsedAt.IsZero() || g1.Revoked() {
 		t.Errorf("CreateOAuthGrant = %+v; want the fields given, names filled, unused and live", g1)
 	}

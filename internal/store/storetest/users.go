@@ -67,6 +67,30 @@ func testUsers(t *testing.T, s store.Store) {
 		t.Errorf("another user's session after SetPassword: %v", err)
 	}
 	wantErr(t, "SetPassword(unknown)", s.SetPassword(ctx, bob.ID+1000, "x"), store.ErrNotFound)
+
+	// A name, as given; "" takes it away; only that user's.
+	if ada.Name != "" {
+		t.Errorf("a new user's name = %q, want none", ada.Name)
+	}
+	if err := s.SetUserName(ctx, ada.ID, "Ada Lovelace"); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.UserByID(ctx, ada.ID); err != nil || got.Name != "Ada Lovelace" {
+		t.Errorf("UserByID after SetUserName = %+v, %v; want the name", got, err)
+	}
+	if got, _, err := s.UserByEmail(ctx, ada.Email); err != nil || got.Name != "Ada Lovelace" {
+		t.Errorf("UserByEmail after SetUserName = %+v, %v; want the name", got, err)
+	}
+	if got, _ := s.UserByID(ctx, bob.ID); got.Name != "" {
+		t.Errorf("another user's name = %q, want none", got.Name)
+	}
+	if err := s.SetUserName(ctx, ada.ID, ""); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.UserByID(ctx, ada.ID); got.Name != "" {
+		t.Errorf("name after SetUserName(\"\") = %q, want none", got.Name)
+	}
+	wantErr(t, "SetUserName(unknown)", s.SetUserName(ctx, bob.ID+1000, "x"), store.ErrNotFound)
 }
 
 func mustSession(t *testing.T, s store.Store, userID int64, token string) string {
