@@ -43,6 +43,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -117,11 +118,14 @@ type Cluster struct {
 	stop chan struct{}
 	wg   sync.WaitGroup
 
-	mu     sync.Mutex
-	local  map[string]*agents.Replica // replicas this gateway holds, by id
-	peers  members                    // other gateways, by id
-	calls  map[string]*remoteCall     // calls this gateway sent over the bus, by reply token
-	relays map[string]*relay          // calls this gateway serves for others, by replica/call id
+	mu    sync.Mutex
+	local map[string]*agents.Replica // replicas this gateway holds, by id
+	peers members                    // other gateways, by id
+	// peerIPs are the IPs the peers advertise, for IsPeerIP on the accept
+	// path without mu; rebuilt under mu when they change.
+	peerIPs atomic.Pointer[[]netip.Addr]
+	calls   map[string]*remoteCall // calls this gateway sent over the bus, by reply token
+	relays  map[string]*relay      // calls this gateway serves for others, by replica/call id
 	// cancelled are the calls (replica/call id) whose cancel came before
 	// the call: it is refused when it comes.
 	cancelled recentIDs
@@ -309,6 +313,7 @@ func (c *Cluster) Close() {
 	}
 	peers := c.peers
 	c.peers = make(members)
+	c.peerIPs.Store(nil)
 	c.mu.Unlock()
 	close(c.stop)
 	c.wg.Wait()

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"net"
 	"net/netip"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -100,17 +101,25 @@ func (c *Cluster) PeerAddr(id string) (string, bool) {
 
 // IsPeerIP reports whether a is the IP address another gateway alive on
 // the bus advertises (a host name is not resolved): the connections it
-// opens to forward its clients' session requests here come from it.
+// opens to forward its clients' session requests here come from it. It
+// takes no lock: the gateway asks for every connection it accepts.
 func (c *Cluster) IsPeerIP(a netip.Addr) bool {
-	a = a.Unmap()
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	ips := c.peerIPs.Load()
+	if ips == nil {
+		return false
+	}
+	return slices.Contains(*ips, a.Unmap())
+}
+
+// storePeerIPs rebuilds what IsPeerIP reads; c.mu is held.
+func (c *Cluster) storePeerIPs() {
+	var ips []netip.Addr
 	for _, p := range c.peers {
-		if p.ip.IsValid() && p.ip == a {
-			return true
+		if p.ip.IsValid() {
+			ips = append(ips, p.ip)
 		}
 	}
-	return false
+	c.peerIPs.Store(&ips)
 }
 
 // hostIP is the IP of a host:port, or the zero Addr when the host is a
@@ -185,6 +194,9 @@ func (c *Cluster) beatMsg() heartbeat {
 func (c *Cluster) dropSilent() {
 	c.mu.Lock()
 	gone := c.peers.silent(c.opts.Heartbeat)
+	if len(gone) > 0 {
+		c.storePeerIPs()
+	}
 	c.mu.Unlock()
 	for _, p := range gone {
 		c.log.Warn("gateway went silent on the bus; its agents are dropped here", "peer", p.id, "addr", p.addr, "replicas", len(p.mirror.replicas))
@@ -246,6 +258,7 @@ func (c *Cluster) heard(hb heartbeat) (isNew bool, ask *syncMsg, lostChange bool
 	p.seen, p.every = time.Now(), time.Duration(hb.EveryMs)*time.Millisecond
 	if p.addr != hb.Addr {
 		p.addr, p.ip = hb.Addr, hostIP(hb.Addr)
+		c.storePeerIPs()
 	}
 	if resync, state := p.mirror.behind(hb.Seq, hb.Digest); resync {
 		ask = p.mirror.request(c.opts.Gateway, state, 2*c.opts.Heartbeat)
