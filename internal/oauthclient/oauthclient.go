@@ -514,11 +514,20 @@ func (t resourceTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	if req.Method != http.MethodPost || req.Body == nil || req.Header.Get("Content-Type") != "application/x-www-form-urlencoded" {
 		return base.RoundTrip(req)
 	}
-	body, err := io.ReadAll(io.LimitReader(req.Body, maxTokenRequest))
-	req.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(req.Body, maxTokenRequest+1))
 	if err != nil {
+		req.Body.Close()
 		return nil, err
 	}
+	if len(body) > maxTokenRequest { // not golang.org/x/oauth2's: sent as it is
+		out := req.Clone(req.Context())
+		out.Body = struct {
+			io.Reader
+			io.Closer
+		}{io.MultiReader(bytes.NewReader(body), req.Body), req.Body}
+		return base.RoundTrip(out)
+	}
+	req.Body.Close()
 	if form, err := url.ParseQuery(string(body)); err == nil && form.Get("grant_type") == "refresh_token" && !form.Has("resource") {
 		form.Set("resource", t.resource)
 		body = []byte(form.Encode())
