@@ -86,7 +86,7 @@ type Person struct {
 	// ID is the person's id in the gateway: stable, never reused.
 	ID string
 	// Email is as the person's account has it now; Name is the name they
-	// gave themselves on the dashboard (Your account), "" until they give
+	// gave themselves on the dashboard (Your accounts, /me), "" until they give
 	// one. Both reach agents within a minute of a change.
 	Email string
 	Name  string
