@@ -31,25 +31,26 @@ import (
 
 // Gateway is one running gateway process.
 type Gateway struct {
-	cfg      Config
-	log      *slog.Logger
-	store    store.Store
-	reg      *agents.Registry
-	changes  *changes.Bus // the one change path: registry and saved-state changes
-	front    *mcpfront.Front
-	agents   *agentfront.Front
-	calls    *store.CallLog
-	verifier *auth.Verifier
-	obs      *observability                  // metrics, readiness, pprof
-	me       store.Gateway                   // this gateway as the store knows it (peers.go)
-	cluster  atomic.Pointer[cluster.Cluster] // the bus, with --bus; set by Start
-	limiter  *ratelimit.Limiter              // per-key rate limits, shared over the bus
-	oauth    *oauth.Server                   // nil with NoOAuth
-	tasks    *tasks.Manager                  // MCP tasks: run here, kept in the store
-	identity *identity.Signer                // signs per-call identity assertions; keys in the store
-	box      *secrets.Box                    // seals people's upstream tokens (secrets.go)
-	boxFile  bool                            // box is a key file's, not one in memory: it seals the identity keys too
-	upstream *upstream.Service               // people's own accounts at per-person bridged remotes
+	cfg        Config
+	log        *slog.Logger
+	store      store.Store
+	reg        *agents.Registry
+	changes    *changes.Bus // the one change path: registry and saved-state changes
+	front      *mcpfront.Front
+	agents     *agentfront.Front
+	calls      *store.CallLog
+	verifier   *auth.Verifier
+	obs        *observability                  // metrics, readiness, pprof
+	me         store.Gateway                   // this gateway as the store knows it (peers.go)
+	cluster    atomic.Pointer[cluster.Cluster] // the bus, with --bus; set by Start
+	limiter    *ratelimit.Limiter              // per-key rate limits, shared over the bus
+	oauth      *oauth.Server                   // nil with NoOAuth
+	tasks      *tasks.Manager                  // MCP tasks: run here, kept in the store
+	identity   *identity.Signer                // signs per-call identity assertions; keys in the store
+	box        *secrets.Box                    // seals people's upstream tokens (secrets.go)
+	boxFile    bool                            // box is a key file's, not one in memory: it seals the identity keys too
+	boxCreated bool                            // this start made the key file (SQLite): nothing sealed before opens
+	upstream   *upstream.Service               // people's own accounts at per-person bridged remotes
 
 	srv   *http.Server
 	mux   http.Handler // every route, behind panic recovery; Start adds the Host check, metrics and the edge

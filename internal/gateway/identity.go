@@ -1,6 +1,8 @@
 package gateway
 
 import (
+	"context"
+	"errors"
 	"net/http"
 	"strings"
 
@@ -27,6 +29,24 @@ func (g *Gateway) newIdentity() *identity.Signer {
 		opts.Box = g.box
 	}
 	return identity.New(opts)
+}
+
+// startIdentity starts the signer. On SQLite, when this start made the
+// secret key file because there was none, keys sealed with the lost one
+// cannot be read by anyone: new keys are made, with a WARN, rather than
+// stopping a single gateway whose file was deleted. Anywhere else a key
+// file that does not open the keys stops the start (another gateway may
+// hold the right file).
+func (g *Gateway) startIdentity(ctx context.Context) error {
+	err := g.identity.Start(ctx)
+	if !errors.Is(err, identity.ErrSealed) || !g.boxCreated {
+		return err
+	}
+	g.log.Warn("the identity signing keys were sealed with a secret key file that is gone (a new one was made at this start): made new keys; tokens signed with the old ones no longer verify")
+	if err := g.identity.Reset(ctx); err != nil {
+		return err
+	}
+	return g.identity.Start(ctx)
 }
 
 // Identity returns the signer of per-call identity assertions.

@@ -119,4 +119,23 @@ func TestIdentityKeysSealed(t *testing.T) {
 	if !errors.Is(err, identity.ErrSealed) || !strings.Contains(err.Error(), "give it the file the other gateways use; if that file is lost, run spacefix identity reset") {
 		t.Errorf("start with another key file: %v; want ErrSealed and what to do", err)
 	}
+
+	// The default file deleted: the next start makes a new one, and new
+	// keys, with a WARN, rather than not starting.
+	if err := os.Remove(filepath.Join(dir, "secret.key")); err != nil {
+		t.Fatal(err)
+	}
+	g4, logs, err := newOn(t, Config{}, openSQLite(t, db))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g4.Start(); err != nil {
+		t.Fatalf("start after the key file was deleted: %v", err)
+	}
+	if g4.Identity().KeyID() == kid || g4.Identity().KeyID() == "" {
+		t.Errorf("after the key file was deleted the key is %q (was %s); want a new one", g4.Identity().KeyID(), kid)
+	}
+	if want := `level=WARN msg="the identity signing keys were sealed with a secret key file that is gone (a new one was made at this start): made new keys; tokens signed with the old ones no longer verify"`; !strings.Contains(logs.String(), want) {
+		t.Errorf("log:\n%s\nwant: %s", logs.String(), want)
+	}
 }

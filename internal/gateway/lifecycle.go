@@ -62,7 +62,7 @@ func (g *Gateway) Start() error {
 	started = append(started, g.stopBackground) // the store record goes
 	// 3b. The identity signing keys: loaded (or made) before any call
 	// needs them, then re-read from the store every minute.
-	if err := g.identity.Start(ctx); err != nil {
+	if err := g.startIdentity(ctx); err != nil {
 		return fail(err)
 	}
 	started = append(started, func() { g.identity.Close() })

@@ -56,7 +56,7 @@ func (g *Gateway) openSecrets() (*secrets.Box, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the secret key file (--secret-key-file): %w", err)
 	}
-	g.boxFile = true
+	g.boxFile, g.boxCreated = true, created
 	if created {
 		if abs, err := filepath.Abs(path); err == nil {
 			path = abs
