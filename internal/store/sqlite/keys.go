@@ -105,13 +105,7 @@ func (s *Store) RevokeKey(ctx context.Context, id string) error {
 
 // SetKeyMeta implements [store.Store].
 func (s *Store) SetKeyMeta(ctx context.Context, id string, m store.KeyMeta) error {
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, q.SetKeyMeta, m.DisplayName, m.Author, m.Community, id)
-		if err != nil {
-			return err
-		}
-		return mustAffect(res)
-	})
+	err := s.updateOne(ctx, q.SetKeyMeta, m.DisplayName, m.Author, m.Community, id)
 	if err != nil {
 		return fmt.Errorf("set metadata of key %q: %w", id, err)
 	}
@@ -120,13 +114,7 @@ func (s *Store) SetKeyMeta(ctx context.Context, id string, m store.KeyMeta) erro
 
 // SetKeyIdentityAudience implements [store.Store].
 func (s *Store) SetKeyIdentityAudience(ctx context.Context, id, audience string) error {
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, q.SetKeyIdentityAudience, audience, id)
-		if err != nil {
-			return err
-		}
-		return mustAffect(res)
-	})
+	err := s.updateOne(ctx, q.SetKeyIdentityAudience, audience, id)
 	if err != nil {
 		return fmt.Errorf("set identity audience of key %q: %w", id, err)
 	}

@@ -85,6 +85,18 @@ type scanner = sqlshared.Row
 var q = sqlshared.Q
 
 // mustAffect returns [store.ErrNotFound] if res affected no row.
+// updateOne runs one statement in a write transaction; store.ErrNotFound
+// when it changed no row.
+func (s *Store) updateOne(ctx context.Context, query string, args ...any) error {
+	return s.writeTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, query, args...)
+		if err != nil {
+			return err
+		}
+		return mustAffect(res)
+	})
+}
+
 func mustAffect(res sql.Result) error {
 	n, err := res.RowsAffected()
 	if err != nil {

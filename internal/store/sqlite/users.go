@@ -137,13 +137,7 @@ func (s *Store) DeleteSession(ctx context.Context, hash []byte) error {
 
 // SetUserName implements [store.Store].
 func (s *Store) SetUserName(ctx context.Context, userID int64, name string) error {
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, q.SetUserName, store.CleanText(name), userID)
-		if err != nil {
-			return err
-		}
-		return mustAffect(res)
-	})
+	err := s.updateOne(ctx, q.SetUserName, store.CleanText(name), userID)
 	if err != nil {
 		return fmt.Errorf("set name of user %d: %w", userID, err)
 	}
@@ -152,13 +146,7 @@ func (s *Store) SetUserName(ctx context.Context, userID int64, name string) erro
 
 // SetAdmin implements [store.Store].
 func (s *Store) SetAdmin(ctx context.Context, userID int64, admin bool) error {
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, q.SetAdmin, admin, userID)
-		if err != nil {
-			return err
-		}
-		return mustAffect(res)
-	})
+	err := s.updateOne(ctx, q.SetAdmin, admin, userID)
 	if err != nil {
 		return fmt.Errorf("set admin of user %d: %w", userID, err)
 	}
