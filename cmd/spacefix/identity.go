@@ -96,14 +96,15 @@ func withSigner(ctx context.Context, data, keyFile string, fn func(store.Store, 
 // openSecretKeyFile loads the secret key file as serve finds it, without
 // ever creating one; nil when there is none to find.
 func openSecretKeyFile(data, path string) (*secrets.Box, error) {
-	if path == "" && !postgres.IsURL(data) {
+	switch {
+	case path != "":
+	case postgres.IsURL(data):
+		return nil, nil
+	default:
 		path = filepath.Join(filepath.Dir(data), gateway.DefaultSecretKeyFile)
 		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 			return nil, nil
 		}
-	}
-	if path == "" {
-		return nil, nil
 	}
 	box, err := secrets.Load(path)
 	if err != nil {
