@@ -22,6 +22,7 @@ import (
 	"bytes"
 	"crypto/aes"
 	"crypto/cipher"
+	"crypto/hkdf"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
@@ -60,6 +61,7 @@ type Box struct {
 type boxKey struct {
 	id   [idSize]byte
 	aead cipher.AEAD
+	raw  []byte // for Derive
 }
 
 // New returns a Box of keys (raw, [KeySize] bytes each); the first seals.
@@ -95,7 +97,7 @@ func newKey(k []byte) (boxKey, error) {
 	if err != nil {
 		return boxKey{}, err
 	}
-	bk := boxKey{aead: aead}
+	bk := boxKey{aead: aead, raw: bytes.Clone(k)}
 	// The id names the key without telling anything of it.
 	sum := sha256.Sum256(append([]byte("spacefix secret key id\x00"), k...))
 	copy(bk.id[:], sum[:idSize])
@@ -130,6 +132,24 @@ func (b *Box) Open(sealed []byte, context string) ([]byte, error) {
 // value for which it is false is sealed again after a rotation.
 func (b *Box) Current(sealed []byte) bool {
 	return len(sealed) >= header && sealed[0] == version && bytes.Equal(sealed[1:1+idSize], b.keys[0].id[:])
+}
+
+// Derive returns a key of [KeySize] bytes for purpose label from each of
+// the box's keys, in the box's order: the first is the one to sign or
+// encrypt with, every one is one to check with. A key for another purpose
+// than sealing (a MAC between gateways) comes from here rather than from
+// the key file itself, so that one use of a key tells nothing of another;
+// label names the purpose and its version ("spacefix gateway forward v1").
+func (b *Box) Derive(label string) [][]byte {
+	out := make([][]byte, len(b.keys))
+	for i, k := range b.keys {
+		d, err := hkdf.Key(sha256.New, k.raw, nil, label, KeySize)
+		if err != nil { // only for a length HKDF-SHA256 cannot give
+			panic("secrets: derive: " + err.Error())
+		}
+		out[i] = d
+	}
+	return out
 }
 
 // Keys says how many keys the box has.

@@ -272,3 +272,23 @@ func TestPermissionWarning(t *testing.T) {
 		}
 	}
 }
+
+// A derived key is the same for the same key file line and label, one a
+// key in the file's order, and tells nothing of the key itself or of
+// another label's.
+func TestDerive(t *testing.T) {
+	k1, k2 := secrets.NewKey(), secrets.NewKey()
+	a := mustBox(t, k1, k2).Derive("spacefix test v1")
+	b := mustBox(t, k2, k1).Derive("spacefix test v1")
+	other := mustBox(t, k1).Derive("spacefix other v1")
+	raw, _ := base64.StdEncoding.DecodeString(k1)
+	if len(a) != 2 || len(a[0]) != secrets.KeySize {
+		t.Fatalf("Derive gave %d keys of %d bytes, want 2 of %d", len(a), len(a[0]), secrets.KeySize)
+	}
+	if !bytes.Equal(a[0], b[1]) || !bytes.Equal(a[1], b[0]) {
+		t.Error("the same key and label derive different keys")
+	}
+	if bytes.Equal(a[0], a[1]) || bytes.Equal(a[0], other[0]) || bytes.Equal(a[0], raw) {
+		t.Error("a derived key equals another key's, another label's or the key itself")
+	}
+}
