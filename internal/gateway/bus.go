@@ -120,10 +120,6 @@ func (o observer) ReplicaChanged(rep *agents.Replica) {
 	}
 }
 
-// forwardedHeader marks a request one gateway forwarded to another, which
-// serves it whatever it finds: a request is forwarded at most once.
-const forwardedHeader = "X-Spacefix-Forwarded-By"
-
 // forwardSessions sends a request of an MCP session (protocol 2025) that
 // another gateway owns to that gateway, and so a 2026-07-28 retry that
 // carries the requestState of a call another gateway holds: sessions and
@@ -131,13 +127,29 @@ const forwardedHeader = "X-Spacefix-Forwarded-By"
 // them, and a load balancer without stickiness sends their requests
 // anywhere. A session or call whose gateway is gone is answered here (the
 // spec's 404; "not pending any more") and the client starts again.
+//
+// A request that says it was forwarded is served here, as a request is
+// forwarded at most once, but only if its signature verifies (see
+// [cluster.ForwardAuth]): a client cannot pose as a peer. Without a bus
+// nothing is forwarded and the forwarding headers are only deleted.
 func (g *Gateway) forwardSessions(next http.Handler) http.Handler {
 	if g.cfg.Bus == "" {
-		return next
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			cluster.StripForwarding(r.Header)
+			next.ServeHTTP(w, r)
+		})
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if cluster.IsForwarded(r.Header) {
+			if err := g.peers.Verify(r); err != nil {
+				g.refuseForward(w, r, err)
+				return
+			}
+			next.ServeHTTP(w, r)
+			return
+		}
 		c := g.cluster.Load()
-		if c == nil || r.Header.Get(forwardedHeader) != "" {
+		if c == nil {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -156,6 +168,17 @@ func (g *Gateway) forwardSessions(next http.Handler) http.Handler {
 		}
 		g.proxyTo(addr).ServeHTTP(w, r)
 	})
+}
+
+// msgForwardRefused is what the sender of a forward that does not verify
+// reads.
+const msgForwardRefused = "This request carries the headers a Spacefix gateway adds when it forwards a request to another gateway, but its signature does not verify here. MCP clients must not send X-Spacefix-Forwarded-By or X-Spacefix-Forward-Auth; gateways of one cluster must share the same --secret-key-file and keep their clocks within 30 seconds of each other."
+
+// refuseForward answers a forward that does not verify with 403, and
+// logs who sent it and why, never what its headers hold.
+func (g *Gateway) refuseForward(w http.ResponseWriter, r *http.Request, why error) {
+	g.log.Warn("refused a request forwarded by another gateway: "+why.Error(), "peer", r.RemoteAddr, "path", r.URL.Path)
+	http.Error(w, msgForwardRefused, http.StatusForbidden)
 }
 
 // statePeek is how much of a stateless request's body is read to find a
@@ -199,14 +222,15 @@ func heldCallOwner(r *http.Request) string {
 
 // proxyTo returns a reverse proxy to another gateway's listener. It keeps
 // the client's Host (every gateway answers the same names), flushes at
-// once (SSE carries progress) and marks the request as forwarded.
+// once (SSE carries progress) and marks the request as forwarded, signed
+// with the key file's key.
 func (g *Gateway) proxyTo(addr string) http.Handler {
 	target := &url.URL{Scheme: "http", Host: addr}
 	return &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(target)
 			pr.Out.Host = pr.In.Host
-			pr.Out.Header.Set(forwardedHeader, g.me.ID)
+			g.peers.Sign(pr.Out, g.me.ID)
 		},
 		FlushInterval: -1,
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {

@@ -50,6 +50,7 @@ type Gateway struct {
 	box        *secrets.Box                    // seals people's upstream tokens (secrets.go)
 	boxFile    bool                            // box is a key file's, not one in memory: it seals the identity keys too
 	boxCreated bool                            // this start made the key file (SQLite): nothing sealed before opens
+	peers      *cluster.ForwardAuth            // signs and checks forwards between gateways; nil without --bus
 	upstream   *upstream.Service               // people's own accounts at per-person bridged remotes
 
 	srv   *http.Server
@@ -91,6 +92,12 @@ func New(cfg Config, st store.Store) (*Gateway, error) {
 	var err error
 	if g.box, err = g.openSecrets(); err != nil {
 		return nil, err
+	}
+	if cfg.Bus != "" {
+		if !g.boxFile {
+			return nil, errBusNoKeyFile
+		}
+		g.peers = cluster.NewForwardAuth(g.box, nil)
 	}
 	g.ctx, g.cancel = context.WithCancel(context.Background())
 	g.verifier = auth.NewVerifier(st, 500*time.Millisecond)

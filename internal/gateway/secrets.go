@@ -15,6 +15,12 @@ import (
 // sealed unreadable to it, and its own unreadable to them.
 var errNoSecretKeyFile = errors.New("a PostgreSQL store needs --secret-key-file (or SPACEFIX_SECRET_KEY_FILE): the key that encrypts upstream tokens and identity signing keys, the same file on every gateway. Create one with: head -c 32 /dev/urandom | base64 > secret.key")
 
+// errBusNoKeyFile is why a gateway on a bus does not start with a key in
+// memory only (an embedding program's store without a file): the gateways
+// sign the requests they forward to each other with the key file they
+// share, and a key of its own would make every forward refused.
+var errBusNoKeyFile = errors.New("a gateway on a bus (--bus) needs a secret key file shared by every gateway: give --secret-key-file (Config.SecretKeyFile); the gateways sign the requests they forward to each other with it")
+
 // DefaultSecretKeyFile is the name of the key file a gateway on SQLite
 // keeps beside the database file when --secret-key-file is not given.
 const DefaultSecretKeyFile = "secret.key"
