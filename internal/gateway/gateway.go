@@ -134,6 +134,7 @@ func New(cfg Config, st store.Store) (*Gateway, error) {
 		MaxSessionsPerKey: cfg.MaxSessionsPerKey, MaxInFlightPerKey: cfg.MaxInFlightPerKey,
 		HostsChecked:  true, // checkHost, with --allowed-hosts
 		SessionPrefix: sessionPrefix, Limiter: g.limiter, OAuth: g.oauth, Tasks: g.tasks,
+		Secrets:  g.box,      // requestState: any gateway of the key file opens it
 		Identity: g.identity, // identity tokens for agent keys that ask (docs/identity.md)
 		Upstream: g.upstream, // people's tokens for per-person bridged remotes
 	})

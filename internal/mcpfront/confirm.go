@@ -2,9 +2,6 @@ package mcpfront
 
 import (
 	"context"
-	"crypto/aes"
-	"crypto/cipher"
-	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -21,6 +18,7 @@ import (
 	"github.com/spacefix/spacefix/internal/recovery"
 	"github.com/spacefix/spacefix/internal/route"
 	"github.com/spacefix/spacefix/internal/schema"
+	"github.com/spacefix/spacefix/internal/secrets"
 )
 
 // Asking the user (core.Confirm): the agent's question becomes an MCP input
@@ -46,19 +44,19 @@ type held struct {
 
 // heldCalls keeps calls that wait for an answer, until their deadline.
 type heldCalls struct {
-	prefix string // starts every request state: Options.SessionPrefix
-	aead   cipher.AEAD
+	prefix string       // starts every request state: Options.SessionPrefix
+	box    *secrets.Box // seals request states: Options.Secrets
 	log    *slog.Logger
 	mu     sync.Mutex
 	m      map[string]*held // by call id
 }
 
-func newHeldCalls(log *slog.Logger, prefix string) *heldCalls {
-	key := make([]byte, 32)
-	rand.Read(key)
-	block, _ := aes.NewCipher(key)
-	aead, _ := cipher.NewGCM(block)
-	return &heldCalls{prefix: prefix, aead: aead, m: make(map[string]*held), log: log}
+func newHeldCalls(log *slog.Logger, prefix string, box *secrets.Box) *heldCalls {
+	if box == nil {
+		raw, _ := base64.StdEncoding.DecodeString(secrets.NewKey())
+		box, _ = secrets.New(raw) // a key of the right size: no error
+	}
+	return &heldCalls{prefix: prefix, box: box, m: make(map[string]*held), log: log}
 }
 
 // hold keeps h until its call's deadline, then gives up on the call and
@@ -75,10 +73,39 @@ func (hc *heldCalls) hold(h *held, expired func(*held, route.Result)) string {
 			}
 		})
 	})
-	nonce := make([]byte, hc.aead.NonceSize())
-	rand.Read(nonce)
-	sealed := hc.aead.Seal(nonce, nonce, []byte(h.call.ID()+"\n"+h.keyID), nil)
-	return hc.prefix + base64.RawURLEncoding.EncodeToString(sealed)
+	return hc.seal(hc.prefix, h.call.ID(), h.keyID)
+}
+
+// seal returns a request state naming id (a call's or a task's) for client
+// key keyID: head in the clear (the gateway's prefix, which tells the
+// gateways whose state it is, and what it names), then the sealed part, in
+// base64url, whose alphabet has no ".". The head is bound to the sealed
+// part, so a state given another gateway's prefix does not open.
+func (hc *heldCalls) seal(head, id, keyID string) string {
+	sealed := hc.box.Seal([]byte(id+"\n"+keyID), stateContext+head)
+	return head + base64.RawURLEncoding.EncodeToString(sealed)
+}
+
+// stateContext is what request states are sealed under, before their head:
+// the secret key file seals other things too, which never open as a state.
+const stateContext = "mcp-request-state:"
+
+// open returns what a state from seal holds, sealed by any gateway whose
+// box shares a key with this one's (every gateway of a key file): its
+// head, id and client key id; false if it does not open.
+func (hc *heldCalls) open(state string) (head, id, keyID string, ok bool) {
+	i := strings.LastIndexByte(state, '.')
+	head = state[:i+1]
+	sealed, err := base64.RawURLEncoding.DecodeString(state[i+1:])
+	if err != nil {
+		return "", "", "", false
+	}
+	plain, err := hc.box.Open(sealed, stateContext+head)
+	if err != nil {
+		return "", "", "", false
+	}
+	id, keyID, ok = strings.Cut(string(plain), "\n")
+	return head, id, keyID, ok
 }
 
 // take removes and returns a held call, or nil.
@@ -96,22 +123,12 @@ func (hc *heldCalls) take(callID string) *held {
 var errBadState = errors.New("this requestState names no call waiting for input here: it ended or timed out, or the state was altered or is another client's. Call the tool again")
 
 // resume returns the held call a request state names, if keyID holds it.
+// A state sealed by another gateway opens here too, but names no call held
+// here: its requests reach the gateway that holds the call (see
+// gateway.forwardSessions) while that gateway lives.
 func (hc *heldCalls) resume(state, keyID string) (*held, error) {
-	state, ok := strings.CutPrefix(state, hc.prefix)
-	if !ok {
-		return nil, errBadState
-	}
-	sealed, err := base64.RawURLEncoding.DecodeString(state)
-	ns := hc.aead.NonceSize()
-	if err != nil || len(sealed) < ns {
-		return nil, errBadState
-	}
-	plain, err := hc.aead.Open(nil, sealed[:ns], sealed[ns:], nil)
-	if err != nil {
-		return nil, errBadState
-	}
-	callID, owner, _ := strings.Cut(string(plain), "\n")
-	if owner != keyID {
+	head, callID, owner, ok := hc.open(state)
+	if !ok || strings.HasSuffix(head, extStatePrefix) || owner != keyID {
 		return nil, errBadState
 	}
 	h := hc.take(callID)

@@ -31,6 +31,7 @@ import (
 	"github.com/spacefix/spacefix/internal/identity"
 	"github.com/spacefix/spacefix/internal/oauth"
 	"github.com/spacefix/spacefix/internal/ratelimit"
+	"github.com/spacefix/spacefix/internal/secrets"
 	"github.com/spacefix/spacefix/internal/store"
 	"github.com/spacefix/spacefix/internal/tasks"
 )
@@ -92,6 +93,13 @@ type Options struct {
 	// the gateways sharing a store can tell whose a session or a held call
 	// is and forward its requests there; "" when this gateway is alone.
 	SessionPrefix string
+	// Secrets seals the requestState of 2026-07-28 calls waiting for the
+	// user or naming a task, so that a client can neither read nor forge
+	// it. Gateways sharing a store give the box of the secret key file
+	// they share, so that any of them opens any state. Nil means a key of
+	// this endpoint's own, in memory: states it sealed do not open after a
+	// restart nor elsewhere (an embedding program without a key file).
+	Secrets *secrets.Box
 	// OAuth checks OAuth access tokens and says how to get one in every
 	// 401; nil means client keys only.
 	OAuth *oauth.Server
@@ -191,7 +199,7 @@ func New(opts Options) *Front {
 	if opts.TracerProvider != nil {
 		f.tracer = opts.TracerProvider.Tracer(tracerName, trace.WithInstrumentationVersion(opts.Version))
 	}
-	f.held = newHeldCalls(f.log, opts.SessionPrefix)
+	f.held = newHeldCalls(f.log, opts.SessionPrefix, opts.Secrets)
 	f.repeats = newRepeats(idem, f.log)
 	if f.limiter == nil {
 		f.limiter = ratelimit.New()

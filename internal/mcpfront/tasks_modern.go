@@ -3,8 +3,6 @@ package mcpfront
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -583,33 +581,18 @@ const extStatePrefix = "task."
 // sealExtTask returns the requestState of task id for client key keyID:
 // sealed, so a client can neither read nor forge it, and starting with the
 // gateway's prefix so that the gateways sharing a store send its retry
-// here, where it can be opened.
+// here (any of them can open it: see heldCalls.seal).
 func (f *Front) sealExtTask(id, keyID string) string {
-	hc := f.held
-	nonce := make([]byte, hc.aead.NonceSize())
-	rand.Read(nonce)
-	sealed := hc.aead.Seal(nonce, nonce, []byte(id+"\n"+keyID), nil)
-	return hc.prefix + extStatePrefix + base64.RawURLEncoding.EncodeToString(sealed)
+	return f.held.seal(f.held.prefix+extStatePrefix, id, keyID)
 }
 
 // openExtTask returns the task a requestState from sealExtTask names, if it was
 // sealed for keyID.
 func (f *Front) openExtTask(state, keyID string) (string, bool) {
-	hc := f.held
-	state, ok := strings.CutPrefix(state, hc.prefix+extStatePrefix)
-	if !ok {
+	head, id, owner, ok := f.held.open(state)
+	if !ok || !strings.HasSuffix(head, extStatePrefix) {
 		return "", false
 	}
-	sealed, err := base64.RawURLEncoding.DecodeString(state)
-	ns := hc.aead.NonceSize()
-	if err != nil || len(sealed) < ns {
-		return "", false
-	}
-	plain, err := hc.aead.Open(nil, sealed[:ns], sealed[ns:], nil)
-	if err != nil {
-		return "", false
-	}
-	id, owner, _ := strings.Cut(string(plain), "\n")
 	return id, owner == keyID
 }
 
