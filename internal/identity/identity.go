@@ -295,8 +295,9 @@ func (s *Signer) change(ctx context.Context, force bool) error {
 }
 
 // reseal writes ks back with every private key sealed with the box's
-// current key (the same keys: ids, JWKS and tokens do not change), unless
-// the stored value changed meanwhile (false).
+// current key and retired keys by their public half only (the same keys:
+// ids, JWKS and tokens do not change), unless the stored value changed
+// meanwhile (false).
 func (s *Signer) reseal(ctx context.Context, ks *keySet) (bool, error) {
 	raw, err := encode(ks.st, s.opts.Box)
 	if err != nil {
@@ -311,7 +312,7 @@ func (s *Signer) reseal(ctx context.Context, ks *keySet) (bool, error) {
 		return false, err
 	}
 	s.adopt(sealed)
-	s.opts.Log.Info("identity keys sealed with the secret key file's current key", "kid", ks.st.Current.ID)
+	s.opts.Log.Info("identity keys stored again: sealed with the secret key file's current key, if there is one, and retired keys by their public half only", "kid", ks.st.Current.ID)
 	return true, nil
 }
 

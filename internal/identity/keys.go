@@ -22,7 +22,9 @@ import (
 // current one signs; the next one is published already (so that a
 // verifier's cached JWKS knows it when it takes over) and signs after the
 // next rotation; retired ones stay published until their last token has
-// expired.
+// expired, by their public half only: a retired key never signs again (a
+// gateway that has not re-read the store yet signs with the copy in its
+// memory), so its private half is dropped when it retires.
 type stored struct {
 	Current storedKey   `json:"current"`
 	Next    storedKey   `json:"next"`
@@ -34,13 +36,17 @@ type storedKey struct {
 	ID string `json:"kid"`
 	// Private is the key in PKCS #8 DER, base64: it never leaves the store
 	// and this package (no log, no error, no String method shows it). In
-	// memory it is always set; in the store only when the Signer has no
-	// secret box (an embedding program without a key file, and the keys
-	// of gateways before they were sealed).
+	// memory it is set for the current and next keys; in the store only
+	// when the Signer has no secret box (an embedding program without a
+	// key file, and the keys of gateways before they were sealed).
+	// Retired keys have none (stores written before that are rewritten).
 	Private []byte `json:"private,omitempty"`
 	// Sealed is Private sealed with the secret key file's box, under the
 	// context sealContext(ID): what the store keeps when there is a box.
-	Sealed  []byte    `json:"sealed,omitempty"`
+	Sealed []byte `json:"sealed,omitempty"`
+	// Public is the public half in PKIX DER, base64: all a retired key
+	// keeps, to stay in the JWKS until its last token has expired.
+	Public  []byte    `json:"public,omitempty"`
 	Created time.Time `json:"created"`
 	Active  time.Time `json:"active,omitzero"`  // began to sign; zero for the next key
 	Retired time.Time `json:"retired,omitzero"` // stopped signing; zero but for retired keys
@@ -56,10 +62,11 @@ func sealContext(kid string) string { return "identity-key:" + kid }
 // keySet is the stored keys, parsed and ready to sign with.
 type keySet struct {
 	raw string // as stored: the compare in SwapMeta
-	st  stored // every Private set, no Sealed
+	st  stored // current and next with Private set, retired with Public only; no Sealed
 	// reseal says the store holds a key in the clear, or sealed with a
-	// key file's key that no longer seals, though the Signer has a box:
-	// the keys are written again, sealed with its current key.
+	// key file's key that no longer seals, though the Signer has a box,
+	// or a retired key's private half: the keys are written again, sealed
+	// with its current key, retired ones by their public half only.
 	reseal  bool
 	current *ecdsa.PrivateKey
 	signer  jose.Signer
@@ -116,7 +123,10 @@ func (st stored) rotated(now time.Time, publishedFor time.Duration) (stored, err
 	}
 	out := stored{Current: st.Next, Next: next}
 	out.Current.Active = now
-	old := st.Current
+	old, err := retire(st.Current)
+	if err != nil {
+		return stored{}, err
+	}
 	old.Retired = now
 	for _, k := range append(st.Retired, old) {
 		if now.Before(k.Retired.Add(publishedFor)) {
@@ -148,22 +158,38 @@ func parse(raw string, box *secrets.Box) (*keySet, error) {
 			return nil, err
 		}
 	}
-	for i := range st.Retired {
-		if err := ks.open(&st.Retired[i], box); err != nil {
+	for i, k := range st.Retired {
+		if k.Private == nil && k.Sealed == nil {
+			continue
+		}
+		// Written before retired keys dropped their private half.
+		if err := ks.open(&k, box); err != nil {
 			return nil, err
 		}
+		r, err := retire(k)
+		if err != nil {
+			return nil, err
+		}
+		st.Retired[i], ks.reseal = r, true
 	}
 	ks.st = st
-	for i, k := range append([]storedKey{st.Current, st.Next}, st.Retired...) {
-		p, err := x509.ParsePKCS8PrivateKey(k.Private)
-		priv, ok := p.(*ecdsa.PrivateKey)
-		if err != nil || !ok || priv.Curve != elliptic.P256() {
-			return nil, fmt.Errorf("%w (key %q is not a P-256 private key)", errBadKeys, k.ID)
+	for i, k := range []storedKey{st.Current, st.Next} {
+		priv, err := privateKey(k)
+		if err != nil {
+			return nil, err
 		}
 		if i == 0 {
 			ks.current = priv
 		}
 		ks.public = append(ks.public, jose.JSONWebKey{Key: &priv.PublicKey, KeyID: k.ID, Algorithm: string(jose.ES256), Use: "sig"})
+	}
+	for _, k := range st.Retired {
+		p, err := x509.ParsePKIXPublicKey(k.Public)
+		pub, ok := p.(*ecdsa.PublicKey)
+		if err != nil || !ok || pub.Curve != elliptic.P256() {
+			return nil, fmt.Errorf("%w (retired key %q is not a P-256 public key)", errBadKeys, k.ID)
+		}
+		ks.public = append(ks.public, jose.JSONWebKey{Key: pub, KeyID: k.ID, Algorithm: string(jose.ES256), Use: "sig"})
 	}
 	signer, err := jose.NewSigner(
 		jose.SigningKey{Algorithm: jose.ES256, Key: jose.JSONWebKey{Key: ks.current, KeyID: st.Current.ID}},
@@ -173,6 +199,30 @@ func parse(raw string, box *secrets.Box) (*keySet, error) {
 	}
 	ks.signer = signer
 	return ks, nil
+}
+
+// privateKey parses k's private half, a P-256 key.
+func privateKey(k storedKey) (*ecdsa.PrivateKey, error) {
+	p, err := x509.ParsePKCS8PrivateKey(k.Private)
+	priv, ok := p.(*ecdsa.PrivateKey)
+	if err != nil || !ok || priv.Curve != elliptic.P256() {
+		return nil, fmt.Errorf("%w (key %q is not a P-256 private key)", errBadKeys, k.ID)
+	}
+	return priv, nil
+}
+
+// retire returns k (opened: Private set) with only its public half.
+func retire(k storedKey) (storedKey, error) {
+	priv, err := privateKey(k)
+	if err != nil {
+		return storedKey{}, err
+	}
+	pub, err := x509.MarshalPKIXPublicKey(&priv.PublicKey)
+	if err != nil {
+		return storedKey{}, fmt.Errorf("encode the public half of key %q: %w", k.ID, err)
+	}
+	k.Private, k.Sealed, k.Public = nil, nil, pub
+	return k, nil
 }
 
 // open sets k.Private from k.Sealed with box, and notes in ks whether the
@@ -218,8 +268,9 @@ func (ks *keySet) jwks(now time.Time, publishedFor time.Duration) ([]byte, time.
 	return b, until
 }
 
-// encode is st as stored: with a box, each private key sealed with its
-// current key and none in the clear.
+// encode is st as stored: with a box, each private key (current and
+// next; retired keys have none) sealed with its current key and none in
+// the clear.
 func encode(st stored, box *secrets.Box) (string, error) {
 	if box != nil {
 		seal := func(k storedKey) storedKey {
@@ -227,11 +278,6 @@ func encode(st stored, box *secrets.Box) (string, error) {
 			return k
 		}
 		st.Current, st.Next = seal(st.Current), seal(st.Next)
-		retired := make([]storedKey, len(st.Retired))
-		for i, k := range st.Retired {
-			retired[i] = seal(k)
-		}
-		st.Retired = retired
 	}
 	b, err := json.Marshal(st)
 	if err != nil {
