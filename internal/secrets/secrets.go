@@ -230,7 +230,9 @@ func LoadOrCreate(path string) (*Box, bool, error) {
 
 // create writes a new key file at path unless one appeared meanwhile: the
 // file is written whole under a temporary name and linked into place, so
-// no process ever reads it half written.
+// no process ever reads it half written. The file and then its folder are
+// synced before it is used, so that a crash right after cannot lose the
+// key while the store keeps what was sealed with it.
 func create(path string) (bool, error) {
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".secret-key-*")
 	if err != nil {
@@ -257,20 +259,58 @@ func create(path string) (bool, error) {
 		}
 		return false, fmt.Errorf("create the secret key file: %w", err)
 	}
+	if err := syncDir(filepath.Dir(path)); err != nil {
+		return false, fmt.Errorf("create the secret key file: sync its folder: %w", err)
+	}
 	return true, nil
 }
 
+// syncDir makes a new entry of folder dir durable. Windows cannot sync a
+// folder, and needs not.
+func syncDir(dir string) error {
+	if runtime.GOOS == "windows" {
+		return nil
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
 // PermissionWarning returns, for a key file that group or others may
-// read, a sentence for the gateway to log at WARN; "" when only its owner
-// may, or on systems without Unix file modes.
+// read or write, a sentence for the gateway to log at WARN; "" when only
+// its owner may, or on systems without Unix file modes. Write matters as
+// much as read: whoever can put a key of their own in the file has the
+// gateway seal new values and sign its forwards to other gateways with it.
 func PermissionWarning(path string) string {
 	if runtime.GOOS == "windows" {
 		return ""
 	}
 	fi, err := os.Stat(path)
-	if err != nil || fi.Mode().Perm()&0o044 == 0 {
+	if err != nil {
 		return ""
 	}
-	return fmt.Sprintf("the secret key file %s may be read by others than its owner (mode %04o): anyone who reads it can decrypt the upstream tokens and signing keys in the store; run: chmod 600 %s",
-		path, fi.Mode().Perm(), path)
+	perm := fi.Mode().Perm()
+	const (
+		read  = "anyone who reads it can decrypt the upstream tokens and signing keys in the store"
+		write = "anyone who changes it can put in a key of their own, which the gateway then seals with and signs its requests to other gateways with"
+	)
+	var who, what string
+	switch r, w := perm&0o044 != 0, perm&0o022 != 0; {
+	case r && w:
+		who, what = "read and changed", read+", and "+write
+	case r:
+		who, what = "read", read
+	case w:
+		who, what = "changed", write
+	default:
+		return ""
+	}
+	return fmt.Sprintf("the secret key file %s may be %s by others than its owner (mode %04o): %s; run: chmod 600 %s",
+		path, who, perm, what, path)
 }

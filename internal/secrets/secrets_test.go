@@ -254,21 +254,36 @@ func TestPermissionWarning(t *testing.T) {
 	if w := secrets.PermissionWarning(path); w != "" {
 		t.Errorf("PermissionWarning(0600) = %q, want none", w)
 	}
-	for _, mode := range []os.FileMode{0o700, 0o620} {
+	for _, mode := range []os.FileMode{0o700, 0o400} {
 		if err := os.Chmod(path, mode); err != nil {
 			t.Fatal(err)
 		}
 		if w := secrets.PermissionWarning(path); w != "" {
-			t.Errorf("PermissionWarning(%04o) = %q, want none: nobody else may read it", mode, w)
+			t.Errorf("PermissionWarning(%04o) = %q, want none: nobody else may read or change it", mode, w)
 		}
 	}
-	for _, mode := range []os.FileMode{0o640, 0o604, 0o644} {
-		if err := os.Chmod(path, mode); err != nil {
+	const (
+		read  = "anyone who reads it can decrypt the upstream tokens and signing keys in the store"
+		write = "anyone who changes it can put in a key of their own, which the gateway then seals with and signs its requests to other gateways with"
+	)
+	for _, c := range []struct {
+		mode      os.FileMode
+		who, what string
+	}{
+		{0o640, "read", read},
+		{0o604, "read", read},
+		{0o644, "read", read},
+		{0o620, "changed", write},
+		{0o602, "changed", write},
+		{0o660, "read and changed", read + ", and " + write},
+		{0o606, "read and changed", read + ", and " + write},
+	} {
+		if err := os.Chmod(path, c.mode); err != nil {
 			t.Fatal(err)
 		}
-		want := fmt.Sprintf("the secret key file %s may be read by others than its owner (mode %04o): anyone who reads it can decrypt the upstream tokens and signing keys in the store; run: chmod 600 %s", path, mode, path)
+		want := fmt.Sprintf("the secret key file %s may be %s by others than its owner (mode %04o): %s; run: chmod 600 %s", path, c.who, c.mode, c.what, path)
 		if w := secrets.PermissionWarning(path); w != want {
-			t.Errorf("PermissionWarning(%04o) = %q\nwant %q", mode, w, want)
+			t.Errorf("PermissionWarning(%04o) = %q\nwant %q", c.mode, w, want)
 		}
 	}
 }
