@@ -209,3 +209,14 @@ func TestSecretKeyInMemory(t *testing.T) {
 		t.Errorf("the in-memory box: %q, %v", plain, err)
 	}
 }
+
+// A gateway on a bus with a key in memory only would have every request
+// it forwards refused by its peers, so it does not start, and says why.
+func TestBusNeedsSecretKeyFile(t *testing.T) {
+	st := struct{ store.Store }{openSQLite(t, filepath.Join(t.TempDir(), "spacefix.db"))}
+	_, _, err := newOn(t, Config{Bus: "nats://127.0.0.1:4222"}, st)
+	want := "a gateway on a bus (--bus) needs a secret key file shared by every gateway: give --secret-key-file (Config.SecretKeyFile); the gateways sign the requests they forward to each other with it"
+	if err == nil || err.Error() != want {
+		t.Errorf("New = %v\nwant %s", err, want)
+	}
+}
