@@ -107,6 +107,12 @@ type Options struct {
 	// PeerGone, if set, is told the id of each gateway dropped for its
 	// silence (the tasks it ran fail); it must not block for long.
 	PeerGone func(gatewayID string)
+	// Peers signs the address this gateway advertises in its heartbeats
+	// and checks the others': an address that does not verify is not
+	// used ([Cluster.PeerAddr], [Cluster.IsPeerIP]), so requests are
+	// forwarded only to gateways of the same key file. Nil: addresses are
+	// neither signed nor checked.
+	Peers *ForwardAuth
 }
 
 // Cluster is this gateway's membership of the bus.

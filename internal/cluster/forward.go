@@ -32,6 +32,12 @@ import (
 // response (an SSE stream, say) is not signed: it goes back on the
 // connection the sender opened to the address its peer announced.
 //
+// The address a forward goes to is learned from the bus, in the owner's
+// heartbeat: the owner signs it too ([ForwardAuth.SignAddr]), so that a
+// party that can publish on the bus but has no key file cannot have
+// clients' requests, and their credentials, forwarded to an address of
+// its own.
+//
 // A signature holds for [ForwardWindow] either side of the receiver's
 // clock; there is no memory of signatures seen, so a forward captured on
 // the wire can be replayed within that window. Peer traffic carries
@@ -149,6 +155,37 @@ func forwardMAC(key []byte, r *http.Request, from, ts, body string) []byte {
 		io.WriteString(m, f)
 		io.WriteString(m, "\n")
 	}
+	return m.Sum(nil)
+}
+
+// addrLabel starts what an address's MAC covers: a MAC of a forward never
+// passes for one of an address, though both use the same key.
+const addrLabel = "spacefix gateway address v1"
+
+// SignAddr returns the MAC, base64url, of gateway gw's advertised address
+// addr, for its heartbeats.
+func (a *ForwardAuth) SignAddr(gw, addr string) string {
+	return base64.RawURLEncoding.EncodeToString(addrMAC(a.keys[0], gw, addr))
+}
+
+// VerifyAddr reports whether mac, from a heartbeat, is gateway gw's
+// address addr signed with one of the key file's keys.
+func (a *ForwardAuth) VerifyAddr(gw, addr, mac string) bool {
+	got, err := base64.RawURLEncoding.DecodeString(mac)
+	if err != nil || mac == "" {
+		return false
+	}
+	for _, k := range a.keys {
+		if hmac.Equal(got, addrMAC(k, gw, addr)) {
+			return true
+		}
+	}
+	return false
+}
+
+func addrMAC(key []byte, gw, addr string) []byte {
+	m := hmac.New(sha256.New, key)
+	io.WriteString(m, addrLabel+"\n"+gw+"\n"+addr+"\n")
 	return m.Sum(nil)
 }
 

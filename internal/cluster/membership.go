@@ -27,6 +27,7 @@ const DefaultHeartbeat = time.Second
 type heartbeat struct {
 	Gw       string `json:"gw"`
 	Addr     string `json:"addr"`
+	AddrMAC  string `json:"addrMac,omitempty"` // Addr signed (see Options.Peers)
 	Replicas int    `json:"replicas"`
 	// Seq is the sequence number of the sender's last replica
 	// announcement, and Digest that of the ids of its replicas then
@@ -44,7 +45,8 @@ type heartbeat struct {
 // peer is another gateway, as its heartbeats and announcements tell.
 type peer struct {
 	id    string
-	addr  string
+	addr  string     // "" until it advertises one that verifies
+	said  string     // the address its last heartbeat gave, verified or not
 	ip    netip.Addr // addr's host when it is an IP; the zero Addr when a name
 	seen  time.Time
 	every time.Duration // its heartbeat interval
@@ -170,6 +172,9 @@ func (c *Cluster) heartbeat() {
 // flight.
 func (c *Cluster) beatMsg() heartbeat {
 	hb := heartbeat{Gw: c.opts.Gateway, Addr: c.opts.Addr, EveryMs: c.opts.Heartbeat.Milliseconds()}
+	if c.opts.Peers != nil {
+		hb.AddrMAC = c.opts.Peers.SignAddr(hb.Gw, hb.Addr)
+	}
 	c.chMu.Lock()
 	hb.Changes = c.chSeq
 	c.chMu.Unlock()
@@ -256,9 +261,19 @@ func (c *Cluster) heard(hb heartbeat) (isNew bool, ask *syncMsg, lostChange bool
 	var p *peer
 	p, isNew = c.peers.get(hb.Gw)
 	p.seen, p.every = time.Now(), time.Duration(hb.EveryMs)*time.Millisecond
-	if p.addr != hb.Addr {
-		p.addr, p.ip = hb.Addr, hostIP(hb.Addr)
-		c.storePeerIPs()
+	if p.said != hb.Addr || (p.addr == "" && hb.Addr != "") {
+		addr := hb.Addr
+		if c.opts.Peers != nil && !c.opts.Peers.VerifyAddr(hb.Gw, hb.Addr, hb.AddrMAC) {
+			if p.said != hb.Addr {
+				c.log.Warn("a gateway on the bus advertises an address not signed with this gateway's secret key file: no request is forwarded to it (give every gateway the same --secret-key-file)", "peer", hb.Gw, "addr", hb.Addr)
+			}
+			addr = ""
+		}
+		p.said = hb.Addr
+		if p.addr != addr {
+			p.addr, p.ip = addr, hostIP(addr)
+			c.storePeerIPs()
+		}
 	}
 	if resync, state := p.mirror.behind(hb.Seq, hb.Digest); resync {
 		ask = p.mirror.request(c.opts.Gateway, state, 2*c.opts.Heartbeat)

@@ -3,6 +3,7 @@ package cluster
 import (
 	"encoding/json"
 	"log/slog"
+	"net/netip"
 	"slices"
 	"testing"
 	"testing/synctest"
@@ -12,6 +13,7 @@ import (
 	"github.com/spacefix/spacefix/internal/agents"
 	"github.com/spacefix/spacefix/internal/changes"
 	"github.com/spacefix/spacefix/internal/schema"
+	"github.com/spacefix/spacefix/internal/secrets"
 )
 
 // offBus returns gateway id's part of the bus without joining it: its
@@ -171,4 +173,51 @@ func TestMembersSilentDefaultInterval(t *testing.T) {
 			t.Errorf("%d members left, want 0", len(ms))
 		}
 	})
+}
+
+// With a key file, a peer's address is used only when its heartbeat signs
+// it with one of the file's keys: a gateway of another key file, or a
+// party on the bus posing as a gateway, has nothing forwarded to it, and
+// is not spared the per-address cap.
+func TestHeartbeatAddressMustBeSigned(t *testing.T) {
+	k1, k2 := secrets.NewKey(), secrets.NewKey()
+	c := offBus(t, "gw-a")
+	c.opts.Peers = NewForwardAuth(testBox(t, k1, k2), nil)
+	same := NewForwardAuth(testBox(t, k2, k1), nil) // the file after a rotation
+	other := NewForwardAuth(testBox(t, secrets.NewKey()), nil)
+	for _, hb := range []heartbeat{
+		{Gw: "gw-b", Addr: "10.0.0.2:8080", AddrMAC: same.SignAddr("gw-b", "10.0.0.2:8080")},
+		{Gw: "gw-c", Addr: "10.0.0.3:8080", AddrMAC: other.SignAddr("gw-c", "10.0.0.3:8080")},
+		{Gw: "gw-d", Addr: "10.0.0.4:8080"},
+		{Gw: "gw-e", Addr: "10.0.0.5:8080", AddrMAC: same.SignAddr("gw-b", "10.0.0.2:8080")},
+	} {
+		hb.EveryMs = 100
+		c.heard(hb)
+	}
+	if got := c.Peers(); got != 4 {
+		t.Errorf("Peers() = %d, want 4: every heartbeat is heard", got)
+	}
+	if addr, ok := c.PeerAddr("gw-b"); addr != "10.0.0.2:8080" || !ok {
+		t.Errorf("PeerAddr(gw-b) = %q, %v; want its signed address", addr, ok)
+	}
+	for _, gw := range []string{"gw-c", "gw-d", "gw-e"} {
+		if addr, ok := c.PeerAddr(gw); ok {
+			t.Errorf("PeerAddr(%s) = %q: an address not signed with the key file is used", gw, addr)
+		}
+	}
+	for ip, want := range map[string]bool{"10.0.0.2": true, "10.0.0.3": false, "10.0.0.4": false, "10.0.0.5": false} {
+		if got := c.IsPeerIP(netip.MustParseAddr(ip)); got != want {
+			t.Errorf("IsPeerIP(%s) = %v, want %v", ip, got, want)
+		}
+	}
+	// A forged heartbeat cannot move gw-b's address; gw-b's own next one
+	// puts it back.
+	c.heard(heartbeat{Gw: "gw-b", Addr: "10.6.6.6:80", EveryMs: 100})
+	if addr, ok := c.PeerAddr("gw-b"); ok {
+		t.Errorf("after a forged heartbeat PeerAddr(gw-b) = %q", addr)
+	}
+	c.heard(heartbeat{Gw: "gw-b", Addr: "10.0.0.2:8080", AddrMAC: same.SignAddr("gw-b", "10.0.0.2:8080"), EveryMs: 100})
+	if addr, ok := c.PeerAddr("gw-b"); addr != "10.0.0.2:8080" || !ok {
+		t.Errorf("PeerAddr(gw-b) = %q, %v after its own heartbeat", addr, ok)
+	}
 }

@@ -28,6 +28,7 @@ func (g *Gateway) joinBus(ctx context.Context) error {
 		URL: g.cfg.Bus, Gateway: g.me.ID, Addr: g.me.Addr,
 		Registry: g.reg, Changes: g.changes, Compile: agentfront.Compile, Redeem: g.agents.RedeemTicket, Limiter: g.limiter,
 		Projects: g.projectIDs, Heartbeat: g.cfg.BusHeartbeat, Logger: g.log, PeerGone: g.peerGone,
+		Peers: g.peers, // forwards go only to addresses signed with the key file
 	})
 	if err != nil {
 		return err
