@@ -93,12 +93,9 @@ type Options struct {
 	// the gateways sharing a store can tell whose a session or a held call
 	// is and forward its requests there; "" when this gateway is alone.
 	SessionPrefix string
-	// Secrets seals the requestState of 2026-07-28 calls waiting for the
-	// user or naming a task, so that a client can neither read nor forge
-	// it. Gateways sharing a store give the box of the secret key file
-	// they share, so that any of them opens any state. Nil means a key of
-	// this endpoint's own, in memory: states it sealed do not open after a
-	// restart nor elsewhere (an embedding program without a key file).
+	// Secrets seals requestState (confirm.go) so no client reads or forges
+	// it: the key file every gateway shares, so any gateway opens any. Nil
+	// means a key in memory, this endpoint's own (no key file).
 	Secrets *secrets.Box
 	// OAuth checks OAuth access tokens and says how to get one in every
 	// 401; nil means client keys only.
