@@ -29,10 +29,13 @@ type Config struct {
 	// Link-local, unspecified and multicast addresses are refused always.
 	UpstreamAllowLoopback bool
 	// SecretKeyFile is the key file that encrypts what the gateway keeps
-	// of people's upstream accounts (internal/secrets; docs/deployment.md).
-	// Empty means, on SQLite, secret.key beside the database file, created
-	// at the first start; a PostgreSQL store needs one, the same file on
-	// every gateway, and the gateway does not start without it.
+	// of people's upstream accounts and its identity signing keys, seals
+	// requestState, and keys the signatures of requests forwarded between
+	// gateways (internal/secrets; docs/deployment.md). Empty means, on
+	// SQLite, secret.key beside the database file, created at the first
+	// start; a PostgreSQL store needs one, the same file on every gateway,
+	// and the gateway does not start without it; nor does one on a bus
+	// with no file to place it by (no DataPath).
 	SecretKeyFile string
 	// PublicURL is the base URL clients and agents use to reach the gateway,
 	// as printed in set-up instructions. Empty means http://<listen address>.

@@ -25,8 +25,9 @@ var errBusNoKeyFile = errors.New("a gateway on a bus (--bus) needs a secret key 
 // keeps beside the database file when --secret-key-file is not given.
 const DefaultSecretKeyFile = "secret.key"
 
-// openSecrets loads the box that seals people's upstream tokens and the
-// identity signing keys (see Config.SecretKeyFile): the file given, which on PostgreSQL must exist
+// openSecrets loads the box that seals people's upstream tokens, the
+// identity signing keys and requestState, and from which the key of the
+// forwards between gateways is derived (see Config.SecretKeyFile): the file given, which on PostgreSQL must exist
 // already (every gateway must share it, so none makes its own) and on
 // SQLite is created if missing; without one, on SQLite, secret.key beside
 // the database file, created at the first start and logged once; on
