@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"path/filepath"
 	"strconv"
@@ -101,5 +102,72 @@ func TestClusterForwardsAreSigned(t *testing.T) {
 		if strings.Contains(log, secret) {
 			t.Errorf("the log holds a header's value %q:\n%s", secret, log)
 		}
+	}
+}
+
+// A 2026-07-28 call waiting for its user on A, on PostgreSQL and NATS: its
+// requestState (sealed with the key file the gateways share), retried
+// through B, reaches A and the call completes; one altered is refused
+// with the message clients read, through B as on A, and leaves the call
+// waiting.
+func TestClusterRequestStateRetriedElsewhere(t *testing.T) {
+	t.Parallel()
+	var pg string
+	a := newEnv(t, onBus(startNATS(t)), onPostgres(&pg))
+	b := a.sibling()
+	a.startAgent(core.Options{}, func(ag *core.Agent) {
+		must(t, core.AddTool(ag, "drop_order", "Drops an order after asking the user.", func(ctx context.Context, in GetOrderInput) (string, error) {
+			ok, err := core.Confirm(ctx, "Drop order "+in.ID+"?")
+			if err != nil || !ok {
+				return "kept order " + in.ID, err
+			}
+			return "dropped order " + in.ID, nil
+		}, core.Destructive()))
+	})
+	const caps = `{"elicitation":{}}`
+	const args = `"name":"drop_order","arguments":{"id":"7"}`
+	resp, body := modernCallCaps(t, a, a.clientKey, "tools/call", "drop_order", `{`+args+`}`, caps)
+	var first struct {
+		Result struct {
+			InputRequests map[string]any `json:"inputRequests"`
+			RequestState  string         `json:"requestState"`
+		} `json:"result"`
+	}
+	if resp.StatusCode != http.StatusOK || json.Unmarshal(sseData(body), &first) != nil || first.Result.RequestState == "" || len(first.Result.InputRequests) != 1 {
+		t.Fatalf("first call = %d %s; want an input_required result", resp.StatusCode, body)
+	}
+	state := first.Result.RequestState
+	var input string
+	for k := range first.Result.InputRequests {
+		input = k
+	}
+	retry := func(e *env, state string) (string, string) {
+		params := `{` + args + `,"requestState":"` + state + `","inputResponses":{"` + input + `":{"action":"accept","content":{"confirm":true}}}}`
+		_, body := modernCallCaps(t, e, e.clientKey, "tools/call", "drop_order", params, caps)
+		var out struct {
+			Result struct {
+				Content []struct{ Text string } `json:"content"`
+			} `json:"result"`
+			Error struct{ Message string } `json:"error"`
+		}
+		json.Unmarshal(sseData(body), &out)
+		if len(out.Result.Content) > 0 {
+			return out.Result.Content[0].Text, ""
+		}
+		return "", out.Error.Message
+	}
+	i, c := len(state)-3, "A"
+	if state[i] == 'A' {
+		c = "B"
+	}
+	tampered := state[:i] + c + state[i+1:]
+	const wantRefused = "this requestState names no call waiting for input here: it ended or timed out, or the state was altered or is another client's. Call the tool again"
+	for _, e := range []*env{b, a} {
+		if text, msg := retry(e, tampered); msg != wantRefused {
+			t.Errorf("an altered requestState sent to %s: %q, error %q", e.url, text, msg)
+		}
+	}
+	if text, msg := retry(b, state); text != "dropped order 7" {
+		t.Errorf("the requestState retried through B: %q, error %q", text, msg)
 	}
 }
