@@ -41,6 +41,7 @@ func TestClusterForwardsAreSigned(t *testing.T) {
 	s := a.newRawSession(a.clientKey)
 	viaB := *s
 	viaB.url = b.url
+	waitForPeer(t, b, s.id)
 	if code, body := viaB.call(2, "count", `{}`); code != http.StatusOK || !strings.Contains(body, `"text":"1"`) {
 		t.Fatalf("A's session through B: %d %s", code, body)
 	}
@@ -137,6 +138,7 @@ func TestClusterRequestStateRetriedElsewhere(t *testing.T) {
 		t.Fatalf("first call = %d %s; want an input_required result", resp.StatusCode, body)
 	}
 	state := first.Result.RequestState
+	waitForPeer(t, b, state)
 	var input string
 	for k := range first.Result.InputRequests {
 		input = k
@@ -170,4 +172,16 @@ func TestClusterRequestStateRetriedElsewhere(t *testing.T) {
 	if text, msg := retry(b, state); text != "dropped order 7" {
 		t.Errorf("the requestState retried through B: %q, error %q", text, msg)
 	}
+}
+
+// waitForPeer waits until e has heard, on the bus, the signed address of
+// the gateway whose id starts id (a session id or a requestState), so
+// that it forwards there.
+func waitForPeer(t *testing.T, e *env, id string) {
+	t.Helper()
+	owner, _, _ := strings.Cut(id, ".")
+	waitFor(t, "the other gateway to hear "+owner+" on the bus", func() bool {
+		_, ok := e.gw.Cluster().PeerAddr(owner)
+		return ok
+	})
 }
