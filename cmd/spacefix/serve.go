@@ -90,17 +90,20 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	first, err := gateway.Bootstrap(ctx, st)
-	if err != nil {
-		st.Close()
-		return err
-	}
 	g, err := gateway.New(cfg, st)
 	if err != nil {
 		st.Close()
 		return err
 	}
 	if err := g.Start(); err != nil {
+		g.Close()
+		return err
+	}
+	// The first project and its keys are made only once the gateway
+	// listens: a start that fails (the port is busy) leaves the store
+	// empty, so the next start still prints the keys, which are shown once.
+	first, err := gateway.Bootstrap(ctx, st)
+	if err != nil {
 		g.Close()
 		return err
 	}
