@@ -233,7 +233,10 @@ func projects(ctx context.Context, args []string, stdout io.Writer) error {
 			if *asJSON {
 				return json.NewEncoder(stdout).Encode(map[string]any{"id": p.ID, "name": p.Name})
 			}
-			fmt.Fprintf(stdout, "Created project %q. Give it keys with: spacefix keys create --project %s --kind agent|client\n", p.Name, p.Name)
+			fmt.Fprintf(stdout, "Created project %q. Give it keys with:\n", p.Name)
+			for _, kind := range []string{store.KindAgent, store.KindClient} {
+				fmt.Fprintf(stdout, "  spacefix keys create --project %s --kind %s\n", shellQuote(p.Name), kind)
+			}
 			return nil
 		})
 	default: // "list"; subcommand checked the name

@@ -253,19 +253,24 @@ func envOr(name, def string) string {
 	return def
 }
 
-// keysHint is the line a later start prints about making keys: one that
-// runs as printed. data is the store as shown (a PostgreSQL URL with its
-// password hidden), so a URL is named by the variable it came from, or
-// the reader is told to set it.
+// keysHint is what a later start prints about making keys: one line per
+// kind, each of which runs as printed (a "client|agent" would be read as a
+// pipe). data is the store as shown (a PostgreSQL URL with its password
+// hidden), so a URL is named by the variable it came from, or the reader is
+// told to set it.
 func keysHint(data string, fromEnv bool) string {
-	if !strings.Contains(data, "://") {
-		return fmt.Sprintf("Make keys with: spacefix keys create --data %s --project default --kind client|agent", shellQuote(data))
+	arg := shellQuote(data)
+	if strings.Contains(data, "://") {
+		arg = `"$SPACEFIX_DATA"`
 	}
-	line := `Make keys with: spacefix keys create --data "$SPACEFIX_DATA" --project default --kind client|agent`
-	if !fromEnv {
-		line += "\n  (first set SPACEFIX_DATA to the postgres:// URL you gave --data; this output hides its password)"
+	text := "Make keys with:"
+	for _, kind := range []string{store.KindClient, store.KindAgent} {
+		text += fmt.Sprintf("\n  spacefix keys create --data %s --project default --kind %s", arg, kind)
 	}
-	return line
+	if strings.Contains(data, "://") && !fromEnv {
+		text += "\n  (first set SPACEFIX_DATA to the postgres:// URL you gave --data; this output hides its password)"
+	}
+	return text
 }
 
 // shellQuote quotes s for a POSIX shell when it needs it.
