@@ -159,7 +159,7 @@ func testServeFirstStart(t *testing.T, data string) {
 		}
 	}
 	second := serveOnce(t, data)
-	if strings.Contains(second, "sfx_") || !strings.Contains(second, "Make keys with: spacefix keys create") {
+	if strings.Contains(second, "sfx_") || !strings.Contains(second, "Make keys with:\n  spacefix keys create") {
 		t.Errorf("second start output:\n%s", second)
 	}
 	out, _ := runCLI(t, "keys", "list", "--data", data)

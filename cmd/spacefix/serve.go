@@ -192,7 +192,7 @@ func newFlagSet(name string, out io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(out)
 	// The flag package prints the whole usage around every mistake;
-	// parseArgs says a mistake once, and prints the flags for --help.
+	// parseOnce says a mistake once, and prints the flags for --help.
 	fs.Usage = func() {}
 	return fs
 }
@@ -216,12 +216,8 @@ func parse(fs *flag.FlagSet, args []string) error {
 func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				printFlags(fs.Output(), fs)
-				return nil, err
-			}
-			return nil, flagError(fs, err)
+		if err := parseOnce(fs, args); err != nil {
+			return nil, err
 		}
 		args = fs.Args()
 		if len(args) == 0 {
@@ -230,6 +226,26 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 		pos = append(pos, args[0])
 		args = args[1:]
 	}
+}
+
+// parseOnce is fs.Parse with the flag package kept quiet: a mistake
+// becomes one usage error, which main prints, and --help prints the flags
+// in the --name form.
+func parseOnce(fs *flag.FlagSet, args []string) error {
+	out, usage := fs.Output(), fs.Usage
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	err := fs.Parse(args)
+	fs.SetOutput(out)
+	fs.Usage = usage
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		printFlags(out, fs)
+		return err
+	case err != nil:
+		return flagError(fs, err)
+	}
+	return nil
 }
 
 func envDuration(name string, def time.Duration) time.Duration {
