@@ -12,6 +12,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/spacefix/spacefix/internal/dashboard"
 	"github.com/spacefix/spacefix/internal/quickstart"
 )
 
@@ -168,10 +169,10 @@ func sessionCookie(t *testing.T, ctx context.Context, url string) *network.Cooki
 		t.Fatal(err)
 	}
 	for _, c := range res.Cookies {
-		if c.Name == "spacefix_session" {
+		if c.Name == dashboard.SessionCookieName(url) {
 			return c
 		}
 	}
-	t.Fatalf("no spacefix_session cookie for %s", url)
+	t.Fatalf("no %s cookie for %s", dashboard.SessionCookieName(url), url)
 	return nil
 }
