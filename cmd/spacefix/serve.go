@@ -116,7 +116,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		cfg.Logger.Warn("could not make the dashboard's setup link", "err", err)
 	}
-	printStart(stdout, g.URL(), dataName(cfg.DataPath), first, setup)
+	printStart(stdout, g.URL(), dataName(cfg.DataPath), first, setup, cfg.PublicURL != "")
 
 	// The first signal drains; a second one forces exit.
 	sigs := make(chan os.Signal, 2)
@@ -151,7 +151,7 @@ func flushTraces(tp *sdktrace.TracerProvider, log *slog.Logger) {
 	}
 }
 
-func printStart(w io.Writer, base, data string, first *gateway.FirstStart, setupURL string) {
+func printStart(w io.Writer, base, data string, first *gateway.FirstStart, setupURL string, public bool) {
 	mcpURL := base + "/mcp"
 	fmt.Fprintf(w, "Spacefix is running.\n\n  MCP endpoint  %s\n  Dashboard     %s/\n  Store         %s\n\n", mcpURL, base, data)
 	if setupURL != "" {
@@ -174,16 +174,32 @@ Run the example agent, in another terminal of this repository:
 Connect Claude Code:
   %s
 
-Connect Claude or ChatGPT (remote connector) or any MCP client that signs in
-with OAuth: give it the MCP endpoint above and sign in with your dashboard
-account.
-
+%s
 Or look around with the MCP Inspector (Node.js 20 or later):
   %s
   %s
 `, first.Project, first.AgentKey, first.ClientKey, first.AgentKey, base,
-		quickstart.ClaudeAdd("spacefix", mcpURL, auth),
+		quickstart.ClaudeAdd("spacefix", mcpURL, auth), remoteConnectors(base, public),
 		quickstart.InspectorList(mcpURL, auth), quickstart.InspectorCall(mcpURL, auth))
+}
+
+// remoteConnectors says how Claude's and ChatGPT's remote connectors reach
+// the gateway. They connect from their own servers, so without a public
+// URL the address printed above (loopback, as a rule) is not one for them.
+func remoteConnectors(base string, public bool) string {
+	if public {
+		return `Connect Claude or ChatGPT (remote connector) or any MCP client that signs in
+with OAuth: give it the MCP endpoint above and sign in with your dashboard
+account.
+`
+	}
+	host := strings.TrimPrefix(base, "http://")
+	return fmt.Sprintf(`Connect Claude or ChatGPT (remote connector): they connect from their own
+servers, which cannot reach %s. Start the gateway with
+--public-url https://HOST, an https URL that reaches it (a tunnel or a proxy),
+give them https://HOST/mcp and sign in with your dashboard account. An MCP
+client on this machine that signs in with OAuth can use the endpoint above.
+`, host)
 }
 
 // Shared flag helpers.
