@@ -72,6 +72,9 @@ func TestBrowserFirstHourPages(t *testing.T) {
 	}
 	until(t, ctx, "the live row with the key's label",
 		`(r => r !== null && r.querySelector('td:nth-child(4)').textContent === 'first client key')(document.querySelector('tbody[data-log-rows] tr.new'))`)
+	// The live rows write a duration as the page's own rows do.
+	until(t, ctx, "app.js to write 45017.6 ms as 45.0 s",
+		`callDuration(45017.6) === '45.0 s' && callDuration(12.34) === '12.3 ms'`)
 
 	// Every column of the Tools table with content has a heading.
 	run(t, ctx, chromedp.Navigate(w.url("/p/default/tools")), chromedp.WaitVisible(chromedp.CSS(`tr[data-tool=get_order]`)))

@@ -210,6 +210,12 @@ function cell(text, cls) {
   return td;
 }
 
+// callDuration writes a call's duration as the server-rendered rows do
+// (render.go's callDuration): ms under a second, else seconds.
+function callDuration(ms) {
+  return ms < 1000 ? `${ms.toFixed(1)} ms` : `${(ms / 1000).toFixed(1)} s`;
+}
+
 function codeCell(text) {
   const td = document.createElement("td");
   const c = document.createElement("code");
@@ -269,7 +275,7 @@ function logRow(c) {
     name.append(document.createElement("br"), of);
   }
   tr.append(timeCell(when), cell(c.kind), name, key,
-    codeCell(c.replica), cell(`${c.durationMs.toFixed(1)} ms`, "num"), outcome, detail);
+    codeCell(c.replica), cell(callDuration(c.durationMs), "num"), outcome, detail);
   return tr;
 }
 
