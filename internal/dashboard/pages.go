@@ -160,13 +160,28 @@ type toolEdit struct {
 	Name                  string           `json:"name"`
 	Registered            bool             `json:"registered"`
 	RegisteredDescription string           `json:"registeredDescription"`
-	DeclaredReadOnly      bool             `json:"declaredReadOnly"`
 	Settings              toolSettingsJSON `json:"settings"`
+	// Declared says what the agent declares, under Reads or writes.
+	Declared string `json:"declared"`
 }
 
 // Edit is the row's data for the Edit dialog.
 func (l toolLine) Edit() toolEdit {
-	return toolEdit{l.Name, l.Registered, l.RegisteredDescription, l.DeclaredReadOnly, l.Settings}
+	return toolEdit{l.Name, l.Registered, l.RegisteredDescription, l.Settings, declared(l.toolRow)}
+}
+
+// declared is the hint under the Edit dialog's Reads or writes: what the
+// agent declares, told apart from what it leaves out.
+func declared(t toolRow) string {
+	switch {
+	case !t.Registered:
+		return "No connected agent registers this tool, so what it declares is unknown."
+	case t.DeclaredReadOnly:
+		return "The agent declares this tool a read (readOnlyHint: true)."
+	case t.ReadOnlyHintDeclared:
+		return "The agent declares this tool a write (readOnlyHint: false)."
+	}
+	return "The agent declares no readOnlyHint, so the tool counts as a write."
 }
 
 func (d *Dashboard) toolsPage(r *http.Request, v *view) (string, error) {

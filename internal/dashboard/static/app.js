@@ -122,11 +122,7 @@ function openEditTool(tool) {
   form.elements.cacheSeconds.value = tool.settings.cacheSeconds;
   form.elements.access.value = tool.settings.access;
   form.elements.disabled.checked = tool.settings.disabled;
-  dlg.querySelector("[data-field=declared]").textContent = !tool.registered
-    ? "No connected agent registers this tool, so what it declares is unknown."
-    : tool.declaredReadOnly
-      ? "The agent declares this tool a read (readOnlyHint: true)."
-      : "The agent declares no readOnlyHint, so the tool counts as a write.";
+  dlg.querySelector("[data-field=declared]").textContent = tool.declared;
   dlg.querySelector("[data-error]").hidden = true;
   dlg.showModal();
   desc.focus();
