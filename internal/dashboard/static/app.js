@@ -53,7 +53,7 @@ const then = {
   saved: () => toast("Saved. It applies to the next request."),
   "saved-name": () => toast("Saved. Agents see your new name within a minute."),
   "goto-project": (data) => { location.href = "/p/" + encodeURIComponent(data.name); },
-  "show-secret": (data, form) => reveal(form, data.secret),
+  "show-secret": (data, form) => { reveal(form, data.secret); refreshParts(); },
   "show-url": (data, form) => reveal(form, data.url),
   // Everyone gets an invite link to pass on, with an account or without:
   // the page must not tell which.
@@ -66,6 +66,26 @@ function reveal(form, text) {
   box.querySelector("[data-secret]").textContent = text;
   box.hidden = false;
   form.reset();
+}
+
+// refreshParts replaces the page's [data-refresh] parts (the table of keys
+// or tokens) with the same parts of the page as the server renders it now:
+// what a form just made is listed at once, and the secret shown once stays
+// on screen, which a reload would lose.
+async function refreshParts() {
+  const parts = document.querySelectorAll("[data-refresh]");
+  if (parts.length === 0) return;
+  try {
+    const res = await fetch(location.href, { credentials: "same-origin", headers: { "Accept": "text/html" } });
+    if (!res.ok) return;
+    const page = new DOMParser().parseFromString(await res.text(), "text/html");
+    for (const el of parts) {
+      const now = page.querySelector(`[data-refresh="${el.dataset.refresh}"]`);
+      if (now) el.replaceWith(document.importNode(now, true));
+    }
+  } catch (e) {
+    toast("Made; reload the page to see it in the table.", true);
+  }
 }
 
 function splitAction(s) {
