@@ -4,7 +4,9 @@ import (
 	"cmp"
 	"fmt"
 	"html/template"
+	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -93,7 +95,7 @@ func snippets(project, mcpURL string) []snippet {
 		{"Codex", "~/.codex/config.toml", fmt.Sprintf("[mcp_servers.%s]\nurl = %q\nhttp_headers = { Authorization = %q }", name, mcpURL, auth)},
 		{"Cursor", ".cursor/mcp.json", fmt.Sprintf("{\n  \"mcpServers\": {\n    %q: {\n      \"url\": %q,\n      \"headers\": { \"Authorization\": %q }\n    }\n  }\n}", name, mcpURL, auth)},
 		{"VS Code", ".vscode/mcp.json", fmt.Sprintf("{\n  \"servers\": {\n    %q: {\n      \"type\": \"http\",\n      \"url\": %q,\n      \"headers\": { \"Authorization\": %q }\n    }\n  }\n}", name, mcpURL, auth)},
-		{"Claude, ChatGPT and other OAuth clients", "as a remote connector: paste this URL, then sign in with your dashboard account", mcpURL},
+		{"Claude, ChatGPT and other OAuth clients", remoteWhere(mcpURL), mcpURL},
 		{"MCP Inspector", "in a terminal (Node.js 20 or later)", quickstart.InspectorList(mcpURL, auth)},
 		{"MCP Inspector, call a tool", "in a terminal, with the example agent running", quickstart.InspectorCall(mcpURL, auth)},
 	}
@@ -152,6 +154,22 @@ type toolLine struct {
 	Group      string `json:"-"`
 	GroupStart bool   `json:"-"`
 	Hidden     bool   `json:"-"` // beyond the first page
+}
+
+// remoteWhere says how a remote connector (Claude, ChatGPT) gets to the
+// gateway: they connect from their own servers, which cannot reach a
+// loopback address, so such a gateway needs --public-url first.
+func remoteWhere(mcpURL string) string {
+	const where = "as a remote connector: paste this URL, then sign in with your dashboard account"
+	u, err := url.Parse(mcpURL)
+	if err != nil {
+		return where
+	}
+	host := u.Hostname()
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return where
+	}
+	return "as a remote connector, once the gateway runs with --public-url https://HOST (an https URL that reaches it): they connect from their own servers and cannot reach " + u.Host + "; paste https://HOST/mcp, then sign in with your dashboard account"
 }
 
 // toolEdit is what the Edit dialog starts from: only that, since a page
