@@ -95,11 +95,8 @@ func printHelp(w io.Writer, err error) bool {
 	return true
 }
 
-// helpCmd runs `spacefix help [COMMAND [SUBCOMMAND]]`: the usage, or what
-// --help prints for the command named.
-func helpCmd(args []string) []string {
-	if len(args) == 0 {
-		return nil
-	}
-	return append(slices.Clone(args), "--help")
+// helpArgs is the command line `spacefix help COMMAND [SUBCOMMAND]` stands
+// for: the command named, asked for --help.
+func helpArgs(named []string) []string {
+	return append(slices.Clone(named), "--help")
 }

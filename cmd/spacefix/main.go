@@ -118,7 +118,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return nil
 	case "help", "-h", "-help", "--help":
 		if args[0] == "help" && len(args) > 1 {
-			return runCommand(ctx, helpCmd(args[1:]), stdout, stderr)
+			return runCommand(ctx, helpArgs(args[1:]), stdout, stderr)
 		}
 		fmt.Fprint(stdout, usage)
 		return nil
