@@ -43,6 +43,7 @@ func TestFirstStartAfterBusyPort(t *testing.T) {
 	// the machine may take the one just freed.
 	fs := serveIn(t, dir)
 	for _, want := range []string{
+		"Set up the dashboard (one-time link; the first person to use it becomes admin):\n  http://127.0.0.1:",
 		"This was the first start: project \"default\" and two keys were created.",
 		"  Agent key   sfx_agent_", "  Client key  sfx_client_",
 	} {
