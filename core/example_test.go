@@ -45,7 +45,7 @@ type CreateOrderInput struct {
 	Total     int    `json:"total" desc:"Total in cents"`
 }
 
-// The orders agent of the guide "Building tools": three tools, a resource
+// The orders agent, whole in examples/orders: three tools, a resource
 // and a prompt.
 func Example() {
 	agent, err := core.New(core.Options{APIKey: os.Getenv("SPACEFIX_API_KEY")})

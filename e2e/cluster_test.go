@@ -19,6 +19,7 @@ import (
 
 	"github.com/spacefix/spacefix/core"
 	"github.com/spacefix/spacefix/core/agentproto"
+	"github.com/spacefix/spacefix/internal/dashboard"
 	"github.com/spacefix/spacefix/internal/gateway"
 	"github.com/spacefix/spacefix/internal/store"
 	"github.com/spacefix/spacefix/internal/store/postgres"
@@ -426,7 +427,10 @@ func TestClusterDashboardAndRevoke(t *testing.T) {
 	a := newEnv(t, onBus(startNATS(t)))
 	b := a.sibling()
 	a.startAgent(core.Options{}, clusterAgent(t, make(chan string, 4), make(chan string, 4)))
+	// A session made on A, under the cookie name B answers to: behind one
+	// public URL both gateways name it alike; here each has a port.
 	cookie := a.dashboardSession()
+	cookie.Name = dashboard.SessionCookieName(b.gw.URL())
 	waitFor(t, "B's dashboard to show the tools of the agent on A", func() bool {
 		code, html := getWithCookie(t, b.url+"/p/"+b.project.Name+"/tools", cookie)
 		return code == http.StatusOK && strings.Contains(html, "echo")

@@ -123,3 +123,24 @@ func TestChartExample(t *testing.T) {
 		t.Errorf("caption = %q", text(res))
 	}
 }
+
+// The identity example: its tool hands the call's identity token to its
+// backend, which verifies it against the gateway's JWKS and says who is
+// calling; a token for another audience it refuses.
+func TestIdentityExample(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	setAudience(t, e, e.agentKeyID(), idAudience)
+	e.run("../examples/identity", "IDENTITY_AUDIENCE="+idAudience)
+	cs := e.connect("2026-07-28", e.clientKey, nil)
+	got := text(call(t, cs, "whoami", map[string]any{}))
+	if !strings.HasPrefix(got, "caller key:key_") || !strings.HasSuffix(got, ` in project `+e.project.Name+`, scopes "mcp:read mcp:write"`) {
+		t.Errorf("whoami = %q", got)
+	}
+	setAudience(t, e, e.agentKeyID(), "https://elsewhere.example.com")
+	const refused = "the backend refused the identity token: go-jose/go-jose/jwt: validation failed, invalid audience claim (aud)"
+	waitFor(t, "the backend to refuse a token for another audience", func() bool {
+		res := call(t, cs, "whoami", map[string]any{})
+		return res.IsError && text(res) == refused
+	})
+}

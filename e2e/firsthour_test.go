@@ -57,9 +57,15 @@ type firstStart struct {
 // first-start text is complete.
 func serveFresh(t *testing.T) *firstStart {
 	t.Helper()
+	return serveIn(t, t.TempDir())
+}
+
+// serveIn is serveFresh in dir, whose spacefix.db may exist already.
+func serveIn(t *testing.T, dir string) *firstStart {
+	t.Helper()
 	bin := binary(t, "../cmd/spacefix")
 	cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0")
-	cmd.Dir = t.TempDir()
+	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "SPACEFIX_DATA=", "SPACEFIX_ADDR=")
 	cmd.Stderr = os.Stderr
 	if !testing.Verbose() {

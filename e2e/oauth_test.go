@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
 	"github.com/spacefix/spacefix/core"
+	"github.com/spacefix/spacefix/internal/dashboard"
 	"github.com/spacefix/spacefix/internal/gateway"
 	"github.com/spacefix/spacefix/internal/store"
 	"github.com/spacefix/spacefix/internal/users"
@@ -62,7 +63,7 @@ func (p *person) consent(authURL, decision string) (*url.URL, error) {
 	p.asked.Add(1)
 	p.lastURL.Store(authURL)
 	req, _ := http.NewRequest("GET", authURL, nil)
-	req.AddCookie(&http.Cookie{Name: "spacefix_session", Value: p.session})
+	req.AddCookie(&http.Cookie{Name: dashboard.SessionCookieName(p.e.gw.URL()), Value: p.session})
 	resp, err := noRedirects.Do(req)
 	if err != nil {
 		return nil, err
@@ -79,7 +80,7 @@ func (p *person) consent(authURL, decision string) (*url.URL, error) {
 	form.Set("decision", decision)
 	req, _ = http.NewRequest("POST", p.e.url+"/oauth/authorize", strings.NewReader(form.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.AddCookie(&http.Cookie{Name: "spacefix_session", Value: p.session})
+	req.AddCookie(&http.Cookie{Name: dashboard.SessionCookieName(p.e.gw.URL()), Value: p.session})
 	resp, err = noRedirects.Do(req)
 	if err != nil {
 		return nil, err
@@ -675,7 +676,7 @@ func TestOAuthConsentCrossSite(t *testing.T) {
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Sec-Fetch-Site", "cross-site")
 	req.Header.Set("Origin", "https://evil.example")
-	req.AddCookie(&http.Cookie{Name: "spacefix_session", Value: p.session})
+	req.AddCookie(&http.Cookie{Name: dashboard.SessionCookieName(p.e.gw.URL()), Value: p.session})
 	resp, err := noRedirects.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -685,7 +686,7 @@ func TestOAuthConsentCrossSite(t *testing.T) {
 		t.Errorf("cross-site consent POST = %d to %q; want 403 and no code", resp.StatusCode, resp.Header.Get("Location"))
 	}
 	req, _ = http.NewRequest("GET", e.url+"/oauth/authorize?"+form.Encode(), nil)
-	req.AddCookie(&http.Cookie{Name: "spacefix_session", Value: p.session})
+	req.AddCookie(&http.Cookie{Name: dashboard.SessionCookieName(p.e.gw.URL()), Value: p.session})
 	resp, err = noRedirects.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -752,7 +753,7 @@ func TestOAuthMembersOnly(t *testing.T) {
 func (p *person) page(u string) string {
 	p.t.Helper()
 	req, _ := http.NewRequest("GET", u, nil)
-	req.AddCookie(&http.Cookie{Name: "spacefix_session", Value: p.session})
+	req.AddCookie(&http.Cookie{Name: dashboard.SessionCookieName(p.e.gw.URL()), Value: p.session})
 	resp, err := noRedirects.Do(req)
 	if err != nil {
 		p.t.Fatal(err)

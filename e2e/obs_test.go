@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/spacefix/spacefix/core"
+	"github.com/spacefix/spacefix/internal/dashboard"
 	"github.com/spacefix/spacefix/internal/gateway"
 	"github.com/spacefix/spacefix/internal/store"
 	"github.com/spacefix/spacefix/internal/store/postgres"
@@ -413,7 +414,7 @@ func (e *env) dashboardSession() *http.Cookie {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	return &http.Cookie{Name: "spacefix_session", Value: tok}
+	return &http.Cookie{Name: dashboard.SessionCookieName(e.gw.URL()), Value: tok}
 }
 
 func getWithCookie(t *testing.T, url string, c *http.Cookie) (int, string) {

@@ -26,6 +26,7 @@ import (
 
 	"github.com/spacefix/spacefix/core"
 	"github.com/spacefix/spacefix/internal/bridge"
+	"github.com/spacefix/spacefix/internal/dashboard"
 	"github.com/spacefix/spacefix/internal/gateway"
 	"github.com/spacefix/spacefix/internal/secrets"
 	"github.com/spacefix/spacefix/internal/store"
@@ -216,7 +217,7 @@ func browse(t *testing.T, u, session string) (int, string, string) {
 	t.Helper()
 	req, _ := http.NewRequest("GET", u, nil)
 	if session != "" {
-		req.AddCookie(&http.Cookie{Name: "spacefix_session", Value: session})
+		req.AddCookie(&http.Cookie{Name: dashboard.SessionCookieName(u), Value: session})
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spacefix/spacefix/internal/dashboard"
 	"github.com/spacefix/spacefix/internal/gateway"
 	"github.com/spacefix/spacefix/internal/store"
 	"github.com/spacefix/spacefix/internal/users"
@@ -214,7 +215,7 @@ func TestProxySessionCookieSecure(t *testing.T) {
 			}
 			var cookie *http.Cookie
 			for _, c := range resp.Cookies() {
-				if c.Name == "spacefix_session" {
+				if c.Name == dashboard.SessionCookieName(e.gw.URL()) {
 					cookie = c
 				}
 			}

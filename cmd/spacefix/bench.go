@@ -51,7 +51,6 @@ type benchResult struct {
 
 func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("bench", stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, benchUsage); fs.PrintDefaults() }
 	base := fs.String("url", "", "the gateway's base `URL` or MCP endpoint (default SPACEFIX_URL, else http://127.0.0.1:8080)")
 	key := fs.String("key", "", "a client `key` (default SPACEFIX_CLIENT_KEY)")
 	tool := fs.String("tool", "", "the exposed `name` of the tool to call")

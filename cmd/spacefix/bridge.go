@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -91,9 +90,7 @@ func bridgeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if len(args) > 0 && args[0] == "login" {
 		return bridgeLogin(ctx, args[1:], stdout, stderr)
 	}
-	fs := flag.NewFlagSet("bridge", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, bridgeUsage); fs.PrintDefaults() }
+	fs := newFlagSet("bridge", stderr)
 	url := fs.String("url", "", "the gateway's URL (default SPACEFIX_URL, else http://127.0.0.1:8080)")
 	key := fs.String("key", "", "the agent key (default SPACEFIX_API_KEY)")
 	name := fs.String("name", "", "the bridged server's name: tools appear as NAME__<tool>")
@@ -108,7 +105,7 @@ func bridgeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.Var(headers, "header", `a header for --remote, "Name: value" (repeatable)`)
 	env := envFlags{}
 	fs.Var(env, "env", "a variable for the command's environment, NAME=value, or NAME to pass the bridge's own (repeatable)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseOnce(fs, args); err != nil {
 		return err
 	}
 	switch {
@@ -241,20 +238,21 @@ func bridgeServers(name, remote, config string, headers headerFlags, rest []stri
 
 // bridgeLogin runs `spacefix bridge login NAME`.
 func bridgeLogin(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("bridge login", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, bridgeUsage); fs.PrintDefaults() }
+	fs := newFlagSet("bridge login", stderr)
 	remote := fs.String("remote", "", "the remote MCP server's URL")
 	config := fs.String("config", "", "an mcpServers JSON file that has the server NAME")
 	headers := headerFlags{}
 	fs.Var(headers, "header", `a header for --remote, "Name: value" (repeatable)`)
 	clientID := fs.String("client-id", "", "the https URL of a Client ID Metadata Document for the bridge (default: dynamic client registration)")
 	port := fs.Int("port", 0, "the loopback port the sign-in redirect comes to (default: any free port)")
+	if len(args) > 0 && isHelp(args[0]) {
+		return parseOnce(fs, []string{"--help"})
+	}
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		return usageError{"bridge login: give the server's name first: spacefix bridge login NAME --remote URL"}
 	}
 	name := args[0]
-	if err := fs.Parse(args[1:]); err != nil {
+	if err := parseOnce(fs, args[1:]); err != nil {
 		return err
 	}
 	var srv bridge.Server

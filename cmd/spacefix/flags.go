@@ -5,15 +5,23 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 )
 
 // The CLI's flags are written --name everywhere (the docs, the help), and a
 // mistake is said once, with what was probably meant.
 
-// printFlags prints fs's flags for --help, in the --name form.
+// printFlags prints fs's flags for --help, in the --name form, after the
+// command's own usage text if it has one (helpText). A default is shown
+// as the flag would be typed: quoted only for a string, and not at all
+// when it is the zero value (a usage that names its default says more).
 func printFlags(w io.Writer, fs *flag.FlagSet) {
-	fmt.Fprintf(w, "Usage of spacefix %s:\n", fs.Name())
+	if text, ok := helpText[fs.Name()]; ok {
+		fmt.Fprint(w, text, "\nFlags:\n")
+	} else {
+		fmt.Fprintf(w, "Usage of spacefix %s:\n", fs.Name())
+	}
 	fs.VisitAll(func(f *flag.Flag) {
 		name, usage := flag.UnquoteUsage(f)
 		line := "  --" + f.Name
@@ -21,8 +29,13 @@ func printFlags(w io.Writer, fs *flag.FlagSet) {
 			line += " " + name
 		}
 		fmt.Fprintf(w, "%s\n    \t%s", line, strings.ReplaceAll(usage, "\n", "\n    \t"))
-		if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" {
-			fmt.Fprintf(w, " (default %q)", f.DefValue)
+		if def := f.DefValue; !slices.Contains([]string{"", "false", "0", "0s"}, def) {
+			if g, ok := f.Value.(flag.Getter); ok {
+				if _, isString := g.Get().(string); isString {
+					def = strconv.Quote(def)
+				}
+			}
+			fmt.Fprintf(w, " (default %s)", def)
 		}
 		fmt.Fprintln(w)
 	})
@@ -41,7 +54,11 @@ func flagError(fs *flag.FlagSet, err error) error {
 			msg += fmt.Sprintf("; did you mean --%s?", s)
 		}
 	} else {
-		msg = strings.ReplaceAll(msg, " -", " --")
+		// Only the flag package's own words name the flag; what a
+		// flag's Set said after them is kept as it was written.
+		for _, single := range []string{"flag -", "for -", "argument: -"} {
+			msg = strings.Replace(msg, single, single+"-", 1)
+		}
 	}
 	return usageError{fmt.Sprintf("%s: %s (see spacefix %s --help)", fs.Name(), msg, fs.Name())}
 }

@@ -28,7 +28,7 @@ func TestFlagMistakes(t *testing.T) {
 		if !errors.As(err, &ue) || err.Error() != c.want {
 			t.Errorf("%v: %v, want the usage error %q", c.args, err, c.want)
 		}
-		if strings.Contains(out, "Usage of") || strings.Contains(out, c.want) {
+		if out != "" {
 			t.Errorf("%v printed more than the one error main prints:\n%s", c.args, out)
 		}
 	}
@@ -58,20 +58,28 @@ func TestSuggest(t *testing.T) {
 	}
 }
 
-// A later start prints a keys line that runs as printed: a SQLite path as
-// it is (quoted when it must be), a PostgreSQL URL — shown with its
-// password hidden — by the variable it came from.
+// A later start prints keys lines that run as printed, one per kind: a
+// SQLite path as it is (quoted when it must be), a PostgreSQL URL — shown
+// with its password hidden — by the variable it came from.
 func TestKeysHint(t *testing.T) {
 	for _, c := range []struct {
 		data    string
 		fromEnv bool
 		want    string
 	}{
-		{"spacefix.db", false, "Make keys with: spacefix keys create --data spacefix.db --project default --kind client|agent"},
-		{"/var/lib/my data/s.db", false, "Make keys with: spacefix keys create --data '/var/lib/my data/s.db' --project default --kind client|agent"},
-		{"postgres://spacefix:xxxxx@db:5432/spacefix", true, `Make keys with: spacefix keys create --data "$SPACEFIX_DATA" --project default --kind client|agent`},
-		{"postgres://spacefix:xxxxx@db:5432/spacefix", false, `Make keys with: spacefix keys create --data "$SPACEFIX_DATA" --project default --kind client|agent` +
-			"\n  (first set SPACEFIX_DATA to the postgres:// URL you gave --data; this output hides its password)"},
+		{"spacefix.db", false, "Make keys with:\n" +
+			"  spacefix keys create --data spacefix.db --project default --kind client\n" +
+			"  spacefix keys create --data spacefix.db --project default --kind agent"},
+		{"/var/lib/my data/s.db", false, "Make keys with:\n" +
+			"  spacefix keys create --data '/var/lib/my data/s.db' --project default --kind client\n" +
+			"  spacefix keys create --data '/var/lib/my data/s.db' --project default --kind agent"},
+		{"postgres://spacefix:xxxxx@db:5432/spacefix", true, "Make keys with:\n" +
+			`  spacefix keys create --data "$SPACEFIX_DATA" --project default --kind client` + "\n" +
+			`  spacefix keys create --data "$SPACEFIX_DATA" --project default --kind agent`},
+		{"postgres://spacefix:xxxxx@db:5432/spacefix", false, "Make keys with:\n" +
+			`  spacefix keys create --data "$SPACEFIX_DATA" --project default --kind client` + "\n" +
+			`  spacefix keys create --data "$SPACEFIX_DATA" --project default --kind agent` + "\n" +
+			"  (first set SPACEFIX_DATA to the postgres:// URL you gave --data; this output hides its password)"},
 	} {
 		if got := keysHint(c.data, c.fromEnv); got != c.want {
 			t.Errorf("keysHint(%q, %v) =\n%s\nwant\n%s", c.data, c.fromEnv, got, c.want)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"strings"
 	"time"
 
@@ -121,10 +122,12 @@ func keysList(ctx context.Context, args []string, stdout io.Writer) error {
 // keysSet changes a setting of an agent key: --identity-audience gives
 // every call to its replicas a signed identity token with that audience
 // ("" turns them off; docs/identity.md). Running gateways apply it within
-// a second.
+// a second. With --url or --token it goes through a gateway's admin API,
+// as tools set does, for a person who has a token but not the store.
 func keysSet(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := newFlagSet("keys set", stdout)
-	data := dataFlag(fs)
+	client := apiFlags(fs)
+	data := fs.Lookup("data")
 	var aud *string
 	fs.Func("identity-audience", "the `audience` of the identity tokens every call to the agent key's replicas carries; \"\" turns them off", func(v string) error {
 		v = strings.TrimSpace(v)
@@ -141,11 +144,26 @@ func keysSet(ctx context.Context, args []string, stdout io.Writer) error {
 	if aud == nil {
 		return usageError{"keys set: nothing to set; pass --identity-audience AUDIENCE (\"\" turns identity tokens off)"}
 	}
-	return withStore(ctx, *data, func(st store.Store) error {
-		k, err := st.Key(ctx, pos[0])
-		if errors.Is(err, store.ErrNotFound) {
-			return fmt.Errorf("no key %q; see spacefix keys list", pos[0])
-		} else if err != nil {
+	given := setFlags(fs)
+	if given["url"] || given["token"] {
+		c, err := client()
+		if err != nil {
+			return err
+		}
+		err = c.do(ctx, "PATCH", c.projectPath("/agent-keys/%s", url.PathEscape(pos[0])), map[string]string{"identityAudience": *aud}, nil)
+		if err != nil {
+			return apiFieldFlags(err, map[string]string{"identityAudience": "identity-audience"})
+		}
+		fmt.Fprintf(stdout, "%s: %s. Running gateways apply it within a second.\n", pos[0], identityState(*aud))
+		return nil
+	}
+	project := ""
+	if given["project"] {
+		project = fs.Lookup("project").Value.String()
+	}
+	return withStore(ctx, data.Value.String(), func(st store.Store) error {
+		k, err := projectKey(ctx, st, pos[0], project)
+		if err != nil {
 			return err
 		}
 		if k.Kind != store.KindAgent {
@@ -165,6 +183,21 @@ func keysSet(ctx context.Context, args []string, stdout io.Writer) error {
 	})
 }
 
+// projectKey loads the key id; when project is not "", the key must be
+// one of that project's.
+func projectKey(ctx context.Context, st store.Store, id, project string) (store.Key, error) {
+	k, err := st.Key(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return k, fmt.Errorf("no key %q; see spacefix keys list", id)
+	} else if err != nil {
+		return k, err
+	}
+	if project != "" && k.ProjectName != project {
+		return k, fmt.Errorf("project %q has no key %q; see spacefix keys list --project %s", project, id, shellQuote(project))
+	}
+	return k, nil
+}
+
 // identityState says what an agent key's calls carry with audience aud.
 func identityState(aud string) string {
 	if aud == "" {
@@ -176,6 +209,7 @@ func identityState(aud string) string {
 func keysRevoke(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := newFlagSet("keys revoke", stdout)
 	data := dataFlag(fs)
+	project := fs.String("project", "", "the project `name` the key belongs to; a key of another project is refused")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -184,10 +218,8 @@ func keysRevoke(ctx context.Context, args []string, stdout io.Writer) error {
 		return usageError{"keys revoke: want one key ID (see spacefix keys list)"}
 	}
 	return withStore(ctx, *data, func(st store.Store) error {
-		k, err := st.Key(ctx, pos[0])
-		if errors.Is(err, store.ErrNotFound) {
-			return fmt.Errorf("no key %q; see spacefix keys list", pos[0])
-		} else if err != nil {
+		k, err := projectKey(ctx, st, pos[0], *project)
+		if err != nil {
 			return err
 		}
 		if k.Revoked() {
@@ -233,7 +265,10 @@ func projects(ctx context.Context, args []string, stdout io.Writer) error {
 			if *asJSON {
 				return json.NewEncoder(stdout).Encode(map[string]any{"id": p.ID, "name": p.Name})
 			}
-			fmt.Fprintf(stdout, "Created project %q. Give it keys with: spacefix keys create --project %s --kind agent|client\n", p.Name, p.Name)
+			fmt.Fprintf(stdout, "Created project %q. Give it keys with:\n", p.Name)
+			for _, kind := range []string{store.KindAgent, store.KindClient} {
+				fmt.Fprintf(stdout, "  spacefix keys create --project %s --kind %s\n", shellQuote(p.Name), kind)
+			}
 			return nil
 		})
 	default: // "list"; subcommand checked the name

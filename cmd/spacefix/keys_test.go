@@ -2,6 +2,10 @@ package main
 
 import (
 	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -70,4 +74,50 @@ func testKeysSetIdentityAudience(t *testing.T, data string) {
 	if es[1].Actor != store.ActorCLI || es[1].Target != agent || string(es[1].Before) != `{"identityAudience":""}` || string(es[1].After) != `{"identityAudience":"https://orders.example.com"}` {
 		t.Errorf("first key.identity = %+v", es[1])
 	}
+}
+
+func TestKeysHintRuns(t *testing.T) { eachStore(t, testKeysHintRuns) }
+
+// The keys lines a later start prints run as printed in a shell: each one
+// makes a key of its kind.
+func testKeysHintRuns(t *testing.T, data string) {
+	env := []string{"SPACEFIX_DATA=" + data}
+	if !strings.Contains(data, "://") {
+		dir := filepath.Join(t.TempDir(), "my data")
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		data, env = filepath.Join(dir, "s.db"), nil
+	}
+	if _, err := runCLI(t, "projects", "create", "default", "--data", data); err != nil {
+		t.Fatal(err)
+	}
+	var made []string
+	for _, line := range strings.Split(keysHint(dataName(data), env != nil), "\n") {
+		if !strings.HasPrefix(line, "  spacefix ") {
+			continue
+		}
+		out, err := runPrinted(t, line, env)
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", line, err, out)
+		}
+		made = append(made, strings.SplitN(out, " key ", 2)[0])
+	}
+	if want := []string{"Created client", "Created agent"}; !slices.Equal(made, want) {
+		t.Errorf("the printed lines made %q, want %q", made, want)
+	}
+}
+
+// runPrinted runs a printed `spacefix …` line with bash, with env added,
+// as the CLI: bash splits it into arguments as a person's shell would.
+func runPrinted(t *testing.T, line string, env []string) (string, error) {
+	t.Helper()
+	cmd := exec.Command("bash", "-c", `spacefix() { printf '%s\0' "$@"; }; `+line)
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("bash -c %q: %v", line, err)
+	}
+	args := strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00")
+	return runCLI(t, args...)
 }

@@ -3,15 +3,16 @@
 //	spacefix serve [--addr HOST:PORT] [--data FILE|postgres://…] [--bus nats://HOST:PORT[,…]] [--advertise-addr HOST:PORT]
 //	spacefix keys create --project NAME --kind agent|client [--read-only] [--tools a,b] [--name LABEL] [--json]
 //	spacefix keys list [--project NAME] [--json]
-//	spacefix keys set ID --identity-audience AUDIENCE
-//	spacefix keys revoke ID
+//	spacefix keys set ID --identity-audience AUDIENCE [--project NAME] [--url URL --token TOKEN]
+//	spacefix keys revoke ID [--project NAME]
 //	spacefix projects create NAME
 //	spacefix projects list [--json]
 //	spacefix tokens create|list|revoke, spacefix users list|setup-link, spacefix gateways list, spacefix identity rotate|reset
 //	spacefix tools list|set, spacefix settings show|set (over the admin API: --url or the address serve recorded in --data, --token)
 //	spacefix bridge [--url GATEWAY] [--key KEY] --name NAME -- COMMAND [ARGS…] | --remote URL [--header "N: v"]… | --config FILE
 //	spacefix bench [--url GATEWAY] [--key CLIENT_KEY] --tool NAME [--args JSON] [--calls N | --duration D] [--concurrency C] [--json]
-//	spacefix version
+//	spacefix version (or --version)
+//	spacefix help [COMMAND [SUBCOMMAND]], or --help after any command
 //
 // Every command takes --data (env SPACEFIX_DATA, default ./spacefix.db) and is
 // safe to run while serve runs on the same file.
@@ -75,6 +76,14 @@ Run 'spacefix COMMAND --help' for a command's flags.
 `
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	err := runCommand(ctx, args, stdout, stderr)
+	if printHelp(stdout, err) {
+		return flag.ErrHelp
+	}
+	return err
+}
+
+func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprint(stdout, usage)
 		return nil
@@ -104,10 +113,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return bridgeCmd(ctx, args[1:], stdout, stderr)
 	case "bench":
 		return benchCmd(ctx, args[1:], stdout, stderr)
-	case "version":
+	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, "spacefix", version)
 		return nil
-	case "help", "-h", "--help":
+	case "help", "-h", "-help", "--help":
+		if args[0] == "help" && len(args) > 1 {
+			return runCommand(ctx, helpArgs(args[1:]), stdout, stderr)
+		}
 		fmt.Fprint(stdout, usage)
 		return nil
 	default:
@@ -146,7 +158,9 @@ func subcommand(group string, args []string, names ...string) (string, error) {
 	}
 	switch {
 	case len(args) == 0:
-		return "", usageError{fmt.Sprintf("%s: want %s", group, want)}
+		return "", usageError{fmt.Sprintf("%s: want %s (see spacefix %s --help)", group, want, group)}
+	case isHelp(args[0]):
+		return "", groupHelp{group}
 	case !slices.Contains(names, args[0]):
 		return "", unknownCommand(group, args[0], names, want)
 	}

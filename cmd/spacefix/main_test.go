@@ -153,13 +153,15 @@ func testServeFirstStart(t *testing.T, data string) {
 		"npx -y @modelcontextprotocol/inspector@2.12.0 --cli http://127.0.0.1:",
 		`--method tools/call --tool-name get_order --tool-arg 'id="1042"'`,
 		"go run ./examples/orders",
+		"Connect Claude or ChatGPT (remote connector): they connect from their own\nservers, which cannot reach 127.0.0.1:",
+		"Start the gateway with\n--public-url https://HOST, an https URL that reaches it (a tunnel or a proxy),\ngive them https://HOST/mcp",
 	} {
 		if !strings.Contains(first, want) {
 			t.Errorf("first start output lacks %q:\n%s", want, first)
 		}
 	}
 	second := serveOnce(t, data)
-	if strings.Contains(second, "sfx_") || !strings.Contains(second, "Make keys with: spacefix keys create") {
+	if strings.Contains(second, "sfx_") || !strings.Contains(second, "Make keys with:\n  spacefix keys create") {
 		t.Errorf("second start output:\n%s", second)
 	}
 	out, _ := runCLI(t, "keys", "list", "--data", data)

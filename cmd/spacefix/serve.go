@@ -90,17 +90,20 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	first, err := gateway.Bootstrap(ctx, st)
-	if err != nil {
-		st.Close()
-		return err
-	}
 	g, err := gateway.New(cfg, st)
 	if err != nil {
 		st.Close()
 		return err
 	}
 	if err := g.Start(); err != nil {
+		g.Close()
+		return err
+	}
+	// The first project and its keys are made only once the gateway
+	// listens: a start that fails (the port is busy) leaves the store
+	// empty, so the next start still prints the keys, which are shown once.
+	first, err := gateway.Bootstrap(ctx, st)
+	if err != nil {
 		g.Close()
 		return err
 	}
@@ -113,7 +116,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		cfg.Logger.Warn("could not make the dashboard's setup link", "err", err)
 	}
-	printStart(stdout, g.URL(), dataName(cfg.DataPath), first, setup)
+	printStart(stdout, g.URL(), dataName(cfg.DataPath), first, setup, cfg.PublicURL != "")
 
 	// The first signal drains; a second one forces exit.
 	sigs := make(chan os.Signal, 2)
@@ -148,7 +151,7 @@ func flushTraces(tp *sdktrace.TracerProvider, log *slog.Logger) {
 	}
 }
 
-func printStart(w io.Writer, base, data string, first *gateway.FirstStart, setupURL string) {
+func printStart(w io.Writer, base, data string, first *gateway.FirstStart, setupURL string, public bool) {
 	mcpURL := base + "/mcp"
 	fmt.Fprintf(w, "Spacefix is running.\n\n  MCP endpoint  %s\n  Dashboard     %s/\n  Store         %s\n\n", mcpURL, base, data)
 	if setupURL != "" {
@@ -171,16 +174,32 @@ Run the example agent, in another terminal of this repository:
 Connect Claude Code:
   %s
 
-Connect Claude or ChatGPT (remote connector) or any MCP client that signs in
-with OAuth: give it the MCP endpoint above and sign in with your dashboard
-account.
-
+%s
 Or look around with the MCP Inspector (Node.js 20 or later):
   %s
   %s
 `, first.Project, first.AgentKey, first.ClientKey, first.AgentKey, base,
-		quickstart.ClaudeAdd("spacefix", mcpURL, auth),
+		quickstart.ClaudeAdd("spacefix", mcpURL, auth), remoteConnectors(base, public),
 		quickstart.InspectorList(mcpURL, auth), quickstart.InspectorCall(mcpURL, auth))
+}
+
+// remoteConnectors says how Claude's and ChatGPT's remote connectors reach
+// the gateway. They connect from their own servers, so without a public
+// URL the address printed above (loopback, as a rule) is not one for them.
+func remoteConnectors(base string, public bool) string {
+	if public {
+		return `Connect Claude or ChatGPT (remote connector) or any MCP client that signs in
+with OAuth: give it the MCP endpoint above and sign in with your dashboard
+account.
+`
+	}
+	host := strings.TrimPrefix(base, "http://")
+	return fmt.Sprintf(`Connect Claude or ChatGPT (remote connector): they connect from their own
+servers, which cannot reach %s. Start the gateway with
+--public-url https://HOST, an https URL that reaches it (a tunnel or a proxy),
+give them https://HOST/mcp and sign in with your dashboard account. An MCP
+client on this machine that signs in with OAuth can use the endpoint above.
+`, host)
 }
 
 // Shared flag helpers.
@@ -189,7 +208,7 @@ func newFlagSet(name string, out io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(out)
 	// The flag package prints the whole usage around every mistake;
-	// parseArgs says a mistake once, and prints the flags for --help.
+	// parseOnce says a mistake once, and prints the flags for --help.
 	fs.Usage = func() {}
 	return fs
 }
@@ -213,12 +232,8 @@ func parse(fs *flag.FlagSet, args []string) error {
 func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				printFlags(fs.Output(), fs)
-				return nil, err
-			}
-			return nil, flagError(fs, err)
+		if err := parseOnce(fs, args); err != nil {
+			return nil, err
 		}
 		args = fs.Args()
 		if len(args) == 0 {
@@ -227,6 +242,26 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 		pos = append(pos, args[0])
 		args = args[1:]
 	}
+}
+
+// parseOnce is fs.Parse with the flag package kept quiet: a mistake
+// becomes one usage error, which main prints, and --help prints the flags
+// in the --name form.
+func parseOnce(fs *flag.FlagSet, args []string) error {
+	out, usage := fs.Output(), fs.Usage
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	err := fs.Parse(args)
+	fs.SetOutput(out)
+	fs.Usage = usage
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		printFlags(out, fs)
+		return err
+	case err != nil:
+		return flagError(fs, err)
+	}
+	return nil
 }
 
 func envDuration(name string, def time.Duration) time.Duration {
@@ -250,19 +285,24 @@ func envOr(name, def string) string {
 	return def
 }
 
-// keysHint is the line a later start prints about making keys: one that
-// runs as printed. data is the store as shown (a PostgreSQL URL with its
-// password hidden), so a URL is named by the variable it came from, or
-// the reader is told to set it.
+// keysHint is what a later start prints about making keys: one line per
+// kind, each of which runs as printed (a "client|agent" would be read as a
+// pipe). data is the store as shown (a PostgreSQL URL with its password
+// hidden), so a URL is named by the variable it came from, or the reader is
+// told to set it.
 func keysHint(data string, fromEnv bool) string {
-	if !strings.Contains(data, "://") {
-		return fmt.Sprintf("Make keys with: spacefix keys create --data %s --project default --kind client|agent", shellQuote(data))
+	arg := shellQuote(data)
+	if strings.Contains(data, "://") {
+		arg = `"$SPACEFIX_DATA"`
 	}
-	line := `Make keys with: spacefix keys create --data "$SPACEFIX_DATA" --project default --kind client|agent`
-	if !fromEnv {
-		line += "\n  (first set SPACEFIX_DATA to the postgres:// URL you gave --data; this output hides its password)"
+	text := "Make keys with:"
+	for _, kind := range []string{store.KindClient, store.KindAgent} {
+		text += fmt.Sprintf("\n  spacefix keys create --data %s --project default --kind %s", arg, kind)
 	}
-	return line
+	if strings.Contains(data, "://") && !fromEnv {
+		text += "\n  (first set SPACEFIX_DATA to the postgres:// URL you gave --data; this output hides its password)"
+	}
+	return text
 }
 
 // shellQuote quotes s for a POSIX shell when it needs it.

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/spacefix/spacefix/internal/gateway"
 	"github.com/spacefix/spacefix/internal/secrets"
 	"github.com/spacefix/spacefix/internal/store/postgres"
 	"github.com/spacefix/spacefix/internal/testenv"
@@ -71,5 +72,20 @@ func TestServeSecretKeyFileOnSQLite(t *testing.T) {
 	}
 	if fi.Mode().Perm() != 0o600 {
 		t.Errorf("secret.key mode %04o, want 0600", fi.Mode().Perm())
+	}
+}
+
+// The first-start text sends remote connectors (Claude, ChatGPT) to the
+// MCP endpoint only when it is a public URL: they cannot reach loopback.
+func TestRemoteConnectorsLine(t *testing.T) {
+	first := &gateway.FirstStart{Project: "default", AgentKey: "sfx_agent_x", ClientKey: "sfx_client_x"}
+	var public, local strings.Builder
+	printStart(&public, "https://mcp.example.com", "spacefix.db", first, "", true)
+	printStart(&local, "http://127.0.0.1:8080", "spacefix.db", first, "", false)
+	if want := "Connect Claude or ChatGPT (remote connector) or any MCP client that signs in\nwith OAuth: give it the MCP endpoint above and sign in with your dashboard\naccount.\n"; !strings.Contains(public.String(), want) {
+		t.Errorf("with --public-url the text lacks %q:\n%s", want, public.String())
+	}
+	if want := "servers, which cannot reach 127.0.0.1:8080. Start the gateway with\n--public-url https://HOST"; !strings.Contains(local.String(), want) || strings.Contains(local.String(), "give it the MCP endpoint above") {
+		t.Errorf("without --public-url the text lacks %q, or offers the loopback endpoint to remote connectors:\n%s", want, local.String())
 	}
 }

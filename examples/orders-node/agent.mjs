@@ -1,4 +1,4 @@
-// The complete example from the guide "Building tools", unchanged apart from
+// The example of sdk/node/README.md, unchanged apart from
 // the import of orderService, which stands for the service code you already
 // have (here: ./order-service.mjs), and sales_report, the slow tool of
 // docs/tasks.md. Run it with

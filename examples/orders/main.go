@@ -1,4 +1,4 @@
-// Command orders is the complete example of the guide "Building tools": an
+// Command orders is the complete orders example of the Go SDK: an
 // agent that offers three tools, a resource and a prompt over a small order
 // service of its own; and a slow fourth tool, sales_report, that runs as an
 // MCP task (report.go, docs/tasks.md).

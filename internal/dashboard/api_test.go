@@ -24,6 +24,7 @@ type toolRow struct {
 	Description           string
 	RegisteredDescription string
 	DeclaredReadOnly      bool
+	ReadOnlyHintDeclared  bool
 	ReadOnly              bool
 	Consent               string
 	DefinitionHash        string

@@ -17,8 +17,25 @@ import (
 	"github.com/spacefix/spacefix/internal/users"
 )
 
-// sessionCookie holds the session token.
-const sessionCookie = "spacefix_session"
+// SessionCookieName is the name of the session cookie of the gateway whose
+// base URL is base. Browsers keep cookies per host, not per port: two
+// gateways on one host (127.0.0.1:8080 and :8081) under one name would
+// replace each other's cookie, and a person signed in at both would be
+// signed out of one. So the port is part of the name; a gateway on the
+// scheme's default port (behind a proxy on 443) keeps spacefix_session.
+func SessionCookieName(base string) string {
+	u, err := url.Parse(base)
+	if err != nil || u.Port() == "" {
+		return "spacefix_session"
+	}
+	return "spacefix_session_" + u.Port()
+}
+
+// sessionCookie is the name of this gateway's session cookie, from the URL
+// clients reach it at: the same on every replica behind one public URL.
+func (d *Dashboard) sessionCookie(r *http.Request) string {
+	return SessionCookieName(d.base(r))
+}
 
 // Sign-in attempts allowed per minute, per client address and per email.
 const (
@@ -77,7 +94,7 @@ func (d *Dashboard) authenticate(r *http.Request) (p principal, ok bool, err err
 		}
 		return principal{token: &tok}, true, nil
 	}
-	c, err := r.Cookie(sessionCookie)
+	c, err := r.Cookie(d.sessionCookie(r))
 	if err != nil {
 		return principal{}, false, nil
 	}
@@ -104,7 +121,7 @@ func secureRequest(r *http.Request) bool {
 // keep ("keep me signed in") one that lasts until the session expires.
 func (d *Dashboard) setSession(w http.ResponseWriter, r *http.Request, token string, expires time.Time, keep bool) {
 	c := &http.Cookie{
-		Name: sessionCookie, Value: token, Path: "/",
+		Name: d.sessionCookie(r), Value: token, Path: "/",
 		HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: secureRequest(r),
 	}
 	if keep {
@@ -113,9 +130,9 @@ func (d *Dashboard) setSession(w http.ResponseWriter, r *http.Request, token str
 	http.SetCookie(w, c)
 }
 
-func clearSession(w http.ResponseWriter, r *http.Request) {
+func (d *Dashboard) clearSession(w http.ResponseWriter, r *http.Request) {
 	http.SetCookie(w, &http.Cookie{
-		Name: sessionCookie, Value: "", Path: "/", MaxAge: -1,
+		Name: d.sessionCookie(r), Value: "", Path: "/", MaxAge: -1,
 		HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: secureRequest(r),
 	})
 }
@@ -195,12 +212,12 @@ func (d *Dashboard) startSession(w http.ResponseWriter, r *http.Request, u store
 }
 
 func (d *Dashboard) logout(w http.ResponseWriter, r *http.Request) {
-	if c, err := r.Cookie(sessionCookie); err == nil {
+	if c, err := r.Cookie(d.sessionCookie(r)); err == nil {
 		if err := users.EndSession(r.Context(), d.st, c.Value); err != nil {
 			d.log.Error("end session", "err", err)
 		}
 	}
-	clearSession(w, r)
+	d.clearSession(w, r)
 	http.Redirect(w, r, "/login", http.StatusSeeOther)
 }
 

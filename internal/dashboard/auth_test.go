@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spacefix/spacefix/internal/dashboard"
 	"github.com/spacefix/spacefix/internal/store"
 	"github.com/spacefix/spacefix/internal/users"
 )
@@ -224,5 +225,34 @@ func TestPatchMeName(t *testing.T) {
 	c.mustCall(http.StatusOK, "PATCH", "/api/me", map[string]any{"name": ""}, nil)
 	if u, _, _ := e.st.UserByEmail(t.Context(), "ada@example.com"); u.Name != "" {
 		t.Errorf("name after setting it empty = %q", u.Name)
+	}
+}
+
+// Two gateways on one host, at two ports: a browser keeps cookies per
+// host, not per port, so each gateway names its session cookie after its
+// port, and a person signed in at both stays signed in at both.
+func TestSessionsOfTwoGatewaysOnOneHost(t *testing.T) {
+	one, two := newEnv(t), newEnv(t)
+	browser := one.admin() // signs in at the first
+	at := func(e *env) *client { return &client{t: t, e: e, http: browser.http} }
+	path, err := users.SetupPath(context.Background(), two.st)
+	if err != nil || path == "" {
+		t.Fatalf("SetupPath = %q, %v", path, err)
+	}
+	res := at(two).form(path, url.Values{"email": {"ada@example.com"}, "password": {"correct horse battery"}, "confirm": {"correct horse battery"}})
+	if res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("setup at the second gateway: status %d, want 303", res.StatusCode)
+	}
+	for i, e := range []*env{one, two} {
+		if res := at(e).get("/p/shop/tools"); res.StatusCode != http.StatusOK {
+			t.Errorf("gateway %d after signing in at both: status %d to %q, want the page", i+1, res.StatusCode, res.Header.Get("Location"))
+		}
+	}
+	u1, _ := url.Parse(one.srv.URL)
+	if got, want := dashboard.SessionCookieName(one.srv.URL), "spacefix_session_"+u1.Port(); got != want {
+		t.Errorf("SessionCookieName(%s) = %q, want %q", one.srv.URL, got, want)
+	}
+	if got := dashboard.SessionCookieName("https://gw.example.com"); got != "spacefix_session" {
+		t.Errorf("SessionCookieName(https://gw.example.com) = %q, want spacefix_session", got)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/spacefix/spacefix/internal/dashboard"
 	"github.com/spacefix/spacefix/internal/quickstart"
 )
 
@@ -71,6 +72,9 @@ func TestBrowserFirstHourPages(t *testing.T) {
 	}
 	until(t, ctx, "the live row with the key's label",
 		`(r => r !== null && r.querySelector('td:nth-child(4)').textContent === 'first client key')(document.querySelector('tbody[data-log-rows] tr.new'))`)
+	// The live rows write a duration as the page's own rows do.
+	until(t, ctx, "app.js to write 45017.6 ms as 45.0 s",
+		`callDuration(45017.6) === '45.0 s' && callDuration(12.34) === '12.3 ms'`)
 
 	// Every column of the Tools table with content has a heading.
 	run(t, ctx, chromedp.Navigate(w.url("/p/default/tools")), chromedp.WaitVisible(chromedp.CSS(`tr[data-tool=get_order]`)))
@@ -168,10 +172,10 @@ func sessionCookie(t *testing.T, ctx context.Context, url string) *network.Cooki
 		t.Fatal(err)
 	}
 	for _, c := range res.Cookies {
-		if c.Name == "spacefix_session" {
+		if c.Name == dashboard.SessionCookieName(url) {
 			return c
 		}
 	}
-	t.Fatalf("no spacefix_session cookie for %s", url)
+	t.Fatalf("no %s cookie for %s", dashboard.SessionCookieName(url), url)
 	return nil
 }

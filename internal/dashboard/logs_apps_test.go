@@ -58,3 +58,26 @@ func TestLogsNameApps(t *testing.T) {
 		t.Errorf("GET …/calls names the apps %q", got)
 	}
 }
+
+// The Logs page shows a call's duration in ms under a second and in
+// seconds above: a 45-second report reads 45.0 s, not 45017.6 ms.
+func TestLogsDurations(t *testing.T) {
+	e := newEnv(t)
+	c := e.admin()
+	now := time.Now()
+	if err := e.st.AppendCalls(context.Background(), []store.Call{
+		{Time: now, ProjectID: e.project.ID, Kind: "tool", Name: "sales_report", KeyID: "key_x", Outcome: store.OutcomeOK, Duration: 45017600 * time.Microsecond},
+		{Time: now, ProjectID: e.project.ID, Kind: "tool", Name: "get_order", KeyID: "key_x", Outcome: store.OutcomeOK, Duration: 12300 * time.Microsecond},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	page := c.get("/p/shop/logs").text()
+	for _, want := range []string{`<td class="num">45.0 s</td>`, `<td class="num">12.3 ms</td>`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the Logs page lacks %s", want)
+		}
+	}
+	if strings.Contains(page, "45017.6") {
+		t.Error("the Logs page shows 45017.6 ms")
+	}
+}

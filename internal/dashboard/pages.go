@@ -4,7 +4,9 @@ import (
 	"cmp"
 	"fmt"
 	"html/template"
+	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -93,7 +95,7 @@ func snippets(project, mcpURL string) []snippet {
 		{"Codex", "~/.codex/config.toml", fmt.Sprintf("[mcp_servers.%s]\nurl = %q\nhttp_headers = { Authorization = %q }", name, mcpURL, auth)},
 		{"Cursor", ".cursor/mcp.json", fmt.Sprintf("{\n  \"mcpServers\": {\n    %q: {\n      \"url\": %q,\n      \"headers\": { \"Authorization\": %q }\n    }\n  }\n}", name, mcpURL, auth)},
 		{"VS Code", ".vscode/mcp.json", fmt.Sprintf("{\n  \"servers\": {\n    %q: {\n      \"type\": \"http\",\n      \"url\": %q,\n      \"headers\": { \"Authorization\": %q }\n    }\n  }\n}", name, mcpURL, auth)},
-		{"Claude, ChatGPT and other OAuth clients", "as a remote connector: paste this URL, then sign in with your dashboard account", mcpURL},
+		{"Claude, ChatGPT and other OAuth clients", remoteWhere(mcpURL), mcpURL},
 		{"MCP Inspector", "in a terminal (Node.js 20 or later)", quickstart.InspectorList(mcpURL, auth)},
 		{"MCP Inspector, call a tool", "in a terminal, with the example agent running", quickstart.InspectorCall(mcpURL, auth)},
 	}
@@ -154,19 +156,50 @@ type toolLine struct {
 	Hidden     bool   `json:"-"` // beyond the first page
 }
 
+// remoteWhere says how a remote connector (Claude, ChatGPT) gets to the
+// gateway: they connect from their own servers, which cannot reach a
+// loopback address, so such a gateway needs --public-url first.
+func remoteWhere(mcpURL string) string {
+	const where = "as a remote connector: paste this URL, then sign in with your dashboard account"
+	u, err := url.Parse(mcpURL)
+	if err != nil {
+		return where
+	}
+	host := u.Hostname()
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return where
+	}
+	return "as a remote connector, once the gateway runs with --public-url https://HOST (an https URL that reaches it): they connect from their own servers and cannot reach " + u.Host + "; paste https://HOST/mcp, then sign in with your dashboard account"
+}
+
 // toolEdit is what the Edit dialog starts from: only that, since a page
 // may carry a thousand of them.
 type toolEdit struct {
 	Name                  string           `json:"name"`
 	Registered            bool             `json:"registered"`
 	RegisteredDescription string           `json:"registeredDescription"`
-	DeclaredReadOnly      bool             `json:"declaredReadOnly"`
 	Settings              toolSettingsJSON `json:"settings"`
+	// Declared says what the agent declares, under Reads or writes.
+	Declared string `json:"declared"`
 }
 
 // Edit is the row's data for the Edit dialog.
 func (l toolLine) Edit() toolEdit {
-	return toolEdit{l.Name, l.Registered, l.RegisteredDescription, l.DeclaredReadOnly, l.Settings}
+	return toolEdit{l.Name, l.Registered, l.RegisteredDescription, l.Settings, declared(l.toolRow)}
+}
+
+// declared is the hint under the Edit dialog's Reads or writes: what the
+// agent declares, told apart from what it leaves out.
+func declared(t toolRow) string {
+	switch {
+	case !t.Registered:
+		return "No connected agent registers this tool, so what it declares is unknown."
+	case t.DeclaredReadOnly:
+		return "The agent declares this tool a read (readOnlyHint: true)."
+	case t.ReadOnlyHintDeclared:
+		return "The agent declares this tool a write (readOnlyHint: false)."
+	}
+	return "The agent declares no readOnlyHint, so the tool counts as a write."
 }
 
 func (d *Dashboard) toolsPage(r *http.Request, v *view) (string, error) {

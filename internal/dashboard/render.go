@@ -32,6 +32,7 @@ var funcs = template.FuncMap{
 	"ago":      ago,
 	"json":     toJSON,
 	"duration": fmtDuration,
+	"callTime": callDuration,
 	"query":    url.QueryEscape,
 	"join":     strings.Join,
 	"plus1":    func(i int) int { return i + 1 },
@@ -280,6 +281,16 @@ func fmtDuration(d time.Duration) string {
 		return fmt.Sprintf("%dms", d.Milliseconds())
 	}
 	return fmt.Sprintf("%.2fs", d.Seconds())
+}
+
+// callDuration is how the Logs page shows a call's duration in ms: ms
+// under a second, else seconds, so a 45-second report reads 45.0 s, not
+// 45017.6 ms. app.js's callDuration writes the live rows the same way.
+func callDuration(ms float64) string {
+	if ms < 1000 {
+		return fmt.Sprintf("%.1f ms", ms)
+	}
+	return fmt.Sprintf("%.1f s", ms/1000)
 }
 
 func toJSON(v any) (string, error) {

@@ -77,7 +77,8 @@ func registeredRow(t *agents.Tool, c *access.Controls) toolRow {
 	row := toolRow{
 		Name: t.Name, Registered: true, Agent: access.AgentName(k, reg), AgentKey: t.AgentKey, AgentKeyName: k.Name,
 		RegisteredDescription: t.Def.Description, DeclaredReadOnly: access.DeclaredReadOnly(t.Def),
-		EnabledByAgent: t.Enabled, Replicas: len(t.Replicas), Settings: settingsOf(s),
+		ReadOnlyHintDeclared: t.Def.Annotations != nil && t.Def.Annotations.ReadOnlyHint != nil, EnabledByAgent: t.Enabled,
+		Replicas: len(t.Replicas), Settings: settingsOf(s),
 		DefinitionHash: definitionHash(def), ReplicasDiffer: t.Differs, IdempotencyKey: t.Def.IdempotencyKey,
 	}
 	shown := t.Def

@@ -92,6 +92,7 @@ type Tool struct {
 	RegisteredDescription string       `json:"registeredDescription"`
 	ApprovedDescription   string       `json:"approvedDescription,omitempty"`
 	DeclaredReadOnly      bool         `json:"declaredReadOnly"`
+	ReadOnlyHintDeclared  bool         `json:"readOnlyHintDeclared"` // readOnlyHint declared at all, true or false
 	ReadOnly              bool         `json:"readOnly"`
 	EnabledByAgent        bool         `json:"enabledByAgent"`
 	Replicas              int          `json:"replicas"`

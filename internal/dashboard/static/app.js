@@ -53,7 +53,7 @@ const then = {
   saved: () => toast("Saved. It applies to the next request."),
   "saved-name": () => toast("Saved. Agents see your new name within a minute."),
   "goto-project": (data) => { location.href = "/p/" + encodeURIComponent(data.name); },
-  "show-secret": (data, form) => reveal(form, data.secret),
+  "show-secret": (data, form) => { reveal(form, data.secret); refreshParts(); },
   "show-url": (data, form) => reveal(form, data.url),
   // Everyone gets an invite link to pass on, with an account or without:
   // the page must not tell which.
@@ -66,6 +66,26 @@ function reveal(form, text) {
   box.querySelector("[data-secret]").textContent = text;
   box.hidden = false;
   form.reset();
+}
+
+// refreshParts replaces the page's [data-refresh] parts (the table of keys
+// or tokens) with the same parts of the page as the server renders it now:
+// what a form just made is listed at once, and the secret shown once stays
+// on screen, which a reload would lose.
+async function refreshParts() {
+  const parts = document.querySelectorAll("[data-refresh]");
+  if (parts.length === 0) return;
+  try {
+    const res = await fetch(location.href, { credentials: "same-origin", headers: { "Accept": "text/html" } });
+    if (!res.ok) return;
+    const page = new DOMParser().parseFromString(await res.text(), "text/html");
+    for (const el of parts) {
+      const now = page.querySelector(`[data-refresh="${el.dataset.refresh}"]`);
+      if (now) el.replaceWith(document.importNode(now, true));
+    }
+  } catch (e) {
+    toast("Made; reload the page to see it in the table.", true);
+  }
 }
 
 function splitAction(s) {
@@ -122,11 +142,7 @@ function openEditTool(tool) {
   form.elements.cacheSeconds.value = tool.settings.cacheSeconds;
   form.elements.access.value = tool.settings.access;
   form.elements.disabled.checked = tool.settings.disabled;
-  dlg.querySelector("[data-field=declared]").textContent = !tool.registered
-    ? "No connected agent registers this tool, so what it declares is unknown."
-    : tool.declaredReadOnly
-      ? "The agent declares this tool a read (readOnlyHint: true)."
-      : "The agent declares no readOnlyHint, so the tool counts as a write.";
+  dlg.querySelector("[data-field=declared]").textContent = tool.declared;
   dlg.querySelector("[data-error]").hidden = true;
   dlg.showModal();
   desc.focus();
@@ -210,6 +226,12 @@ function cell(text, cls) {
   return td;
 }
 
+// callDuration writes a call's duration as the server-rendered rows do
+// (render.go's callDuration): ms under a second, else seconds.
+function callDuration(ms) {
+  return ms < 1000 ? `${ms.toFixed(1)} ms` : `${(ms / 1000).toFixed(1)} s`;
+}
+
 function codeCell(text) {
   const td = document.createElement("td");
   const c = document.createElement("code");
@@ -269,7 +291,7 @@ function logRow(c) {
     name.append(document.createElement("br"), of);
   }
   tr.append(timeCell(when), cell(c.kind), name, key,
-    codeCell(c.replica), cell(`${c.durationMs.toFixed(1)} ms`, "num"), outcome, detail);
+    codeCell(c.replica), cell(callDuration(c.durationMs), "num"), outcome, detail);
   return tr;
 }
 

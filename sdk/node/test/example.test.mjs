@@ -1,4 +1,4 @@
-// End-to-end: the complete example of the guide "Building tools"
+// End-to-end: the orders example of the README
 // (examples/orders-node), run as its own process against a real gateway.
 import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
