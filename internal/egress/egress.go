@@ -39,9 +39,9 @@ type Policy struct {
 	// AllowPrivate are private prefixes the operator lets be dialled for
 	// any remote (`--upstream-allow-private`); nil: none.
 	AllowPrivate []netip.Prefix
-	// privateRemote lets every private range be dialled: the remote
-	// itself is at a private address ([Policy.ForRemote]).
-	privateRemote bool
+	// PrivateRemote lets every private range be dialled: the remote
+	// itself is at a private address. [Policy.ForRemote] sets it.
+	PrivateRemote bool
 }
 
 // Kind says why an address is refused.
@@ -159,7 +159,7 @@ func (p Policy) Check(ip netip.Addr) error {
 	switch {
 	case k == "",
 		k == KindLoopback && p.AllowLoopback,
-		k == KindPrivate && (p.privateRemote || p.listed(ip)):
+		k == KindPrivate && (p.PrivateRemote || p.listed(ip)):
 		return nil
 	}
 	return &Refused{Addr: ip, Kind: k}
@@ -220,13 +220,9 @@ func (p Policy) ForRemote(ctx context.Context, rawURL string) Policy {
 			return p
 		}
 	}
-	p.privateRemote = len(ips) > 0
+	p.PrivateRemote = len(ips) > 0
 	return p
 }
-
-// PrivateRemote reports whether [Policy.ForRemote] found the remote at a
-// private address.
-func (p Policy) PrivateRemote() bool { return p.privateRemote }
 
 // Transport is an http.Transport that dials under the policy and uses no
 // proxy: a proxy would be dialled instead of the server, and the rule

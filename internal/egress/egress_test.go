@@ -16,7 +16,7 @@ func TestCheck(t *testing.T) {
 	strict := Policy{}
 	loopback := Policy{AllowLoopback: true}
 	listed := Policy{AllowPrivate: []netip.Prefix{netip.MustParsePrefix("10.20.0.0/16"), netip.MustParsePrefix("fd12::/16")}}
-	privateRemote := Policy{privateRemote: true}
+	privateRemote := Policy{PrivateRemote: true}
 	const ok = Kind("")
 	for _, c := range []struct {
 		addr                                 string
@@ -107,8 +107,8 @@ func TestForRemote(t *testing.T) {
 		{"not a url", false},
 	} {
 		p := Policy{AllowLoopback: true}.ForRemote(ctx, c.url)
-		if p.PrivateRemote() != c.want {
-			t.Errorf("ForRemote(%s).PrivateRemote() = %v; want %v", c.url, p.PrivateRemote(), c.want)
+		if p.PrivateRemote != c.want {
+			t.Errorf("ForRemote(%s).PrivateRemote = %v; want %v", c.url, p.PrivateRemote, c.want)
 		}
 		if err := p.Check(netip.MustParseAddr("192.168.7.7")); (err == nil) != c.want {
 			t.Errorf("ForRemote(%s) on a private authorization server: %v", c.url, err)

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"sync"
 
 	"github.com/spacefix/spacefix/internal/oauthclient"
@@ -16,7 +17,7 @@ import (
 // client returns the upstream client for resource at srv's authorization
 // server, registering one (and keeping it) when there is none yet, or the
 // one kept is another authorization server's.
-func (s *Service) client(ctx context.Context, resource string, srv *oauthclient.Server) (oauthclient.Client, error) {
+func (s *Service) client(ctx context.Context, hc *http.Client, resource string, srv *oauthclient.Server) (oauthclient.Client, error) {
 	redirect := s.RedirectURI()
 	s.mu.Lock()
 	mu := s.reg[resource]
@@ -43,10 +44,16 @@ func (s *Service) client(ctx context.Context, resource string, srv *oauthclient.
 					return oauthclient.Client{}, fmt.Errorf("keep the upstream client of %s: %w", srv.Host(), err)
 				}
 			}
-			return s.open(kept, srv.Host())
+			c, err := s.open(kept, srv.Host())
+			if !errors.Is(err, errUnreadable) {
+				return c, err
+			}
+			// Its secret was sealed with a key file no longer here: a
+			// client the gateway cannot use, registered anew.
+			s.log.Warn("upstream: the secret key file does not open the kept client's secret; registering a new client", "host", srv.Host())
 		}
 	}
-	c, err := oauthclient.Register(ctx, s.hc, srv, oauthclient.RegisterOptions{RedirectURI: redirect, ClientName: clientName})
+	c, err := oauthclient.Register(ctx, hc, srv, oauthclient.RegisterOptions{RedirectURI: redirect, ClientName: clientName})
 	if err != nil {
 		return oauthclient.Client{}, err
 	}
@@ -108,7 +115,7 @@ func (s *Service) open(uc store.UpstreamClient, host string) (oauthclient.Client
 	if uc.Secret != nil {
 		secret, err := s.o.Box.Open(uc.Secret, clientContext(uc.Resource))
 		if err != nil {
-			return oauthclient.Client{}, fmt.Errorf("open the upstream client secret of %s (is the secret key file the one it was sealed with?): %w", host, err)
+			return oauthclient.Client{}, fmt.Errorf("open the upstream client secret of %s: %w", host, errUnreadable)
 		}
 		c.Secret = string(secret)
 	}

@@ -41,18 +41,19 @@ type state struct {
 // the upstream authorization URL to send the person's browser to.
 func (s *Service) Begin(ctx context.Context, projectID int64, agentKeyID string, userID int64, resource, returnTo string) (string, error) {
 	host := oauthclient.Host(resource)
-	challenges, unauthorized, err := oauthclient.Probe(ctx, s.hc, resource)
+	hc := s.http(ctx, resource)
+	challenges, unauthorized, err := oauthclient.Probe(ctx, hc, resource)
 	if err != nil {
 		return "", err
 	}
 	if !unauthorized {
 		return "", fmt.Errorf("%s did not ask for a sign-in: there is no account to connect", host)
 	}
-	srv, err := oauthclient.Discover(ctx, s.hc, resource, challenges, oauthclient.DiscoverOptions{RefreshTokens: true})
+	srv, err := oauthclient.Discover(ctx, hc, resource, challenges, oauthclient.DiscoverOptions{RefreshTokens: true})
 	if err != nil {
 		return "", err
 	}
-	c, err := s.client(ctx, resource, srv)
+	c, err := s.client(ctx, hc, resource, srv)
 	if err != nil {
 		return "", err
 	}
@@ -113,7 +114,7 @@ func (s *Service) Complete(ctx context.Context, userID int64, rawState, code, is
 	if err != nil {
 		return store.UpstreamAccount{}, "", err
 	}
-	t, err := c.Exchange(ctx, s.hc, code, st.Verifier, st.Indicator)
+	t, err := c.Exchange(ctx, s.http(ctx, st.Resource), code, st.Verifier, st.Indicator)
 	if oauthclient.InvalidClient(err) {
 		s.forgetClient(ctx, st.Resource, c.ID)
 	}

@@ -17,8 +17,8 @@ import (
 // refresh runs (or joins) the one refresh of the account in this gateway.
 // With stale set it refreshes when the stored token is stale; without, when
 // the stored token expires soon.
-func (s *Service) refresh(ctx context.Context, projectID int64, agentKeyID string, userID int64, stale string) (string, error) {
-	key := agentKeyID + "\x00" + strconv.FormatInt(userID, 10)
+func (s *Service) refresh(ctx context.Context, projectID int64, agentKeyID string, userID int64, resource, stale string) (string, error) {
+	key := agentKeyID + "\x00" + strconv.FormatInt(userID, 10) + "\x00" + resource
 	s.mu.Lock()
 	f := s.flights[key]
 	if f == nil {
@@ -29,7 +29,7 @@ func (s *Service) refresh(ctx context.Context, projectID int64, agentKeyID strin
 			// for it.
 			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), flightTimeout)
 			defer cancel()
-			f.token, f.err = s.doRefresh(fctx, projectID, agentKeyID, userID, stale)
+			f.token, f.err = s.doRefresh(fctx, projectID, agentKeyID, userID, resource, stale)
 			s.mu.Lock()
 			delete(s.flights, key)
 			s.mu.Unlock()
@@ -45,13 +45,13 @@ func (s *Service) refresh(ctx context.Context, projectID int64, agentKeyID strin
 	}
 }
 
-func (s *Service) doRefresh(ctx context.Context, projectID int64, agentKeyID string, userID int64, stale string) (string, error) {
-	a, err := s.account(ctx, projectID, agentKeyID, userID)
+func (s *Service) doRefresh(ctx context.Context, projectID int64, agentKeyID string, userID int64, resource, stale string) (string, error) {
+	a, err := s.account(ctx, projectID, agentKeyID, userID, resource)
 	if err != nil {
 		return "", err
 	}
 	host := oauthclient.Host(a.Resource)
-	cur, err := s.access(a)
+	cur, err := s.accessOrDrop(ctx, a)
 	if err != nil {
 		return "", err
 	}
@@ -70,7 +70,7 @@ func (s *Service) doRefresh(ctx context.Context, projectID int64, agentKeyID str
 	}
 	rt, err := s.o.Box.Open(a.Refresh, refreshContext(a.AgentKeyID, a.UserID))
 	if err != nil {
-		return "", fmt.Errorf("open the %s account's refresh token (is the secret key file the one it was sealed with?): %w", host, err)
+		return "", s.dropUnreadable(ctx, a, fmt.Errorf("open the %s account's refresh token: %w", host, errUnreadable))
 	}
 	// One refresh across gateways: an authorization server that rotates
 	// refresh tokens takes a second use of one as theft and revokes the
@@ -108,13 +108,16 @@ func (s *Service) doRefresh(ctx context.Context, projectID int64, agentKeyID str
 // claim).
 func (s *Service) refreshClaimed(ctx context.Context, a store.UpstreamAccount, host, rt string) (string, error) {
 	c, err := s.clientFor(ctx, a.Resource, a.ClientID)
+	if errors.Is(err, errUnreadable) {
+		return "", s.dropUnreadable(ctx, a, err)
+	}
 	if errors.Is(err, errClientGone) {
 		return "", s.giveUp(ctx, a, err.Error())
 	}
 	if err != nil {
 		return "", err
 	}
-	t, err := c.Refresh(ctx, s.hc, rt)
+	t, err := c.Refresh(ctx, s.http(ctx, a.Resource), rt)
 	if oauthclient.InvalidClient(err) {
 		s.forgetClient(ctx, a.Resource, a.ClientID)
 		return "", s.giveUp(ctx, a, err.Error())
@@ -150,12 +153,12 @@ func (s *Service) refreshClaimed(ctx context.Context, a store.UpstreamAccount, h
 	}
 	// Another gateway refreshed first (or the account went): use its
 	// token.
-	b, err := s.account(ctx, a.ProjectID, a.AgentKeyID, a.UserID)
+	b, err := s.account(ctx, a.ProjectID, a.AgentKeyID, a.UserID, a.Resource)
 	if err != nil {
 		return "", err
 	}
 	s.log.Info("upstream: another gateway refreshed the token first", "host", host, "agentKey", a.AgentKeyID, "user", a.UserID)
-	return s.access(b)
+	return s.accessOrDrop(ctx, b)
 }
 
 // awaitRefresh waits, after another gateway claimed the account's
@@ -178,13 +181,16 @@ func (s *Service) awaitRefresh(ctx context.Context, a store.UpstreamAccount, cur
 		if err != nil {
 			return "", fmt.Errorf("read the upstream account: %w", err)
 		}
-		if t, err := s.access(b); err != nil || t != cur {
+		if b.Resource != a.Resource { // connected again, elsewhere
+			return "", fmt.Errorf("%w at %s", ErrNotConnected, oauthclient.Host(a.Resource))
+		}
+		if t, err := s.accessOrDrop(ctx, b); err != nil || t != cur {
 			return t, err
 		}
 		if !b.ClaimedUntil.After(s.o.Now()) || s.o.Now().After(deadline) {
 			// The claim was released (that refresh failed) or lapsed (that
 			// gateway stopped): refresh here.
-			return s.doRefresh(ctx, a.ProjectID, a.AgentKeyID, a.UserID, stale)
+			return s.doRefresh(ctx, a.ProjectID, a.AgentKeyID, a.UserID, a.Resource, stale)
 		}
 	}
 }
@@ -199,6 +205,9 @@ func (s *Service) awaitOther(ctx context.Context, a store.UpstreamAccount) (stri
 			return "", false
 		}
 		if b.Version != a.Version {
+			if b.Resource != a.Resource {
+				return "", false
+			}
 			t, err := s.access(b)
 			return t, err == nil
 		}

@@ -24,6 +24,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/spacefix/spacefix/internal/egress"
 	"github.com/spacefix/spacefix/internal/oauthclient"
 	"github.com/spacefix/spacefix/internal/secrets"
 	"github.com/spacefix/spacefix/internal/store"
@@ -34,16 +35,14 @@ type Options struct {
 	Store     store.UpstreamAccounts
 	Box       *secrets.Box
 	PublicURL func() string // the gateway's public base URL, no trailing slash
-	// Client reaches the remotes and their authorization servers. Nil:
-	// [HTTPClient](AllowLoopback), which refuses link-local, unspecified
-	// and multicast addresses, and loopback unless AllowLoopback. A client
-	// given here is used as it is.
-	Client *http.Client
-	// AllowLoopback lets the default client dial loopback addresses
-	// (`--upstream-allow-loopback`).
-	AllowLoopback bool
-	Log           *slog.Logger
-	Now           func() time.Time // nil: time.Now
+	// Egress is the address policy of every dial to a remote, its
+	// metadata and its authorization server (`--upstream-allow-loopback`,
+	// `--upstream-allow-private`); the zero policy dials public addresses
+	// only. There is no way to hand the service a client of its own: every
+	// upstream request goes through the policy.
+	Egress egress.Policy
+	Log    *slog.Logger
+	Now    func() time.Time // nil: time.Now
 }
 
 // ErrNotConnected says the person has no account at the agent key's
@@ -58,6 +57,11 @@ var ErrReconnect = errors.New("the upstream account needs connecting again")
 // was replaced (the remote's authorization server changed): the account
 // must be connected again.
 var errClientGone = errors.New("the gateway no longer has the client that connected the account")
+
+// errUnreadable says a value the store keeps for an account (a token, the
+// client's secret) does not open with the secret key file: the file was
+// lost or replaced since. The account must be connected again.
+var errUnreadable = errors.New("the secret key file does not open it (lost or replaced since it was sealed)")
 
 // ErrState says a callback's state is not good (not sealed here, expired,
 // or another person's); the error wrapping it says which, for the person.
@@ -88,8 +92,10 @@ const (
 // concurrent use.
 type Service struct {
 	o   Options
-	hc  *http.Client
 	log *slog.Logger
+	// hc dials under the policy; hcPrivate too, with private ranges
+	// allowed, for a remote at a private address (see [Service.http]).
+	hc, hcPrivate *http.Client
 
 	mu      sync.Mutex
 	flights map[string]*flight // per account: the refresh running now
@@ -111,11 +117,21 @@ func New(o Options) *Service {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
-	hc := o.Client
-	if hc == nil {
-		hc = HTTPClient(o.AllowLoopback)
+	private := o.Egress
+	private.PrivateRemote = true
+	return &Service{o: o, hc: o.Egress.Client(), hcPrivate: private.Client(), log: o.Log,
+		flights: map[string]*flight{}, reg: map[string]*sync.Mutex{}}
+}
+
+// http is the client for requests about the remote at resource: to it, to
+// the metadata it names and to its authorization server. Private ranges
+// are allowed when the remote itself is at a private address (or the
+// operator lists them).
+func (s *Service) http(ctx context.Context, resource string) *http.Client {
+	if s.o.Egress.ForRemote(ctx, resource).PrivateRemote {
+		return s.hcPrivate
 	}
-	return &Service{o: o, hc: hc, log: o.Log, flights: map[string]*flight{}, reg: map[string]*sync.Mutex{}}
+	return s.hc
 }
 
 func accessContext(agentKeyID string, userID int64) string {
@@ -139,42 +155,53 @@ func (s *Service) ConnectURL(agentKeyID string) string {
 }
 
 // Token returns the person's current access token for the agent key's
-// remote, refreshing it first when it expires within 60 s (one refresh at a
-// time per account in this gateway; a write that loses to another
-// gateway's re-reads and uses the winner's token). ErrNotConnected: no
-// account; ErrReconnect: the upstream refused to refresh (the account is
-// deleted).
-func (s *Service) Token(ctx context.Context, projectID int64, agentKeyID string, userID int64) (string, error) {
-	a, err := s.account(ctx, projectID, agentKeyID, userID)
+// remote at resource (the URL the calling replica's bridge reaches),
+// refreshing it first when it expires within 60 s (one refresh at a time
+// per account in this gateway; a write that loses to another gateway's
+// re-reads and uses the winner's token). ErrNotConnected: no account, or
+// one connected for another resource (the bridge now runs with another
+// --remote: that server never gets this account's tokens); ErrReconnect:
+// the upstream refused to refresh, or the secret key file no longer opens
+// the account (the account is deleted).
+func (s *Service) Token(ctx context.Context, projectID int64, agentKeyID string, userID int64, resource string) (string, error) {
+	a, err := s.account(ctx, projectID, agentKeyID, userID, resource)
 	if err != nil {
 		return "", err
 	}
 	if !s.expiring(a) {
-		return s.access(a)
+		return s.accessOrDrop(ctx, a)
 	}
-	return s.refresh(ctx, projectID, agentKeyID, userID, "")
+	return s.refresh(ctx, projectID, agentKeyID, userID, resource, "")
 }
 
-// Refresh is for an upstream 401 with the token stale: it refreshes unless
-// the stored token differs from stale already (another call refreshed it),
-// and returns the token to use.
-func (s *Service) Refresh(ctx context.Context, projectID int64, agentKeyID string, userID int64, stale string) (string, error) {
-	t, err := s.refresh(ctx, projectID, agentKeyID, userID, stale)
+// Refresh is for an upstream 401 with the token stale, at resource: it
+// refreshes unless the stored token differs from stale already (another
+// call refreshed it), and returns the token to use.
+func (s *Service) Refresh(ctx context.Context, projectID int64, agentKeyID string, userID int64, resource, stale string) (string, error) {
+	t, err := s.refresh(ctx, projectID, agentKeyID, userID, resource, stale)
 	if err == nil && t == stale {
 		// It joined a Token flight that found stale still good by its
 		// expiry: refresh once more, on our own terms.
-		t, err = s.refresh(ctx, projectID, agentKeyID, userID, stale)
+		t, err = s.refresh(ctx, projectID, agentKeyID, userID, resource, stale)
 	}
 	return t, err
 }
 
-func (s *Service) account(ctx context.Context, projectID int64, agentKeyID string, userID int64) (store.UpstreamAccount, error) {
+// account reads the person's account, which must be in projectID and
+// connected for resource: an account is bound to the remote it was
+// connected at, for every use and every refresh.
+func (s *Service) account(ctx context.Context, projectID int64, agentKeyID string, userID int64, resource string) (store.UpstreamAccount, error) {
 	a, err := s.o.Store.UpstreamAccount(ctx, agentKeyID, userID)
 	if errors.Is(err, store.ErrNotFound) || (err == nil && a.ProjectID != projectID) {
 		return store.UpstreamAccount{}, ErrNotConnected
 	}
 	if err != nil {
 		return store.UpstreamAccount{}, fmt.Errorf("read the upstream account: %w", err)
+	}
+	if a.Resource != resource {
+		s.log.Info("upstream: the account was connected for another remote than the bridge's; the person must connect at this one",
+			"connectedFor", oauthclient.Host(a.Resource), "bridgeRemote", oauthclient.Host(resource), "agentKey", agentKeyID, "user", userID)
+		return store.UpstreamAccount{}, fmt.Errorf("%w at %s (the account is %s's)", ErrNotConnected, oauthclient.Host(resource), oauthclient.Host(a.Resource))
 	}
 	return a, nil
 }
@@ -186,9 +213,29 @@ func (s *Service) expiring(a store.UpstreamAccount) bool {
 func (s *Service) access(a store.UpstreamAccount) (string, error) {
 	t, err := s.o.Box.Open(a.Access, accessContext(a.AgentKeyID, a.UserID))
 	if err != nil {
-		return "", fmt.Errorf("open the %s account's token (is the secret key file the one it was sealed with?): %w", oauthclient.Host(a.Resource), err)
+		return "", fmt.Errorf("open the %s account's token: %w", oauthclient.Host(a.Resource), errUnreadable)
 	}
 	return string(t), nil
+}
+
+// accessOrDrop is a's access token; when the secret key file does not
+// open it, the account is of no use to anyone: it is dropped, and the
+// person asked to connect again (ErrReconnect).
+func (s *Service) accessOrDrop(ctx context.Context, a store.UpstreamAccount) (string, error) {
+	t, err := s.access(a)
+	if errors.Is(err, errUnreadable) {
+		return "", s.dropUnreadable(ctx, a, err)
+	}
+	return t, err
+}
+
+// dropUnreadable gives up the account a whose sealed values (or its
+// client's secret) the secret key file does not open (err says which),
+// and tells the operator at WARN.
+func (s *Service) dropUnreadable(ctx context.Context, a store.UpstreamAccount, err error) error {
+	s.log.Warn("upstream: the secret key file does not open an account; it is dropped and the person asked to connect again (was the key file lost or replaced?)",
+		"host", oauthclient.Host(a.Resource), "agentKey", a.AgentKeyID, "user", a.UserID, "err", err)
+	return s.giveUp(ctx, a, err.Error())
 }
 
 // Disconnect forgets the person's account at the agent key's remote, and
