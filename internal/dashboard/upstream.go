@@ -33,6 +33,9 @@ type Upstream interface {
 	// Begin starts connecting and returns the upstream authorization URL
 	// to send the person to; its state is bound to userID.
 	Begin(ctx context.Context, projectID int64, agentKeyID string, userID int64, resource, returnTo string) (string, error)
+	// BeginHint says what the operator could change when Begin failed
+	// with err (a flag, the network, the remote's set-up).
+	BeginHint(err error, resource string) string
 	// Complete finishes at the callback for the signed-in userID, stores
 	// the account and returns it with the returnTo given to Begin.
 	Complete(ctx context.Context, userID int64, state, code, iss string) (store.UpstreamAccount, string, error)
@@ -285,7 +288,8 @@ func (d *Dashboard) connectUpstream(w http.ResponseWriter, r *http.Request) {
 	}
 	to, err := d.upstream.Begin(r.Context(), proj.ID, k.ID, p.user.ID, pp.URL, returnTo)
 	if err != nil {
-		d.log.Warn("upstream connect: could not start", "project", proj.Name, "agentKey", k.ID, "host", remoteHost(pp.URL), "user", p.user.Email, "err", err)
+		d.log.Warn("upstream connect: could not start", "project", proj.Name, "agentKey", k.ID, "host", remoteHost(pp.URL), "user", p.user.Email,
+			"err", err, "hint", d.upstream.BeginHint(err, pp.URL))
 		d.renderUpstream(w, r, http.StatusBadGateway, upstreamPage{Heading: "Could not start connecting",
 			Message: fmt.Sprintf("The gateway could not start connecting your %s account for %s. Try again in a moment; if it keeps failing, the gateway's log says why.", remoteHost(pp.URL), name),
 			Error:   true})
