@@ -25,6 +25,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"regexp"
 	"strings"
 	"syscall"
 	"time"
@@ -89,14 +90,38 @@ func (e *Refused) Hint() string {
 	return "the gateway never dials this kind of address: give the bridge the remote's routable address"
 }
 
-// HintOf is the operator's hint of the first [Refused] in err's chain, or
+// HintOf is the operator's hint of the refusal in err ([RefusalIn]), or
 // "" when err is not a refused address.
 func HintOf(err error) string {
-	var r *Refused
-	if errors.As(err, &r) {
+	if r := RefusalIn(err); r != nil {
 		return r.Hint()
 	}
 	return ""
+}
+
+// refusedText finds a [Refused]'s words in an error's text.
+var refusedText = regexp.MustCompile(`the upstream address (\S+) is ([a-z-]+);`)
+
+// RefusalIn returns the [Refused] in err's chain, or, since some libraries
+// flatten the errors of their HTTP client into text (go-sdk's metadata
+// fetches do), the one its text names; nil when there is none.
+func RefusalIn(err error) *Refused {
+	var r *Refused
+	if errors.As(err, &r) {
+		return r
+	}
+	if err == nil {
+		return nil
+	}
+	m := refusedText.FindStringSubmatch(err.Error())
+	if m == nil {
+		return nil
+	}
+	ip, perr := netip.ParseAddr(m[1])
+	if perr != nil {
+		return nil
+	}
+	return &Refused{Addr: ip, Kind: Kind(m[2])}
 }
 
 var (
@@ -224,14 +249,19 @@ func (p Policy) ForRemote(ctx context.Context, rawURL string) Policy {
 	return p
 }
 
+// Dialer is a net.Dialer that dials under the policy (its Control), for
+// a transport of one's own.
+func (p Policy) Dialer() *net.Dialer {
+	return &net.Dialer{Timeout: 15 * time.Second, KeepAlive: 30 * time.Second, Control: p.Control}
+}
+
 // Transport is an http.Transport that dials under the policy and uses no
 // proxy: a proxy would be dialled instead of the server, and the rule
 // would check the wrong address.
 func (p Policy) Transport() *http.Transport {
-	d := &net.Dialer{Timeout: 15 * time.Second, KeepAlive: 30 * time.Second, Control: p.Control}
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.Proxy = nil
-	t.DialContext = d.DialContext
+	t.DialContext = p.Dialer().DialContext
 	return t
 }
 

@@ -3,6 +3,7 @@ package egress
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -84,6 +85,10 @@ func TestRefusedWords(t *testing.T) {
 		if err == nil || err.Error() != c.msg || HintOf(err) != c.hint {
 			t.Errorf("%s: %v / %q;\nwant %s / %s", c.addr, err, HintOf(err), c.msg, c.hint)
 		}
+	}
+	flat := fmt.Errorf("metadata: %v", Policy{}.CheckAddress("10.1.2.3:443")) // an error type flattened to text
+	if r := RefusalIn(flat); r == nil || r.Kind != KindPrivate || r.Addr.String() != "10.1.2.3" {
+		t.Errorf("RefusalIn(%v) = %+v; want 10.1.2.3, private", flat, r)
 	}
 	if HintOf(errors.New("no route to host")) != "" {
 		t.Errorf("a hint for an error that is not a refusal")
