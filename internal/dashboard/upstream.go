@@ -37,8 +37,9 @@ type Upstream interface {
 	// with err (a flag, the network, the remote's set-up).
 	BeginHint(err error, resource string) string
 	// Complete finishes at the callback for the signed-in userID, stores
-	// the account and returns it with the returnTo given to Begin.
-	Complete(ctx context.Context, userID int64, state, code, iss string) (store.UpstreamAccount, string, error)
+	// the account and returns it with the returnTo given to Begin, or
+	// what the flow connected before when its callback is opened again.
+	Complete(ctx context.Context, userID int64, state, code, iss string) (upstream.Connected, error)
 	// Disconnect deletes a person's account; false when there was none.
 	Disconnect(ctx context.Context, agentKeyID string, userID int64) (bool, error)
 	// Accounts lists accounts, without their tokens.
@@ -322,16 +323,19 @@ func (d *Dashboard) upstreamCallback(w http.ResponseWriter, r *http.Request) {
 		d.renderUpstream(w, r, http.StatusBadRequest, upstreamPage{Heading: "Not connected", Message: msgNotConnected, Error: true})
 		return
 	}
-	a, returnTo, err := d.upstream.Complete(r.Context(), p.user.ID, q.Get("state"), q.Get("code"), q.Get("iss"))
+	done, err := d.upstream.Complete(r.Context(), p.user.ID, q.Get("state"), q.Get("code"), q.Get("iss"))
 	if err != nil {
 		d.log.Warn("upstream connect: could not finish", "user", p.user.Email, "err", err)
 		d.renderUpstream(w, r, http.StatusBadRequest, upstreamPage{Heading: "Not connected", Message: msgNotConnected, Error: true})
 		return
 	}
+	a, returnTo := done.Account, done.ReturnTo
 	host := remoteHost(a.Resource)
-	r = r.WithContext(withPrincipal(r.Context(), p))
-	d.audit(r, a.ProjectID, actionUpstreamConnect, a.AgentKeyID, nil, upstreamAudit(a.AgentKeyID, host, p.user.Email))
-	d.log.Info("upstream account connected", "projectId", a.ProjectID, "agentKey", a.AgentKeyID, "host", host, "user", p.user.Email)
+	if !done.Again { // a reload of the callback connected nothing new
+		r = r.WithContext(withPrincipal(r.Context(), p))
+		d.audit(r, a.ProjectID, actionUpstreamConnect, a.AgentKeyID, nil, upstreamAudit(a.AgentKeyID, host, p.user.Email))
+		d.log.Info("upstream account connected", "projectId", a.ProjectID, "agentKey", a.AgentKeyID, "host", host, "user", p.user.Email)
+	}
 	if returnTo != "" && safeNext(returnTo) == returnTo {
 		sep := "?"
 		if strings.Contains(returnTo, "?") {

@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"time"
 
 	"golang.org/x/oauth2"
 
@@ -70,74 +69,6 @@ func (s *Service) Begin(ctx context.Context, projectID int64, agentKeyID string,
 	sealed := base64.RawURLEncoding.EncodeToString(s.o.Box.Seal(plain, stateContext))
 	c.Scopes = srv.Scopes
 	return c.AuthorizeURL(sealed, verifier, srv.Resource), nil
-}
-
-// Complete finishes connecting at the callback: it opens state, checks it
-// is userID's (the person signed in now) and not expired, checks the
-// response's iss when the authorization server sends one, exchanges the
-// code and stores the account, its tokens sealed. It returns the account
-// (tokens sealed) and where the person was going (returnTo of Begin).
-func (s *Service) Complete(ctx context.Context, userID int64, rawState, code, iss string) (store.UpstreamAccount, string, error) {
-	sealed, err := base64.RawURLEncoding.DecodeString(rawState)
-	if err != nil || rawState == "" {
-		return store.UpstreamAccount{}, "", fmt.Errorf("%w: it was not made by this gateway; start connecting again", ErrState)
-	}
-	plain, err := s.o.Box.Open(sealed, stateContext)
-	if err != nil {
-		return store.UpstreamAccount{}, "", fmt.Errorf("%w: it was not made by this gateway (or with another secret key); start connecting again", ErrState)
-	}
-	var st state
-	if err := json.Unmarshal(plain, &st); err != nil {
-		return store.UpstreamAccount{}, "", fmt.Errorf("%w: start connecting again", ErrState)
-	}
-	host := oauthclient.Host(st.Resource)
-	if s.o.Now().Unix() > st.Expires {
-		return store.UpstreamAccount{}, "", fmt.Errorf("%w: it expired (a connect link lasts %d minutes); start connecting your %s account again",
-			ErrState, int(stateLife/time.Minute), host)
-	}
-	if st.User != userID {
-		return store.UpstreamAccount{}, "", fmt.Errorf("%w: another person started it; sign in as yourself and start connecting your %s account again", ErrState, host)
-	}
-	srv := oauthclient.Server{Resource: st.Indicator, Issuer: st.Issuer, IssParameter: st.IssParam}
-	if err := srv.CheckIssuer(iss); err != nil {
-		return store.UpstreamAccount{}, "", err
-	}
-	// The callback opened again (a reload, a restored tab) must not spend
-	// the code twice: an authorization server takes a reused code as
-	// stolen and revokes what it granted. An account written since this
-	// link was made is the one it connected.
-	issued := time.Unix(st.Expires, 0).Add(-stateLife)
-	if a, err := s.o.Store.UpstreamAccount(ctx, st.AgentKey, st.User); err == nil && a.Resource == st.Resource && !a.UpdatedAt.Before(issued) {
-		return a, st.ReturnTo, nil
-	}
-	c, err := s.clientFor(ctx, st.Resource, st.ClientID)
-	if err != nil {
-		return store.UpstreamAccount{}, "", err
-	}
-	t, err := c.Exchange(ctx, s.http(ctx, st.Resource), code, st.Verifier, st.Indicator)
-	if oauthclient.InvalidClient(err) {
-		s.forgetClient(ctx, st.Resource, c.ID)
-	}
-	if err != nil {
-		return store.UpstreamAccount{}, "", err
-	}
-	if t.AccessToken == "" {
-		return store.UpstreamAccount{}, "", &oauthclient.Refused{Host: host, Code: "no access token"}
-	}
-	a := store.UpstreamAccount{
-		ProjectID: st.Project, AgentKeyID: st.AgentKey, UserID: st.User, Resource: st.Resource,
-		ClientID: c.ID, Subject: subject(t), Scope: scope(t, st.Scopes),
-	}
-	s.seal(&a, t)
-	if err := s.o.Store.PutUpstreamAccount(ctx, a); err != nil {
-		return store.UpstreamAccount{}, "", fmt.Errorf("keep the %s account: %w", host, err)
-	}
-	stored, err := s.o.Store.UpstreamAccount(ctx, a.AgentKeyID, a.UserID)
-	if err != nil {
-		return store.UpstreamAccount{}, "", fmt.Errorf("read the %s account back: %w", host, err)
-	}
-	s.log.Info("upstream: account connected", "host", host, "agentKey", a.AgentKeyID, "user", a.UserID)
-	return stored, st.ReturnTo, nil
 }
 
 // seal puts t's tokens, sealed, and its expiry into a.

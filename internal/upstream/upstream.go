@@ -97,9 +97,10 @@ type Service struct {
 	// allowed, for a remote at a private address (see [Service.http]).
 	hc, hcPrivate *http.Client
 
-	mu      sync.Mutex
-	flights map[string]*flight // per account: the refresh running now
-	reg     map[string]*sync.Mutex
+	mu        sync.Mutex
+	flights   map[string]*flight // per account: the refresh running now
+	reg       map[string]*sync.Mutex
+	callbacks map[string]*flowLock // per connect flow (its nonce): the callback running now
 }
 
 // flight is one refresh, shared by the callers that wait for it.
@@ -120,7 +121,7 @@ func New(o Options) *Service {
 	private := o.Egress
 	private.PrivateRemote = true
 	return &Service{o: o, hc: o.Egress.Client(), hcPrivate: private.Client(), log: o.Log,
-		flights: map[string]*flight{}, reg: map[string]*sync.Mutex{}}
+		flights: map[string]*flight{}, reg: map[string]*sync.Mutex{}, callbacks: map[string]*flowLock{}}
 }
 
 // http is the client for requests about the remote at resource: to it, to

@@ -401,14 +401,14 @@ func connect(t *testing.T, svc *upstream.Service, f fixture, r *remote, user int
 		t.Fatalf("Begin: %v", err)
 	}
 	back := browse(t, authURL, subject)
-	a, returnTo, err := svc.Complete(t.Context(), user, back.Get("state"), back.Get("code"), back.Get("iss"))
+	done, err := svc.Complete(t.Context(), user, back.Get("state"), back.Get("code"), back.Get("iss"))
 	if err != nil {
 		t.Fatalf("Complete: %v", err)
 	}
-	if returnTo != "/me" {
-		t.Errorf("returnTo = %q; want /me", returnTo)
+	if done.ReturnTo != "/me" || done.Again {
+		t.Errorf("returnTo = %q, again %v; want /me, connected now", done.ReturnTo, done.Again)
 	}
-	return a
+	return done.Account
 }
 
 // TestCompleteTwice: the callback opened again (a reload) finds the
@@ -425,8 +425,9 @@ func TestCompleteTwice(t *testing.T) {
 		}
 		back := browse(t, authURL, "ann-upstream")
 		for i := range 2 {
-			if _, returnTo, err := svc.Complete(t.Context(), f.ann, back.Get("state"), back.Get("code"), back.Get("iss")); err != nil || returnTo != "/me" {
-				t.Fatalf("Complete #%d = %q, %v; want /me, connected", i+1, returnTo, err)
+			done, err := svc.Complete(t.Context(), f.ann, back.Get("state"), back.Get("code"), back.Get("iss"))
+			if err != nil || done.ReturnTo != "/me" || done.Again != (i == 1) {
+				t.Fatalf("Complete #%d = %q, again %v, %v; want /me, connected, again the second time", i+1, done.ReturnTo, done.Again, err)
 			}
 		}
 		tok, err := svc.Token(t.Context(), f.project, f.agentKey, f.ann, r.base+"/mcp")
@@ -560,28 +561,28 @@ func TestCompleteRefusesBadState(t *testing.T) {
 			return browse(t, authURL, "ann-upstream")
 		}
 		back := begin()
-		_, _, err := svc.Complete(t.Context(), f.bob, back.Get("state"), back.Get("code"), back.Get("iss"))
+		_, err := svc.Complete(t.Context(), f.bob, back.Get("state"), back.Get("code"), back.Get("iss"))
 		if want := "the connect link is not valid: another person started it; sign in as yourself and start connecting your " + host + " account again"; err == nil || err.Error() != want {
 			t.Errorf("bob completing ann's = %v;\nwant %s", err, want)
 		}
 		if !errors.Is(err, upstream.ErrState) {
 			t.Errorf("%v is not ErrState", err)
 		}
-		_, _, err = svc.Complete(t.Context(), f.ann, back.Get("state"), back.Get("code"), "https://evil.example")
+		_, err = svc.Complete(t.Context(), f.ann, back.Get("state"), back.Get("code"), "https://evil.example")
 		if want := "the answer came from another authorization server than the one of " + host; err == nil || err.Error() != want {
 			t.Errorf("another iss = %v; want %s", err, want)
 		}
-		_, _, err = svc.Complete(t.Context(), f.ann, back.Get("state"), back.Get("code"), "")
+		_, err = svc.Complete(t.Context(), f.ann, back.Get("state"), back.Get("code"), "")
 		if want := "the authorization server of " + host + " sends its issuer with each answer, and this answer has none"; err == nil || err.Error() != want {
 			t.Errorf("no iss = %v; want %s", err, want)
 		}
 		other := newService(st, keyFile(t, secrets.NewKey()), nil)
-		_, _, err = other.Complete(t.Context(), f.ann, back.Get("state"), back.Get("code"), back.Get("iss"))
+		_, err = other.Complete(t.Context(), f.ann, back.Get("state"), back.Get("code"), back.Get("iss"))
 		if want := "the connect link is not valid: it was not made by this gateway (or with another secret key); start connecting again"; err == nil || err.Error() != want {
 			t.Errorf("a state sealed elsewhere = %v; want %s", err, want)
 		}
 		c.advance(10*time.Minute + time.Second)
-		_, _, err = svc.Complete(t.Context(), f.ann, back.Get("state"), back.Get("code"), back.Get("iss"))
+		_, err = svc.Complete(t.Context(), f.ann, back.Get("state"), back.Get("code"), back.Get("iss"))
 		if want := "the connect link is not valid: it expired (a connect link lasts 10 minutes); start connecting your " + host + " account again"; err == nil || err.Error() != want {
 			t.Errorf("an expired state = %v; want %s", err, want)
 		}
@@ -591,7 +592,7 @@ func TestCompleteRefusesBadState(t *testing.T) {
 		// A code the upstream refuses: the message names the host and the
 		// OAuth error only, never the answer's text.
 		back = begin()
-		_, _, err = svc.Complete(t.Context(), f.ann, back.Get("state"), "code-forged", back.Get("iss"))
+		_, err = svc.Complete(t.Context(), f.ann, back.Get("state"), "code-forged", back.Get("iss"))
 		if want := "the authorization server of " + host + " refused: invalid_grant"; err == nil || err.Error() != want {
 			t.Errorf("a forged code = %v; want %s", err, want)
 		}
