@@ -161,7 +161,8 @@ func TestPerPersonRemoteChanged(t *testing.T) {
 // file is lost between two starts (the gateway makes a new one). alice's
 // stored account no longer opens: her next call gets the reconnect answer
 // instead of "could not get your account's token" forever, the account is
-// dropped, the log says why at WARN, and her page offers Connect.
+// dropped, the log says why at WARN, and her page offers Connect (before
+// that call too).
 func TestPerPersonKeyFileLost(t *testing.T) {
 	t.Parallel()
 	w := newPPWorld(t, ppSetup{})
@@ -185,6 +186,14 @@ func TestPerPersonKeyFileLost(t *testing.T) {
 		sealElsewhere(t, w, alice)
 	}
 
+	meOffersConnect := func(when string) {
+		t.Helper()
+		status, _, page := browse(t, w.front.url+"/me", alice.front.session)
+		if status != http.StatusOK || !strings.Contains(page, `href="/connect/`+w.keyID) || !strings.Contains(page, "Not connected") {
+			t.Errorf("alice's /me %s = %d; want Not connected and a Connect link\n%s", when, status, page)
+		}
+	}
+	meOffersConnect("before her next call")
 	want := fmt.Sprintf("Your %s account needs connecting again: open %s, sign in there, then call %s again.", w.host, w.connectURL(), w.tool)
 	if r := call(t, w.session(alice, "2026-07-28", nil), w.tool, map[string]any{}); !r.IsError || text(r) != want {
 		t.Errorf("alice's call after the key file was lost = %v %q; want the error %q", r.IsError, text(r), want)
@@ -195,10 +204,7 @@ func TestPerPersonKeyFileLost(t *testing.T) {
 	if warn := `level=WARN msg="upstream: the secret key file does not open an account; it is dropped and the person asked to connect again (was the key file lost or replaced?)"`; !strings.Contains(w.frontLogs.String(), warn) {
 		t.Errorf("the front's log does not say %s", warn)
 	}
-	status, _, page := browse(t, w.front.url+"/me", alice.front.session)
-	if status != http.StatusOK || !strings.Contains(page, `href="/connect/`+w.keyID) || !strings.Contains(page, "Not connected") {
-		t.Errorf("alice's /me after her account was dropped = %d; want Not connected and a Connect link\n%s", status, page)
-	}
+	meOffersConnect("after her account was dropped")
 	// Connecting again works.
 	w.connectAccount(alice, nil)
 	if got := w.whoami(t, w.session(alice, "2025-11-25", nil)); got != alice.email {

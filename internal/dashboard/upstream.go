@@ -484,12 +484,16 @@ func (d *Dashboard) mePage(r *http.Request, v *view) (string, error) {
 }
 
 // myAccounts is a person's connected accounts, and the per-person agents
-// of their projects they have not connected an account to.
+// of their projects they have not connected an account to (or one the
+// secret key file no longer opens).
 func (d *Dashboard) myAccounts(ctx context.Context, u store.User, projects []store.Project) ([]upstreamAccountJSON, []connectableJSON, error) {
-	as, err := d.upstream.Accounts(ctx, store.UpstreamFilter{UserID: u.ID})
+	all, err := d.upstream.Accounts(ctx, store.UpstreamFilter{UserID: u.ID})
 	if err != nil {
 		return nil, nil, err
 	}
+	// An account the key file no longer opens serves nothing: it is
+	// offered to connect again, not shown as connected.
+	as := slices.DeleteFunc(all, func(a upstream.Account) bool { return a.Unreadable })
 	accounts, err := d.accountsOut(ctx, as)
 	if err != nil {
 		return nil, nil, err

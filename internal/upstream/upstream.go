@@ -259,6 +259,10 @@ type Account struct {
 	UserID                          int64
 	Resource, Subject, Scope        string
 	ExpiresAt, CreatedAt, UpdatedAt time.Time
+	// Unreadable says the secret key file does not open the account's
+	// token (lost or replaced since): it serves no call, and its first
+	// use drops it. Pages offer Connect for it.
+	Unreadable bool
 }
 
 // Accounts lists the accounts matching f, by agent key then person.
@@ -269,8 +273,10 @@ func (s *Service) Accounts(ctx context.Context, f store.UpstreamFilter) ([]Accou
 	}
 	out := make([]Account, 0, len(as))
 	for _, a := range as {
+		_, err := s.access(a)
 		out = append(out, Account{ProjectID: a.ProjectID, AgentKeyID: a.AgentKeyID, UserID: a.UserID, Resource: a.Resource,
-			Subject: a.Subject, Scope: a.Scope, ExpiresAt: a.ExpiresAt, CreatedAt: a.CreatedAt, UpdatedAt: a.UpdatedAt})
+			Subject: a.Subject, Scope: a.Scope, ExpiresAt: a.ExpiresAt, CreatedAt: a.CreatedAt, UpdatedAt: a.UpdatedAt,
+			Unreadable: errors.Is(err, errUnreadable)})
 	}
 	return out, nil
 }
