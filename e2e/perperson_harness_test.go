@@ -40,6 +40,7 @@ import (
 type upstreamStore struct {
 	store.Store
 	refreshes atomic.Int32
+	codes     atomic.Int32 // authorization codes the token endpoint was given, good or spent
 	shortNext atomic.Int32 // how many of the next access tokens live one second
 }
 
@@ -47,6 +48,9 @@ func (s *upstreamStore) UseOAuthToken(ctx context.Context, hash []byte) (store.O
 	tok, err := s.Store.UseOAuthToken(ctx, hash)
 	if err == nil && tok.Kind == store.OAuthRefresh {
 		s.refreshes.Add(1)
+	}
+	if tok.Kind == store.OAuthCode {
+		s.codes.Add(1)
 	}
 	return tok, err
 }

@@ -384,8 +384,19 @@ func TestPerPersonConnect(t *testing.T) {
 		}
 		entries, err := w.front.store.Audit(context.Background(), store.AuditFilter{ProjectID: w.front.project.ID, Action: "upstream.disconnect"})
 		must(t, err)
-		if len(entries) != 1 {
-			t.Errorf("upstream.disconnect audited %d times; want once", len(entries))
+		// bob's left with his membership, eve's with her, alice's now:
+		// one entry each (issue 32, item 5).
+		per := map[string]int{}
+		for _, e := range entries {
+			var before struct{ User string }
+			must(t, json.Unmarshal(e.Before, &before))
+			per[before.User]++
+			if e.Target != w.keyID || !strings.HasPrefix(e.Actor, "token ") {
+				t.Errorf("an upstream.disconnect entry = %+v; want on %s, by the admin's token", e, w.keyID)
+			}
+		}
+		if len(entries) != 3 || per[alice.email] != 1 || per["bob@example.com"] != 1 || per["eve@example.com"] != 1 {
+			t.Errorf("upstream.disconnect audited for %v; want once each for alice, bob (his membership removed) and eve (removed)", per)
 		}
 	})
 

@@ -22,6 +22,8 @@ func TestFlagMistakes(t *testing.T) {
 		{[]string{"tools", "lst"}, `tools: unknown command "lst"; did you mean "list"?`},
 		{[]string{"tools", "frobnicate"}, `tools: unknown command "frobnicate"; want list or set`},
 		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
+		{[]string{"serve", "--upstream-allow-private", "10.0.0.0/8,intranet"}, `serve: --upstream-allow-private: "intranet" is not a CIDR range such as 10.20.0.0/16 or fd00::/8`},
+		{[]string{"serve", "--upstream-allow-private", "169.254.0.0/16"}, `serve: --upstream-allow-private: 169.254.0.0/16 reaches into 169.254.0.0/16, which --upstream-allow-private cannot allow (loopback has --upstream-allow-loopback; link-local is never dialled)`},
 	} {
 		out, err := runCLI(t, c.args...)
 		var ue usageError

@@ -16,6 +16,7 @@ import (
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
+	"github.com/spacefix/spacefix/internal/egress"
 	"github.com/spacefix/spacefix/internal/gateway"
 	"github.com/spacefix/spacefix/internal/quickstart"
 	"github.com/spacefix/spacefix/internal/store"
@@ -48,6 +49,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	oauthOn := fs.Bool("oauth", os.Getenv("SPACEFIX_OAUTH") != "false", "be an OAuth 2.1 authorization server, so MCP clients can sign in instead of pasting a client key; --oauth=false turns it off (env SPACEFIX_OAUTH)")
 	fs.BoolVar(&cfg.OAuthPrivateClientIDs, "oauth-private-client-ids", os.Getenv("SPACEFIX_OAUTH_PRIVATE_CLIENT_IDS") == "true", "DEVELOPMENT ONLY: fetch OAuth client metadata documents from loopback and private addresses (env SPACEFIX_OAUTH_PRIVATE_CLIENT_IDS=true)")
 	fs.BoolVar(&cfg.UpstreamAllowLoopback, "upstream-allow-loopback", os.Getenv("SPACEFIX_UPSTREAM_ALLOW_LOOPBACK") == "true", "let the gateway reach per-person bridged remotes and their authorization servers on loopback addresses, for tests and single-machine setups (env SPACEFIX_UPSTREAM_ALLOW_LOOPBACK=true)")
+	allowPrivate := fs.String("upstream-allow-private", os.Getenv("SPACEFIX_UPSTREAM_ALLOW_PRIVATE"), "comma-separated `CIDR` ranges of private addresses (10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16, 100.64.0.0/10, fc00::/7) where the gateway may reach any per-person remote's metadata and authorization server; without it only a remote that is itself at a private address may use them (env SPACEFIX_UPSTREAM_ALLOW_PRIVATE)")
 	fs.StringVar(&cfg.SecretKeyFile, "secret-key-file", os.Getenv("SPACEFIX_SECRET_KEY_FILE"), "`file` of the key that encrypts people's upstream tokens and the identity signing keys; default secret.key beside a SQLite file (made at first start); needed with PostgreSQL, the same file on every gateway (env SPACEFIX_SECRET_KEY_FILE)")
 	data := dataFlag(fs)
 	logger := obsFlags(fs, &cfg)
@@ -55,6 +57,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	cfg.DataPath = *data
+	var err error // also of the logger, below
+	if cfg.UpstreamAllowPrivate, err = egress.ParsePrefixes(*allowPrivate); err != nil {
+		return usageError{fmt.Sprintf("serve: --upstream-allow-private: %v", err)}
+	}
 	cfg.NoOAuth = !*oauthOn
 	if cfg.Bus != "" && !strings.HasPrefix(cfg.Bus, "nats://") && !strings.HasPrefix(cfg.Bus, "tls://") {
 		return usageError{fmt.Sprintf("serve: --bus takes NATS server URLs, nats://HOST:PORT[,nats://…], not %q", cfg.Bus)}
@@ -69,7 +75,6 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			cfg.TrustedProxies = append(cfg.TrustedProxies, p)
 		}
 	}
-	var err error
 	if cfg.Logger, err = logger(stderr); err != nil {
 		return err
 	}

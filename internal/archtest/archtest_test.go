@@ -52,6 +52,7 @@ var layers = []struct {
 		"core/textfmt", "internal/canonjson", "core/pattern", "internal/leaktest", "internal/recovery",
 		"internal/quickstart", "internal/ratelimit", "internal/tracing", "internal/dashboard/apitypes", "internal/testenv",
 		"internal/oauthclient", "internal/secrets",
+		"internal/egress",
 	}},
 }
 

@@ -212,7 +212,8 @@ func (d *Dashboard) apiPatchUser(w http.ResponseWriter, r *http.Request) error {
 }
 
 // apiDeleteUser removes a person: their sessions end, their memberships
-// go, and the OAuth apps they connected are disconnected.
+// go, and the OAuth apps and upstream accounts they connected are
+// disconnected.
 func (d *Dashboard) apiDeleteUser(w http.ResponseWriter, r *http.Request) error {
 	u, err := d.userOf(r)
 	if err != nil {
@@ -222,6 +223,10 @@ func (d *Dashboard) apiDeleteUser(w http.ResponseWriter, r *http.Request) error 
 		return err
 	}
 	ms, err := d.st.Memberships(r.Context(), u.ID)
+	if err != nil {
+		return err
+	}
+	accounts, err := d.accountsGoing(r.Context(), store.UpstreamFilter{UserID: u.ID})
 	if err != nil {
 		return err
 	}
@@ -244,6 +249,7 @@ func (d *Dashboard) apiDeleteUser(w http.ResponseWriter, r *http.Request) error 
 		roles[names[m.ProjectID]] = m.Role
 	}
 	d.audit(r, 0, "user.remove", u.Email, map[string]any{"email": u.Email, "admin": u.Admin, "projects": roles}, nil)
+	d.auditGone(r, accounts, u.Email)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }

@@ -193,8 +193,8 @@ func (d *Dashboard) apiPatchMember(w http.ResponseWriter, r *http.Request) error
 	return nil
 }
 
-// apiRemoveMember takes a person out of the project; the apps they
-// connected to it are disconnected with them.
+// apiRemoveMember takes a person out of the project; the apps and the
+// upstream accounts they connected to it are disconnected with them.
 func (d *Dashboard) apiRemoveMember(w http.ResponseWriter, r *http.Request) error {
 	p, err := d.project(r)
 	if err != nil {
@@ -207,6 +207,10 @@ func (d *Dashboard) apiRemoveMember(w http.ResponseWriter, r *http.Request) erro
 	if err := d.keepsAnOwner(r, p, m, ""); err != nil {
 		return err
 	}
+	accounts, err := d.accountsGoing(r.Context(), store.UpstreamFilter{ProjectID: p.ID, UserID: m.UserID})
+	if err != nil {
+		return err
+	}
 	if err := d.st.RemoveMember(r.Context(), p.ID, m.UserID); err != nil {
 		return err
 	}
@@ -215,6 +219,7 @@ func (d *Dashboard) apiRemoveMember(w http.ResponseWriter, r *http.Request) erro
 	}
 	d.log.Info("member removed", "project", p.Name, "user", m.Email, "by", principalFrom(r.Context()).name())
 	d.audit(r, p.ID, "member.remove", m.Email, memberAudit{m.Email, m.Role}, nil)
+	d.auditGone(r, accounts, m.Email)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }

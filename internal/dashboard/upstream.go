@@ -16,7 +16,6 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -33,9 +32,13 @@ type Upstream interface {
 	// Begin starts connecting and returns the upstream authorization URL
 	// to send the person to; its state is bound to userID.
 	Begin(ctx context.Context, projectID int64, agentKeyID string, userID int64, resource, returnTo string) (string, error)
+	// BeginHint says what the operator could change when Begin failed
+	// with err (a flag, the network, the remote's set-up).
+	BeginHint(err error, resource string) string
 	// Complete finishes at the callback for the signed-in userID, stores
-	// the account and returns it with the returnTo given to Begin.
-	Complete(ctx context.Context, userID int64, state, code, iss string) (store.UpstreamAccount, string, error)
+	// the account and returns it with the returnTo given to Begin, or
+	// what the flow connected before when its callback is opened again.
+	Complete(ctx context.Context, userID int64, state, code, iss string) (upstream.Connected, error)
 	// Disconnect deletes a person's account; false when there was none.
 	Disconnect(ctx context.Context, agentKeyID string, userID int64) (bool, error)
 	// Accounts lists accounts, without their tokens.
@@ -205,143 +208,6 @@ func noAgentKey(id string) error {
 // errNoUpstream answers while the gateway keeps no upstream accounts.
 var errNoUpstream = errorf(http.StatusNotFound, "This gateway keeps no upstream accounts: it runs without per-person bridged servers.")
 
-// upstreamPage is the connect flow's page: a heading, a sentence and a
-// link on.
-type upstreamPage struct {
-	Heading, Message string
-	Error            bool
-	Link, LinkText   string
-}
-
-func (d *Dashboard) renderUpstream(w http.ResponseWriter, r *http.Request, status int, pg upstreamPage) {
-	if pg.Link == "" {
-		pg.Link, pg.LinkText = "/me", "Your accounts on the dashboard"
-	}
-	d.renderBare(w, r, status, "upstream", pg.Heading, pg)
-}
-
-// signInFirst sends someone who is not signed in to the sign-in page and
-// back here after. It reports whether the request may go on, with who is
-// signed in.
-func (d *Dashboard) signInFirst(w http.ResponseWriter, r *http.Request) (principal, bool) {
-	p, ok, err := d.authenticate(r)
-	if err != nil {
-		d.serverError(w, r, "authenticate", err)
-		return principal{}, false
-	}
-	if !ok || p.token != nil {
-		http.Redirect(w, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
-		return principal{}, false
-	}
-	return p, true
-}
-
-// connectUpstream is GET /connect/{agentKey}: it starts connecting the
-// signed-in person's account at the agent's remote and sends them there.
-// A GET, since MCP clients open this link; the flow's state is bound to
-// the person, and the callback checks it, so a link made by someone else
-// cannot connect their account to this person.
-func (d *Dashboard) connectUpstream(w http.ResponseWriter, r *http.Request) {
-	p, ok := d.signInFirst(w, r)
-	if !ok {
-		return
-	}
-	if d.upstream == nil {
-		d.renderUpstream(w, r, http.StatusNotFound, upstreamPage{Heading: "Nothing to connect", Message: errNoUpstream.Error(), Error: true})
-		return
-	}
-	id := r.PathValue("agentKey")
-	k, proj, _, err := d.agentKeyFor(r.Context(), p, id)
-	var he *httpError
-	if errors.As(err, &he) {
-		d.renderUpstream(w, r, he.status, upstreamPage{Heading: "No such agent", Message: he.msg, Error: true, Link: "/", LinkText: "Your projects"})
-		return
-	}
-	if err != nil {
-		d.serverError(w, r, "find agent key", err)
-		return
-	}
-	pp, rep := d.perPerson(proj.ID, k.ID)
-	name := access.AgentName(k, d.regOf(proj.ID, k.ID))
-	agentPage := "/p/" + url.PathEscape(proj.Name) + "/agents/" + url.PathEscape(k.ID)
-	switch {
-	case pp == nil && d.regOf(proj.ID, k.ID) == nil:
-		d.renderUpstream(w, r, http.StatusServiceUnavailable, upstreamPage{Heading: "The bridge is not running",
-			Message: fmt.Sprintf("The bridge for %s is not running, so its account cannot be connected now. Ask its operator to start it, then try again.", name),
-			Error:   true, Link: agentPage, LinkText: "The agent's page"})
-		return
-	case pp == nil || pp.Mode != agentproto.PerPersonConnect || pp.URL == "":
-		msg := fmt.Sprintf("%s does not ask each person to connect an account, so there is nothing to connect.", name)
-		if pp != nil && pp.Mode == agentproto.PerPersonExchange {
-			msg = fmt.Sprintf("%s gets each person's upstream token by token exchange, so there is nothing to connect.", name)
-		}
-		d.renderUpstream(w, r, http.StatusNotFound, upstreamPage{Heading: "Nothing to connect", Message: msg, Error: true, Link: agentPage, LinkText: "The agent's page"})
-		return
-	}
-	name = access.AgentName(k, rep.Reg)
-	returnTo := ""
-	if rt := r.URL.Query().Get("return"); rt != "" && safeNext(rt) == rt {
-		returnTo = rt
-	}
-	to, err := d.upstream.Begin(r.Context(), proj.ID, k.ID, p.user.ID, pp.URL, returnTo)
-	if err != nil {
-		d.log.Warn("upstream connect: could not start", "project", proj.Name, "agentKey", k.ID, "host", remoteHost(pp.URL), "user", p.user.Email, "err", err)
-		d.renderUpstream(w, r, http.StatusBadGateway, upstreamPage{Heading: "Could not start connecting",
-			Message: fmt.Sprintf("The gateway could not start connecting your %s account for %s. Try again in a moment; if it keeps failing, the gateway's log says why.", remoteHost(pp.URL), name),
-			Error:   true})
-		return
-	}
-	d.log.Info("upstream connect: sent to the remote", "project", proj.Name, "agentKey", k.ID, "host", remoteHost(pp.URL), "user", p.user.Email)
-	http.Redirect(w, r, to, http.StatusSeeOther)
-}
-
-// upstreamCallback is GET /upstream/callback, where the remote's
-// authorization server sends the person back.
-func (d *Dashboard) upstreamCallback(w http.ResponseWriter, r *http.Request) {
-	p, ok := d.signInFirst(w, r)
-	if !ok {
-		return
-	}
-	if d.upstream == nil {
-		d.renderUpstream(w, r, http.StatusNotFound, upstreamPage{Heading: "Nothing to connect", Message: errNoUpstream.Error(), Error: true})
-		return
-	}
-	q := r.URL.Query()
-	if e := q.Get("error"); e != "" {
-		if e == "access_denied" {
-			d.log.Info("upstream connect: cancelled at the remote", "user", p.user.Email)
-			d.renderUpstream(w, r, http.StatusOK, upstreamPage{Heading: "Connecting was cancelled",
-				Message: "The connection was cancelled at the remote server, so no account was connected. To try again, open the link from your MCP client again, or use Connect on your accounts page."})
-			return
-		}
-		d.log.Warn("upstream connect: the remote refused", "user", p.user.Email, "error", e, "description", q.Get("error_description"))
-		d.renderUpstream(w, r, http.StatusBadRequest, upstreamPage{Heading: "Not connected", Message: msgNotConnected, Error: true})
-		return
-	}
-	a, returnTo, err := d.upstream.Complete(r.Context(), p.user.ID, q.Get("state"), q.Get("code"), q.Get("iss"))
-	if err != nil {
-		d.log.Warn("upstream connect: could not finish", "user", p.user.Email, "err", err)
-		d.renderUpstream(w, r, http.StatusBadRequest, upstreamPage{Heading: "Not connected", Message: msgNotConnected, Error: true})
-		return
-	}
-	host := remoteHost(a.Resource)
-	r = r.WithContext(withPrincipal(r.Context(), p))
-	d.audit(r, a.ProjectID, actionUpstreamConnect, a.AgentKeyID, nil, upstreamAudit(a.AgentKeyID, host, p.user.Email))
-	d.log.Info("upstream account connected", "projectId", a.ProjectID, "agentKey", a.AgentKeyID, "host", host, "user", p.user.Email)
-	if returnTo != "" && safeNext(returnTo) == returnTo {
-		sep := "?"
-		if strings.Contains(returnTo, "?") {
-			sep = "&"
-		}
-		http.Redirect(w, r, returnTo+sep+"connected="+url.QueryEscape(a.AgentKeyID), http.StatusSeeOther)
-		return
-	}
-	d.renderUpstream(w, r, http.StatusOK, upstreamPage{Heading: "Account connected",
-		Message: fmt.Sprintf("Your %s account is connected. Go back to your MCP client and call the tool again.", host)})
-}
-
-const msgNotConnected = "Your account could not be connected. Start again from the link in your MCP client or from your accounts page; if it fails again, the gateway's log says why."
-
 // upstreamAudit is what the audit log keeps of an upstream account.
 func upstreamAudit(agentKey, host, email string) map[string]any {
 	return map[string]any{"agentKey": agentKey, "host": host, "user": email}
@@ -476,12 +342,16 @@ func (d *Dashboard) mePage(r *http.Request, v *view) (string, error) {
 }
 
 // myAccounts is a person's connected accounts, and the per-person agents
-// of their projects they have not connected an account to.
+// of their projects they have not connected an account to (or one the
+// secret key file no longer opens).
 func (d *Dashboard) myAccounts(ctx context.Context, u store.User, projects []store.Project) ([]upstreamAccountJSON, []connectableJSON, error) {
-	as, err := d.upstream.Accounts(ctx, store.UpstreamFilter{UserID: u.ID})
+	all, err := d.upstream.Accounts(ctx, store.UpstreamFilter{UserID: u.ID})
 	if err != nil {
 		return nil, nil, err
 	}
+	// An account the key file no longer opens serves nothing: it is
+	// offered to connect again, not shown as connected.
+	as := slices.DeleteFunc(all, func(a upstream.Account) bool { return a.Unreadable })
 	accounts, err := d.accountsOut(ctx, as)
 	if err != nil {
 		return nil, nil, err
@@ -503,111 +373,4 @@ func (d *Dashboard) myAccounts(ctx context.Context, u store.User, projects []sto
 		}
 	}
 	return accounts, connect, nil
-}
-
-// apiUpstreamAccounts is GET /api/upstream-accounts?agentKey=: an agent
-// key's accounts, all of them for editors and up, else the caller's own.
-func (d *Dashboard) apiUpstreamAccounts(w http.ResponseWriter, r *http.Request) error {
-	if d.upstream == nil {
-		return errNoUpstream
-	}
-	id := r.URL.Query().Get("agentKey")
-	if id == "" {
-		return fieldError("agentKey", "name the bridged agent's key, for example ?agentKey=key_…; your own accounts over every agent are at GET /api/me/upstream-accounts")
-	}
-	p := principalFrom(r.Context())
-	k, proj, role, err := d.agentKeyFor(r.Context(), p, id)
-	if err != nil {
-		return err
-	}
-	f := store.UpstreamFilter{ProjectID: proj.ID, AgentKeyID: k.ID}
-	if !role.AtLeast(store.RoleEditor) {
-		if p.token != nil { // a viewer token is nobody: it has no accounts
-			writeJSON(w, http.StatusOK, map[string]any{"accounts": []upstreamAccountJSON{}})
-			return nil
-		}
-		f.UserID = p.user.ID
-	}
-	as, err := d.upstream.Accounts(r.Context(), f)
-	if err != nil {
-		return err
-	}
-	out, err := d.accountsOut(r.Context(), as)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"accounts": out})
-	return nil
-}
-
-// apiMyUpstreamAccounts is GET /api/me/upstream-accounts: the signed-in
-// person's accounts, and the agents they may connect one to.
-func (d *Dashboard) apiMyUpstreamAccounts(w http.ResponseWriter, r *http.Request) error {
-	if d.upstream == nil {
-		return errNoUpstream
-	}
-	p := principalFrom(r.Context())
-	if p.token != nil {
-		return errorf(http.StatusBadRequest, "An API token is not a person and has no upstream accounts. Sign in to the dashboard, or list an agent's accounts with GET /api/upstream-accounts?agentKey=….")
-	}
-	ps, err := d.visibleProjects(r.Context(), p)
-	if err != nil {
-		return err
-	}
-	accounts, connect, err := d.myAccounts(r.Context(), p.user, ps)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"accounts": accounts, "connect": connect})
-	return nil
-}
-
-// apiDisconnectUpstream is DELETE /api/upstream-accounts/{agentKey}?user=ID:
-// a person disconnects their own account (user may be left out), an
-// editor or owner anyone's in their project.
-func (d *Dashboard) apiDisconnectUpstream(w http.ResponseWriter, r *http.Request) error {
-	if d.upstream == nil {
-		return errNoUpstream
-	}
-	p := principalFrom(r.Context())
-	k, proj, role, err := d.agentKeyFor(r.Context(), p, r.PathValue("agentKey"))
-	if err != nil {
-		return err
-	}
-	userID := p.user.ID
-	if s := r.URL.Query().Get("user"); s != "" {
-		if userID, err = strconv.ParseInt(s, 10, 64); err != nil || userID <= 0 {
-			return fieldError("user", "a user id, a whole number such as ?user=3 (GET /api/upstream-accounts lists them as userId)")
-		}
-	}
-	if userID == 0 {
-		return fieldError("user", "an API token is not a person: name whose account to disconnect, ?user=ID")
-	}
-	if (p.token != nil || userID != p.user.ID) && !role.AtLeast(store.RoleEditor) {
-		return errorf(http.StatusForbidden, "Disconnecting another person's account needs the editor or owner role in project %q; %s %s. %s",
-			proj.Name, p.you(), article(role), askOwner)
-	}
-	as, err := d.upstream.Accounts(r.Context(), store.UpstreamFilter{ProjectID: proj.ID, AgentKeyID: k.ID, UserID: userID})
-	if err != nil {
-		return err
-	}
-	if len(as) == 0 {
-		return errorf(http.StatusNotFound, "That person has no account connected to agent key %s. GET /api/upstream-accounts?agentKey=%s lists the accounts.", k.ID, k.ID)
-	}
-	out, err := d.accountsOut(r.Context(), as[:1])
-	if err != nil {
-		return err
-	}
-	gone, err := d.upstream.Disconnect(r.Context(), k.ID, userID)
-	if err != nil {
-		return err
-	}
-	if !gone { // disconnected by someone else meanwhile
-		return errorf(http.StatusNotFound, "That person has no account connected to agent key %s. GET /api/upstream-accounts?agentKey=%s lists the accounts.", k.ID, k.ID)
-	}
-	a := out[0]
-	d.log.Info("upstream account disconnected", "project", proj.Name, "agentKey", k.ID, "host", a.Host, "user", a.Email, "by", p.name())
-	d.audit(r, proj.ID, actionUpstreamDisconnect, k.ID, upstreamAudit(k.ID, a.Host, a.Email), nil)
-	w.WriteHeader(http.StatusNoContent)
-	return nil
 }

@@ -56,23 +56,23 @@ func (f *flow) Begin(ctx context.Context, projectID int64, agentKeyID string, us
 	return "https://auth.example.test/authorize?state=" + base64.RawURLEncoding.EncodeToString(b), nil
 }
 
-func (f *flow) Complete(ctx context.Context, userID int64, state, code, iss string) (store.UpstreamAccount, string, error) {
+func (f *flow) Complete(ctx context.Context, userID int64, state, code, iss string) (upstream.Connected, error) {
 	b, err := base64.RawURLEncoding.DecodeString(state)
 	var s flowState
 	if err != nil || json.Unmarshal(b, &s) != nil {
-		return store.UpstreamAccount{}, "", errors.New("bad state")
+		return upstream.Connected{}, errors.New("bad state")
 	}
 	if s.User != userID {
-		return store.UpstreamAccount{}, "", errors.New("the state belongs to another person")
+		return upstream.Connected{}, errors.New("the state belongs to another person")
 	}
 	if code != "good" {
-		return store.UpstreamAccount{}, "", errors.New("the token endpoint refused the code")
+		return upstream.Connected{}, errors.New("the token endpoint refused the code")
 	}
 	a := sealedAccount(f.box, s.Project, s.Key, userID, "at-"+code+"-secret")
 	if err := f.st.PutUpstreamAccount(ctx, a); err != nil {
-		return store.UpstreamAccount{}, "", err
+		return upstream.Connected{}, err
 	}
-	return a, s.ReturnTo, nil
+	return upstream.Connected{Account: a, ReturnTo: s.ReturnTo}, nil
 }
 
 // sealedAccount is an account as the service stores it: tokens sealed.

@@ -4,13 +4,17 @@
 package gateway
 
 import (
+	"cmp"
 	"crypto/x509"
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/spacefix/spacefix/internal/egress"
 )
 
 // Config is everything `spacefix serve` can be told. Flags and environment
@@ -28,6 +32,11 @@ type Config struct {
 	// (`--upstream-allow-loopback`: tests and single-machine setups).
 	// Link-local, unspecified and multicast addresses are refused always.
 	UpstreamAllowLoopback bool
+	// UpstreamAllowPrivate are private address ranges the gateway may
+	// reach for any per-person remote (`--upstream-allow-private`). Nil:
+	// a remote's servers may be at private addresses only when the
+	// remote itself is. Link-local and loopback ranges are refused.
+	UpstreamAllowPrivate []netip.Prefix
 	// SecretKeyFile is the key file that encrypts what the gateway keeps
 	// of people's upstream accounts and its identity signing keys, seals
 	// requestState, and keys the signatures of requests forwarded between
@@ -231,6 +240,11 @@ func (c *Config) Validate() error {
 	}
 	if _, err := parseTrustedProxies(c.TrustedProxies); err != nil {
 		return err
+	}
+	for _, p := range c.UpstreamAllowPrivate {
+		if _, err := egress.ParsePrefixes(p.String()); err != nil || !p.IsValid() {
+			return fmt.Errorf("config: upstream allow private: %v", cmp.Or(err, fmt.Errorf("%v is not a CIDR range", p)))
+		}
 	}
 	return c.validateObs()
 }

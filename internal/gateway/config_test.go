@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"net/http"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -26,6 +27,11 @@ func TestConfigValidate(t *testing.T) {
 		{"negative header timeout", func(c *Config) { c.HeaderTimeout = -time.Second }, "config: header timeout -1s must not be negative (0 means the default)"},
 		{"trusted proxies", func(c *Config) { c.TrustedProxies = []string{"127.0.0.1/32", "10.0.0.0/8", "::1"} }, ""},
 		{"bad trusted proxy named", func(c *Config) { c.TrustedProxies = []string{"127.0.0.1/32", "nginx.local"} }, `config: trusted proxies: "nginx.local" is not an address or a CIDR prefix`},
+		{"upstream private ranges", func(c *Config) {
+			c.UpstreamAllowPrivate = []netip.Prefix{netip.MustParsePrefix("10.20.0.0/16"), netip.MustParsePrefix("fd00::/8")}
+		}, ""},
+		{"upstream link-local range", func(c *Config) { c.UpstreamAllowPrivate = []netip.Prefix{netip.MustParsePrefix("169.254.169.254/32")} },
+			"config: upstream allow private: 169.254.169.254/32 reaches into 169.254.0.0/16"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

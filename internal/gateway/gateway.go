@@ -18,6 +18,7 @@ import (
 	"github.com/spacefix/spacefix/internal/auth"
 	"github.com/spacefix/spacefix/internal/changes"
 	"github.com/spacefix/spacefix/internal/cluster"
+	"github.com/spacefix/spacefix/internal/egress"
 	"github.com/spacefix/spacefix/internal/identity"
 	"github.com/spacefix/spacefix/internal/mcpfront"
 	"github.com/spacefix/spacefix/internal/oauth"
@@ -109,7 +110,7 @@ func New(cfg Config, st store.Store) (*Gateway, error) {
 	g.identity = g.newIdentity()
 	g.upstream = upstream.New(upstream.Options{
 		Store: st, Box: g.box, PublicURL: func() string { return strings.TrimRight(g.URL(), "/") },
-		AllowLoopback: cfg.UpstreamAllowLoopback, Log: g.log,
+		Egress: egress.Policy{AllowLoopback: cfg.UpstreamAllowLoopback, AllowPrivate: cfg.UpstreamAllowPrivate}, Log: g.log,
 	})
 	if !cfg.NoOAuth {
 		g.oauth = oauth.New(oauth.Options{

@@ -1,6 +1,7 @@
 package mcpfront
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -51,10 +52,13 @@ type Upstream interface {
 	// Token returns the person's access token at the agent key's
 	// remote, refreshed first when it is about to expire;
 	// upstream.ErrNotConnected or upstream.ErrReconnect when the person
-	// must connect.
-	Token(ctx context.Context, projectID int64, agentKeyID string, userID int64) (string, error)
-	// Refresh refreshes the account after the remote refused stale.
-	Refresh(ctx context.Context, projectID int64, agentKeyID string, userID int64, stale string) (string, error)
+	// must connect. resource is the remote the picked replica's bridge
+	// reaches (its per-person URL): an account connected for another is
+	// not used, nor refreshed.
+	Token(ctx context.Context, projectID int64, agentKeyID string, userID int64, resource string) (string, error)
+	// Refresh refreshes the account at resource after the remote refused
+	// stale.
+	Refresh(ctx context.Context, projectID int64, agentKeyID string, userID int64, resource, stale string) (string, error)
 	// ConnectURL is the gateway's page where a person connects their
 	// account at the agent key's remote.
 	ConnectURL(agentKeyID string) string
@@ -169,7 +173,8 @@ func personID(caller agentproto.Caller) (int64, bool) {
 // of name (a tool, a resource's URI, a prompt) by caller, whose client
 // declared caps: nil when the call may go (with the person's token set on
 // it in connect mode), else the refusal. token, if not "", is the
-// person's token already got (a refresh's): it is used as it is.
+// person's token already got (a refresh's): it is used when the account
+// is still the one of the picked replica's remote.
 func (f *Front) checkUpstream(ctx context.Context, call *route.Call, projectID int64, caller agentproto.Caller, name string, caps []string, token string) *upstreamRefusal {
 	rep := call.Replica()
 	pp := perPersonOf(rep)
@@ -190,15 +195,16 @@ func (f *Front) checkUpstream(ctx context.Context, call *route.Call, projectID i
 		f.log.Error("a per-person remote's call has no upstream accounts to use", "agent", rep.AgentKey, "person", caller.Person.ID)
 		return &upstreamRefusal{msg: fmt.Sprintf(msgUpstreamFailed, host)}
 	}
-	if token == "" {
-		ctx, cancel := context.WithTimeout(ctx, upstreamTimeout)
-		defer cancel()
-		var err error
-		if token, err = f.upstream.Token(ctx, projectID, rep.AgentKey, userID); err != nil {
-			return f.upstreamError(err, rep.AgentKey, host, name, caps)
-		}
+	// The account is bound to the remote it was connected at: a replica
+	// whose bridge reaches another (restarted with another --remote) gets
+	// the connect answer, also on a retry that picked it.
+	ctx, cancel := context.WithTimeout(ctx, upstreamTimeout)
+	defer cancel()
+	current, err := f.upstream.Token(ctx, projectID, rep.AgentKey, userID, pp.URL)
+	if err != nil {
+		return f.upstreamError(err, rep.AgentKey, host, name, caps)
 	}
-	call.SetUpstreamToken(token)
+	call.SetUpstreamToken(cmp.Or(token, current))
 	return nil
 }
 
@@ -250,7 +256,7 @@ func (f *Front) refreshUpstream(ctx context.Context, rep *agents.Replica, projec
 	host := upstreamHost(rep, pp)
 	ctx, cancel := context.WithTimeout(ctx, upstreamTimeout)
 	defer cancel()
-	token, err := f.upstream.Refresh(ctx, projectID, rep.AgentKey, userID, stale)
+	token, err := f.upstream.Refresh(ctx, projectID, rep.AgentKey, userID, pp.URL, stale)
 	if err != nil {
 		if !errors.Is(err, errUpstreamNotConnected) && !errors.Is(err, errUpstreamReconnect) {
 			f.log.Warn("refresh a person's upstream account", "agent", rep.AgentKey, "err", err)

@@ -44,7 +44,7 @@ type fakeUpstream struct {
 	refreshed []string         // the stale tokens Refresh was given
 }
 
-func (u *fakeUpstream) Token(_ context.Context, projectID int64, agentKeyID string, userID int64) (string, error) {
+func (u *fakeUpstream) Token(_ context.Context, projectID int64, agentKeyID string, userID int64, _ string) (string, error) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if agentKeyID != ppAgentKey {
@@ -60,7 +60,7 @@ func (u *fakeUpstream) Token(_ context.Context, projectID int64, agentKeyID stri
 	return tok, nil
 }
 
-func (u *fakeUpstream) Refresh(_ context.Context, projectID int64, agentKeyID string, userID int64, stale string) (string, error) {
+func (u *fakeUpstream) Refresh(_ context.Context, projectID int64, agentKeyID string, userID int64, _, stale string) (string, error) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	u.refreshed = append(u.refreshed, stale)

@@ -65,6 +65,11 @@ type UpstreamAccount struct {
 	ClaimedUntil time.Time
 	// Version is bumped by every write; UpdateUpstreamAccount compares it.
 	Version int64
+	// Flow names the connect flow that wrote the account (the nonce of
+	// its sealed state): the callback of that flow opened again finds
+	// the account it connected. PutUpstreamAccount writes it;
+	// UpdateUpstreamAccount keeps it. "" for accounts of older gateways.
+	Flow string
 }
 
 // UpstreamFilter selects upstream accounts. Zero fields match all.

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spacefix/spacefix/internal/egress"
 	"github.com/spacefix/spacefix/internal/leaktest"
 	"github.com/spacefix/spacefix/internal/secrets"
 	"github.com/spacefix/spacefix/internal/store"
@@ -354,7 +355,7 @@ func (c *clock) advance(d time.Duration) {
 const public = "https://gw.example"
 
 func newService(st store.Store, box *secrets.Box, c *clock) *upstream.Service {
-	o := upstream.Options{Store: st, Box: box, PublicURL: func() string { return public }, AllowLoopback: true, Log: quiet}
+	o := upstream.Options{Store: st, Box: box, PublicURL: func() string { return public }, Egress: egress.Policy{AllowLoopback: true}, Log: quiet}
 	if c != nil {
 		o.Now = c.now
 	}
@@ -400,14 +401,14 @@ func connect(t *testing.T, svc *upstream.Service, f fixture, r *remote, user int
 		t.Fatalf("Begin: %v", err)
 	}
 	back := browse(t, authURL, subject)
-	a, returnTo, err := svc.Complete(t.Context(), user, back.Get("state"), back.Get("code"), back.Get("iss"))
+	done, err := svc.Complete(t.Context(), user, back.Get("state"), back.Get("code"), back.Get("iss"))
 	if err != nil {
 		t.Fatalf("Complete: %v", err)
 	}
-	if returnTo != "/me" {
-		t.Errorf("returnTo = %q; want /me", returnTo)
+	if done.ReturnTo != "/me" || done.Again {
+		t.Errorf("returnTo = %q, again %v; want /me, connected now", done.ReturnTo, done.Again)
 	}
-	return a
+	return done.Account
 }
 
 // TestCompleteTwice: the callback opened again (a reload) finds the
@@ -424,11 +425,12 @@ func TestCompleteTwice(t *testing.T) {
 		}
 		back := browse(t, authURL, "ann-upstream")
 		for i := range 2 {
-			if _, returnTo, err := svc.Complete(t.Context(), f.ann, back.Get("state"), back.Get("code"), back.Get("iss")); err != nil || returnTo != "/me" {
-				t.Fatalf("Complete #%d = %q, %v; want /me, connected", i+1, returnTo, err)
+			done, err := svc.Complete(t.Context(), f.ann, back.Get("state"), back.Get("code"), back.Get("iss"))
+			if err != nil || done.ReturnTo != "/me" || done.Again != (i == 1) {
+				t.Fatalf("Complete #%d = %q, again %v, %v; want /me, connected, again the second time", i+1, done.ReturnTo, done.Again, err)
 			}
 		}
-		tok, err := svc.Token(t.Context(), f.project, f.agentKey, f.ann)
+		tok, err := svc.Token(t.Context(), f.project, f.agentKey, f.ann, r.base+"/mcp")
 		if err != nil || r.who(t, tok) != "ann-upstream" {
 			t.Errorf("ann's token after the callback twice is %s at the remote (%v); want ann-upstream", r.who(t, tok), err)
 		}
@@ -510,7 +512,7 @@ func TestCompleteStoresSealedTokens(t *testing.T) {
 			t.Errorf("open the refresh token = %q, %v", rt, err)
 		}
 		for user, want := range map[int64]string{f.ann: "ann-upstream", f.bob: "bob-upstream"} {
-			tok, err := svc.Token(t.Context(), f.project, f.agentKey, user)
+			tok, err := svc.Token(t.Context(), f.project, f.agentKey, user, r.base+"/mcp")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -518,7 +520,7 @@ func TestCompleteStoresSealedTokens(t *testing.T) {
 				t.Errorf("user %d's token is %s at the remote; want %s", user, got, want)
 			}
 		}
-		if _, err := svc.Token(t.Context(), f.project+1, f.agentKey, f.ann); !errors.Is(err, upstream.ErrNotConnected) {
+		if _, err := svc.Token(t.Context(), f.project+1, f.agentKey, f.ann, r.base+"/mcp"); !errors.Is(err, upstream.ErrNotConnected) {
 			t.Errorf("Token in another project = %v; want ErrNotConnected", err)
 		}
 		list, err := svc.Accounts(t.Context(), store.UpstreamFilter{AgentKeyID: f.agentKey})
@@ -531,7 +533,7 @@ func TestCompleteStoresSealedTokens(t *testing.T) {
 		if ok, _ := svc.Disconnect(t.Context(), f.agentKey, f.bob); ok {
 			t.Errorf("a second Disconnect found an account")
 		}
-		if _, err := svc.Token(t.Context(), f.project, f.agentKey, f.bob); !errors.Is(err, upstream.ErrNotConnected) {
+		if _, err := svc.Token(t.Context(), f.project, f.agentKey, f.bob, r.base+"/mcp"); !errors.Is(err, upstream.ErrNotConnected) {
 			t.Errorf("Token after Disconnect = %v; want ErrNotConnected", err)
 		}
 		if got := svc.ConnectURL(f.agentKey); got != public+"/connect/key_linear" {
@@ -559,28 +561,28 @@ func TestCompleteRefusesBadState(t *testing.T) {
 			return browse(t, authURL, "ann-upstream")
 		}
 		back := begin()
-		_, _, err := svc.Complete(t.Context(), f.bob, back.Get("state"), back.Get("code"), back.Get("iss"))
+		_, err := svc.Complete(t.Context(), f.bob, back.Get("state"), back.Get("code"), back.Get("iss"))
 		if want := "the connect link is not valid: another person started it; sign in as yourself and start connecting your " + host + " account again"; err == nil || err.Error() != want {
 			t.Errorf("bob completing ann's = %v;\nwant %s", err, want)
 		}
 		if !errors.Is(err, upstream.ErrState) {
 			t.Errorf("%v is not ErrState", err)
 		}
-		_, _, err = svc.Complete(t.Context(), f.ann, back.Get("state"), back.Get("code"), "https://evil.example")
+		_, err = svc.Complete(t.Context(), f.ann, back.Get("state"), back.Get("code"), "https://evil.example")
 		if want := "the answer came from another authorization server than the one of " + host; err == nil || err.Error() != want {
 			t.Errorf("another iss = %v; want %s", err, want)
 		}
-		_, _, err = svc.Complete(t.Context(), f.ann, back.Get("state"), back.Get("code"), "")
+		_, err = svc.Complete(t.Context(), f.ann, back.Get("state"), back.Get("code"), "")
 		if want := "the authorization server of " + host + " sends its issuer with each answer, and this answer has none"; err == nil || err.Error() != want {
 			t.Errorf("no iss = %v; want %s", err, want)
 		}
 		other := newService(st, keyFile(t, secrets.NewKey()), nil)
-		_, _, err = other.Complete(t.Context(), f.ann, back.Get("state"), back.Get("code"), back.Get("iss"))
+		_, err = other.Complete(t.Context(), f.ann, back.Get("state"), back.Get("code"), back.Get("iss"))
 		if want := "the connect link is not valid: it was not made by this gateway (or with another secret key); start connecting again"; err == nil || err.Error() != want {
 			t.Errorf("a state sealed elsewhere = %v; want %s", err, want)
 		}
 		c.advance(10*time.Minute + time.Second)
-		_, _, err = svc.Complete(t.Context(), f.ann, back.Get("state"), back.Get("code"), back.Get("iss"))
+		_, err = svc.Complete(t.Context(), f.ann, back.Get("state"), back.Get("code"), back.Get("iss"))
 		if want := "the connect link is not valid: it expired (a connect link lasts 10 minutes); start connecting your " + host + " account again"; err == nil || err.Error() != want {
 			t.Errorf("an expired state = %v; want %s", err, want)
 		}
@@ -590,7 +592,7 @@ func TestCompleteRefusesBadState(t *testing.T) {
 		// A code the upstream refuses: the message names the host and the
 		// OAuth error only, never the answer's text.
 		back = begin()
-		_, _, err = svc.Complete(t.Context(), f.ann, back.Get("state"), "code-forged", back.Get("iss"))
+		_, err = svc.Complete(t.Context(), f.ann, back.Get("state"), "code-forged", back.Get("iss"))
 		if want := "the authorization server of " + host + " refused: invalid_grant"; err == nil || err.Error() != want {
 			t.Errorf("a forged code = %v; want %s", err, want)
 		}
@@ -617,7 +619,7 @@ func TestTokenRefreshesOnce(t *testing.T) {
 		got := make([]string, 20)
 		errs := make([]error, 20)
 		for i := range got {
-			wg.Go(func() { got[i], errs[i] = svc.Token(t.Context(), f.project, f.agentKey, f.ann) })
+			wg.Go(func() { got[i], errs[i] = svc.Token(t.Context(), f.project, f.agentKey, f.ann, r.base+"/mcp") })
 		}
 		wg.Wait()
 		for i := range got {
@@ -655,8 +657,8 @@ func TestTwoGatewaysRefreshAtOnce(t *testing.T) {
 		var ta, tb string
 		var ea, eb error
 		var wg sync.WaitGroup
-		wg.Go(func() { ta, ea = a.Token(t.Context(), f.project, f.agentKey, f.ann) })
-		wg.Go(func() { tb, eb = b.Token(t.Context(), f.project, f.agentKey, f.ann) })
+		wg.Go(func() { ta, ea = a.Token(t.Context(), f.project, f.agentKey, f.ann, r.base+"/mcp") })
+		wg.Go(func() { tb, eb = b.Token(t.Context(), f.project, f.agentKey, f.ann, r.base+"/mcp") })
 		wg.Wait()
 		if ea != nil || eb != nil || ta != tb {
 			t.Fatalf("gateway A got %q, %v; B %q, %v; want one token", ta, ea, tb, eb)
@@ -718,11 +720,11 @@ func TestInvalidClientReconnects(t *testing.T) {
 		svc := newService(st, keyFile(t, secrets.NewKey()), nil)
 		connect(t, svc, f, r, f.ann, "ann-upstream")
 		r.set(func(r *remote) { clear(r.clients) })
-		if _, err := svc.Token(t.Context(), f.project, f.agentKey, f.ann); !errors.Is(err, upstream.ErrReconnect) {
+		if _, err := svc.Token(t.Context(), f.project, f.agentKey, f.ann, r.base+"/mcp"); !errors.Is(err, upstream.ErrReconnect) {
 			t.Fatalf("Token with the client gone = %v; want ErrReconnect", err)
 		}
 		connect(t, svc, f, r, f.ann, "ann-upstream")
-		tok, err := svc.Token(t.Context(), f.project, f.agentKey, f.ann)
+		tok, err := svc.Token(t.Context(), f.project, f.agentKey, f.ann, r.base+"/mcp")
 		if err != nil || r.who(t, tok) != "ann-upstream" {
 			t.Errorf("ann's token after connecting again is %s at the remote (%v)", r.who(t, tok), err)
 		}
@@ -741,7 +743,7 @@ func TestInvalidGrantReconnects(t *testing.T) {
 		f := newFixture(t, st)
 		var log syncBuffer
 		svc := upstream.New(upstream.Options{Store: st, Box: keyFile(t, secrets.NewKey()), PublicURL: func() string { return public },
-			AllowLoopback: true, Log: slog.New(slog.NewTextHandler(&log, nil))})
+			Egress: egress.Policy{AllowLoopback: true}, Log: slog.New(slog.NewTextHandler(&log, nil))})
 		connect(t, svc, f, r, f.ann, "ann-upstream")
 		r.set(func(r *remote) { clear(r.refresh) }) // an administrator signed ann out upstream
 		defer func() {
@@ -752,7 +754,7 @@ func TestInvalidGrantReconnects(t *testing.T) {
 				t.Errorf("the log holds a token or a secret, or not the drop:\n%s", l)
 			}
 		}()
-		_, err := svc.Token(t.Context(), f.project, f.agentKey, f.ann)
+		_, err := svc.Token(t.Context(), f.project, f.agentKey, f.ann, r.base+"/mcp")
 		host := strings.TrimPrefix(r.base, "http://")
 		if want := "the upstream account needs connecting again: the authorization server of " + host + " refused: invalid_grant"; !errors.Is(err, upstream.ErrReconnect) || err.Error() != want {
 			t.Errorf("Token = %v;\nwant %s", err, want)
@@ -760,7 +762,7 @@ func TestInvalidGrantReconnects(t *testing.T) {
 		if _, err := st.UpstreamAccount(t.Context(), f.agentKey, f.ann); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("the account after invalid_grant: %v; want it gone", err)
 		}
-		if _, err := svc.Token(t.Context(), f.project, f.agentKey, f.ann); !errors.Is(err, upstream.ErrNotConnected) {
+		if _, err := svc.Token(t.Context(), f.project, f.agentKey, f.ann, r.base+"/mcp"); !errors.Is(err, upstream.ErrNotConnected) {
 			t.Errorf("Token then = %v; want ErrNotConnected", err)
 		}
 	})
@@ -775,12 +777,12 @@ func TestRefreshAfter401(t *testing.T) {
 		f := newFixture(t, st)
 		svc := newService(st, keyFile(t, secrets.NewKey()), nil)
 		connect(t, svc, f, r, f.ann, "ann-upstream")
-		stale, _ := svc.Token(t.Context(), f.project, f.agentKey, f.ann)
-		fresh, err := svc.Refresh(t.Context(), f.project, f.agentKey, f.ann, stale)
+		stale, _ := svc.Token(t.Context(), f.project, f.agentKey, f.ann, r.base+"/mcp")
+		fresh, err := svc.Refresh(t.Context(), f.project, f.agentKey, f.ann, r.base+"/mcp", stale)
 		if err != nil || fresh == stale || r.who(t, fresh) != "ann-upstream" {
 			t.Fatalf("Refresh = %q, %v (stale %q)", fresh, err, stale)
 		}
-		again, err := svc.Refresh(t.Context(), f.project, f.agentKey, f.ann, stale)
+		again, err := svc.Refresh(t.Context(), f.project, f.agentKey, f.ann, r.base+"/mcp", stale)
 		if err != nil || again != fresh {
 			t.Errorf("Refresh with an old stale token = %q, %v; want the current %q", again, err, fresh)
 		}
@@ -821,11 +823,11 @@ func TestResealAfterRotation(t *testing.T) {
 			t.Errorf("Reseal again = %d, %v; want 0", n, err)
 		}
 		onlyNew := newService(st, keyFile(t, k2), nil)
-		stale, err := onlyNew.Token(t.Context(), f.project, f.agentKey, f.ann)
+		stale, err := onlyNew.Token(t.Context(), f.project, f.agentKey, f.ann, r.base+"/mcp")
 		if err != nil {
 			t.Fatal(err)
 		}
-		fresh, err := onlyNew.Refresh(t.Context(), f.project, f.agentKey, f.ann, stale) // opens the refresh token and client secret
+		fresh, err := onlyNew.Refresh(t.Context(), f.project, f.agentKey, f.ann, r.base+"/mcp", stale) // opens the refresh token and client secret
 		if err != nil || r.who(t, fresh) != "ann-upstream" {
 			t.Errorf("Refresh with the new key only = %q, %v", fresh, err)
 		}
@@ -875,11 +877,11 @@ func TestNoRefreshToken(t *testing.T) {
 		if a.Refresh != nil {
 			t.Errorf("a refresh token was stored: %d bytes", len(a.Refresh))
 		}
-		tok, err := svc.Token(t.Context(), f.project, f.agentKey, f.ann)
+		tok, err := svc.Token(t.Context(), f.project, f.agentKey, f.ann, r.base+"/mcp")
 		if err != nil || r.who(t, tok) != "ann-upstream" {
 			t.Fatalf("Token = %q, %v", tok, err)
 		}
-		_, err = svc.Refresh(t.Context(), f.project, f.agentKey, f.ann, tok)
+		_, err = svc.Refresh(t.Context(), f.project, f.agentKey, f.ann, r.base+"/mcp", tok)
 		if want := "the upstream account needs connecting again: the remote refused the token and there is no refresh token"; !errors.Is(err, upstream.ErrReconnect) || err.Error() != want {
 			t.Errorf("Refresh = %v; want %s", err, want)
 		}
@@ -920,13 +922,13 @@ func TestClientReplacedReconnects(t *testing.T) {
 		if err := st.PutUpstreamClient(t.Context(), cs[0]); err != nil {
 			t.Fatal(err)
 		}
-		stale, _ := svc.Token(t.Context(), f.project, f.agentKey, f.ann)
-		_, err := svc.Refresh(t.Context(), f.project, f.agentKey, f.ann, stale)
+		stale, _ := svc.Token(t.Context(), f.project, f.agentKey, f.ann, r.base+"/mcp")
+		_, err := svc.Refresh(t.Context(), f.project, f.agentKey, f.ann, r.base+"/mcp", stale)
 		want := "the upstream account needs connecting again: the gateway no longer has the client that connected the account at " + strings.TrimPrefix(r.base, "http://")
 		if !errors.Is(err, upstream.ErrReconnect) || err.Error() != want {
 			t.Errorf("Refresh = %v;\nwant %s", err, want)
 		}
-		if _, err := svc.Token(t.Context(), f.project, f.agentKey, f.ann); !errors.Is(err, upstream.ErrNotConnected) {
+		if _, err := svc.Token(t.Context(), f.project, f.agentKey, f.ann, r.base+"/mcp"); !errors.Is(err, upstream.ErrNotConnected) {
 			t.Errorf("Token then = %v; want ErrNotConnected", err)
 		}
 	})

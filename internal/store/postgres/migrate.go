@@ -255,6 +255,8 @@ CREATE INDEX call_batches_written ON call_batches (written_at);
 	upstreamIndicatorSchema,
 	// 13: the name a person gives themselves.
 	userNameSchema,
+	// 14: the connect flow that wrote an upstream account.
+	upstreamFlowSchema,
 }
 
 // migrateLock is the first half of the advisory lock key migrations take;

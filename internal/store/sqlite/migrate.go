@@ -266,6 +266,8 @@ CREATE INDEX call_batches_written ON call_batches (written_at);
 	upstreamIndicatorSchema,
 	// 13: the name a person gives themselves.
 	userNameSchema,
+	// 14: the connect flow that wrote an upstream account.
+	upstreamFlowSchema,
 }
 
 // migrate brings the schema up to date, one step per transaction. Each step

@@ -18,6 +18,9 @@ var upstreamSchema = sqlshared.UpstreamSchema("BLOB")
 // upstreamIndicatorSchema is migration step 12.
 var upstreamIndicatorSchema = sqlshared.UpstreamIndicatorSchema
 
+// upstreamFlowSchema is migration step 14.
+var upstreamFlowSchema = sqlshared.UpstreamFlowSchema
+
 // PutUpstreamAccount implements [store.UpstreamAccounts]. The key must be
 // a live agent key of a.ProjectID and the user must exist: ErrNotFound
 // otherwise.

@@ -54,10 +54,17 @@ CREATE TABLE upstream_clients (
 );
 `
 
+// UpstreamFlowSchema is migration step 14: the connect flow (the nonce of
+// its sealed state) that last connected an upstream account, so that a
+// callback opened again for that flow finds it and spends no code twice;
+// empty for accounts connected before step 14.
+const UpstreamFlowSchema = `ALTER TABLE upstream_accounts ADD COLUMN flow TEXT NOT NULL DEFAULT '';`
+
 // UpstreamAccountColumns are the columns of upstream_accounts in the order
-// [ScanUpstreamAccount] reads and [UpstreamAccountArgs] writes them.
+// [ScanUpstreamAccount] reads and [UpstreamAccountArgs] writes them
+// (version, which a put sets, before flow).
 const UpstreamAccountColumns = `project_id, agent_key_id, user_id, resource, access, refresh, expires_at,
-scope, client_id, subject, created_at, updated_at, claimed_until, version`
+scope, client_id, subject, created_at, updated_at, claimed_until, version, flow`
 
 // SelectUpstreamAccount selects [UpstreamAccountColumns].
 const SelectUpstreamAccount = `SELECT ` + UpstreamAccountColumns + ` FROM upstream_accounts`
@@ -81,14 +88,14 @@ const (
 	// row starts at 1, a replaced one goes up by one and keeps its
 	// created_at.
 	putUpstreamAccount = `INSERT INTO upstream_accounts (` + UpstreamAccountColumns + `)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?)
 ON CONFLICT (agent_key_id, user_id) DO UPDATE SET project_id = excluded.project_id, resource = excluded.resource,
 	access = excluded.access, refresh = excluded.refresh, expires_at = excluded.expires_at, scope = excluded.scope,
 	client_id = excluded.client_id, subject = excluded.subject, updated_at = excluded.updated_at,
-	claimed_until = excluded.claimed_until, version = upstream_accounts.version + 1`
+	claimed_until = excluded.claimed_until, version = upstream_accounts.version + 1, flow = excluded.flow`
 	// updateUpstreamAccount takes resource, access, refresh, expires_at,
 	// scope, client_id, subject, updated_at, claimed_until, then the key and the version
-	// the caller read.
+	// the caller read. It keeps the flow: a refresh connects nothing.
 	updateUpstreamAccount = `UPDATE upstream_accounts SET resource = ?, access = ?, refresh = ?, expires_at = ?,
 	scope = ?, client_id = ?, subject = ?, updated_at = ?, claimed_until = ?, version = version + 1
 WHERE agent_key_id = ? AND user_id = ? AND version = ?`
@@ -155,7 +162,7 @@ func UpstreamAccountTimes(a store.UpstreamAccount) store.UpstreamAccount {
 func UpstreamAccountArgs(a store.UpstreamAccount) []any {
 	return []any{a.ProjectID, a.AgentKeyID, a.UserID, store.CleanText(a.Resource), NullBytes(a.Access), NullBytes(a.Refresh),
 		NullMillis(a.ExpiresAt), store.CleanText(a.Scope), store.CleanText(a.ClientID), store.CleanText(a.Subject),
-		Millis(a.CreatedAt), Millis(a.UpdatedAt), NullMillis(a.ClaimedUntil)}
+		Millis(a.CreatedAt), Millis(a.UpdatedAt), NullMillis(a.ClaimedUntil), store.CleanText(a.Flow)}
 }
 
 // UpdateUpstreamAccountArgs are the arguments of
@@ -174,7 +181,7 @@ func ScanUpstreamAccount(row Row) (store.UpstreamAccount, error) {
 		created, updated int64
 	)
 	err := row.Scan(&a.ProjectID, &a.AgentKeyID, &a.UserID, &a.Resource, &a.Access, &a.Refresh, &expires,
-		&a.Scope, &a.ClientID, &a.Subject, &created, &updated, &claimed, &a.Version)
+		&a.Scope, &a.ClientID, &a.Subject, &created, &updated, &claimed, &a.Version, &a.Flow)
 	if err != nil {
 		return store.UpstreamAccount{}, notFound(err)
 	}

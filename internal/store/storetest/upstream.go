@@ -49,6 +49,7 @@ func (f upstreamFixture) account(p int64, key string, user int64) store.Upstream
 		ProjectID: p, AgentKeyID: key, UserID: user, Resource: "https://mcp.example.com/mcp",
 		Access: f.access, Refresh: f.refreshTok, ExpiresAt: f.at.Add(2 * time.Hour), Scope: "read write",
 		ClientID: "client-7", Subject: fmt.Sprintf("user-%d@upstream", user), CreatedAt: f.at, UpdatedAt: f.at,
+		Flow: fmt.Sprintf("flow-%d", user),
 	}
 }
 
@@ -98,6 +99,7 @@ func testUpstreamAccounts(t *testing.T, s store.Store) {
 	again := f.account(f.p1.ID, f.jira, f.ann.ID)
 	again.Access, again.Refresh, again.ExpiresAt, again.Scope, again.Subject = []byte("sealed-2"), nil, time.Time{}, "", ""
 	again.CreatedAt, again.UpdatedAt = f.at.Add(time.Minute), f.at.Add(time.Minute)
+	again.Flow = "flow-again" // connected by another flow
 	mustPutAccount(t, s, again)
 	got, err = s.UpstreamAccount(ctx, f.jira, f.ann.ID)
 	if err != nil {
@@ -114,6 +116,7 @@ func testUpstreamAccounts(t *testing.T, s store.Store) {
 	upd := got
 	upd.Access, upd.Refresh, upd.ExpiresAt, upd.UpdatedAt = []byte("sealed-3"), []byte("sealed-r3"), f.at.Add(3*time.Hour), f.at.Add(2*time.Minute)
 	upd.ClaimedUntil = f.at.Add(15 * time.Second) // a refresh claimed: kept as written
+	upd.Flow = "flow-of-a-refresh"                // not written: a refresh connects nothing
 	if ok, err := s.UpdateUpstreamAccount(ctx, upd); err != nil || !ok {
 		t.Fatalf("UpdateUpstreamAccount at version 2 = %v, %v; want applied", ok, err)
 	}
@@ -127,7 +130,7 @@ func testUpstreamAccounts(t *testing.T, s store.Store) {
 		t.Fatalf("UpstreamAccount: %v", err)
 	}
 	want = upd
-	want.Version = 3
+	want.Version, want.Flow = 3, "flow-again"
 	if diff := gocmp.Diff(want, got); diff != "" {
 		t.Errorf("account after the update (-want +got):\n%s", diff)
 	}
