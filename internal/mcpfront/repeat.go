@@ -25,7 +25,8 @@ import (
 //
 // A tool that names an idempotency key (agentproto.Tool.IdempotencyKey)
 // has its request ids recorded in the store, per project, tool and
-// SHA-256 of the id, for the project's window. After the cache lookup (a
+// SHA-256 of the caller and the id ([Front.requestKey]), for the
+// project's window: one caller's id is never another's. After the cache lookup (a
 // cache hit is answered first) a call of such a tool claims its id with
 // one INSERT whose unique key decides between gateways:
 //
@@ -122,6 +123,24 @@ func recordKey(projectID int64, tool string, idHash []byte) string {
 	return fmt.Sprintf("%d/%s/%x", projectID, tool, idHash)
 }
 
+// requestKey is the one place that says whose request id is: the SHA-256
+// the store keeps it under, of the caller and the id. The caller is the
+// person for an OAuth call (any of their apps: their grants share their
+// ids, as they share their tasks) and else the client key, so that the
+// same id from two callers is two deliveries, and nobody replays, joins or
+// learns of another's call. The error (errWho) is for the client.
+func (f *Front) requestKey(ctx context.Context, key store.Key, id string) ([]byte, error) {
+	owner := "key:" + key.ID
+	if key.OAuth {
+		c, err := f.caller(ctx, key, nil)
+		if err != nil {
+			return nil, err
+		}
+		owner = "person:" + c.Person.ID
+	}
+	return store.HashRequestID(owner + "\x00" + id), nil
+}
+
 // requestID returns the value of t's idempotency argument in args, the
 // arguments as validated: a string, since the schema requires one.
 func requestID(t *agents.Tool, args json.RawMessage) (string, bool) {
@@ -162,9 +181,14 @@ func (f *Front) repeat(ctx context.Context, t *agents.Tool, key store.Key, c *ac
 	if c == nil {
 		c = f.controls.Get(ctx, key.ProjectID)
 	}
+	idHash, err := f.requestKey(ctx, key, id)
+	if err != nil {
+		call.Release()
+		return errorResult(err.Error()), nil
+	}
 	window := c.Settings.IdempotencyWindow()
 	rec := store.Request{
-		ProjectID: key.ProjectID, Tool: t.Name, IDHash: store.HashRequestID(f.repeatScope(ctx, t, key) + id), ArgsHash: argsHash(args),
+		ProjectID: key.ProjectID, Tool: t.Name, IDHash: idHash, ArgsHash: argsHash(args),
 		State: store.RequestRunning, CallID: call.ID(), Deadline: call.Deadline(),
 	}
 	poll := repeatPollMin
@@ -407,8 +431,12 @@ func (f *Front) replayEarly(ctx context.Context, key store.Key, t *agents.Tool, 
 	if !ok {
 		return nil, nil
 	}
+	idHash, err := f.requestKey(ctx, key, id)
+	if err != nil {
+		return nil, nil // go-sdk's path says so
+	}
 	start := time.Now()
-	d := f.doneRecord(ctx, key.ProjectID, t, id, start)
+	d := f.doneRecord(ctx, key.ProjectID, t, idHash, start)
 	if d == nil || !bytes.Equal(d.argsHash, argsHash(args)) {
 		return nil, nil
 	}
@@ -429,11 +457,11 @@ func (f *Front) replayEarly(ctx context.Context, key store.Key, t *agents.Tool, 
 	}
 }
 
-// doneRecord returns the finished record of request id of t, from this
-// gateway's copy or the store, or nil if it is not finished (or gone).
-func (f *Front) doneRecord(ctx context.Context, projectID int64, t *agents.Tool, id string, now time.Time) *doneRecord {
+// doneRecord returns the finished record of t under idHash
+// ([Front.requestKey]), from this gateway's copy or the store, or nil if
+// it is not finished (or gone).
+func (f *Front) doneRecord(ctx context.Context, projectID int64, t *agents.Tool, idHash []byte, now time.Time) *doneRecord {
 	rs := f.repeats
-	idHash := store.HashRequestID(id)
 	k := recordKey(projectID, t.Name, idHash)
 	rs.doneMu.Lock()
 	d := rs.done[k]
