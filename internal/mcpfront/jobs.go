@@ -29,6 +29,8 @@ import (
 //     one call, with its task id); if not, the client gets, at the wait, a
 //     job reference: a short text (not an error) with the job id and what
 //     to call next. A required-task tool answers the reference at once.
+//     A client that sent a progress token gets the job's progress lines
+//     during the wait, before the answer, as from a plain call.
 //   - the gateway offers one tool of its own, [JobTool], in the views of
 //     keys that may call a task-capable tool: {jobId} waits up to the
 //     project's call wait and returns the job's result when it has ended
@@ -104,7 +106,20 @@ func (f *Front) asJob(ctx context.Context, p *pickRequest) bool {
 // runJob starts call, picked with the project's longest task as its wait,
 // as a job, and answers the client at wait: the result if the job ended by
 // then, else the job reference.
-func (f *Front) runJob(ctx context.Context, t *agents.Tool, key store.Key, call *route.Call, start time.Time, wait time.Duration) (*mcp.CallToolResult, error) {
+func (f *Front) runJob(ctx context.Context, req *mcp.CallToolRequest, t *agents.Tool, key store.Key, call *route.Call, start time.Time, wait time.Duration) (*mcp.CallToolResult, error) {
+	// The job's progress lines reach this call while it waits: queued by
+	// the job's own goroutine, never blocking it, and sent from here, so
+	// that none follows the answer.
+	send := progressSender(ctx, req, 0)
+	lines := make(chan string, jobLinesQueued)
+	if send != nil {
+		call.OnProgress = func(line string) {
+			select {
+			case lines <- line:
+			default: // a client that does not keep up misses a line
+			}
+		}
+	}
 	task, err := f.tasks.Run(ctx, tasks.Spec{Key: key, Tool: t, Call: call, Era: eraJob, Start: start,
 		Unauthorized: f.taskUnauthorized(key, call, t.Name)})
 	if err != nil {
@@ -118,8 +133,31 @@ func (f *Front) runJob(ctx context.Context, t *agents.Tool, key store.Key, call 
 		return textResult(fmt.Sprintf(msgJobStarted, task.ID, task.ID, keptFor(task.TTL))), nil
 	}
 	wctx, cancel := context.WithDeadline(ctx, start.Add(wait))
-	now, err := f.tasks.Wait(wctx, task.Owner, key.ProjectID, task.ID)
+	var now tasks.Task
+	waited := make(chan struct{})
+	go func() {
+		defer close(waited)
+		now, err = f.tasks.Wait(wctx, task.Owner, key.ProjectID, task.ID)
+	}()
+	for waiting := true; waiting; {
+		select {
+		case line := <-lines:
+			send(line)
+		case <-waited:
+			waiting = false
+		}
+	}
 	cancel()
+	// The lines the job sent before it ended go first, as before a plain
+	// call's result.
+	for drained := false; !drained; {
+		select {
+		case line := <-lines:
+			send(line)
+		default:
+			drained = true
+		}
+	}
 	if ctx.Err() != nil {
 		// The client hung up or cancelled its call: nobody will learn the
 		// job's id, so the job goes too.
@@ -133,6 +171,10 @@ func (f *Front) runJob(ctx context.Context, t *agents.Tool, key store.Key, call 
 	}
 	return textResult(fmt.Sprintf(msgJobRunning, task.ID, task.ID, keptFor(task.TTL))), nil
 }
+
+// jobLinesQueued bounds the progress lines a job holds for its waiting
+// call: at most agentproto.MaxProgressPerSec a second reach it.
+const jobLinesQueued = 16
 
 // jobHandler serves the job tool (see above).
 func (f *Front) jobHandler(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
