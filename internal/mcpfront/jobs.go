@@ -27,8 +27,8 @@ import (
 //     to the call's usual wait ([Front.wait]). If it ends in time, the
 //     client gets its result as from a plain call (the runtime logs it as
 //     one call, with its task id); if not, the client gets, at the wait, a
-//     job reference: a short text (not an error) with the job id and what
-//     to call next. A required-task tool answers the reference at once.
+//     job reference: a short text with the job id and what to call next
+//     ([jobReference]). A required-task tool answers the reference at once.
 //     A client that sent a progress token gets the job's progress lines
 //     during the wait, before the answer, as from a plain call.
 //   - the gateway offers one tool of its own, [JobTool], in the views of
@@ -130,7 +130,7 @@ func (f *Front) runJob(ctx context.Context, req *mcp.CallToolRequest, t *agents.
 		return errorResult(msgJobStart), nil
 	}
 	if t.Def.TaskSupport() == agentproto.TaskRequired {
-		return textResult(fmt.Sprintf(msgJobStarted, task.ID, task.ID, keptFor(task.TTL))), nil
+		return jobReference(t, fmt.Sprintf(msgJobStarted, task.ID, task.ID, keptFor(task.TTL))), nil
 	}
 	wctx, cancel := context.WithDeadline(ctx, start.Add(wait))
 	var now tasks.Task
@@ -169,12 +169,27 @@ func (f *Front) runJob(ctx context.Context, req *mcp.CallToolRequest, t *agents.
 	if err == nil && now.Status.Terminal() {
 		return jobResult(now)
 	}
-	return textResult(fmt.Sprintf(msgJobRunning, task.ID, task.ID, keptFor(task.TTL))), nil
+	return jobReference(t, fmt.Sprintf(msgJobRunning, task.ID, task.ID, keptFor(task.TTL))), nil
 }
 
 // jobLinesQueued bounds the progress lines a job holds for its waiting
 // call: at most agentproto.MaxProgressPerSec a second reach it.
 const jobLinesQueued = 16
+
+// jobReference is the answer msg that tells the client of t the job's id.
+// For a tool with an output schema it is an isError result: the official
+// clients (the TypeScript SDK's callTool, the Inspector) refuse a result
+// of such a tool without structuredContent unless it is an error, and the
+// gateway cannot give the tool's structured content before the tool has
+// returned it — any other object would be refused by the schema, or
+// mistaken for the tool's answer. An isError result is validated by no
+// client, so they show the text, and the model reads that the tool is
+// still running; for other tools the reference stays a plain text.
+func jobReference(t *agents.Tool, msg string) *mcp.CallToolResult {
+	r := textResult(msg)
+	r.IsError = len(t.Def.OutputSchema) > 0
+	return r
+}
 
 // jobHandler serves the job tool (see above).
 func (f *Front) jobHandler(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
