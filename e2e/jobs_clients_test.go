@@ -68,6 +68,17 @@ var salesJobRef = regexp.MustCompile(`The tool is still running \(job (task_[a-z
 
 const salesResult = `{"month":"May","orders":1204}`
 
+// structJobID returns the job id of the job reference of a tool with an
+// output schema (an isError result), failing the test if r is not one.
+func structJobID(t *testing.T, r *mcp.CallToolResult) string {
+	t.Helper()
+	m := jobRef.FindStringSubmatch(text(r))
+	if m == nil || !r.IsError || m[1] != m[2] {
+		t.Fatalf("answer at the wait = %q (isError %v), want a job reference, isError", text(r), r.IsError)
+	}
+	return m[1]
+}
+
 // The pinned Inspector CLI, run as users run it (the line `spacefix serve`
 // prints, with another tool): the job reference, not the schema error;
 // then the job tool gives the report.
