@@ -156,9 +156,11 @@ func (o *ownerDesk) check(t *testing.T, id string, a, b ownerCaller) {
 	}
 }
 
+// The call wait of 2 s ends slow_order's wait on A's job; every other call
+// answers well within it.
 func TestIdempotencyPerCaller(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, func(o *envOptions) { o.settings = &store.ProjectSettings{CallWaitMs: 1000} })
+	e := newEnv(t, func(o *envOptions) { o.settings = &store.ProjectSettings{CallWaitMs: 2000} })
 	o := new(ownerDesk)
 	e.startAgent(core.Options{}, o.setup(t))
 	_, ann := e.newKey(store.Key{Name: "ann's laptop", Kind: store.KindClient})
@@ -180,7 +182,7 @@ func TestIdempotencyPerCallerTwoGateways(t *testing.T) {
 	var pg string
 	bus := startNATS(t)
 	ga := newEnv(t, onPostgres(&pg), func(o *envOptions) {
-		o.settings = &store.ProjectSettings{CallWaitMs: 1000}
+		o.settings = &store.ProjectSettings{CallWaitMs: 2000}
 		o.config = func(c *gateway.Config) {
 			c.Bus, c.BusHeartbeat = bus, 250*time.Millisecond
 			c.PublicURL, c.AllowedHosts = "https://mcp.example.com", []string{"*"} // one token for both gateways

@@ -85,7 +85,7 @@ func structJobID(t *testing.T, r *mcp.CallToolResult) string {
 func TestJobReferenceInspector(t *testing.T) {
 	t.Parallel()
 	dir := clientsDir(t)
-	e := newEnv(t, func(o *envOptions) { o.settings = &store.ProjectSettings{CallWaitMs: 1000} })
+	e := newEnv(t, func(o *envOptions) { o.settings = &store.ProjectSettings{CallWaitMs: 3000} })
 	sa := startSalesAgent(e)
 	base := fmt.Sprintf("npx -y %s --cli %s --transport http --header \"Authorization: Bearer %s\" --method tools/call", quickstart.Inspector, e.url+"/mcp", e.clientKey)
 
@@ -115,7 +115,7 @@ func TestJobReferenceTypeScriptClient(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk")); err != nil {
 		testenv.Unavailable(t, "e2e/clients/node_modules lacks @modelcontextprotocol/sdk; install it with: npm ci --prefix e2e/clients")
 	}
-	e := newEnv(t, func(o *envOptions) { o.settings = &store.ProjectSettings{CallWaitMs: 1000} })
+	e := newEnv(t, func(o *envOptions) { o.settings = &store.ProjectSettings{CallWaitMs: 3000} })
 	sa := startSalesAgent(e)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
