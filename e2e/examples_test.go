@@ -78,9 +78,10 @@ func TestOrdersExample(t *testing.T) {
 		if !strings.Contains(rr.Contents[0].Text, `"id":"1042"`) {
 			t.Errorf("orders://open = %s", rr.Contents[0].Text)
 		}
-		// The slow tool: a job reference at the wait, then the report
-		// through the gateway's job tool.
-		id := jobID(t, call(t, cs, "sales_report", map[string]any{}))
+		// The slow tool: a job reference at the wait (an isError result:
+		// the tool returns a struct, so it has an output schema), then the
+		// report through the gateway's job tool.
+		id := structJobID(t, call(t, cs, "sales_report", map[string]any{}))
 		var report string
 		for deadline := time.Now().Add(20 * time.Second); report == "" && time.Now().Before(deadline); {
 			r := call(t, cs, "spacefix_job", map[string]any{"jobId": id}) // waits up to the call wait itself

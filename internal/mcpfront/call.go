@@ -107,7 +107,7 @@ func (f *Front) toolHandler(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 	}
 
 	if asJob {
-		out, err := f.runJob(ctx, t, key, call, start, wait)
+		out, err := f.runJob(ctx, req, t, key, call, start, wait)
 		if t.Def.IdempotencyKey != "" {
 			// The job's first answer is what a repeat gets: its result,
 			// or its job reference.

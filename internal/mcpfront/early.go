@@ -107,9 +107,6 @@ func (f *Front) answerEarly(w http.ResponseWriter, r *http.Request, v *view, ses
 	}
 	var replayed func() // logs a replay answered here
 	if result == nil && t.Def.IdempotencyKey != "" {
-		if perPersonTool(t) {
-			return false // its request ids are kept per person: go-sdk's path (repeat.go)
-		}
 		// A repeat of a finished request id is answered here like a cache
 		// hit; anything else about request ids is go-sdk's path (repeat.go).
 		if result, replayed = f.replayEarly(r.Context(), v.key, t, call, modern); result == nil {

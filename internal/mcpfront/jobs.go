@@ -27,8 +27,10 @@ import (
 //     to the call's usual wait ([Front.wait]). If it ends in time, the
 //     client gets its result as from a plain call (the runtime logs it as
 //     one call, with its task id); if not, the client gets, at the wait, a
-//     job reference: a short text (not an error) with the job id and what
-//     to call next. A required-task tool answers the reference at once.
+//     job reference: a short text with the job id and what to call next
+//     ([jobReference]). A required-task tool answers the reference at once.
+//     A client that sent a progress token gets the job's progress lines
+//     during the wait, before the answer, as from a plain call.
 //   - the gateway offers one tool of its own, [JobTool], in the views of
 //     keys that may call a task-capable tool: {jobId} waits up to the
 //     project's call wait and returns the job's result when it has ended
@@ -104,7 +106,20 @@ func (f *Front) asJob(ctx context.Context, p *pickRequest) bool {
 // runJob starts call, picked with the project's longest task as its wait,
 // as a job, and answers the client at wait: the result if the job ended by
 // then, else the job reference.
-func (f *Front) runJob(ctx context.Context, t *agents.Tool, key store.Key, call *route.Call, start time.Time, wait time.Duration) (*mcp.CallToolResult, error) {
+func (f *Front) runJob(ctx context.Context, req *mcp.CallToolRequest, t *agents.Tool, key store.Key, call *route.Call, start time.Time, wait time.Duration) (*mcp.CallToolResult, error) {
+	// The job's progress lines reach this call while it waits: queued by
+	// the job's own goroutine, never blocking it, and sent from here, so
+	// that none follows the answer.
+	send := progressSender(ctx, req, 0)
+	lines := make(chan string, jobLinesQueued)
+	if send != nil {
+		call.OnProgress = func(line string) {
+			select {
+			case lines <- line:
+			default: // a client that does not keep up misses a line
+			}
+		}
+	}
 	task, err := f.tasks.Run(ctx, tasks.Spec{Key: key, Tool: t, Call: call, Era: eraJob, Start: start,
 		Unauthorized: f.taskUnauthorized(key, call, t.Name)})
 	if err != nil {
@@ -115,11 +130,34 @@ func (f *Front) runJob(ctx context.Context, t *agents.Tool, key store.Key, call 
 		return errorResult(msgJobStart), nil
 	}
 	if t.Def.TaskSupport() == agentproto.TaskRequired {
-		return textResult(fmt.Sprintf(msgJobStarted, task.ID, task.ID, keptFor(task.TTL))), nil
+		return jobReference(t, fmt.Sprintf(msgJobStarted, task.ID, task.ID, keptFor(task.TTL))), nil
 	}
 	wctx, cancel := context.WithDeadline(ctx, start.Add(wait))
-	now, err := f.tasks.Wait(wctx, task.Owner, key.ProjectID, task.ID)
+	var now tasks.Task
+	waited := make(chan struct{})
+	go func() {
+		defer close(waited)
+		now, err = f.tasks.Wait(wctx, task.Owner, key.ProjectID, task.ID)
+	}()
+	for waiting := true; waiting; {
+		select {
+		case line := <-lines:
+			send(line)
+		case <-waited:
+			waiting = false
+		}
+	}
 	cancel()
+	// The lines the job sent before it ended go first, as before a plain
+	// call's result.
+	for drained := false; !drained; {
+		select {
+		case line := <-lines:
+			send(line)
+		default:
+			drained = true
+		}
+	}
 	if ctx.Err() != nil {
 		// The client hung up or cancelled its call: nobody will learn the
 		// job's id, so the job goes too.
@@ -131,7 +169,26 @@ func (f *Front) runJob(ctx context.Context, t *agents.Tool, key store.Key, call 
 	if err == nil && now.Status.Terminal() {
 		return jobResult(now)
 	}
-	return textResult(fmt.Sprintf(msgJobRunning, task.ID, task.ID, keptFor(task.TTL))), nil
+	return jobReference(t, fmt.Sprintf(msgJobRunning, task.ID, task.ID, keptFor(task.TTL))), nil
+}
+
+// jobLinesQueued bounds the progress lines a job holds for its waiting
+// call: at most agentproto.MaxProgressPerSec a second reach it.
+const jobLinesQueued = 16
+
+// jobReference is the answer msg that tells the client of t the job's id.
+// For a tool with an output schema it is an isError result: the official
+// clients (the TypeScript SDK's callTool, the Inspector) refuse a result
+// of such a tool without structuredContent unless it is an error, and the
+// gateway cannot give the tool's structured content before the tool has
+// returned it — any other object would be refused by the schema, or
+// mistaken for the tool's answer. An isError result is validated by no
+// client, so they show the text, and the model reads that the tool is
+// still running; for other tools the reference stays a plain text.
+func jobReference(t *agents.Tool, msg string) *mcp.CallToolResult {
+	r := textResult(msg)
+	r.IsError = len(t.Def.OutputSchema) > 0
+	return r
 }
 
 // jobHandler serves the job tool (see above).

@@ -345,17 +345,3 @@ func (f *Front) taskUnauthorized(key store.Key, call *route.Call, name string) f
 		return fmt.Sprintf(msgRefreshed, upstreamHost(rep, perPersonOf(rep)), name)
 	}
 }
-
-// repeatScope is what a request id of t is kept under besides the project
-// and the tool: for a per-person tool, the calling person (a person's
-// result is theirs alone); "" otherwise.
-func (f *Front) repeatScope(ctx context.Context, t *agents.Tool, key store.Key) string {
-	if !perPersonTool(t) || !key.OAuth {
-		return ""
-	}
-	c, err := f.caller(ctx, key, nil)
-	if err != nil || c.Person == nil {
-		return "grant:" + key.ID + "\x00"
-	}
-	return "person:" + c.Person.ID + "\x00"
-}

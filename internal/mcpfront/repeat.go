@@ -25,9 +25,10 @@ import (
 //
 // A tool that names an idempotency key (agentproto.Tool.IdempotencyKey)
 // has its request ids recorded in the store, per project, tool and
-// SHA-256 of the id, for the project's window. After the cache lookup (a
-// cache hit is answered first) a call of such a tool claims its id with
-// one INSERT whose unique key decides between gateways:
+// SHA-256 of the caller and the id ([Front.requestKey]), for the
+// project's window: one caller's id is never another's. After the cache
+// lookup (a cache hit is answered first) a call of such a tool claims its
+// id with one INSERT whose unique key decides between gateways:
 //
 //   - claimed: the call is delivered; when it ends with a result (success
 //     or isError) the record becomes done with that result; when it timed
@@ -122,6 +123,24 @@ func recordKey(projectID int64, tool string, idHash []byte) string {
 	return fmt.Sprintf("%d/%s/%x", projectID, tool, idHash)
 }
 
+// requestKey is the one place that says whose request id is: the SHA-256
+// the store keeps it under, of the caller and the id. The caller is the
+// person for an OAuth call (any of their apps: their grants share their
+// ids, as they share their tasks) and else the client key, so that the
+// same id from two callers is two deliveries, and nobody replays, joins or
+// learns of another's call. The error (errWho) is for the client.
+func (f *Front) requestKey(ctx context.Context, key store.Key, id string) ([]byte, error) {
+	owner := "key:" + key.ID
+	if key.OAuth {
+		c, err := f.caller(ctx, key, nil)
+		if err != nil {
+			return nil, err
+		}
+		owner = "person:" + c.Person.ID
+	}
+	return store.HashRequestID(owner + "\x00" + id), nil
+}
+
 // requestID returns the value of t's idempotency argument in args, the
 // arguments as validated: a string, since the schema requires one.
 func requestID(t *agents.Tool, args json.RawMessage) (string, bool) {
@@ -162,9 +181,14 @@ func (f *Front) repeat(ctx context.Context, t *agents.Tool, key store.Key, c *ac
 	if c == nil {
 		c = f.controls.Get(ctx, key.ProjectID)
 	}
+	idHash, err := f.requestKey(ctx, key, id)
+	if err != nil {
+		call.Release()
+		return errorResult(err.Error()), nil
+	}
 	window := c.Settings.IdempotencyWindow()
 	rec := store.Request{
-		ProjectID: key.ProjectID, Tool: t.Name, IDHash: store.HashRequestID(f.repeatScope(ctx, t, key) + id), ArgsHash: argsHash(args),
+		ProjectID: key.ProjectID, Tool: t.Name, IDHash: idHash, ArgsHash: argsHash(args),
 		State: store.RequestRunning, CallID: call.ID(), Deadline: call.Deadline(),
 	}
 	poll := repeatPollMin
@@ -383,84 +407,4 @@ func (rs *repeats) wait() {
 	if rs != nil {
 		rs.writes.Wait()
 	}
-}
-
-// replayEarly answers, before go-sdk, a repeat of a request id whose first
-// run finished: the recorded result in the era's encoding, and the
-// function that logs the replay once it is sent. It reads the record (or
-// this gateway's copy of it) and writes nothing, as a cache hit does;
-// anything else (a new id, a run in flight, an unknown outcome, other
-// arguments) returns nil, and go-sdk's path decides ([Front.repeat]).
-func (f *Front) replayEarly(ctx context.Context, key store.Key, t *agents.Tool, call earlyCall, modern bool) ([]byte, func()) {
-	rs := f.repeats
-	if rs == nil || rs.st == nil {
-		return nil, nil
-	}
-	args, instance, err := prepareArgs(t, call.args)
-	if err != nil {
-		return nil, nil
-	}
-	if s := commonSchema(t, instance); s == nil || s.Validate(args) != nil {
-		return nil, nil
-	}
-	id, ok := requestID(t, args)
-	if !ok {
-		return nil, nil
-	}
-	start := time.Now()
-	d := f.doneRecord(ctx, key.ProjectID, t, id, start)
-	if d == nil || !bytes.Equal(d.argsHash, argsHash(args)) {
-		return nil, nil
-	}
-	b := d.legacy
-	if modern {
-		b = d.modern
-	}
-	return b, func() {
-		errText := ""
-		if d.out.IsError {
-			errText = firstText(d.out)
-		}
-		f.calls.Add(store.Call{
-			Time: start, ProjectID: key.ProjectID, Kind: agentproto.KindTool, Name: t.Name,
-			KeyID: key.ID, Agent: t.AgentKey, Duration: time.Since(start), Outcome: d.outcome,
-			Error: errText, Replay: true, RetryOf: d.callID,
-		})
-	}
-}
-
-// doneRecord returns the finished record of request id of t, from this
-// gateway's copy or the store, or nil if it is not finished (or gone).
-func (f *Front) doneRecord(ctx context.Context, projectID int64, t *agents.Tool, id string, now time.Time) *doneRecord {
-	rs := f.repeats
-	idHash := store.HashRequestID(id)
-	k := recordKey(projectID, t.Name, idHash)
-	rs.doneMu.Lock()
-	d := rs.done[k]
-	rs.doneMu.Unlock()
-	if d != nil && d.expires.After(now) {
-		return d
-	}
-	stood, err := rs.st.Request(ctx, projectID, t.Name, idHash)
-	if err != nil || stood.State != store.RequestDone || !stood.ExpiresAt.After(now) {
-		return nil
-	}
-	out, err := decodeResult(stood.Result)
-	if err != nil {
-		return nil
-	}
-	legacy, err1 := f.encodeResult(out, false)
-	modern, err2 := f.encodeResult(out, true)
-	if err1 != nil || err2 != nil {
-		return nil
-	}
-	d = &doneRecord{argsHash: stood.ArgsHash, legacy: legacy, modern: modern, out: out,
-		callID: stood.CallID, outcome: stood.Outcome, expires: stood.ExpiresAt}
-	rs.doneMu.Lock()
-	if len(rs.done) >= maxDoneKept {
-		clear(rs.done)
-	}
-	rs.done[k] = d
-	rs.doneMu.Unlock()
-	return d
 }

@@ -104,6 +104,10 @@ type Call struct {
 	// OnLog, when set, receives the agent's log messages for the client
 	// while Wait runs; without it they are dropped.
 	OnLog func(agentproto.Message)
+	// OnProgress, when set, also receives each progress line Wait passes
+	// on (after the throttle), on Wait's goroutine: for a client that
+	// waits on a call someone else waits for (a job's first answer).
+	OnProgress func(string)
 }
 
 // Deliver sends req to one replica and waits for how it ends; see [Start].
@@ -432,6 +436,9 @@ func (c *Call) deliverLine(fn func(string), line string) {
 	if fn != nil {
 		fn(line)
 		c.sent++
+	}
+	if c.OnProgress != nil {
+		c.OnProgress(line)
 	}
 	if len(c.res.Progress) < maxLoggedProgress {
 		c.res.Progress = append(c.res.Progress, line)
