@@ -255,6 +255,11 @@ CREATE INDEX call_batches_written ON call_batches (written_at);
 	upstreamIndicatorSchema,
 	// 13: the name a person gives themselves.
 	userNameSchema,
+	// 15 (the 14th here until step 14 of another branch merges before
+	// it; the SQL is the same either way): partial indexes of the
+	// tasks that have not ended, for the cap of running tasks per caller
+	// and the sweeps of gone gateways' tasks (tasks_running.go).
+	runningTasksSchema,
 }
 
 // migrateLock is the first half of the advisory lock key migrations take;

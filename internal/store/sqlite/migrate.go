@@ -266,6 +266,11 @@ CREATE INDEX call_batches_written ON call_batches (written_at);
 	upstreamIndicatorSchema,
 	// 13: the name a person gives themselves.
 	userNameSchema,
+	// 15 (the 14th here until step 14 of another branch merges before
+	// it; the SQL is the same either way): partial indexes of the
+	// tasks that have not ended, for the cap of running tasks per caller
+	// and the sweeps of gone gateways' tasks (tasks_running.go).
+	runningTasksSchema,
 }
 
 // migrate brings the schema up to date, one step per transaction. Each step
