@@ -56,9 +56,16 @@ type run struct {
 	changed chan struct{} // closed and replaced at each status change
 	written time.Time     // when the task was last written
 	flush   *time.Timer   // writes a held progress line; nil if none is held
+	// flushing: a progress line is being written (flushProgress).
+	flushing bool
 	// notified is the status the subscribers last heard of.
 	notified Status
 }
+
+// maxAnswersQueued is how many answers to one question a run holds before
+// it takes them: a client may answer the requests of a round one by one,
+// and a round has at most 8 (core.Together, the Node SDK's together).
+const maxAnswersQueued = 8
 
 // Run stores the task (status working) — so a tasks/get on any gateway
 // finds it — and only then sends the call and returns. The call runs on the
@@ -70,13 +77,9 @@ type run struct {
 // StatusMessage (store writes at most one a second). A question of the
 // handler puts the task in InputRequired with InputRequests set (see
 // [Questions]) until Answer is called. The end is logged as one call in
-// the call log (billable, with the task id) and stored.
-
-// maxAnswersQueued is how many answers to one question a run holds before
-// it takes them: a client may answer the requests of a round one by one,
-// and a round has at most 8 (core.Together, the Node SDK's together).
-const maxAnswersQueued = 8
-
+// the call log (billable, with the task id) and stored. A caller who
+// runs the project's running tasks per caller already is refused with a
+// [TooManyTasksError], before anything is stored or sent.
 func (m *Manager) Run(ctx context.Context, s Spec) (Task, error) {
 	m.mu.Lock()
 	closed := m.closed
@@ -104,9 +107,18 @@ func (m *Manager) Run(ctx context.Context, s Spec) (Task, error) {
 		Gateway: m.gateway, Era: s.Era, Status: Working, CreatedAt: now, UpdatedAt: now,
 		TTL: ttl, PollInterval: pollFast, Deadline: s.Call.Deadline().UTC().Truncate(time.Millisecond), CallID: s.Call.ID(),
 	}
-	if err := m.st.CreateTask(ctx, t); err != nil {
+	unlock := m.starts.lock(t.ProjectID, owner)
+	err = m.admit(ctx, t.ProjectID, s.Key.ProjectName, owner)
+	if err == nil {
+		err = m.st.CreateTask(ctx, t)
+		if err != nil {
+			err = fmt.Errorf("tasks: start a task of %s: %w", s.Tool.Name, err)
+		}
+	}
+	unlock()
+	if err != nil {
 		s.Call.Release()
-		return Task{}, fmt.Errorf("tasks: start a task of %s: %w", s.Tool.Name, err)
+		return Task{}, err
 	}
 	r := &run{m: m, call: s.Call, key: s.Key, tool: s.Tool, start: start, limit: m.Limit(ctx, s.Key.ProjectID),
 		answers: make(chan map[string]json.RawMessage, maxAnswersQueued), task: t, pub: t, changed: make(chan struct{}), written: now, notified: Working,
@@ -201,24 +213,43 @@ func (r *run) ask(q *agentproto.Message) route.Result {
 }
 
 // progress makes line the task's status message: in memory at once, in
-// the store at most once a writeGap (the latest line wins).
+// the store at most once a writeGap (the latest line wins). It never
+// waits for the store: it runs on the call's wait (the agent's progress
+// is read there), and a store slow to write must neither hold up the call
+// nor hold a goroutine, or grow a stack, per progress line. A held line
+// is written by a timer ([run.flushProgress]), one write at a time.
 func (r *run) progress(line string) {
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	if r.task.Status.Terminal() {
-		r.mu.Unlock()
 		return
 	}
 	r.task.StatusMessage = line
-	wait := writeGap - r.m.now().Sub(r.written)
-	if wait > 0 {
-		if r.flush == nil {
-			r.flush = time.AfterFunc(wait, r.write)
-		}
-		r.mu.Unlock()
-		return
+	r.scheduleFlush()
+}
+
+// scheduleFlush writes the held progress line writeGap after the last
+// write, unless a write of progress is due or under way already; r.mu
+// held.
+func (r *run) scheduleFlush() {
+	if r.flush == nil && !r.flushing {
+		r.flush = time.AfterFunc(max(0, writeGap-r.m.now().Sub(r.written)), r.flushProgress)
 	}
+}
+
+// flushProgress writes the held progress line and, if a newer one came
+// while the store wrote it, holds that one for the next writeGap.
+func (r *run) flushProgress() {
+	r.mu.Lock()
+	r.flush, r.flushing = nil, true
 	r.mu.Unlock()
 	r.write()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.flushing = false
+	if !r.task.Status.Terminal() && r.task.StatusMessage != r.pub.StatusMessage {
+		r.scheduleFlush()
+	}
 }
 
 // setStatus changes the task's status (and what change says) and writes
