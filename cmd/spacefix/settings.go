@@ -51,6 +51,7 @@ func printSettings(w io.Writer, p apitypes.Project) error {
 	t.row("Largest arguments", args)
 	t.row("Longest task", (time.Duration(s.LongestTaskMinutes) * time.Minute).String())
 	t.row("Keep task results", (time.Duration(s.KeepTaskResultsHours) * time.Hour).String())
+	t.row("Tasks per caller", fmt.Sprint(s.MaxRunningTasks))
 	t.row("Repeat window", (time.Duration(s.RepeatWindowHours) * time.Hour).String())
 	return t.flush()
 }
@@ -69,6 +70,7 @@ func settingsSet(ctx context.Context, args []string, stdout io.Writer) error {
 	maxArgs := fs.Int("max-argument-bytes", 0, "the largest arguments one call may carry, 1,024 to 33,554,432 `BYTES`; 0 means the default (1 MiB)")
 	longest := fs.Duration("longest-task", 0, "how long a task may run before it is stopped, whole minutes from 1m to 24h (default 1h)")
 	keep := fs.Duration("keep-task-results", 0, "how long an ended task's result is kept at most, whole hours from 1h to 168h (7 days; default 24h)")
+	maxRunning := fs.Int("max-running-tasks", 0, "how many tasks and jobs one caller (a key, or a person through OAuth) may have running at once, 1 to 10,000 (default 100)")
 	repeat := fs.Duration("repeat-window", 0, "how long a repeat-safe tool's request ids are remembered, whole hours from 1h to 720h (30 days; default 24h)")
 	asJSON := fs.Bool("json", false, "print the admin API's JSON")
 	if err := parse(fs, args); err != nil {
@@ -102,7 +104,7 @@ func settingsSet(ctx context.Context, args []string, stdout io.Writer) error {
 		"approve-tool-changes": func() { patch.ApproveToolChanges = approve }, "rate-limit": func() { patch.RateLimitPerMinute = rate },
 		"max-tools": func() { patch.MaxTools = maxTools }, "max-schema-bytes": func() { patch.MaxSchemaBytes = maxSchema },
 		"max-resources": func() { patch.MaxResources = maxRes }, "max-registration-bytes": func() { patch.MaxRegistrationBytes = maxReg },
-		"max-argument-bytes": func() { patch.MaxArgumentBytes = maxArgs },
+		"max-argument-bytes": func() { patch.MaxArgumentBytes = maxArgs }, "max-running-tasks": func() { patch.MaxRunningTasks = maxRunning },
 	} {
 		if given[flag] {
 			set()
@@ -152,4 +154,5 @@ var settingsFlags = map[string]string{
 	"rateLimitPerMinute": "rate-limit", "maxTools": "max-tools", "maxSchemaBytes": "max-schema-bytes",
 	"maxResources": "max-resources", "maxRegistrationBytes": "max-registration-bytes", "maxArgumentBytes": "max-argument-bytes",
 	"longestTaskMinutes": "longest-task", "keepTaskResultsHours": "keep-task-results", "repeatWindowHours": "repeat-window",
+	"maxRunningTasks": "max-running-tasks",
 }

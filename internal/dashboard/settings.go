@@ -37,6 +37,7 @@ const (
 	minKeepTask        = 1
 	maxKeepTask        = int(store.MaxTaskTTL / time.Hour)
 	defaultKeepTask    = int(store.DefaultTaskTTL / time.Hour)
+	minRunningTasks    = 1
 	minRepeatWindow    = int(store.MinIdempotencyWindow / time.Hour)
 	maxRepeatWindow    = int(store.MaxIdempotencyWindow / time.Hour)
 	defaultRepeat      = int(store.DefaultIdempotencyWindow / time.Hour)
@@ -56,6 +57,7 @@ func settingsOut(s store.ProjectSettings) settingsJSON {
 		MaxRegistrationBytes: s.MaxRegistrationBytes, MaxArgumentBytes: s.MaxArgumentBytes,
 		LongestTaskMinutes:   int(s.LongestTask().Round(time.Minute) / time.Minute),
 		KeepTaskResultsHours: int(s.TaskTTL().Round(time.Hour) / time.Hour),
+		MaxRunningTasks:      s.RunningTaskCap(),
 		RepeatWindowHours:    int(s.IdempotencyWindow().Round(time.Hour) / time.Hour),
 	}
 }
@@ -97,6 +99,15 @@ func (p settingsPatch) apply(s store.ProjectSettings) (store.ProjectSettings, er
 		s.TaskTTLMs = int64(*v) * time.Hour.Milliseconds()
 		if *v == defaultKeepTask {
 			s.TaskTTLMs = 0
+		}
+	}
+	if v := p.MaxRunningTasks; v != nil {
+		if *v < minRunningTasks || *v > store.MaxRunningTasksCap {
+			return s, fieldError("maxRunningTasks", "running tasks per caller are %d to %d, not %d", minRunningTasks, store.MaxRunningTasksCap, *v)
+		}
+		s.MaxRunningTasks = *v
+		if *v == store.DefaultMaxRunningTasks {
+			s.MaxRunningTasks = 0
 		}
 	}
 	if v := p.RepeatWindowHours; v != nil {

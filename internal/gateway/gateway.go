@@ -127,6 +127,11 @@ func New(cfg Config, st store.Store) (*Gateway, error) {
 			p, err := st.ProjectByID(ctx, projectID)
 			return p.Settings, err
 		},
+		ProjectName: func(ctx context.Context, projectID int64) string {
+			p, _ := st.ProjectByID(ctx, projectID)
+			return p.Name
+		},
+		LiveGateways: g.liveGateways,
 	})
 	g.front = mcpfront.New(mcpfront.Options{
 		Registry: g.reg, Changes: g.changes, Store: st, Verifier: g.verifier, CallLog: g.calls,

@@ -118,3 +118,18 @@ func (g *Gateway) beat(every, lost time.Duration) {
 		}
 	}
 }
+
+// liveGateways returns the ids of the gateways whose record in the store
+// is not older than beatLost: the task runtime fails the running tasks of
+// any other gateway (one killed, with no peer on a bus to notice).
+func (g *Gateway) liveGateways(ctx context.Context) ([]string, error) {
+	gws, err := g.store.Gateways(ctx, time.Now().Add(-beatLost()))
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, len(gws))
+	for i, gw := range gws {
+		ids[i] = gw.ID
+	}
+	return ids, nil
+}

@@ -126,6 +126,11 @@ func (f *Front) runJob(ctx context.Context, req *mcp.CallToolRequest, t *agents.
 		if errors.Is(err, tasks.ErrClosed) {
 			return errorResult(msgShutdown), nil
 		}
+		if errors.Is(err, tasks.ErrTooManyTasks) {
+			// Refused before it ran (no result to lose): a tool error the
+			// model reads and can act on.
+			return errorResult(err.Error()), nil
+		}
 		f.log.Error("start a job", "tool", t.Name, "key", key.ID, "err", err)
 		return errorResult(msgJobStart), nil
 	}

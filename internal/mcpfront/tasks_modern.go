@@ -344,6 +344,12 @@ func (f *Front) extTaskCall(w http.ResponseWriter, r *http.Request, v *view, req
 	}
 	task, err := f.tasks.Run(ctx, tasks.Spec{Key: v.key, Tool: t, Call: call, Era: modernVersion, Start: start,
 		Unauthorized: f.taskUnauthorized(v.key, call, t.Name)})
+	if errors.Is(err, tasks.ErrTooManyTasks) {
+		// The server decides per request whether to make a task: this one
+		// answers, as a plain call would, a tool error the model reads.
+		f.writeExtCallResult(w, req.ID, errorResult(err.Error()))
+		return true
+	}
 	if err != nil {
 		msg := "The gateway could not start the task; try again in a moment."
 		if errors.Is(err, tasks.ErrClosed) {

@@ -622,6 +622,10 @@ func (f *Front) startSessionTask(ctx context.Context, v *view, ss *mcp.ServerSes
 	}
 	task, err := f.tasks.Run(ctx, tasks.Spec{Key: v.key, Tool: t, Call: picked, Era: tasksVersion, TTL: ttl, Start: start,
 		Unauthorized: f.taskUnauthorized(v.key, picked, t.Name)})
+	if errors.Is(err, tasks.ErrTooManyTasks) {
+		// A task or an error: refused as the project's controls refuse.
+		return tasks.Task{}, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: err.Error()}
+	}
 	if err != nil {
 		f.log.Error("start a task", "tool", t.Name, "key", v.key.ID, "err", err)
 		return tasks.Task{}, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "The gateway could not start the task; try again in a moment."}

@@ -392,6 +392,27 @@ type ProjectSettings struct {
 	// [MinIdempotencyWindow] to [MaxIdempotencyWindow]; 0 means
 	// [DefaultIdempotencyWindow].
 	IdempotencyWindowMs int64 `json:"idempotencyWindowMs,omitempty"`
+	// MaxRunningTasks is how many tasks (and jobs) one caller — a person
+	// through OAuth, else a key — may have running in the project at once:
+	// 1 to [MaxRunningTasksCap]; 0 means [DefaultMaxRunningTasks]. Each
+	// running task holds memory in its gateway and a store row that its
+	// progress writes to; without a cap one key could starve the others.
+	MaxRunningTasks int `json:"maxRunningTasks,omitempty"`
+}
+
+// Bounds of [ProjectSettings.MaxRunningTasks].
+const (
+	DefaultMaxRunningTasks = 100
+	MaxRunningTasksCap     = 10_000
+)
+
+// RunningTaskCap returns how many tasks one caller may run in the project
+// at once.
+func (s ProjectSettings) RunningTaskCap() int {
+	if s.MaxRunningTasks <= 0 {
+		return DefaultMaxRunningTasks
+	}
+	return min(s.MaxRunningTasks, MaxRunningTasksCap)
 }
 
 // IdempotencyWindow returns how long the project keeps a request id's

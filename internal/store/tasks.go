@@ -34,6 +34,17 @@ type Tasks interface {
 	// FailGatewayTasks marks Failed, with message, the tasks of gatewayID
 	// that are not terminal, and returns how many.
 	FailGatewayTasks(ctx context.Context, gatewayID, message string, now time.Time) (int64, error)
+	// RunningTaskCount returns how many of owner's tasks in the project
+	// have not ended: what the project's running tasks per caller caps.
+	RunningTaskCount(ctx context.Context, projectID int64, owner TaskOwner) (int, error)
+	// TaskGateways returns the ids of the gateways that run tasks which
+	// have not ended, each once: a gateway that starts fails those of
+	// gateways that are gone.
+	TaskGateways(ctx context.Context) ([]string, error)
+	// OverdueTasks returns at most limit tasks that have not ended although
+	// their Deadline is before before, oldest deadline first: the runner
+	// of each should have stopped it, so it is gone.
+	OverdueTasks(ctx context.Context, before time.Time, limit int) ([]Task, error)
 }
 
 // TaskStatus is a task's status, as MCP spells it.

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -38,6 +39,7 @@ type Manager struct {
 	stopRecv func()
 
 	owners sync.Map // OAuth grant id → Owner
+	starts ownerLocks
 
 	closeOnce sync.Once
 	closeErr  error
@@ -50,7 +52,7 @@ func New(opts Options) *Manager {
 		panic("tasks: New without a Store or a CallLog")
 	}
 	m := &Manager{st: opts.Store, calls: opts.Calls, opts: opts, log: opts.Log, now: opts.Now, gateway: opts.Gateway,
-		runs: map[string]*run{}, subs: map[int]func(Task){}}
+		runs: map[string]*run{}, subs: map[int]func(Task){}, starts: ownerLocks{seed: maphash.MakeSeed()}}
 	if m.log == nil {
 		m.log = slog.Default()
 	}
@@ -67,8 +69,10 @@ func New(opts Options) *Manager {
 	return m
 }
 
-// Start starts the pruning loop and the signal subscription; it returns
-// once signals for this gateway's tasks are received.
+// Start fails the tasks left running by gateways that are gone and prunes
+// ended ones (sweep.go), then starts doing so every PruneEvery, and
+// subscribes to the signals for this gateway's tasks; it returns once
+// those are received.
 func (m *Manager) Start(ctx context.Context) error {
 	m.mu.Lock()
 	signals := m.opts.Signals
@@ -82,6 +86,9 @@ func (m *Manager) Start(ctx context.Context) error {
 		m.stopRecv = stop
 		m.mu.Unlock()
 	}
+	// A gateway that was killed left its tasks working: fail them now,
+	// before any client asks for them here.
+	m.sweep()
 	m.wg.Add(1)
 	go m.pruneLoop()
 	return nil
@@ -204,7 +211,7 @@ func (m *Manager) FailGateway(ctx context.Context, gatewayID string) error {
 	return nil
 }
 
-// pruneLoop deletes the ended tasks past their TTL, every PruneEvery.
+// pruneLoop sweeps and prunes the tasks every PruneEvery (see sweep.go).
 func (m *Manager) pruneLoop() {
 	defer m.wg.Done()
 	t := time.NewTicker(m.opts.PruneEvery)
@@ -214,14 +221,13 @@ func (m *Manager) pruneLoop() {
 		case <-m.ctx.Done():
 			return
 		case <-t.C:
-			m.prune()
+			m.sweep()
 		}
 	}
 }
 
-func (m *Manager) prune() {
-	ctx, cancel := context.WithTimeout(m.ctx, 30*time.Second)
-	defer cancel()
+// prune deletes the ended tasks past their TTL.
+func (m *Manager) prune(ctx context.Context) {
 	if _, err := m.st.PruneTasks(ctx, m.now()); err != nil && !errors.Is(err, context.Canceled) {
 		m.log.Warn("tasks: prune ended tasks", "err", err)
 	}

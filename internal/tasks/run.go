@@ -56,9 +56,16 @@ type run struct {
 	changed chan struct{} // closed and replaced at each status change
 	written time.Time     // when the task was last written
 	flush   *time.Timer   // writes a held progress line; nil if none is held
+	// flushing: a progress line is being written (flushProgress).
+	flushing bool
 	// notified is the status the subscribers last heard of.
 	notified Status
 }
+
+// maxAnswersQueued is how many answers to one question a run holds before
+// it takes them: a client may answer the requests of a round one by one,
+// and a round has at most 8 (core.Together, the Node SDK's together).
+const maxAnswersQueued = 8
 
 // Run stores the task (status working) — so a tasks/get on any gateway
 // finds it — and only then sends the call and returns. The call runs on the
@@ -70,13 +77,9 @@ type run struct {
 // StatusMessage (store writes at most one a second). A question of the
 // handler puts the task in InputRequired with InputRequests set (see
 // [Questions]) until Answer is called. The end is logged as one call in
-// the call log (billable, with the task id) and stored.
-
-// maxAnswersQueued is how many answers to one question a run holds before
-// it takes them: a client may answer the requests of a round one by one,
-// and a round has at most 8 (core.Together, the Node SDK's together).
-const maxAnswersQueued = 8
-
+// the call log (billable, with the task id) and stored. A caller who
+// runs the project's running tasks per caller already is refused with a
+// [TooManyTasksError], before anything is stored or sent.
 func (m *Manager) Run(ctx context.Context, s Spec) (Task, error) {
 	m.mu.Lock()
 	closed := m.closed
@@ -104,9 +107,18 @@ func (m *Manager) Run(ctx context.Context, s Spec) (Task, error) {
 		Gateway: m.gateway, Era: s.Era, Status: Working, CreatedAt: now, UpdatedAt: now,
 		TTL: ttl, PollInterval: pollFast, Deadline: s.Call.Deadline().UTC().Truncate(time.Millisecond), CallID: s.Call.ID(),
 	}
-	if err := m.st.CreateTask(ctx, t); err != nil {
+	unlock := m.starts.lock(t.ProjectID, owner)
+	err = m.admit(ctx, t.ProjectID, s.Key.ProjectName, owner)
+	if err == nil {
+		err = m.st.CreateTask(ctx, t)
+		if err != nil {
+			err = fmt.Errorf("tasks: start a task of %s: %w", s.Tool.Name, err)
+		}
+	}
+	unlock()
+	if err != nil {
 		s.Call.Release()
-		return Task{}, fmt.Errorf("tasks: start a task of %s: %w", s.Tool.Name, err)
+		return Task{}, err
 	}
 	r := &run{m: m, call: s.Call, key: s.Key, tool: s.Tool, start: start, limit: m.Limit(ctx, s.Key.ProjectID),
 		answers: make(chan map[string]json.RawMessage, maxAnswersQueued), task: t, pub: t, changed: make(chan struct{}), written: now, notified: Working,
@@ -200,27 +212,6 @@ func (r *run) ask(q *agentproto.Message) route.Result {
 	}
 }
 
-// progress makes line the task's status message: in memory at once, in
-// the store at most once a writeGap (the latest line wins).
-func (r *run) progress(line string) {
-	r.mu.Lock()
-	if r.task.Status.Terminal() {
-		r.mu.Unlock()
-		return
-	}
-	r.task.StatusMessage = line
-	wait := writeGap - r.m.now().Sub(r.written)
-	if wait > 0 {
-		if r.flush == nil {
-			r.flush = time.AfterFunc(wait, r.write)
-		}
-		r.mu.Unlock()
-		return
-	}
-	r.mu.Unlock()
-	r.write()
-}
-
 // setStatus changes the task's status (and what change says) and writes
 // it at once.
 func (r *run) setStatus(s Status, change func(*Task)) {
@@ -235,42 +226,6 @@ func (r *run) setStatus(s Status, change func(*Task)) {
 	}
 	r.mu.Unlock()
 	r.write()
-}
-
-// write writes the task as it is now. A store that says the task had
-// already ended (cancelled or failed from another gateway) ends the run.
-func (r *run) write() {
-	r.wmu.Lock()
-	defer r.wmu.Unlock()
-	r.mu.Lock()
-	if r.flush != nil {
-		r.flush.Stop()
-		r.flush = nil
-	}
-	now := r.m.now().UTC().Truncate(time.Millisecond)
-	r.task.UpdatedAt, r.written = now, now
-	if now.Sub(r.task.CreatedAt) >= slowAfter {
-		r.task.PollInterval = pollSlow
-	}
-	t := r.task
-	changed := t.Status != r.notified
-	r.notified = t.Status
-	r.mu.Unlock()
-
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	ok, err := r.m.st.UpdateTask(ctx, t)
-	switch {
-	case err != nil:
-		r.m.log.Warn("tasks: write a task's status", "task", t.ID, "status", t.Status, "err", err)
-	case !ok:
-		// Ended elsewhere: a cancel or a dead gateway's failure won.
-		r.stop()
-	}
-	r.mu.Lock()
-	r.pub = t
-	r.mu.Unlock()
-	r.wake(t, changed)
 }
 
 // wake wakes the waiters and, when the status changed, tells the

@@ -133,6 +133,10 @@ type Options struct {
 	// Settings returns a project's settings (the longest task, the TTL
 	// cap). Nil means the defaults.
 	Settings func(ctx context.Context, projectID int64) (store.ProjectSettings, error)
+	// ProjectName returns a project's name, for the refusal of a task
+	// beyond the running tasks per caller when the key does not carry it
+	// (an OAuth grant's); nil leaves it out.
+	ProjectName func(ctx context.Context, projectID int64) string
 	// Grants finds the person of an OAuth key; nil makes every key its own
 	// owner.
 	Grants Grants
@@ -148,8 +152,12 @@ type Options struct {
 	Log *slog.Logger
 	// Now; nil means time.Now.
 	Now func() time.Time
-	// PruneEvery is how often ended tasks past their TTL are deleted; 0
-	// means a minute.
+	// LiveGateways returns the ids of the gateways recorded alive in the
+	// store; the tasks of any other (but this one) are failed at Start and
+	// every PruneEvery. Nil fails none that way.
+	LiveGateways func(ctx context.Context) ([]string, error)
+	// PruneEvery is how often the tasks of gone gateways are failed and
+	// ended tasks past their TTL deleted; 0 means a minute.
 	PruneEvery time.Duration
 }
 

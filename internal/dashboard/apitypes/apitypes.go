@@ -39,6 +39,10 @@ type Settings struct {
 	// and its result are kept at most (docs/tasks.md).
 	LongestTaskMinutes   int `json:"longestTaskMinutes"`
 	KeepTaskResultsHours int `json:"keepTaskResultsHours"`
+	// MaxRunningTasks is how many tasks and jobs one caller (a person
+	// through OAuth, else a key) may have running at once: 1 to 10,000,
+	// default 100; beyond it a new one is refused.
+	MaxRunningTasks int `json:"maxRunningTasks"`
 	// RepeatWindowHours is how long the outcome of a call to a
 	// repeat-safe tool is kept for repeats of its request id: 1 to 720
 	// hours (30 days), default 24.
@@ -59,6 +63,7 @@ type SettingsPatch struct {
 	MaxArgumentBytes     *int    `json:"maxArgumentBytes,omitempty"`
 	LongestTaskMinutes   *int    `json:"longestTaskMinutes,omitempty"`
 	KeepTaskResultsHours *int    `json:"keepTaskResultsHours,omitempty"`
+	MaxRunningTasks      *int    `json:"maxRunningTasks,omitempty"`
 	RepeatWindowHours    *int    `json:"repeatWindowHours,omitempty"`
 }
 

@@ -257,6 +257,10 @@ CREATE INDEX call_batches_written ON call_batches (written_at);
 	userNameSchema,
 	// 14: the connect flow that wrote an upstream account.
 	upstreamFlowSchema,
+	// 15: partial indexes of the tasks that have not ended, for the cap of
+	// running tasks per caller and the sweeps of gone gateways' tasks
+	// (tasks_running.go).
+	runningTasksSchema,
 }
 
 // migrateLock is the first half of the advisory lock key migrations take;

@@ -268,6 +268,10 @@ CREATE INDEX call_batches_written ON call_batches (written_at);
 	userNameSchema,
 	// 14: the connect flow that wrote an upstream account.
 	upstreamFlowSchema,
+	// 15: partial indexes of the tasks that have not ended, for the cap of
+	// running tasks per caller and the sweeps of gone gateways' tasks
+	// (tasks_running.go).
+	runningTasksSchema,
 }
 
 // migrate brings the schema up to date, one step per transaction. Each step

@@ -47,6 +47,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"TaskPrune", testTaskPrune},
 		{"RunningTasks", testRunningTasks},
 		{"TaskFailGateway", testTaskFailGateway},
+		{"RunningTaskCount", testRunningTaskCount},
+		{"TaskSweeps", testTaskSweeps},
 		{"TaskCall", testTaskCall},
 		{"ProjectSettings", testProjectSettings},
 		{"Keys", testKeys},
