@@ -255,6 +255,9 @@ CREATE INDEX call_batches_written ON call_batches (written_at);
 	upstreamIndicatorSchema,
 	// 13: the name a person gives themselves.
 	userNameSchema,
+	// 16 once steps 14 and 15 land (renumber at merge): trusted identity
+	// providers, their subjects' people, and values used once (idp.go).
+	enterpriseSchema,
 }
 
 // migrateLock is the first half of the advisory lock key migrations take;

@@ -266,6 +266,9 @@ CREATE INDEX call_batches_written ON call_batches (written_at);
 	upstreamIndicatorSchema,
 	// 13: the name a person gives themselves.
 	userNameSchema,
+	// 16 once steps 14 and 15 land (renumber at merge): trusted identity
+	// providers, their subjects' people, and values used once (idp.go).
+	enterpriseSchema,
 }
 
 // migrate brings the schema up to date, one step per transaction. Each step
