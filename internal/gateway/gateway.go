@@ -108,6 +108,9 @@ func New(cfg Config, st store.Store) (*Gateway, error) {
 		g.oauth = oauth.New(oauth.Options{
 			Store: st, BaseURL: g.baseFor, Logger: g.log, JWKSPath: JWKSPath,
 			AllowPrivateClientIDs: cfg.OAuthPrivateClientIDs, ClientIDRoots: cfg.OAuthClientIDRoots,
+			// Identity providers' metadata and keys are fetched under the
+			// egress rules of per-person remotes (--upstream-allow-loopback).
+			IdPClient: upstream.HTTPClient(cfg.UpstreamAllowLoopback),
 			Revoked: func(projectID int64, grantID string) {
 				g.changes.Publish(changes.Change{Project: projectID, Kind: changes.KeyRevoked, Key: grantID})
 			},

@@ -186,9 +186,16 @@ const (
 	maxTypes        = 4   // entries of grant_types and of response_types
 )
 
+// assertionOnly reports whether a client registered for the JWT bearer
+// grant alone: it never sends a browser anywhere, so it needs no redirect
+// URI.
+func (c *client) assertionOnly() bool {
+	return slices.Contains(c.GrantTypes, GrantJWTBearer) && !slices.Contains(c.GrantTypes, "authorization_code")
+}
+
 // validate checks a client's metadata, registered or fetched.
 func (c *client) validate() error {
-	if len(c.RedirectURIs) == 0 {
+	if len(c.RedirectURIs) == 0 && !c.assertionOnly() {
 		return oauthError{"invalid_redirect_uri", "redirect_uris must list at least one URI."}
 	}
 	if err := c.checkSizes(); err != nil {
@@ -205,8 +212,8 @@ func (c *client) validate() error {
 		}
 	}
 	for _, g := range c.GrantTypes {
-		if g != "authorization_code" && g != "refresh_token" {
-			return oauthError{"invalid_client_metadata", fmt.Sprintf("grant type %q is not supported; use authorization_code and refresh_token.", g)}
+		if g != "authorization_code" && g != "refresh_token" && g != GrantJWTBearer {
+			return oauthError{"invalid_client_metadata", fmt.Sprintf("grant type %q is not supported; use authorization_code, refresh_token or %s.", g, GrantJWTBearer)}
 		}
 	}
 	for _, rt := range c.ResponseTypes {

@@ -125,6 +125,10 @@ type Options struct {
 	// past it, registration is refused until [Server.Prune] deletes unused
 	// ones. 0 means [DefaultMaxClients].
 	MaxClients int
+	// IdPClient fetches the metadata and signing keys of trusted identity
+	// providers; nil means http.DefaultClient. The gateway passes one
+	// under the egress rules of its other outbound fetches.
+	IdPClient *http.Client
 }
 
 // DefaultMaxClients is [Options.MaxClients]'s default: far more than the
@@ -145,7 +149,17 @@ const (
 // Store is the part of [store.Store] the authorization server uses.
 type Store interface {
 	store.OAuth
+	store.IdPs
+	store.UsedOnce
 	AppendAudit(ctx context.Context, e store.AuditEntry) (store.AuditEntry, error)
+	// People and their projects, for the JWT bearer grant: found by an
+	// identity provider's subject or e-mail, or provisioned.
+	UserByID(ctx context.Context, id int64) (store.User, error)
+	UserByEmail(ctx context.Context, email string) (store.User, string, error)
+	CreateUser(ctx context.Context, u store.User, passwordHash string) (store.User, error)
+	Member(ctx context.Context, projectID, userID int64) (store.Member, error)
+	Memberships(ctx context.Context, userID int64) ([]store.Member, error)
+	SetMember(ctx context.Context, m store.Member) (store.Member, error)
 }
 
 // Server is the authorization server. Mount its endpoints with [Server.Mount].
@@ -158,6 +172,7 @@ type Server struct {
 	docs    *docCache
 	now     func() time.Time
 	jwks    string // Options.JWKSPath
+	idpKeys *idpKeys
 
 	maxClients int
 	full       atomic.Bool // registration is refused for MaxClients; logged once until it is not
@@ -181,6 +196,7 @@ func New(opts Options) *Server {
 		s.log = slog.Default()
 	}
 	s.docs = newDocCache(opts.AllowPrivateClientIDs, opts.ClientIDRoots, s.log)
+	s.idpKeys = newIdPKeys(cmp.Or(opts.IdPClient, http.DefaultClient), func() time.Time { return s.now() })
 	return s
 }
 
@@ -249,7 +265,7 @@ func (s *Server) serverMeta(w http.ResponseWriter, r *http.Request) {
 		"scopes_supported":                               []string{ScopeRead, ScopeWrite},
 		"response_types_supported":                       []string{"code"},
 		"response_modes_supported":                       []string{"query"},
-		"grant_types_supported":                          []string{"authorization_code", "refresh_token"},
+		"grant_types_supported":                          []string{"authorization_code", "refresh_token", GrantJWTBearer},
 		"token_endpoint_auth_methods_supported":          authMethods,
 		"revocation_endpoint_auth_methods_supported":     authMethods,
 		"code_challenge_methods_supported":               []string{"S256"},

@@ -19,7 +19,7 @@ type tokenResponse struct {
 	AccessToken  string `json:"access_token"`
 	TokenType    string `json:"token_type"`
 	ExpiresIn    int    `json:"expires_in"`
-	RefreshToken string `json:"refresh_token"`
+	RefreshToken string `json:"refresh_token,omitempty"`
 	Scope        string `json:"scope"`
 }
 
@@ -38,10 +38,12 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 		resp, err = s.exchangeCode(r, c)
 	case "refresh_token":
 		resp, err = s.refresh(r, c)
+	case GrantJWTBearer:
+		resp, err = s.jwtBearer(r, c)
 	case "":
 		err = oauthError{"invalid_request", "grant_type is missing."}
 	default:
-		err = oauthError{"unsupported_grant_type", "grant_type must be authorization_code or refresh_token."}
+		err = oauthError{"unsupported_grant_type", "grant_type must be authorization_code, refresh_token or " + GrantJWTBearer + "."}
 	}
 	if err != nil {
 		s.tokenError(w, err)
@@ -193,6 +195,16 @@ func (s *Server) refresh(r *http.Request, c *client) (*tokenResponse, error) {
 	return s.issue(r.Context(), g)
 }
 
+// issueAccess makes an access token alone for a grant: the JWT bearer
+// grant's answer, refreshed by a new assertion rather than a refresh token.
+func (s *Server) issueAccess(ctx context.Context, g store.OAuthGrant, _ *http.Request) (*tokenResponse, error) {
+	access := newSecret(accessPrefix)
+	if err := s.st.CreateOAuthToken(ctx, store.OAuthToken{Kind: store.OAuthAccess, GrantID: g.ID, ExpiresAt: s.now().Add(AccessTTL)}, hash(access)); err != nil {
+		return nil, err
+	}
+	return &tokenResponse{AccessToken: access, TokenType: "Bearer", ExpiresIn: int(AccessTTL.Seconds()), Scope: g.Scope}, nil
+}
+
 // issue makes an access token and a refresh token for a grant.
 func (s *Server) issue(ctx context.Context, g store.OAuthGrant) (*tokenResponse, error) {
 	access, refresh := newSecret(accessPrefix), newSecret(refreshPrefix)
@@ -330,7 +342,8 @@ func (s *Server) Forget(grantID string) {
 	}
 }
 
-// Prune deletes codes and tokens that expired over a day ago, and the
+// Prune deletes codes and tokens that expired over a day ago, the jti
+// values of assertions and proofs that expired, and the
 // registered clients nothing uses ([ClientUnusedTTL], [ClientRetention]).
 // It returns how many codes and tokens went, and logs how many clients.
 // The gateway calls it with the call log's pruning.
@@ -338,6 +351,9 @@ func (s *Server) Prune(ctx context.Context) (int64, error) {
 	now := s.now()
 	n, err := s.st.PruneOAuthTokens(ctx, now.Add(-24*time.Hour))
 	if err != nil {
+		return n, err
+	}
+	if _, err := s.st.PruneUsedOnce(ctx, now); err != nil {
 		return n, err
 	}
 	clients, err := s.st.PruneOAuthClients(ctx, now.Add(-ClientUnusedTTL), now.Add(-ClientRetention))
