@@ -50,7 +50,7 @@ func CheckIdP(p store.IdP) (store.IdP, error) {
 	p.AllowedClients = clients
 	switch {
 	case p.ProvisionProjectID == 0 && p.ProvisionRole != "":
-		return p, IdPProblem("provision needs a project and a role: --provision PROJECT:ROLE.")
+		return p, IdPProblem("provision needs both a project and a role: --provision PROJECT:ROLE (provisionProject and provisionRole in the admin API).")
 	case p.ProvisionProjectID != 0 && !p.ProvisionRole.Valid():
 		return p, IdPProblem(fmt.Sprintf("provision role %q is not one of viewer, editor, owner.", p.ProvisionRole))
 	}
