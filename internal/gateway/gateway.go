@@ -110,7 +110,8 @@ func New(cfg Config, st store.Store) (*Gateway, error) {
 			AllowPrivateClientIDs: cfg.OAuthPrivateClientIDs, ClientIDRoots: cfg.OAuthClientIDRoots,
 			// Identity providers' metadata and keys are fetched under the
 			// egress rules of per-person remotes (--upstream-allow-loopback).
-			IdPClient: upstream.HTTPClient(cfg.UpstreamAllowLoopback),
+			IdPClient:  upstream.HTTPClient(cfg.UpstreamAllowLoopback),
+			DPoPNonces: g.dpopNonces(cfg),
 			Revoked: func(projectID int64, grantID string) {
 				g.changes.Publish(changes.Change{Project: projectID, Kind: changes.KeyRevoked, Key: grantID})
 			},
@@ -226,3 +227,12 @@ func (g *Gateway) EarlyStats() (hits, earlyHits, earlyCalls int64) { return g.fr
 
 // CallLog returns the call log writer.
 func (g *Gateway) CallLog() *store.CallLog { return g.calls }
+
+// dpopNonces is the box DPoP nonces are sealed with: the secret key
+// file's, when --oauth-dpop-nonce asks for nonces.
+func (g *Gateway) dpopNonces(cfg Config) *secrets.Box {
+	if !cfg.OAuthDPoPNonce {
+		return nil
+	}
+	return g.box
+}

@@ -31,6 +31,9 @@ type client struct {
 	GrantTypes    []string `json:"grant_types,omitempty"`
 	ResponseTypes []string `json:"response_types,omitempty"`
 	Scope         string   `json:"scope,omitempty"`
+	// DPoPBound: the client's tokens must be DPoP-bound (RFC 9449
+	// section 5.2); a token request without a proof is refused.
+	DPoPBound bool `json:"dpop_bound_access_tokens,omitempty"`
 
 	document   bool   // named by a metadata document
 	secretHash []byte // registered confidential clients

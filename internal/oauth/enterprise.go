@@ -16,7 +16,7 @@ import (
 // the person (by issuer and subject, else by a verified e-mail, else
 // provisioned when the IdP entry says so), the project they reach, and the
 // scope narrowed to their role there.
-func (s *Server) enterpriseGrant(r *http.Request, c *client, p store.IdP, cl *idJAGClaims) (*tokenResponse, error) {
+func (s *Server) enterpriseGrant(r *http.Request, c *client, p store.IdP, cl *idJAGClaims, jkt string) (*tokenResponse, error) {
 	ctx := r.Context()
 	u, err := s.person(r, p, cl)
 	if err != nil {
@@ -51,7 +51,7 @@ func (s *Server) enterpriseGrant(r *http.Request, c *client, p store.IdP, cl *id
 			"scope": g.Scope, "readOnly": !Writes(g.Scope)})); err != nil {
 		s.log.Error("audit log: entry not saved", "action", "oauth.jwt_bearer", "grant", g.ID, "err", err)
 	}
-	return s.issueAccess(ctx, g, r)
+	return s.issueAccess(ctx, g, jkt)
 }
 
 // person finds the person an ID-JAG speaks for, linking the subject to

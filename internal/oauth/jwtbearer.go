@@ -54,7 +54,7 @@ func badAssertion(format string, args ...any) error {
 // and RFC 7521 section 5.2 ask for, then the person, their project and
 // what they may, then an access token (no refresh token: the client asks
 // the identity provider for a new ID-JAG instead, as the extension says).
-func (s *Server) jwtBearer(r *http.Request, c *client) (*tokenResponse, error) {
+func (s *Server) jwtBearer(r *http.Request, c *client, jkt string) (*tokenResponse, error) {
 	raw := r.PostFormValue("assertion")
 	if raw == "" {
 		return nil, oauthError{"invalid_request", "assertion is missing: send the ID-JAG from your identity provider."}
@@ -106,7 +106,7 @@ func (s *Server) jwtBearer(r *http.Request, c *client) (*tokenResponse, error) {
 	if !fresh {
 		return nil, badAssertion("The assertion (jti %q) was used already. Get a new one from the identity provider.", cl.ID)
 	}
-	return s.enterpriseGrant(r, c, p, &cl)
+	return s.enterpriseGrant(r, c, p, &cl, jkt)
 }
 
 // checkIDJAG checks the verified claims, one description per check.

@@ -44,6 +44,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
 	"github.com/spacefix/spacefix/internal/ratelimit"
+	"github.com/spacefix/spacefix/internal/secrets"
 	"github.com/spacefix/spacefix/internal/store"
 )
 
@@ -129,6 +130,10 @@ type Options struct {
 	// providers; nil means http.DefaultClient. The gateway passes one
 	// under the egress rules of its other outbound fetches.
 	IdPClient *http.Client
+	// DPoPNonces, when set, makes every DPoP proof carry a nonce the
+	// gateway handed out (RFC 9449 section 8), sealed with this box so
+	// that every gateway sharing its key checks it; nil: no nonces.
+	DPoPNonces *secrets.Box
 }
 
 // DefaultMaxClients is [Options.MaxClients]'s default: far more than the
@@ -171,7 +176,8 @@ type Server struct {
 	limits  *ratelimit.Limiter
 	docs    *docCache
 	now     func() time.Time
-	jwks    string // Options.JWKSPath
+	jwks    string       // Options.JWKSPath
+	nonces  *secrets.Box // Options.DPoPNonces
 	idpKeys *idpKeys
 
 	maxClients int
@@ -189,7 +195,7 @@ func New(opts Options) *Server {
 	}
 	s := &Server{
 		st: opts.Store, base: opts.BaseURL, log: opts.Logger, revoked: opts.Revoked,
-		limits: ratelimit.New(), now: time.Now, jwks: opts.JWKSPath, maxClients: cmp.Or(opts.MaxClients, DefaultMaxClients),
+		limits: ratelimit.New(), now: time.Now, jwks: opts.JWKSPath, nonces: opts.DPoPNonces, maxClients: cmp.Or(opts.MaxClients, DefaultMaxClients),
 		checked: make(map[string]checkedToken), touched: make(map[string]time.Time),
 	}
 	if s.log == nil {
@@ -269,6 +275,7 @@ func (s *Server) serverMeta(w http.ResponseWriter, r *http.Request) {
 		"token_endpoint_auth_methods_supported":          authMethods,
 		"revocation_endpoint_auth_methods_supported":     authMethods,
 		"code_challenge_methods_supported":               []string{"S256"},
+		"dpop_signing_alg_values_supported":              DPoPAlgs,
 		"client_id_metadata_document_supported":          true,
 		"authorization_response_iss_parameter_supported": true,
 		"service_documentation":                          "https://github.com/spacefix/spacefix/blob/main/docs/oauth.md",
@@ -302,7 +309,8 @@ func cors(w http.ResponseWriter) {
 	h := w.Header()
 	h.Set("Access-Control-Allow-Origin", "*")
 	h.Set("Access-Control-Allow-Methods", "GET, POST, OPTIONS")
-	h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, MCP-Protocol-Version")
+	h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, MCP-Protocol-Version, DPoP")
+	h.Set("Access-Control-Expose-Headers", "DPoP-Nonce, WWW-Authenticate")
 }
 
 func preflight(w http.ResponseWriter, _ *http.Request) {
