@@ -214,3 +214,25 @@ func (s *Server) tokenProof(r *http.Request, c *client) (string, error) {
 	}
 	return s.checkProof(r.Context(), r, proofRequest{method: http.MethodPost, url: s.Issuer(r) + TokenPath})
 }
+
+// ResourceProof checks the DPoP proof of a request to the MCP endpoint
+// that presents token with the DPoP scheme, and returns its key's
+// thumbprint. The error is a *ProofError or a store failure.
+func (s *Server) ResourceProof(r *http.Request, token string) (string, error) {
+	return s.checkProof(r.Context(), r, proofRequest{method: r.Method, url: s.Resource(r), token: token})
+}
+
+// DPoPChallenge is the WWW-Authenticate value of the DPoP scheme for a 401
+// from the MCP endpoint: the algorithms a proof may use and, after a
+// refused proof, why (RFC 9449 section 7.1).
+func (s *Server) DPoPChallenge(r *http.Request, pe *ProofError) string {
+	v := fmt.Sprintf(`DPoP algs=%q, resource_metadata=%q`, dpopAlgsString(), s.ResourceMetadataURL(r))
+	switch {
+	case pe == nil:
+	case pe.Nonce:
+		v += fmt.Sprintf(`, error="use_dpop_nonce", error_description=%q`, pe.Description)
+	default:
+		v += fmt.Sprintf(`, error="invalid_dpop_proof", error_description=%q`, pe.Description)
+	}
+	return v
+}
