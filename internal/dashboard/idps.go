@@ -3,6 +3,7 @@ package dashboard
 import (
 	"errors"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/spacefix/spacefix/internal/oauth"
@@ -97,5 +98,21 @@ func (d *Dashboard) apiRemoveIdP(w http.ResponseWriter, r *http.Request) error {
 	d.log.Info("identity provider removed", "issuer", issuer, "by", principalFrom(r.Context()).name())
 	d.audit(r, 0, "idp.remove", issuer, store.IdPAudit(p, names[p.ProvisionProjectID]), nil)
 	writeJSON(w, http.StatusOK, map[string]any{"issuer": issuer, "removed": true})
+	return nil
+}
+
+// idpsFor fills the Admin page's identity providers card.
+func (d *Dashboard) idpsFor(r *http.Request, data *adminData, names map[int64]string) error {
+	ps, err := d.st.IdPs(r.Context())
+	if err != nil {
+		return err
+	}
+	for _, p := range ps {
+		data.IdPs = append(data.IdPs, idpOut(p, names[p.ProvisionProjectID]))
+	}
+	for _, n := range names {
+		data.Projects = append(data.Projects, n)
+	}
+	slices.Sort(data.Projects)
 	return nil
 }
