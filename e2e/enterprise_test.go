@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -225,7 +226,8 @@ func TestEnterpriseDPoP(t *testing.T) {
 }
 
 // TestEnterpriseDPoPAcrossGateways: two gateways on one PostgreSQL store
-// share the replay cache: a proof one accepted, the other refuses.
+// share the replay cache: an ID-JAG or a proof one accepted, the other
+// refuses.
 func TestEnterpriseDPoPAcrossGateways(t *testing.T) {
 	t.Parallel()
 	var pg string
@@ -237,9 +239,15 @@ func TestEnterpriseDPoPAcrossGateways(t *testing.T) {
 	sib := e.sibling()
 	sib.url = "http://" + sib.gw.Addr()
 	key := newDPoPClientKey(t)
-	status, tok := e.token(e.idJAG("00u-ann", "ann@example.com"), key.proof("POST", e.issuer+"/oauth/token", ""))
+	jag := e.idJAG("00u-ann", "ann@example.com")
+	status, tok := e.token(jag, key.proof("POST", e.issuer+"/oauth/token", ""))
 	if status != http.StatusOK || tok["token_type"] != "DPoP" {
 		t.Fatalf("jwt-bearer grant with a proof = %d %v", status, tok)
+	}
+	onB := *e
+	onB.env = sib
+	if status, m := onB.token(jag, ""); status != http.StatusBadRequest || !strings.Contains(fmt.Sprint(m["error_description"]), "was used already") {
+		t.Errorf("the same ID-JAG at the other gateway = %d %v; want invalid_grant, used already", status, m)
 	}
 	access := tok["access_token"].(string)
 	proof := key.proof("POST", e.issuer+"/mcp", access)
