@@ -27,6 +27,7 @@ import (
 	"github.com/spacefix/spacefix/internal/store"
 	"github.com/spacefix/spacefix/internal/tasks"
 	"github.com/spacefix/spacefix/internal/upstream"
+	"github.com/spacefix/spacefix/internal/users"
 )
 
 // Gateway is one running gateway process.
@@ -110,8 +111,9 @@ func New(cfg Config, st store.Store) (*Gateway, error) {
 			AllowPrivateClientIDs: cfg.OAuthPrivateClientIDs, ClientIDRoots: cfg.OAuthClientIDRoots,
 			// Identity providers' metadata and keys are fetched under the
 			// egress rules of per-person remotes (--upstream-allow-loopback).
-			IdPClient:  upstream.HTTPClient(cfg.UpstreamAllowLoopback),
-			DPoPNonces: g.dpopNonces(cfg),
+			IdPClient:    upstream.HTTPClient(cfg.UpstreamAllowLoopback),
+			DPoPNonces:   g.dpopNonces(cfg),
+			HashPassword: users.HashPassword,
 			Revoked: func(projectID int64, grantID string) {
 				g.changes.Publish(changes.Change{Project: projectID, Kind: changes.KeyRevoked, Key: grantID})
 			},

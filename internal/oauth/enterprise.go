@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/spacefix/spacefix/internal/store"
-	"github.com/spacefix/spacefix/internal/users"
 )
 
 // enterpriseGrant turns a checked ID-JAG into a grant and an access token:
@@ -86,7 +85,10 @@ func (s *Server) person(r *http.Request, p store.IdP, cl *idJAGClaims) (store.Us
 	// A password nobody knows: people of the identity provider reach the
 	// gateway through it, and the dashboard's password sign-in stays closed
 	// to them.
-	u, err := s.st.CreateUser(ctx, store.User{Email: email}, users.HashPassword(rand.Text()))
+	if s.hashPassword == nil {
+		return store.User{}, errors.New("provision a person: no Options.HashPassword")
+	}
+	u, err := s.st.CreateUser(ctx, store.User{Email: email}, s.hashPassword(rand.Text()))
 	if errors.Is(err, store.ErrExists) {
 		return store.User{}, badAssertion("A person with the e-mail %q exists already, and the identity provider does not mark the address verified, so the gateway will not treat them as one. Mark email_verified at the identity provider.", email)
 	}

@@ -134,6 +134,11 @@ type Options struct {
 	// gateway handed out (RFC 9449 section 8), sealed with this box so
 	// that every gateway sharing its key checks it; nil: no nonces.
 	DPoPNonces *secrets.Box
+	// HashPassword hashes the password a person provisioned by an identity
+	// provider is created with (a random one nobody knows), as the
+	// dashboard's sign-in checks it: users.HashPassword. Nil: people are
+	// not provisioned (the grant answers server_error).
+	HashPassword func(password string) string
 }
 
 // DefaultMaxClients is [Options.MaxClients]'s default: far more than the
@@ -178,7 +183,9 @@ type Server struct {
 	now     func() time.Time
 	jwks    string       // Options.JWKSPath
 	nonces  *secrets.Box // Options.DPoPNonces
-	idpKeys *idpKeys
+
+	hashPassword func(string) string // Options.HashPassword
+	idpKeys      *idpKeys
 
 	maxClients int
 	full       atomic.Bool // registration is refused for MaxClients; logged once until it is not
@@ -195,7 +202,7 @@ func New(opts Options) *Server {
 	}
 	s := &Server{
 		st: opts.Store, base: opts.BaseURL, log: opts.Logger, revoked: opts.Revoked,
-		limits: ratelimit.New(), now: time.Now, jwks: opts.JWKSPath, nonces: opts.DPoPNonces, maxClients: cmp.Or(opts.MaxClients, DefaultMaxClients),
+		limits: ratelimit.New(), now: time.Now, jwks: opts.JWKSPath, nonces: opts.DPoPNonces, hashPassword: opts.HashPassword, maxClients: cmp.Or(opts.MaxClients, DefaultMaxClients),
 		checked: make(map[string]checkedToken), touched: make(map[string]time.Time),
 	}
 	if s.log == nil {
