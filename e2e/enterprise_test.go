@@ -107,12 +107,14 @@ func (e *enterprise) token(jag, proof string) (int, map[string]any) {
 
 // TestEnterpriseSignIn: an app signs a person in with the company's IdP
 // (ID token, token exchange for an ID-JAG, JWT bearer grant) and calls
-// tools in both protocol eras as that person and app; the ID-JAG works
-// once.
+// tools in both protocol eras as that person and app (core.CallFrom and
+// the identity token alike); the ID-JAG works once.
 func TestEnterpriseSignIn(t *testing.T) {
 	t.Parallel()
 	e := newEnterprise(t)
 	e.startAgent(core.Options{}, whoAgent(t))
+	setAudience(t, e.env, e.agentKeyID(), idAudience)
+	set, _ := jwksOf(t, e.url)
 	for _, v := range []string{"2025-11-25", "2026-07-28"} {
 		t.Run(v, func(t *testing.T) {
 			jag := e.idJAG("00u-ann", "ann@example.com")
@@ -122,10 +124,18 @@ func TestEnterpriseSignIn(t *testing.T) {
 			}
 			cs := e.connect(v, tok["access_token"].(string), nil)
 			var w who
-			must(t, json.Unmarshal([]byte(text(call(t, cs, "whoami", map[string]any{}))), &w))
+			// The identity audience reaches the gateway's controls within a second.
+			waitFor(t, "a call with an identity token", func() bool {
+				w = who{}
+				must(t, json.Unmarshal([]byte(text(call(t, cs, "whoami", map[string]any{}))), &w))
+				return w.IdentityToken != ""
+			})
 			if w.Person == nil || w.Person.Email != "ann@example.com" || w.App == nil || w.App.ID != e.client || w.App.Name != "Wiki" ||
 				w.Role != "editor" || !slices.Equal(w.Scopes, []string{"mcp:read", "mcp:write"}) {
 				t.Errorf("the handler saw %+v (person %+v, app %+v); want ann, the Wiki app, editor, read and write", w, w.Person, w.App)
+			}
+			if c := mustVerify(t, set, w.IdentityToken, e.url); c.Email != "ann@example.com" || c.ClientID != e.client || c.Scope != "mcp:read mcp:write" {
+				t.Errorf("identity token claims %+v; want ann, the Wiki app's client id, read and write", c)
 			}
 			status, m := e.token(jag, "")
 			if status != http.StatusBadRequest || m["error"] != "invalid_grant" || !strings.Contains(m["error_description"].(string), "was used already") {
