@@ -271,3 +271,21 @@ func TestEnterpriseDPoPAcrossGateways(t *testing.T) {
 		t.Errorf("the other gateway, a fresh proof = %d %s; want 200", resp.StatusCode, body)
 	}
 }
+
+// TestEnterpriseEgress: the IdP's metadata and keys are fetched under the
+// rules of the gateway's other outbound fetches: without
+// --upstream-allow-loopback, an IdP on loopback is not dialled, the client
+// reads only that the keys could not be fetched, and the log says why.
+func TestEnterpriseEgress(t *testing.T) {
+	t.Parallel()
+	var logs syncBuffer
+	e := newEnterprise(t, withConfig(func(c *gateway.Config) { c.UpstreamAllowLoopback = false }), func(o *envOptions) { o.logs = &logs })
+	status, m := e.token(e.idJAG("00u-ann", "ann@example.com"), "")
+	want := "The gateway could not fetch the signing keys of " + e.idp.srv.URL + ". Try again later; if it keeps failing, the gateway's log says why."
+	if status != http.StatusBadRequest || m["error"] != "invalid_grant" || m["error_description"] != want {
+		t.Errorf("jwt-bearer grant = %d %v; want invalid_grant %q", status, m, want)
+	}
+	if !strings.Contains(logs.String(), "identity provider keys not fetched") || !strings.Contains(logs.String(), "--upstream-allow-loopback") {
+		t.Errorf("the log does not say the loopback address was refused:\n%s", logs.String())
+	}
+}

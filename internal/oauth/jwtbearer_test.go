@@ -320,3 +320,35 @@ func TestRegisterAssertionOnly(t *testing.T) {
 		t.Errorf("register a code client without redirect URIs = %d %v", code, m)
 	}
 }
+
+// TestJWTBearerJWKSURI: an entry with its own jwks_uri is fetched there,
+// without the IdP's metadata; a metadata document naming another issuer is
+// not trusted for keys.
+func TestJWTBearerJWKSURI(t *testing.T) {
+	h, idp, client := enterprise(t, func(e *store.IdP) { e.JWKSURI = "" })
+	if err := h.st.DeleteIdP(t.Context(), idp.srv.URL); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.st.CreateIdP(t.Context(), store.IdP{Issuer: idp.srv.URL, JWKSURI: idp.srv.URL + "/jwks"}); err != nil {
+		t.Fatal(err)
+	}
+	if status, m := h.jwtBearer(client, idp.sign(idp.claims(client), typIDJAG)); status != http.StatusOK {
+		t.Errorf("with a jwks_uri = %d %v", status, m)
+	}
+
+	// An issuer whose metadata names the first IdP as its issuer.
+	liar := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		json.NewEncoder(w).Encode(map[string]any{"issuer": idp.srv.URL, "jwks_uri": idp.srv.URL + "/jwks"})
+	}))
+	t.Cleanup(liar.Close)
+	if _, err := h.st.CreateIdP(t.Context(), store.IdP{Issuer: liar.URL}); err != nil {
+		t.Fatal(err)
+	}
+	c := idp.claims(client)
+	c["iss"] = liar.URL
+	status, m := h.jwtBearer(client, idp.sign(c, typIDJAG))
+	wantDescription(t, "metadata of another issuer", status, m, fmt.Sprintf("The gateway could not fetch the signing keys of %s. Try again later; if it keeps failing, the gateway's log says why.", liar.URL))
+	if !strings.Contains(h.logs.String(), "identity provider keys not fetched") || !strings.Contains(h.logs.String(), "names issuer") {
+		t.Errorf("the log does not say why:\n%s", h.logs.String())
+	}
+}
