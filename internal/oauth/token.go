@@ -198,7 +198,6 @@ func (s *Server) refresh(r *http.Request, c *client, jkt string) (*tokenResponse
 	if tok.Kind != store.OAuthRefresh || !s.now().Before(tok.ExpiresAt) {
 		return nil, errBadRefresh
 	}
-
 	g, err := s.st.OAuthGrant(r.Context(), tok.GrantID)
 	if errors.Is(err, store.ErrNotFound) || (err == nil && g.Revoked()) {
 		return nil, errBadRefresh
