@@ -26,6 +26,9 @@ func (s *Server) enterpriseGrant(r *http.Request, c *client, p store.IdP, cl *id
 		return nil, err
 	}
 	scope := normalScope(cl.Scope)
+	if asked := r.PostFormValue("scope"); asked != "" && !Writes(normalScope(asked)) {
+		scope = ScopeRead // the client may ask for less than the IdP allowed (RFC 7521 section 4.1)
+	}
 	if !u.Admin && !role.AtLeast(store.RoleEditor) {
 		scope = ScopeRead // a viewer can give an app only what a viewer has
 	}

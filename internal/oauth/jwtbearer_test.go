@@ -352,3 +352,25 @@ func TestJWTBearerJWKSURI(t *testing.T) {
 		t.Errorf("the log does not say why:\n%s", h.logs.String())
 	}
 }
+
+// TestJWTBearerScope: the token's scope is the ID-JAG's, narrowed by the
+// request's scope parameter, never widened by it.
+func TestJWTBearerScope(t *testing.T) {
+	h, idp, client := enterprise(t, nil)
+	for _, tc := range []struct{ claim, asked, want string }{
+		{"mcp:read mcp:write", "", ScopeAll},
+		{"mcp:read mcp:write", "mcp:read", ScopeRead},
+		{"mcp:read", "mcp:read mcp:write", ScopeRead},
+		{"openid profile", "", ScopeAll},
+	} {
+		c := idp.claims(client)
+		c["scope"] = tc.claim
+		form := url.Values{"grant_type": {GrantJWTBearer}, "client_id": {client}, "assertion": {idp.sign(c, typIDJAG)}}
+		if tc.asked != "" {
+			form.Set("scope", tc.asked)
+		}
+		if status, m := h.post(TokenPath, form); status != http.StatusOK || m["scope"] != tc.want {
+			t.Errorf("ID-JAG scope %q, asked %q = %d %v; want scope %q", tc.claim, tc.asked, status, m, tc.want)
+		}
+	}
+}
