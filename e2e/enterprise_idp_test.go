@@ -146,8 +146,14 @@ func (k dpopClientKey) jkt() string {
 }
 
 // proof is a DPoP proof for htm and htu; with token, its ath.
-func (k dpopClientKey) proof(htm, htu, token string) string {
+func (k dpopClientKey) proof(htm, htu, token string) string { return k.proofNonce(htm, htu, token, "") }
+
+// proofNonce is proof with the nonce the server handed out.
+func (k dpopClientKey) proofNonce(htm, htu, token, nonce string) string {
 	claims := map[string]any{"jti": rand.Text(), "htm": htm, "htu": htu, "iat": time.Now().Unix()}
+	if nonce != "" {
+		claims["nonce"] = nonce
+	}
 	if token != "" {
 		sum := sha256.Sum256([]byte(token))
 		claims["ath"] = base64.RawURLEncoding.EncodeToString(sum[:])

@@ -289,3 +289,38 @@ func TestEnterpriseEgress(t *testing.T) {
 		t.Errorf("the log does not say the loopback address was refused:\n%s", logs.String())
 	}
 }
+
+// TestEnterpriseDPoPNonce: with --oauth-dpop-nonce, a proof without a
+// nonce gets use_dpop_nonce and a DPoP-Nonce to retry with, at the token
+// endpoint (400) and at /mcp (401 with the DPoP challenge); the retries
+// succeed.
+func TestEnterpriseDPoPNonce(t *testing.T) {
+	t.Parallel()
+	e := newEnterprise(t, withConfig(func(c *gateway.Config) { c.UpstreamAllowLoopback, c.OAuthDPoPNonce = true, true }))
+	key := newDPoPClientKey(t)
+	jag := e.idJAG("00u-ann", "ann@example.com")
+	status, m := e.token(jag, key.proof("POST", e.url+"/oauth/token", ""))
+	if status != http.StatusBadRequest || m["error"] != "use_dpop_nonce" {
+		t.Fatalf("a proof without a nonce = %d %v; want use_dpop_nonce", status, m)
+	}
+	resp, err := http.Post(e.url+"/oauth/token", "application/x-www-form-urlencoded", strings.NewReader(""))
+	must(t, err)
+	resp.Body.Close()
+	nonce := resp.Header.Get("DPoP-Nonce")
+	if nonce == "" {
+		t.Fatal("the token endpoint sends no DPoP-Nonce")
+	}
+	status, tok := e.token(jag, key.proofNonce("POST", e.url+"/oauth/token", "", nonce))
+	if status != http.StatusOK || tok["token_type"] != "DPoP" {
+		t.Fatalf("with the nonce = %d %v; want a DPoP token", status, tok)
+	}
+	access := tok["access_token"].(string)
+	r, body := dpopList(t, e.env, "DPoP "+access, key.proof("POST", e.url+"/mcp", access))
+	challenge := strings.Join(r.Header.Values("WWW-Authenticate"), "\n")
+	if r.StatusCode != http.StatusUnauthorized || !strings.Contains(challenge, `error="use_dpop_nonce"`) || r.Header.Get("DPoP-Nonce") == "" {
+		t.Fatalf("/mcp without a nonce = %d %s, challenge %s; want 401 use_dpop_nonce with a DPoP-Nonce", r.StatusCode, body, challenge)
+	}
+	if r, body := dpopList(t, e.env, "DPoP "+access, key.proofNonce("POST", e.url+"/mcp", access, r.Header.Get("DPoP-Nonce"))); r.StatusCode != http.StatusOK {
+		t.Errorf("/mcp with the nonce = %d %s", r.StatusCode, body)
+	}
+}
