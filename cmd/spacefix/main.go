@@ -64,6 +64,7 @@ Usage:
   spacefix gateways  list                               the gateways running on the store
   spacefix identity  rotate                             sign identity assertions with a new key now
   spacefix identity  reset                              new signing keys, when the secret key file that sealed them is lost
+  spacefix idp       add|list|remove                    identity providers whose ID-JAGs sign people in (enterprise sign-in)
   spacefix tools     list|set                           per-tool controls, over the admin API
   spacefix settings  show|set                           project settings, over the admin API
   spacefix bridge    --name N -- COMMAND | --remote URL | --config FILE
@@ -109,6 +110,8 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return gatewaysCmd(ctx, args[1:], stdout)
 	case "identity":
 		return identityCmd(ctx, args[1:], stdout)
+	case "idp":
+		return idpCmd(ctx, args[1:], stdout)
 	case "bridge":
 		return bridgeCmd(ctx, args[1:], stdout, stderr)
 	case "bench":
@@ -128,7 +131,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 }
 
 // commands are the names run knows, for suggestions.
-var commands = []string{"serve", "keys", "projects", "tokens", "audit", "tools", "settings", "users", "gateways", "identity", "bridge", "bench", "version", "help"}
+var commands = []string{"serve", "keys", "projects", "tokens", "audit", "tools", "settings", "users", "gateways", "identity", "idp", "bridge", "bench", "version", "help"}
 
 // command is one subcommand of a command group, such as "keys create".
 type command struct {

@@ -72,6 +72,9 @@ func (d *Dashboard) apiRoutes() []apiRoute {
 		{"POST /api/tokens/{id}/revoke", d.apiRevokeToken, instanceAdmin},
 		{"GET /api/audit", d.apiAudit, instanceAdmin},
 		{"POST /api/identity/rotate", d.apiRotateIdentity, instanceAdmin},
+		{"GET /api/idps", d.apiIdPs, instanceAdmin},
+		{"POST /api/idps", d.apiAddIdP, instanceAdmin},
+		{"DELETE /api/idps", d.apiRemoveIdP, instanceAdmin},
 		// Upstream accounts: the route checks the role in the agent key's
 		// project itself (editors and up see and disconnect anyone's).
 		{"GET /api/upstream-accounts", d.apiUpstreamAccounts, signedIn},

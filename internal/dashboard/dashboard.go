@@ -48,6 +48,7 @@ type Store interface {
 	store.Members
 	store.Audit
 	store.OAuth
+	store.IdPs
 	// A project's running tasks, read for the Tasks page; Options.Tasks
 	// cancels them.
 	RunningTasks(ctx context.Context, projectID int64, limit int) ([]store.Task, error)

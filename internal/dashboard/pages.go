@@ -41,6 +41,10 @@ type adminData struct {
 	// IdentityKey is the id of the key identity assertions are signed
 	// with; empty when the gateway signs none.
 	IdentityKey string
+	// IdPs are the trusted identity providers of enterprise sign-in, and
+	// Projects the names their people may be provisioned into.
+	IdPs     []idpJSON
+	Projects []string
 }
 
 func (d *Dashboard) adminPage(r *http.Request, v *view) (string, error) {
@@ -64,6 +68,9 @@ func (d *Dashboard) adminPage(r *http.Request, v *view) (string, error) {
 	}
 	for _, t := range ts {
 		data.Tokens = append(data.Tokens, tokenOut(t, names[t.ProjectID]))
+	}
+	if err := d.idpsFor(r, &data, names); err != nil {
+		return "", err
 	}
 	es, err := d.st.Audit(r.Context(), store.AuditFilter{ProjectID: 0, Limit: 20})
 	if err != nil {

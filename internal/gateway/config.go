@@ -150,6 +150,11 @@ type Config struct {
 	// on loopback and private addresses (and plain http on loopback): for
 	// development only.
 	OAuthPrivateClientIDs bool
+	// OAuthDPoPNonce makes DPoP proofs carry a nonce the gateway handed
+	// out (RFC 9449 section 8), at the token endpoint and at /mcp; false
+	// (the default) asks for none. Nonces are sealed with the secret key
+	// file, so every gateway sharing it checks them.
+	OAuthDPoPNonce bool
 	// OAuthClientIDRoots verifies the certificates of the hosts of Client
 	// ID Metadata Documents; nil means the system's roots.
 	OAuthClientIDRoots *x509.CertPool

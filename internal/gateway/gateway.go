@@ -28,6 +28,7 @@ import (
 	"github.com/spacefix/spacefix/internal/store"
 	"github.com/spacefix/spacefix/internal/tasks"
 	"github.com/spacefix/spacefix/internal/upstream"
+	"github.com/spacefix/spacefix/internal/users"
 )
 
 // Gateway is one running gateway process.
@@ -116,6 +117,11 @@ func New(cfg Config, st store.Store) (*Gateway, error) {
 		g.oauth = oauth.New(oauth.Options{
 			Store: st, BaseURL: g.baseFor, Logger: g.log, JWKSPath: JWKSPath,
 			AllowPrivateClientIDs: cfg.OAuthPrivateClientIDs, ClientIDRoots: cfg.OAuthClientIDRoots,
+			// Identity providers' metadata and keys are fetched under the
+			// egress rules of per-person remotes (--upstream-allow-loopback).
+			IdPClient:    upstream.HTTPClient(cfg.UpstreamAllowLoopback),
+			DPoPNonces:   g.dpopNonces(cfg),
+			HashPassword: users.HashPassword,
 			Revoked: func(projectID int64, grantID string) {
 				g.changes.Publish(changes.Change{Project: projectID, Kind: changes.KeyRevoked, Key: grantID})
 			},
@@ -237,3 +243,12 @@ func (g *Gateway) EarlyStats() (hits, earlyHits, earlyCalls int64) { return g.fr
 
 // CallLog returns the call log writer.
 func (g *Gateway) CallLog() *store.CallLog { return g.calls }
+
+// dpopNonces is the box DPoP nonces are sealed with: the secret key
+// file's, when --oauth-dpop-nonce asks for nonces.
+func (g *Gateway) dpopNonces(cfg Config) *secrets.Box {
+	if !cfg.OAuthDPoPNonce {
+		return nil
+	}
+	return g.box
+}

@@ -244,7 +244,7 @@ func New(opts Options) *Front {
 	f.life.stop = make(chan struct{})
 	f.updated = make(chan changes.Change, 1024)
 	bearer := auth.RequireBearerToken(f.verifyToken, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})
-	f.handler = http.NewCrossOriginProtection().Handler(f.challenge(bearer(http.HandlerFunc(f.dispatch))))
+	f.handler = http.NewCrossOriginProtection().Handler(f.challenge(f.dpopScheme(bearer(http.HandlerFunc(f.dispatch)))))
 	return f
 }
 

@@ -31,6 +31,9 @@ func (f *Front) verifyOAuth(ctx context.Context, token string, r *http.Request) 
 		f.log.Error("verify OAuth token", "err", err)
 		return nil, errors.New("the gateway could not check the token; try again")
 	}
+	if err := checkBinding(r, g); err != nil {
+		return nil, err
+	}
 	k := store.Key{ID: g.ID, ProjectID: g.ProjectID, Kind: store.KindClient, Name: g.Client, ReadOnly: !g.Write, OAuth: true}
 	scopes := []string{oauth.ScopeRead}
 	if g.Write {
@@ -61,6 +64,7 @@ type challengeWriter struct {
 func (c *challengeWriter) WriteHeader(code int) {
 	if code == http.StatusUnauthorized {
 		c.Header().Set("WWW-Authenticate", c.f.oauth.Challenge(c.r))
+		c.Header().Add("WWW-Authenticate", c.f.oauth.DPoPChallenge(c.r, nil))
 	}
 	c.ResponseWriter.WriteHeader(code)
 }

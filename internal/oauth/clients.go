@@ -31,6 +31,9 @@ type client struct {
 	GrantTypes    []string `json:"grant_types,omitempty"`
 	ResponseTypes []string `json:"response_types,omitempty"`
 	Scope         string   `json:"scope,omitempty"`
+	// DPoPBound: the client's tokens must be DPoP-bound (RFC 9449
+	// section 5.2); a token request without a proof is refused.
+	DPoPBound bool `json:"dpop_bound_access_tokens,omitempty"`
 
 	document   bool   // named by a metadata document
 	secretHash []byte // registered confidential clients
@@ -186,9 +189,16 @@ const (
 	maxTypes        = 4   // entries of grant_types and of response_types
 )
 
+// assertionOnly reports whether a client registered for the JWT bearer
+// grant alone: it never sends a browser anywhere, so it needs no redirect
+// URI.
+func (c *client) assertionOnly() bool {
+	return slices.Contains(c.GrantTypes, GrantJWTBearer) && !slices.Contains(c.GrantTypes, "authorization_code")
+}
+
 // validate checks a client's metadata, registered or fetched.
 func (c *client) validate() error {
-	if len(c.RedirectURIs) == 0 {
+	if len(c.RedirectURIs) == 0 && !c.assertionOnly() {
 		return oauthError{"invalid_redirect_uri", "redirect_uris must list at least one URI."}
 	}
 	if err := c.checkSizes(); err != nil {
@@ -205,8 +215,8 @@ func (c *client) validate() error {
 		}
 	}
 	for _, g := range c.GrantTypes {
-		if g != "authorization_code" && g != "refresh_token" {
-			return oauthError{"invalid_client_metadata", fmt.Sprintf("grant type %q is not supported; use authorization_code and refresh_token.", g)}
+		if g != "authorization_code" && g != "refresh_token" && g != GrantJWTBearer {
+			return oauthError{"invalid_client_metadata", fmt.Sprintf("grant type %q is not supported; use authorization_code, refresh_token or %s.", g, GrantJWTBearer)}
 		}
 	}
 	for _, rt := range c.ResponseTypes {

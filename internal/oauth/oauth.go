@@ -44,6 +44,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
 	"github.com/spacefix/spacefix/internal/ratelimit"
+	"github.com/spacefix/spacefix/internal/secrets"
 	"github.com/spacefix/spacefix/internal/store"
 )
 
@@ -125,6 +126,19 @@ type Options struct {
 	// past it, registration is refused until [Server.Prune] deletes unused
 	// ones. 0 means [DefaultMaxClients].
 	MaxClients int
+	// IdPClient fetches the metadata and signing keys of trusted identity
+	// providers; nil means http.DefaultClient. The gateway passes one
+	// under the egress rules of its other outbound fetches.
+	IdPClient *http.Client
+	// DPoPNonces, when set, makes every DPoP proof carry a nonce the
+	// gateway handed out (RFC 9449 section 8), sealed with this box so
+	// that every gateway sharing its key checks it; nil: no nonces.
+	DPoPNonces *secrets.Box
+	// HashPassword hashes the password a person provisioned by an identity
+	// provider is created with (a random one nobody knows), as the
+	// dashboard's sign-in checks it: users.HashPassword. Nil: people are
+	// not provisioned (the grant answers server_error).
+	HashPassword func(password string) string
 }
 
 // DefaultMaxClients is [Options.MaxClients]'s default: far more than the
@@ -145,7 +159,17 @@ const (
 // Store is the part of [store.Store] the authorization server uses.
 type Store interface {
 	store.OAuth
+	store.IdPs
+	store.UsedOnce
 	AppendAudit(ctx context.Context, e store.AuditEntry) (store.AuditEntry, error)
+	// People and their projects, for the JWT bearer grant: found by an
+	// identity provider's subject or e-mail, or provisioned.
+	UserByID(ctx context.Context, id int64) (store.User, error)
+	UserByEmail(ctx context.Context, email string) (store.User, string, error)
+	CreateUser(ctx context.Context, u store.User, passwordHash string) (store.User, error)
+	Member(ctx context.Context, projectID, userID int64) (store.Member, error)
+	Memberships(ctx context.Context, userID int64) ([]store.Member, error)
+	SetMember(ctx context.Context, m store.Member) (store.Member, error)
 }
 
 // Server is the authorization server. Mount its endpoints with [Server.Mount].
@@ -157,7 +181,11 @@ type Server struct {
 	limits  *ratelimit.Limiter
 	docs    *docCache
 	now     func() time.Time
-	jwks    string // Options.JWKSPath
+	jwks    string       // Options.JWKSPath
+	nonces  *secrets.Box // Options.DPoPNonces
+
+	hashPassword func(string) string // Options.HashPassword
+	idpKeys      *idpKeys
 
 	maxClients int
 	full       atomic.Bool // registration is refused for MaxClients; logged once until it is not
@@ -174,13 +202,14 @@ func New(opts Options) *Server {
 	}
 	s := &Server{
 		st: opts.Store, base: opts.BaseURL, log: opts.Logger, revoked: opts.Revoked,
-		limits: ratelimit.New(), now: time.Now, jwks: opts.JWKSPath, maxClients: cmp.Or(opts.MaxClients, DefaultMaxClients),
+		limits: ratelimit.New(), now: time.Now, jwks: opts.JWKSPath, nonces: opts.DPoPNonces, hashPassword: opts.HashPassword, maxClients: cmp.Or(opts.MaxClients, DefaultMaxClients),
 		checked: make(map[string]checkedToken), touched: make(map[string]time.Time),
 	}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
 	s.docs = newDocCache(opts.AllowPrivateClientIDs, opts.ClientIDRoots, s.log)
+	s.idpKeys = newIdPKeys(cmp.Or(opts.IdPClient, http.DefaultClient), func() time.Time { return s.now() })
 	return s
 }
 
@@ -249,10 +278,11 @@ func (s *Server) serverMeta(w http.ResponseWriter, r *http.Request) {
 		"scopes_supported":                               []string{ScopeRead, ScopeWrite},
 		"response_types_supported":                       []string{"code"},
 		"response_modes_supported":                       []string{"query"},
-		"grant_types_supported":                          []string{"authorization_code", "refresh_token"},
+		"grant_types_supported":                          []string{"authorization_code", "refresh_token", GrantJWTBearer},
 		"token_endpoint_auth_methods_supported":          authMethods,
 		"revocation_endpoint_auth_methods_supported":     authMethods,
 		"code_challenge_methods_supported":               []string{"S256"},
+		"dpop_signing_alg_values_supported":              DPoPAlgs,
 		"client_id_metadata_document_supported":          true,
 		"authorization_response_iss_parameter_supported": true,
 		"service_documentation":                          "https://github.com/spacefix/spacefix/blob/main/docs/oauth.md",
@@ -286,7 +316,8 @@ func cors(w http.ResponseWriter) {
 	h := w.Header()
 	h.Set("Access-Control-Allow-Origin", "*")
 	h.Set("Access-Control-Allow-Methods", "GET, POST, OPTIONS")
-	h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, MCP-Protocol-Version")
+	h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, MCP-Protocol-Version, DPoP")
+	h.Set("Access-Control-Expose-Headers", "DPoP-Nonce, WWW-Authenticate")
 }
 
 func preflight(w http.ResponseWriter, _ *http.Request) {

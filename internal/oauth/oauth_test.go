@@ -68,7 +68,8 @@ func newHarness(t testing.TB, opts ...func(*Options)) *harness {
 	t.Cleanup(func() { st.Close() })
 	h := &harness{t: t, st: st, logs: &syncBuffer{}}
 	o := Options{Store: st, BaseURL: func(*http.Request) string { return base }, Logger: slog.New(slog.NewTextHandler(h.logs, nil)),
-		Revoked: func(_ int64, id string) { h.mu.Lock(); h.revoked = append(h.revoked, id); h.mu.Unlock() }}
+		HashPassword: func(string) string { return "$argon2id$unusable" },
+		Revoked:      func(_ int64, id string) { h.mu.Lock(); h.revoked = append(h.revoked, id); h.mu.Unlock() }}
 	for _, f := range opts {
 		f(&o)
 	}

@@ -19,29 +19,37 @@ type tokenResponse struct {
 	AccessToken  string `json:"access_token"`
 	TokenType    string `json:"token_type"`
 	ExpiresIn    int    `json:"expires_in"`
-	RefreshToken string `json:"refresh_token"`
+	RefreshToken string `json:"refresh_token,omitempty"`
 	Scope        string `json:"scope"`
 }
 
-// token is the token endpoint: authorization_code and refresh_token.
+// token is the token endpoint: authorization_code, refresh_token and the
+// JWT bearer grant, each DPoP-bound when the request carries a proof.
 func (s *Server) token(w http.ResponseWriter, r *http.Request) {
+	if n := s.Nonce(); n != "" {
+		w.Header().Set(DPoPNonceHeader, n)
+	}
 	c, ok := s.formClient(w, r)
 	if !ok {
 		return
 	}
-	var (
-		resp *tokenResponse
-		err  error
-	)
+	jkt, err := s.tokenProof(r, c)
+	if err != nil {
+		s.tokenError(w, err)
+		return
+	}
+	var resp *tokenResponse
 	switch gt := r.PostFormValue("grant_type"); gt {
 	case "authorization_code":
-		resp, err = s.exchangeCode(r, c)
+		resp, err = s.exchangeCode(r, c, jkt)
 	case "refresh_token":
-		resp, err = s.refresh(r, c)
+		resp, err = s.refresh(r, c, jkt)
+	case GrantJWTBearer:
+		resp, err = s.jwtBearer(r, c, jkt)
 	case "":
 		err = oauthError{"invalid_request", "grant_type is missing."}
 	default:
-		err = oauthError{"unsupported_grant_type", "grant_type must be authorization_code or refresh_token."}
+		err = oauthError{"unsupported_grant_type", "grant_type must be authorization_code, refresh_token or " + GrantJWTBearer + "."}
 	}
 	if err != nil {
 		s.tokenError(w, err)
@@ -68,6 +76,14 @@ func (s *Server) formClient(w http.ResponseWriter, r *http.Request) (*client, bo
 }
 
 func (s *Server) tokenError(w http.ResponseWriter, err error) {
+	var pe *ProofError
+	if errors.As(err, &pe) {
+		code := "invalid_dpop_proof"
+		if pe.Nonce {
+			code = "use_dpop_nonce"
+		}
+		err = oauthError{code, pe.Description}
+	}
 	var oe oauthError
 	if !errors.As(err, &oe) {
 		s.log.Error("OAuth token endpoint", "err", err)
@@ -87,7 +103,7 @@ var (
 	errBadRefresh = oauthError{"invalid_grant", "The refresh token is unknown, expired, revoked or already used. Sign in again."}
 )
 
-func (s *Server) exchangeCode(r *http.Request, c *client) (*tokenResponse, error) {
+func (s *Server) exchangeCode(r *http.Request, c *client, jkt string) (*tokenResponse, error) {
 	code, verifier := r.PostFormValue("code"), r.PostFormValue("code_verifier")
 	if code == "" {
 		return nil, oauthError{"invalid_request", "code is missing."}
@@ -140,7 +156,7 @@ func (s *Server) exchangeCode(r *http.Request, c *client) (*tokenResponse, error
 		}
 	}
 	s.log.Info("OAuth app connected", "grant", g.ID, "project", g.ProjectName, "client", g.ClientName, "user", g.UserEmail, "scope", g.Scope)
-	return s.issue(r.Context(), g)
+	return s.issue(r.Context(), g, c, jkt)
 }
 
 // pkceMatches checks a code verifier against an S256 challenge (RFC 7636).
@@ -152,10 +168,18 @@ func pkceMatches(verifier, challenge string) bool {
 	return subtle.ConstantTimeCompare([]byte(base64.RawURLEncoding.EncodeToString(sum[:])), []byte(challenge)) == 1
 }
 
-func (s *Server) refresh(r *http.Request, c *client) (*tokenResponse, error) {
+func (s *Server) refresh(r *http.Request, c *client, jkt string) (*tokenResponse, error) {
 	rt := r.PostFormValue("refresh_token")
 	if rt == "" {
 		return nil, oauthError{"invalid_request", "refresh_token is missing."}
+	}
+	// RFC 9449 section 5: a bound refresh token works only with a proof by
+	// its key. Checked before the token is spent, so that someone who
+	// stole it without the key cannot use it up for the app.
+	if t, err := s.st.OAuthToken(r.Context(), hash(rt)); err == nil && t.Kind == store.OAuthRefresh {
+		if bound := boundTo(t.Data); bound != "" && bound != jkt {
+			return nil, oauthError{"invalid_dpop_proof", "The refresh token is bound to a DPoP key; send a DPoP proof signed with that key."}
+		}
 	}
 	tok, err := s.st.UseOAuthToken(r.Context(), hash(rt))
 	switch {
@@ -190,20 +214,47 @@ func (s *Server) refresh(r *http.Request, c *client) (*tokenResponse, error) {
 	if sc := r.PostFormValue("scope"); sc != "" && Writes(normalScope(sc)) && !Writes(g.Scope) {
 		return nil, oauthError{"invalid_scope", "The grant allows only mcp:read. Sign in again to allow read and write."}
 	}
-	return s.issue(r.Context(), g)
+	return s.issue(r.Context(), g, c, jkt)
 }
 
-// issue makes an access token and a refresh token for a grant.
-func (s *Server) issue(ctx context.Context, g store.OAuthGrant) (*tokenResponse, error) {
-	access, refresh := newSecret(accessPrefix), newSecret(refreshPrefix)
-	now := s.now()
-	if err := s.st.CreateOAuthToken(ctx, store.OAuthToken{Kind: store.OAuthAccess, GrantID: g.ID, ExpiresAt: now.Add(AccessTTL)}, hash(access)); err != nil {
+// issueAccess makes an access token alone for a grant: the JWT bearer
+// grant's answer, refreshed by a new assertion rather than a refresh token.
+func (s *Server) issueAccess(ctx context.Context, g store.OAuthGrant, jkt string) (*tokenResponse, error) {
+	access := newSecret(accessPrefix)
+	tok := store.OAuthToken{Kind: store.OAuthAccess, GrantID: g.ID, Data: bindingData(jkt), ExpiresAt: s.now().Add(AccessTTL)}
+	if err := s.st.CreateOAuthToken(ctx, tok, hash(access)); err != nil {
 		return nil, err
 	}
-	if err := s.st.CreateOAuthToken(ctx, store.OAuthToken{Kind: store.OAuthRefresh, GrantID: g.ID, ExpiresAt: now.Add(RefreshTTL)}, hash(refresh)); err != nil {
+	return &tokenResponse{AccessToken: access, TokenType: tokenType(jkt), ExpiresIn: int(AccessTTL.Seconds()), Scope: g.Scope}, nil
+}
+
+// tokenType is the token_type of an answer: DPoP for a bound token.
+func tokenType(jkt string) string {
+	if jkt != "" {
+		return "DPoP"
+	}
+	return "Bearer"
+}
+
+// issue makes an access token and a refresh token for a grant, bound to
+// the key of thumbprint jkt when it is set: the access token always, the
+// refresh token for a public client (RFC 9449 section 5; a confidential
+// client's refresh token is bound by its secret already).
+func (s *Server) issue(ctx context.Context, g store.OAuthGrant, c *client, jkt string) (*tokenResponse, error) {
+	resp, err := s.issueAccess(ctx, g, jkt)
+	if err != nil {
 		return nil, err
 	}
-	return &tokenResponse{AccessToken: access, TokenType: "Bearer", ExpiresIn: int(AccessTTL.Seconds()), RefreshToken: refresh, Scope: g.Scope}, nil
+	refresh := newSecret(refreshPrefix)
+	tok := store.OAuthToken{Kind: store.OAuthRefresh, GrantID: g.ID, ExpiresAt: s.now().Add(RefreshTTL)}
+	if c.secretHash == nil {
+		tok.Data = bindingData(jkt)
+	}
+	if err := s.st.CreateOAuthToken(ctx, tok, hash(refresh)); err != nil {
+		return nil, err
+	}
+	resp.RefreshToken = refresh
+	return resp, nil
 }
 
 // revoke is RFC 7009's endpoint. Revoking either token of a grant revokes
@@ -242,6 +293,10 @@ type Grant struct {
 	ProjectID int64
 	Client    string // the app's name
 	Write     bool   // mcp:write: tools that change things too
+	// JKT is the thumbprint of the DPoP key the token is bound to; "" for
+	// a bearer token. The MCP endpoint refuses a bound token without a
+	// proof by that key.
+	JKT string
 }
 
 type checkedToken struct {
@@ -249,6 +304,7 @@ type checkedToken struct {
 	err      error
 	expires  time.Time // of the cache entry
 	tokenExp time.Time
+	jkt      string
 }
 
 // verifyTTL bounds how long a revoked token keeps working on a gateway
@@ -268,7 +324,7 @@ func (s *Server) Verify(ctx context.Context, token, resource string) (Grant, err
 		c = checkedToken{expires: now.Add(verifyTTL)}
 		tok, err := s.st.OAuthToken(ctx, h)
 		if err == nil && tok.Kind == store.OAuthAccess {
-			c.tokenExp = tok.ExpiresAt
+			c.tokenExp, c.jkt = tok.ExpiresAt, boundTo(tok.Data)
 			c.grant, err = s.st.OAuthGrant(ctx, tok.GrantID)
 		}
 		switch {
@@ -292,7 +348,7 @@ func (s *Server) Verify(ctx context.Context, token, resource string) (Grant, err
 		return Grant{}, ErrInvalidToken
 	}
 	s.touch(c.grant.ID, now)
-	return Grant{ID: c.grant.ID, ProjectID: c.grant.ProjectID, Client: c.grant.ClientName, Write: Writes(c.grant.Scope)}, nil
+	return Grant{ID: c.grant.ID, ProjectID: c.grant.ProjectID, Client: c.grant.ClientName, Write: Writes(c.grant.Scope), JKT: c.jkt}, nil
 }
 
 // touch records a grant's last use, at most once a minute per grant, off
@@ -330,7 +386,8 @@ func (s *Server) Forget(grantID string) {
 	}
 }
 
-// Prune deletes codes and tokens that expired over a day ago, and the
+// Prune deletes codes and tokens that expired over a day ago, the jti
+// values of assertions and proofs that expired, and the
 // registered clients nothing uses ([ClientUnusedTTL], [ClientRetention]).
 // It returns how many codes and tokens went, and logs how many clients.
 // The gateway calls it with the call log's pruning.
@@ -338,6 +395,9 @@ func (s *Server) Prune(ctx context.Context) (int64, error) {
 	now := s.now()
 	n, err := s.st.PruneOAuthTokens(ctx, now.Add(-24*time.Hour))
 	if err != nil {
+		return n, err
+	}
+	if _, err := s.st.PruneUsedOnce(ctx, now); err != nil {
 		return n, err
 	}
 	clients, err := s.st.PruneOAuthClients(ctx, now.Add(-ClientUnusedTTL), now.Add(-ClientRetention))

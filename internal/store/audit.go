@@ -147,3 +147,19 @@ func TokenAudit(t APIToken) map[string]any {
 	}
 	return out
 }
+
+// IdPAudit is what the audit log records of a trusted identity provider
+// entry; project is its provisioning project's name ("" for none).
+func IdPAudit(p IdP, project string) map[string]any {
+	out := map[string]any{"issuer": p.Issuer}
+	if p.JWKSURI != "" {
+		out["jwksUri"] = p.JWKSURI
+	}
+	if len(p.AllowedClients) > 0 {
+		out["allowedClients"] = p.AllowedClients
+	}
+	if project != "" {
+		out["provision"] = project + ":" + string(p.ProvisionRole)
+	}
+	return out
+}

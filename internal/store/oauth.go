@@ -51,9 +51,11 @@ func (g OAuthGrant) Revoked() bool { return !g.RevokedAt.IsZero() }
 // OAuthToken is an authorization code, access token or refresh token. The
 // secret lives only with the client; the store keeps its SHA-256.
 type OAuthToken struct {
-	Kind      string // OAuthCode, OAuthAccess or OAuthRefresh
-	GrantID   string // a code names the grant its exchange will create
-	Data      []byte // a code's authorization request, JSON; nil otherwise
+	Kind    string // OAuthCode, OAuthAccess or OAuthRefresh
+	GrantID string // a code names the grant its exchange will create
+	// Data is a code's authorization request, or the DPoP key binding of an
+	// access or refresh token ({"jkt": …}), JSON; nil otherwise.
+	Data      []byte
 	CreatedAt time.Time
 	ExpiresAt time.Time // required
 	UsedAt    time.Time // zero until used (codes and refresh tokens)

@@ -55,6 +55,8 @@ type Store interface {
 	Tasks
 	Idempotency
 	UpstreamAccounts
+	IdPs
+	UsedOnce
 
 	// Close releases the store. It is safe to call twice.
 	Close() error

@@ -261,7 +261,7 @@ func (s *Store) SetAdmin(ctx context.Context, userID int64, admin bool) error {
 // DeleteUser implements [store.Store].
 func (s *Store) DeleteUser(ctx context.Context, userID int64) error {
 	err := s.tx(ctx, func(tx pgx.Tx) error {
-		for _, q := range []string{q.DeleteUserSessions, q.DeleteUserMembers, q.DeleteUserUpstream} {
+		for _, q := range []string{q.DeleteUserSessions, q.DeleteUserMembers, q.DeleteUserUpstream, q.DeleteUserIdentities} {
 			if _, err := tx.Exec(ctx, q, userID); err != nil {
 				return err
 			}

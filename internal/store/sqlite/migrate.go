@@ -272,6 +272,9 @@ CREATE INDEX call_batches_written ON call_batches (written_at);
 	// running tasks per caller and the sweeps of gone gateways' tasks
 	// (tasks_running.go).
 	runningTasksSchema,
+	// 16: trusted identity providers, their subjects' people, and values
+	// used once (idp.go).
+	enterpriseSchema,
 }
 
 // migrate brings the schema up to date, one step per transaction. Each step

@@ -22,6 +22,10 @@ type Statements struct {
 	PutUpstreamAccount, UpdateUpstreamAccount, UpstreamAccount, UpstreamKeyProject string
 	UpstreamClient, PutUpstreamClient, UpstreamClients                             string
 	DeleteUserUpstream, DeleteMemberUpstream, DeleteKeyUpstream                    string
+
+	InsertIdP, IdPByIssuer, IdPs, DeleteIdP, DeleteIdPIdentities string
+	LinkIdentity, IdentityUser, DeleteUserIdentities             string
+	UseOnce, PruneUsedOnce                                       string
 }
 
 // Q is every shared statement with ? placeholders.
@@ -87,4 +91,15 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 	DeleteUserUpstream:   `DELETE FROM upstream_accounts WHERE user_id = ?`,
 	DeleteMemberUpstream: `DELETE FROM upstream_accounts WHERE project_id = ? AND user_id = ?`,
 	DeleteKeyUpstream:    `DELETE FROM upstream_accounts WHERE agent_key_id = ?`,
+
+	InsertIdP:            insertIdP,
+	IdPByIssuer:          SelectIdP + ` WHERE issuer = ?`,
+	IdPs:                 SelectIdP + ` ORDER BY issuer`,
+	DeleteIdP:            `DELETE FROM idps WHERE issuer = ?`,
+	DeleteIdPIdentities:  `DELETE FROM idp_identities WHERE issuer = ?`,
+	LinkIdentity:         linkIdentity,
+	IdentityUser:         `SELECT user_id FROM idp_identities WHERE issuer = ? AND subject = ?`,
+	DeleteUserIdentities: `DELETE FROM idp_identities WHERE user_id = ?`,
+	UseOnce:              useOnce,
+	PruneUsedOnce:        `DELETE FROM used_once WHERE expires_at < ?`,
 }

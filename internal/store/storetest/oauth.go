@@ -136,6 +136,15 @@ func testOAuthTokens(t *testing.T, s store.Store) {
 	}
 	_, err = s.OAuthToken(ctx, oauthHash("nope"))
 	wantErr(t, "OAuthToken of an unknown hash", err, store.ErrNotFound)
+	// A DPoP-bound access or refresh token keeps its binding.
+	for _, kind := range []string{store.OAuthAccess, store.OAuthRefresh} {
+		if err := s.CreateOAuthToken(ctx, store.OAuthToken{Kind: kind, GrantID: "app_1", Data: []byte(`{"jkt":"abc"}`), ExpiresAt: exp}, oauthHash("bound "+kind)); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := s.OAuthToken(ctx, oauthHash("bound "+kind)); err != nil || string(got.Data) != `{"jkt":"abc"}` {
+			t.Errorf("OAuthToken(bound %s) = %+v, %v; want its binding", kind, got, err)
+		}
+	}
 
 	// Pruning takes the expired only.
 	if err := s.CreateOAuthToken(ctx, store.OAuthToken{Kind: store.OAuthRefresh, GrantID: "app_1", ExpiresAt: time.Now().Add(-time.Minute)}, oauthHash("old")); err != nil {

@@ -103,6 +103,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"UpstreamUpdateRace", testUpstreamUpdateRace},
 		{"UpstreamPutRevokeRace", testUpstreamPutRevokeRace},
 		{"UpstreamClients", testUpstreamClients},
+		{"IdPs", testIdPs},
+		{"UsedOnce", testUsedOnce},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
