@@ -28,9 +28,6 @@ import (
 	"strings"
 )
 
-// version is set at build time with -ldflags "-X main.version=…".
-var version = "dev"
-
 // usageError is a mistake in the command line: exit code 2.
 type usageError struct{ msg string }
 
@@ -105,7 +102,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case "bench":
 		return benchCmd(ctx, args[1:], stdout, stderr)
 	case "version":
-		fmt.Fprintln(stdout, "spacefix", version)
+		fmt.Fprintln(stdout, currentBuild())
 		return nil
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
