@@ -11,6 +11,7 @@
 //	spacefix tools list|set, spacefix settings show|set (over the admin API: --url or the address serve recorded in --data, --token)
 //	spacefix bridge [--url GATEWAY] [--key KEY] --name NAME -- COMMAND [ARGS…] | --remote URL [--header "N: v"]… | --config FILE
 //	spacefix bench [--url GATEWAY] [--key CLIENT_KEY] --tool NAME [--args JSON] [--calls N | --duration D] [--concurrency C] [--json]
+//	spacefix backup --out FILE [--data FILE]
 //	spacefix version
 //
 // Every command takes --data (env SPACEFIX_DATA, default ./spacefix.db) and is
@@ -66,6 +67,7 @@ Usage:
                                                         run existing MCP servers as agents
   spacefix bridge    login NAME --remote URL            sign in to a remote server behind OAuth
   spacefix bench     --tool NAME [--args JSON]          call a tool through a gateway: p50/p99, calls/s, errors
+  spacefix backup    --out FILE [--data FILE]           copy a running gateway's SQLite store
   spacefix version                                      print the version
 
 Run 'spacefix COMMAND --help' for a command's flags.
@@ -101,6 +103,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return bridgeCmd(ctx, args[1:], stdout, stderr)
 	case "bench":
 		return benchCmd(ctx, args[1:], stdout, stderr)
+	case "backup":
+		return backupCmd(ctx, args[1:], stdout)
 	case "version":
 		fmt.Fprintln(stdout, currentBuild())
 		return nil
@@ -113,7 +117,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 }
 
 // commands are the names run knows, for suggestions.
-var commands = []string{"serve", "keys", "projects", "tokens", "audit", "tools", "settings", "users", "gateways", "identity", "bridge", "bench", "version", "help"}
+var commands = []string{"serve", "keys", "projects", "tokens", "audit", "tools", "settings", "users", "gateways", "identity", "bridge", "bench", "backup", "version", "help"}
 
 // command is one subcommand of a command group, such as "keys create".
 type command struct {
