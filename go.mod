@@ -84,3 +84,7 @@ require (
 	modernc.org/mathutil v1.7.1 // indirect
 	modernc.org/memory v1.12.1 // indirect
 )
+
+// Until a release of the SDK module is tagged, the gateway builds on the SDK
+// in this checkout, so the root module builds on its own (GOWORK=off) too.
+replace github.com/spacefix/spacefix/core v0.1.0 => ./core

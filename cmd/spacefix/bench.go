@@ -90,7 +90,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	connect := func() (*mcp.ClientSession, error) {
-		c := mcp.NewClient(&mcp.Implementation{Name: "spacefix-bench", Version: version}, nil)
+		c := mcp.NewClient(&mcp.Implementation{Name: "spacefix-bench", Version: currentBuild().Version}, nil)
 		s, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: &http.Client{Transport: bearerKey(*key)}},
 			&mcp.ClientSessionOptions{ProtocolVersion: *protocol})
 		if err != nil {

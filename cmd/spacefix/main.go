@@ -11,6 +11,7 @@
 //	spacefix tools list|set, spacefix settings show|set (over the admin API: --url or the address serve recorded in --data, --token)
 //	spacefix bridge [--url GATEWAY] [--key KEY] --name NAME -- COMMAND [ARGS…] | --remote URL [--header "N: v"]… | --config FILE
 //	spacefix bench [--url GATEWAY] [--key CLIENT_KEY] --tool NAME [--args JSON] [--calls N | --duration D] [--concurrency C] [--json]
+//	spacefix backup --out FILE [--data FILE]
 //	spacefix version (or --version)
 //	spacefix help [COMMAND [SUBCOMMAND]], or --help after any command
 //
@@ -28,9 +29,6 @@ import (
 	"slices"
 	"strings"
 )
-
-// version is set at build time with -ldflags "-X main.version=…".
-var version = "dev"
 
 // usageError is a mistake in the command line: exit code 2.
 type usageError struct{ msg string }
@@ -71,6 +69,7 @@ Usage:
                                                         run existing MCP servers as agents
   spacefix bridge    login NAME --remote URL            sign in to a remote server behind OAuth
   spacefix bench     --tool NAME [--args JSON]          call a tool through a gateway: p50/p99, calls/s, errors
+  spacefix backup    --out FILE [--data FILE]           copy a running gateway's SQLite store
   spacefix version                                      print the version
 
 Run 'spacefix COMMAND --help' for a command's flags.
@@ -116,8 +115,10 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return bridgeCmd(ctx, args[1:], stdout, stderr)
 	case "bench":
 		return benchCmd(ctx, args[1:], stdout, stderr)
+	case "backup":
+		return backupCmd(ctx, args[1:], stdout)
 	case "version", "--version", "-version":
-		fmt.Fprintln(stdout, "spacefix", version)
+		fmt.Fprintln(stdout, currentBuild())
 		return nil
 	case "help", "-h", "-help", "--help":
 		if args[0] == "help" && len(args) > 1 {
@@ -131,7 +132,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 }
 
 // commands are the names run knows, for suggestions.
-var commands = []string{"serve", "keys", "projects", "tokens", "audit", "tools", "settings", "users", "gateways", "identity", "idp", "bridge", "bench", "version", "help"}
+var commands = []string{"serve", "keys", "projects", "tokens", "audit", "tools", "settings", "users", "gateways", "identity", "idp", "bridge", "bench", "backup", "version", "help"}
 
 // command is one subcommand of a command group, such as "keys create".
 type command struct {

@@ -25,7 +25,7 @@ import (
 
 func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cfg := gateway.DefaultConfig()
-	cfg.Version = version
+	cfg.Version = currentBuild().Version
 	fs := newFlagSet("serve", stderr)
 	fs.StringVar(&cfg.Addr, "addr", envOr("SPACEFIX_ADDR", cfg.Addr), "listen `address` (env SPACEFIX_ADDR)")
 	fs.StringVar(&cfg.PublicURL, "public-url", os.Getenv("SPACEFIX_PUBLIC_URL"), "base `URL` clients reach the gateway at, if not http://ADDR (env SPACEFIX_PUBLIC_URL)")
@@ -81,7 +81,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	setGC()
 
-	tp, err := tracing.FromEnv(ctx, version)
+	tp, err := tracing.FromEnv(ctx, cfg.Version)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,6 @@
 // Package archtest holds the import-graph test: it reads the module's
 // package graph with `go list -deps -json` and fails when an import breaks
-// the layering below, which README.md's architecture table describes.
+// the layering below, which CONTRIBUTING.md's architecture table describes.
 package archtest
 
 import (
@@ -22,14 +22,14 @@ const module = "github.com/spacefix/spacefix"
 // layers lists the module's packages from the top down. A package may
 // import only packages of a lower layer: never one of its own layer, never
 // one above. Every package of the module must be listed, so a new package
-// makes its author choose its place here (and in README.md).
+// makes its author choose its place here (and in CONTRIBUTING.md).
 var layers = []struct {
 	name string
 	pkgs []string
 }{
 	{"programs and suites", []string{
 		"cmd/spacefix", "bench/cmd/pprof-split", "bench/cmd/spacefix-bench", "bench/cmd/spacefix-fanin",
-		"e2e", "e2e/testagent", "e2e/bridgeserver", "e2e/hostilechild", "examples/chart", "examples/orders", "examples/everything", "examples/identity", "sdk/node", "internal/archtest",
+		"e2e", "e2e/testagent", "e2e/bridgeserver", "e2e/hostilechild", "examples/chart", "examples/orders", "examples/everything", "examples/identity", "sdk/node", "internal/archtest", "deploy",
 	}},
 	{"benchmark harness", []string{"bench"}},
 	// What cmd/spacefix runs: the gateway's wiring, and the bridge, an
@@ -120,7 +120,7 @@ func TestArchCheckFindsWrongImports(t *testing.T) {
 	want := []string{
 		"internal/agentfront imports internal/mcpfront, of its own layer (fronts and SDK): only lower layers may be imported",
 		"internal/agentfront depends on internal/mcpfront: the agent front and the MCP front stay apart",
-		"internal/newthing is in no layer: add it to the layers table in internal/archtest and to README.md's architecture table",
+		"internal/newthing is in no layer: add it to the layers table in internal/archtest and to CONTRIBUTING.md's architecture table",
 		"internal/route imports internal/mcpfront, of a higher layer (fronts and SDK): only lower layers may be imported",
 		"internal/route imports net/http: route stays free of transports (the front adapts its connection to route.Transport)",
 		"internal/route depends on github.com/coder/websocket: route stays free of transports (the front adapts its connection to route.Transport)",
@@ -188,7 +188,7 @@ func check(pkgs map[string]pkg) []string {
 		}
 		at, listed := layerOf[name]
 		if !listed {
-			bad = append(bad, name+" is in no layer: add it to the layers table in internal/archtest and to README.md's architecture table")
+			bad = append(bad, name+" is in no layer: add it to the layers table in internal/archtest and to CONTRIBUTING.md's architecture table")
 			continue
 		}
 		for _, imp := range p.Imports {
