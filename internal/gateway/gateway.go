@@ -118,8 +118,10 @@ func New(cfg Config, st store.Store) (*Gateway, error) {
 			Store: st, BaseURL: g.baseFor, Logger: g.log, JWKSPath: JWKSPath,
 			AllowPrivateClientIDs: cfg.OAuthPrivateClientIDs, ClientIDRoots: cfg.OAuthClientIDRoots,
 			// Identity providers' metadata and keys are fetched under the
-			// egress rules of per-person remotes (--upstream-allow-loopback).
-			IdPClient:    upstream.HTTPClient(cfg.UpstreamAllowLoopback),
+			// one egress policy of every upstream dial: loopback with
+			// --upstream-allow-loopback, private ranges when listed in
+			// --upstream-allow-private.
+			IdPClient:    egress.Policy{AllowLoopback: cfg.UpstreamAllowLoopback, AllowPrivate: cfg.UpstreamAllowPrivate}.Client(),
 			DPoPNonces:   g.dpopNonces(cfg),
 			HashPassword: users.HashPassword,
 			Revoked: func(projectID int64, grantID string) {
