@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -137,12 +136,6 @@ func newDPoPClientKey(t *testing.T) dpopClientKey {
 	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	must(t, err)
 	return dpopClientKey{t, k}
-}
-
-func (k dpopClientKey) jkt() string {
-	b, err := (&jose.JSONWebKey{Key: &k.key.PublicKey}).Thumbprint(crypto.SHA256)
-	must(k.t, err)
-	return base64.RawURLEncoding.EncodeToString(b)
 }
 
 // proof is a DPoP proof for htm and htu; with token, its ath.
