@@ -64,7 +64,11 @@ func TestSecondGatewayRefused(t *testing.T) {
 func TestGoneGatewayForgotten(t *testing.T) {
 	was := beatEvery
 	t.Cleanup(func() { beatEvery = was }) // after the gateways' cleanups
-	beatEvery = 100 * time.Millisecond
+	// 1 s, so beatLost (3 s) outlasts a start under -race on a loaded
+	// machine: gw-far, recorded just before the start beside it, must
+	// still count as live when that start reads the records (at 100 ms
+	// it failed now and then in CI-like runs).
+	beatEvery = time.Second
 	path := filepath.Join(t.TempDir(), "spacefix.db")
 	st, err := sqlite.Open(context.Background(), path)
 	if err != nil {
