@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"html"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -17,6 +16,7 @@ import (
 	"github.com/spacefix/spacefix/internal/gateway"
 	"github.com/spacefix/spacefix/internal/oauth"
 	"github.com/spacefix/spacefix/internal/store"
+	"github.com/spacefix/spacefix/internal/testenv"
 )
 
 // registerRaw posts a registration body and returns the answer.
@@ -92,12 +92,7 @@ func TestOAuthMetadataDocumentUnfetchable(t *testing.T) {
 		fmt.Fprintf(w, `{"client_id":"https://%s/client.json","redirect_uris":[%q]}`, r.Host, oauthRedirect)
 	}))
 	defer doc.Close()
-	closed, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	closedAddr := closed.Addr().String()
-	closed.Close()
+	closedAddr := testenv.RefusingAddr(t)
 
 	strictLogs, openLogs := &syncBuffer{}, &syncBuffer{}
 	strict := newEnv(t, func(o *envOptions) { o.logs = strictLogs })
@@ -135,7 +130,7 @@ func TestOAuthMetadataDocumentUnfetchable(t *testing.T) {
 			}
 		}
 		if !strings.Contains(tc.logs.String(), tc.log) {
-			t.Errorf("%s: the gateway's log does not say %q", tc.what, tc.log)
+			t.Errorf("%s: the gateway's log does not say %q:\n%s", tc.what, tc.log, tc.logs.String())
 		}
 		st, m := tokenRequest(t, tc.e, url.Values{"grant_type": {"refresh_token"}, "client_id": {id}, "refresh_token": {"sfx_ort_x"}})
 		if st != http.StatusUnauthorized || m["error"] != "invalid_client" || !strings.HasSuffix(says, fmt.Sprint(m["error_description"])) {

@@ -23,6 +23,7 @@ import (
 	"github.com/spacefix/spacefix/internal/ratelimit"
 	"github.com/spacefix/spacefix/internal/store"
 	"github.com/spacefix/spacefix/internal/store/sqlite"
+	"github.com/spacefix/spacefix/internal/testenv"
 )
 
 const base = "https://gw.example"
@@ -654,12 +655,7 @@ func TestCheckTarget(t *testing.T) {
 // resolved to a refused address, refused the connection, reset it, timed
 // out or answered 404: no address, no dial error. The log has the detail.
 func TestMetadataDocumentErrorsOpaque(t *testing.T) {
-	closed, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	closedURL := "https://" + closed.Addr().String() + "/client.json"
-	closed.Close() // connection refused
+	closedURL := "https://" + testenv.RefusingAddr(t) + "/client.json" // connection refused
 	reset, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
