@@ -139,7 +139,11 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		stopProgress = make(chan struct{})
 	)
 	start := time.Now()
-	go benchProgress(stderr, start, &done, stopProgress)
+	progressDone := make(chan struct{})
+	go func() {
+		defer close(progressDone)
+		benchProgress(stderr, start, &done, stopProgress)
+	}()
 	for _, s := range sessions {
 		wg.Go(func() {
 			params := params()
@@ -175,6 +179,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	wg.Wait()
 	close(stopProgress)
+	<-progressDone // nothing writes to stderr once the command returns
 	elapsed := time.Since(start)
 
 	res.Calls = len(times)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -50,13 +51,15 @@ func benchGateway(t *testing.T) (url, clientKey string) {
 
 func benchJSON(t *testing.T, args ...string) benchResult {
 	t.Helper()
-	out, err := runCLI(t, append([]string{"bench", "--json"}, args...)...)
-	if err != nil {
-		t.Fatalf("bench %q: %v", args, err)
+	// Only standard output is the JSON: the progress lines a slow run
+	// prints once a second go to standard error.
+	var out, errOut bytes.Buffer
+	if err := run(context.Background(), append([]string{"bench", "--json"}, args...), &out, &errOut); err != nil {
+		t.Fatalf("bench %q: %v\n%s", args, err, errOut.String())
 	}
 	var r benchResult
-	if err := json.Unmarshal([]byte(out), &r); err != nil {
-		t.Fatalf("bench --json printed %q: %v", out, err)
+	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+		t.Fatalf("bench --json printed %q on standard output: %v", out.String(), err)
 	}
 	return r
 }
