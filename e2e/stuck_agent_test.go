@@ -38,13 +38,13 @@ func TestStuckAgentHoldsNoCaller(t *testing.T) {
 	// gateway's queue for it take together.
 	const calls = 16
 	// The gateway gives up on each call at its wait (the call log's
-	// duration runs from when it took the call); the client, which
-	// also sends and parses 900 kB per call, hears it within a
-	// generous bound on a loaded machine, not when the agent reads.
-	// Held by the full socket, a call would end only with the client's
-	// own deadline (wait + 30 s): the bounds catch that hang and leave
-	// room for a machine busy with other suites (seen: 3 s and 15 s).
-	const slack, clientSlack = 5 * time.Second, 20 * time.Second
+	// duration runs from when it took the call, checked below). Held by
+	// the full socket, a call would end only with the client's own
+	// deadline (wait + 30 s), as an error: that catches the hang. How
+	// long the client takes to hear the answer is not asserted: it also
+	// sends and parses 900 kB per call, which on a machine busy with
+	// other suites took from 3 s to 28 s.
+	const slack = 5 * time.Second
 	var wg sync.WaitGroup
 	for i := range calls {
 		wg.Go(func() {
@@ -52,16 +52,12 @@ func TestStuckAgentHoldsNoCaller(t *testing.T) {
 			defer cancel()
 			start := time.Now()
 			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "sink", Arguments: args})
-			took := time.Since(start)
 			if err != nil {
-				t.Errorf("call %d: %v after %v", i, err, took)
+				t.Errorf("call %d: %v after %v", i, err, time.Since(start))
 				return
 			}
 			if want := `Request for tool "sink" timed out after 1000ms`; !res.IsError || text(res) != want {
 				t.Errorf("call %d = isError %v %q, want %q", i, res.IsError, text(res), want)
-			}
-			if took > wait+clientSlack {
-				t.Errorf("call %d answered after %v, want its wait (%v) and at most %v more", i, took, wait, clientSlack)
 			}
 		})
 	}
@@ -109,8 +105,9 @@ func TestStuckAgentHoldsNoCaller(t *testing.T) {
 	if record.Outcome != store.OutcomeCancelled {
 		t.Errorf("the cancelled call's outcome is %q, want %q", record.Outcome, store.OutcomeCancelled)
 	}
-	if d := record.Time.Add(record.Duration).Sub(left); d > clientSlack {
-		t.Errorf("the cancelled call ended %v after the client left, want at most %v", d, clientSlack)
+	// Not cancelled, it would end at its own 60 s wait.
+	if d := record.Time.Add(record.Duration).Sub(left); d > 30*time.Second {
+		t.Errorf("the cancelled call ended %v after the client left, want well before its 60s wait", d)
 	}
 	if n := rep.Inflight(); n != 0 {
 		t.Errorf("the replica has %d calls in flight after the cancel, want 0", n)
