@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -43,20 +44,23 @@ func benchGateway(t *testing.T) (url, clientKey string) {
 		if time.Now().After(deadline) {
 			t.Fatal("the agent did not connect")
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond) // poll interval, bounded by the deadline: a real gateway on a socket and a database, which synctest cannot fake
 	}
 	return g.URL(), first.ClientKey
 }
 
+// benchJSON runs bench --json and reads its stdout; progress lines go to
+// stderr once a run takes over a second (as on a loaded machine), so the
+// two are kept apart.
 func benchJSON(t *testing.T, args ...string) benchResult {
 	t.Helper()
-	out, err := runCLI(t, append([]string{"bench", "--json"}, args...)...)
-	if err != nil {
+	var out, errOut bytes.Buffer
+	if err := run(context.Background(), append([]string{"bench", "--json"}, args...), &out, &errOut); err != nil {
 		t.Fatalf("bench %q: %v", args, err)
 	}
 	var r benchResult
-	if err := json.Unmarshal([]byte(out), &r); err != nil {
-		t.Fatalf("bench --json printed %q: %v", out, err)
+	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+		t.Fatalf("bench --json printed %q: %v", out.String(), err)
 	}
 	return r
 }
