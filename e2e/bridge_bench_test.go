@@ -77,17 +77,13 @@ func BenchmarkBridgeCall(b *testing.B) {
 			b.Fatal(err)
 		}
 		defer cs.Close()
-		deadline := time.Now().Add(30 * time.Second)
-		for {
+		poll(b, "the bridged tool to answer", 30*time.Second, func() (attempt, bool) {
 			r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "ev__test_simple_text", Arguments: args})
-			if err == nil && !r.IsError {
-				break
+			if err != nil {
+				return attempt{err: err}, false
 			}
-			if time.Now().After(deadline) {
-				b.Fatal("the bridged tool never answered")
-			}
-			time.Sleep(20 * time.Millisecond) // poll while the bridge registers, bounded
-		}
+			return attempt{out: text(r)}, !r.IsError
+		})
 		benchCalls(b, cs, "ev__test_simple_text", args)
 	})
 }

@@ -269,23 +269,16 @@ func callEventually(t *testing.T, cs *mcp.ClientSession, name string) *mcp.CallT
 // callEventuallyWith is callEventually with arguments.
 func callEventuallyWith(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any) *mcp.CallToolResult {
 	t.Helper()
-	var last string
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
-		switch {
-		case err == nil && !res.IsError:
-			return res
-		case err != nil:
-			last = err.Error()
-		default:
-			last = text(res)
+	var res *mcp.CallToolResult
+	poll(t, name+" to answer without an error", 0, func() (attempt, bool) {
+		r, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
+		if err != nil {
+			return attempt{err: err}, false
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s did not answer within 10s; last: %s", name, last)
-		}
-		time.Sleep(20 * time.Millisecond) // poll interval, bounded by the deadline
-	}
+		res = r
+		return attempt{out: text(r)}, !r.IsError
+	})
+	return res
 }
 
 // TestBridgeDrainsOnSIGTERM runs the real `spacefix bridge` command: on

@@ -129,20 +129,14 @@ func runContainer(t *testing.T, image, vol, addr string) string {
 // returns what it printed.
 func waitReady(t *testing.T, name, url string) string {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	poll(t, "the container's gateway to be ready (GET /readyz)", 60*time.Second, func() (attempt, bool) {
 		resp, err := http.Get(url + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				break
-			}
+		if err != nil {
+			return attempt{err: err}, false
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the container's gateway was not ready within 60s (last: %v)", err)
-		}
-		time.Sleep(50 * time.Millisecond) // poll interval, bounded by the deadline
-	}
+		resp.Body.Close()
+		return attempt{out: resp.Status}, resp.StatusCode == http.StatusOK
+	})
 	out, err := exec.Command("docker", "logs", name).CombinedOutput()
 	if err != nil {
 		t.Fatalf("docker logs %s: %v\n%s", name, err, out)

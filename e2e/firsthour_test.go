@@ -174,19 +174,10 @@ func TestInspectorLine(t *testing.T) {
 
 	// The agent needs a moment to build and connect: poll the printed
 	// tools/list line until it lists the example's tools.
-	var out string
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		var err error
-		out, err = shell(t, dir, nil, list)
-		if err == nil && strings.Contains(out, `"name": "get_order"`) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the printed line\n  %s\ndid not list get_order within 2 minutes; last output (%v):\n%s", list, err, out)
-		}
-		time.Sleep(time.Second) // poll interval, bounded by the deadline above
-	}
+	out := poll(t, "the printed line\n  "+list+"\nto list get_order", 2*time.Minute, func() (attempt, bool) {
+		out, err := shell(t, dir, nil, list)
+		return attempt{out: out, err: err}, err == nil && strings.Contains(out, `"name": "get_order"`)
+	}).out
 	for _, name := range []string{"create_order", "get_order", "search_orders"} {
 		if !strings.Contains(out, `"name": "`+name+`"`) {
 			t.Errorf("tools/list output lacks %s:\n%s", name, out)

@@ -69,13 +69,7 @@ func (fe *fuzzEnv) startFuzzReplica(f *testing.F) *fuzzReplica {
 		ws.CloseNow()
 		<-done
 	})
-	deadline := time.Now().Add(10 * time.Second)
-	for len(fe.gw.Registry().All()) == 0 {
-		if time.Now().After(deadline) {
-			f.Fatal("timed out waiting for the replica to register")
-		}
-		time.Sleep(10 * time.Millisecond) // poll interval, bounded by the deadline (waitFor takes a *testing.T)
-	}
+	waitFor(f, "the replica to register", func() bool { return len(fe.gw.Registry().All()) > 0 })
 	return r
 }
 

@@ -91,13 +91,7 @@ func (fe *fuzzEnv) startAgent(f *testing.F) {
 		cancel()
 		<-done
 	})
-	deadline := time.Now().Add(10 * time.Second)
-	for len(fe.gw.Registry().All()) == 0 {
-		if time.Now().After(deadline) {
-			f.Fatal("timed out waiting for the agent to connect")
-		}
-		time.Sleep(10 * time.Millisecond) // poll interval, bounded by the deadline (waitFor takes a *testing.T)
-	}
+	waitFor(f, "the agent to connect", func() bool { return len(fe.gw.Registry().All()) > 0 })
 }
 
 // session opens a client session at protocol version v.

@@ -244,18 +244,6 @@ func (e *env) startAgent(opts core.Options, setup func(a *core.Agent)) *runningA
 	return &runningAgent{agent: a, stop: stop}
 }
 
-// waitFor polls cond until it holds, failing the test after 10s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond) // poll interval, bounded by the deadline
-	}
-}
-
 // bearer adds an Authorization header to every request.
 type bearer struct {
 	key  string

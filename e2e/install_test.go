@@ -75,13 +75,9 @@ func TestNodeProviderFromTarball(t *testing.T) {
 	cmd.Stdout, cmd.Stderr = &out, &out
 	must(t, cmd.Start())
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	deadline := time.Now().Add(60 * time.Second)
-	for len(e.gw.Registry().All()) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the README's Node provider did not connect within 60s; output:\n%s", out.String())
-		}
-		time.Sleep(50 * time.Millisecond) // poll interval, bounded by the deadline
-	}
+	poll(t, "the README's Node provider to connect (its output)", 60*time.Second, func() (string, bool) {
+		return out.String(), len(e.gw.Registry().All()) > 0
+	})
 	cs := e.connect("2025-11-25", e.clientKey, nil)
 	if got := text(call(t, cs, "hello", map[string]any{"name": "Ada"})); got != "Hello, Ada" {
 		t.Errorf("hello through the README's Node provider = %q, want %q", got, "Hello, Ada")

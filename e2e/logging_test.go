@@ -49,16 +49,11 @@ func TestLogToClient(t *testing.T) {
 		if err != nil || text(res) != "done" {
 			t.Fatalf("noisy = %v, %v", res, err)
 		}
-		deadline := time.Now().Add(5 * time.Second)
-		for time.Now().Before(deadline) {
+		poll(t, "two log messages at level info", 5*time.Second, func() (string, bool) {
 			mu.Lock()
-			n := len(got)
-			mu.Unlock()
-			if n >= 2 {
-				break
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+			defer mu.Unlock()
+			return fmt.Sprint(got), len(got) >= 2
+		})
 		mu.Lock()
 		if want := "[info shop map[of:2 step:1] error shop the second step failed]"; fmt.Sprint(got) != want {
 			t.Errorf("log messages at level info = %v; want %s", got, want)

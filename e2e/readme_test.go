@@ -63,19 +63,15 @@ func TestNodeExampleReadme(t *testing.T) {
 				<-exited
 			})
 			// npm ci may take minutes on a cold cache.
-			deadline := time.Now().Add(5 * time.Minute)
-			for len(e.gw.Registry().All()) == 0 {
+			poll(t, "the agent of "+c.readme+"'s steps to connect (their output)", 5*time.Minute, func() (string, bool) {
 				select {
 				case err := <-exited:
 					exited <- err
 					t.Fatalf("the steps of %s ended (%v) before the agent connected:\n%s\n--- output:\n%s", c.readme, err, steps, out.String())
 				default:
 				}
-				if time.Now().After(deadline) {
-					t.Fatalf("the agent of %s's steps did not connect within 5 minutes; output:\n%s", c.readme, out.String())
-				}
-				time.Sleep(100 * time.Millisecond) // poll interval, bounded by the deadline above
-			}
+				return out.String(), len(e.gw.Registry().All()) > 0
+			})
 			// The dashboard's Agents page shows the replica by its name, as it
 			// does the Go example's, not by its key's label.
 			rep := e.gw.Registry().All()[0]

@@ -85,11 +85,10 @@ func TestTaskMemory(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	for end := time.Now().Add(2 * time.Minute); reached.Load() < int64(n)+1; time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(end) {
-			t.Fatalf("%d of %d tasks reached the agent within 2 minutes", reached.Load()-1, n)
-		}
-	}
+	poll(t, fmt.Sprintf("the %d tasks to reach the agent (how many did)", n), 2*time.Minute, func() (int64, bool) {
+		got := reached.Load() - 1
+		return got, got >= int64(n)
+	})
 	time.Sleep(12 * time.Second) // two rounds of progress lines written: the figures with progress flowing
 	after := g.memory(t)
 	t.Logf("%d running tasks: RSS %+.1f MiB (%.0f B/task); Go heap+stacks in use %+.1f MiB (%.0f B/task); goroutines %d → %d",

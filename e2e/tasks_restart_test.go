@@ -51,22 +51,21 @@ func serveStore(t *testing.T, data string, args ...string) *servedGateway {
 			t.Logf("gateway stderr (last 4 KiB):\n%s", tail([]byte(stderr.String()), 4096))
 		}
 	})
-	for end := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	// On failure the cleanup above logs the gateway's stderr.
+	poll(t, "spacefix serve to be ready (GET /readyz)", 60*time.Second, func() (attempt, bool) {
 		select {
 		case <-g.done:
 			t.Fatalf("spacefix serve exited: %s", stderr.String())
 		default:
 		}
-		if resp, err := http.Get(g.url + "/readyz"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return g
-			}
+		resp, err := http.Get(g.url + "/readyz")
+		if err != nil {
+			return attempt{err: err}, false
 		}
-		if time.Now().After(end) {
-			t.Fatalf("spacefix serve was not ready within 60 s: %s", stderr.String())
-		}
-	}
+		resp.Body.Close()
+		return attempt{out: resp.Status}, resp.StatusCode == http.StatusOK
+	})
+	return g
 }
 
 // kill stops the process with SIGKILL, as the OOM killer or a node loss

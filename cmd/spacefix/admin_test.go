@@ -142,7 +142,7 @@ func TestFirstHourAdminFindsGateway(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("serve printed no MCP endpoint:\n%s\n%s", out.String(), logs.String())
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond) // poll interval, bounded by the deadline: a real gateway on a socket and a database, which synctest cannot fake
 	}
 	tok, err := runCLI(t, "tokens", "create", "--data", data, "--json")
 	if err != nil {

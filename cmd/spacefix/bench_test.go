@@ -44,15 +44,16 @@ func benchGateway(t *testing.T) (url, clientKey string) {
 		if time.Now().After(deadline) {
 			t.Fatal("the agent did not connect")
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond) // poll interval, bounded by the deadline: a real gateway on a socket and a database, which synctest cannot fake
 	}
 	return g.URL(), first.ClientKey
 }
 
+// benchJSON runs bench --json and reads its stdout; progress lines go to
+// stderr once a run takes over a second (as on a loaded machine), so the
+// two are kept apart.
 func benchJSON(t *testing.T, args ...string) benchResult {
 	t.Helper()
-	// Only standard output is the JSON: the progress lines a slow run
-	// prints once a second go to standard error.
 	var out, errOut bytes.Buffer
 	if err := run(context.Background(), append([]string{"bench", "--json"}, args...), &out, &errOut); err != nil {
 		t.Fatalf("bench %q: %v\n%s", args, err, errOut.String())

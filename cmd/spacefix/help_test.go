@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/spacefix/spacefix/internal/leaktest"
 )
 
 // TestMain lets a test run this package's main as the binary: with
@@ -21,7 +23,7 @@ func TestMain(m *testing.M) {
 		main()
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	os.Exit(leaktest.Run(m)) // fails the package when goroutines outlive its tests
 }
 
 // runMain runs spacefix with args as a process and returns its stdout,

@@ -117,7 +117,7 @@ func serveOnce(t *testing.T, data string) string {
 		if time.Now().After(deadline) {
 			t.Fatalf("serve printed no MCP endpoint:\n%s\n%s", out.String(), logs.String())
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond) // poll interval, bounded by the deadline: a real gateway on a socket and a database, which synctest cannot fake
 	}
 	base := url.FindStringSubmatch(out.String())[1]
 	resp, err := http.Get(base + "/healthz")
@@ -255,7 +255,7 @@ func testGatewaysList(t *testing.T, data string) {
 		if time.Now().After(waitUntil) {
 			t.Fatalf("serve did not start:\n%s", logs.String())
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond) // poll interval, bounded by the deadline: a real gateway on a socket and a database, which synctest cannot fake
 	}
 	listening := addr.FindStringSubmatch(stdout.String())[1]
 	out, err = runCLI(t, "gateways", "list", "--data", data)

@@ -71,7 +71,7 @@ func serveLogs(t *testing.T, args ...string) string {
 			cancel()
 			t.Fatalf("serve did not start:\n%s\n%s", out.String(), logs.String())
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond) // poll interval, bounded by the deadline: a real gateway on a socket and a database, which synctest cannot fake
 	}
 	cancel()
 	select {

@@ -84,7 +84,7 @@ func TestTraceServeExportsOTLP(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("serve printed no keys:\n%s\n%s", out.String(), logs.String())
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond) // poll interval, bounded by the deadline: a real gateway on a socket and a database, which synctest cannot fake
 	}
 	m := started.FindStringSubmatch(out.String())
 	base, agentKey, clientKey := m[1], m[2], m[3]
@@ -118,7 +118,7 @@ func TestTraceServeExportsOTLP(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("echo never answered: %v %+v", err, res)
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond) // poll interval, bounded by the deadline: a real gateway on a socket and a database, which synctest cannot fake
 	}
 	cs.Close()
 	stopAgent()

@@ -166,7 +166,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
-		time.Sleep(5 * time.Millisecond)
+		time.Sleep(5 * time.Millisecond) // poll interval, bounded: gateways over a real NATS server, which synctest cannot fake
 	}
 }
 

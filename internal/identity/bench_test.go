@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// BenchmarkSign is the cost of one call's identity assertion: claims to
+// BenchmarkSign is the cost of signing one identity assertion: claims to
 // JSON, an ES256 signature, the compact serialization
 // (docs/benchmarks.md).
 func BenchmarkSign(b *testing.B) {
@@ -38,6 +38,26 @@ func BenchmarkSignFloor(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			if _, err := ecdsa.SignASN1(rand.Reader, key, sum[:]); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkToken is what a call pays for its identity token at steady
+// state: the caller's token, reused (docs/benchmarks.md).
+func BenchmarkToken(b *testing.B) {
+	clk := newClock()
+	st := openSQLiteB(b)
+	s := newSignerB(b, st, clk)
+	c := personClaims
+	if _, err := s.Token(c); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := s.Token(c); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -1,6 +1,7 @@
-// Package identity signs the gateway's per-call identity assertions: a
-// short-lived JWT (ES256) that says who is calling, in the gateway's own
-// words, for a provider to pass on to its own backend. The signing keys
+// Package identity signs the gateway's identity assertions: a short-lived
+// JWT (ES256) that says who is calling, in the gateway's own words, for a
+// provider to pass on to its own backend; one per caller and audience,
+// reused by that caller's calls for most of its life. The signing keys
 // live in the store (shared by every gateway of the instance) and rotate
 // on a schedule; their public halves are published as a JWKS
 // (/.well-known/jwks.json), a retired key until the last token it signed
@@ -68,8 +69,8 @@ type Options struct {
 	ReloadEvery time.Duration
 }
 
-// Signer signs per-call identity assertions with the gateway's current
-// key. Sign and JWKS may be called concurrently, from any goroutine, also
+// Signer signs identity assertions with the gateway's current key. Sign,
+// Token and JWKS may be called concurrently, from any goroutine, also
 // while Rotate runs.
 type Signer struct {
 	opts Options
@@ -80,6 +81,8 @@ type Signer struct {
 	jwksUntil time.Time // when jwks must be built again (zero: when keys change)
 
 	rotateMu sync.Mutex // one read-modify-write of the store at a time
+
+	reuse reuseCache // tokens [Signer.Token] hands out again
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -95,10 +98,9 @@ type Claims struct {
 	Scope    string // scope: "mcp:read mcp:write" as granted; empty for a key
 	Project  string // project: the project's name
 	Audience string // aud: the agent key's identityAudience
-	ID       string // jti: the call id
+	ID       string // jti: the token's id; [Signer.Token] sets a random one
 	// TTL is how long the assertion lives: zero means [MaxTTL], and it is
-	// never longer than MaxTTL. Callers pass the call's own limit when it
-	// is shorter.
+	// never longer than MaxTTL. [Signer.Token] always signs for MaxTTL.
 	TTL time.Duration
 }
 
@@ -351,48 +353,56 @@ func (s *Signer) adopt(ks *keySet) {
 		return
 	}
 	s.keys, s.jwks, s.jwksUntil = ks, nil, time.Time{}
+	s.reuse.clear() // tokens of the keys before are not handed out again
 }
 
 // Sign returns a compact JWS (ES256, kid = the current key's id) of c:
 // iss, sub, aud, iat, exp, jti and the person's, app's and project's
 // claims that are set. It fails before the keys are loaded
 // ([ErrNotReady]), without a Subject or an Audience, and for a negative TTL.
+// Calls use [Signer.Token], which reuses a token for the same caller.
 func (s *Signer) Sign(c Claims) (string, error) {
-	if c.Subject == "" || c.Audience == "" {
-		return "", errors.New("identity: an assertion needs a subject and an audience")
-	}
-	ttl := c.TTL
-	switch {
-	case ttl < 0:
-		return "", errors.New("identity: negative TTL")
-	case ttl == 0 || ttl > MaxTTL:
-		ttl = MaxTTL
-	}
 	s.mu.RLock()
 	ks := s.keys
 	s.mu.RUnlock()
 	if ks == nil {
 		return "", ErrNotReady
 	}
-	now := s.opts.Now()
+	tok, _, err := s.sign(c, ks, s.opts.Issuer(), s.opts.Now())
+	return tok, err
+}
+
+// sign is Sign with ks, issued by iss at now; it returns the token's exp.
+func (s *Signer) sign(c Claims, ks *keySet, iss string, now time.Time) (string, time.Time, error) {
+	if c.Subject == "" || c.Audience == "" {
+		return "", time.Time{}, errors.New("identity: an assertion needs a subject and an audience")
+	}
+	ttl := c.TTL
+	switch {
+	case ttl < 0:
+		return "", time.Time{}, errors.New("identity: negative TTL")
+	case ttl == 0 || ttl > MaxTTL:
+		ttl = MaxTTL
+	}
 	iat := now.Unix()
 	exp := now.Add(ttl).Unix()
 	if exp <= iat {
 		exp = iat + 1
 	}
 	payload, err := json.Marshal(jwtClaims{
-		Issuer: s.opts.Issuer(), Subject: c.Subject, Audience: c.Audience,
+		Issuer: iss, Subject: c.Subject, Audience: c.Audience,
 		IssuedAt: iat, Expiry: exp, ID: c.ID,
 		Email: c.Email, Name: c.Name, ClientID: c.ClientID, Scope: c.Scope, Project: c.Project,
 	})
 	if err != nil {
-		return "", fmt.Errorf("identity: encode claims: %w", err)
+		return "", time.Time{}, fmt.Errorf("identity: encode claims: %w", err)
 	}
 	jws, err := ks.signer.Sign(payload)
 	if err != nil {
-		return "", fmt.Errorf("identity: sign: %w", err)
+		return "", time.Time{}, fmt.Errorf("identity: sign: %w", err)
 	}
-	return jws.CompactSerialize()
+	tok, err := jws.CompactSerialize()
+	return tok, time.Unix(exp, 0), err
 }
 
 // jwtClaims is the assertion's payload.

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/go-jose/go-jose/v4"
@@ -436,31 +437,76 @@ func testSharedStore(t *testing.T, st store.Store) {
 }
 
 // A started Signer takes another gateway's rotation at its next read of
-// the store.
+// the store, ReloadEvery later, not before; the token it handed out for
+// reuse goes with the retired key.
 func TestReloadTakesRotation(t *testing.T) {
-	clk := newClock()
-	st := openSQLite(t)
-	s := identity.New(identity.Options{Store: st, Issuer: func() string { return issuer }, Now: clk.Now, ReloadEvery: 10 * time.Millisecond})
-	if err := s.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	before, _ := s.Sign(personClaims)
-	cli := identity.New(identity.Options{Store: st, Issuer: func() string { return issuer }, Now: clk.Now})
-	if err := cli.Rotate(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		tok, _ := s.Sign(personClaims)
-		if kid(t, tok) != kid(t, before) {
-			break
+	synctest.Test(t, func(t *testing.T) {
+		st := &memMeta{}
+		const every = time.Minute
+		s := identity.New(identity.Options{Store: st, Issuer: func() string { return issuer }, ReloadEvery: every})
+		if err := s.Start(t.Context()); err != nil {
+			t.Fatal(err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("a started Signer still signs with the retired key 10s after a rotation elsewhere")
+		defer s.Close()
+		before := token(t, s, personClaims)
+		cli := identity.New(identity.Options{Store: st, Issuer: func() string { return issuer }})
+		if err := cli.Rotate(t.Context()); err != nil {
+			t.Fatal(err)
 		}
-		time.Sleep(5 * time.Millisecond)
+		time.Sleep(every - time.Second)
+		synctest.Wait()
+		if got := token(t, s, personClaims); got != before {
+			t.Errorf("before its next read of the store the Signer gave a new token (kid %q); want the one it had", kid(t, got))
+		}
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if got := token(t, s, personClaims); kid(t, got) == kid(t, before) {
+			t.Errorf("ReloadEvery after a rotation elsewhere, the Signer still gives tokens of the retired key %q", kid(t, got))
+		}
+		if tok, _ := s.Sign(personClaims); kid(t, tok) == kid(t, before) {
+			t.Errorf("ReloadEvery after a rotation elsewhere, the Signer still signs with the retired key %q", kid(t, tok))
+		}
+	})
+}
+
+// memMeta is a store.Meta in memory: for tests in a synctest bubble,
+// where a database's goroutines and files do not belong.
+type memMeta struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+func (s *memMeta) SetMeta(_ context.Context, name, value string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m == nil {
+		s.m = map[string]string{}
 	}
+	s.m[name] = value
+	return nil
+}
+
+func (s *memMeta) Meta(_ context.Context, name string) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, ok := s.m[name]
+	if !ok {
+		return "", store.ErrNotFound
+	}
+	return v, nil
+}
+
+func (s *memMeta) SwapMeta(_ context.Context, name, old, value string) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m[name] != old {
+		return false, nil
+	}
+	if s.m == nil {
+		s.m = map[string]string{}
+	}
+	s.m[name] = value
+	return true, nil
 }
 
 // No private key reaches a log, an error or the JWKS.

@@ -13,12 +13,12 @@ import (
 // audience (store.Key.IdentityAudience) gets, with every call, read, get
 // and completion sent to its replicas, a short-lived JWT the gateway signs
 // that says who is calling, for the provider to pass to its own backend.
-// The token is minted when the call is sent (route.Request.Identity), so
-// its jti is the call id and it expires no later than the gateway stops
-// waiting for the call. A key without an audience costs nothing: no hook,
-// no signing, no allocation.
+// A token asserts the caller, not the call: the signer reuses one per
+// caller and audience until a minute before it expires (its jti is its
+// own; the call id is in the call message). A key without an audience
+// costs nothing: no hook, no signing, no allocation.
 
-// identityTokens returns the hook that mints the identity token of a call
+// identityTokens returns the hook that gives the identity token of a call
 // by caller to a replica of agentKey in project projectID; nil when the
 // gateway signs no tokens or the key asked for none.
 func (f *Front) identityTokens(ctx context.Context, projectID int64, agentKey string, caller agentproto.Caller) func(callID string, deadline time.Time) string {
@@ -30,13 +30,8 @@ func (f *Front) identityTokens(ctx context.Context, projectID int64, agentKey st
 		return nil
 	}
 	claims := identityClaims(caller, aud)
-	return func(callID string, deadline time.Time) string {
-		c := claims
-		c.ID = callID
-		// Never longer than the call's own limit: a call past its deadline
-		// (about to time out) gets the shortest token there is.
-		c.TTL = max(min(identity.MaxTTL, time.Until(deadline)), time.Millisecond)
-		tok, err := f.identity.Sign(c)
+	return func(callID string, _ time.Time) string {
+		tok, err := f.identity.Token(claims)
 		if err != nil {
 			// The call goes without: the provider's backend refuses it,
 			// which is what the provider asked for.
@@ -48,7 +43,7 @@ func (f *Front) identityTokens(ctx context.Context, projectID int64, agentKey st
 }
 
 // identityClaims is what the token of a call by c says, for audience aud
-// (all but the call id and the TTL).
+// (all but the token's id and lifetime).
 func identityClaims(c agentproto.Caller, aud string) identity.Claims {
 	claims := identity.Claims{
 		Subject:  "key:" + c.KeyID,

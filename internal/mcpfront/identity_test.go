@@ -103,12 +103,20 @@ func TestIdentityTokens(t *testing.T) {
 			if err := parsed.Claims(set, &got); err != nil {
 				t.Fatalf("the token does not verify against the JWKS: %v", err)
 			}
-			if err := got.Validate(jwt.Expected{Issuer: "https://gw.example.com", AnyAudience: jwt.Audience{"https://orders.example.com"}, ID: "c-test-1", Time: now}); err != nil {
+			if err := got.Validate(jwt.Expected{Issuer: "https://gw.example.com", AnyAudience: jwt.Audience{"https://orders.example.com"}, Time: now}); err != nil {
 				t.Errorf("Validate: %v", err)
 			}
+			if got.ID == "" || got.ID == "c-test-1" {
+				t.Errorf("jti = %q; want the token's own id, not the call id", got.ID)
+			}
+			// 5 minutes whatever the call's wait: the token asserts the
+			// caller, and the next calls get it again.
 			exp := got.Expiry.Time()
-			if limit := now.Add(min(tt.wait, identity.MaxTTL)); exp.After(limit) || exp.Before(limit.Add(-2*time.Second)) {
-				t.Errorf("exp = %v, want within 2s before %v: 5 minutes, never longer than the call's wait (%v)", exp, limit, tt.wait)
+			if limit := now.Add(identity.MaxTTL); exp.After(limit) || exp.Before(limit.Add(-2*time.Second)) {
+				t.Errorf("exp = %v, want within 2s before %v (5 minutes)", exp, limit)
+			}
+			if again := h("c-test-2", now.Add(tt.wait)); again != tok {
+				t.Error("the caller's next call got another token; want the same one reused")
 			}
 			got.Claims, tt.want.Claims = jwt.Claims{Subject: got.Subject}, jwt.Claims{Subject: tt.want.Subject}
 			if diff := cmp.Diff(tt.want, got); diff != "" {

@@ -755,7 +755,8 @@ func TestMetadataDocumentFetchBound(t *testing.T) {
 			t.Fatal("requests over the bound were not refused within 10 s")
 		}
 	}
-	// Every fetch within the bound reaches the server and hangs there.
+	// Every fetch within the bound reaches the server and hangs there
+	// (a real HTTP server: polled, bounded).
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
 		mu.Lock()
 		n := inFlight

@@ -136,7 +136,8 @@ func (e *env) startSpec(ttl time.Duration, change func(*tasks.Spec)) (tasks.Task
 	return task, m
 }
 
-// eventually polls cond until it holds, for at most 10 s.
+// eventually polls cond until it holds, for at most 10 s: tasks run over a
+// real SQLite store, whose file I/O a synctest bubble cannot fake.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	for end := time.Now().Add(10 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
