@@ -1,8 +1,10 @@
 // Package mcpfront is the gateway's MCP endpoint. It serves every protocol
 // era on one URL through the official go-sdk — 2025-06-18 and 2025-11-25 with
 // sessions, 2026-07-28 stateless — keeps one *mcp.Server per client key whose
-// tools mirror what that key may see, and runs the tools/call flow: lookup,
-// validation, delivery to one replica, result checks and the call log.
+// tools mirror what that key may see, and runs every tools/call down one
+// ordered list of stages (pipeline.go): lookup, validation, the policy
+// point, cache, repeat-safe ids, delivery to one replica or a job, result
+// checks and the call log.
 package mcpfront
 
 import (

@@ -47,15 +47,14 @@ type handoff struct {
 	start time.Time
 }
 
-type handoffKey struct{}
-
 // handingOff reports whether ctx is an early session call's, which go-sdk
 // must take over at a question, and notes where the call stands for it.
 func handingOff(ctx context.Context, call *route.Call, res route.Result, key store.Key, start time.Time) bool {
-	h, ok := ctx.Value(handoffKey{}).(*handoff)
-	if !ok || call == nil {
+	c := toolCallFrom(ctx)
+	if c == nil || c.hand == nil || call == nil {
 		return false
 	}
+	h := c.hand
 	h.call, h.res, h.key, h.start = call, res, key, start
 	return true
 }
