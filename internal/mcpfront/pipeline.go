@@ -12,6 +12,7 @@ import (
 	"github.com/spacefix/spacefix/internal/agents"
 	"github.com/spacefix/spacefix/internal/route"
 	"github.com/spacefix/spacefix/internal/store"
+	"github.com/spacefix/spacefix/internal/tasks"
 )
 
 // The tools/call pipeline. A plain call, whether go-sdk parsed it (its
@@ -28,13 +29,20 @@ import (
 //	cache    a cached result answers; a fresh one is kept on the way back
 //	repeat   a repeat-safe tool's request id is claimed, or answered
 //	shape    how the call ended becomes the client's answer
-//	run      sent to the replica directly, or started as a job
+//	run      sent to the replica directly, started as a job, or started
+//	         as a task (a task-augmented call of either era)
 //
 // The order is written once, in [toolStages]. A stage decides (it answers
 // and does not go on), or enriches the call and hands it to the next
 // stage. Once a call is settled (how it stands is known: c.call, c.res),
 // only shape is left: [next.run] skips there, so the stages between never
 // see a call they did not start.
+//
+// A task-augmented call (tasks_modern.go, tasks_session_call.go) goes down
+// the same list: it is resolved and passes the policy point as any call,
+// is neither cached nor claimed as a repeat (its client holds the task),
+// and the entry answers its task, or how it was refused, in its era's
+// words (c.task).
 //
 // Rate limit and admission come first in the view's middleware
 // ([view.resolve], through [Front.admitCall]), because go-sdk must not
@@ -93,6 +101,11 @@ type toolCall struct {
 	// when the agent asks the client something (handoff.go).
 	hand *handoff
 
+	// task, set on a task-augmented call (either era), makes the run
+	// stage start the call as a task instead of sending it; the entry
+	// answers in its era's words.
+	task *taskRun
+
 	start   time.Time
 	wait    time.Duration   // how long the client's request waits: the tool's wait
 	pick    pickRequest     // what resolve picked a replica for
@@ -101,6 +114,14 @@ type toolCall struct {
 	call    *route.Call     // the picked call, then the running one
 	res     route.Result    // how the call stands
 	settled bool            // how it stands is known: only shape is left
+}
+
+// taskRun is how a task-augmented call runs, and how its start went.
+type taskRun struct {
+	era  string        // tasks.Spec.Era
+	ttl  time.Duration // what the client asked for; 0: the runtime's
+	task tasks.Task    // the task started
+	err  error         // why the runtime did not start it
 }
 
 type toolCallKey struct{}
@@ -115,6 +136,12 @@ func withToolCall(ctx context.Context, c *toolCall) context.Context {
 func toolCallFrom(ctx context.Context) *toolCall {
 	c, _ := ctx.Value(toolCallKey{}).(*toolCall)
 	return c
+}
+
+// runToolCall runs c, admitted, down the pipeline: the entry of the task
+// methods of both eras ([Front.extTaskCall], [Front.startSessionTask]).
+func (f *Front) runToolCall(ctx context.Context, c *toolCall) (*mcp.CallToolResult, error) {
+	return next{f, 0}.run(ctx, c)
 }
 
 // toolHandler runs a tools/call down the pipeline: the tool handler go-sdk

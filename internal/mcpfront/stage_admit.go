@@ -26,7 +26,7 @@ func (admitStage) serve(ctx context.Context, f *Front, c *toolCall, next next) (
 	if hung := f.hangUp(c.req.Extra); hung != nil {
 		defer context.AfterFunc(hung, func() { cancel(context.Canceled) })()
 	}
-	if c.req.Session != nil {
+	if c.req.Session != nil && c.task == nil {
 		defer f.viewFor(c.key).trackCall(c.req.Session.ID(), cancel)()
 	}
 	return next.run(ctx, c)

@@ -13,12 +13,12 @@ import (
 // one that ran. A hit never reaches an agent and is neither logged nor
 // billed; it has passed the key check, the rate limit and validation. (A
 // per-person tool's results are never cached: perperson.go. A job's first
-// answer is not kept.)
+// answer is not kept; a task's call is neither looked up nor kept.)
 type cacheStage struct{}
 
 func (cacheStage) serve(ctx context.Context, f *Front, c *toolCall, next next) (*mcp.CallToolResult, error) {
 	cacheFor := f.cacheFor(c.controls, c.tool)
-	if cacheFor <= 0 {
+	if cacheFor <= 0 || c.task != nil {
 		return next.run(ctx, c)
 	}
 	if _, decoded, ok := f.cache.GetDecoded(c.key.ProjectID, c.tool.Name, c.args); ok {

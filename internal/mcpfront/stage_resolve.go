@@ -20,15 +20,20 @@ import (
 
 // resolveStage resolves the admitted tool to a replica in the caller's
 // view ([Front.pickCall]): the call is picked, with the tool's wait (a
-// job's, the project's longest task: [Front.asJob]), not sent. A refusal
+// job's or a task's, the project's longest task: [Front.asJob]), not sent. A refusal
 // answers; a pick that found no replica settles the call.
 type resolveStage struct{}
 
 func (resolveStage) serve(ctx context.Context, f *Front, c *toolCall, next next) (*mcp.CallToolResult, error) {
 	req := c.req
-	c.wait = f.wait(ctx, c.tool, c.key, c.controls)
-	c.pick = pickRequest{Tool: c.tool, Key: c.key, Args: req.Params.Arguments, Caps: callerCaps(req.Session, req.Params.Meta), Wait: c.wait}
-	c.asJob = f.asJob(ctx, &c.pick) // a tool with task support, for a client without tasks: jobs.go
+	c.pick = pickRequest{Tool: c.tool, Key: c.key, Args: req.Params.Arguments, Caps: callerCaps(req.Session, req.Params.Meta)}
+	if c.task != nil {
+		c.pick.Wait = f.tasks.Limit(ctx, c.key.ProjectID) // a task may run up to the project's longest
+	} else {
+		c.wait = f.wait(ctx, c.tool, c.key, c.controls)
+		c.pick.Wait = c.wait
+		c.asJob = f.asJob(ctx, &c.pick) // a tool with task support, for a client without tasks: jobs.go
+	}
 	call, res, args, refused, rpcErr := f.pickCall(ctx, c.pick)
 	if refused != nil || rpcErr != nil {
 		return refused, rpcErr

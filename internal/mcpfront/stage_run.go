@@ -7,14 +7,20 @@ import (
 
 	"github.com/spacefix/spacefix/internal/route"
 	"github.com/spacefix/spacefix/internal/store"
+	"github.com/spacefix/spacefix/internal/tasks"
 )
 
-// runStage runs a picked call: as a job (jobs.go), which answers itself,
-// or delivered to its replica within the tool's wait, which settles it
-// for shapeStage.
+// runStage runs a picked call: as a task (its entry answers), as a job
+// (jobs.go), which answers itself, or delivered to its replica within the
+// tool's wait, which settles it for shapeStage.
 type runStage struct{}
 
 func (runStage) serve(ctx context.Context, f *Front, c *toolCall, _ next) (*mcp.CallToolResult, error) {
+	if tr := c.task; tr != nil {
+		tr.task, tr.err = f.tasks.Run(ctx, tasks.Spec{Key: c.key, Tool: c.tool, Call: c.call, Era: tr.era, TTL: tr.ttl, Start: c.start,
+			Unauthorized: f.taskUnauthorized(c.key, c.call, c.tool.Name)})
+		return nil, nil
+	}
 	if c.asJob {
 		out, err := f.runJob(ctx, c.req, c.tool, c.key, c.call, c.start, c.wait)
 		if c.tool.Def.IdempotencyKey != "" {

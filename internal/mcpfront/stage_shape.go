@@ -24,6 +24,14 @@ import (
 type shapeStage struct{}
 
 func (shapeStage) serve(ctx context.Context, f *Front, c *toolCall, next next) (*mcp.CallToolResult, error) {
+	if c.task != nil {
+		// A task's entry answers in its era's words: the task, or how
+		// the pick ended (c.res).
+		if c.settled {
+			return nil, nil
+		}
+		return next.run(ctx, c)
+	}
 	if !c.settled {
 		out, err := next.run(ctx, c)
 		if !c.settled {

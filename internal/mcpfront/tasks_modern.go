@@ -295,7 +295,7 @@ func (f *Front) extTaskCall(w http.ResponseWriter, r *http.Request, v *view, req
 	if snap == nil || (!declared && snap.Def.TaskSupport() != agentproto.TaskRequired) {
 		return false // a plain call: the early path or go-sdk runs it
 	}
-	t, _, refused, err := f.admitCall(ctx, v.key, req.Params.Name, false)
+	t, ctl, refused, err := f.admitCall(ctx, v.key, req.Params.Name, false)
 	switch {
 	case refused != nil:
 		f.writeExtCallResult(w, req.ID, refused)
@@ -322,11 +322,12 @@ func (f *Front) extTaskCall(w http.ResponseWriter, r *http.Request, v *view, req
 		f.resumeExtCall(w, r, v, req, t, owner)
 		return true
 	}
-	start := time.Now()
-	call, res, _, refused, rpcErr := f.pickCall(ctx, pickRequest{
-		Tool: t, Key: v.key, Args: req.Params.Arguments,
-		Caps: callerCaps(nil, mcp.Meta(req.Params.Meta)), Wait: f.tasks.Limit(ctx, v.key.ProjectID),
-	})
+	// The call pipeline (pipeline.go) resolves it and starts the task.
+	tr := &taskRun{era: modernVersion}
+	c := &toolCall{key: v.key, tool: t, controls: ctl, task: tr, req: &mcp.CallToolRequest{
+		Params: &mcp.CallToolParamsRaw{Name: req.Params.Name, Arguments: req.Params.Arguments, Meta: mcp.Meta(req.Params.Meta)},
+	}}
+	refused, rpcErr := f.runToolCall(ctx, c)
 	switch {
 	case refused != nil:
 		f.writeExtCallResult(w, req.ID, refused)
@@ -334,15 +335,14 @@ func (f *Front) extTaskCall(w http.ResponseWriter, r *http.Request, v *view, req
 	case rpcErr != nil:
 		f.writeExtError(w, req.ID, rpcErr)
 		return true
-	case call == nil && res.Outcome == route.NotFound:
+	case c.call == nil && c.res.Outcome == route.NotFound:
 		f.writeExtError(w, req.ID, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "Tool " + t.Name + " not found"})
 		return true
-	case call == nil:
-		f.writeExtCallResult(w, req.ID, f.toolResult(t, v.key, res, start))
+	case c.call == nil:
+		f.writeExtCallResult(w, req.ID, f.toolResult(t, v.key, c.res, c.start))
 		return true
 	}
-	task, err := f.tasks.Run(ctx, tasks.Spec{Key: v.key, Tool: t, Call: call, Era: modernVersion, Start: start,
-		Unauthorized: f.taskUnauthorized(v.key, call, t.Name)})
+	task, err := tr.task, tr.err
 	if errors.Is(err, tasks.ErrTooManyTasks) {
 		// The server decides per request whether to make a task: this one
 		// answers, as a plain call would, a tool error the model reads.

@@ -137,8 +137,7 @@ func (f *Front) startSessionTask(ctx context.Context, v *view, ss *mcp.ServerSes
 	if !ok {
 		return tasks.Task{}, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: msgTaskTTL}
 	}
-	start := time.Now()
-	t, _, refused, err := f.admitCall(ctx, v.key, call.name, false)
+	t, ctl, refused, err := f.admitCall(ctx, v.key, call.name, false)
 	if err != nil {
 		return tasks.Task{}, err
 	}
@@ -151,22 +150,23 @@ func (f *Front) startSessionTask(ctx context.Context, v *view, ss *mcp.ServerSes
 			return tasks.Task{}, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "params._meta must be an object."}
 		}
 	}
-	picked, res, _, refused, rpcErr := f.pickCall(ctx, pickRequest{
-		Tool: t, Key: v.key, Args: call.args,
-		Caps: callerCaps(ss, meta), Wait: f.tasks.Limit(ctx, v.key.ProjectID),
-	})
+	// The call pipeline (pipeline.go) resolves it and starts the task.
+	tr := &taskRun{era: tasksVersion, ttl: ttl}
+	c := &toolCall{key: v.key, tool: t, controls: ctl, task: tr, req: &mcp.CallToolRequest{
+		Session: ss, Params: &mcp.CallToolParamsRaw{Name: call.name, Arguments: call.args, Meta: meta},
+	}}
+	refused, rpcErr := f.runToolCall(ctx, c)
 	switch {
 	case rpcErr != nil:
 		return tasks.Task{}, rpcErr
 	case refused != nil:
 		return tasks.Task{}, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: firstText(refused)}
-	case picked == nil && res.Outcome == route.NoReplica:
-		return tasks.Task{}, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: res.Detail}
-	case picked == nil:
+	case c.call == nil && c.res.Outcome == route.NoReplica:
+		return tasks.Task{}, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: c.res.Detail}
+	case c.call == nil:
 		return tasks.Task{}, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "Tool " + trimName(call.name) + " not found"}
 	}
-	task, err := f.tasks.Run(ctx, tasks.Spec{Key: v.key, Tool: t, Call: picked, Era: tasksVersion, TTL: ttl, Start: start,
-		Unauthorized: f.taskUnauthorized(v.key, picked, t.Name)})
+	task, err := tr.task, tr.err
 	if errors.Is(err, tasks.ErrTooManyTasks) {
 		// A task or an error: refused as the project's controls refuse.
 		return tasks.Task{}, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: err.Error()}
