@@ -5,6 +5,15 @@
 // ordered list of stages (pipeline.go): lookup, validation, the policy
 // point, cache, repeat-safe ids, delivery to one replica or a job, result
 // checks and the call log.
+//
+// go-sdk serves what it serves as designed: sessions, the GET stream,
+// initialize, the list methods and their list_changed notifications. The
+// wire of a plain tools/call, in both eras, is the gateway's own (early.go,
+// written byte for byte as go-sdk writes it: gosdkwire.go), and so are the
+// tasks of both eras, which go-sdk does not implement: go-sdk's per-request
+// work costs more than the rest of a call, and bending it to serve a call it
+// did not parse takes side channels. docs/go-sdk-gaps.md lists each gap
+// worked around, with its upstream issue.
 package mcpfront
 
 import (
