@@ -162,7 +162,7 @@ func (f *Front) answerEarly(w http.ResponseWriter, r *http.Request, v *view, ses
 		hand = &handoff{t: t}
 	}
 	res, err := f.callEarly(ctx, r, t, c, call, ss, sink, hand)
-	if errors.Is(err, errHandedOff) {
+	if hand.taken() {
 		f.handOff(out, r, hand)
 		return true
 	}
@@ -172,11 +172,11 @@ func (f *Front) answerEarly(w http.ResponseWriter, r *http.Request, v *view, ses
 
 // callEarly runs a call through the tool handler, as go-sdk's path would
 // after its parsing: the [toolCall] [view.resolve] would make, the
-// request's _meta, the session ss of a 2025 request (nil at 2026-07-28, where go-sdk makes a
-// throwaway one), its notifications going to sink, and a panic turned into
-// an isError result ([Front.recoverPanics]). hand, set for a session's
+// request's _meta, the session ss of a 2025 request (nil at 2026-07-28,
+// where go-sdk makes a throwaway one), its notifications going to sink,
+// and a panic turned into an isError result ([Front.recoverPanics]). hand, set for a session's
 // call, takes the call over when the agent asks the client something:
-// callEarly then returns errHandedOff.
+// callEarly then returns no answer, and hand is taken.
 func (f *Front) callEarly(ctx context.Context, r *http.Request, t *agents.Tool, c *access.Controls,
 	call earlyCall, ss *mcp.ServerSession, sink earlySink, hand *handoff) (res *mcp.CallToolResult, err error) {
 	var meta mcp.Meta

@@ -46,7 +46,7 @@ func (shapeStage) serve(ctx context.Context, f *Front, c *toolCall, next next) (
 func (f *Front) await(ctx context.Context, req *mcp.CallToolRequest, t *agents.Tool, key store.Key, call *route.Call, res route.Result, start time.Time) (*mcp.CallToolResult, error) {
 	for res.Question != nil {
 		if handingOff(ctx, call, res, key, start) {
-			return nil, errHandedOff
+			return nil, nil // the early path hands it over: handoff.taken
 		}
 		q := res.Question
 		if q.Type == agentproto.TypeAsk {
