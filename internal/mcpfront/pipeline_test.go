@@ -109,3 +109,47 @@ func TestPolicySeesEveryCallOnce(t *testing.T) {
 		}
 	}
 }
+
+// recordingStage stands in for a stage: it notes its name, settles the
+// call when told to, and goes on.
+type recordingStage struct {
+	name   string
+	trail  *[]string
+	settle bool
+}
+
+func (s recordingStage) serve(ctx context.Context, _ *Front, c *toolCall, next next) (*mcp.CallToolResult, error) {
+	*s.trail = append(*s.trail, s.name)
+	if s.settle {
+		c.settled = true
+	}
+	if s.name == "run" {
+		return nil, nil
+	}
+	return next.run(ctx, c)
+}
+
+// TestSettledCallSkipsToShape holds the runner's one rule: once a stage
+// settles a call, the stages up to shape are skipped, and shape (then run,
+// which shape decides on) is what follows.
+func TestSettledCallSkipsToShape(t *testing.T) {
+	saved := toolStages
+	defer func() { toolStages = saved }()
+	names := []string{"admit", "resume", "resolve", "policy", "cache", "repeat", "shape", "run"}
+	for settleAt := range names {
+		var trail []string
+		for i, n := range names {
+			toolStages[i] = recordingStage{name: n, trail: &trail, settle: i == settleAt}
+		}
+		if _, err := (next{nil, 0}).run(context.Background(), &toolCall{}); err != nil {
+			t.Fatal(err)
+		}
+		want := names
+		if settleAt < shapeAt {
+			want = append(slices.Clone(names[:settleAt+1]), names[shapeAt:]...)
+		}
+		if d := cmp.Diff(want, trail); d != "" {
+			t.Errorf("settled at %s (-want +got):\n%s", names[settleAt], d)
+		}
+	}
+}
