@@ -162,7 +162,7 @@ func (f *Front) answerEarly(w http.ResponseWriter, r *http.Request, v *view, ses
 		hand = &handoff{t: t}
 	}
 	res, err := f.callEarly(ctx, r, t, c, call, ss, sink, hand)
-	if errors.Is(err, errHandedOff) {
+	if hand.taken() {
 		f.handOff(out, r, hand)
 		return true
 	}
@@ -170,36 +170,13 @@ func (f *Front) answerEarly(w http.ResponseWriter, r *http.Request, v *view, ses
 	return true
 }
 
-// cachedEarly returns the cached result of call in the era's encoding, or
-// nil when there is none or the call must go through go-sdk's path to
-// find it.
-func (f *Front) cachedEarly(v *view, t *agents.Tool, call earlyCall, modern bool) []byte {
-	args, instance, err := prepareArgs(t, call.args)
-	if err != nil {
-		return nil
-	}
-	s := commonSchema(t, instance)
-	if s == nil || s.Validate(args) != nil {
-		return nil
-	}
-	_, decoded, ok := f.cache.GetDecoded(v.key.ProjectID, t.Name, args)
-	cr, _ := decoded.(*cachedResult)
-	if !ok || cr == nil {
-		return nil
-	}
-	if modern {
-		return cr.modern
-	}
-	return cr.legacy
-}
-
 // callEarly runs a call through the tool handler, as go-sdk's path would
-// after its parsing: [view.resolve]'s context, the request's _meta, the
-// session ss of a 2025 request (nil at 2026-07-28, where go-sdk makes a
-// throwaway one), its notifications going to sink, and a panic turned into
-// an isError result ([Front.recoverPanics]). hand, set for a session's
+// after its parsing: the [toolCall] [view.resolve] would make, the
+// request's _meta, the session ss of a 2025 request (nil at 2026-07-28,
+// where go-sdk makes a throwaway one), its notifications going to sink,
+// and a panic turned into an isError result ([Front.recoverPanics]). hand, set for a session's
 // call, takes the call over when the agent asks the client something:
-// callEarly then returns errHandedOff.
+// callEarly then returns no answer, and hand is taken.
 func (f *Front) callEarly(ctx context.Context, r *http.Request, t *agents.Tool, c *access.Controls,
 	call earlyCall, ss *mcp.ServerSession, sink earlySink, hand *handoff) (res *mcp.CallToolResult, err error) {
 	var meta mcp.Meta
@@ -213,13 +190,9 @@ func (f *Front) callEarly(ctx context.Context, r *http.Request, t *agents.Tool, 
 		Params:  &mcp.CallToolParamsRaw{Name: call.name, Arguments: call.args, Meta: meta},
 		Extra:   &mcp.RequestExtra{TokenInfo: auth.TokenInfoFromContext(r.Context()), Header: r.Header},
 	}
-	ctx = context.WithValue(context.WithValue(ctx, toolCtxKey{}, t), controlsCtxKey{}, c)
 	// Progress lines and log messages go out on the answer's stream before
 	// the result, as go-sdk sends a request's notifications.
-	ctx = context.WithValue(ctx, earlySinkKey{}, sink)
-	if hand != nil {
-		ctx = context.WithValue(ctx, handoffKey{}, hand)
-	}
+	ctx = withToolCall(ctx, &toolCall{tool: t, controls: c, sink: &sink, hand: hand})
 	defer f.recovered("tools/call", func(r mcp.Result, e error) {
 		res, _ = r.(*mcp.CallToolResult)
 		err = e
@@ -228,15 +201,13 @@ func (f *Front) callEarly(ctx context.Context, r *http.Request, t *agents.Tool, 
 	return f.tracedToolHandler(ctx, req) // no tracer: the client's trace context still goes on
 }
 
-// earlySink is, in the context of a call answered before go-sdk, where
+// earlySink is, for a call answered before go-sdk (toolCall.sink), where
 // the request's notifications go (progressSender, logSender): its answer's
 // stream, and log messages from the level the client asked for ("": none).
 type earlySink struct {
 	notify   func(method string, params any)
 	logLevel string
 }
-
-type earlySinkKey struct{}
 
 // writeEarly writes a tool handler's answer as go-sdk would: a result (its
 // result type set, content never null) as an SSE event, a JSON-RPC error as

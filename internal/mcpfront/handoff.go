@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"errors"
 	"io"
 	"net/http"
 	"time"
@@ -33,10 +32,6 @@ import (
 // clients' requests.
 const handoffHeader = "Spacefix-Handoff"
 
-// errHandedOff is what the tool handler of an early session call returns
-// when it handed the call over.
-var errHandedOff = errors.New("tools/call handed over to go-sdk")
-
 // handoff is an early session call the agent asked a question in: the
 // question (in res), and what the tool handler needs to go on with it.
 type handoff struct {
@@ -47,15 +42,20 @@ type handoff struct {
 	start time.Time
 }
 
-type handoffKey struct{}
+// taken reports whether the call was handed over (handingOff): then its
+// tool handler returned no answer, and handOff serves it through go-sdk.
+func (h *handoff) taken() bool { return h != nil && h.call != nil }
 
 // handingOff reports whether ctx is an early session call's, which go-sdk
-// must take over at a question, and notes where the call stands for it.
+// must take over at a question, and notes where the call stands for it:
+// the shape stage then answers nothing, and the early path sees the
+// handoff taken.
 func handingOff(ctx context.Context, call *route.Call, res route.Result, key store.Key, start time.Time) bool {
-	h, ok := ctx.Value(handoffKey{}).(*handoff)
-	if !ok || call == nil {
+	c := toolCallFrom(ctx)
+	if c == nil || c.hand == nil || call == nil {
 		return false
 	}
+	h := c.hand
 	h.call, h.res, h.key, h.start = call, res, key, start
 	return true
 }

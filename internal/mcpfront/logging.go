@@ -25,8 +25,8 @@ func waitOn(ctx context.Context, req *mcp.CallToolRequest, call *route.Call) rou
 // 2026-07-28; without either nothing is sent, as the spec has it.
 func logSender(ctx context.Context, req *mcp.CallToolRequest) func(agentproto.Message) {
 	var send func(p *mcp.LoggingMessageParams)
-	switch ns, ok := ctx.Value(earlySinkKey{}).(earlySink); {
-	case ok:
+	switch ns := earlySinkOf(ctx); {
+	case ns != nil:
 		// A call answered before go-sdk (early.go): its own stream, at the
 		// level the client asked for.
 		if ns.logLevel == "" {

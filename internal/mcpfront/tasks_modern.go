@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"net/http"
 	"strings"
 	"time"
@@ -296,7 +295,7 @@ func (f *Front) extTaskCall(w http.ResponseWriter, r *http.Request, v *view, req
 	if snap == nil || (!declared && snap.Def.TaskSupport() != agentproto.TaskRequired) {
 		return false // a plain call: the early path or go-sdk runs it
 	}
-	t, _, refused, err := f.admitCall(ctx, v.key, req.Params.Name, false)
+	t, ctl, refused, err := f.admitCall(ctx, v.key, req.Params.Name, false)
 	switch {
 	case refused != nil:
 		f.writeExtCallResult(w, req.ID, refused)
@@ -323,11 +322,12 @@ func (f *Front) extTaskCall(w http.ResponseWriter, r *http.Request, v *view, req
 		f.resumeExtCall(w, r, v, req, t, owner)
 		return true
 	}
-	start := time.Now()
-	call, res, _, refused, rpcErr := f.pickCall(ctx, pickRequest{
-		Tool: t, Key: v.key, Args: req.Params.Arguments,
-		Caps: callerCaps(nil, mcp.Meta(req.Params.Meta)), Wait: f.tasks.Limit(ctx, v.key.ProjectID),
-	})
+	// The call pipeline (pipeline.go) resolves it and starts the task.
+	tr := &taskRun{era: modernVersion}
+	c := &toolCall{key: v.key, tool: t, controls: ctl, task: tr, req: &mcp.CallToolRequest{
+		Params: &mcp.CallToolParamsRaw{Name: req.Params.Name, Arguments: req.Params.Arguments, Meta: mcp.Meta(req.Params.Meta)},
+	}}
+	refused, rpcErr := f.runToolCall(ctx, c)
 	switch {
 	case refused != nil:
 		f.writeExtCallResult(w, req.ID, refused)
@@ -335,15 +335,14 @@ func (f *Front) extTaskCall(w http.ResponseWriter, r *http.Request, v *view, req
 	case rpcErr != nil:
 		f.writeExtError(w, req.ID, rpcErr)
 		return true
-	case call == nil && res.Outcome == route.NotFound:
+	case c.call == nil && c.res.Outcome == route.NotFound:
 		f.writeExtError(w, req.ID, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "Tool " + t.Name + " not found"})
 		return true
-	case call == nil:
-		f.writeExtCallResult(w, req.ID, f.toolResult(t, v.key, res, start))
+	case c.call == nil:
+		f.writeExtCallResult(w, req.ID, f.toolResult(t, v.key, c.res, c.start))
 		return true
 	}
-	task, err := f.tasks.Run(ctx, tasks.Spec{Key: v.key, Tool: t, Call: call, Era: modernVersion, Start: start,
-		Unauthorized: f.taskUnauthorized(v.key, call, t.Name)})
+	task, err := tr.task, tr.err
 	if errors.Is(err, tasks.ErrTooManyTasks) {
 		// The server decides per request whether to make a task: this one
 		// answers, as a plain call would, a tool error the model reads.
@@ -412,296 +411,4 @@ func (f *Front) resumeExtCall(w http.ResponseWriter, r *http.Request, v *view, r
 		}
 	}
 	f.writeExtResult(w, req.ID, f.extCreateResult(task))
-}
-
-// extTask is a task as the extension writes it: a CreateTaskResult
-// (resultType "task", no payload), a tasks/get result (resultType
-// "complete", the payload of its status inline) or the params of
-// notifications/tasks (no resultType).
-type extTask struct {
-	ResultType     string          `json:"resultType,omitempty"`
-	TaskID         string          `json:"taskId"`
-	Status         tasks.Status    `json:"status"`
-	StatusMessage  string          `json:"statusMessage,omitempty"`
-	CreatedAt      string          `json:"createdAt"`
-	LastUpdatedAt  string          `json:"lastUpdatedAt"`
-	TTLMs          int64           `json:"ttlMs"`
-	PollIntervalMs int64           `json:"pollIntervalMs,omitempty"`
-	Result         json.RawMessage `json:"result,omitempty"`
-	Error          *tasks.RPCError `json:"error,omitempty"`
-	InputRequests  json.RawMessage `json:"inputRequests,omitempty"`
-	Meta           map[string]any  `json:"_meta,omitempty"`
-}
-
-// extInputRequired is the answer to a required-task call whose handler
-// asks before its client has the task.
-type extInputRequired struct {
-	ResultType    string          `json:"resultType"`
-	InputRequests json.RawMessage `json:"inputRequests"`
-	RequestState  string          `json:"requestState"`
-	Meta          map[string]any  `json:"_meta,omitempty"`
-}
-
-// extTime is how the extension writes a time: ISO 8601, UTC, to the
-// millisecond.
-func extTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
-
-// extTaskBase is t's Task fields.
-func extTaskBase(t tasks.Task) extTask {
-	w := extTask{
-		TaskID: t.ID, Status: t.Status, StatusMessage: t.StatusMessage,
-		CreatedAt: extTime(t.CreatedAt), LastUpdatedAt: extTime(t.UpdatedAt),
-		TTLMs: t.TTL.Milliseconds(), PollIntervalMs: t.PollInterval.Milliseconds(),
-	}
-	if w.TTLMs <= 0 {
-		w.TTLMs = 1 // never "unlimited" (null) or a non-positive TTL
-	}
-	if w.PollIntervalMs <= 0 {
-		w.PollIntervalMs = 1000
-	}
-	return w
-}
-
-// extCreateResult is the CreateTaskResult of t: its Task fields only.
-func (f *Front) extCreateResult(t tasks.Task) extTask {
-	w := extTaskBase(t)
-	w.ResultType = "task"
-	w.Meta = f.extServerMeta()
-	return w
-}
-
-// extDetailedTask is t as tasks/get answers it (resultType "complete") or as
-// notifications/tasks carries it (resultType ""): the result of a completed
-// task (an isError result too), the JSON-RPC error of a failed one, the
-// input requests of one waiting for input.
-func (f *Front) extDetailedTask(t tasks.Task, resultType string) extTask {
-	w := extTaskBase(t)
-	w.ResultType = resultType
-	switch t.Status {
-	case tasks.Completed:
-		w.Result = f.extInlineResult(t.Result)
-	case tasks.Failed:
-		w.Error = t.Error
-		if w.Error == nil {
-			// Failed by the gateway (the limit, a lost agent, a gateway
-			// that stopped): an internal error, in the task's words.
-			msg := t.StatusMessage
-			if msg == "" {
-				msg = "The task failed."
-			}
-			w.Error = &tasks.RPCError{Code: jsonrpc.CodeInternalError, Message: msg}
-		}
-	case tasks.InputRequired:
-		w.InputRequests = t.InputRequests
-		if len(w.InputRequests) == 0 {
-			w.InputRequests = json.RawMessage("{}")
-		}
-	}
-	if resultType != "" {
-		w.Meta = f.extServerMeta()
-	}
-	return w
-}
-
-// extInlineResult is a task's CallToolResult as tasks/get inlines it: as a
-// plain call's result reads, its content never null.
-func (f *Front) extInlineResult(raw json.RawMessage) json.RawMessage {
-	if len(raw) == 0 {
-		return json.RawMessage(`{"content":[]}`)
-	}
-	r, err := decodeResult(raw)
-	if err != nil {
-		return raw
-	}
-	b, err := f.encodeResult(r, false)
-	if err != nil {
-		return raw
-	}
-	return b
-}
-
-// extServerMeta is the _meta go-sdk gives every 2026-07-28 result: the
-// server's identity.
-func (f *Front) extServerMeta() map[string]any {
-	return map[string]any{mcp.MetaKeyServerInfo: f.impl}
-}
-
-// ack is the empty result of tasks/update and tasks/cancel.
-func (f *Front) extAck() any {
-	return struct {
-		ResultType string         `json:"resultType"`
-		Meta       map[string]any `json:"_meta"`
-	}{"complete", f.extServerMeta()}
-}
-
-// writeExtResult writes result as the JSON-RPC answer of request id, a
-// plain JSON body.
-func (f *Front) writeExtResult(w http.ResponseWriter, id json.RawMessage, result any) {
-	b, err := marshalPlain(result)
-	if err != nil {
-		f.log.Error("encode a task answer", "err", err)
-		f.writeExtError(w, id, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "The gateway could not encode the answer."})
-		return
-	}
-	sseHeaders(w.Header(), "application/json")
-	w.WriteHeader(http.StatusOK)
-	w.Write(resultMessage(id, b))
-}
-
-// writeExtCallResult writes a plain tools/call result r (a refusal the model
-// reads) as go-sdk would at 2026-07-28.
-func (f *Front) writeExtCallResult(w http.ResponseWriter, id json.RawMessage, r *mcp.CallToolResult) {
-	f.writeEarly(&sseStream{w: w}, id, r, nil, true)
-}
-
-// writeExtError writes err as the JSON-RPC error of request id, with the
-// HTTP status 2026-07-28 gives its code.
-func (f *Front) writeExtError(w http.ResponseWriter, id json.RawMessage, err error) {
-	var jerr *jsonrpc.Error
-	if !errors.As(err, &jerr) {
-		jerr = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
-	}
-	jid, _ := jsonrpc.MakeID(idValue(id))
-	data, encErr := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: jid, Error: jerr})
-	if encErr != nil {
-		f.log.Error("encode a task error", "err", encErr)
-		return
-	}
-	status := http.StatusOK
-	switch jerr.Code {
-	case jsonrpc.CodeMethodNotFound:
-		status = http.StatusNotFound
-	case jsonrpc.CodeInvalidParams, mcp.CodeMissingRequiredClientCapabilities, mcp.CodeHeaderMismatch:
-		status = http.StatusBadRequest
-	}
-	sseHeaders(w.Header(), "application/json")
-	w.WriteHeader(status)
-	w.Write(data)
-}
-
-// extStatePrefix marks a requestState that names a task (see
-// answerExtCall) rather than a held call (confirm.go): "." is not in
-// the held states' alphabet.
-const extStatePrefix = "task."
-
-// sealExtTask returns the requestState of task id for client key keyID:
-// sealed, so a client can neither read nor forge it, and starting with the
-// gateway's prefix so that the gateways sharing a store send its retry
-// here (any of them can open it: see heldCalls.seal).
-func (f *Front) sealExtTask(id, keyID string) string {
-	return f.held.seal(f.held.prefix+extStatePrefix, id, keyID)
-}
-
-// openExtTask returns the task a requestState from sealExtTask names, if it was
-// sealed for keyID.
-func (f *Front) openExtTask(state, keyID string) (string, bool) {
-	head, id, owner, ok := f.held.open(state)
-	if !ok || !strings.HasSuffix(head, extStatePrefix) {
-		return "", false
-	}
-	return id, owner == keyID
-}
-
-// listenExtTasks serves a subscriptions/listen stream that names task ids:
-// it agrees to those of the caller's tasks (the others are left out, as
-// unknown), sends each one's state at once, then notifications/tasks at
-// every change until the client hangs up or the endpoint closes. Changes
-// of tasks this gateway runs arrive at once (Manager.Subscribe); those of
-// tasks another gateway runs are read at the task's poll interval.
-func (f *Front) listenExtTasks(w http.ResponseWriter, r *http.Request, v *view, req extRequest) {
-	ctx := r.Context()
-	owner, err := f.tasks.OwnerOf(ctx, v.key)
-	if err != nil {
-		f.log.Error("find a task's owner", "key", v.key.ID, "err", err)
-		f.writeExtError(w, req.ID, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: msgExtInternal})
-		return
-	}
-	subID := idValue(req.ID)
-	want := map[string]bool{}
-	var agreed []tasks.Task
-	for _, id := range req.Params.Notifications.TaskIDs {
-		if want[id] || len(want) >= maxExtListenTasks {
-			continue
-		}
-		if t, err := f.tasks.Get(ctx, owner, v.key.ProjectID, id); err == nil {
-			want[id] = true
-			agreed = append(agreed, t)
-		}
-	}
-	changed := make(chan tasks.Task, 64)
-	unsubscribe := f.tasks.Subscribe(func(t tasks.Task) {
-		if !want[t.ID] || t.Owner != owner {
-			return
-		}
-		select {
-		case changed <- t:
-		default: // a slow reader: the poll below catches up
-		}
-	})
-	defer unsubscribe()
-
-	out := &sseStream{w: w}
-	ids := make([]string, 0, len(agreed))
-	for _, t := range agreed {
-		ids = append(ids, t.ID)
-	}
-	out.notify("notifications/subscriptions/acknowledged", map[string]any{
-		"notifications": map[string]any{"taskIds": ids},
-		"_meta":         map[string]any{mcp.MetaKeySubscriptionID: subID},
-	})
-	sent := map[string]tasks.Task{}
-	send := func(t tasks.Task) {
-		if prev, ok := sent[t.ID]; ok && (prev.Status.Terminal() || (prev.Status == t.Status && !t.UpdatedAt.After(prev.UpdatedAt) && prev.StatusMessage == t.StatusMessage)) {
-			return // nothing new, or an older state arriving late
-		}
-		sent[t.ID] = t
-		n := f.extDetailedTask(t, "")
-		n.Meta = map[string]any{mcp.MetaKeySubscriptionID: subID}
-		out.notify("notifications/tasks", n)
-	}
-	for _, t := range agreed {
-		send(t)
-	}
-	poll := time.NewTicker(time.Second)
-	defer poll.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-f.life.stop:
-			return
-		case t := <-changed:
-			send(t)
-		case <-poll.C:
-			for id, prev := range sent {
-				if prev.Status.Terminal() {
-					continue
-				}
-				if t, err := f.tasks.Get(ctx, owner, v.key.ProjectID, id); err == nil {
-					send(t)
-				}
-			}
-		}
-	}
-}
-
-// maxExtListenTasks is how many tasks one subscriptions/listen stream follows;
-// the ids after are left out of its agreement.
-const maxExtListenTasks = 100
-
-// advertiseTasks adds the tasks extension to the capabilities server/discover
-// answers, when the gateway runs tasks. (Only there: a 2025 session's
-// initialize declares the 2025-11-25 tasks capability instead, see
-// tasks_session.go.)
-func (f *Front) advertiseTasks(next mcp.MethodHandler) mcp.MethodHandler {
-	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		res, err := next(ctx, method, req)
-		if dr, ok := res.(*mcp.DiscoverResult); ok && err == nil && f.tasks != nil && dr.Capabilities != nil {
-			c := *dr.Capabilities
-			c.Extensions = maps.Clone(c.Extensions)
-			c.AddExtension(tasksExtension, nil)
-			dr.Capabilities = &c
-		}
-		return res, err
-	}
 }

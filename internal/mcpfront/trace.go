@@ -8,8 +8,6 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
-
-	"github.com/spacefix/spacefix/internal/agents"
 )
 
 // Traces of tools/call. The front span covers the MCP request; route adds a
@@ -37,7 +35,8 @@ func (f *Front) tracedToolHandler(ctx context.Context, req *mcp.CallToolRequest)
 		attribute.String("gen_ai.operation.name", "execute_tool"),
 	}
 	// Only a tool the key may call names the span: names stay few.
-	if t, _ := ctx.Value(toolCtxKey{}).(*agents.Tool); t != nil {
+	if c := toolCallFrom(ctx); c != nil && c.tool != nil {
+		t := c.tool
 		name += " " + t.Name
 		attrs = append(attrs, attribute.String("gen_ai.tool.name", t.Name))
 	}

@@ -321,15 +321,11 @@ func (f *Front) recovered(method string, answer func(mcp.Result, error)) {
 	answer(nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: recovery.Message})
 }
 
-type (
-	toolCtxKey     struct{}
-	controlsCtxKey struct{}
-)
-
 // resolve runs before go-sdk's own dispatch of tools/call: it looks the name
 // up in the project as it is now and answers "Tool <name> not found" for
 // anything this key may not call, in the same words whether the tool is
-// unknown, disabled or filtered out.
+// unknown, disabled or filtered out. What it admits goes to the tool
+// handler, the pipeline (pipeline.go), as the call's [toolCall].
 func (v *view) resolve(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		switch method {
@@ -361,7 +357,6 @@ func (v *view) resolve(next mcp.MethodHandler) mcp.MethodHandler {
 		if err != nil {
 			return nil, err
 		}
-		ctx = context.WithValue(ctx, toolCtxKey{}, t)
-		return next(context.WithValue(ctx, controlsCtxKey{}, c), method, req)
+		return next(withToolCall(ctx, &toolCall{tool: t, controls: c}), method, req)
 	}
 }

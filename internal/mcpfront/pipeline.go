@@ -1,0 +1,157 @@
+package mcpfront
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/spacefix/spacefix/internal/access"
+	"github.com/spacefix/spacefix/internal/agents"
+	"github.com/spacefix/spacefix/internal/route"
+	"github.com/spacefix/spacefix/internal/store"
+	"github.com/spacefix/spacefix/internal/tasks"
+)
+
+// The tools/call pipeline. A plain call, whether go-sdk parsed it (its
+// tool handler, [Front.toolHandler]) or the early path did (early.go,
+// [Front.callEarly]), is one [toolCall] value that goes down one ordered
+// list of stages, each a small type in a file of its own (stage_*.go):
+//
+//	admit    the tool in the caller's view, the call's own lifetime
+//	resume   a call already under way (a retry with the user's answer,
+//	         an early session call go-sdk took over): settled here
+//	resolve  the instance argument, the replica, validation there, the
+//	         person's upstream account: the call is picked, not sent
+//	policy   the policy point; empty today, every call passes it once
+//	cache    a cached result answers; a fresh one is kept on the way back
+//	repeat   a repeat-safe tool's request id is claimed, or answered
+//	shape    how the call ended becomes the client's answer
+//	run      sent to the replica directly, started as a job, or started
+//	         as a task (a task-augmented call of either era)
+//
+// The order is written once, in [toolStages]. A stage decides (it answers
+// and does not go on), or enriches the call and hands it to the next
+// stage. Once a call is settled (how it stands is known: c.call, c.res),
+// only shape is left: [next.run] skips there, so the stages between never
+// see a call they did not start.
+//
+// A task-augmented call (tasks_modern.go, tasks_session_call.go) goes down
+// the same list: it is resolved and passes the policy point as any call,
+// is neither cached nor claimed as a repeat (its client holds the task),
+// and the entry answers its task, or how it was refused, in its era's
+// words (c.task).
+//
+// Rate limit and admission come first in the view's middleware
+// ([view.resolve], through [Front.admitCall]), because go-sdk must not
+// answer a call of a tool the view no longer has with its own words; the
+// early path makes the same checks before it takes a call.
+
+// toolStages is the order of the tools/call stages.
+var toolStages = [...]stage{
+	admitStage{},
+	resumeStage{},
+	resolveStage{},
+	policyStage{},
+	cacheStage{},
+	repeatStage{},
+	shapeStage{},
+	runStage{},
+}
+
+// stage is one step of the tools/call pipeline. serve answers the call,
+// or hands it on with next.run.
+type stage interface {
+	serve(ctx context.Context, f *Front, c *toolCall, next next) (*mcp.CallToolResult, error)
+}
+
+// next runs the stages after the current one.
+type next struct {
+	f *Front
+	i int // index in toolStages of the stage it runs
+}
+
+// run runs the next stage, or shape when c is settled.
+func (n next) run(ctx context.Context, c *toolCall) (*mcp.CallToolResult, error) {
+	i := n.i
+	if c.settled && i < shapeAt {
+		i = shapeAt
+	}
+	return toolStages[i].serve(ctx, n.f, c, next{n.f, i + 1})
+}
+
+// shapeAt is the index of shapeStage in toolStages.
+const shapeAt = 6
+
+// toolCall is one tools/call as every stage reads it. The view's
+// middleware or the early path makes it (newToolCall) with the tool it
+// admitted; the stages fill in the rest.
+type toolCall struct {
+	req      *mcp.CallToolRequest // the request as go-sdk's types hold it
+	key      store.Key            // the client key it came with
+	tool     *agents.Tool         // nil: not admitted
+	controls *access.Controls     // the project's controls it was admitted under
+
+	// sink, set for a call the early path answers, is where its
+	// notifications go (its answer's stream); nil: through the session.
+	sink *earlySink
+	// hand, set for an early call of a 2025 session, takes the call over
+	// when the agent asks the client something (handoff.go).
+	hand *handoff
+
+	// task, set on a task-augmented call (either era), makes the run
+	// stage start the call as a task instead of sending it; the entry
+	// answers in its era's words.
+	task *taskRun
+
+	start   time.Time
+	wait    time.Duration   // how long the client's request waits: the tool's wait
+	pick    pickRequest     // what resolve picked a replica for
+	asJob   bool            // run as a job (jobs.go)
+	args    json.RawMessage // the arguments as the agent reads them
+	call    *route.Call     // the picked call, then the running one
+	res     route.Result    // how the call stands
+	settled bool            // how it stands is known: only shape is left
+}
+
+// taskRun is how a task-augmented call runs, and how its start went.
+type taskRun struct {
+	era  string        // tasks.Spec.Era
+	ttl  time.Duration // what the client asked for; 0: the runtime's
+	task tasks.Task    // the task started
+	err  error         // why the runtime did not start it
+}
+
+type toolCallKey struct{}
+
+// withToolCall returns ctx carrying c: the one context value of a call,
+// from the view's middleware (or the early path) to the tool handler.
+func withToolCall(ctx context.Context, c *toolCall) context.Context {
+	return context.WithValue(ctx, toolCallKey{}, c)
+}
+
+// toolCallFrom returns the call ctx carries, or nil.
+func toolCallFrom(ctx context.Context) *toolCall {
+	c, _ := ctx.Value(toolCallKey{}).(*toolCall)
+	return c
+}
+
+// runToolCall runs c, admitted, down the pipeline: the entry of the task
+// methods of both eras ([Front.extTaskCall], [Front.startSessionTask]).
+func (f *Front) runToolCall(ctx context.Context, c *toolCall) (*mcp.CallToolResult, error) {
+	return next{f, 0}.run(ctx, c)
+}
+
+// toolHandler runs a tools/call down the pipeline: the tool handler go-sdk
+// calls, and the one the early path calls as go-sdk would.
+func (f *Front) toolHandler(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	c := toolCallFrom(ctx)
+	if c == nil || c.tool == nil {
+		return nil, fmt.Errorf("Tool %s not found", trimName(req.Params.Name))
+	}
+	c.req = req
+	c.key, _ = keyFrom(req.Extra.TokenInfo)
+	return next{f, 0}.run(ctx, c)
+}

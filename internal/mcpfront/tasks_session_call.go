@@ -1,0 +1,201 @@
+package mcpfront
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/spacefix/spacefix/core/agentproto"
+	"github.com/spacefix/spacefix/internal/access"
+	"github.com/spacefix/spacefix/internal/route"
+	"github.com/spacefix/spacefix/internal/tasks"
+)
+
+// taskCall is a tools/call of a 2025-11-25 session as answerTaskCall reads
+// it.
+type taskCall struct {
+	id   []byte // as sent: an integer or a plain string
+	name string
+	args json.RawMessage
+	meta json.RawMessage
+	task json.RawMessage // params.task; nil or null: a plain call
+}
+
+// parseTaskCall reads a tools/call body; ok is false for anything else, or
+// a request go-sdk must answer (an id it would not echo as sent).
+func parseTaskCall(body []byte) (c taskCall, ok bool) {
+	if len(body) == 0 || body[0] != '{' || !bytes.Contains(body, []byte(`"tools/call"`)) || !json.Valid(body) {
+		return c, false
+	}
+	any := func([]byte) bool { return true }
+	var method, params, name, args, meta, task []byte
+	if !takeMembers(body, map[string]*[]byte{"id": &c.id, "method": &method, "params": &params}, any) ||
+		string(method) != `"tools/call"` || !plainID(c.id) || len(params) == 0 {
+		return c, false
+	}
+	if !takeMembers(params, map[string]*[]byte{"name": &name, "arguments": &args, "_meta": &meta, "task": &task}, any) {
+		return c, false
+	}
+	c.args, c.meta, c.task = args, meta, task
+	if c.name, ok = jsonString(name); !ok || c.name == "" {
+		return c, false
+	}
+	if string(c.task) == "null" {
+		c.task = nil
+	}
+	return c, true
+}
+
+// taskTTL reads params.task's ttl (milliseconds; absent is 0, the
+// project's cap).
+func taskTTL(task json.RawMessage) (time.Duration, bool) {
+	var p struct {
+		TTL *float64 `json:"ttl"`
+	}
+	if len(task) == 0 || task[0] != '{' || json.Unmarshal(task, &p) != nil {
+		return 0, false
+	}
+	if p.TTL == nil {
+		return 0, true
+	}
+	if *p.TTL < 0 {
+		return 0, false
+	}
+	const most = 1e12 // ms, some 31 years: past any cap, short of overflow
+	return time.Duration(min(*p.TTL, most)) * time.Millisecond, true
+}
+
+// answerTaskCall answers, before go-sdk, a tools/call of a 2025-11-25
+// session that concerns tasks: one with params.task (go-sdk would drop
+// it), and one without to a tool whose task support is required. It
+// reports whether it answered; anything else goes on to the early path or
+// go-sdk.
+func (f *Front) answerTaskCall(w http.ResponseWriter, r *http.Request, v *view, sessionID string) bool {
+	if f.tasks == nil || !earlyHeaders(r, false) {
+		return false
+	}
+	body, err := readBody(r)
+	if err != nil {
+		return false
+	}
+	call, ok := parseTaskCall(body)
+	if !ok {
+		return false
+	}
+	ss := v.sessionOf(sessionID)
+	if !taskSession(ss) {
+		return false
+	}
+	// Whether the call concerns tasks at all: looked up without counting
+	// the rate limit, which the call's own path counts.
+	c := f.controls.Get(r.Context(), v.key.ProjectID)
+	t := f.reg.Snapshot(v.key.ProjectID).Tools[call.name]
+	if t == nil || !access.For(v.key, c).Permits(t) {
+		return false // go-sdk's path says "not found"
+	}
+	support := t.Def.TaskSupport()
+	out := &sseStream{w: w}
+	switch {
+	case call.task == nil && (support != agentproto.TaskRequired || !v.declaredTasks(sessionID)):
+		// A client that does not speak tasks gets a required tool as a
+		// job (jobs.go), on the call's own path.
+		return false
+	case call.task == nil:
+		f.writeEarly(out, call.id, nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf(msgTaskRequired, t.Name)}, false)
+		return true
+	case support != agentproto.TaskOptional && support != agentproto.TaskRequired:
+		f.writeEarly(out, call.id, nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf(msgTaskRefused, t.Name)}, false)
+		return true
+	}
+	task, err := f.startSessionTask(r.Context(), v, ss, call)
+	if err != nil {
+		f.writeEarly(out, call.id, nil, err, false)
+		return true
+	}
+	b, err := marshalPlain(map[string]taskWire{"task": wireTask(task)})
+	if err != nil {
+		f.writeEarly(out, call.id, nil, err, false)
+		return true
+	}
+	v.watchTask(ss, task.ID)
+	out.event(resultMessage(call.id, b))
+	return true
+}
+
+// startSessionTask makes the checks of a plain call for call, then has the
+// runtime start it as a task. The error is the JSON-RPC error to answer:
+// a task-augmented request gets a task or an error, never a tool result.
+func (f *Front) startSessionTask(ctx context.Context, v *view, ss *mcp.ServerSession, call taskCall) (tasks.Task, error) {
+	ttl, ok := taskTTL(call.task)
+	if !ok {
+		return tasks.Task{}, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: msgTaskTTL}
+	}
+	t, ctl, refused, err := f.admitCall(ctx, v.key, call.name, false)
+	if err != nil {
+		return tasks.Task{}, err
+	}
+	if refused != nil {
+		return tasks.Task{}, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: firstText(refused)}
+	}
+	var meta mcp.Meta
+	if call.meta != nil {
+		if err := json.Unmarshal(call.meta, &meta); err != nil {
+			return tasks.Task{}, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "params._meta must be an object."}
+		}
+	}
+	// The call pipeline (pipeline.go) resolves it and starts the task.
+	tr := &taskRun{era: tasksVersion, ttl: ttl}
+	c := &toolCall{key: v.key, tool: t, controls: ctl, task: tr, req: &mcp.CallToolRequest{
+		Session: ss, Params: &mcp.CallToolParamsRaw{Name: call.name, Arguments: call.args, Meta: meta},
+	}}
+	refused, rpcErr := f.runToolCall(ctx, c)
+	switch {
+	case rpcErr != nil:
+		return tasks.Task{}, rpcErr
+	case refused != nil:
+		return tasks.Task{}, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: firstText(refused)}
+	case c.call == nil && c.res.Outcome == route.NoReplica:
+		return tasks.Task{}, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: c.res.Detail}
+	case c.call == nil:
+		return tasks.Task{}, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "Tool " + trimName(call.name) + " not found"}
+	}
+	task, err := tr.task, tr.err
+	if errors.Is(err, tasks.ErrTooManyTasks) {
+		// A task or an error: refused as the project's controls refuse.
+		return tasks.Task{}, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: err.Error()}
+	}
+	if err != nil {
+		f.log.Error("start a task", "tool", t.Name, "key", v.key.ID, "err", err)
+		return tasks.Task{}, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "The gateway could not start the task; try again in a moment."}
+	}
+	return task, nil
+}
+
+// taskHangUp ends a tasks/result wait when its client hangs up: go-sdk
+// runs a session's requests in the session's context, not the HTTP
+// request's (see hangUp).
+func (v *view) taskHangUp(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if method != "tasks/result" {
+			return next(ctx, method, req)
+		}
+		sr, ok := req.(*mcp.ServerRequest[*taskIDParams])
+		if !ok {
+			return next(ctx, method, req)
+		}
+		if hung := v.f.hangUp(sr.Extra); hung != nil {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithCancel(ctx)
+			defer cancel()
+			defer context.AfterFunc(hung, cancel)()
+		}
+		return next(ctx, method, req)
+	}
+}
