@@ -29,7 +29,7 @@ var layers = []struct {
 }{
 	{"programs and suites", []string{
 		"cmd/spacefix", "bench/cmd/pprof-split", "bench/cmd/spacefix-bench", "bench/cmd/spacefix-fanin",
-		"e2e", "e2e/testagent", "e2e/bridgeserver", "e2e/hostilechild", "examples/chart", "examples/orders", "examples/everything", "examples/identity", "sdk/node", "internal/archtest", "deploy",
+		"e2e", "e2e/testagent", "e2e/bridgeserver", "e2e/hostilechild", "examples/chart", "examples/orders", "examples/everything", "examples/identity", "examples/interceptor", "sdk/node", "internal/archtest", "deploy",
 	}},
 	{"benchmark harness", []string{"bench"}},
 	// What cmd/spacefix runs: the gateway's wiring, and the bridge, an
