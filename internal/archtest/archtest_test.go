@@ -29,7 +29,7 @@ var layers = []struct {
 }{
 	{"programs and suites", []string{
 		"cmd/spacefix", "bench/cmd/pprof-split", "bench/cmd/spacefix-bench", "bench/cmd/spacefix-fanin",
-		"e2e", "e2e/testagent", "e2e/bridgeserver", "e2e/hostilechild", "examples/chart", "examples/orders", "examples/everything", "examples/identity", "sdk/node", "internal/archtest", "deploy",
+		"e2e", "e2e/testagent", "e2e/bridgeserver", "e2e/hostilechild", "examples/chart", "examples/orders", "examples/everything", "examples/identity", "examples/interceptor", "sdk/node", "internal/archtest", "deploy",
 	}},
 	{"benchmark harness", []string{"bench"}},
 	// What cmd/spacefix runs: the gateway's wiring, and the bridge, an
@@ -43,7 +43,7 @@ var layers = []struct {
 	// runtime delivers a task's call through route.
 	{"the bus", []string{"internal/cluster"}},
 	{"tasks", []string{"internal/tasks"}},
-	{"routing and rules", []string{"internal/store/teststores", "internal/route", "internal/access", "internal/users", "internal/metrics", "internal/oauth", "internal/identity", "internal/upstream"}},
+	{"routing and rules", []string{"internal/store/teststores", "internal/route", "internal/access", "internal/users", "internal/metrics", "internal/oauth", "internal/identity", "internal/upstream", "internal/interceptors"}},
 	{"registry and stores", []string{"internal/agents", "internal/auth", "internal/cache", "internal/store/sqlite", "internal/store/postgres", "internal/store/storetest"}},
 	// What the SQLite and PostgreSQL stores share: statements and scanning.
 	{"shared SQL", []string{"internal/store/sqlshared"}},
@@ -52,7 +52,7 @@ var layers = []struct {
 		"core/textfmt", "internal/canonjson", "core/pattern", "internal/leaktest", "internal/recovery",
 		"internal/quickstart", "internal/ratelimit", "internal/tracing", "internal/dashboard/apitypes", "internal/testenv",
 		"internal/oauthclient", "internal/secrets",
-		"internal/egress",
+		"internal/egress", "internal/policy",
 	}},
 }
 

@@ -1,0 +1,168 @@
+package interceptors
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Outcome is what the chain did with one event.
+type Outcome struct {
+	Blocked bool
+	By      string // server/interceptor that blocked
+	Message string // for the caller, when Blocked
+	Audit   []Finding
+	Ran     []Ran
+}
+
+// Finding is what an audit-mode interceptor would have done.
+type Finding struct {
+	By     string
+	Effect string // "block" or "rewrite"
+	Detail string
+}
+
+// Ran is one invocation, for the call log and the metrics.
+type Ran struct {
+	By       string
+	Type     string
+	Duration time.Duration
+	Err      error
+}
+
+// Run runs the interceptors hooked on event in phase over payload, and
+// returns the payload to send on (rewritten by mutators) and the outcome.
+// When the outcome is Blocked the payload must not be sent.
+func (c *Chain) Run(ctx context.Context, event, phase string, payload json.RawMessage, ic *InvokeContext) (json.RawMessage, Outcome) {
+	var out Outcome
+	if c == nil || len(c.servers) == 0 {
+		return payload, out
+	}
+	muts, vals, down, err := c.hookedOn(ctx, event, phase)
+	if err != nil {
+		c.opts.Log.Warn("interceptor server not reachable; the event was refused", "server", down.label, "event", event, "err", err)
+		out.Blocked, out.By = true, down.label
+		out.Message = fmt.Sprintf("This call was refused: the interceptor server %q of the project's policy could not be reached.", down.label)
+		return nil, out
+	}
+	for _, h := range muts {
+		res, ran := c.invoke(ctx, h, event, phase, payload, ic)
+		out.Ran = append(out.Ran, ran)
+		if ran.Err != nil {
+			if h.failOpen || h.audit {
+				continue
+			}
+			out.Blocked, out.By, out.Message = true, h.name(), failedMessage(h, ran.Err)
+			return nil, out
+		}
+		next, changed := res.mutated()
+		if !changed {
+			continue
+		}
+		if !json.Valid(next) {
+			if h.failOpen || h.audit {
+				continue
+			}
+			out.Blocked, out.By, out.Message = true, h.name(), failedMessage(h, fmt.Errorf("it answered a payload that is not JSON"))
+			return nil, out
+		}
+		if h.audit {
+			out.Audit = append(out.Audit, Finding{By: h.name(), Effect: "rewrite"})
+			continue
+		}
+		payload = next
+	}
+	verdicts := make([]*InvokeResult, len(vals))
+	rans := make([]Ran, len(vals))
+	var wg sync.WaitGroup
+	for i, h := range vals {
+		wg.Go(func() { verdicts[i], rans[i] = c.invoke(ctx, h, event, phase, payload, ic) })
+	}
+	wg.Wait()
+	out.Ran = append(out.Ran, rans...)
+	for i, h := range vals {
+		if rans[i].Err != nil {
+			if h.failOpen || h.audit {
+				continue
+			}
+			out.Blocked, out.By, out.Message = true, h.name(), failedMessage(h, rans[i].Err)
+			return nil, out
+		}
+		blocks, msgs := verdicts[i].verdict()
+		if !blocks {
+			continue
+		}
+		text := joinMessages(msgs)
+		if h.audit {
+			out.Audit = append(out.Audit, Finding{By: h.name(), Effect: "block", Detail: text})
+			continue
+		}
+		out.Blocked, out.By = true, h.name()
+		out.Message = fmt.Sprintf("This call was refused by interceptor %q: %s", h.info.Name, text)
+		return nil, out
+	}
+	return payload, out
+}
+
+// invoke calls one interceptor under its timeout.
+func (c *Chain) invoke(ctx context.Context, h hooked, event, phase string, payload json.RawMessage, ic *InvokeContext) (*InvokeResult, Ran) {
+	timeout := h.s.entry.TimeoutOf()
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	start := time.Now()
+	p := &InvokeParams{Name: h.info.Name, Event: event, Phase: phase, Payload: payload, TimeoutMs: timeout.Milliseconds(), Context: ic}
+	res, err := h.s.do(ctx, c.opts, func(cs *mcp.ClientSession) (any, error) {
+		return mcp.CallCustomMethod[*InvokeParams, *InvokeResult](ctx, cs, MethodInvoke, p)
+	})
+	ran := Ran{By: h.name(), Type: h.info.Type, Duration: time.Since(start), Err: err}
+	if err != nil {
+		if ctx.Err() != nil {
+			ran.Err = fmt.Errorf("no answer within %v", timeout)
+		}
+		c.opts.Log.Warn("interceptor failed", "interceptor", h.name(), "event", event, "phase", phase, "err", err)
+		return nil, ran
+	}
+	return res.(*InvokeResult), ran
+}
+
+// failedMessage is the caller's refusal when an interceptor could not
+// run; the detail stays in the gateway's log.
+func failedMessage(h hooked, err error) string {
+	if strings.HasPrefix(err.Error(), "no answer within") {
+		return fmt.Sprintf("This call was refused: interceptor %q of the project's policy did not answer in time (%v).", h.info.Name, h.s.entry.TimeoutOf())
+	}
+	return fmt.Sprintf("This call was refused: interceptor %q of the project's policy could not be run.", h.info.Name)
+}
+
+// joinMessages is a validator's messages as one sentence.
+func joinMessages(msgs []Message) string {
+	var parts []string
+	for _, m := range msgs {
+		if m.Severity != "" && m.Severity != "error" {
+			continue
+		}
+		s := strings.TrimSpace(m.Message)
+		if m.Path != "" {
+			s = m.Path + ": " + s
+		}
+		if s != "" {
+			parts = append(parts, s)
+		}
+	}
+	if len(parts) == 0 {
+		return "the payload was not valid."
+	}
+	s := strings.Join(parts, "; ")
+	if len(s) > maxMessage {
+		s = strings.ToValidUTF8(s[:maxMessage], "") + "…"
+	}
+	return s
+}
+
+// maxMessage bounds what a validator's messages add to a refusal.
+const maxMessage = 1000
