@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"io/fs"
 	"os"
@@ -48,7 +47,8 @@ func TestNodeExampleReadme(t *testing.T) {
 			steps = strings.ReplaceAll(steps, "sfx_agent_…", e.agentKey)
 			steps = strings.ReplaceAll(steps, "http://127.0.0.1:8080", e.url)
 
-			var out bytes.Buffer
+			// The steps write while the poll below reads.
+			var out syncBuffer
 			cmd := exec.Command("bash", "-e", "-c", steps)
 			cmd.Dir = filepath.Join(root, c.dir)
 			cmd.Stdout, cmd.Stderr = &out, &out
