@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/spacefix/spacefix/internal/agents"
+	"github.com/spacefix/spacefix/internal/policy"
 	"github.com/spacefix/spacefix/internal/store"
 )
 
@@ -18,7 +19,22 @@ type Controls struct {
 	Tools     map[string]store.ToolSettings // by exposed tool name
 	Approvals map[string]*store.Approval    // by exposed tool name
 	AgentKeys map[string]store.Key          // agent keys by id
+
+	// Policy is the project's compiled policy (package policy); nil when
+	// it has no rules and no interceptors. PolicyVersion is its saved
+	// version (0: none saved).
+	Policy        *policy.Policy
+	PolicyVersion int64
+	// PolicyErr is why the saved policy could not be compiled on this
+	// build (a document an older or newer build accepted): every call of
+	// the project is refused with [PolicyBrokenMessage] until an owner
+	// saves one that compiles. Fail closed: the rules may have denied.
+	PolicyErr error
 }
+
+// PolicyBrokenMessage is what a call is answered while the project's saved
+// policy does not compile ([Controls.PolicyErr]).
+const PolicyBrokenMessage = "This call was refused: the project's policy could not be loaded. An owner can check it with `spacefix policy show` and save one that compiles."
 
 // Consent returns where t stands with the project's consent setting, and
 // the approved definition clients see meanwhile (nil: as registered).
@@ -58,6 +74,7 @@ func (c *Controls) CacheFor(t *agents.Tool) time.Duration {
 type Store interface {
 	ProjectByID(ctx context.Context, id int64) (store.Project, error)
 	ToolSettings(ctx context.Context, projectID int64) ([]store.ToolSettings, error)
+	Policy(ctx context.Context, projectID int64) (store.Policy, error)
 	Approvals(ctx context.Context, projectID int64) ([]store.Approval, error)
 	Keys(ctx context.Context, projectID int64) ([]store.Key, error)
 }
@@ -68,9 +85,18 @@ type Store interface {
 type Cache struct {
 	store Store
 	ttl   time.Duration
+	opts  policy.Options
 
-	mu sync.Mutex
-	m  map[int64]cachedControls
+	mu       sync.Mutex
+	m        map[int64]cachedControls
+	compiled map[int64]compiledPolicy // by project: its newest version, compiled once
+}
+
+// compiledPolicy is one project's policy version as compiled.
+type compiledPolicy struct {
+	version int64
+	p       *policy.Policy
+	err     error
 }
 
 type cachedControls struct {
@@ -78,9 +104,10 @@ type cachedControls struct {
 	expires time.Time
 }
 
-// NewCache returns a cache of the controls in s, each kept for ttl.
-func NewCache(s Store, ttl time.Duration) *Cache {
-	return &Cache{store: s, ttl: ttl, m: make(map[int64]cachedControls)}
+// NewCache returns a cache of the controls in s, each kept for ttl; a
+// project's policy is compiled with opts once per saved version.
+func NewCache(s Store, ttl time.Duration, opts policy.Options) *Cache {
+	return &Cache{store: s, ttl: ttl, opts: opts, m: make(map[int64]cachedControls), compiled: make(map[int64]compiledPolicy)}
 }
 
 // Get returns a project's controls. On a store error it keeps the last
@@ -93,7 +120,7 @@ func (cc *Cache) Get(ctx context.Context, projectID int64) *Controls {
 	if ok && now.Before(cur.expires) {
 		return cur.c
 	}
-	c, err := Load(context.WithoutCancel(ctx), cc.store, projectID)
+	c, err := cc.load(context.WithoutCancel(ctx), projectID)
 	if err != nil {
 		c = cur.c
 		if c == nil {
@@ -113,8 +140,52 @@ func (cc *Cache) Forget(projectID int64) {
 	cc.mu.Unlock()
 }
 
-// Load reads a project's controls from the store.
+// load reads a project's controls, compiling its policy only when its
+// version changed since the last load.
+func (cc *Cache) load(ctx context.Context, projectID int64) (*Controls, error) {
+	return loadWith(ctx, cc.store, projectID, func(sp store.Policy) (*policy.Policy, error) {
+		cc.mu.Lock()
+		prev, ok := cc.compiled[projectID]
+		cc.mu.Unlock()
+		if ok && prev.version == sp.Version {
+			return prev.p, prev.err
+		}
+		p, err := compilePolicy(sp, cc.opts)
+		if err != nil && cc.opts.Log != nil {
+			cc.opts.Log.Error("the project's saved policy does not compile; its calls are refused until an owner saves one that does",
+				"project", projectID, "version", sp.Version, "err", err)
+		}
+		cc.mu.Lock()
+		cc.compiled[projectID] = compiledPolicy{version: sp.Version, p: p, err: err}
+		cc.mu.Unlock()
+		return p, err
+	})
+}
+
+// compilePolicy compiles a saved policy; nil when it has no rules and no
+// interceptors.
+func compilePolicy(sp store.Policy, opts policy.Options) (*policy.Policy, error) {
+	if sp.Version == 0 || len(sp.Document) == 0 {
+		return nil, nil
+	}
+	d, err := policy.Parse(sp.Document)
+	if err != nil {
+		return nil, err
+	}
+	if len(d.Rules) == 0 && len(d.Interceptors) == 0 {
+		return nil, nil
+	}
+	return policy.Compile(d, opts)
+}
+
+// Load reads a project's controls from the store, compiling its policy.
 func Load(ctx context.Context, st Store, projectID int64) (*Controls, error) {
+	return loadWith(ctx, st, projectID, func(sp store.Policy) (*policy.Policy, error) {
+		return compilePolicy(sp, policy.Options{})
+	})
+}
+
+func loadWith(ctx context.Context, st Store, projectID int64, compile func(store.Policy) (*policy.Policy, error)) (*Controls, error) {
 	p, err := st.ProjectByID(ctx, projectID)
 	if err != nil {
 		return nil, err
@@ -131,12 +202,18 @@ func Load(ctx context.Context, st Store, projectID int64) (*Controls, error) {
 	if err != nil {
 		return nil, err
 	}
+	sp, err := st.Policy(ctx, projectID)
+	if err != nil {
+		return nil, err
+	}
 	c := &Controls{
 		Settings:  p.Settings,
 		Tools:     make(map[string]store.ToolSettings, len(ts)),
 		Approvals: make(map[string]*store.Approval, len(as)),
 		AgentKeys: make(map[string]store.Key),
 	}
+	c.Policy, c.PolicyErr = compile(sp)
+	c.PolicyVersion = sp.Version
 	for _, t := range ts {
 		c.Tools[t.Tool] = t
 	}

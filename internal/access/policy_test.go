@@ -7,6 +7,7 @@ import (
 
 	"github.com/spacefix/spacefix/core/agentproto"
 	"github.com/spacefix/spacefix/internal/agents"
+	"github.com/spacefix/spacefix/internal/policy"
 	"github.com/spacefix/spacefix/internal/store"
 	"github.com/spacefix/spacefix/internal/store/sqlite"
 )
@@ -64,7 +65,7 @@ func TestAccessControls(t *testing.T) {
 	if _, err := st.SaveToolSettings(ctx, store.ToolSettings{ProjectID: p.ID, Tool: "get", Description: "Fetch one.", CacheSeconds: 30}); err != nil {
 		t.Fatal(err)
 	}
-	cache := NewCache(st, time.Hour)
+	cache := NewCache(st, time.Hour, policy.Options{})
 	c := cache.Get(ctx, p.ID)
 	get := &agents.Tool{Name: "get", Enabled: true, Def: agentproto.Tool{Name: "get", Description: "Get."}}
 	if got := c.Description(get, get.Def.Description); got != "Fetch one." {
@@ -83,5 +84,61 @@ func TestAccessControls(t *testing.T) {
 	cache.Forget(p.ID)
 	if got := cache.Get(ctx, p.ID).CacheFor(get); got != 5*time.Second {
 		t.Errorf("CacheFor after Forget = %v, want 5s", got)
+	}
+}
+
+// TestControlsPolicy: a saved policy reaches the controls compiled, is
+// compiled once per version, and a saved document this build cannot
+// compile refuses (PolicyErr) rather than letting every call through.
+func TestControlsPolicy(t *testing.T) {
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, t.TempDir()+"/s.db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	p, err := st.CreateProject(ctx, "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache := NewCache(st, time.Hour, policy.Options{})
+	if c := cache.Get(ctx, p.ID); c.Policy != nil || c.PolicyErr != nil || c.PolicyVersion != 0 {
+		t.Fatalf("controls of a project without a policy: %v, %v, version %d; want none", c.Policy, c.PolicyErr, c.PolicyVersion)
+	}
+
+	doc := `{"rules":[{"name":"no-big","on":"call","when":"args.amount > 500","effect":"deny"}]}`
+	if _, err := st.SavePolicy(ctx, p.ID, 0, []byte(doc), "ann@example.com"); err != nil {
+		t.Fatal(err)
+	}
+	cache.Forget(p.ID)
+	c := cache.Get(ctx, p.ID)
+	if c.Policy == nil || c.PolicyErr != nil || c.PolicyVersion != 1 {
+		t.Fatalf("controls after a save: %v, %v, version %d; want version 1 compiled", c.Policy, c.PolicyErr, c.PolicyVersion)
+	}
+	in := &policy.Input{Tool: policy.Tool{Name: "refund"}, Args: []byte(`{"amount":900}`)}
+	if d := c.Policy.Decide(policy.OnCall, in); d.Effect != policy.Deny || d.Rule != "no-big" {
+		t.Errorf("Decide = %+v, want deny by no-big", d)
+	}
+	cache.Forget(p.ID)
+	if again := cache.Get(ctx, p.ID); again.Policy != c.Policy {
+		t.Error("the same version was compiled again")
+	}
+
+	// A document saved by another build that this one cannot compile.
+	if _, err := st.SavePolicy(ctx, p.ID, 1, []byte(`{"rules":[{"name":"odd","on":"call","when":"args.amount >","effect":"deny"}]}`), "ann@example.com"); err != nil {
+		t.Fatal(err)
+	}
+	cache.Forget(p.ID)
+	if c := cache.Get(ctx, p.ID); c.PolicyErr == nil || c.PolicyVersion != 2 {
+		t.Errorf("controls of a policy that does not compile: err %v, version %d; want an error at version 2", c.PolicyErr, c.PolicyVersion)
+	}
+
+	// Saving an empty list of rules turns the policy off.
+	if _, err := st.SavePolicy(ctx, p.ID, 2, []byte(`{"rules":[]}`), "ann@example.com"); err != nil {
+		t.Fatal(err)
+	}
+	cache.Forget(p.ID)
+	if c := cache.Get(ctx, p.ID); c.Policy != nil || c.PolicyErr != nil || c.PolicyVersion != 3 {
+		t.Errorf("controls of an empty policy: %v, %v, version %d", c.Policy, c.PolicyErr, c.PolicyVersion)
 	}
 }

@@ -49,6 +49,7 @@ type Store interface {
 	store.Audit
 	store.OAuth
 	store.IdPs
+	store.Policies
 	// A project's running tasks, read for the Tasks page; Options.Tasks
 	// cancels them.
 	RunningTasks(ctx context.Context, projectID int64, limit int) ([]store.Task, error)

@@ -39,6 +39,7 @@ import (
 	"github.com/spacefix/spacefix/internal/changes"
 	"github.com/spacefix/spacefix/internal/identity"
 	"github.com/spacefix/spacefix/internal/oauth"
+	"github.com/spacefix/spacefix/internal/policy"
 	"github.com/spacefix/spacefix/internal/ratelimit"
 	"github.com/spacefix/spacefix/internal/secrets"
 	"github.com/spacefix/spacefix/internal/store"
@@ -193,7 +194,7 @@ func New(opts Options) *Front {
 	f := &Front{
 		sessionPrefix: opts.SessionPrefix, hostsChecked: opts.HostsChecked,
 		reg: opts.Registry, store: opts.Store, verifier: opts.Verifier, calls: opts.CallLog,
-		log: opts.Logger, controls: access.NewCache(opts.Store, time.Second),
+		log: opts.Logger, controls: access.NewCache(opts.Store, time.Second, policy.Options{Log: opts.Logger}),
 		limiter: opts.Limiter, oauth: opts.OAuth, changes: opts.Changes, tasks: opts.Tasks,
 		identity: opts.Identity, upstream: opts.Upstream,
 		views: make(map[string]*view),

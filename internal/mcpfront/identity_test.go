@@ -15,6 +15,7 @@ import (
 	"github.com/spacefix/spacefix/core/agentproto"
 	"github.com/spacefix/spacefix/internal/access"
 	"github.com/spacefix/spacefix/internal/identity"
+	"github.com/spacefix/spacefix/internal/policy"
 	"github.com/spacefix/spacefix/internal/store"
 	"github.com/spacefix/spacefix/internal/store/sqlite"
 )
@@ -45,7 +46,7 @@ func identityFront(t *testing.T) (*Front, store.Project) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { signer.Close() })
-	return &Front{identity: signer, controls: access.NewCache(st, time.Second), log: slog.New(slog.DiscardHandler)}, p
+	return &Front{identity: signer, controls: access.NewCache(st, time.Second, policy.Options{}), log: slog.New(slog.DiscardHandler)}, p
 }
 
 func TestIdentityTokens(t *testing.T) {

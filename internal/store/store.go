@@ -18,6 +18,8 @@ var (
 	ErrNotFound = errors.New("not found")
 	// ErrExists: a row with that unique name already exists.
 	ErrExists = errors.New("already exists")
+	// ErrConflict: another write changed the row first; read it again.
+	ErrConflict = errors.New("changed by another write")
 	// ErrSchemaTooNew: a newer build of spacefix migrated the store; this
 	// build cannot safely use it.
 	ErrSchemaTooNew = errors.New("database schema is newer than this build of spacefix")
@@ -57,6 +59,7 @@ type Store interface {
 	UpstreamAccounts
 	IdPs
 	UsedOnce
+	Policies
 
 	// Close releases the store. It is safe to call twice.
 	Close() error
@@ -552,6 +555,11 @@ type Call struct {
 	// the call whose result a replay got, or whose unknown outcome a
 	// retry follows; "" otherwise.
 	RetryOf string
+	// Policy is what the project's policy did with the call: the rule or
+	// interceptor that decided and what audit-mode ones would have done,
+	// in words ("deny by rule \"amount-limit\"; audit: rule \"x\" would
+	// confirm"); "" when none applied.
+	Policy string
 }
 
 // MaxErrorRunes is how many characters of a call's error the log keeps.

@@ -20,7 +20,7 @@ var pruneChunk = 5000
 
 var callColumns = []string{"started_at", "project_id", "kind", "name", "key_id", "agent", "replica",
 	"duration_us", "outcome", "error", "progress", "billable", "task_id",
-	"call_id", "replay", "retry_of"}
+	"call_id", "replay", "retry_of", "policy"}
 
 // usageKey is one usage counter.
 type usageKey struct {
@@ -49,7 +49,7 @@ func (s *Store) AppendCalls(ctx context.Context, calls []store.Call) error {
 		clean := store.CleanText
 		rows[i] = []any{millis(c.Time), c.ProjectID, clean(c.Kind), clean(c.Name), clean(c.KeyID), clean(c.Agent), clean(c.Replica),
 			c.Duration.Microseconds(), clean(c.Outcome), clean(textfmt.Cut(c.Error, store.MaxErrorRunes)), progress, c.Billable, clean(c.TaskID),
-			clean(c.CallID), c.Replay, clean(c.RetryOf)}
+			clean(c.CallID), c.Replay, clean(c.RetryOf), clean(c.Policy)}
 		if c.Billable {
 			counts[usageKey{c.ProjectID, store.DayMillis(c.Time), store.CleanText(c.Kind), store.CleanText(c.Name)}]++
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/spacefix/spacefix/internal/store"
+	"github.com/spacefix/spacefix/internal/store/sqlshared"
 )
 
 // migrations are the schema steps, applied in order; step i brings the
@@ -264,6 +265,9 @@ CREATE INDEX call_batches_written ON call_batches (written_at);
 	// 16: trusted identity providers, their subjects' people, and values
 	// used once (idp.go).
 	enterpriseSchema,
+	// 17: the versions of each project's policy, and what it did with
+	// each call (policy.go).
+	sqlshared.PolicySchema,
 }
 
 // migrateLock is the first half of the advisory lock key migrations take;

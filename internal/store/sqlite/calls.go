@@ -26,11 +26,11 @@ func insertCalls(n int) string {
 const (
 	insertCallsPrefix = `INSERT INTO calls
 (started_at, project_id, kind, name, key_id, agent, replica, duration_us, outcome, error, progress, billable, task_id,
- call_id, replay, retry_of)
+ call_id, replay, retry_of, policy)
 VALUES `
-	insertCallRow  = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-	insertCallArgs = 16
-	// insertChunk rows per statement: 1,024 parameters, well under SQLite's
+	insertCallRow  = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+	insertCallArgs = 17
+	// insertChunk rows per statement: 1,088 parameters, well under SQLite's
 	// limit of 32,766.
 	insertChunk = 64
 )
@@ -83,7 +83,7 @@ func (s *Store) AppendCalls(ctx context.Context, calls []store.Call) error {
 				clean := store.CleanText
 				args = append(args, millis(c.Time), c.ProjectID, clean(c.Kind), clean(c.Name), clean(c.KeyID), clean(c.Agent), clean(c.Replica),
 					c.Duration.Microseconds(), clean(c.Outcome), clean(textfmt.Cut(c.Error, store.MaxErrorRunes)), progress, c.Billable, clean(c.TaskID),
-					clean(c.CallID), c.Replay, clean(c.RetryOf))
+					clean(c.CallID), c.Replay, clean(c.RetryOf), clean(c.Policy))
 			}
 			if _, err := tx.ExecContext(ctx, insertCalls(len(chunk)), args...); err != nil {
 				return err

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/spacefix/spacefix/internal/store"
+	"github.com/spacefix/spacefix/internal/store/sqlshared"
 )
 
 // ErrSchemaTooNew means the file was migrated by a newer build of spacefix
@@ -275,6 +276,9 @@ CREATE INDEX call_batches_written ON call_batches (written_at);
 	// 16: trusted identity providers, their subjects' people, and values
 	// used once (idp.go).
 	enterpriseSchema,
+	// 17: the versions of each project's policy, and what it did with
+	// each call (policy.go).
+	sqlshared.PolicySchema,
 }
 
 // migrate brings the schema up to date, one step per transaction. Each step

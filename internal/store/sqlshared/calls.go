@@ -9,7 +9,7 @@ import (
 )
 
 // SelectCalls selects the columns [ScanCall] reads.
-const SelectCalls = `SELECT id, started_at, project_id, kind, name, key_id, agent, replica, duration_us, outcome, error, progress, billable, task_id, call_id, replay, retry_of FROM calls`
+const SelectCalls = `SELECT id, started_at, project_id, kind, name, key_id, agent, replica, duration_us, outcome, error, progress, billable, task_id, call_id, replay, retry_of, policy FROM calls`
 
 // CallsQuery returns the query for f, with placeholders from param, and
 // its arguments.
@@ -62,7 +62,7 @@ func ScanCall(row Row) (store.Call, error) {
 	)
 	if err := row.Scan(&c.ID, &started, &c.ProjectID, &c.Kind, &c.Name, &c.KeyID, &c.Agent, &c.Replica,
 		&durationUS, &c.Outcome, &c.Error, &progress, &c.Billable, &c.TaskID,
-		&c.CallID, &c.Replay, &c.RetryOf); err != nil {
+		&c.CallID, &c.Replay, &c.RetryOf, &c.Policy); err != nil {
 		return store.Call{}, err
 	}
 	c.Time = FromMillis(started)

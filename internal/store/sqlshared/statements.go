@@ -26,6 +26,8 @@ type Statements struct {
 	InsertIdP, IdPByIssuer, IdPs, DeleteIdP, DeleteIdPIdentities string
 	LinkIdentity, IdentityUser, DeleteUserIdentities             string
 	UseOnce, PruneUsedOnce                                       string
+
+	InsertPolicy, PolicyVersions string
 }
 
 // Q is every shared statement with ? placeholders.
@@ -102,4 +104,7 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 	DeleteUserIdentities: `DELETE FROM idp_identities WHERE user_id = ?`,
 	UseOnce:              useOnce,
 	PruneUsedOnce:        `DELETE FROM used_once WHERE expires_at < ?`,
+
+	InsertPolicy:   insertPolicy,
+	PolicyVersions: policyVersions,
 }

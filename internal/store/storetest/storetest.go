@@ -105,6 +105,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"UpstreamClients", testUpstreamClients},
 		{"IdPs", testIdPs},
 		{"UsedOnce", testUsedOnce},
+		{"Policies", testPolicies},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -453,7 +454,7 @@ func testCallRoundTrip(t *testing.T, s store.Store) {
 			KeyID: "key_c", Agent: "key_a", Replica: "rep_1", Duration: 1234567 * time.Microsecond,
 			Outcome: store.OutcomeError, Error: "upstream said no",
 			Progress: []string{"1/3", `step "two" ✓`, "3/3"}, Billable: true,
-			CallID: "c-abc-2", RetryOf: "c-abc-1",
+			CallID: "c-abc-2", RetryOf: "c-abc-1", Policy: `deny by rule "amount-limit"`,
 		},
 		{
 			Time: at.Add(time.Millisecond), ProjectID: p.ID, Kind: "resource", Name: "orders://recent",
