@@ -245,9 +245,11 @@ func receive[T any](t *testing.T, c <-chan T, what string) T {
 // a row close it.
 func TestSessionToleratesMissedPing(t *testing.T) {
 	t.Parallel()
-	// 300 ms gives an answered ping room to come back on a loaded machine;
-	// a late answer would count as a miss and the test would flake.
-	e := newEnv(t, withConfig(func(c *gateway.Config) { c.KeepAlive = 300 * time.Millisecond }))
+	// An answered ping has the whole interval to come back; a late answer
+	// counts as a miss, and after a missed one three in a row close the
+	// session. 300 ms was too short for the answer's POST on a loaded
+	// 2-core machine (CI saw the session closed); a second is not.
+	e := newEnv(t, withConfig(func(c *gateway.Config) { c.KeepAlive = time.Second }))
 	e.sessionAgent(nil, nil)
 	k, secret := e.newKey(store.Key{Kind: store.KindClient, Name: "flaky"})
 	s := e.newRawSession(secret)
