@@ -317,4 +317,3 @@ func TestPolicyTest(t *testing.T) {
 		t.Errorf("a draft that does not compile: %d %s", res.StatusCode, res.body)
 	}
 }
-
