@@ -125,7 +125,11 @@ func policyBody(r *http.Request) ([]byte, error) {
 // the rest as a policy document, refusing unknown fields.
 func splitVersion(b []byte) (version *int64, doc policy.Document, err error) {
 	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(b, &fields); err != nil {
+	err = json.Unmarshal(b, &fields)
+	if err == nil && fields == nil {
+		err = errors.New("it is null")
+	}
+	if err != nil {
 		return nil, doc, &policyRefusal{apitypes.PolicyError{Index: -1,
 			Error: fmt.Sprintf("The policy is not a JSON object: %v. Send {\"rules\": [...]}; see docs/policy.md.", err)}}
 	}

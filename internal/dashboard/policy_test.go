@@ -122,6 +122,7 @@ func TestPolicyBadRuleSavesNothing(t *testing.T) {
 	}{
 		{map[string]any{"rules": []any{map[string]any{"name": "x", "on": "call", "efect": "deny"}}},
 			apitypes.PolicyError{Index: -1, Error: `The policy is not valid JSON of the expected shape: json: unknown field "efect". See docs/policy.md.`}},
+		{json.RawMessage("null"), apitypes.PolicyError{Index: -1, Error: `The policy is not a JSON object: it is null. Send {"rules": [...]}; see docs/policy.md.`}},
 		{map[string]any{"rules": []any{map[string]any{"name": "x", "on": "list", "effect": "deny"}}},
 			apitypes.PolicyError{Rule: "x", Field: "effect", Error: `rule "x": effect: "deny" cannot be used on list; use one of allow, hide`}},
 		{map[string]any{"rules": []any{}, "interceptors": []any{map[string]any{"url": "ftp://x"}}},
