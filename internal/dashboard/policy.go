@@ -227,7 +227,7 @@ func (d *Dashboard) apiPutPolicy(w http.ResponseWriter, r *http.Request) error {
 	}
 	version, doc, err := splitVersion(b)
 	if err != nil {
-		return d.refuse(w, err)
+		return refuse(w, err)
 	}
 	prev, err := d.st.Policy(r.Context(), proj.ID)
 	if err != nil {
@@ -241,10 +241,10 @@ func (d *Dashboard) apiPutPolicy(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if err := keepHeaders(doc.Interceptors, before.Interceptors); err != nil {
-		return d.refuse(w, err)
+		return refuse(w, err)
 	}
 	if _, err := policy.Compile(doc, policy.Options{}); err != nil {
-		return d.refuse(w, err)
+		return refuse(w, err)
 	}
 	raw, err := json.Marshal(doc)
 	if err != nil {
@@ -271,7 +271,7 @@ func (d *Dashboard) apiPutPolicy(w http.ResponseWriter, r *http.Request) error {
 }
 
 // refuse answers a refused document with a 400 naming where it is wrong.
-func (d *Dashboard) refuse(w http.ResponseWriter, err error) error {
+func refuse(w http.ResponseWriter, err error) error {
 	var he *httpError
 	if errors.As(err, &he) {
 		return err
