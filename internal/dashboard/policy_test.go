@@ -222,6 +222,15 @@ func TestPolicyHeadersWriteOnly(t *testing.T) {
 		t.Errorf("PUT of a masked header never saved: %d %s", res.StatusCode, res.body)
 	}
 
+	// A kept value goes only where it was saved for.
+	moved := map[string]any{"rules": []any{}, "interceptors": []any{
+		map[string]any{"name": "pii", "url": "https://elsewhere.example/mcp", "headers": map[string]string{"Authorization": "••••••"}},
+	}}
+	res = admin.call("PUT", policyPath, moved, nil)
+	if res.StatusCode != http.StatusBadRequest || res.apiError() != `interceptor 1: headers: "Authorization" is sent as "••••••", which keeps the saved value, but the interceptor's address changed; send the value again for the new address` {
+		t.Errorf("PUT of a masked header to a new url: %d %s", res.StatusCode, res.body)
+	}
+
 	// The audit log has before and after, masked.
 	var page struct {
 		Entries []struct {
