@@ -146,6 +146,9 @@ func TestBrowserPolicy(t *testing.T) {
 			t.Errorf("at %s px, Try it with a total of 900 says %q, %q; want %q, %q", size.name, call, msg, want, capMessage)
 		}
 		sizeShot(t, ctx, "policy-"+size.name)
+		if size.name == "1280" {
+			screenshot(t, ctx, "policy")
+		}
 		noSideScroll(t, ctx, "the Policy page with a decision at "+size.name+" px")
 		call, msg = tryCall(t, ctx, "key:"+clientKey, "create_order", `{"requestId": "r2", "customer": "ada", "total": 20}`)
 		if !strings.HasPrefix(call, "none") && !strings.HasPrefix(call, "allow") || msg != "—" {
