@@ -183,8 +183,19 @@ func TestBrowserPolicy(t *testing.T) {
 		t.Errorf("after the refused save the store holds version %d; want 2", p.Version)
 	}
 
-	// A viewer: the rules, no editor, no Save.
+	// An editor: drafts and Try it, no Save. A viewer: the rules, no
+	// editor, no Save.
+	eve := inviteMember(t, ctx, w, "eve@example.com", "editor")
 	vic := inviteMember(t, ctx, w, "vic@example.com", "viewer")
+	joinAs(t, ctx, eve, "eve@example.com")
+	run(t, ctx, chromedp.Navigate(w.url("/p/default/policy")), chromedp.WaitVisible(chromedp.CSS(`#policy-doc`)))
+	until(t, ctx, "the editor's Policy page", `document.querySelector('[data-policy-save]') === null && document.querySelector('form[data-try]') !== null &&
+		document.querySelector('[data-readonly]').textContent.includes('owners of the project edit it')`)
+	setDraft(t, ctx, strings.Replace(capRule, "> 500", "> 10", 1))
+	call, _ := tryCall(t, ctx, "person:eve@example.com", "create_order", `{"requestId": "r4", "customer": "ada", "total": 20}`)
+	if want := `deny by rule "cap-total"`; call != want {
+		t.Errorf("an editor's Try it of a draft capping at 10 says %q for 20; want %q", call, want)
+	}
 	joinAs(t, ctx, vic, "vic@example.com")
 	run(t, ctx, chromedp.Navigate(w.url("/p/default/policy")), chromedp.WaitVisible(chromedp.CSS(`tr[data-rule="cap-total"]`)))
 	until(t, ctx, "the viewer's read-only Policy page", `document.querySelector('[data-policy-save]') === null && document.getElementById('policy-doc') === null &&

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/spacefix/spacefix/internal/policy"
@@ -111,9 +112,12 @@ func editorText(doc policy.Document) string {
 	if doc.Rules == nil {
 		doc.Rules = []policy.Rule{}
 	}
-	b, err := json.MarshalIndent(doc, "", "  ")
-	if err != nil { // a Document always marshals
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false) // the template escapes; "args.total > 500" stays readable
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(doc); err != nil { // a Document always encodes
 		return `{"rules": []}`
 	}
-	return string(b)
+	return strings.TrimSuffix(b.String(), "\n")
 }

@@ -54,22 +54,29 @@
     return i + 1;
   }
 
-  // problem writes one error of the gateway: which rule, which field,
-  // where in the expression, and what is wrong.
+  // problem writes one error of the gateway: which rule (or interceptor),
+  // where in the editor, which field, where in the expression, and what
+  // is wrong (its message without the rule and place it repeats).
   function problem(e) {
     const parts = [];
-    if (e.rule || e.index !== undefined) {
-      let who = e.index !== undefined ? `Rule ${e.index + 1}` : "Rule";
+    let msg = e.error || "";
+    if (e.index >= 0) {
+      let who = `Rule ${e.index + 1}`;
       if (e.rule) who += ` "${e.rule}"`;
       const at = editorLine(e.rule);
       if (at) who += ` (editor line ${at})`;
       parts.push(who);
+      msg = msg.replace(/^rule (\d+|"(?:[^"\\]|\\.)*"): /, "");
+    } else if (e.interceptor >= 0) {
+      parts.push(`Interceptor ${e.interceptor + 1}`);
+      msg = msg.replace(/^interceptor \d+: /, "");
     }
-    let where = e.field || "";
+    let where = parts.length ? e.field || "" : "";
+    if (where) msg = msg.replace(new RegExp(`^${where}( at line \\d+, column \\d+)?: `), "");
     if (e.line) where += `${where ? ", " : ""}line ${e.line}, column ${e.column}`;
     if (where) parts.push(where);
     const head = parts.join(" · ");
-    return head ? `${head}: ${e.error}` : e.error;
+    return head ? `${head}: ${msg}` : msg;
   }
 
   function showProblems(errors) {
@@ -163,7 +170,7 @@
       saveFailed(data.error || "Someone else saved the policy since you opened this page; nothing was saved.", true);
       return;
     }
-    if (code === 400 && (data.rule || data.field || data.index !== undefined)) showProblems([data]);
+    if (code === 400 && (data.index >= 0 || data.interceptor >= 0)) showProblems([data]);
     saveFailed(code === 400 ? `Nothing was saved: ${problem(data)}` : (data.error || `The gateway answered ${code}; nothing was saved.`));
   }
 
@@ -197,7 +204,7 @@
   const source = card.querySelector("[data-try-source]");
 
   function decision(d) {
-    if (!d || !d.effect || d.effect === "none") return "none: no rule decides, so the call goes on as without a policy";
+    if (!d || !d.effect || d.effect === "none") return "none (no rule decides)";
     return d.rule ? `${d.effect} by rule "${d.rule}"` : d.effect;
   }
 
