@@ -24,8 +24,8 @@ type apiRoute struct {
 // apiRoutes is the admin API. Every route with {project} names the least
 // role it needs there; the rest need an instance admin or only a sign-in.
 // Reads need viewer; tool controls, settings, approvals, agent metadata,
-// replicas and cancelling a task need editor; members, keys, tokens and connected apps need
-// owner.
+// replicas, cancelling a task and checking or trying a policy need editor;
+// members, keys, tokens, connected apps and saving the policy need owner.
 func (d *Dashboard) apiRoutes() []apiRoute {
 	return []apiRoute{
 		{"GET /api/me", d.apiMe, signedIn},
@@ -34,6 +34,10 @@ func (d *Dashboard) apiRoutes() []apiRoute {
 		{"POST /api/projects", d.apiCreateProject, instanceAdmin},
 		{"GET /api/projects/{project}", d.apiProject, viewer},
 		{"PATCH /api/projects/{project}/settings", d.apiPatchSettings, editor},
+		{"GET /api/projects/{project}/policy", d.apiPolicy, viewer},
+		{"PUT /api/projects/{project}/policy", d.apiPutPolicy, owner},
+		{"POST /api/projects/{project}/policy/check", d.apiCheckPolicy, editor},
+		{"POST /api/projects/{project}/policy/test", d.apiTestPolicy, editor},
 		{"GET /api/projects/{project}/tools", d.apiTools, viewer},
 		{"PATCH /api/projects/{project}/tools/{tool}", d.apiPatchTool, editor},
 		{"POST /api/projects/{project}/tools/{tool}/approve", d.apiApprove, editor},
