@@ -12,11 +12,6 @@ import (
 	"github.com/spacefix/spacefix/internal/store"
 )
 
-// maskedHeader stands for an interceptor header's value on the page: the
-// values are secrets (tokens for the interceptor server), and a page is
-// no place for them.
-const maskedHeader = "••••••"
-
 // policyData is what the Policy page shows: the saved rules, who saved
 // them when, the document for the editor, and the choices of the "Try it"
 // panel.
@@ -26,13 +21,14 @@ type policyData struct {
 	UpdatedBy string
 	Rules     []policy.Rule
 	// Interceptors are the saved interceptor servers, header values
-	// masked.
+	// masked ([maskedValue]).
 	Interceptors []policy.Interceptor
 	// Document is the saved document as the editor starts from it,
 	// indented, header values masked.
 	Document string
-	// Broken says why the saved document does not read (a newer build
-	// saved it); the editor then starts from its raw text.
+	// Broken says why the saved document does not compile here (a newer
+	// build saved it), so that every call is refused until an owner saves
+	// one that does.
 	Broken string
 	Keys   []keyChoice // the project's client keys, for Try it's caller
 	People []string    // the members' e-mails, for Try it's caller
@@ -45,13 +41,16 @@ func (d *Dashboard) policyPage(r *http.Request, v *view) (string, error) {
 		return "", err
 	}
 	data := policyData{Version: saved.Version, UpdatedAt: saved.UpdatedAt, UpdatedBy: saved.UpdatedBy, Rules: []policy.Rule{}}
-	if len(saved.Document) > 0 {
-		doc, err := policy.Parse(saved.Document)
-		if err != nil {
-			data.Broken = err.Error()
-		}
-		data.Rules, data.Interceptors = doc.Rules, maskHeaders(doc.Interceptors)
+	doc, err := savedDocument(saved)
+	if err != nil {
+		data.Broken = err.Error()
+	} else if _, err := policy.Compile(doc, policy.Options{}); err != nil && saved.Version > 0 {
+		data.Broken = err.Error()
 	}
+	if doc.Rules != nil {
+		data.Rules = doc.Rules
+	}
+	data.Interceptors = masked(doc.Interceptors)
 	data.Document = editorText(policy.Document{Rules: data.Rules, Interceptors: data.Interceptors})
 	if v.Can(string(store.RoleEditor)) { // Try it is for editors and owners
 		if err := d.tryChoices(r, v.Project.ID, &data); err != nil {
@@ -87,23 +86,6 @@ func (d *Dashboard) tryChoices(r *http.Request, projectID int64, data *policyDat
 	slices.Sort(data.Tools)
 	data.Tools = slices.Compact(data.Tools)
 	return nil
-}
-
-// maskHeaders returns the interceptors with every header value replaced
-// by [maskedHeader].
-func maskHeaders(list []policy.Interceptor) []policy.Interceptor {
-	out := slices.Clone(list)
-	for i, ic := range out {
-		if len(ic.Headers) == 0 {
-			continue
-		}
-		h := make(map[string]string, len(ic.Headers))
-		for name := range ic.Headers {
-			h[name] = maskedHeader
-		}
-		out[i].Headers = h
-	}
-	return out
 }
 
 // editorText is a document as the editor shows it: indented JSON, with
