@@ -117,9 +117,11 @@ func TestBrowserPolicy(t *testing.T) {
 	if want := `Rule 1 "cap-total" (editor line 4) · when, line 1, column 13: `; !strings.HasPrefix(refusal, want) || !strings.Contains(refusal, "Syntax error") {
 		t.Errorf("the refusal reads %q; want it to start %q and name the syntax error", refusal, want)
 	}
-	until(t, ctx, "Save disabled while the draft does not check", `document.querySelector('[data-policy-save]').disabled &&
+	until(t, ctx, "Save disabled while the draft does not check, no decision shown yet", `document.querySelector('[data-policy-save]').disabled &&
+		getComputedStyle(document.querySelector('[data-try-result]')).display === 'none' &&
 		document.querySelector('[data-check-status]').textContent.startsWith('The draft does not check (1 problem)')`)
 	noSideScroll(t, ctx, "the Policy page with a refusal at 1280 px")
+	screenshot(t, ctx, "policy-refusal")
 
 	// Fixed, checked, saved.
 	setDraft(t, ctx, capRule)
@@ -176,7 +178,8 @@ func TestBrowserPolicy(t *testing.T) {
 	setDraft(t, ctx, strings.Replace(capRule, "> 500", "> 700", 1))
 	until(t, ctx, "the draft checked", `!document.querySelector('[data-policy-save]').disabled`)
 	run(t, ctx, chromedp.Click(chromedp.CSS(`[data-policy-save]`)))
-	until(t, ctx, "the conflict", `!document.querySelector('[data-save-error]').hidden && document.querySelector('[data-save-error] button') !== null`)
+	until(t, ctx, "the conflict", `!document.querySelector('[data-save-error]').hidden && document.querySelector('[data-save-error] button') !== null &&
+		document.querySelector('[data-save-error]').textContent.includes('you edited version 1, and version 2 was saved by eve@example.com')`)
 	run(t, ctx, chromedp.Click(chromedp.CSS(`[data-save-error] button`)))
 	until(t, ctx, "version 2 loaded", `(document.querySelector('[data-refresh=policy-rules] [data-version]') || {}).textContent?.startsWith('Version 2, saved by eve@example.com')`)
 	if p, _ := w.st.Policy(t.Context(), w.project.ID); p.Version != 2 {
