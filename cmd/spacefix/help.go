@@ -65,6 +65,19 @@ keys when the secret key file that sealed them is lost.
   spacefix tools list [--project NAME] [--url URL] [--token TOKEN] [--json]
   spacefix tools set TOOL [--description TEXT] [--cache SECONDS] [--access follow|read|write] [--disabled] [--approve|--reject] [--project NAME] [--url URL] [--token TOKEN]
 `,
+	"policy": `Usage:
+  spacefix policy show [--project NAME] [--url URL] [--token TOKEN] [--json]
+  spacefix policy set FILE [--project NAME] [--url URL] [--token TOKEN] [--json]
+  spacefix policy test --tool NAME [--args JSON] --as-key KEY_ID|--as-person EMAIL [--file DRAFT] [--project NAME] [--url URL] [--token TOKEN] [--json]
+
+A project's policy is an ordered list of rules on who may list and call
+which tools with which arguments, and the interceptor servers its calls
+pass through (docs/policy.md). set saves FILE (JSON or YAML; - reads
+stdin) as the next version, which every gateway applies within a second;
+only owners may. test says what the saved policy, or the draft in --file,
+decides for one caller listing and calling one tool. Interceptor header
+values are never shown.
+`,
 	"settings": `Usage:
   spacefix settings show [--project NAME] [--url URL] [--token TOKEN] [--json]
   spacefix settings set [--call-wait SECONDS] [--client-access read|readwrite] … [--project NAME] [--url URL] [--token TOKEN]

@@ -8,7 +8,7 @@
 //	spacefix projects create NAME
 //	spacefix projects list [--json]
 //	spacefix tokens create|list|revoke, spacefix users list|setup-link, spacefix gateways list, spacefix identity rotate|reset
-//	spacefix tools list|set, spacefix settings show|set (over the admin API: --url or the address serve recorded in --data, --token)
+//	spacefix tools list|set, spacefix settings show|set, spacefix policy show|set|test (over the admin API: --url or the address serve recorded in --data, --token)
 //	spacefix bridge [--url GATEWAY] [--key KEY] --name NAME -- COMMAND [ARGS…] | --remote URL [--header "N: v"]… | --config FILE
 //	spacefix bench [--url GATEWAY] [--key CLIENT_KEY] --tool NAME [--args JSON] [--calls N | --duration D] [--concurrency C] [--json]
 //	spacefix backup --out FILE [--data FILE]
@@ -65,6 +65,7 @@ Usage:
   spacefix idp       add|list|remove                    identity providers whose ID-JAGs sign people in (enterprise sign-in)
   spacefix tools     list|set                           per-tool controls, over the admin API
   spacefix settings  show|set                           project settings, over the admin API
+  spacefix policy    show|set FILE|test --tool NAME     the project's rules for who may call what, over the admin API
   spacefix bridge    --name N -- COMMAND | --remote URL | --config FILE
                                                         run existing MCP servers as agents
   spacefix bridge    login NAME --remote URL            sign in to a remote server behind OAuth
@@ -103,6 +104,8 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return tools(ctx, args[1:], stdout)
 	case "settings":
 		return settings(ctx, args[1:], stdout)
+	case "policy":
+		return policyCmd(ctx, args[1:], stdout)
 	case "users":
 		return usersCmd(ctx, args[1:], stdout)
 	case "gateways":
@@ -132,7 +135,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 }
 
 // commands are the names run knows, for suggestions.
-var commands = []string{"serve", "keys", "projects", "tokens", "audit", "tools", "settings", "users", "gateways", "identity", "idp", "bridge", "bench", "backup", "version", "help"}
+var commands = []string{"serve", "keys", "projects", "tokens", "audit", "tools", "settings", "policy", "users", "gateways", "identity", "idp", "bridge", "bench", "backup", "version", "help"}
 
 // command is one subcommand of a command group, such as "keys create".
 type command struct {

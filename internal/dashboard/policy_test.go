@@ -138,6 +138,13 @@ func TestPolicyBadRuleSavesNothing(t *testing.T) {
 		}
 	}
 
+	// A body over 1 MiB is refused unread.
+	huge := map[string]any{"rules": []any{map[string]any{"name": "big", "on": "call", "effect": "deny", "message": strings.Repeat("x", 1<<20)}}}
+	if res := admin.call("PUT", policyPath, huge, nil); res.StatusCode != http.StatusRequestEntityTooLarge ||
+		res.apiError() != "The policy is larger than 1048576 bytes; a policy keeps at most 200 rules." {
+		t.Errorf("PUT of 1 MiB: %d %q; want 413", res.StatusCode, res.apiError())
+	}
+
 	// The check answers every rule's error at once, without saving.
 	var check apitypes.PolicyCheck
 	admin.mustCall(http.StatusOK, "POST", policyPath+"/check", map[string]any{"rules": []any{

@@ -1,0 +1,254 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/spacefix/spacefix/internal/dashboard/apitypes"
+	"github.com/spacefix/spacefix/internal/policy"
+)
+
+// stdin is what `policy set -` reads; tests replace it.
+var stdin io.Reader = os.Stdin
+
+func policyCmd(ctx context.Context, args []string, stdout io.Writer) error {
+	return dispatch(ctx, "policy", args, stdout, command{"show", policyShow}, command{"set", policySet}, command{"test", policyTest})
+}
+
+// shownPolicy is GET …/policy: the saved document, header values masked.
+type shownPolicy struct {
+	Version      int64                `json:"version"`
+	UpdatedAt    *time.Time           `json:"updatedAt"`
+	UpdatedBy    string               `json:"updatedBy"`
+	Rules        []policy.Rule        `json:"rules"`
+	Interceptors []policy.Interceptor `json:"interceptors"`
+}
+
+func policyShow(ctx context.Context, args []string, stdout io.Writer) error {
+	var project string
+	return apiShow(ctx, "policy show", args, stdout, func(c *apiClient) string {
+		project = c.project
+		return c.projectPath("/policy")
+	}, func(w io.Writer, p shownPolicy) error { return printPolicy(w, project, p) })
+}
+
+func printPolicy(w io.Writer, project string, p shownPolicy) error {
+	if p.Version == 0 {
+		_, err := fmt.Fprintf(w, "Project %q has no policy: every call runs as it would without one. Save one with: spacefix policy set FILE\n", project)
+		return err
+	}
+	saved := ""
+	if p.UpdatedAt != nil {
+		saved = " on " + p.UpdatedAt.UTC().Format("2006-01-02 15:04 UTC")
+	}
+	if p.UpdatedBy != "" {
+		saved += " by " + p.UpdatedBy
+	}
+	fmt.Fprintf(w, "Policy of project %q, version %d, saved%s.\n", project, p.Version, saved)
+	if len(p.Rules) == 0 {
+		fmt.Fprintln(w, "No rules: every call runs as it would without a policy.")
+	} else {
+		fmt.Fprintln(w)
+		t := newTable(w, "#", "NAME", "ON", "TOOLS", "EFFECT", "MODE", "WHEN")
+		for i, r := range p.Rules {
+			tools := strings.Join(r.Tools, ",")
+			if tools == "" {
+				tools = "*"
+			}
+			mode := r.Mode
+			if mode == "" {
+				mode = policy.Enforce
+			}
+			t.row(fmt.Sprint(i+1), r.Name, r.On, clip(tools, 30), r.Effect, mode, orDash(clip(r.When, 60)))
+		}
+		if err := t.flush(); err != nil {
+			return err
+		}
+	}
+	if len(p.Interceptors) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w)
+	t := newTable(w, "INTERCEPTOR", "AT", "MODE", "TIMEOUT", "ON FAILURE", "HEADERS")
+	for _, ic := range p.Interceptors {
+		at := ic.URL
+		if ic.Agent != "" {
+			at = "agent " + ic.Agent
+		}
+		mode := ic.Mode
+		if mode == "" {
+			mode = policy.Enforce
+		}
+		fail := "refuse"
+		if ic.FailOpen {
+			fail = "let through"
+		}
+		var hs []string
+		for k, v := range ic.Headers {
+			hs = append(hs, k+": "+v) // the API masks every value
+		}
+		slices.Sort(hs)
+		t.row(orDash(ic.Name), at, mode, ic.TimeoutOf().String(), fail, orDash(strings.Join(hs, ", ")))
+	}
+	return t.flush()
+}
+
+// readPolicyFile reads a policy document from path ("-": stdin), JSON or
+// YAML, and returns it as JSON, checked for unknown fields as the gateway
+// checks it.
+func readPolicyFile(path string) (json.RawMessage, policy.Document, error) {
+	var b []byte
+	var err error
+	if path == "-" {
+		b, err = io.ReadAll(io.LimitReader(stdin, 1<<20+1))
+	} else {
+		b, err = os.ReadFile(path)
+	}
+	if err != nil {
+		return nil, policy.Document{}, fmt.Errorf("read the policy: %w", err)
+	}
+	name := path
+	if path == "-" {
+		name = "the policy on stdin"
+	}
+	raw := bytes.TrimSpace(b)
+	if len(raw) == 0 || raw[0] != '{' {
+		var v any
+		if err := yaml.Unmarshal(b, &v); err != nil {
+			return nil, policy.Document{}, fmt.Errorf("%s is neither JSON nor YAML: %v", name, err)
+		}
+		if raw, err = json.Marshal(v); err != nil {
+			return nil, policy.Document{}, fmt.Errorf("%s: %v; write the policy as a mapping with rules (docs/policy.md)", name, err)
+		}
+	}
+	doc, err := policy.Parse(raw)
+	if err != nil {
+		return nil, policy.Document{}, fmt.Errorf("%s: %v (see docs/policy.md)", name, err)
+	}
+	return raw, doc, nil
+}
+
+func policySet(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := newFlagSet("policy set", stdout)
+	client := apiFlags(fs)
+	asJSON := fs.Bool("json", false, "print the admin API's JSON")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usageError{"policy set: want one file, JSON or YAML (- reads stdin), for example: spacefix policy set policy.yaml"}
+	}
+	raw, doc, err := readPolicyFile(pos[0])
+	if err != nil {
+		return err
+	}
+	c, err := client()
+	if err != nil {
+		return err
+	}
+	var out json.RawMessage
+	if err := c.do(ctx, "PUT", c.projectPath("/policy"), raw, &out); err != nil {
+		return fmt.Errorf("policy of project %q not saved: %w", c.project, err)
+	}
+	return printAs(stdout, *asJSON, out, func(w io.Writer, p shownPolicy) error {
+		_, err := fmt.Fprintf(w, "policy of project %s saved as version %d (%s, %s)\n", c.project, p.Version,
+			plural(len(doc.Rules), "rule"), plural(len(doc.Interceptors), "interceptor"))
+		return err
+	})
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}
+
+func policyTest(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := newFlagSet("policy test", stdout)
+	client := apiFlags(fs)
+	tool := fs.String("tool", "", "the tool's `NAME`, as MCP clients see it")
+	callArgs := fs.String("args", "{}", "the call's arguments, a JSON object")
+	asKey := fs.String("as-key", "", "call as this client key (its `ID`, from spacefix keys list)")
+	asPerson := fs.String("as-person", "", "call as this member of the project (their `EMAIL`), with their role")
+	file := fs.String("file", "", "try this draft policy (JSON or YAML, - for stdin) instead of the saved one")
+	asJSON := fs.Bool("json", false, "print the admin API's JSON")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	switch {
+	case *tool == "":
+		return usageError{"policy test: --tool is required, for example: spacefix policy test --tool refund --args '{\"amount\": 900}' --as-person eve@example.com"}
+	case *asKey != "" && *asPerson != "":
+		return usageError{"policy test: --as-key and --as-person exclude each other"}
+	case *asKey == "" && *asPerson == "":
+		return usageError{"policy test: say who calls: --as-key KEY_ID or --as-person EMAIL"}
+	case !json.Valid([]byte(*callArgs)) || !strings.HasPrefix(strings.TrimSpace(*callArgs), "{"):
+		return usageError{fmt.Sprintf("policy test: --args %q: want a JSON object, for example '{\"amount\": 900}'", *callArgs)}
+	}
+	body := apitypes.PolicyTest{Tool: *tool, Args: json.RawMessage(*callArgs), AsKey: *asKey, AsPerson: *asPerson}
+	if *file != "" {
+		raw, _, err := readPolicyFile(*file)
+		if err != nil {
+			return err
+		}
+		body.Document = raw
+	}
+	c, err := client()
+	if err != nil {
+		return err
+	}
+	var out json.RawMessage
+	if err := c.do(ctx, "POST", c.projectPath("/policy/test"), body, &out); err != nil {
+		return apiFieldFlags(err, map[string]string{"asKey": "as-key", "asPerson": "as-person", "args": "args"})
+	}
+	return printAs(stdout, *asJSON, out, printDecisions)
+}
+
+func printDecisions(w io.Writer, r apitypes.PolicyTestResult) error {
+	switch r.List.Effect {
+	case policy.Hide:
+		fmt.Fprintf(w, "list: hidden by rule %q\n", r.List.Rule)
+	case policy.Allow:
+		fmt.Fprintf(w, "list: visible (allowed by rule %q)\n", r.List.Rule)
+	default:
+		fmt.Fprintln(w, "list: visible")
+	}
+	printHits(w, "list", r.List.Audit)
+	switch c := r.Call; c.Effect {
+	case "none":
+		fmt.Fprintln(w, "call: no rule decides; the call runs as it would without a policy")
+	default:
+		line := fmt.Sprintf("call: %s by rule %q", c.Effect, c.Rule)
+		if c.Failed {
+			line += " (it could not be evaluated)"
+		}
+		if c.Message != "" {
+			line += ": " + c.Message
+		}
+		fmt.Fprintln(w, line)
+	}
+	printHits(w, "call", r.Call.Audit)
+	return nil
+}
+
+// printHits says what audit-mode rules would have done.
+func printHits(w io.Writer, point string, hits []apitypes.PolicyHit) {
+	for _, h := range hits {
+		failed := ""
+		if h.Failed {
+			failed = " (it could not be evaluated)"
+		}
+		fmt.Fprintf(w, "%s: audit-mode rule %q would %s%s\n", point, h.Rule, h.Effect, failed)
+	}
+}

@@ -1,0 +1,205 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spacefix/spacefix/core"
+	"github.com/spacefix/spacefix/internal/store"
+)
+
+// policyGateway runs a gateway with a real agent offering refund, and
+// returns the admin API flags, the client key's id and the store.
+func policyGateway(t *testing.T) (api []string, clientKey string, st store.Store) {
+	t.Helper()
+	data, g, first, st := testGateway(t)
+	out, err := runCLI(t, "tokens", "create", "--data", data, "--name", "ci", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tok struct{ Token string }
+	if err := json.Unmarshal([]byte(out), &tok); err != nil {
+		t.Fatalf("tokens create --json printed %q: %v", out, err)
+	}
+	a, err := core.New(core.Options{APIKey: first.AgentKey, URL: g.URL(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type refundIn struct {
+		Order  string `json:"order"`
+		Amount int    `json:"amount"`
+	}
+	if err := core.AddTool(a, "refund", "Refund an order.", func(_ context.Context, in refundIn) (string, error) { return "refunded", nil }); err != nil {
+		t.Fatal(err)
+	}
+	actx, stop := context.WithCancel(context.Background())
+	ran := make(chan struct{})
+	go func() { a.Run(actx); close(ran) }()
+	t.Cleanup(func() { stop(); <-ran })
+	deadline := time.Now().Add(10 * time.Second)
+	for len(g.Registry().All()) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the agent did not connect")
+		}
+		time.Sleep(10 * time.Millisecond) // poll interval, bounded by the deadline: a real gateway on a socket
+	}
+	keys, err := st.Keys(context.Background(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keys {
+		if k.Kind == store.KindClient {
+			clientKey = k.ID
+		}
+	}
+	return []string{"--url", g.URL(), "--token", tok.Token}, clientKey, st
+}
+
+const policyYAML = `# Refunds: owners only above 500; those above 100 are recorded.
+rules:
+  - name: watch
+    on: call
+    effect: deny
+    mode: audit
+    when: args.amount > 100
+  - name: amount-limit
+    on: call
+    tools: ["refund*"]
+    when: args.amount > 500 && caller.role != "owner"
+    effect: deny
+    message: Refunds over 500 need an owner.
+interceptors:
+  - name: pii
+    url: http://127.0.0.1:9/mcp
+    headers:
+      Authorization: Bearer ic-secret-77
+`
+
+func TestPolicyCommands(t *testing.T) {
+	api, clientKey, st := policyGateway(t)
+	cli := func(args ...string) (string, error) { return runCLI(t, append(args, api...)...) }
+
+	out, err := cli("policy", "show")
+	if err != nil || out != "Project \"default\" has no policy: every call runs as it would without one. Save one with: spacefix policy set FILE\n" {
+		t.Errorf("policy show before any: %v\n%s", err, out)
+	}
+
+	file := filepath.Join(t.TempDir(), "policy.yaml")
+	os.WriteFile(file, []byte(policyYAML), 0o600)
+	out, err = cli("policy", "set", file)
+	if err != nil || out != "policy of project default saved as version 1 (2 rules, 1 interceptor)\n" {
+		t.Fatalf("policy set YAML: %v\n%s", err, out)
+	}
+	sp, _ := st.Policy(context.Background(), 1)
+	if sp.Version != 1 || !strings.Contains(string(sp.Document), "ic-secret-77") {
+		t.Errorf("stored: version %d %s", sp.Version, sp.Document)
+	}
+
+	out, err = cli("policy", "show")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`Policy of project "default", version 1, saved on `, " by token ",
+		"#  NAME          ON    TOOLS    EFFECT  MODE     WHEN",
+		"1  watch         call  *        deny    audit    args.amount > 100",
+		`2  amount-limit  call  refund*  deny    enforce  args.amount > 500 && caller.role != "owner"`,
+		"pii          http://127.0.0.1:9/mcp  enforce  500ms    refuse      Authorization: ••••••",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("policy show lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "ic-secret") {
+		t.Errorf("policy show prints the header value:\n%s", out)
+	}
+	out, err = cli("policy", "show", "--json")
+	var shown shownPolicy
+	if err != nil || json.Unmarshal([]byte(out), &shown) != nil || shown.Version != 1 || len(shown.Rules) != 2 || strings.Contains(out, "ic-secret") {
+		t.Errorf("policy show --json: %v\n%s", err, out)
+	}
+
+	// The decision and the rule that made it.
+	out, err = cli("policy", "test", "--tool", "refund", "--args", `{"order":"A1","amount":900}`, "--as-key", clientKey)
+	want := "list: visible\ncall: deny by rule \"amount-limit\": Refunds over 500 need an owner.\ncall: audit-mode rule \"watch\" would deny\n"
+	if err != nil || out != want {
+		t.Errorf("policy test over the limit: %v\n%s\nwant\n%s", err, out, want)
+	}
+	out, err = cli("policy", "test", "--tool", "refund", "--args", `{"amount":5}`, "--as-key", clientKey)
+	if err != nil || out != "list: visible\ncall: no rule decides; the call runs as it would without a policy\n" {
+		t.Errorf("policy test under the limit: %v\n%s", err, out)
+	}
+	draft := filepath.Join(t.TempDir(), "draft.json")
+	os.WriteFile(draft, []byte(`{"rules":[{"name":"no-refunds","on":"list","tools":["refund"],"effect":"hide"}]}`), 0o600)
+	out, err = cli("policy", "test", "--tool", "refund", "--as-key", clientKey, "--file", draft)
+	if err != nil || !strings.HasPrefix(out, "list: hidden by rule \"no-refunds\"\n") {
+		t.Errorf("policy test --file: %v\n%s", err, out)
+	}
+	out, err = cli("policy", "test", "--tool", "nope", "--as-key", clientKey)
+	if err == nil || !strings.Contains(err.Error(), "`spacefix tools list`") {
+		t.Errorf("policy test of an unknown tool: %v\n%s", err, out)
+	}
+	out, err = cli("policy", "test", "--tool", "refund", "--as-person", "nobody@example.com")
+	if err == nil || err.Error() != `--as-person: nobody@example.com is not a member of project "default"; its Members page lists who is` {
+		t.Errorf("policy test as a non-member: %v\n%s", err, out)
+	}
+
+	// A rule that does not compile: its name and position, exit 1, nothing saved.
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	os.WriteFile(bad, []byte("rules:\n  - name: broken\n    on: call\n    effect: deny\n    when: args.amount >\n"), 0o600)
+	out, err = cli("policy", "set", bad)
+	var ue usageError
+	if err == nil || errors.As(err, &ue) || !strings.HasPrefix(err.Error(), `policy of project "default" not saved: rule "broken": when at line 1, column `) {
+		t.Errorf("policy set of a bad rule: %v\n%s", err, out)
+	}
+	// An unknown field is refused before anything is sent.
+	os.WriteFile(bad, []byte("rules:\n  - name: typo\n    on: call\n    efect: deny\n"), 0o600)
+	if _, err = cli("policy", "set", bad); err == nil || !strings.Contains(err.Error(), `unknown field "efect"`) {
+		t.Errorf("policy set with a misspelt field: %v", err)
+	}
+	if sp, _ := st.Policy(context.Background(), 1); sp.Version != 1 {
+		t.Errorf("after refused sets: version %d, want 1", sp.Version)
+	}
+
+	// - reads stdin; the saved header is kept when sent masked.
+	stdin = strings.NewReader(`{"rules": [], "interceptors": [{"name": "pii", "url": "http://127.0.0.1:9/mcp", "headers": {"Authorization": "••••••"}}]}`)
+	t.Cleanup(func() { stdin = os.Stdin })
+	out, err = cli("policy", "set", "-")
+	if err != nil || out != "policy of project default saved as version 2 (0 rules, 1 interceptor)\n" {
+		t.Errorf("policy set -: %v\n%s", err, out)
+	}
+	if sp, _ := st.Policy(context.Background(), 1); !strings.Contains(string(sp.Document), "ic-secret-77") {
+		t.Errorf("stored after a masked header: %s", sp.Document)
+	}
+}
+
+func TestPolicyHelp(t *testing.T) {
+	for _, args := range [][]string{{"policy", "--help"}, {"help", "policy"}, {"policy", "help"}} {
+		out, err := runCLI(t, args...)
+		if !errors.Is(err, flag.ErrHelp) || !strings.Contains(out, "spacefix policy set FILE") || !strings.Contains(out, "--as-key KEY_ID|--as-person EMAIL") {
+			t.Errorf("%q: %v\n%s", args, err, out)
+		}
+	}
+	out, err := runCLI(t, "policy", "test", "--help")
+	if !errors.Is(err, flag.ErrHelp) || !strings.Contains(out, "--as-person") || !strings.Contains(out, "--file") {
+		t.Errorf("policy test --help: %v\n%s", err, out)
+	}
+	out, _ = runCLI(t, "help")
+	if !strings.Contains(out, "spacefix policy    show|set FILE|test --tool NAME") {
+		t.Errorf("help lacks the policy line:\n%s", out)
+	}
+	_, err = runCLI(t, "policy", "test", "--tool", "x")
+	var ue usageError
+	if !errors.As(err, &ue) || err.Error() != "policy test: say who calls: --as-key KEY_ID or --as-person EMAIL" {
+		t.Errorf("policy test without a caller: %v", err)
+	}
+}
