@@ -139,6 +139,11 @@ func TestBrowserPolicy(t *testing.T) {
 		t.Errorf("the store holds version %d: %s; want version 1 with the rule cap-total", saved.Version, saved.Document)
 	}
 
+	// The Audit page offers the action and shows the save.
+	run(t, ctx, chromedp.Navigate(w.url("/p/default/audit?action=policy.update")), chromedp.WaitVisible(chromedp.CSS(`table.audit`)))
+	until(t, ctx, "the policy.update row", `document.querySelector('select[name=action] option[value="policy.update"]') !== null &&
+		[...document.querySelectorAll('tr[data-audit]')].filter(r => r.textContent.includes('policy.update') && r.textContent.includes('ada@example.com')).length === 1`)
+
 	// Try it, at both widths.
 	for _, size := range widths {
 		run(t, ctx, chromedp.EmulateViewport(size.width, size.height),
