@@ -168,6 +168,9 @@ func TestBrowserPolicy(t *testing.T) {
 			t.Errorf("at %s px, Try it of a draft capping at 10 says %q for 20; want %q", size.name, call, want)
 		}
 		until(t, ctx, "the draft named as tried", `document.querySelector('[data-try-source]').textContent.startsWith('Tried the draft')`)
+		run(t, ctx, chromedp.Navigate(w.url("/p/default/audit?action=policy.update")), chromedp.WaitVisible(chromedp.CSS(`tr[data-audit]`)))
+		noSideScroll(t, ctx, "the Audit page with a policy.update at "+size.name+" px")
+		run(t, ctx, chromedp.Navigate(w.url("/p/default/policy")), chromedp.WaitVisible(chromedp.CSS(`#policy-doc`)))
 		setDraft(t, ctx, badCapRule)
 		until(t, ctx, "the refusal at "+size.name, `(document.querySelector('[data-check-errors]').textContent || '').includes('line 1, column 13')`)
 		noSideScroll(t, ctx, "the Policy page with a refusal at "+size.name+" px")
