@@ -190,10 +190,8 @@
     refresh();
   }
 
-  if (saveBtn) {
-    saveBtn.addEventListener("click", save);
-    editor.querySelector("[data-policy-reset]").addEventListener("click", () => { doc.value = saved; check(); });
-  }
+  if (saveBtn) saveBtn.addEventListener("click", save);
+  editor.querySelector("[data-policy-reset]").addEventListener("click", () => { doc.value = saved; check(); });
   refresh();
 
   // Try it.
