@@ -121,10 +121,16 @@ func readPolicyFile(path string) (json.RawMessage, policy.Document, error) {
 		name = "the policy on stdin"
 	}
 	raw := bytes.TrimSpace(b)
-	if len(raw) == 0 || raw[0] != '{' {
+	if len(raw) == 0 {
+		return nil, policy.Document{}, fmt.Errorf("%s is empty; to remove every rule, save {\"rules\": []}", name)
+	}
+	if raw[0] != '{' {
 		var v any
 		if err := yaml.Unmarshal(b, &v); err != nil {
 			return nil, policy.Document{}, fmt.Errorf("%s is neither JSON nor YAML: %v", name, err)
+		}
+		if _, ok := v.(map[string]any); !ok {
+			return nil, policy.Document{}, fmt.Errorf("%s is not a mapping with rules (see docs/policy.md)", name)
 		}
 		if raw, err = json.Marshal(v); err != nil {
 			return nil, policy.Document{}, fmt.Errorf("%s: %v; write the policy as a mapping with rules (docs/policy.md)", name, err)

@@ -166,6 +166,14 @@ func TestPolicyCommands(t *testing.T) {
 	if _, err = cli("policy", "set", bad); err == nil || !strings.Contains(err.Error(), `unknown field "efect"`) {
 		t.Errorf("policy set with a misspelt field: %v", err)
 	}
+	os.WriteFile(bad, []byte("\n# nothing yet\n"), 0o600)
+	if _, err = cli("policy", "set", bad); err == nil || !strings.Contains(err.Error(), "is not a mapping with rules") {
+		t.Errorf("policy set of a file with no document: %v", err)
+	}
+	os.WriteFile(bad, nil, 0o600)
+	if _, err = cli("policy", "set", bad); err == nil || !strings.HasSuffix(err.Error(), `bad.yaml is empty; to remove every rule, save {"rules": []}`) {
+		t.Errorf("policy set of an empty file: %v", err)
+	}
 	if sp, _ := st.Policy(context.Background(), 1); sp.Version != 1 {
 		t.Errorf("after refused sets: version %d, want 1", sp.Version)
 	}

@@ -125,7 +125,11 @@ func policyBody(r *http.Request) ([]byte, error) {
 // the rest as a policy document, refusing unknown fields.
 func splitVersion(b []byte) (version *int64, doc policy.Document, err error) {
 	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(b, &fields); err != nil {
+	err = json.Unmarshal(b, &fields)
+	if err == nil && fields == nil {
+		err = errors.New("it is null")
+	}
+	if err != nil {
 		return nil, doc, &policyRefusal{apitypes.PolicyError{Index: -1,
 			Error: fmt.Sprintf("The policy is not a JSON object: %v. Send {\"rules\": [...]}; see docs/policy.md.", err)}}
 	}
@@ -177,39 +181,44 @@ func capitalize(s string) string {
 	return strings.ToUpper(s[:1]) + s[1:]
 }
 
-// keepHeaders replaces each header value sent as [maskedValue] with the saved
-// value of the same header of the same interceptor (matched by name, else
-// by url or agent).
+// keepHeaders replaces each header value sent as [maskedValue] with the
+// saved value of the same header of the same interceptor (matched by name,
+// else by url or agent). A value is kept only for the address it was
+// saved for: a masked header on an interceptor whose url or agent changed
+// is refused, so a saved secret cannot be sent somewhere new unseen.
 func keepHeaders(next, saved []policy.Interceptor) error {
 	for i, ic := range next {
 		for k, v := range ic.Headers {
 			if v != maskedValue {
 				continue
 			}
-			old, ok := savedHeader(saved, ic, k)
-			if !ok {
-				n := i
+			n := i
+			refuse := func(format string, args ...any) error {
 				return &policyRefusal{apitypes.PolicyError{Index: -1, Interceptor: &n, Field: "headers",
-					Error: fmt.Sprintf("interceptor %d: headers: %q is sent as %q, which keeps a saved value, but this interceptor has no saved %q header; send its value", i+1, k, maskedValue, k)}}
+					Error: fmt.Sprintf("interceptor %d: headers: ", i+1) + fmt.Sprintf(format, args...)}}
 			}
-			ic.Headers[k] = old
+			old, found := savedInterceptor(saved, ic)
+			switch {
+			case found && (old.URL != ic.URL || old.Agent != ic.Agent):
+				return refuse("%q is sent as %q, which keeps the saved value, but the interceptor's address changed; send the value again for the new address", k, maskedValue)
+			case !found || old.Headers[k] == "":
+				return refuse("%q is sent as %q, which keeps a saved value, but this interceptor has no saved %q header; send its value", k, maskedValue, k)
+			}
+			ic.Headers[k] = old.Headers[k]
 		}
 	}
 	return nil
 }
 
-func savedHeader(saved []policy.Interceptor, ic policy.Interceptor, header string) (string, bool) {
+// savedInterceptor finds the saved entry ic stands for: the same name, or
+// for an entry without one the same url and agent.
+func savedInterceptor(saved []policy.Interceptor, ic policy.Interceptor) (policy.Interceptor, bool) {
 	for _, s := range saved {
-		same := ic.Name != "" && s.Name == ic.Name
-		if ic.Name == "" {
-			same = s.Name == "" && s.URL == ic.URL && s.Agent == ic.Agent
-		}
-		if same {
-			v, ok := s.Headers[header]
-			return v, ok && v != ""
+		if ic.Name != "" && s.Name == ic.Name || ic.Name == "" && s.Name == "" && s.URL == ic.URL && s.Agent == ic.Agent {
+			return s, true
 		}
 	}
-	return "", false
+	return policy.Interceptor{}, false
 }
 
 func (d *Dashboard) apiPutPolicy(w http.ResponseWriter, r *http.Request) error {
@@ -223,7 +232,7 @@ func (d *Dashboard) apiPutPolicy(w http.ResponseWriter, r *http.Request) error {
 	}
 	version, doc, err := splitVersion(b)
 	if err != nil {
-		return d.refuse(w, err)
+		return refuse(w, err)
 	}
 	prev, err := d.st.Policy(r.Context(), proj.ID)
 	if err != nil {
@@ -237,10 +246,10 @@ func (d *Dashboard) apiPutPolicy(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if err := keepHeaders(doc.Interceptors, before.Interceptors); err != nil {
-		return d.refuse(w, err)
+		return refuse(w, err)
 	}
 	if _, err := policy.Compile(doc, policy.Options{}); err != nil {
-		return d.refuse(w, err)
+		return refuse(w, err)
 	}
 	raw, err := json.Marshal(doc)
 	if err != nil {
@@ -267,7 +276,7 @@ func (d *Dashboard) apiPutPolicy(w http.ResponseWriter, r *http.Request) error {
 }
 
 // refuse answers a refused document with a 400 naming where it is wrong.
-func (d *Dashboard) refuse(w http.ResponseWriter, err error) error {
+func refuse(w http.ResponseWriter, err error) error {
 	var he *httpError
 	if errors.As(err, &he) {
 		return err

@@ -122,6 +122,7 @@ func TestPolicyBadRuleSavesNothing(t *testing.T) {
 	}{
 		{map[string]any{"rules": []any{map[string]any{"name": "x", "on": "call", "efect": "deny"}}},
 			apitypes.PolicyError{Index: -1, Error: `The policy is not valid JSON of the expected shape: json: unknown field "efect". See docs/policy.md.`}},
+		{json.RawMessage("null"), apitypes.PolicyError{Index: -1, Error: `The policy is not a JSON object: it is null. Send {"rules": [...]}; see docs/policy.md.`}},
 		{map[string]any{"rules": []any{map[string]any{"name": "x", "on": "list", "effect": "deny"}}},
 			apitypes.PolicyError{Rule: "x", Field: "effect", Error: `rule "x": effect: "deny" cannot be used on list; use one of allow, hide`}},
 		{map[string]any{"rules": []any{}, "interceptors": []any{map[string]any{"url": "ftp://x"}}},
@@ -219,6 +220,15 @@ func TestPolicyHeadersWriteOnly(t *testing.T) {
 	res = admin.call("PUT", policyPath, bad, nil)
 	if res.StatusCode != http.StatusBadRequest || !strings.Contains(res.apiError(), `"X-Other" is sent as "••••••"`) {
 		t.Errorf("PUT of a masked header never saved: %d %s", res.StatusCode, res.body)
+	}
+
+	// A kept value goes only where it was saved for.
+	moved := map[string]any{"rules": []any{}, "interceptors": []any{
+		map[string]any{"name": "pii", "url": "https://elsewhere.example/mcp", "headers": map[string]string{"Authorization": "••••••"}},
+	}}
+	res = admin.call("PUT", policyPath, moved, nil)
+	if res.StatusCode != http.StatusBadRequest || res.apiError() != `interceptor 1: headers: "Authorization" is sent as "••••••", which keeps the saved value, but the interceptor's address changed; send the value again for the new address` {
+		t.Errorf("PUT of a masked header to a new url: %d %s", res.StatusCode, res.body)
 	}
 
 	// The audit log has before and after, masked.

@@ -58,10 +58,10 @@ func (d *Dashboard) apiTestPolicy(w http.ResponseWriter, r *http.Request) error 
 	if len(bytes.TrimSpace(req.Document)) > 0 && string(bytes.TrimSpace(req.Document)) != "null" {
 		doc, err := policy.Parse(req.Document)
 		if err != nil {
-			return d.refuse(w, err)
+			return refuse(w, err)
 		}
 		if pol, err = policy.Compile(doc, policy.Options{}); err != nil {
-			return d.refuse(w, err)
+			return refuse(w, err)
 		}
 	} else if controls.PolicyErr != nil {
 		return errorf(http.StatusConflict, "The saved policy of project %q does not compile on this gateway (%v), so every call is refused. Save one that compiles.", proj.Name, controls.PolicyErr)
