@@ -110,17 +110,20 @@ func TestBrowserPolicy(t *testing.T) {
 		chromedp.SendKeys(chromedp.CSS(`#policy-doc`), badCapRule),
 	)
 	until(t, ctx, "the refusal of the bad rule", `(document.querySelector('[data-check-errors]').textContent || '').includes('line 1, column 13')`)
-	refusal, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('[data-check-errors] li[data-rule="cap-total"]').textContent`))
+	refusal, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('[data-check-errors] li[data-rule="cap-total"] span').textContent`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := `Rule 1 "cap-total" (editor line 4) · when, line 1, column 13: `; !strings.HasPrefix(refusal, want) || !strings.Contains(refusal, "Syntax error") {
+	if want := `Rule 1 "cap-total" (editor line 7) · when, line 1, column 13: `; !strings.HasPrefix(refusal, want) || !strings.Contains(refusal, "Syntax error") {
 		t.Errorf("the refusal reads %q; want it to start %q and name the syntax error", refusal, want)
 	}
 	until(t, ctx, "Save disabled while the draft does not check, no decision shown yet", `document.querySelector('[data-policy-save]').disabled &&
 		getComputedStyle(document.querySelector('[data-try-result]')).display === 'none' &&
 		document.querySelector('[data-check-status]').textContent.startsWith('The draft does not check (1 problem)')`)
 	noSideScroll(t, ctx, "the Policy page with a refusal at 1280 px")
+	run(t, ctx, chromedp.Click(chromedp.CSS(`[data-check-errors] li[data-rule="cap-total"] button`)))
+	until(t, ctx, "the rule's line selected", `(() => { const d = document.getElementById('policy-doc');
+		return document.activeElement === d && d.value.slice(d.selectionStart, d.selectionEnd).trim() === '"when": "args.total >> 500",'; })()`)
 	screenshot(t, ctx, "policy-refusal")
 
 	// Fixed, checked, saved.

@@ -44,14 +44,23 @@
     return pa.doc && pb.doc ? JSON.stringify(pa.doc) === JSON.stringify(pb.doc) : a === b;
   }
 
-  // editorLine is the draft's line (from 1) where the rule named name
-  // starts, so a problem can be found in a long draft.
-  function editorLine(name) {
+  // editorLine is the draft's line (from 1) of the rule named name: of
+  // its field when the field is written before the next rule, else of its
+  // name; 0 when the draft does not name it. A problem is then found in a
+  // long draft.
+  function editorLine(name, field) {
     if (!name) return 0;
+    const esc = (v) => JSON.stringify(v).replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
     const lines = doc.value.split("\n");
-    const needle = new RegExp(`"name"\\s*:\\s*${JSON.stringify(name).replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}`);
-    const i = lines.findIndex(l => needle.test(l));
-    return i + 1;
+    const start = lines.findIndex(l => new RegExp(`"name"\\s*:\\s*${esc(name)}`).test(l));
+    if (start < 0) return 0;
+    if (field && field !== "name") {
+      const key = new RegExp(`${esc(field)}\\s*:`);
+      for (let i = start; i < lines.length && (i === start || !/"name"\s*:/.test(lines[i])); i++) {
+        if (key.test(lines[i])) return i + 1;
+      }
+    }
+    return start + 1;
   }
 
   // problem writes one error of the gateway: which rule (or interceptor),
@@ -63,7 +72,7 @@
     if (e.index >= 0) {
       let who = `Rule ${e.index + 1}`;
       if (e.rule) who += ` "${e.rule}"`;
-      const at = editorLine(e.rule);
+      const at = editorLine(e.rule, e.field);
       if (at) who += ` (editor line ${at})`;
       parts.push(who);
       msg = msg.replace(/^rule (\d+|"(?:[^"\\]|\\.)*"): /, "");
@@ -82,11 +91,32 @@
   function showProblems(errors) {
     errList.replaceChildren(...errors.map(e => {
       const li = document.createElement("li");
-      li.textContent = problem(e);
+      const text = document.createElement("span");
+      text.textContent = problem(e);
+      li.append(text);
       if (e.rule) li.dataset.rule = e.rule;
+      const at = e.index >= 0 ? editorLine(e.rule, e.field) : 0;
+      if (at) {
+        const go = document.createElement("button");
+        go.type = "button";
+        go.className = "small";
+        go.textContent = `Go to line ${at}`;
+        go.addEventListener("click", () => goToLine(at));
+        li.append(" ", go);
+      }
       return li;
     }));
     errList.hidden = errors.length === 0;
+  }
+
+  // goToLine selects a line of the draft and brings it into view.
+  function goToLine(n) {
+    const lines = doc.value.split("\n");
+    const start = lines.slice(0, n - 1).reduce((sum, l) => sum + l.length + 1, 0);
+    doc.focus();
+    doc.setSelectionRange(start, start + lines[n - 1].length);
+    const lineHeight = parseFloat(getComputedStyle(doc).lineHeight) || 18;
+    doc.scrollTop = Math.max(0, (n - 3) * lineHeight);
   }
 
   function setStatus(text, cls) {
