@@ -105,7 +105,7 @@ func printPolicy(w io.Writer, project string, p shownPolicy) error {
 // readPolicyFile reads a policy document from path ("-": stdin), JSON or
 // YAML, and returns it as JSON, checked for unknown fields as the gateway
 // checks it.
-func readPolicyFile(path string) (json.RawMessage, policy.Document, error) {
+func readPolicyFile(path string) (json.RawMessage, *int64, policy.Document, error) {
 	var b []byte
 	var err error
 	if path == "-" {
@@ -114,7 +114,7 @@ func readPolicyFile(path string) (json.RawMessage, policy.Document, error) {
 		b, err = os.ReadFile(path)
 	}
 	if err != nil {
-		return nil, policy.Document{}, fmt.Errorf("read the policy: %w", err)
+		return nil, nil, policy.Document{}, fmt.Errorf("read the policy: %w", err)
 	}
 	name := path
 	if path == "-" {
@@ -122,25 +122,56 @@ func readPolicyFile(path string) (json.RawMessage, policy.Document, error) {
 	}
 	raw := bytes.TrimSpace(b)
 	if len(raw) == 0 {
-		return nil, policy.Document{}, fmt.Errorf("%s is empty; to remove every rule, save {\"rules\": []}", name)
+		return nil, nil, policy.Document{}, fmt.Errorf("%s is empty; to remove every rule, save {\"rules\": []}", name)
 	}
 	if raw[0] != '{' {
 		var v any
 		if err := yaml.Unmarshal(b, &v); err != nil {
-			return nil, policy.Document{}, fmt.Errorf("%s is neither JSON nor YAML: %v", name, err)
+			return nil, nil, policy.Document{}, fmt.Errorf("%s is neither JSON nor YAML: %v", name, err)
 		}
 		if _, ok := v.(map[string]any); !ok {
-			return nil, policy.Document{}, fmt.Errorf("%s is not a mapping with rules (see docs/policy.md)", name)
+			return nil, nil, policy.Document{}, fmt.Errorf("%s is not a mapping with rules (see docs/policy.md)", name)
 		}
 		if raw, err = json.Marshal(v); err != nil {
-			return nil, policy.Document{}, fmt.Errorf("%s: %v; write the policy as a mapping with rules (docs/policy.md)", name, err)
+			return nil, nil, policy.Document{}, fmt.Errorf("%s: %v; write the policy as a mapping with rules (docs/policy.md)", name, err)
 		}
+	}
+	raw, version, err := withoutShown(raw)
+	if err != nil {
+		return nil, nil, policy.Document{}, fmt.Errorf("%s: %v", name, err)
 	}
 	doc, err := policy.Parse(raw)
 	if err != nil {
-		return nil, policy.Document{}, fmt.Errorf("%s: %v (see docs/policy.md)", name, err)
+		return nil, nil, policy.Document{}, fmt.Errorf("%s: %v (see docs/policy.md)", name, err)
 	}
-	return raw, doc, nil
+	return raw, version, doc, nil
+}
+
+// withoutShown takes out what `policy show --json` adds to a document, so
+// that its output can be edited and set again: who saved it and when
+// (dropped) and the version (returned, for the gateway to refuse a save
+// over a newer one).
+func withoutShown(raw []byte) (doc []byte, version *int64, err error) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil {
+		return nil, nil, err
+	}
+	if v, ok := fields["version"]; ok {
+		var n int64
+		if err := json.Unmarshal(v, &n); err != nil {
+			return nil, nil, fmt.Errorf("version: want the version number policy show printed, not %s", v)
+		}
+		version = &n
+	}
+	n := len(fields)
+	delete(fields, "version")
+	delete(fields, "updatedAt")
+	delete(fields, "updatedBy")
+	if len(fields) == n {
+		return raw, nil, nil
+	}
+	doc, err = json.Marshal(fields)
+	return doc, version, err
 }
 
 func policySet(ctx context.Context, args []string, stdout io.Writer) error {
@@ -154,16 +185,20 @@ func policySet(ctx context.Context, args []string, stdout io.Writer) error {
 	if len(pos) != 1 {
 		return usageError{"policy set: want one file, JSON or YAML (- reads stdin), for example: spacefix policy set policy.yaml"}
 	}
-	raw, doc, err := readPolicyFile(pos[0])
+	_, version, doc, err := readPolicyFile(pos[0])
 	if err != nil {
 		return err
+	}
+	body := map[string]any{"rules": doc.Rules, "interceptors": doc.Interceptors}
+	if version != nil {
+		body["version"] = *version // policy show --json's: refused if another save came since
 	}
 	c, err := client()
 	if err != nil {
 		return err
 	}
 	var out json.RawMessage
-	if err := c.do(ctx, "PUT", c.projectPath("/policy"), raw, &out); err != nil {
+	if err := c.do(ctx, "PUT", c.projectPath("/policy"), body, &out); err != nil {
 		return fmt.Errorf("policy of project %q not saved: %w", c.project, err)
 	}
 	return printAs(stdout, *asJSON, out, func(w io.Writer, p shownPolicy) error {
@@ -204,7 +239,7 @@ func policyTest(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	body := apitypes.PolicyTest{Tool: *tool, Args: json.RawMessage(*callArgs), AsKey: *asKey, AsPerson: *asPerson}
 	if *file != "" {
-		raw, _, err := readPolicyFile(*file)
+		raw, _, _, err := readPolicyFile(*file)
 		if err != nil {
 			return err
 		}

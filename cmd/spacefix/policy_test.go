@@ -123,6 +123,7 @@ func TestPolicyCommands(t *testing.T) {
 		t.Errorf("policy show prints the header value:\n%s", out)
 	}
 	out, err = cli("policy", "show", "--json")
+	shownJSON := out
 	var shown shownPolicy
 	if err != nil || json.Unmarshal([]byte(out), &shown) != nil || shown.Version != 1 || len(shown.Rules) != 2 || strings.Contains(out, "ic-secret") {
 		t.Errorf("policy show --json: %v\n%s", err, out)
@@ -178,11 +179,24 @@ func TestPolicyCommands(t *testing.T) {
 		t.Errorf("after refused sets: version %d, want 1", sp.Version)
 	}
 
+	// What policy show --json prints can be edited and set again; its
+	// version guards against a save that came in between.
+	shownFile := filepath.Join(t.TempDir(), "shown.json")
+	os.WriteFile(shownFile, []byte(shownJSON), 0o600)
+	out, err = cli("policy", "set", shownFile)
+	if err != nil || out != "policy of project default saved as version 2 (2 rules, 1 interceptor)\n" {
+		t.Fatalf("policy set of policy show --json: %v\n%s", err, out)
+	}
+	out, err = cli("policy", "set", shownFile)
+	if err == nil || err.Error() != `policy of project "default" not saved: The policy of project "default" changed since you read it: you edited version 1, and version 2 was saved by token `+tokenID(t, st)+` (ci). Reload it, apply your change again and save.` {
+		t.Errorf("policy set of a stale policy show --json: %v\n%s", err, out)
+	}
+
 	// - reads stdin; the saved header is kept when sent masked.
 	stdin = strings.NewReader(`{"rules": [], "interceptors": [{"name": "pii", "url": "http://127.0.0.1:9/mcp", "headers": {"Authorization": "••••••"}}]}`)
 	t.Cleanup(func() { stdin = os.Stdin })
 	out, err = cli("policy", "set", "-")
-	if err != nil || out != "policy of project default saved as version 2 (0 rules, 1 interceptor)\n" {
+	if err != nil || out != "policy of project default saved as version 3 (0 rules, 1 interceptor)\n" {
 		t.Errorf("policy set -: %v\n%s", err, out)
 	}
 	if sp, _ := st.Policy(context.Background(), 1); !strings.Contains(string(sp.Document), "ic-secret-77") {
@@ -210,4 +224,14 @@ func TestPolicyHelp(t *testing.T) {
 	if !errors.As(err, &ue) || err.Error() != "policy test: say who calls: --as-key KEY_ID or --as-person EMAIL" {
 		t.Errorf("policy test without a caller: %v", err)
 	}
+}
+
+// tokenID is the id of the one admin API token of the store.
+func tokenID(t *testing.T, st store.Store) string {
+	t.Helper()
+	toks, err := st.APITokens(context.Background())
+	if err != nil || len(toks) != 1 {
+		t.Fatalf("tokens: %v, %v", toks, err)
+	}
+	return toks[0].ID
 }
