@@ -101,7 +101,7 @@ func (d *Dashboard) apiAudit(w http.ResponseWriter, r *http.Request) error {
 
 // AuditActions are the kinds of change the audit log records.
 var AuditActions = []string{
-	"project.create", "settings.update",
+	"project.create", "settings.update", "policy.update",
 	"tool.update", "tool.approve", "tool.reject",
 	"key.create", "key.revoke", "agent_key.update", "replica.update",
 	"member.add", "member.invite", "member.join", "member.update", "member.remove",

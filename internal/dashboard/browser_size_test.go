@@ -141,6 +141,7 @@ func TestBrowserPagesFit(t *testing.T) {
 		{"usage", "/p/default/usage", `svg.chart`},
 		{"settings", "/p/default/settings", `form.settings`},
 		{"members", "/p/default/members", `table`},
+		{"policy", "/p/default/policy", `#policy-doc`},
 		{"audit", "/p/default/audit", `tr[data-audit]`},
 		{"admin", "/admin", `table`},
 		{"agent", "/p/default/agents/" + w.firstAgentKey(), `.card`},

@@ -188,6 +188,7 @@ func (d *Dashboard) routes(mux *http.ServeMux) {
 	mux.Handle("GET /p/{project}/tasks", d.page(d.tasksPage, viewer))
 	mux.Handle("GET /p/{project}/usage", d.page(d.usagePage, viewer))
 	mux.Handle("GET /p/{project}/settings", d.page(d.settingsPage, viewer))
+	mux.Handle("GET /p/{project}/policy", d.page(d.policyPage, viewer))
 	mux.Handle("GET /p/{project}/members", d.page(d.membersPage, viewer))
 	mux.Handle("GET /p/{project}/audit", d.page(d.auditPage, viewer))
 

@@ -18,7 +18,7 @@ import (
 // pageNames are the templates with the full layout; bareNames have no
 // navigation (sign-in, sign-up).
 var (
-	pageNames = []string{"projects", "admin", "overview", "tools", "agents", "keys", "logs", "tasks", "usage", "settings", "members", "audit", "error", "agent", "me"}
+	pageNames = []string{"projects", "admin", "overview", "tools", "agents", "keys", "logs", "tasks", "usage", "settings", "members", "audit", "policy", "error", "agent", "me"}
 	bareNames = []string{"login", "join", "consent", "upstream"}
 )
 
