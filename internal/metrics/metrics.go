@@ -60,6 +60,7 @@ type Metrics struct {
 	reads    *prometheus.CounterVec
 	inflight prometheus.Gauge
 	answers  *prometheus.CounterVec
+	policy   policyMetrics // policy.go
 
 	mu    sync.RWMutex
 	names map[int64]string // project names by id; projects are never renamed
@@ -133,6 +134,7 @@ func New(opts Options) *Metrics {
 			return float64(opts.CacheHits())
 		}),
 	)
+	m.policy = newPolicyMetrics(m.reg)
 	if opts.Bus != nil {
 		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "spacefix_bus_connected",
