@@ -1,0 +1,379 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/spacefix/spacefix/core"
+	"github.com/spacefix/spacefix/internal/policy"
+	"github.com/spacefix/spacefix/internal/store"
+)
+
+// The project's policy on the call path (docs/policy.md): rules on call,
+// result and list, and interceptors, through a real gateway, a real agent
+// and go-sdk clients, at both protocol eras.
+
+// eras are the protocol versions the policy is tested at: a 2025 session
+// and the stateless 2026 protocol.
+var eras = []string{"2025-11-25", "2026-07-28"}
+
+// policyAgent is the agent of the policy tests; reached counts the calls
+// that reached it, by tool.
+type policyAgent struct {
+	pay, transfer, profile atomic.Int32
+}
+
+type payInput struct {
+	Amount int    `json:"amount"`
+	Note   string `json:"note,omitempty"`
+}
+
+type transferInput struct {
+	To string `json:"to"`
+}
+
+type profileOutput struct {
+	Name  string `json:"name"`
+	Email string `json:"email"`
+}
+
+type noInput struct{}
+
+func startPolicyAgent(e *env) *policyAgent {
+	pa := &policyAgent{}
+	e.startAgent(core.Options{Name: "shop"}, func(a *core.Agent) {
+		must(e.t, core.AddTool(a, "pay", "Pays an amount.", func(ctx context.Context, in payInput) (string, error) {
+			pa.pay.Add(1)
+			if in.Note != "" {
+				return fmt.Sprintf("paid %d (%s)", in.Amount, in.Note), nil
+			}
+			return fmt.Sprintf("paid %d", in.Amount), nil
+		}))
+		must(e.t, core.AddTool(a, "transfer", "Transfers the shop.", func(ctx context.Context, in transferInput) (string, error) {
+			pa.transfer.Add(1)
+			return "transferred to " + in.To, nil
+		}, core.Destructive()))
+		must(e.t, core.AddTool(a, "profile", "Shows the customer's profile.", func(ctx context.Context, _ noInput) (profileOutput, error) {
+			pa.profile.Add(1)
+			return profileOutput{Name: "Ann", Email: "ann@example.com"}, nil
+		}, core.ReadOnly()))
+		must(e.t, core.AddTool(a, "report", "Builds a report.", func(ctx context.Context, _ noInput) (string, error) {
+			return "Report for ann@example.com: 3 orders.", nil
+		}, core.TaskSupport(core.TaskOptional)))
+	})
+	return pa
+}
+
+// setPolicy saves doc as the project's policy and waits until the
+// gateway applies it: until applied reports true (the controls refresh
+// within a second).
+func (e *env) setPolicy(doc string, applied func() bool) {
+	e.t.Helper()
+	ctx := context.Background()
+	cur, err := e.store.Policy(ctx, e.project.ID)
+	must(e.t, err)
+	if _, err := policy.Parse([]byte(doc)); err != nil {
+		e.t.Fatalf("the test's policy: %v", err)
+	}
+	_, err = e.store.SavePolicy(ctx, e.project.ID, cur.Version, json.RawMessage(doc), "test")
+	must(e.t, err)
+	waitFor(e.t, "the gateway to apply the policy", applied)
+}
+
+// tryCall calls a tool; the error is a protocol error.
+func tryCall(cs *mcp.ClientSession, name string, args any) (*mcp.CallToolResult, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+}
+
+// policyOf returns the Policy column of the newest call log record of
+// tool, waiting for one that is not "".
+func (e *env) policyOf(tool string) string {
+	e.t.Helper()
+	return poll(e.t, "a call log record of "+tool+" with a policy", 0, func() (string, bool) {
+		for _, c := range e.calls() {
+			if c.Name == tool && c.Policy != "" {
+				return c.Policy, true
+			}
+		}
+		return "", false
+	})
+}
+
+func TestPolicyArgumentDeny(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	pa := startPolicyAgent(e)
+	const want = "Payments over 500 need an owner (asked for 600)."
+	probe := e.connect("2026-07-28", e.clientKey, nil)
+	e.setPolicy(`{"rules":[{"name":"amount-limit","on":"call","tools":["pay"],
+		"when":"args.amount > 500 && caller.role != \"owner\"","effect":"deny",
+		"message":"Payments over 500 need an owner (asked for {{args.amount}})."}]}`, func() bool {
+		r, err := tryCall(probe, "pay", map[string]any{"amount": 600})
+		return err == nil && r.IsError
+	})
+	before := pa.pay.Load()
+	for _, v := range eras {
+		t.Run(v, func(t *testing.T) {
+			cs := e.connect(v, e.clientKey, nil)
+			r := call(t, cs, "pay", map[string]any{"amount": 600})
+			if !r.IsError || text(r) != want {
+				t.Errorf("pay 600 = %q (isError %v), want the rule's message %q", text(r), r.IsError, want)
+			}
+			if r := call(t, cs, "pay", map[string]any{"amount": 100}); r.IsError || text(r) != "paid 100" {
+				t.Errorf("pay 100 = %q (isError %v), want it paid", text(r), r.IsError)
+			}
+		})
+	}
+	if got := pa.pay.Load() - before; got != 2 {
+		t.Errorf("the agent was reached %d times, want 2 (the allowed calls only)", got)
+	}
+	if got := e.policyOf("pay"); got != `deny by rule "amount-limit"` {
+		t.Errorf("call log policy = %q", got)
+	}
+}
+
+func TestPolicyRuleErrorFailsClosed(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	pa := startPolicyAgent(e)
+	probe := e.connect("2026-07-28", e.clientKey, nil)
+	e.setPolicy(`{"rules":[{"name":"broken","on":"call","tools":["pay"],"when":"args.missing.x > 1","effect":"deny"}]}`, func() bool {
+		r, err := tryCall(probe, "pay", map[string]any{"amount": 1})
+		return err == nil && r.IsError
+	})
+	const want = `This call was refused by rule "broken" of the project's policy, which could not be evaluated.`
+	before := pa.pay.Load()
+	for _, v := range eras {
+		t.Run(v, func(t *testing.T) {
+			cs := e.connect(v, e.clientKey, nil)
+			if r := call(t, cs, "pay", map[string]any{"amount": 1}); !r.IsError || text(r) != want {
+				t.Errorf("pay = %q (isError %v), want %q", text(r), r.IsError, want)
+			}
+		})
+	}
+	if n := pa.pay.Load() - before; n != 0 {
+		t.Errorf("the agent was reached %d times, want never", n)
+	}
+}
+
+func TestPolicyHide(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	startPolicyAgent(e)
+	probe := e.connect("2026-07-28", e.clientKey, nil)
+	e.setPolicy(`{"rules":[{"name":"owners-only","on":"list","tools":["transfer"],"when":"caller.role != \"owner\"","effect":"hide"}]}`, func() bool {
+		_, err := tryCall(probe, "transfer", map[string]any{"to": "x"})
+		return err != nil
+	})
+	for _, v := range eras {
+		t.Run(v, func(t *testing.T) {
+			cs := e.connect(v, e.clientKey, nil)
+			names := toolNames(t, cs)
+			if strings.Contains(strings.Join(names, ","), "transfer") || len(names) == 0 {
+				t.Errorf("tools = %v, want transfer hidden and the rest listed", names)
+			}
+			_, errHidden := tryCall(cs, "transfer", map[string]any{"to": "x"})
+			_, errUnknown := tryCall(cs, "no_such_tool", map[string]any{"to": "x"})
+			if errHidden == nil || errUnknown == nil {
+				t.Fatalf("calls answered %v and %v, want protocol errors", errHidden, errUnknown)
+			}
+			if got, want := errHidden.Error(), strings.ReplaceAll(errUnknown.Error(), "no_such_tool", "transfer"); got != want {
+				t.Errorf("a hidden tool's call = %q, want an unknown tool's words %q", got, want)
+			}
+		})
+	}
+}
+
+// confirmingClient connects at v with an elicitation handler that gives
+// the answer answer returns, and counts the questions.
+func confirmingClient(e *env, v string, asked *atomic.Int32, answer func() *mcp.ElicitResult) *mcp.ClientSession {
+	return e.connect(v, e.clientKey, &mcp.ClientOptions{
+		ElicitationHandler: func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			asked.Add(1)
+			return answer(), nil
+		},
+	})
+}
+
+func TestPolicyConfirm(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	pa := startPolicyAgent(e)
+	probe := e.connect("2026-07-28", e.clientKey, nil)
+	e.setPolicy(`{"rules":[{"name":"approve-transfers","on":"call","tools":["transfer"],"effect":"confirm",
+		"message":"Transfer the shop to {{args.to}}?"}]}`, func() bool {
+		r, err := tryCall(probe, "transfer", map[string]any{"to": "probe"})
+		return err != nil || r.IsError || r.InputRequests != nil
+	})
+	reached := pa.transfer.Load()
+	cases := []struct {
+		name   string
+		answer *mcp.ElicitResult
+		want   string
+		runs   bool
+	}{
+		{"yes", &mcp.ElicitResult{Action: "accept", Content: map[string]any{"confirm": true}}, "transferred to bob", true},
+		{"decline", &mcp.ElicitResult{Action: "decline"}, `The call was not run: the user did not confirm it (rule "approve-transfers" of the project's policy asks first).`, false},
+		{"empty", &mcp.ElicitResult{Action: "accept", Content: map[string]any{}}, "", false},
+	}
+	for _, v := range eras {
+		t.Run(v, func(t *testing.T) {
+			for _, c := range cases {
+				var asked atomic.Int32
+				cs := confirmingClient(e, v, &asked, func() *mcp.ElicitResult { return c.answer })
+				before := pa.transfer.Load()
+				r, err := tryCall(cs, "transfer", map[string]any{"to": "bob"})
+				ran := pa.transfer.Load() > before
+				switch {
+				case asked.Load() != 1:
+					t.Errorf("%s: the user was asked %d times, want once", c.name, asked.Load())
+				case ran != c.runs:
+					t.Errorf("%s: the call ran: %v, want %v", c.name, ran, c.runs)
+				case c.runs && (err != nil || r.IsError || text(r) != c.want):
+					t.Errorf("%s: %v %q, want %q", c.name, err, textOf(r), c.want)
+				case !c.runs && err == nil && !r.IsError:
+					t.Errorf("%s: %q, want a refusal", c.name, text(r))
+				case c.want != "" && err == nil && text(r) != c.want:
+					t.Errorf("%s: %q, want %q", c.name, text(r), c.want)
+				}
+			}
+		})
+	}
+	_ = reached
+}
+
+func textOf(r *mcp.CallToolResult) string {
+	if r == nil {
+		return ""
+	}
+	return text(r)
+}
+
+func TestPolicyRedactAndAudit(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	pa := startPolicyAgent(e)
+	probe := e.connect("2026-07-28", e.clientKey, nil)
+	e.setPolicy(`{"rules":[
+		{"name":"would-stop","on":"call","tools":["pay"],"when":"args.amount > 10","effect":"deny","mode":"audit"},
+		{"name":"pii","on":"result","tools":["profile","report"],"effect":"redact","redact":["[\\w.]+@[\\w.]+\\w"]}]}`, func() bool {
+		r, err := tryCall(probe, "profile", map[string]any{})
+		return err == nil && strings.Contains(text(r), "[redacted]")
+	})
+	for _, v := range eras {
+		t.Run(v, func(t *testing.T) {
+			cs := e.connect(v, e.clientKey, nil)
+			r := call(t, cs, "profile", map[string]any{})
+			if strings.Contains(text(r), "ann@") || !strings.Contains(text(r), "[redacted]") {
+				t.Errorf("profile text = %q, want the address redacted", text(r))
+			}
+			sc, _ := json.Marshal(r.StructuredContent)
+			if string(sc) != `{"email":"[redacted]","name":"Ann"}` {
+				t.Errorf("profile structuredContent = %s, want the address redacted", sc)
+			}
+			// Audit mode: recorded, not enforced.
+			if r := call(t, cs, "pay", map[string]any{"amount": 50}); r.IsError || text(r) != "paid 50" {
+				t.Errorf("pay under an audit rule = %q (isError %v), want it paid", text(r), r.IsError)
+			}
+		})
+	}
+	if pa.pay.Load() != 2 {
+		t.Errorf("pay reached the agent %d times, want 2", pa.pay.Load())
+	}
+	if got := e.policyOf("pay"); got != `audit: rule "would-stop" would deny` {
+		t.Errorf("call log policy of pay = %q", got)
+	}
+	if got := e.policyOf("profile"); got != `redact by rule "pii"` {
+		t.Errorf("call log policy of profile = %q", got)
+	}
+}
+
+// TestPolicyCacheShapesEachAnswer: a cached result is the agent's own,
+// shaped for each caller on the way out: a redaction for keys does not
+// reach the cache.
+func TestPolicyCacheShapesEachAnswer(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	pa := startPolicyAgent(e)
+	ctx := context.Background()
+	_, err := e.store.SaveToolSettings(ctx, store.ToolSettings{ProjectID: e.project.ID, Tool: "profile", CacheSeconds: 60})
+	must(t, err)
+	_, other := e.newKey(store.Key{Name: "auditor", Kind: store.KindClient})
+	probe := e.connect("2026-07-28", e.clientKey, nil)
+	e.setPolicy(`{"rules":[{"name":"pii","on":"result","tools":["profile"],"when":"caller.key.name != \"auditor\"","effect":"redact","redact":["[\\w.]+@[\\w.]+\\w"]}]}`, func() bool {
+		r, err := tryCall(probe, "profile", map[string]any{})
+		return err == nil && strings.Contains(text(r), "[redacted]")
+	})
+	for _, v := range eras {
+		t.Run(v, func(t *testing.T) {
+			if r := call(t, e.connect(v, e.clientKey, nil), "profile", map[string]any{}); !strings.Contains(text(r), "[redacted]") {
+				t.Errorf("the client key's profile = %q, want redacted", text(r))
+			}
+			if r := call(t, e.connect(v, other, nil), "profile", map[string]any{}); !strings.Contains(text(r), "ann@example.com") {
+				t.Errorf("the auditor's profile = %q, want the address", text(r))
+			}
+		})
+	}
+	if n := pa.profile.Load(); n > 2 {
+		t.Errorf("profile reached the agent %d times, want the cache to answer", n)
+	}
+}
+
+// TestPolicyTasksAndJobs: a task-augmented call (both eras) and a job are
+// denied by a call rule; a job's result is redacted as it ends.
+func TestPolicyTasksAndJobs(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	startPolicyAgent(e)
+	probe := e.connect("2026-07-28", e.clientKey, nil)
+	const denied = "Reports are closed today."
+	e.setPolicy(`{"rules":[{"name":"no-reports","on":"call","tools":["report"],"when":"\"closed\" in args","effect":"deny","message":"`+denied+`"},
+		{"name":"pii","on":"result","tools":["report"],"effect":"redact","redact":["[\\w.]+@[\\w.]+\\w"]}]}`, func() bool {
+		r, err := tryCall(probe, "report", map[string]any{})
+		return err == nil && strings.Contains(text(r), "[redacted]")
+	})
+	// report takes no arguments but "closed": the schema allows extras.
+	t.Run("2026-07-28 task", func(t *testing.T) {
+		c := e.extClient(e.clientKey)
+		a := c.do(extRequest{method: "tools/call", params: map[string]any{"name": "report", "arguments": map[string]any{"closed": true}}})
+		r := c.ok(a, "tools/call report")
+		if r["isError"] != true || !strings.Contains(fmt.Sprint(r["content"]), denied) {
+			t.Errorf("task-augmented call = %v, want the rule's refusal", r)
+		}
+		task := c.start("report", map[string]any{})
+		id, _ := task["taskId"].(string)
+		done := c.waitStatus(id, "completed")
+		if got := resultText(done); got != "Report for [redacted]: 3 orders." {
+			t.Errorf("the task's result = %q, want redacted", got)
+		}
+	})
+	t.Run("2025-11-25 task", func(t *testing.T) {
+		tc := e.tasksClient(e.clientKey, nil)
+		// A 2025 task's refusal is a JSON-RPC error, as the session's
+		// other refusals of a task (tasks_session_call.go).
+		a := tc.callAsTask("report", `{"closed":true}`, `{"ttl":60000}`)
+		if a.Error == nil || a.Error.Message != denied {
+			t.Errorf("task-augmented call = %s %v, want the rule's refusal", a.Result, a.Error)
+		}
+	})
+	for _, v := range eras {
+		t.Run(v+" job", func(t *testing.T) {
+			cs := e.connect(v, e.clientKey, nil) // no tasks: report runs as a job
+			if r := call(t, cs, "report", map[string]any{"closed": true}); !r.IsError || text(r) != denied {
+				t.Errorf("job call = %q (isError %v), want the rule's refusal", text(r), r.IsError)
+			}
+			if r := call(t, cs, "report", map[string]any{}); r.IsError || text(r) != "Report for [redacted]: 3 orders." {
+				t.Errorf("job result = %q (isError %v), want redacted", text(r), r.IsError)
+			}
+		})
+	}
+}
