@@ -61,15 +61,21 @@ func (v *view) listPolicy(next mcp.MethodHandler) mcp.MethodHandler {
 			v.sync()
 		}
 		res, err := next(ctx, method, req)
-		lr, ok := res.(*mcp.ListToolsResult)
-		if err != nil || !ok || c.Policy == nil {
+		if err != nil || c.Policy == nil {
 			return res, err
 		}
 		chain := v.f.policy.chain(v.key.ProjectID, c)
 		if chain == nil {
 			return res, err
 		}
-		return v.interceptList(ctx, chain, lr), nil
+		switch lr := res.(type) {
+		case *mcp.ListToolsResult:
+			return v.interceptList(ctx, chain, lr), nil
+		case toolsWithExecution: // execution.go
+			lr.ListToolsResult = v.interceptList(ctx, chain, lr.ListToolsResult)
+			return lr, nil
+		}
+		return res, err
 	}
 }
 
