@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/spacefix/spacefix/core"
+	"github.com/spacefix/spacefix/internal/access"
 	"github.com/spacefix/spacefix/internal/policy"
 	"github.com/spacefix/spacefix/internal/store"
 )
@@ -138,6 +140,36 @@ func TestPolicyArgumentDeny(t *testing.T) {
 	}
 	if got := e.policyOf("pay"); got != `deny by rule "amount-limit"` {
 		t.Errorf("call log policy = %q", got)
+	}
+	body := e.scrape(e.adminToken())
+	if n, _ := metric(body, "spacefix_policy_decisions_total", "project="+e.project.Name, "rule=amount-limit", "effect=deny", "mode=enforce"); n < 2 {
+		t.Errorf("spacefix_policy_decisions_total of amount-limit = %v, want at least the 2 refusals", n)
+	}
+}
+
+// TestPolicyBrokenRefusesEveryCall: a saved policy this build cannot
+// compile refuses every call of the project, with words that say what to
+// do (fail closed: its rules may have denied).
+func TestPolicyBrokenRefusesEveryCall(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	pa := startPolicyAgent(e)
+	probe := e.connect("2026-07-28", e.clientKey, nil)
+	e.setPolicy(`{"rules":[{"name":"half","on":"call","when":"args.amount >","effect":"deny"}]}`, func() bool {
+		r, err := tryCall(probe, "profile", map[string]any{})
+		return err == nil && r.IsError
+	})
+	before := pa.profile.Load()
+	for _, v := range eras {
+		t.Run(v, func(t *testing.T) {
+			cs := e.connect(v, e.clientKey, nil)
+			if r := call(t, cs, "profile", map[string]any{}); !r.IsError || text(r) != access.PolicyBrokenMessage {
+				t.Errorf("profile = %q (isError %v), want %q", text(r), r.IsError, access.PolicyBrokenMessage)
+			}
+		})
+	}
+	if n := pa.profile.Load() - before; n != 0 {
+		t.Errorf("the agent was reached %d times, want never", n)
 	}
 }
 
@@ -373,6 +405,71 @@ func TestPolicyTasksAndJobs(t *testing.T) {
 			}
 			if r := call(t, cs, "report", map[string]any{}); r.IsError || text(r) != "Report for [redacted]: 3 orders." {
 				t.Errorf("job result = %q (isError %v), want redacted", text(r), r.IsError)
+			}
+		})
+	}
+}
+
+// TestPolicyPeopleRoles: OAuth people in three roles, each through their
+// own app's grant, at both eras: an amount limit only owners pass, and a
+// tool hidden from viewers (absent from their tools/list, unknown when
+// called), listed for the others.
+func TestPolicyPeopleRoles(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	startPolicyAgent(e)
+	ctx := context.Background()
+	people := map[store.Role]*person{}
+	for _, role := range []store.Role{store.RoleOwner, store.RoleEditor, store.RoleViewer} {
+		email := string(role) + "@example.com"
+		p := newUser(t, e, email, false)
+		u, _, err := e.store.UserByEmail(ctx, email)
+		must(t, err)
+		_, err = e.store.SetMember(ctx, store.Member{ProjectID: e.project.ID, UserID: u.ID, Role: role})
+		must(t, err)
+		if role == store.RoleViewer {
+			p.access.Store("read")
+		}
+		people[role] = p
+	}
+	probe := e.connect("2026-07-28", e.clientKey, nil)
+	e.setPolicy(`{"rules":[
+		{"name":"viewers-no-profile","on":"list","tools":["profile"],"when":"caller.role == \"viewer\"","effect":"hide"},
+		{"name":"amount-limit","on":"call","tools":["pay"],"when":"args.amount > 500 && caller.role != \"owner\"","effect":"deny",
+		 "message":"Payments over 500 need an owner; {{caller.person.email}} is not one."}]}`, func() bool {
+		r, err := tryCall(probe, "pay", map[string]any{"amount": 600})
+		return err == nil && r.IsError
+	})
+	for _, v := range eras {
+		t.Run(v, func(t *testing.T) {
+			sessions := map[store.Role]*mcp.ClientSession{}
+			for role, p := range people {
+				cs, err := p.oauthClient(v)
+				if err != nil {
+					t.Fatalf("%s connects: %v", role, err)
+				}
+				sessions[role] = cs
+			}
+			if r := call(t, sessions[store.RoleOwner], "pay", map[string]any{"amount": 600}); r.IsError || text(r) != "paid 600" {
+				t.Errorf("the owner's pay 600 = %q (isError %v), want paid", text(r), r.IsError)
+			}
+			const want = "Payments over 500 need an owner; editor@example.com is not one."
+			if r := call(t, sessions[store.RoleEditor], "pay", map[string]any{"amount": 600}); !r.IsError || text(r) != want {
+				t.Errorf("the editor's pay 600 = %q (isError %v), want %q", text(r), r.IsError, want)
+			}
+			for role, cs := range sessions {
+				listed := slices.Contains(toolNames(t, cs), "profile")
+				if listed == (role == store.RoleViewer) {
+					t.Errorf("%s: profile listed %v, want %v", role, listed, role != store.RoleViewer)
+				}
+			}
+			_, errHidden := tryCall(sessions[store.RoleViewer], "profile", map[string]any{})
+			_, errUnknown := tryCall(sessions[store.RoleViewer], "no_such_tool", map[string]any{})
+			if errHidden == nil || errUnknown == nil || errHidden.Error() != strings.ReplaceAll(errUnknown.Error(), "no_such_tool", "profile") {
+				t.Errorf("the viewer's call of profile = %v, want an unknown tool's words (%v)", errHidden, errUnknown)
+			}
+			if r := call(t, sessions[store.RoleEditor], "profile", map[string]any{}); r.IsError {
+				t.Errorf("the editor's profile = %q, want it answered", text(r))
 			}
 		})
 	}
