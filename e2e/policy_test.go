@@ -145,6 +145,9 @@ func TestPolicyArgumentDeny(t *testing.T) {
 	if n, _ := metric(body, "spacefix_policy_decisions_total", "project="+e.project.Name, "rule=amount-limit", "effect=deny", "mode=enforce"); n < 2 {
 		t.Errorf("spacefix_policy_decisions_total of amount-limit = %v, want at least the 2 refusals", n)
 	}
+	if n, ok := metric(body, "spacefix_calls_total", "project="+e.project.Name, "tool=pay", "outcome=error"); ok {
+		t.Errorf("spacefix_calls_total counts %v refused calls, want none: they reached no agent", n)
+	}
 }
 
 // TestPolicyBrokenRefusesEveryCall: a saved policy this build cannot
