@@ -106,7 +106,7 @@ func (f *Front) answerEarly(w http.ResponseWriter, r *http.Request, v *view, ses
 	}
 	// Under a policy, a hit or a replay is shaped for its caller: the
 	// pipeline's policy point answers it (stage_policy.go).
-	shaped := c.Policy != nil || c.PolicyErr != nil
+	shaped := policyOnCalls(c)
 	var result []byte
 	if f.cacheFor(c, t) > 0 && !shaped {
 		result = f.cachedEarly(v, t, call, modern)

@@ -60,9 +60,9 @@ type PolicyObserver interface {
 }
 
 // policyFor returns c's policy, building it the first time; nil when the
-// project has none.
+// project has none on calls (rules on list act in the tool's admission).
 func (f *Front) policyFor(ctx context.Context, c *toolCall) *callPolicy {
-	if c.pol != nil || c.controls == nil || c.controls.Policy == nil {
+	if c.pol != nil || c.controls == nil || c.controls.Policy == nil || !policyOnCalls(c.controls) {
 		return c.pol
 	}
 	caller, err := f.caller(ctx, c.key, nil)

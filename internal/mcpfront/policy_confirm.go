@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/spacefix/spacefix/core/agentproto"
+	"github.com/spacefix/spacefix/internal/access"
 	"github.com/spacefix/spacefix/internal/policy"
 )
 
@@ -106,6 +107,14 @@ func mayConfirm(p *policy.Policy, tool string) bool {
 		}
 	}
 	return false
+}
+
+// policyOnCalls reports whether the project's policy acts on calls or
+// their results (rules on call or result, interceptors), or refuses every
+// call (a policy that does not compile): rules on list alone do not.
+func policyOnCalls(c *access.Controls) bool {
+	p := c.Policy
+	return c.PolicyErr != nil || p.Has(policy.OnCall) || p.Has(policy.OnResult) || (p != nil && len(p.Document().Interceptors) > 0)
 }
 
 // toolMatches reports whether a rule's tool globs take tool (as the
