@@ -477,3 +477,61 @@ func TestPolicyPeopleRoles(t *testing.T) {
 		})
 	}
 }
+
+// TestPolicyConfirmBound: the user's yes to a policy's question, as a
+// 2026-07-28 client sends it back (requestState and inputResponses), runs
+// the very call it was asked about only: another key, or the same state
+// with other arguments, is asked again and nothing runs.
+func TestPolicyConfirmBound(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	pa := startPolicyAgent(e)
+	probe := e.connect("2026-07-28", e.clientKey, nil)
+	e.setPolicy(`{"rules":[{"name":"approve-transfers","on":"call","tools":["transfer"],"effect":"confirm"}]}`, func() bool {
+		r, err := tryCall(probe, "transfer", map[string]any{"to": "probe"})
+		return err == nil && r.IsError
+	})
+	const cannot = `This call needs the user's confirmation (rule "approve-transfers" of the project's policy), and the MCP client cannot ask the user: it does not support elicitation. Use a client that can, or ask an owner about the rule.`
+	if r := call(t, probe, "transfer", map[string]any{"to": "x"}); text(r) != cannot {
+		t.Errorf("a client without elicitation = %q, want %q", text(r), cannot)
+	}
+	const caps = `{"elicitation":{}}`
+	type answer struct {
+		Result struct {
+			IsError       bool           `json:"isError"`
+			InputRequests map[string]any `json:"inputRequests"`
+			RequestState  string         `json:"requestState"`
+		} `json:"result"`
+	}
+	send := func(key, params string) (answer, string) {
+		t.Helper()
+		resp, body := modernCallCaps(t, e, key, "tools/call", "transfer", params, caps)
+		var a answer
+		if resp.StatusCode != 200 || json.Unmarshal(sseData(body), &a) != nil {
+			t.Fatalf("tools/call transfer = %d %s", resp.StatusCode, body)
+		}
+		return a, string(sseData(body))
+	}
+	first, _ := send(e.clientKey, `{"name":"transfer","arguments":{"to":"bob"}}`)
+	if first.Result.RequestState == "" || first.Result.InputRequests["policy-confirm"] == nil {
+		t.Fatalf("the first call = %+v, want the policy's question", first.Result)
+	}
+	yes := `,"requestState":"` + first.Result.RequestState + `","inputResponses":{"policy-confirm":{"action":"accept","content":{"confirm":true}}}}`
+	before := pa.transfer.Load()
+	if a, _ := send(e.clientKey, `{"name":"transfer","arguments":{"to":"mallory"}`+yes); a.Result.InputRequests == nil {
+		t.Errorf("the yes given for bob, sent with other arguments: %+v, want the question again", a.Result)
+	}
+	_, other := e.newKey(store.Key{Name: "other", Kind: store.KindClient})
+	if a, _ := send(other, `{"name":"transfer","arguments":{"to":"bob"}`+yes); a.Result.InputRequests == nil {
+		t.Errorf("the yes given to one key, sent by another: %+v, want the question again", a.Result)
+	}
+	if n := pa.transfer.Load() - before; n != 0 {
+		t.Fatalf("the agent was reached %d times, want never", n)
+	}
+	if a, body := send(e.clientKey, `{"name":"transfer","arguments":{"to":"bob"}`+yes); a.Result.IsError || !strings.Contains(body, "transferred to bob") {
+		t.Errorf("the yes for this very call = %s, want it run", body)
+	}
+	if got := e.policyOf("transfer"); got != `confirm by rule "approve-transfers": confirmed` {
+		t.Errorf("call log policy = %q", got)
+	}
+}

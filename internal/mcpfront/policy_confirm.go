@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -76,11 +77,17 @@ func (f *Front) policyConfirm(ctx context.Context, c *toolCall, pc *callPolicy, 
 			return nil, nil
 		}
 	}
+	if caps, _ := declared(c.req.Session, c.req.Params.Meta); !slices.Contains(caps, "elicitation") {
+		pc.words[0] += ": the client cannot ask"
+		return f.refuse(c, fmt.Sprintf(msgCannotConfirm, d.Rule)), nil
+	}
 	c.call.Release()
 	id := digest + " " + strconv.FormatInt(time.Now().Add(confirmFor).Unix(), 10)
 	q := &agentproto.Message{Input: policyInput, Message: d.Message}
 	return &mcp.CallToolResult{InputRequests: question(q), RequestState: f.held.seal(f.held.prefix+policyStateHead, id, c.key.ID)}, nil
 }
+
+const msgCannotConfirm = "This call needs the user's confirmation (rule %q of the project's policy), and the MCP client cannot ask the user: it does not support elicitation. Use a client that can, or ask an owner about the rule."
 
 const msgDeclined = "The call was not run: the user did not confirm it (rule %q of the project's policy asks first)."
 
