@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -30,6 +31,8 @@ func guardServer(t *testing.T) string {
 		{Name: "notes", Type: interceptors.Mutation, Hook: interceptors.Hook{Events: []string{"tools/call"}, Phase: interceptors.PhaseRequest}},
 		{Name: "slow", Type: interceptors.Validation, Hook: interceptors.Hook{Events: []string{"tools/call"}, Phase: interceptors.PhaseRequest}},
 		{Name: "emails", Type: interceptors.Mutation, Hook: interceptors.Hook{Events: []string{"tools/call"}, Phase: interceptors.PhaseResponse}},
+		{Name: "shadow", Type: interceptors.Validation, Mode: "audit", Hook: interceptors.Hook{Events: []string{"tools/call"}, Phase: interceptors.PhaseRequest}},
+		{Name: "no-codes", Type: interceptors.Validation, Hook: interceptors.Hook{Events: []string{"tools/call"}, Phase: interceptors.PhaseResponse}},
 		{Name: "no-transfer", Type: interceptors.Mutation, Hook: interceptors.Hook{Events: []string{"tools/list"}, Phase: interceptors.PhaseResponse}},
 	}
 	invoke := func(p *interceptors.InvokeParams) (*interceptors.InvokeResult, error) {
@@ -63,6 +66,16 @@ func guardServer(t *testing.T) string {
 				case <-time.After(2 * time.Second):
 				case <-stop:
 				}
+			}
+			return &interceptors.InvokeResult{Valid: &yes}, nil
+		case "shadow":
+			if strings.Contains(string(p.Payload), `"note":"shadow"`) {
+				return &interceptors.InvokeResult{Valid: &no, Messages: []interceptors.Message{{Message: "shadows are frowned upon", Severity: "error"}}}, nil
+			}
+			return &interceptors.InvokeResult{Valid: &yes}, nil
+		case "no-codes":
+			if strings.Contains(string(p.Payload), "secret-code") {
+				return &interceptors.InvokeResult{Valid: &no, Messages: []interceptors.Message{{Message: "results must not carry codes", Severity: "error"}}}, nil
 			}
 			return &interceptors.InvokeResult{Valid: &yes}, nil
 		case "emails":
@@ -132,6 +145,15 @@ func TestPolicyInterceptors(t *testing.T) {
 			if r := call(t, cs, "pay", map[string]any{"amount": 5, "note": "rewrite"}); r.IsError || text(r) != "paid 5 (rewritten by the interceptor)" {
 				t.Errorf("a rewritten call = %q (isError %v)", text(r), r.IsError)
 			}
+			// An audit-mode validator's block is recorded, not applied.
+			if r := call(t, cs, "pay", map[string]any{"amount": 2, "note": "shadow"}); r.IsError || text(r) != "paid 2 (shadow)" {
+				t.Errorf("an audit-mode block = %q (isError %v), want the call run", text(r), r.IsError)
+			}
+			// A validator of results blocks the answer of a call that ran.
+			const noCodes = `This call was refused by interceptor "no-codes": results must not carry codes`
+			if r := call(t, cs, "pay", map[string]any{"amount": 3, "note": "secret-code"}); !r.IsError || text(r) != noCodes {
+				t.Errorf("a result an interceptor blocks = %q (isError %v), want %q", text(r), r.IsError, noCodes)
+			}
 			if r := call(t, cs, "profile", map[string]any{}); strings.Contains(text(r), "ann@") || !strings.Contains(text(r), "[email]") {
 				t.Errorf("profile = %q, want the address rewritten", text(r))
 			}
@@ -140,7 +162,23 @@ func TestPolicyInterceptors(t *testing.T) {
 			}
 		})
 	}
-	if got := e.policyOf("pay"); got != `blocked by interceptor "guard/no-999"` && !strings.HasPrefix(got, "blocked by interceptor") {
-		t.Errorf("call log policy = %q", got)
+	body := e.scrape(e.adminToken())
+	if n, _ := metric(body, "spacefix_interceptor_duration_seconds_count", "project="+e.project.Name, "interceptor=guard/no-999", "outcome=ok"); n < 2 {
+		t.Errorf("spacefix_interceptor_duration_seconds_count of guard/no-999 = %v, want one per call", n)
+	}
+	if n, _ := metric(body, "spacefix_interceptor_duration_seconds_count", "project="+e.project.Name, "interceptor=guard/slow", "outcome=error"); n < 2 {
+		t.Errorf("the slow interceptor's timeouts counted %v times, want 2 at least", n)
+	}
+	words := map[string]bool{}
+	for _, c := range e.calls() {
+		if c.Name == "pay" {
+			words[c.Policy] = true
+		}
+	}
+	for _, want := range []string{`blocked by interceptor "guard/no-999"`, `blocked by interceptor "guard/slow"`,
+		`audit: interceptor "guard/shadow" would block`, `blocked by interceptor "guard/no-codes"`} {
+		if !words[want] {
+			t.Errorf("no call log record of pay says %q; they say %q", want, slices.Sorted(maps.Keys(words)))
+		}
 	}
 }
