@@ -30,7 +30,9 @@ import (
 // state, sealed as every requestState is, names the key, the tool and a
 // digest of the validated arguments, and expires after confirmFor, so an
 // answer given for one call never lets another through. Within that time
-// the same answer may be sent again for the very same call.
+// the same answer may be sent again for the very same call. Its head has
+// no gateway's prefix: any gateway of the key file serves the retry, none
+// forwards it (gateway.heldCallOwner).
 //
 // A task-augmented call cannot be asked before its task starts: it is
 // refused with msgConfirmTask; a plain call (or a job) asks.
@@ -49,7 +51,7 @@ const msgConfirmTask = "This call needs the user's confirmation (rule %q of the 
 // isPolicyState reports whether a requestState is a policy question's.
 func (f *Front) isPolicyState(state string) bool {
 	head, _, _, ok := f.held.open(state)
-	return ok && strings.HasSuffix(head, policyStateHead)
+	return ok && head == policyStateHead
 }
 
 // policyConfirm asks the person about c, or reads their answer from c's
@@ -63,7 +65,7 @@ func (f *Front) policyConfirm(ctx context.Context, c *toolCall, pc *callPolicy, 
 		head, id, keyID, ok := f.held.open(state)
 		want, expiry, _ := strings.Cut(id, " ")
 		exp, _ := strconv.ParseInt(expiry, 10, 64)
-		if ok && strings.HasSuffix(head, policyStateHead) && keyID == c.key.ID && want == digest && time.Now().Unix() < exp {
+		if ok && head == policyStateHead && keyID == c.key.ID && want == digest && time.Now().Unix() < exp {
 			yes, err := answer(c.req, policyInput)
 			switch {
 			case err != nil:
@@ -84,7 +86,7 @@ func (f *Front) policyConfirm(ctx context.Context, c *toolCall, pc *callPolicy, 
 	c.call.Release()
 	id := digest + " " + strconv.FormatInt(time.Now().Add(confirmFor).Unix(), 10)
 	q := &agentproto.Message{Input: policyInput, Message: d.Message}
-	return &mcp.CallToolResult{InputRequests: question(q), RequestState: f.held.seal(f.held.prefix+policyStateHead, id, c.key.ID)}, nil
+	return &mcp.CallToolResult{InputRequests: question(q), RequestState: f.held.seal(policyStateHead, id, c.key.ID)}, nil
 }
 
 const msgCannotConfirm = "This call needs the user's confirmation (rule %q of the project's policy), and the MCP client cannot ask the user: it does not support elicitation. Use a client that can, or ask an owner about the rule."
