@@ -249,7 +249,6 @@ func TestPolicyConfirm(t *testing.T) {
 		r, err := tryCall(probe, "transfer", map[string]any{"to": "probe"})
 		return err != nil || r.IsError || r.InputRequests != nil
 	})
-	reached := pa.transfer.Load()
 	cases := []struct {
 		name   string
 		answer *mcp.ElicitResult
@@ -283,7 +282,6 @@ func TestPolicyConfirm(t *testing.T) {
 			}
 		})
 	}
-	_ = reached
 }
 
 func textOf(r *mcp.CallToolResult) string {
