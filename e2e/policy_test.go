@@ -29,7 +29,7 @@ var eras = []string{"2025-11-25", "2026-07-28"}
 // policyAgent is the agent of the policy tests; reached counts the calls
 // that reached it, by tool.
 type policyAgent struct {
-	pay, transfer, profile atomic.Int32
+	pay, transfer, profile, signup atomic.Int32
 }
 
 type payInput struct {
@@ -47,6 +47,10 @@ type profileOutput struct {
 }
 
 type noInput struct{}
+
+type signupInput struct {
+	RequestID string `json:"requestId"`
+}
 
 func startPolicyAgent(e *env) *policyAgent {
 	pa := &policyAgent{}
@@ -66,6 +70,10 @@ func startPolicyAgent(e *env) *policyAgent {
 			pa.profile.Add(1)
 			return profileOutput{Name: "Ann", Email: "ann@example.com"}, nil
 		}, core.ReadOnly()))
+		must(e.t, core.AddTool(a, "signup", "Signs Ann up; repeat-safe.", func(ctx context.Context, in signupInput) (string, error) {
+			pa.signup.Add(1)
+			return "signed up ann@example.com (" + in.RequestID + ")", nil
+		}, core.IdempotencyKey("requestId")))
 		must(e.t, core.AddTool(a, "report", "Builds a report.", func(ctx context.Context, _ noInput) (string, error) {
 			return "Report for ann@example.com: 3 orders.", nil
 		}, core.TaskSupport(core.TaskOptional)))
@@ -327,6 +335,46 @@ func TestPolicyRedactAndAudit(t *testing.T) {
 	}
 	if got := e.policyOf("profile"); got != `redact by rule "pii"` {
 		t.Errorf("call log policy of profile = %q", got)
+	}
+}
+
+// TestPolicyReplayShaped: a repeat's replay of a request id is the
+// agent's recorded result, shaped by the result rules on its way out like
+// any answer, and its call log record says so.
+func TestPolicyReplayShaped(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	pa := startPolicyAgent(e)
+	probe := e.connect("2026-07-28", e.clientKey, nil)
+	probes := 0 // a new request id each time: the probe is never a replay
+	e.setPolicy(`{"rules":[{"name":"pii","on":"result","tools":["signup"],"effect":"redact","redact":["[\\w.]+@[\\w.]+\\w"]}]}`, func() bool {
+		probes++
+		r, err := tryCall(probe, "signup", map[string]any{"requestId": fmt.Sprint("probe-", probes)})
+		return err == nil && strings.Contains(text(r), "[redacted]")
+	})
+	for _, v := range eras {
+		t.Run(v, func(t *testing.T) {
+			cs := e.connect(v, e.clientKey, nil)
+			id := "req-" + v
+			before := pa.signup.Load()
+			for range 2 {
+				if r := call(t, cs, "signup", map[string]any{"requestId": id}); r.IsError || text(r) != "signed up [redacted] ("+id+")" {
+					t.Errorf("signup = %q (isError %v), want it redacted", text(r), r.IsError)
+				}
+			}
+			if n := pa.signup.Load() - before; n != 1 {
+				t.Errorf("signup reached the agent %d times, want once (the second is a replay)", n)
+			}
+		})
+	}
+	replays := 0
+	for _, c := range e.calls() {
+		if c.Name == "signup" && c.Replay && c.Policy == `redact by rule "pii"` {
+			replays++
+		}
+	}
+	if replays != 2 {
+		t.Errorf("%d replays logged with the rule, want 2", replays)
 	}
 }
 

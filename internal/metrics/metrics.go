@@ -160,7 +160,7 @@ func orZero(f func() int64) int64 {
 // ObserveCall counts one call record; the call log calls it for every
 // record it is given ([store.CallLogOptions.Observe]).
 func (m *Metrics) ObserveCall(c store.Call) {
-	if c.Replica == "" && c.Policy != "" && !c.Billable {
+	if c.Replica == "" && c.Policy != "" && !c.Billable && !c.Replay {
 		// Refused by the project's policy before any agent: counted in
 		// spacefix_policy_decisions_total, not as a call.
 		return
