@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -36,8 +37,19 @@ func StartGateway(dir string) (*Target, error) { return startGateway(dir, 0) }
 // the first are cache hits. [Target.AgentCalls] says how many were not.
 func StartCachedGateway(dir string) (*Target, error) { return startGateway(dir, CacheSeconds) }
 
-func startGateway(dir string, cacheSeconds int) (_ *Target, err error) {
-	t, g, agentKey, stopGateway, err := startGatewayAlone(dir, cacheSeconds)
+// StartPolicyGateway is [StartGateway] with doc saved as the project's
+// policy (package policy) before the gateway starts; the target is named
+// name.
+func StartPolicyGateway(dir, name string, doc json.RawMessage) (*Target, error) {
+	t, err := startGateway(dir, 0, doc)
+	if t != nil {
+		t.Name = name
+	}
+	return t, err
+}
+
+func startGateway(dir string, cacheSeconds int, policyDoc ...json.RawMessage) (_ *Target, err error) {
+	t, g, agentKey, stopGateway, err := startGatewayAlone(dir, cacheSeconds, policyDoc...)
 	if err != nil {
 		return nil, err
 	}
@@ -121,7 +133,7 @@ func echoAgent(url, agentKey string, log *slog.Logger, t *Target) (*core.Agent, 
 // startGatewayAlone starts the gateway of [StartGateway] and returns its
 // target (its endpoint and client key set), the gateway, the first start's
 // agent key and what stops it all.
-func startGatewayAlone(dir string, cacheSeconds int) (_ *Target, _ *gateway.Gateway, agentKey string, stop func() error, err error) {
+func startGatewayAlone(dir string, cacheSeconds int, policyDoc ...json.RawMessage) (_ *Target, _ *gateway.Gateway, agentKey string, stop func() error, err error) {
 	tmp, err := os.MkdirTemp(dir, "spacefix-bench-")
 	if err != nil {
 		return nil, nil, "", nil, fmt.Errorf("start gateway: %w", err)
@@ -152,6 +164,19 @@ func startGatewayAlone(dir string, cacheSeconds int) (_ *Target, _ *gateway.Gate
 		if err != nil {
 			st.Close()
 			return nil, nil, "", nil, fmt.Errorf("start gateway: cache echo: %w", err)
+		}
+	}
+	if len(policyDoc) > 0 {
+		ps, err := st.Projects(ctx)
+		if err == nil && len(ps) == 0 {
+			err = errors.New("no project")
+		}
+		if err == nil {
+			_, err = st.SavePolicy(ctx, ps[0].ID, 0, policyDoc[0], "bench")
+		}
+		if err != nil {
+			st.Close()
+			return nil, nil, "", nil, fmt.Errorf("start gateway: save the policy: %w", err)
 		}
 	}
 	cfg := gateway.DefaultConfig()

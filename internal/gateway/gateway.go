@@ -151,6 +151,12 @@ func New(cfg Config, st store.Store) (*Gateway, error) {
 		Secrets:  g.box,      // requestState: any gateway of the key file opens it
 		Identity: g.identity, // identity tokens for agent keys that ask (docs/identity.md)
 		Upstream: g.upstream, // people's tokens for per-person bridged remotes
+		Policy: mcpfront.PolicyOptions{ // interceptors dial as upstream remotes do
+			// No overall timeout: each interceptor has its own, and
+			// the session's event stream stays open.
+			HTTPClient: &http.Client{Transport: egress.Policy{AllowLoopback: cfg.UpstreamAllowLoopback, AllowPrivate: cfg.UpstreamAllowPrivate}.Transport()},
+			Observe:    g.obs.metrics,
+		},
 	})
 	g.agents = agentfront.New(agentfront.Options{
 		Registry: g.reg, Store: st, Verifier: g.verifier, Logger: g.log,

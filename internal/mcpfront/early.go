@@ -98,15 +98,24 @@ func (f *Front) answerEarly(w http.ResponseWriter, r *http.Request, v *view, ses
 
 	c := f.controls.Get(r.Context(), v.key.ProjectID)
 	t := f.reg.Snapshot(v.key.ProjectID).Tools[call.name]
-	if t == nil || !access.For(v.key, c).Permits(t) || !v.advertisedPlain(t.Name) {
+	if t == nil || !f.permits(r.Context(), v.key, c, t) || !v.advertisedPlain(t.Name) {
 		return false // go-sdk's path says "not found"
 	}
+	if !modern && mayConfirm(c.Policy, t.Name) {
+		return false // go-sdk asks the policy's question over the session
+	}
+	// Under a policy, a hit or a replay is shaped for its caller: the
+	// pipeline's policy point answers it (stage_policy.go).
+	shaped := policyOnCalls(c)
 	var result []byte
-	if f.cacheFor(c, t) > 0 {
+	if f.cacheFor(c, t) > 0 && !shaped {
 		result = f.cachedEarly(v, t, call, modern)
 	}
 	var replayed func() // logs a replay answered here
 	if result == nil && t.Def.IdempotencyKey != "" {
+		if shaped {
+			return false
+		}
 		// A repeat of a finished request id is answered here like a cache
 		// hit; anything else about request ids is go-sdk's path (repeat.go).
 		if result, replayed = f.replayEarly(r.Context(), v.key, t, call, modern); result == nil {

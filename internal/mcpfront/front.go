@@ -128,6 +128,8 @@ type Options struct {
 	// remotes (perperson.go); nil means a person's call to a remote in
 	// connect mode cannot be made.
 	Upstream Upstream
+	// Policy is what the policy point needs (policy_call.go).
+	Policy PolicyOptions
 }
 
 // Front is the MCP endpoint. It is an http.Handler.
@@ -152,6 +154,7 @@ type Front struct {
 	identity      *identity.Signer // nil: no identity tokens (identity.go)
 	upstream      Upstream         // nil: no per-person accounts (perperson.go)
 	impl          *mcp.Implementation
+	policy        policyState // interceptor chains: policy_chains.go
 
 	hits       atomic.Int64 // tool calls answered from the cache
 	earlyHits  atomic.Int64 // of those, answered before go-sdk (see early.go)
@@ -196,13 +199,14 @@ func New(opts Options) *Front {
 		reg: opts.Registry, store: opts.Store, verifier: opts.Verifier, calls: opts.CallLog,
 		log: opts.Logger, controls: access.NewCache(opts.Store, time.Second, policy.Options{Log: opts.Logger}),
 		limiter: opts.Limiter, oauth: opts.OAuth, changes: opts.Changes, tasks: opts.Tasks,
-		identity: opts.Identity, upstream: opts.Upstream,
+		identity: opts.Identity, upstream: opts.Upstream, policy: policyState{opts: opts.Policy, version: opts.Version},
 		views: make(map[string]*view),
 		impl:  &mcp.Implementation{Name: "spacefix", Title: "Spacefix", Version: opts.Version},
 	}
 	if f.log == nil {
 		f.log = slog.Default()
 	}
+	f.policy.log = f.log
 	if opts.TracerProvider != nil {
 		f.tracer = opts.TracerProvider.Tracer(tracerName, trace.WithInstrumentationVersion(opts.Version))
 	}

@@ -74,7 +74,7 @@ func (f *Front) handOff(out *sseStream, r *http.Request, h *handoff) {
 	if _, left := f.handoffs.LoadAndDelete(tok); left {
 		// go-sdk did not reach the tool handler (the session closed, the
 		// tool went away): the call stops, and is logged.
-		f.toolResult(h.t, h.key, h.call.Abandon(agentproto.ReasonCancelled), h.start)
+		f.toolResult(h.t, h.key, h.call.Abandon(agentproto.ReasonCancelled), h.start, nil)
 	}
 }
 

@@ -87,6 +87,7 @@ func (f *Front) Close() error {
 	close(f.life.stop)
 	f.life.wg.Wait()
 	f.repeats.wait()
+	f.policy.close()
 	return nil
 }
 

@@ -25,7 +25,8 @@ import (
 //	         an early session call go-sdk took over): settled here
 //	resolve  the instance argument, the replica, validation there, the
 //	         person's upstream account: the call is picked, not sent
-//	policy   the policy point; empty today, every call passes it once
+//	policy   the policy point: the project's rules and interceptors on
+//	         the call, and on its answer on the way back
 //	cache    a cached result answers; a fresh one is kept on the way back
 //	repeat   a repeat-safe tool's request id is claimed, or answered
 //	shape    how the call ended becomes the client's answer
@@ -35,8 +36,9 @@ import (
 // The order is written once, in [toolStages]. A stage decides (it answers
 // and does not go on), or enriches the call and hands it to the next
 // stage. Once a call is settled (how it stands is known: c.call, c.res),
-// only shape is left: [next.run] skips there, so the stages between never
-// see a call they did not start.
+// only policy (which shapes its answer for its caller) and shape are
+// left: [next.run] skips there, so the stages between never see a call
+// they did not start.
 //
 // A task-augmented call (tasks_modern.go, tasks_session_call.go) goes down
 // the same list: it is resolved and passes the policy point as any call,
@@ -73,17 +75,24 @@ type next struct {
 	i int // index in toolStages of the stage it runs
 }
 
-// run runs the next stage, or shape when c is settled.
+// run runs the next stage, or policy then shape when c is settled.
 func (n next) run(ctx context.Context, c *toolCall) (*mcp.CallToolResult, error) {
 	i := n.i
-	if c.settled && i < shapeAt {
+	switch {
+	case c.settled && i < policyAt:
+		i = policyAt // its answer is shaped for its caller
+	case c.settled && i > policyAt && i < shapeAt:
 		i = shapeAt
 	}
 	return toolStages[i].serve(ctx, n.f, c, next{n.f, i + 1})
 }
 
-// shapeAt is the index of shapeStage in toolStages.
-const shapeAt = 6
+// policyAt and shapeAt are the indexes of policyStage and shapeStage in
+// toolStages.
+const (
+	policyAt = 3
+	shapeAt  = 6
+)
 
 // toolCall is one tools/call as every stage reads it. The view's
 // middleware or the early path makes it (newToolCall) with the tool it
@@ -114,6 +123,7 @@ type toolCall struct {
 	call    *route.Call     // the picked call, then the running one
 	res     route.Result    // how the call stands
 	settled bool            // how it stands is known: only shape is left
+	pol     *callPolicy     // the policy's view of it (policy_call.go); nil: none
 }
 
 // taskRun is how a task-augmented call runs, and how its start went.

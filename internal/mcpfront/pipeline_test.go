@@ -130,8 +130,9 @@ func (s recordingStage) serve(ctx context.Context, _ *Front, c *toolCall, next n
 }
 
 // TestSettledCallSkipsToShape holds the runner's one rule: once a stage
-// settles a call, the stages up to shape are skipped, and shape (then run,
-// which shape decides on) is what follows.
+// settles a call, the stages up to shape are skipped but the policy point
+// (which shapes the answer for its caller), and shape (then run, which
+// shape decides on) is what follows.
 func TestSettledCallSkipsToShape(t *testing.T) {
 	saved := toolStages
 	defer func() { toolStages = saved }()
@@ -145,7 +146,11 @@ func TestSettledCallSkipsToShape(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := names
-		if settleAt < shapeAt {
+		switch {
+		case settleAt < policyAt:
+			want = append(slices.Clone(names[:settleAt+1]), "policy")
+			want = append(want, names[shapeAt:]...)
+		case settleAt < shapeAt:
 			want = append(slices.Clone(names[:settleAt+1]), names[shapeAt:]...)
 		}
 		if d := cmp.Diff(want, trail); d != "" {

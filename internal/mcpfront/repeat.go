@@ -172,7 +172,7 @@ func argsHash(args json.RawMessage) []byte {
 // call; or nil when call is to be sent, with its id claimed (and marked a
 // retry if it follows an unknown outcome). A nil answer with an error is
 // the client's error (it left).
-func (f *Front) repeat(ctx context.Context, t *agents.Tool, key store.Key, c *access.Controls, args json.RawMessage, call *route.Call, start time.Time) (*mcp.CallToolResult, error) {
+func (f *Front) repeat(ctx context.Context, t *agents.Tool, key store.Key, c *access.Controls, args json.RawMessage, call *route.Call, start time.Time, pol *callPolicy) (*mcp.CallToolResult, error) {
 	rs := f.repeats
 	id, ok := requestID(t, args)
 	if !ok || rs.st == nil {
@@ -223,14 +223,14 @@ func (f *Front) repeat(ctx context.Context, t *agents.Tool, key store.Key, c *ac
 			select {
 			case <-run.done:
 				if run.out != nil {
-					return f.replay(t, key, call, start, run.rec.CallID, run.out, run.outcome), nil
+					return f.replay(t, key, call, start, run.rec.CallID, run.out, run.outcome, pol), nil
 				}
 				continue // it let go of the id, or its outcome is unknown: claim again
 			case <-ctx.Done():
 				call.Release()
 				return nil, ctx.Err()
 			case <-time.After(time.Until(call.Deadline())):
-				return f.replayTimeout(t, key, call, start, stood.CallID), nil
+				return f.replayTimeout(t, key, call, start, stood.CallID, pol), nil
 			}
 		}
 		switch {
@@ -239,7 +239,7 @@ func (f *Front) repeat(ctx context.Context, t *agents.Tool, key store.Key, c *ac
 			if err != nil {
 				out = errorResult("The gateway could not read the recorded result of request id " + t.Def.IdempotencyKey + " " + fmt.Sprintf("%q", id) + ".")
 			}
-			return f.replay(t, key, call, start, stood.CallID, out, stood.Outcome), nil
+			return f.replay(t, key, call, start, stood.CallID, out, stood.Outcome, pol), nil
 		case stood.State == store.RequestUnknown || stood.Stale(now):
 			reason := stood.Reason
 			if stood.State == store.RequestRunning {
@@ -263,7 +263,7 @@ func (f *Front) repeat(ctx context.Context, t *agents.Tool, key store.Key, c *ac
 		}
 		// Running on another gateway: poll the store.
 		if !time.Now().Add(poll).Before(call.Deadline()) {
-			return f.replayTimeout(t, key, call, start, stood.CallID), nil
+			return f.replayTimeout(t, key, call, start, stood.CallID, pol), nil
 		}
 		select {
 		case <-ctx.Done():
@@ -276,26 +276,32 @@ func (f *Front) repeat(ctx context.Context, t *agents.Tool, key store.Key, c *ac
 }
 
 // replay answers a repeat with out, the result of call of: no agent is
-// reached; the call log shows a replay, not billed.
-func (f *Front) replay(t *agents.Tool, key store.Key, call *route.Call, start time.Time, of string, out *mcp.CallToolResult, outcome string) *mcp.CallToolResult {
+// reached; the call log shows a replay, not billed (under a policy, pol,
+// once the policy stage has shaped the answer: [Front.policyResult]).
+func (f *Front) replay(t *agents.Tool, key store.Key, call *route.Call, start time.Time, of string, out *mcp.CallToolResult, outcome string, pol *callPolicy) *mcp.CallToolResult {
 	call.Release()
 	errText := ""
 	if out.IsError {
 		errText = firstText(out)
 	}
-	f.calls.Add(store.Call{
+	rec := store.Call{
 		Time: start, ProjectID: key.ProjectID, Kind: agentproto.KindTool, Name: t.Name,
 		KeyID: key.ID, Agent: t.AgentKey, Duration: time.Since(start), Outcome: outcome,
 		Error: errText, CallID: call.ID(), Replay: true, RetryOf: of,
-	})
+	}
+	if pol != nil {
+		pol.pending = &rec
+	} else {
+		f.calls.Add(rec)
+	}
 	return shareResult(out)
 }
 
 // replayTimeout answers a repeat whose wait ended while the first run of
 // its id went on: a timeout, as the call's own would read.
-func (f *Front) replayTimeout(t *agents.Tool, key store.Key, call *route.Call, start time.Time, of string) *mcp.CallToolResult {
+func (f *Front) replayTimeout(t *agents.Tool, key store.Key, call *route.Call, start time.Time, of string, pol *callPolicy) *mcp.CallToolResult {
 	msg := fmt.Sprintf("Request for tool %q timed out after %dms", t.Name, call.Deadline().Sub(start).Milliseconds())
-	return f.replay(t, key, call, start, of, errorResult(msg), store.OutcomeTimeout)
+	return f.replay(t, key, call, start, of, errorResult(msg), store.OutcomeTimeout, pol)
 }
 
 // begin records rec as run by this gateway.

@@ -55,7 +55,7 @@ func (f *Front) admitCall(ctx context.Context, key store.Key, name string, count
 		}
 	}
 	t := f.reg.Snapshot(key.ProjectID).Tools[name]
-	if t == nil || !access.For(key, c).Permits(t) {
+	if t == nil || !f.permits(ctx, key, c, t) {
 		return nil, c, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "Tool " + trimName(name) + " not found"}
 	}
 	return t, c, nil, nil

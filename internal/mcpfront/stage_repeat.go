@@ -15,7 +15,7 @@ type repeatStage struct{}
 
 func (repeatStage) serve(ctx context.Context, f *Front, c *toolCall, next next) (*mcp.CallToolResult, error) {
 	if c.tool.Def.IdempotencyKey != "" && c.task == nil {
-		if out, err := f.repeat(ctx, c.tool, c.key, c.controls, c.args, c.call, c.start); out != nil || err != nil {
+		if out, err := f.repeat(ctx, c.tool, c.key, c.controls, c.args, c.call, c.start, c.pol); out != nil || err != nil {
 			return out, err
 		}
 	}

@@ -25,6 +25,12 @@ func (resumeStage) serve(ctx context.Context, f *Front, c *toolCall, next next) 
 		c.start = time.Now()
 		return next.run(ctx, c)
 	}
+	if f.isPolicyState(req.Params.RequestState) {
+		// The user's answer to the policy's question: the call is made
+		// now, and the policy stage reads the answer (policy_confirm.go).
+		c.start = time.Now()
+		return next.run(ctx, c)
+	}
 	h, err := f.held.resume(req.Params.RequestState, c.key.ID)
 	if err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}

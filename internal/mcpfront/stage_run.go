@@ -18,11 +18,11 @@ type runStage struct{}
 func (runStage) serve(ctx context.Context, f *Front, c *toolCall, _ next) (*mcp.CallToolResult, error) {
 	if tr := c.task; tr != nil {
 		tr.task, tr.err = f.tasks.Run(ctx, tasks.Spec{Key: c.key, Tool: c.tool, Call: c.call, Era: tr.era, TTL: tr.ttl, Start: c.start,
-			Unauthorized: f.taskUnauthorized(c.key, c.call, c.tool.Name)})
+			Unauthorized: f.taskUnauthorized(c.key, c.call, c.tool.Name), Shape: c.pol.taskShaper()})
 		return nil, nil
 	}
 	if c.asJob {
-		out, err := f.runJob(ctx, c.req, c.tool, c.key, c.call, c.start, c.wait)
+		out, err := f.runJob(ctx, c.req, c.tool, c.key, c.call, c.start, c.wait, c.pol.taskShaper())
 		if c.tool.Def.IdempotencyKey != "" {
 			// The job's first answer is what a repeat gets: its result,
 			// or its job reference.

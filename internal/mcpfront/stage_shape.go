@@ -38,12 +38,12 @@ func (shapeStage) serve(ctx context.Context, f *Front, c *toolCall, next next) (
 			return out, err
 		}
 	}
-	return f.await(ctx, c.req, c.tool, c.key, c.call, c.res, c.start)
+	return f.await(ctx, c.req, c.tool, c.key, c.call, c.res, c.start, c.pol)
 }
 
 // await passes the agent's questions to the user until the call ends, then
 // logs it and turns how it ended into the client's answer.
-func (f *Front) await(ctx context.Context, req *mcp.CallToolRequest, t *agents.Tool, key store.Key, call *route.Call, res route.Result, start time.Time) (*mcp.CallToolResult, error) {
+func (f *Front) await(ctx context.Context, req *mcp.CallToolRequest, t *agents.Tool, key store.Key, call *route.Call, res route.Result, start time.Time, pol *callPolicy) (*mcp.CallToolResult, error) {
 	for res.Question != nil {
 		if handingOff(ctx, call, res, key, start) {
 			return nil, nil // the early path hands it over: handoff.taken
@@ -51,7 +51,7 @@ func (f *Front) await(ctx context.Context, req *mcp.CallToolRequest, t *agents.T
 		q := res.Question
 		if q.Type == agentproto.TypeAsk {
 			reqs, state, again, err := f.askClient(ctx, req.Session, req.Params.Meta, call, q, key.ID, start, func(res route.Result, start time.Time) {
-				f.toolResult(t, key, res, start)
+				f.toolResult(t, key, res, start, nil)
 			})
 			if again {
 				res = waitOn(ctx, req, call)
@@ -75,11 +75,11 @@ func (f *Front) await(ctx context.Context, req *mcp.CallToolRequest, t *agents.T
 			continue
 		}
 		state := f.held.hold(&held{call: call, input: q.Input, keyID: key.ID, start: start}, func(h *held, res route.Result) {
-			f.toolResult(t, key, res, h.start) // the user never answered: log the timeout
+			f.toolResult(t, key, res, h.start, nil) // the user never answered: log the timeout
 		})
 		return &mcp.CallToolResult{InputRequests: question(q), RequestState: state}, nil
 	}
-	out := f.toolResult(t, key, res, start)
+	out := f.toolResult(t, key, res, start, pol)
 	if pe := protocolError(res); pe != nil {
 		return nil, pe
 	}
@@ -96,8 +96,9 @@ func (f *Front) await(ctx context.Context, req *mcp.CallToolRequest, t *agents.T
 }
 
 // toolResult turns how a call ended into the client's result, and logs the
-// call if it reached an agent.
-func (f *Front) toolResult(t *agents.Tool, key store.Key, res route.Result, start time.Time) *mcp.CallToolResult {
+// call if it reached an agent: at once, or, for a call under a policy
+// (pol), once the policy stage has shaped the result ([Front.policyResult]).
+func (f *Front) toolResult(t *agents.Tool, key store.Key, res route.Result, start time.Time, pol *callPolicy) *mcp.CallToolResult {
 	var (
 		out     *mcp.CallToolResult
 		errText string
@@ -136,12 +137,17 @@ func (f *Front) toolResult(t *agents.Tool, key store.Key, res route.Result, star
 		if t.Def.IdempotencyKey != "" {
 			retryOf = f.repeats.retryOf(res.ID)
 		}
-		f.calls.Add(store.Call{
+		rec := store.Call{
 			Time: start, ProjectID: key.ProjectID, Kind: agentproto.KindTool, Name: t.Name,
 			KeyID: key.ID, Agent: t.AgentKey, Replica: res.Replica.ID, Duration: time.Since(start),
 			Outcome: outcome, Error: textfmt.Cut(errText, agentproto.MaxErrorLogLen), Progress: res.Progress, Billable: true,
 			CallID: res.ID, RetryOf: retryOf,
-		})
+		}
+		if pol != nil {
+			pol.pending = &rec
+		} else {
+			f.calls.Add(rec)
+		}
 	}
 	return out
 }

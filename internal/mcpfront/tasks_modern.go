@@ -339,7 +339,7 @@ func (f *Front) extTaskCall(w http.ResponseWriter, r *http.Request, v *view, req
 		f.writeExtError(w, req.ID, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "Tool " + t.Name + " not found"})
 		return true
 	case c.call == nil:
-		f.writeExtCallResult(w, req.ID, f.toolResult(t, v.key, c.res, c.start))
+		f.writeExtCallResult(w, req.ID, f.toolResult(t, v.key, c.res, c.start, nil))
 		return true
 	}
 	task, err := tr.task, tr.err

@@ -13,7 +13,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/spacefix/spacefix/core/agentproto"
-	"github.com/spacefix/spacefix/internal/access"
 	"github.com/spacefix/spacefix/internal/route"
 	"github.com/spacefix/spacefix/internal/tasks"
 )
@@ -97,7 +96,7 @@ func (f *Front) answerTaskCall(w http.ResponseWriter, r *http.Request, v *view, 
 	// the rate limit, which the call's own path counts.
 	c := f.controls.Get(r.Context(), v.key.ProjectID)
 	t := f.reg.Snapshot(v.key.ProjectID).Tools[call.name]
-	if t == nil || !access.For(v.key, c).Permits(t) {
+	if t == nil || !f.permits(r.Context(), v.key, c, t) {
 		return false // go-sdk's path says "not found"
 	}
 	support := t.Def.TaskSupport()

@@ -35,7 +35,9 @@ type view struct {
 	sess     sessions     // the key's 2025 sessions
 	tasks    sessionTasks // the tasks its 2025-11-25 sessions created (tasks_session.go)
 	inflight atomic.Int64 // the key's POST requests being served
-	lastUsed time.Time    // when viewFor last returned it; guarded by Front.mu
+	// policySeen is the policy version of the last sync (policy_list.go).
+	policySeen atomic.Int64
+	lastUsed   time.Time // when viewFor last returned it; guarded by Front.mu
 
 	mu    sync.Mutex
 	tools map[string][]byte // exposed name → JSON of the advertised tool
@@ -95,7 +97,7 @@ func (f *Front) viewFor(k store.Key) *view {
 		// fail, and close them; see keepAlive in sessions.go.
 		GetSessionID: func() string { return f.sessionPrefix + rand.Text() },
 	})
-	v.server.AddReceivingMiddleware(v.f.recoverPanics, v.resolve, v.toolExecution, eraFields, v.noteSession, f.withTasksCapability, f.advertiseTasks, v.taskHangUp, jobToolListing)
+	v.server.AddReceivingMiddleware(v.f.recoverPanics, v.listPolicy, v.resolve, v.toolExecution, eraFields, v.noteSession, f.withTasksCapability, f.advertiseTasks, v.taskHangUp, jobToolListing)
 	v.addTaskMethods()
 	f.views[k.ID] = v
 	f.mu.Unlock()
@@ -157,13 +159,15 @@ func (v *view) sync() {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	snap := v.f.reg.Snapshot(v.key.ProjectID)
-	pol := access.For(v.key, v.f.controls.Get(context.Background(), v.key.ProjectID))
+	ctx := context.Background()
+	pol := access.For(v.key, v.f.controls.Get(ctx, v.key.ProjectID))
+	v.policySeen.Store(pol.Controls.PolicyVersion)
 
 	var tools []*mcp.Tool
 	keep := make(map[string]bool, len(snap.ToolList))
 	slow := false // the key may call a tool with task support: offer the job tool
 	for _, t := range snap.ToolList {
-		if !pol.Permits(t) {
+		if !pol.Permits(t) || v.f.hidden(ctx, v.key, pol.Controls, t) {
 			continue
 		}
 		keep[t.Name] = true

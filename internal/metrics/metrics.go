@@ -60,6 +60,7 @@ type Metrics struct {
 	reads    *prometheus.CounterVec
 	inflight prometheus.Gauge
 	answers  *prometheus.CounterVec
+	policy   policyMetrics // policy.go
 
 	mu    sync.RWMutex
 	names map[int64]string // project names by id; projects are never renamed
@@ -133,6 +134,7 @@ func New(opts Options) *Metrics {
 			return float64(opts.CacheHits())
 		}),
 	)
+	m.policy = newPolicyMetrics(m.reg)
 	if opts.Bus != nil {
 		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "spacefix_bus_connected",
@@ -158,6 +160,11 @@ func orZero(f func() int64) int64 {
 // ObserveCall counts one call record; the call log calls it for every
 // record it is given ([store.CallLogOptions.Observe]).
 func (m *Metrics) ObserveCall(c store.Call) {
+	if c.Replica == "" && c.Policy != "" && !c.Billable && !c.Replay {
+		// Refused by the project's policy before any agent: counted in
+		// spacefix_policy_decisions_total, not as a call.
+		return
+	}
 	project := m.projectName(c.ProjectID)
 	if c.Kind != "tool" {
 		m.reads.WithLabelValues(project, c.Kind, c.Outcome).Inc()

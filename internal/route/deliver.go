@@ -208,6 +208,11 @@ func (c *Call) Release() {
 // per-person remote's check, made once the replica is known.
 func (c *Call) SetUpstreamToken(token string) { c.req.Caller.UpstreamToken = token }
 
+// SetArgs replaces a picked call's arguments before it is sent (an
+// interceptor of the project's policy rewrote them, and they were
+// validated again).
+func (c *Call) SetArgs(args json.RawMessage) { c.req.Args = args }
+
 // UpstreamToken returns the token [Call.SetUpstreamToken] set, "" if none.
 func (c *Call) UpstreamToken() string { return c.req.Caller.UpstreamToken }
 

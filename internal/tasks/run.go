@@ -45,6 +45,8 @@ type run struct {
 	limit time.Duration
 	// unauthorized is Spec.Unauthorized.
 	unauthorized func(ctx context.Context) string
+	// shape is Spec.Shape.
+	shape func(ctx context.Context, result json.RawMessage) (json.RawMessage, string)
 
 	answers chan map[string]json.RawMessage // the client's responses to the question asked
 
@@ -122,7 +124,7 @@ func (m *Manager) Run(ctx context.Context, s Spec) (Task, error) {
 	}
 	r := &run{m: m, call: s.Call, key: s.Key, tool: s.Tool, start: start, limit: m.Limit(ctx, s.Key.ProjectID),
 		answers: make(chan map[string]json.RawMessage, maxAnswersQueued), task: t, pub: t, changed: make(chan struct{}), written: now, notified: Working,
-		unauthorized: s.Unauthorized}
+		unauthorized: s.Unauthorized, shape: s.Shape}
 	r.ctx, r.stop = context.WithCancel(m.ctx)
 	m.mu.Lock()
 	if m.closed {
@@ -294,6 +296,16 @@ func (r *run) finish(res route.Result) {
 			res.Detail = r.unauthorized(r.ctx)
 		}
 	}
+	var words string
+	if r.shape != nil {
+		var result json.RawMessage
+		if res.Outcome == route.OK {
+			result = res.Result
+		}
+		if result, words = r.shape(context.WithoutCancel(r.ctx), result); res.Outcome == route.OK {
+			res.Result = result
+		}
+	}
 	outcome, errText := r.outcome(res)
 	r.mu.Lock()
 	id := r.task.ID
@@ -310,7 +322,7 @@ func (r *run) finish(res route.Result) {
 			Time: r.start, ProjectID: r.key.ProjectID, Kind: agentproto.KindTool, Name: r.tool.Name,
 			KeyID: r.key.ID, Agent: r.tool.AgentKey, Replica: res.Replica.ID, Duration: r.m.now().Sub(r.start),
 			Outcome: outcome, Error: textfmt.Cut(errText, agentproto.MaxErrorLogLen), Progress: res.Progress,
-			Billable: true, TaskID: id,
+			Billable: true, TaskID: id, Policy: words,
 		})
 	}
 }

@@ -77,6 +77,12 @@ type Spec struct {
 	// front's answer; unset, a plain sentence. That code never reaches a
 	// client.
 	Unauthorized func(ctx context.Context) string
+	// Shape, when set, is the project's policy on the call's end (the MCP
+	// front's): given the agent's result (nil when the call ended
+	// otherwise), it returns the result to keep, which is all the task's
+	// owner ever reads, and what the policy did in words for the call
+	// log (store.Call.Policy).
+	Shape func(ctx context.Context, result json.RawMessage) (json.RawMessage, string)
 }
 
 // Questions is the MCP front's conversion of an agent's question (a

@@ -1,0 +1,98 @@
+package mcpfront
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/spacefix/spacefix/internal/access"
+	"github.com/spacefix/spacefix/internal/interceptors"
+)
+
+// policyState is the front's part of the policy point: the options and
+// each project's interceptor chain.
+type policyState struct {
+	opts    PolicyOptions
+	version string // the gateway's, in the interceptors' client info
+	log     *slog.Logger
+
+	mu     sync.Mutex
+	chains map[int64]projectChain // by project
+}
+
+// projectChain is the interceptor chain of one policy version.
+type projectChain struct {
+	version int64
+	chain   *interceptors.Chain // nil: the version lists none
+}
+
+// chain returns the project's interceptor chain for the policy version
+// its controls carry: one chain per project and version, listed
+// (interceptors/list) in the background when the version is first seen,
+// and closed when a newer version replaces it. Nil: no interceptors.
+func (ps *policyState) chain(projectID int64, c *access.Controls) *interceptors.Chain {
+	if c.Policy == nil || len(c.Policy.Document().Interceptors) == 0 {
+		ps.mu.Lock()
+		old, ok := ps.chains[projectID]
+		delete(ps.chains, projectID)
+		ps.mu.Unlock()
+		if ok && old.chain != nil {
+			old.chain.Close()
+		}
+		return nil
+	}
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	cur, ok := ps.chains[projectID]
+	if ok && cur.version >= c.PolicyVersion {
+		// A gateway may read an older version for up to a second after a
+		// newer one: it uses the newer chain rather than flap.
+		return cur.chain
+	}
+	entries := slices.Clone(c.Policy.Document().Interceptors)
+	for i, e := range entries {
+		if e.Agent != "" {
+			// Not reached yet: a bridged agent would have to carry the
+			// interceptor methods to its server. The entry fails as an
+			// unreachable server does: closed, unless it says failOpen.
+			ps.log.Warn("an interceptor on a bridged agent is not supported yet; the events it hooks are refused unless it fails open",
+				"project", projectID, "agent", e.Agent)
+			if entries[i].Name == "" {
+				entries[i].Name = e.Agent
+			}
+		}
+	}
+	ch := interceptors.New(entries, interceptors.Options{
+		HTTPClient: ps.opts.HTTPClient, Version: ps.version, Log: ps.log,
+	})
+	if ps.chains == nil {
+		ps.chains = make(map[int64]projectChain)
+	}
+	ps.chains[projectID] = projectChain{version: c.PolicyVersion, chain: ch}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		for _, err := range ch.Discover(ctx) {
+			ps.log.Warn("list a project's interceptors", "project", projectID, "version", c.PolicyVersion, "err", err)
+		}
+	}()
+	if ok && cur.chain != nil {
+		// Calls under way may still run on it.
+		time.AfterFunc(time.Minute, cur.chain.Close)
+	}
+	return ch
+}
+
+// close closes every chain.
+func (ps *policyState) close() {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	for id, c := range ps.chains {
+		if c.chain != nil {
+			c.chain.Close()
+		}
+		delete(ps.chains, id)
+	}
+}

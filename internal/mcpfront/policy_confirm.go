@@ -1,0 +1,141 @@
+package mcpfront
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/spacefix/spacefix/core/agentproto"
+	"github.com/spacefix/spacefix/internal/access"
+	"github.com/spacefix/spacefix/internal/policy"
+)
+
+// A rule with effect confirm asks the person before the call is sent: the
+// call is answered with an input request (a form with one "confirm"
+// checkbox, the one the agents' own confirmations use: confirm.go) and a
+// requestState; the client asks the user and makes the call again with the
+// answer. go-sdk turns that into elicitation/create for a 2025 session, so
+// both eras ask the same way. Only an accepted form whose confirm is true
+// runs the call; a decline, a cancel or any other answer does not.
+//
+// Nothing is held between the two requests (the call was not sent): the
+// state, sealed as every requestState is, names the key, the tool and a
+// digest of the validated arguments, and expires after confirmFor, so an
+// answer given for one call never lets another through. Within that time
+// the same answer may be sent again for the very same call. Its head has
+// no gateway's prefix: any gateway of the key file serves the retry, none
+// forwards it (gateway.heldCallOwner).
+//
+// A task-augmented call cannot be asked before its task starts: it is
+// refused with msgConfirmTask; a plain call (or a job) asks.
+
+// confirmFor is how long the person's yes to a policy's question stands.
+const confirmFor = 10 * time.Minute
+
+// policyStateHead ends the head of a policy question's requestState.
+const policyStateHead = "policy."
+
+// policyInput is the id of the policy's question in inputRequests.
+const policyInput = "policy-confirm"
+
+const msgConfirmTask = "This call needs the user's confirmation (rule %q of the project's policy), which cannot be asked for a task. Call the tool without a task."
+
+// isPolicyState reports whether a requestState is a policy question's.
+func (f *Front) isPolicyState(state string) bool {
+	head, _, _, ok := f.held.open(state)
+	return ok && head == policyStateHead
+}
+
+// policyConfirm asks the person about c, or reads their answer from c's
+// request: nil when the call may go on, else its answer.
+func (f *Front) policyConfirm(ctx context.Context, c *toolCall, pc *callPolicy, d policy.Decision) (*mcp.CallToolResult, error) {
+	if c.task != nil {
+		return f.refuse(c, fmt.Sprintf(msgConfirmTask, d.Rule)), nil
+	}
+	digest := confirmDigest(c)
+	if state := c.req.Params.RequestState; state != "" {
+		head, id, keyID, ok := f.held.open(state)
+		want, expiry, _ := strings.Cut(id, " ")
+		exp, _ := strconv.ParseInt(expiry, 10, 64)
+		if ok && head == policyStateHead && keyID == c.key.ID && want == digest && time.Now().Unix() < exp {
+			yes, err := answer(c.req, policyInput)
+			switch {
+			case err != nil:
+				pc.words[0] += ": no answer"
+				return f.refuse(c, "The call was not run: "+err.Error()), nil
+			case !yes:
+				pc.words[0] += ": declined"
+				return f.refuse(c, fmt.Sprintf(msgDeclined, d.Rule)), nil
+			}
+			pc.words[0] += ": confirmed"
+			return nil, nil
+		}
+	}
+	if caps, _ := declared(c.req.Session, c.req.Params.Meta); !slices.Contains(caps, "elicitation") {
+		pc.words[0] += ": the client cannot ask"
+		return f.refuse(c, fmt.Sprintf(msgCannotConfirm, d.Rule)), nil
+	}
+	c.call.Release()
+	id := digest + " " + strconv.FormatInt(time.Now().Add(confirmFor).Unix(), 10)
+	q := &agentproto.Message{Input: policyInput, Message: d.Message}
+	return &mcp.CallToolResult{InputRequests: question(q), RequestState: f.held.seal(policyStateHead, id, c.key.ID)}, nil
+}
+
+const msgCannotConfirm = "This call needs the user's confirmation (rule %q of the project's policy), and the MCP client cannot ask the user: it does not support elicitation. Use a client that can, or ask an owner about the rule."
+
+const msgDeclined = "The call was not run: the user did not confirm it (rule %q of the project's policy asks first)."
+
+// confirmDigest binds a policy question to c's tool and validated
+// arguments.
+func confirmDigest(c *toolCall) string {
+	h := sha256.New()
+	h.Write([]byte(c.tool.Name))
+	h.Write([]byte{0})
+	h.Write(c.args)
+	return hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+// mayConfirm reports whether a rule of p could ask about a call of tool:
+// such calls of a 2025 session go through go-sdk, which asks over the
+// session (the early path cannot).
+func mayConfirm(p *policy.Policy, tool string) bool {
+	if !p.Has(policy.OnCall) {
+		return false
+	}
+	for _, r := range p.Document().Rules {
+		if r.On == policy.OnCall && r.Effect == policy.Confirm && r.Mode != policy.Audit && toolMatches(r.Tools, tool) {
+			return true
+		}
+	}
+	return false
+}
+
+// policyOnCalls reports whether the project's policy acts on calls or
+// their results (rules on call or result, interceptors), or refuses every
+// call (a policy that does not compile): rules on list alone do not.
+func policyOnCalls(c *access.Controls) bool {
+	p := c.Policy
+	return c.PolicyErr != nil || p.Has(policy.OnCall) || p.Has(policy.OnResult) || (p != nil && len(p.Document().Interceptors) > 0)
+}
+
+// toolMatches reports whether a rule's tool globs take tool (as the
+// policy package reads them: none means every tool).
+func toolMatches(globs []string, tool string) bool {
+	if len(globs) == 0 {
+		return true
+	}
+	for _, g := range globs {
+		if ok, _ := path.Match(g, tool); ok {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,105 @@
+package mcpfront
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/spacefix/spacefix/core/agentproto"
+	"github.com/spacefix/spacefix/internal/access"
+	"github.com/spacefix/spacefix/internal/agents"
+	"github.com/spacefix/spacefix/internal/policy"
+	"github.com/spacefix/spacefix/internal/store"
+)
+
+func compiled(t *testing.T, doc string) *policy.Policy {
+	t.Helper()
+	d, err := policy.Parse([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := policy.Compile(d, policy.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestRedactedLeavesTheCachedResult: a redaction makes a copy; the result
+// it read (the cache's, shared by every hit) is left as it was.
+func TestRedactedLeavesTheCachedResult(t *testing.T) {
+	p := compiled(t, `{"rules":[{"name":"pii","on":"result","effect":"redact","redact":["\\w+@\\w+\\.com"]}]}`)
+	cached := &mcp.CallToolResult{
+		Content:           []mcp.Content{&mcp.TextContent{Text: "mail ann@example.com"}},
+		StructuredContent: json.RawMessage(`{"email":"ann@example.com","n":3}`),
+	}
+	d := p.Decide(policy.OnResult, &policy.Input{Tool: policy.Tool{Name: "profile"}, Result: resultInput(cached)})
+	if d.Effect != policy.Redact {
+		t.Fatalf("decision %+v, want redact", d)
+	}
+	out := redacted(cached, &d)
+	if got := firstText(out); got != "mail [redacted]" {
+		t.Errorf("redacted text = %q", got)
+	}
+	if d := cmp.Diff(map[string]any{"email": "[redacted]", "n": float64(3)}, out.StructuredContent); d != "" {
+		t.Errorf("redacted structured content (-want +got):\n%s", d)
+	}
+	if got := firstText(cached); got != "mail ann@example.com" {
+		t.Errorf("the cached result was changed: %q", got)
+	}
+	if got := string(cached.StructuredContent.(json.RawMessage)); got != `{"email":"ann@example.com","n":3}` {
+		t.Errorf("the cached structured content was changed: %s", got)
+	}
+}
+
+func TestPolicyToolAndCaller(t *testing.T) {
+	yes := true
+	c := &access.Controls{AgentKeys: map[string]store.Key{"k1": {Name: "shop"}}}
+	plain := &agents.Tool{Name: "shop_pay", AgentKey: "k1", Def: agentproto.Tool{Name: "pay"}}
+	reader := &agents.Tool{Name: "shop_list", AgentKey: "k1", Def: agentproto.Tool{Name: "list", Annotations: &agentproto.Annotations{ReadOnlyHint: &yes, Title: "List"}}}
+	if got := policyTool(plain, c); got.Agent != "shop" || got.ReadOnly || !got.Destructive {
+		t.Errorf("a tool without annotations = %+v, want MCP's default: destructive", got)
+	}
+	got := policyTool(reader, c)
+	if !got.ReadOnly || got.Destructive || got.Annotations["readOnlyHint"] != true || got.Annotations["title"] != "List" {
+		t.Errorf("a read-only tool = %+v", got)
+	}
+	pc := policyCaller(agentproto.Caller{KeyID: "g1", Role: "viewer", Person: &agentproto.Person{ID: "7", Email: "a@b.c"}, App: &agentproto.App{ID: "app", Name: "Claude"}})
+	if pc.PersonEmail != "a@b.c" || pc.AppName != "Claude" || pc.Role != "viewer" || pc.KeyID != "g1" {
+		t.Errorf("caller = %+v", pc)
+	}
+}
+
+func TestMayConfirm(t *testing.T) {
+	p := compiled(t, `{"rules":[
+		{"name":"a","on":"call","tools":["shop_*"],"effect":"confirm"},
+		{"name":"b","on":"call","tools":["bank_*"],"effect":"confirm","mode":"audit"},
+		{"name":"c","on":"call","tools":["mail_*"],"effect":"deny"}]}`)
+	for tool, want := range map[string]bool{"shop_pay": true, "bank_pay": false, "mail_send": false, "other": false} {
+		if got := mayConfirm(p, tool); got != want {
+			t.Errorf("mayConfirm(%s) = %v, want %v", tool, got, want)
+		}
+	}
+	if mayConfirm(nil, "shop_pay") {
+		t.Error("no policy confirms")
+	}
+}
+
+// TestCallPolicyWords: what the call log says, the decision first, then
+// what audit-mode rules would have done.
+func TestCallPolicyWords(t *testing.T) {
+	p := compiled(t, `{"rules":[
+		{"name":"shadow","on":"call","effect":"deny","mode":"audit"},
+		{"name":"broken","on":"call","when":"args.missing.x > 1","effect":"deny","mode":"audit"},
+		{"name":"amount-limit","on":"call","when":"args.amount > 500","effect":"deny"}]}`)
+	pc := &callPolicy{f: &Front{}, p: p, in: policy.Input{Tool: policy.Tool{Name: "pay"}, Args: json.RawMessage(`{"amount":600}`)}}
+	if d := pc.decide(policy.OnCall); d.Effect != policy.Deny || d.Rule != "amount-limit" {
+		t.Fatalf("decision %+v", d)
+	}
+	want := `deny by rule "amount-limit"; audit: rule "shadow" would deny; audit: rule "broken" would fail (refuse)`
+	if got := pc.String(); got != want {
+		t.Errorf("words = %q, want %q", got, want)
+	}
+}
