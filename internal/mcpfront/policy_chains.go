@@ -3,7 +3,6 @@ package mcpfront
 import (
 	"context"
 	"log/slog"
-	"slices"
 	"sync"
 	"time"
 
@@ -51,20 +50,9 @@ func (ps *policyState) chain(projectID int64, c *access.Controls) *interceptors.
 		// newer one: it uses the newer chain rather than flap.
 		return cur.chain
 	}
-	entries := slices.Clone(c.Policy.Document().Interceptors)
-	for i, e := range entries {
-		if e.Agent != "" {
-			// Not reached yet: a bridged agent would have to carry the
-			// interceptor methods to its server. The entry fails as an
-			// unreachable server does: closed, unless it says failOpen.
-			ps.log.Warn("an interceptor on a bridged agent is not supported yet; the events it hooks are refused unless it fails open",
-				"project", projectID, "agent", e.Agent)
-			if entries[i].Name == "" {
-				entries[i].Name = e.Agent
-			}
-		}
-	}
-	ch := interceptors.New(entries, interceptors.Options{
+	// Interceptors on bridged agents are refused when a policy is saved
+	// (policy.Compile): every entry here has a URL.
+	ch := interceptors.New(c.Policy.Document().Interceptors, interceptors.Options{
 		HTTPClient: ps.opts.HTTPClient, Version: ps.version, Log: ps.log,
 	})
 	if ps.chains == nil {

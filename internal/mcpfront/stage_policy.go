@@ -174,27 +174,28 @@ func resultInput(out *mcp.CallToolResult) *policy.Result {
 		}
 	}
 	r.Text = strings.Join(text, "\n")
-	r.Structured = structured(out.StructuredContent)
+	r.Structured, r.Size = structured(out.StructuredContent)
 	return r
 }
 
-// structured is a result's structuredContent as decoded JSON.
-func structured(v any) any {
+// structured is a result's structuredContent as decoded JSON, and the
+// length of its JSON.
+func structured(v any) (any, int) {
 	if v == nil {
-		return nil
+		return nil, 0
 	}
 	raw, ok := v.(json.RawMessage)
 	if !ok {
 		var err error
 		if raw, err = json.Marshal(v); err != nil {
-			return nil
+			return nil, 0
 		}
 	}
 	var out any
 	if json.Unmarshal(raw, &out) != nil {
-		return nil
+		return nil, 0
 	}
-	return out
+	return out, len(raw)
 }
 
 // redacted is a copy of out with d's patterns replaced in its text
@@ -209,7 +210,8 @@ func redacted(out *mcp.CallToolResult, d *policy.Decision) *mcp.CallToolResult {
 		r.Content[i] = c
 	}
 	if out.StructuredContent != nil {
-		r.StructuredContent = d.RedactValue(structured(out.StructuredContent))
+		v, _ := structured(out.StructuredContent)
+		r.StructuredContent = d.RedactValue(v)
 	}
 	return r
 }

@@ -3,6 +3,7 @@ package policy
 import (
 	"fmt"
 	"log/slog"
+	"math/bits"
 	"regexp"
 	"sync"
 	"sync/atomic"
@@ -70,6 +71,13 @@ type compiled struct {
 	patterns []*regexp.Regexp
 	audit    bool
 	tracked  bool // stopped at CostLimit as it runs
+
+	// fast, for a tracked condition, is the same condition untracked; it
+	// runs when the call's inputs are at most fastUpTo bytes, where the
+	// worst case stays under CostLimit (tracking costs about a third of
+	// an evaluation, and most calls are small).
+	fast     cel.Program
+	fastUpTo int
 }
 
 // env is the one CEL environment every rule compiles in. Values are maps
@@ -116,7 +124,7 @@ func Compile(d Document, opts Options) (*Policy, error) {
 		}
 		c := &compiled{Rule: r, patterns: patterns, audit: r.Mode == Audit}
 		if r.When != "" {
-			if c.prg, c.tracked, err = compileWhen(e, i, r); err != nil {
+			if err := compileWhen(e, i, c); err != nil {
 				return nil, err
 			}
 		}
@@ -125,31 +133,65 @@ func Compile(d Document, opts Options) (*Policy, error) {
 	return p, nil
 }
 
-// compileWhen compiles r's condition, which must yield a bool.
-func compileWhen(e *cel.Env, i int, r Rule) (_ cel.Program, tracked bool, _ error) {
-	ast, iss := e.Compile(r.When)
+// compileWhen compiles c's condition, which must yield a bool.
+func compileWhen(e *cel.Env, i int, c *compiled) error {
+	ast, iss := e.Compile(c.When)
 	if iss != nil && iss.Err() != nil {
 		first := iss.Errors()[0]
-		return nil, false, &RuleError{Index: i, Name: r.Name, Field: "when",
+		return &RuleError{Index: i, Name: c.Name, Field: "when",
 			Line: first.Location.Line(), Column: first.Location.Column() + 1, Msg: first.Message}
 	}
 	if t := ast.OutputType(); !t.IsExactType(types.BoolType) && !t.IsExactType(types.DynType) {
-		return nil, false, &RuleError{Index: i, Name: r.Name, Field: "when", Line: 1, Column: 1,
+		return &RuleError{Index: i, Name: c.Name, Field: "when", Line: 1, Column: 1,
 			Msg: fmt.Sprintf("the condition yields %s; it must yield a bool (true: the rule decides)", t)}
+	}
+	program := func(opts ...cel.ProgramOption) (cel.Program, error) {
+		prg, err := e.Program(ast, opts...)
+		if err != nil {
+			return nil, &RuleError{Index: i, Name: c.Name, Field: "when", Msg: err.Error()}
+		}
+		return prg, nil
 	}
 	// A condition whose worst case, over the largest inputs a call can
 	// have, stays under the limit needs no tracking as it runs (tracking
 	// costs about a third of an evaluation); any other is stopped at the
-	// limit.
-	var opts []cel.ProgramOption
-	if est, err := e.EstimateCost(ast, sizes{}); err != nil || est.Max > CostLimit {
-		opts = append(opts, cel.CostLimit(CostLimit), cel.InterruptCheckFrequency(100))
+	// limit, unless the call's own inputs are small enough (fastUpTo).
+	under := func(input uint64) bool {
+		est, err := e.EstimateCost(ast, sizes{input: input})
+		return err == nil && est.Max <= CostLimit
 	}
-	prg, err := e.Program(ast, opts...)
-	if err != nil {
-		return nil, false, &RuleError{Index: i, Name: r.Name, Field: "when", Msg: err.Error()}
+	var err error
+	if under(maxInputSize) {
+		c.prg, err = program()
+		return err
 	}
-	return prg, len(opts) > 0, nil
+	c.tracked = true
+	if c.prg, err = program(cel.CostLimit(CostLimit), cel.InterruptCheckFrequency(100)); err != nil {
+		return err
+	}
+	if upTo := largestUnder(under); upTo > 0 {
+		c.fastUpTo = upTo
+		c.fast, err = program()
+	}
+	return err
+}
+
+// largestUnder returns the largest power of two n ≤ maxInputSize for which
+// under(n) holds (a worst case rises with the inputs' size), or 0.
+func largestUnder(under func(uint64) bool) int {
+	lo, hi := -1, bits.Len(maxInputSize)-1 // exponents: under(1<<lo) holds, under(1<<hi) does not
+	for hi-lo > 1 {
+		mid := (lo + hi) / 2
+		if under(1 << mid) {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	if lo < 0 {
+		return 0
+	}
+	return 1 << lo
 }
 
 // Largest sizes of what a condition reads, for the static cost estimate:
@@ -162,10 +204,10 @@ const (
 )
 
 // sizes estimates the size of each variable's values for
-// [cel.Env.EstimateCost].
-type sizes struct{}
+// [cel.Env.EstimateCost]: arguments and results are at most input bytes.
+type sizes struct{ input uint64 }
 
-func (sizes) EstimateSize(n checker.AstNode) *checker.SizeEstimate {
+func (s sizes) EstimateSize(n checker.AstNode) *checker.SizeEstimate {
 	path := n.Path()
 	if len(path) == 0 {
 		return nil
@@ -176,12 +218,25 @@ func (sizes) EstimateSize(n checker.AstNode) *checker.SizeEstimate {
 	case "tool":
 		return &checker.SizeEstimate{Max: maxToolSize}
 	default:
-		return &checker.SizeEstimate{Max: maxInputSize}
+		return &checker.SizeEstimate{Max: s.input}
 	}
 }
 
 func (sizes) EstimateCallCost(function, overloadID string, target *checker.AstNode, args []checker.AstNode) *checker.CallEstimate {
 	return nil
+}
+
+// fastUpTo says up to which input size rule name's tracked condition runs
+// untracked.
+func (p *Policy) fastUpTo(name string) int {
+	for _, rs := range p.rules {
+		for _, r := range rs {
+			if r.Name == name {
+				return r.fastUpTo
+			}
+		}
+	}
+	return 0
 }
 
 // Tracked reports whether rule name's condition is stopped at

@@ -36,6 +36,10 @@ type Result struct {
 	Text       string // the text content, joined
 	Structured any    // structuredContent as decoded JSON; nil when absent
 	IsError    bool
+	// Size is the length of structuredContent's JSON, when there is one:
+	// with it a condition over a small result runs without cost tracking.
+	// 0 with a Structured value: unknown, tracked.
+	Size int
 }
 
 // Input is what one evaluation reads.
@@ -77,7 +81,7 @@ func (p *Policy) Decide(on string, in *Input) Decision {
 	if p == nil {
 		return d
 	}
-	vars := &activation{in: in, now: p.opts.Now}
+	vars := &activation{in: in, now: p.opts.Now, size: in.size()}
 	for _, r := range p.rulesFor(on, in.Tool.Name) {
 		ok, err := r.holds(vars)
 		if err != nil {
@@ -113,12 +117,31 @@ func (p *Policy) Decide(on string, in *Input) Decision {
 	return d
 }
 
-// holds evaluates the rule's condition.
+// size bounds the bytes of what a condition reads of the call's arguments
+// and result (a string, a list or a map in them is no longer than their
+// JSON), or is -1 when it is not known.
+func (in *Input) size() int {
+	n := len(in.Args)
+	if r := in.Result; r != nil {
+		if r.Structured != nil && r.Size <= 0 {
+			return -1
+		}
+		n = max(n, len(r.Text), r.Size)
+	}
+	return n
+}
+
+// holds evaluates the rule's condition: untracked when the call's inputs
+// are small enough for its worst case to stay under the limit.
 func (r *compiled) holds(vars *activation) (bool, error) {
 	if r.prg == nil {
 		return true, nil
 	}
-	out, _, err := r.prg.Eval(vars)
+	prg := r.prg
+	if r.fast != nil && vars.size >= 0 && vars.size <= r.fastUpTo {
+		prg = r.fast
+	}
+	out, _, err := prg.Eval(vars)
 	if err != nil {
 		return false, err
 	}
@@ -143,6 +166,7 @@ func (r *compiled) message(vars *activation, def string) string {
 // only the tool).
 type activation struct {
 	in      *Input
+	size    int // in.size()
 	now     func() time.Time
 	caller  map[string]any
 	tool    map[string]any

@@ -44,10 +44,13 @@ func checkInterceptors(list []Interceptor) error {
 			return &InterceptorError{Index: i, Field: field, Msg: fmt.Sprintf(format, args...)}
 		}
 		switch {
-		case ic.URL == "" && ic.Agent == "":
-			return bad("url", "give the interceptor server's url, or the name of a bridged agent of the project in agent")
-		case ic.URL != "" && ic.Agent != "":
-			return bad("url", "give url or agent, not both")
+		case ic.Agent != "":
+			// The agent protocol does not carry the interceptor methods to
+			// a bridged server yet: refused when saved, rather than failing
+			// every call it would hook.
+			return bad("agent", "interceptors on a bridged agent are not supported yet; run the interceptor server where the gateway can reach it and give its url")
+		case ic.URL == "":
+			return bad("url", "give the interceptor server's url (http or https)")
 		}
 		if ic.URL != "" {
 			u, err := url.Parse(ic.URL)

@@ -137,6 +137,9 @@ func TestDecideCostLimit(t *testing.T) {
 	if !p.tracked("quadratic") {
 		t.Error("a rule with nested loops over the arguments runs without a cost limit")
 	}
+	if n := p.fastUpTo("quadratic"); n >= len(args) {
+		t.Errorf("the quadratic rule runs untracked up to %d bytes, past the %d of arguments that exceed the limit", n, len(args))
+	}
 	small, _ := json.Marshal(map[string]any{"items": items[:3]})
 	if d := p.Decide(OnCall, &Input{Tool: Tool{Name: "t"}, Args: small}); d.Effect != "" {
 		t.Errorf("a small evaluation = %+v, want no decision", d)
@@ -165,6 +168,8 @@ func TestCompileRefusals(t *testing.T) {
 		{`{"rules":[],"interceptors":[{"url":"ftp://x"}]}`, `interceptor 1: url: "ftp://x" is not an http(s) URL`},
 		{`{"rules":[],"interceptors":[{"url":"https://u:p@x"}]}`, `interceptor 1: url: put credentials in headers`},
 		{`{"rules":[],"interceptors":[{"url":"https://x","timeout":"1h"}]}`, `interceptor 1: timeout: "1h" is not a duration between 1ms and 30s`},
+		{`{"rules":[],"interceptors":[{"agent":"pii-bridge"}]}`, `interceptor 1: agent: interceptors on a bridged agent are not supported yet; run the interceptor server where the gateway can reach it and give its url`},
+		{`{"rules":[],"interceptors":[{"name":"x"}]}`, `interceptor 1: url: give the interceptor server's url (http or https)`},
 	} {
 		d, err := Parse([]byte(tc.doc))
 		if err == nil {
@@ -235,5 +240,19 @@ func TestCostTracking(t *testing.T) {
 		if got := p.tracked(name); got != want {
 			t.Errorf("rule %q tracked = %v, want %v", name, got, want)
 		}
+	}
+	// A scan of a call's arguments of a few KB cannot reach the limit: it
+	// runs untracked up to a size, and tracked past it.
+	if n := p.fastUpTo("scan"); n < 4<<10 || n >= 16<<20 {
+		t.Errorf("rule scan runs untracked up to %d bytes of input; want from 4 KiB to under 16 MiB", n)
+	}
+	d := p.Decide(OnCall, &Input{Tool: Tool{Name: "t"}, Args: []byte(`{"note":"a note with an x"}`)})
+	if d.Effect != Deny || d.Rule != "scan" {
+		t.Errorf("the untracked scan decided %+v, want deny by scan", d)
+	}
+	// A result's structured content of unknown size is evaluated tracked.
+	in := &Input{Result: &Result{Structured: map[string]any{"a": "b"}}}
+	if in.size() != -1 {
+		t.Errorf("the size of a result with structured content of unknown length = %d, want -1", in.size())
 	}
 }
