@@ -297,7 +297,8 @@ func TestClusterSessionOwnerGone(t *testing.T) {
 	if !strings.HasPrefix(s.id, "gw-") {
 		t.Fatalf("session id %q does not name its gateway", s.id)
 	}
-	// Through B, the session's requests reach A.
+	// Through B, the session's requests reach A, once B has heard A.
+	waitForPeer(t, b, s.id)
 	sb := *s
 	sb.url = b.url
 	if code, body := sb.call(2, "nothing_here", `{}`); code != http.StatusOK {
