@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/spacefix/spacefix/internal/access"
-	"github.com/spacefix/spacefix/internal/agents"
 	"github.com/spacefix/spacefix/internal/dashboard/apitypes"
 	"github.com/spacefix/spacefix/internal/oauth"
 	"github.com/spacefix/spacefix/internal/policy"
@@ -66,7 +65,7 @@ func (d *Dashboard) apiTestPolicy(w http.ResponseWriter, r *http.Request) error 
 	} else if controls.PolicyErr != nil {
 		return errorf(http.StatusConflict, "The saved policy of project %q does not compile on this gateway (%v), so every call is refused. Save one that compiles.", proj.Name, controls.PolicyErr)
 	}
-	in := &policy.Input{Caller: caller, Tool: policyTool(t, controls), Args: args}
+	in := &policy.Input{Caller: caller, Tool: controls.PolicyTool(t), Args: args}
 	writeJSON(w, http.StatusOK, apitypes.PolicyTestResult{
 		List: decisionOut(pol.Decide(policy.OnList, in)),
 		Call: decisionOut(pol.Decide(policy.OnCall, in)),
@@ -143,24 +142,4 @@ func keyCaller(k store.Key, proj store.Project) policy.Caller {
 		scopes = []string{oauth.ScopeRead}
 	}
 	return policy.Caller{KeyID: k.ID, KeyName: k.Name, Scopes: scopes, Project: proj.Name}
-}
-
-// policyTool is t as rules see it, as the MCP path builds it: readOnly
-// after the dashboard's setting, MCP's default for destructive.
-func policyTool(t *agents.Tool, c *access.Controls) policy.Tool {
-	pt := policy.Tool{Name: t.Name, Agent: c.AgentKeys[t.AgentKey].Name, ReadOnly: c.ReadOnly(t), Annotations: map[string]any{}}
-	a := t.Def.Annotations
-	if a != nil {
-		for k, v := range map[string]*bool{"readOnlyHint": a.ReadOnlyHint, "destructiveHint": a.DestructiveHint,
-			"idempotentHint": a.IdempotentHint, "openWorldHint": a.OpenWorldHint} {
-			if v != nil {
-				pt.Annotations[k] = *v
-			}
-		}
-		if a.Title != "" {
-			pt.Annotations["title"] = a.Title
-		}
-	}
-	pt.Destructive = !pt.ReadOnly && (a == nil || a.DestructiveHint == nil || *a.DestructiveHint)
-	return pt
 }

@@ -11,8 +11,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/spacefix/spacefix/core/agentproto"
-	"github.com/spacefix/spacefix/internal/access"
-	"github.com/spacefix/spacefix/internal/agents"
 	"github.com/spacefix/spacefix/internal/interceptors"
 	"github.com/spacefix/spacefix/internal/policy"
 	"github.com/spacefix/spacefix/internal/store"
@@ -76,7 +74,7 @@ func (f *Front) policyFor(ctx context.Context, c *toolCall) *callPolicy {
 	c.pol = &callPolicy{
 		f: f, project: c.key.ProjectID, p: c.controls.Policy,
 		chain: f.policy.chain(c.key.ProjectID, c.controls),
-		in:    policy.Input{Caller: policyCaller(caller), Tool: policyTool(c.tool, c.controls), Args: args},
+		in:    policy.Input{Caller: policyCaller(caller), Tool: c.controls.PolicyTool(c.tool), Args: args},
 		ic:    invokeContext(caller),
 	}
 	return c.pol
@@ -92,25 +90,6 @@ func policyCaller(c agentproto.Caller) policy.Caller {
 		pc.AppID, pc.AppName = c.App.ID, c.App.Name
 	}
 	return pc
-}
-
-// policyTool is t as rules see it: readOnly after the dashboard's setting.
-func policyTool(t *agents.Tool, c *access.Controls) policy.Tool {
-	pt := policy.Tool{Name: t.Name, Agent: c.AgentKeys[t.AgentKey].Name, ReadOnly: c.ReadOnly(t), Annotations: map[string]any{}}
-	if a := t.Def.Annotations; a != nil {
-		for k, v := range map[string]*bool{"readOnlyHint": a.ReadOnlyHint, "destructiveHint": a.DestructiveHint,
-			"idempotentHint": a.IdempotentHint, "openWorldHint": a.OpenWorldHint} {
-			if v != nil {
-				pt.Annotations[k] = *v
-			}
-		}
-		if a.Title != "" {
-			pt.Annotations["title"] = a.Title
-		}
-	}
-	// MCP's default: a tool that is not read-only may be destructive.
-	pt.Destructive = !pt.ReadOnly && (t.Def.Annotations == nil || t.Def.Annotations.DestructiveHint == nil || *t.Def.Annotations.DestructiveHint)
-	return pt
 }
 
 // invokeContext is who calls, as interceptors see it: a person by id, or

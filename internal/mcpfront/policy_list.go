@@ -43,7 +43,7 @@ func (f *Front) hidden(ctx context.Context, key store.Key, c *access.Controls, t
 	if err != nil {
 		return true
 	}
-	in := policy.Input{Caller: policyCaller(caller), Tool: policyTool(t, c)}
+	in := policy.Input{Caller: policyCaller(caller), Tool: c.PolicyTool(t)}
 	return c.Policy.Decide(policy.OnList, &in).Effect == policy.Hide
 }
 

@@ -59,10 +59,10 @@ func TestPolicyToolAndCaller(t *testing.T) {
 	c := &access.Controls{AgentKeys: map[string]store.Key{"k1": {Name: "shop"}}}
 	plain := &agents.Tool{Name: "shop_pay", AgentKey: "k1", Def: agentproto.Tool{Name: "pay"}}
 	reader := &agents.Tool{Name: "shop_list", AgentKey: "k1", Def: agentproto.Tool{Name: "list", Annotations: &agentproto.Annotations{ReadOnlyHint: &yes, Title: "List"}}}
-	if got := policyTool(plain, c); got.Agent != "shop" || got.ReadOnly || !got.Destructive {
+	if got := c.PolicyTool(plain); got.Agent != "shop" || got.ReadOnly || !got.Destructive {
 		t.Errorf("a tool without annotations = %+v, want MCP's default: destructive", got)
 	}
-	got := policyTool(reader, c)
+	got := c.PolicyTool(reader)
 	if !got.ReadOnly || got.Destructive || got.Annotations["readOnlyHint"] != true || got.Annotations["title"] != "List" {
 		t.Errorf("a read-only tool = %+v", got)
 	}
