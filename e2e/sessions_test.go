@@ -115,7 +115,10 @@ func TestSessionIdleCloses(t *testing.T) {
 func TestSessionPingsOnlyStreams(t *testing.T) {
 	t.Parallel()
 	const idle = 500 * time.Millisecond
-	e := newEnv(t, withConfig(func(c *gateway.Config) { c.KeepAlive = 100 * time.Millisecond; c.SessionIdle = idle }))
+	// Each ping has the interval to come back: at 100 ms go-sdk's answer
+	// was late three times in a row on a loaded machine (CI), and the
+	// answering session closed; half a second is not.
+	e := newEnv(t, withConfig(func(c *gateway.Config) { c.KeepAlive = 500 * time.Millisecond; c.SessionIdle = idle }))
 	e.sessionAgent(nil, nil)
 	k, secret := e.newKey(store.Key{Kind: store.KindClient, Name: "pings"})
 	answering := e.connect("2025-11-25", secret, nil) // go-sdk opens the stream and answers pings
