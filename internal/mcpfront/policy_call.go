@@ -32,6 +32,10 @@ type callPolicy struct {
 	in      policy.Input
 	ic      *interceptors.InvokeContext
 	words   []string
+	// who is why the call's person could not be looked up (errWho): the
+	// rules cannot read who calls, so the call is refused, and so is the
+	// answer of a settled call, rather than judged as an anonymous caller.
+	who error
 	// pending is the call's log record, held by [Front.toolResult] until
 	// the result's rules have run, so that the record says what they did.
 	pending *store.Call
@@ -63,8 +67,8 @@ func (f *Front) policyFor(ctx context.Context, c *toolCall) *callPolicy {
 	if c.pol != nil || c.controls == nil || c.controls.Policy == nil || !policyOnCalls(c.controls) {
 		return c.pol
 	}
-	caller, err := f.caller(ctx, c.key, nil)
-	if err != nil {
+	caller, who := f.caller(ctx, c.key, nil)
+	if who != nil {
 		caller = agentproto.Caller{KeyID: c.key.ID, KeyName: c.key.Name, Project: c.key.ProjectName}
 	}
 	args := c.args
@@ -76,6 +80,7 @@ func (f *Front) policyFor(ctx context.Context, c *toolCall) *callPolicy {
 		chain: f.policy.chain(c.key.ProjectID, c.controls),
 		in:    policy.Input{Caller: policyCaller(caller), Tool: c.controls.PolicyTool(c.tool), Args: args},
 		ic:    invokeContext(caller),
+		who:   who,
 	}
 	return c.pol
 }

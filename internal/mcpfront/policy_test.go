@@ -1,6 +1,7 @@
 package mcpfront
 
 import (
+	"context"
 	"encoding/json"
 	"testing"
 
@@ -101,5 +102,33 @@ func TestCallPolicyWords(t *testing.T) {
 	want := `deny by rule "amount-limit"; audit: rule "shadow" would deny; audit: rule "broken" would fail (refuse)`
 	if got := pc.String(); got != want {
 		t.Errorf("words = %q, want %q", got, want)
+	}
+}
+
+// TestPolicyUnknownPersonRefused: when the gateway cannot look up who an
+// OAuth call's person is (its grant is not in the store here), a project
+// with rules on calls refuses the call with errWho, failing closed: judged
+// as an anonymous caller, a rule for viewers (caller.role == "viewer")
+// would let a viewer's call through. The answer of a settled call is
+// refused the same way.
+func TestPolicyUnknownPersonRefused(t *testing.T) {
+	f, _ := twoGateways(t)
+	controls := &access.Controls{Policy: compiled(t, `{"rules":[{"name":"viewers-read","on":"call","when":"caller.role == \"viewer\"","effect":"deny"}]}`)}
+	call := func() *toolCall {
+		return &toolCall{
+			key:      store.Key{ID: "grant_gone", ProjectID: 1, OAuth: true},
+			tool:     &agents.Tool{Name: "refund", AgentKey: "k1", Def: agentproto.Tool{Name: "refund"}},
+			controls: controls,
+			args:     json.RawMessage(`{}`),
+		}
+	}
+	out, err := policyStage{}.serve(context.Background(), f, call(), next{f, shapeAt})
+	if err != nil || out == nil || !out.IsError || firstText(out) != errWho.Error() {
+		t.Fatalf("a call whose person cannot be looked up = %+v, %v; want the tool error %q", out, err, errWho)
+	}
+	c := call()
+	pc := f.policyFor(context.Background(), c)
+	if got := f.policyResult(context.Background(), pc, &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "the refund"}}}); !got.IsError || firstText(got) != errWho.Error() {
+		t.Errorf("the answer of a settled call whose person cannot be looked up = %q, want %q", firstText(got), errWho)
 	}
 }

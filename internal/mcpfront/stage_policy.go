@@ -50,6 +50,9 @@ func (policyStage) serve(ctx context.Context, f *Front, c *toolCall, next next) 
 	if pc == nil {
 		return next.run(ctx, c)
 	}
+	if pc.who != nil {
+		return f.refuse(c, pc.who.Error()), nil
+	}
 	switch d := pc.decide(policy.OnCall); d.Effect {
 	case policy.Deny:
 		return f.refuse(c, d.Message), nil
@@ -75,7 +78,10 @@ func (f *Front) policyResult(ctx context.Context, pc *callPolicy, out *mcp.CallT
 	if pc == nil {
 		return out
 	}
-	if out != nil && out.InputRequests == nil {
+	switch {
+	case pc.who != nil && out != nil:
+		out = errorResult(pc.who.Error())
+	case out != nil && out.InputRequests == nil:
 		out = pc.shape(ctx, out)
 	}
 	if rec := pc.pending; rec != nil {
