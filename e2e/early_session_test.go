@@ -115,13 +115,14 @@ func TestEarlySessionCallsAnswerAsGoSDK(t *testing.T) {
 	}
 }
 
-// TestEarlySessionQuestionsHandedOver: when the agent of an early session
-// call asks the client something, go-sdk takes the call over on the same
-// response: the client reads the progress line the early path sent, then
-// go-sdk's elicitation request, and after its answer the rest of the call,
-// as go-sdk alone would have written them, its progress numbered on from
-// before the question (MCP: the value increases with each notification).
-func TestEarlySessionQuestionsHandedOver(t *testing.T) {
+// TestEarlySessionQuestionsAsked: when the agent of an early session call
+// asks the client something, the early path asks on the call's own
+// response, as go-sdk would: the client reads the progress line, then the
+// elicitation request, and after its answer (POSTed to the session, 202)
+// the rest of the call, exactly as go-sdk alone would have written them,
+// its progress numbered on from before the question (MCP: the value
+// increases with each notification).
+func TestEarlySessionQuestionsAsked(t *testing.T) {
 	t.Parallel()
 	e, s := sessionEnv(t)
 	if a := e.sessionPost(s, `{"jsonrpc":"2.0","id":"lvl","method":"logging/setLevel","params":{"level":"info"}}`); a.status != http.StatusOK {
@@ -277,4 +278,53 @@ func slicesIndex(events []string, s string) int {
 		}
 	}
 	return -1
+}
+
+// TestEarlySessionAnswerOnlyFromItsSession: the response to a question an
+// early call put to its client is taken only from that session: the same
+// id POSTed in another session of the key, or in a session of another
+// key, reaches nobody's call, and the call goes on waiting for its own
+// client's answer.
+func TestEarlySessionAnswerOnlyFromItsSession(t *testing.T) {
+	t.Parallel()
+	e, s := sessionEnv(t)
+	init := strings.Replace(initializeBody, `"capabilities":{}`, `"capabilities":{"elicitation":{}}`, 1)
+	sibling := e.newRawSessionWith(e.clientKey, init)
+	_, otherSecret := e.newKey(store.Key{Name: "someone else", Kind: store.KindClient, ProjectID: e.project.ID})
+	stranger := e.newRawSessionWith(otherSecret, init)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	resp, err := s.post(ctx, `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"confirm","arguments":{"q":"order 9"}}}`)
+	must(t, err)
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	var last string
+	for sc.Scan() {
+		data, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		last = data
+		id := regexp.MustCompile(`^\{"jsonrpc":"2.0","id":(\d+),"method":"elicitation/create"`).FindStringSubmatch(data)
+		if id == nil {
+			continue
+		}
+		yes := `{"jsonrpc":"2.0","id":` + id[1] + `,"result":{"action":"accept","content":{"confirm":true}}}`
+		no := strings.Replace(yes, "true", "false", 1)
+		for _, other := range []*rawSession{sibling, stranger} {
+			r, err := other.post(ctx, no)
+			must(t, err)
+			r.Body.Close()
+		}
+		r, err := s.post(ctx, yes)
+		must(t, err)
+		r.Body.Close()
+		if r.StatusCode != http.StatusAccepted {
+			t.Fatalf("the session's own answer: %d, want 202", r.StatusCode)
+		}
+	}
+	if !strings.Contains(last, `"text":"deleted: true"`) {
+		t.Errorf("the call ended with %s; want the session's own answer (yes) to count", last)
+	}
 }

@@ -271,7 +271,7 @@ func compileForm(requested any) (*schema.Schema, error) {
 // fulfil asks a 2025 session's client for every input request at once and
 // returns the responses for the agent, or why there are none (a message and
 // a JSON-RPC code), as [route.Call.Respond] takes them.
-func fulfil(ctx context.Context, ss *mcp.ServerSession, reqs mcp.InputRequestMap, deadline time.Time) (json.RawMessage, string, int) {
+func fulfil(ctx context.Context, ss asker, reqs mcp.InputRequestMap, deadline time.Time) (json.RawMessage, string, int) {
 	ctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	type answer struct {
@@ -370,7 +370,7 @@ func (f *Front) askClient(ctx context.Context, ss *mcp.ServerSession, meta mcp.M
 	if !modern && ss != nil {
 		// A 2025 session: ask the client over the session now, so that
 		// whatever goes wrong reaches the agent as an answer.
-		call.Respond(fulfil(ctx, ss, reqs, call.Deadline()))
+		call.Respond(fulfil(ctx, askerFor(ctx, ss), reqs, call.Deadline()))
 		return nil, "", true, nil
 	}
 	state = f.held.hold(&held{call: call, asked: reqs, keyID: keyID, start: start}, func(h *held, res route.Result) {

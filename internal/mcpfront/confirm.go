@@ -215,7 +215,7 @@ func confirmed(r *mcp.ElicitResult) (bool, error) {
 // is none. Asked here rather than by go-sdk (which turns an input_required
 // result into elicitation/create and the handler's retry), whatever goes
 // wrong reaches the agent as an answer, not as a call held to its deadline.
-func confirmOver(ctx context.Context, ss *mcp.ServerSession, q *agentproto.Message, deadline time.Time) (bool, error) {
+func confirmOver(ctx context.Context, ss asker, q *agentproto.Message, deadline time.Time) (bool, error) {
 	ctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	r, err := ss.Elicit(ctx, question(q)[q.Input].(*mcp.ElicitParams))

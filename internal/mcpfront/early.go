@@ -38,9 +38,9 @@ import (
 //     the resultType, the server's identity in _meta, the HTTP status of a
 //     protocol error). In a 2025 session, the client's
 //     notifications/cancelled reaches the call (view.cancelEarly), and a
-//     question for the client (confirm, elicitation, sampling, roots), which
-//     must travel as a request over the session, makes go-sdk take the call
-//     over on the same response (handoff.go).
+//     question for the client (confirm, elicitation, sampling, roots) goes
+//     out as a request on the same response, its answer POSTed to the
+//     session handed to the call by dispatch (ask_stream.go).
 //
 // Only plain, well-formed requests qualify; anything else — another method,
 // a batch, a header or field go-sdk would refuse or act on, a retry with
@@ -156,21 +156,22 @@ func (f *Front) answerEarly(w http.ResponseWriter, r *http.Request, req *request
 	}
 	f.earlyCalls.Add(1)
 	sink := earlySink{notify: out.notify, logLevel: call.logLevel}
-	var hand *handoff
+	var ask *streamAsker
 	if modern {
 		f.earlyNow.Add(1) // a stateless request being served (SessionCounts)
 		defer f.earlyNow.Add(-1)
 	} else {
 		// A session's log level is the one its client set (go-sdk ignores
 		// the request's own there), and a question for the client goes
-		// through go-sdk: handOff.
+		// out on this answer's stream (ask_stream.go).
 		sink.logLevel = v.logLevel(sessionID)
-		hand = &handoff{t: t}
+		ask = &streamAsker{v: v, session: sessionID, ss: ss, out: out}
+		sink.notify = ask.notify
 	}
-	res, err := f.callEarly(ctx, r, t, c, call, ss, sink, hand)
-	if hand.taken() {
-		f.handOff(out, r, req, hand)
-		return true
+	res, err := f.callEarly(ctx, r, t, c, call, ss, sink, ask)
+	if ask != nil {
+		ask.mu.Lock()
+		defer ask.mu.Unlock()
 	}
 	f.writeEarly(out, call.id, res, err, modern)
 	return true
@@ -180,11 +181,11 @@ func (f *Front) answerEarly(w http.ResponseWriter, r *http.Request, req *request
 // after its parsing: the [toolCall] [view.resolve] would make, the
 // request's _meta, the session ss of a 2025 request (nil at 2026-07-28,
 // where go-sdk makes a throwaway one), its notifications going to sink,
-// and a panic turned into an isError result ([Front.recoverPanics]). hand, set for a session's
-// call, takes the call over when the agent asks the client something:
-// callEarly then returns no answer, and hand is taken.
+// and a panic turned into an isError result ([Front.recoverPanics]). ask,
+// set for a session's call, puts the agent's questions to the client on
+// the answer's stream.
 func (f *Front) callEarly(ctx context.Context, r *http.Request, t *agents.Tool, c *access.Controls,
-	call earlyCall, ss *mcp.ServerSession, sink earlySink, hand *handoff) (res *mcp.CallToolResult, err error) {
+	call earlyCall, ss *mcp.ServerSession, sink earlySink, ask *streamAsker) (res *mcp.CallToolResult, err error) {
 	var meta mcp.Meta
 	if call.meta != nil {
 		if err := json.Unmarshal(call.meta, &meta); err != nil {
@@ -198,7 +199,7 @@ func (f *Front) callEarly(ctx context.Context, r *http.Request, t *agents.Tool, 
 	}
 	// Progress lines and log messages go out on the answer's stream before
 	// the result, as go-sdk sends a request's notifications.
-	ctx = withToolCall(ctx, &toolCall{tool: t, controls: c, sink: &sink, hand: hand})
+	ctx = withToolCall(ctx, &toolCall{tool: t, controls: c, sink: &sink, ask: ask})
 	defer f.recovered("tools/call", func(r mcp.Result, e error) {
 		res, _ = r.(*mcp.CallToolResult)
 		err = e

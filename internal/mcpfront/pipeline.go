@@ -107,9 +107,9 @@ type toolCall struct {
 	// sink, set for a call the early path answers, is where its
 	// notifications go (its answer's stream); nil: through the session.
 	sink *earlySink
-	// hand, set for an early call of a 2025 session, takes the call over
-	// when the agent asks the client something (handoff.go).
-	hand *handoff
+	// ask, set for an early call of a 2025 session, puts the agent's
+	// questions to the client on the call's own stream (ask_stream.go).
+	ask *streamAsker
 
 	// task, set on a task-augmented call (either era), makes the run
 	// stage start the call as a task instead of sending it; the entry

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -55,9 +54,9 @@ type request struct {
 	// Members of params._meta, as sent; nil when absent.
 	version, caps, info, level []byte
 
-	// hand, on a request the early path hands over to go-sdk, is the
-	// call go-sdk's tool handler takes up, once (handoff.go).
-	hand atomic.Pointer[handoff]
+	// result and rpcErr are a response's members (the client answering a
+	// request of the gateway's), as sent; nil when absent.
+	result, rpcErr []byte
 }
 
 // requestKey is where dispatch puts the request in the token info's Extra.
@@ -112,6 +111,12 @@ func decodeRequest(body []byte) *request {
 			take(&req.methodRaw, val)
 		case "params":
 			take(&req.params, val)
+		case "result":
+			take(&req.result, val)
+			req.extraTop = true
+		case "error":
+			take(&req.rpcErr, val)
+			req.extraTop = true
 		default:
 			req.extraTop = true
 		}

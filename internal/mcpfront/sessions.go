@@ -46,6 +46,9 @@ type sessState struct {
 	// initialized (go-sdk drops it from the parameters it keeps). A
 	// client that did not is served required-task tools as jobs.
 	tasks bool
+	// asked are the requests early calls sent the client and wait for
+	// the response to, by id (ask_stream.go).
+	asked map[int64]chan *request
 }
 
 // sessions are the view's live sessions by id, pruned of closed ones.
@@ -55,6 +58,7 @@ type sessions struct {
 	// initMu serialises new sessions of the key, so the count checked
 	// before one is made is still right when it is.
 	initMu sync.Mutex
+	asks   int64 // requests early calls sent the clients: ask_stream.go
 }
 
 // live returns the server's sessions by id.

@@ -98,6 +98,12 @@ func (f *Front) serveSession(w http.ResponseWriter, r *http.Request, req *reques
 	default:
 		defer v.begin(id, false)()
 		if r.Method == http.MethodPost {
+			if v.deliver(id, req) {
+				// The client's response to a request an early call sent
+				// (ask_stream.go): accepted, as go-sdk accepts one.
+				w.WriteHeader(http.StatusAccepted)
+				return
+			}
 			v.cancelEarly(id, req)
 			if f.answerTaskCall(w, r, req, v, id) || f.answerEarly(w, r, req, v, id) {
 				return

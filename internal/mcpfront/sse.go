@@ -32,6 +32,15 @@ func (s *sseStream) notify(method string, params any) {
 	}
 }
 
+// notifyRaw sends msg, a JSON-RPC message already encoded, as an event,
+// at once.
+func (s *sseStream) notifyRaw(msg []byte) {
+	s.event(msg)
+	if fl, ok := s.w.(http.Flusher); ok {
+		fl.Flush()
+	}
+}
+
 // plain writes msg as a plain JSON body with status, as go-sdk writes a
 // 2026-07-28 protocol error. Once events went out, the status can no
 // longer change: msg goes as one more event. (go-sdk v1.8.0 writes it

@@ -8,18 +8,13 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// resumeStage settles a call that is already under way: an early session
-// call go-sdk took over at the agent's question (handoff.go), or a retry
-// that carries the user's answer to the agent's question (the call is
-// still running on its replica). Neither is picked, cached or claimed
-// again. (A call that asked is not cached.)
+// resumeStage settles a call that is already under way: a retry that
+// carries the user's answer to the agent's question (the call is still
+// running on its replica). It is not picked, cached or claimed again. (A
+// call that asked is not cached.)
 type resumeStage struct{}
 
 func (resumeStage) serve(ctx context.Context, f *Front, c *toolCall, next next) (*mcp.CallToolResult, error) {
-	if h := handedOver(c.req.Extra); h != nil {
-		c.call, c.res, c.start, c.settled = h.call, h.res, h.start, true
-		return next.run(ctx, c)
-	}
 	req := c.req
 	if req.Params.RequestState == "" {
 		c.start = time.Now()

@@ -45,9 +45,6 @@ func (shapeStage) serve(ctx context.Context, f *Front, c *toolCall, next next) (
 // logs it and turns how it ended into the client's answer.
 func (f *Front) await(ctx context.Context, req *mcp.CallToolRequest, t *agents.Tool, key store.Key, call *route.Call, res route.Result, start time.Time, pol *callPolicy) (*mcp.CallToolResult, error) {
 	for res.Question != nil {
-		if handingOff(ctx, call, res, key, start) {
-			return nil, nil // the early path hands it over: handoff.taken
-		}
 		q := res.Question
 		if q.Type == agentproto.TypeAsk {
 			reqs, state, again, err := f.askClient(ctx, req.Session, req.Params.Meta, call, q, key.ID, start, func(res route.Result, start time.Time) {
@@ -69,7 +66,7 @@ func (f *Front) await(ctx context.Context, req *mcp.CallToolRequest, t *agents.T
 			continue
 		}
 		if !modern && req.Session != nil {
-			accepted, err := confirmOver(ctx, req.Session, q, call.Deadline())
+			accepted, err := confirmOver(ctx, askerFor(ctx, req.Session), q, call.Deadline())
 			call.Answer(q.Input, accepted, err)
 			res = waitOn(ctx, req, call)
 			continue

@@ -348,10 +348,7 @@ func (v *view) resolve(next mcp.MethodHandler) mcp.MethodHandler {
 		if !ok || ctr.Params == nil {
 			return next(ctx, method, req)
 		}
-		// A call handed over by the early path (handoff.go) was counted
-		// there.
-		counted := handingOver(ctr.Extra)
-		t, c, refused, err := v.f.admitCall(ctx, v.key, ctr.Params.Name, counted)
+		t, c, refused, err := v.f.admitCall(ctx, v.key, ctr.Params.Name, false)
 		if refused != nil {
 			return refused, nil
 		}
