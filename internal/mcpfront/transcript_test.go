@@ -1,0 +1,228 @@
+package mcpfront_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"golang.org/x/tools/txtar"
+)
+
+// The transcripts in testdata/transcripts/{2025,2026} are what an MCP
+// client sends and reads, per protocol era, played against the endpoint
+// (transcriptEnv) and compared byte for byte once ids and times are
+// normalized. A protocol change, or a change of any message a client
+// reads, shows as a diff here.
+//
+// Each file is a txtar archive. Its comment says what the case holds; then
+// come pairs of sections:
+//
+//	-- request: LABEL --
+//	POST                      (or GET, DELETE; "POST until TEXT" sends
+//	Header: value              again until the raw answer contains TEXT)
+//	                          (a blank line)
+//	{"jsonrpc":"2.0",...}     (the body, if any)
+//	-- response: LABEL --
+//	200 OK
+//	Content-Type: ...          (only the headers in transcriptHeaders)
+//
+//	event: message            (the body as sent: JSON, or SSE events)
+//	data: {...}
+//
+// The runner adds Authorization (the project's client key), Content-Type
+// and Accept to each request. Values that differ from run to run are
+// written as placeholders, <session-1>, <task-1>, <state-1>, <time>: a
+// response's value gets the next number of its kind, and a request that
+// names the placeholder sends the value back. Response sections are
+// written by the runner: run with -update to write them anew, then read
+// the diff.
+
+var update = flag.Bool("update", false, "write the transcripts' response sections from what the endpoint answers")
+
+// transcriptHeaders are the response headers a transcript shows, in order.
+var transcriptHeaders = []string{"Content-Type", "Mcp-Session-Id"}
+
+// TestTranscripts plays every transcript of both eras against one endpoint.
+func TestTranscripts(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("testdata", "transcripts", "*", "*.txtar"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no transcripts (%v)", err)
+	}
+	e := newTranscriptEnv(t)
+	for _, file := range files {
+		name := filepath.Base(filepath.Dir(file)) + "/" + strings.TrimSuffix(filepath.Base(file), ".txtar")
+		t.Run(name, func(t *testing.T) { e.play(t, file) })
+	}
+}
+
+// play plays one transcript and compares it with the file, or rewrites
+// the file under -update.
+func (e *transcriptEnv) play(t *testing.T, file string) {
+	want, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ar := txtar.Parse(want)
+	got := &txtar.Archive{Comment: ar.Comment}
+	ids := newPlaceholders()
+	for _, f := range ar.Files {
+		label, ok := strings.CutPrefix(f.Name, "request: ")
+		if !ok {
+			if !strings.HasPrefix(f.Name, "response: ") {
+				t.Fatalf("section %q: want request: LABEL or response: LABEL", f.Name)
+			}
+			continue // written anew below
+		}
+		got.Files = append(got.Files, f,
+			txtar.File{Name: "response: " + label, Data: e.exchange(t, label, string(f.Data), ids)})
+	}
+	out := txtar.Format(got)
+	if *update {
+		if err := os.WriteFile(file, out, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if d := cmp.Diff(string(want), string(out)); d != "" {
+		t.Errorf("%s (-file +endpoint; go test -run TestTranscripts -update rewrites it):\n%s", file, d)
+	}
+}
+
+// exchange sends the request of one section and returns the response as
+// the transcript writes it.
+func (e *transcriptEnv) exchange(t *testing.T, label, section string, ids *placeholders) []byte {
+	t.Helper()
+	head, body, _ := strings.Cut(ids.fill(section), "\n\n")
+	lines := strings.Split(strings.TrimRight(head, "\n"), "\n")
+	method, until, _ := strings.Cut(lines[0], " until ")
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, raw := e.send(t, method, lines[1:], strings.TrimSpace(body))
+		if until == "" || bytes.Contains(raw, []byte(until)) {
+			return ids.response(resp, raw)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: no answer contained %q within 10s; the last:\n%s", label, until, raw)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// send makes one HTTP request to the endpoint and reads all of its answer.
+func (e *transcriptEnv) send(t *testing.T, method string, headers []string, body string) (*http.Response, []byte) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, e.url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+e.bearer)
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for _, h := range headers {
+		k, v, ok := strings.Cut(h, ":")
+		if !ok {
+			t.Fatalf("header line %q: want Name: value", h)
+		}
+		req.Header.Set(k, strings.TrimSpace(v))
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, raw
+}
+
+// placeholders maps the values of one transcript that differ from run to
+// run to their placeholders, and back.
+type placeholders struct {
+	of    map[string]string // value → placeholder
+	value map[string]string // placeholder → value
+	n     map[string]int    // per kind, the last number given
+}
+
+func newPlaceholders() *placeholders {
+	return &placeholders{of: map[string]string{}, value: map[string]string{}, n: map[string]int{}}
+}
+
+// name returns the placeholder of a value of kind, giving it one if new.
+func (p *placeholders) name(kind, value string) string {
+	if ph, ok := p.of[value]; ok {
+		return ph
+	}
+	p.n[kind]++
+	ph := "<" + kind + "-" + strconv.Itoa(p.n[kind]) + ">"
+	p.of[value], p.value[ph] = ph, value
+	return ph
+}
+
+var placeholderRE = regexp.MustCompile(`<[a-z]+-[0-9]+>`)
+
+// fill puts the values back in a request section.
+func (p *placeholders) fill(s string) string {
+	return placeholderRE.ReplaceAllStringFunc(s, func(ph string) string {
+		if v, ok := p.value[ph]; ok {
+			return v
+		}
+		return ph
+	})
+}
+
+// idFields are the JSON string fields whose values are ids made per run,
+// by the kind of their placeholder.
+var idFields = map[string]string{"taskId": "task", "requestState": "state", "elicitationId": "elicitation"}
+
+var (
+	idFieldRE   = regexp.MustCompile(`"(taskId|requestState|elicitationId)":"([^"]*)"`)
+	timeFieldRE = regexp.MustCompile(`"(createdAt|lastUpdatedAt)":"[^"]*"`)
+)
+
+// response writes a response as a transcript holds it.
+func (p *placeholders) response(resp *http.Response, raw []byte) []byte {
+	var b bytes.Buffer
+	fmt.Fprintln(&b, resp.Status)
+	for _, h := range transcriptHeaders {
+		v := resp.Header.Get(h)
+		if v == "" {
+			continue
+		}
+		if h == "Mcp-Session-Id" {
+			v = p.name("session", v)
+		}
+		fmt.Fprintf(&b, "%s: %s\n", h, v)
+	}
+	body := idFieldRE.ReplaceAllStringFunc(string(raw), func(m string) string {
+		sub := idFieldRE.FindStringSubmatch(m)
+		return `"` + sub[1] + `":"` + p.name(idFields[sub[1]], sub[2]) + `"`
+	})
+	body = timeFieldRE.ReplaceAllString(body, `"$1":"<time>"`)
+	if body != "" {
+		b.WriteString("\n")
+		sc := bufio.NewScanner(strings.NewReader(body))
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			b.WriteString(strings.TrimRight(sc.Text(), "\r") + "\n")
+		}
+	}
+	return b.Bytes()
+}
