@@ -115,7 +115,7 @@ func newTranscriptEnv(t *testing.T) *transcriptEnv {
 }
 
 // transcriptTools are the agent's tools, as the transcripts call them.
-var transcriptTools = []string{"echo", "count", "create_order", "report", "book"}
+var transcriptTools = []string{"echo", "count", "create_order", "report", "book", "approve"}
 
 // startTranscriptAgent runs the agent until the test ends, and returns
 // once the gateway has welcomed it.
@@ -171,6 +171,7 @@ type bookIn struct {
 //	              replay from the gateway's record shows as "1 delivery"
 //	report        task support optional: a task when the client asks
 //	book          asks the user to confirm before it answers
+//	approve       asks the user too, and may run as a task
 func addTranscriptTools(a *core.Agent) error {
 	var mu sync.Mutex
 	deliveries := map[string]int{}
@@ -203,5 +204,15 @@ func addTranscriptTools(a *core.Agent) error {
 			}
 			return fmt.Sprintf("table %d booked", in.Table), nil
 		}),
+		core.AddTool(a, "approve", "Approves the report once the user agrees; may run as a task.", func(ctx context.Context, _ struct{}) (string, error) {
+			yes, err := core.Confirm(ctx, "Approve the report?")
+			switch {
+			case err != nil:
+				return "", err
+			case !yes:
+				return "not approved", nil
+			}
+			return "approved", nil
+		}, core.TaskSupport(core.TaskOptional)),
 	)
 }

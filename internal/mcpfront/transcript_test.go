@@ -31,7 +31,8 @@ import (
 //
 //	-- request: LABEL --
 //	POST                      (or GET, DELETE; "POST until TEXT" sends
-//	Header: value              again until the raw answer contains TEXT)
+//	Header: value              again until the raw answer contains TEXT;
+//	                           "POST open" and "REST": see exchange)
 //	                          (a blank line)
 //	{"jsonrpc":"2.0",...}     (the body, if any)
 //	-- response: LABEL --
@@ -67,6 +68,23 @@ func TestTranscripts(t *testing.T) {
 	}
 }
 
+// player plays one transcript: its placeholders, and the response
+// stream a request left open ("POST open"), until "REST" reads the rest.
+type player struct {
+	e    *transcriptEnv
+	ids  *placeholders
+	open *openStream
+}
+
+// openStream is a response whose reading stopped at a question the
+// endpoint asked the client.
+type openStream struct {
+	label  string
+	resp   *http.Response
+	r      *bufio.Reader
+	cancel context.CancelFunc
+}
+
 // play plays one transcript and compares it with the file, or rewrites
 // the file under -update.
 func (e *transcriptEnv) play(t *testing.T, file string) {
@@ -76,7 +94,8 @@ func (e *transcriptEnv) play(t *testing.T, file string) {
 	}
 	ar := txtar.Parse(want)
 	got := &txtar.Archive{Comment: ar.Comment}
-	ids := newPlaceholders()
+	p := &player{e: e, ids: newPlaceholders()}
+	defer p.close()
 	for _, f := range ar.Files {
 		label, ok := strings.CutPrefix(f.Name, "request: ")
 		if !ok {
@@ -86,7 +105,10 @@ func (e *transcriptEnv) play(t *testing.T, file string) {
 			continue // written anew below
 		}
 		got.Files = append(got.Files, f,
-			txtar.File{Name: "response: " + label, Data: e.exchange(t, label, string(f.Data), ids)})
+			txtar.File{Name: "response: " + label, Data: p.exchange(t, label, string(f.Data))})
+	}
+	if p.open != nil {
+		t.Fatalf("%s: the stream of %q is left open: end the transcript with a REST section", file, p.open.label)
 	}
 	out := txtar.Format(got)
 	if *update {
@@ -100,33 +122,96 @@ func (e *transcriptEnv) play(t *testing.T, file string) {
 	}
 }
 
+func (p *player) close() {
+	if p.open != nil {
+		p.open.resp.Body.Close()
+		p.open.cancel()
+		p.open = nil
+	}
+}
+
 // exchange sends the request of one section and returns the response as
-// the transcript writes it.
-func (e *transcriptEnv) exchange(t *testing.T, label, section string, ids *placeholders) []byte {
+// the transcript writes it. The section's first line is the HTTP method;
+// "POST until TEXT" sends again until the raw answer contains TEXT; "POST
+// open" reads the answer only up to the first request the endpoint sends
+// the client (an SSE event with a method and an id), so that the next
+// sections can answer it; "REST" reads the rest of that answer.
+func (p *player) exchange(t *testing.T, label, section string) []byte {
 	t.Helper()
-	head, body, _ := strings.Cut(ids.fill(section), "\n\n")
+	head, body, _ := strings.Cut(p.ids.fill(section), "\n\n")
 	lines := strings.Split(strings.TrimRight(head, "\n"), "\n")
+	switch lines[0] {
+	case "REST":
+		if p.open == nil {
+			t.Fatalf("%s: REST, and no stream is open", label)
+		}
+		raw, err := io.ReadAll(p.open.r)
+		if err != nil {
+			t.Fatalf("%s: read the rest of %q: %v", label, p.open.label, err)
+		}
+		p.close()
+		return p.ids.body(raw)
+	case "POST open":
+		if p.open != nil {
+			t.Fatalf("%s: the stream of %q is still open", label, p.open.label)
+		}
+		resp, cancel := p.e.do(t, "POST", lines[1:], strings.TrimSpace(body))
+		o := &openStream{label: label, resp: resp, r: bufio.NewReader(resp.Body), cancel: cancel}
+		p.open = o
+		raw, err := readToRequest(o.r)
+		if err != nil {
+			t.Fatalf("%s: no request from the endpoint (%v); read:\n%s", label, err, raw)
+		}
+		return p.ids.response(resp, raw)
+	}
 	method, until, _ := strings.Cut(lines[0], " until ")
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		resp, raw := e.send(t, method, lines[1:], strings.TrimSpace(body))
+		resp, cancel := p.e.do(t, method, lines[1:], strings.TrimSpace(body))
+		raw, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		cancel()
+		if err != nil {
+			t.Fatalf("%s: read the answer: %v", label, err)
+		}
 		if until == "" || bytes.Contains(raw, []byte(until)) {
-			return ids.response(resp, raw)
+			return p.ids.response(resp, raw)
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("%s: no answer contained %q within 10s; the last:\n%s", label, until, raw)
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond) // the poll interval, bounded by the deadline
 	}
 }
 
-// send makes one HTTP request to the endpoint and reads all of its answer.
-func (e *transcriptEnv) send(t *testing.T, method string, headers []string, body string) (*http.Response, []byte) {
+// readToRequest reads SSE events from r up to and including the first one
+// that is a request to the client.
+func readToRequest(r *bufio.Reader) ([]byte, error) {
+	var out []byte
+	request := false
+	for {
+		line, err := r.ReadBytes('\n')
+		out = append(out, line...)
+		if err != nil {
+			return out, err
+		}
+		if d, ok := bytes.CutPrefix(line, []byte("data: ")); ok && bytes.Contains(d, []byte(`"method":`)) && bytes.Contains(d, []byte(`"id":`)) {
+			request = true
+		}
+		if request && len(bytes.TrimSpace(line)) == 0 {
+			return out, nil
+		}
+	}
+}
+
+// do makes one HTTP request to the endpoint and returns its response, to
+// be read and closed, and the cancel of its context.
+func (e *transcriptEnv) do(t *testing.T, method string, headers []string, body string) (*http.Response, context.CancelFunc) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, method, e.url, strings.NewReader(body))
 	if err != nil {
+		cancel()
 		t.Fatal(err)
 	}
 	req.Header.Set("Authorization", "Bearer "+e.bearer)
@@ -137,20 +222,17 @@ func (e *transcriptEnv) send(t *testing.T, method string, headers []string, body
 	for _, h := range headers {
 		k, v, ok := strings.Cut(h, ":")
 		if !ok {
+			cancel()
 			t.Fatalf("header line %q: want Name: value", h)
 		}
 		req.Header.Set(k, strings.TrimSpace(v))
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
+		cancel()
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp, raw
+	return resp, cancel
 }
 
 // placeholders maps the values of one transcript that differ from run to
@@ -197,7 +279,8 @@ var (
 	timeFieldRE = regexp.MustCompile(`"(createdAt|lastUpdatedAt)":"[^"]*"`)
 )
 
-// response writes a response as a transcript holds it.
+// response writes a response as a transcript holds it: its status, the
+// headers that matter, and its body.
 func (p *placeholders) response(resp *http.Response, raw []byte) []byte {
 	var b bytes.Buffer
 	fmt.Fprintln(&b, resp.Status)
@@ -211,18 +294,26 @@ func (p *placeholders) response(resp *http.Response, raw []byte) []byte {
 		}
 		fmt.Fprintf(&b, "%s: %s\n", h, v)
 	}
+	if len(raw) > 0 {
+		b.WriteString("\n")
+		b.Write(p.body(raw))
+	}
+	return b.Bytes()
+}
+
+// body writes a response body, or the rest of one, with its ids and times
+// normalized.
+func (p *placeholders) body(raw []byte) []byte {
 	body := idFieldRE.ReplaceAllStringFunc(string(raw), func(m string) string {
 		sub := idFieldRE.FindStringSubmatch(m)
 		return `"` + sub[1] + `":"` + p.name(idFields[sub[1]], sub[2]) + `"`
 	})
 	body = timeFieldRE.ReplaceAllString(body, `"$1":"<time>"`)
-	if body != "" {
-		b.WriteString("\n")
-		sc := bufio.NewScanner(strings.NewReader(body))
-		sc.Buffer(nil, 1<<20)
-		for sc.Scan() {
-			b.WriteString(strings.TrimRight(sc.Text(), "\r") + "\n")
-		}
+	var b bytes.Buffer
+	sc := bufio.NewScanner(strings.NewReader(body))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		b.WriteString(strings.TrimRight(sc.Text(), "\r") + "\n")
 	}
 	return b.Bytes()
 }
