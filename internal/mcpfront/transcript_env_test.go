@@ -57,6 +57,12 @@ func newTranscriptEnv(t *testing.T) *transcriptEnv {
 		t.Fatal(err)
 	}
 
+	// price's results are kept for a minute, as a project's tool settings
+	// say.
+	if _, err := st.SaveToolSettings(ctx, store.ToolSettings{ProjectID: proj.ID, Tool: "price", CacheSeconds: 60}); err != nil {
+		t.Fatal(err)
+	}
+
 	calls := store.NewCallLog(st, nil)
 	t.Cleanup(func() { calls.Close(context.Background()) })
 	bus := changes.New(quiet)
@@ -115,7 +121,7 @@ func newTranscriptEnv(t *testing.T) *transcriptEnv {
 }
 
 // transcriptTools are the agent's tools, as the transcripts call them.
-var transcriptTools = []string{"echo", "count", "create_order", "report", "book", "approve"}
+var transcriptTools = []string{"echo", "count", "create_order", "report", "book", "approve", "price", "audit"}
 
 // startTranscriptAgent runs the agent until the test ends, and returns
 // once the gateway has welcomed it.
@@ -158,6 +164,10 @@ type orderIn struct {
 	Item      string `json:"item" desc:"what to order"`
 }
 
+type priceIn struct {
+	Item string `json:"item" desc:"the item to price"`
+}
+
 type bookIn struct {
 	Table int `json:"table" desc:"the table to book"`
 }
@@ -172,6 +182,9 @@ type bookIn struct {
 //	report        task support optional: a task when the client asks
 //	book          asks the user to confirm before it answers
 //	approve       asks the user too, and may run as a task
+//	price         a read whose results the project caches; its result says
+//	              how many times the handler computed that item's price
+//	audit         a read that logs at info and at warning
 func addTranscriptTools(a *core.Agent) error {
 	var mu sync.Mutex
 	deliveries := map[string]int{}
@@ -214,5 +227,17 @@ func addTranscriptTools(a *core.Agent) error {
 			}
 			return "approved", nil
 		}, core.TaskSupport(core.TaskOptional)),
+		core.AddTool(a, "price", "Says what an item costs.", func(_ context.Context, in priceIn) (string, error) {
+			mu.Lock()
+			deliveries["price "+in.Item]++
+			n := deliveries["price "+in.Item]
+			mu.Unlock()
+			return fmt.Sprintf("%s costs 3 (computed %d time)", in.Item, n), nil
+		}, core.ReadOnly()),
+		core.AddTool(a, "audit", "Checks the books, logging what it finds.", func(ctx context.Context, _ struct{}) (string, error) {
+			core.Log(ctx, core.LogInfo, "checked the books")
+			core.Log(ctx, core.LogWarning, map[string]any{"unbalanced": 2})
+			return "audited", nil
+		}, core.ReadOnly()),
 	)
 }
