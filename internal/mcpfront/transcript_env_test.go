@@ -31,8 +31,11 @@ import (
 // Front's exported API is used, so the transcripts hold the wire, not the
 // front's insides.
 type transcriptEnv struct {
-	url    string // the MCP endpoint
-	bearer string // a client key of the project
+	url string // the MCP endpoint
+	// newKey makes a client key of the project and returns its secret:
+	// each transcript calls with its own, so that none sees another's
+	// tasks or request ids.
+	newKey func(t *testing.T) string
 }
 
 func newTranscriptEnv(t *testing.T) *transcriptEnv {
@@ -49,10 +52,6 @@ func newTranscriptEnv(t *testing.T) *transcriptEnv {
 		t.Fatal(err)
 	}
 	_, agentSecret, err := auth.CreateKey(ctx, st, store.Key{ProjectID: proj.ID, Kind: store.KindAgent, Name: "shop"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, clientSecret, err := auth.CreateKey(ctx, st, store.Key{ProjectID: proj.ID, Kind: store.KindClient, Name: "ci"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,11 +116,17 @@ func newTranscriptEnv(t *testing.T) *transcriptEnv {
 	if got := len(reg.Snapshot(proj.ID).Tools); got != len(transcriptTools) {
 		t.Fatalf("the registry holds %d tools, want the agent's %d", got, len(transcriptTools))
 	}
-	return &transcriptEnv{url: srv.URL + mcpfront.Path, bearer: clientSecret}
+	return &transcriptEnv{url: srv.URL + mcpfront.Path, newKey: func(t *testing.T) string {
+		_, secret, err := auth.CreateKey(ctx, st, store.Key{ProjectID: proj.ID, Kind: store.KindClient, Name: "ci"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return secret
+	}}
 }
 
 // transcriptTools are the agent's tools, as the transcripts call them.
-var transcriptTools = []string{"echo", "count", "create_order", "report", "book", "approve", "price", "audit"}
+var transcriptTools = []string{"echo", "count", "create_order", "report", "book", "approve", "price", "audit", "export"}
 
 // startTranscriptAgent runs the agent until the test ends, and returns
 // once the gateway has welcomed it.
@@ -185,6 +190,7 @@ type bookIn struct {
 //	price         a read whose results the project caches; its result says
 //	              how many times the handler computed that item's price
 //	audit         a read that logs at info and at warning
+//	export        runs only as a task (a job for a client without tasks)
 func addTranscriptTools(a *core.Agent) error {
 	var mu sync.Mutex
 	deliveries := map[string]int{}
@@ -239,5 +245,8 @@ func addTranscriptTools(a *core.Agent) error {
 			core.Log(ctx, core.LogWarning, map[string]any{"unbalanced": 2})
 			return "audited", nil
 		}, core.ReadOnly()),
+		core.AddTool(a, "export", "Exports the books; runs only as a task.", func(_ context.Context, _ struct{}) (string, error) {
+			return "exported", nil
+		}, core.ReadOnly(), core.TaskSupport(core.TaskRequired)),
 	)
 }

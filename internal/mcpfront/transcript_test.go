@@ -42,11 +42,13 @@ import (
 //	event: message            (the body as sent: JSON, or SSE events)
 //	data: {...}
 //
-// The runner adds Authorization (the project's client key), Content-Type
-// and Accept to each request. Values that differ from run to run are
-// written as placeholders, <session-1>, <task-1>, <state-1>, <time>: a
-// response's value gets the next number of its kind, and a request that
-// names the placeholder sends the value back. Response sections are
+// The runner adds Authorization (a client key of the project, one per
+// transcript, so that none sees another's tasks or request ids),
+// Content-Type and Accept to each request. Values that differ from run to
+// run are written as placeholders, <session-1>, <task-1>, <state-1>,
+// <time>: a response's value gets the next number of its kind (a job id
+// in a text is a task's), and a request that names the placeholder sends
+// the value back. Response sections are
 // written by the runner: run with -update to write them anew, then read
 // the diff.
 
@@ -71,9 +73,10 @@ func TestTranscripts(t *testing.T) {
 // player plays one transcript: its placeholders, and the response
 // stream a request left open ("POST open"), until "REST" reads the rest.
 type player struct {
-	e    *transcriptEnv
-	ids  *placeholders
-	open *openStream
+	e      *transcriptEnv
+	bearer string // the transcript's own client key
+	ids    *placeholders
+	open   *openStream
 }
 
 // openStream is a response whose reading stopped at a question the
@@ -94,7 +97,7 @@ func (e *transcriptEnv) play(t *testing.T, file string) {
 	}
 	ar := txtar.Parse(want)
 	got := &txtar.Archive{Comment: ar.Comment}
-	p := &player{e: e, ids: newPlaceholders()}
+	p := &player{e: e, bearer: e.newKey(t), ids: newPlaceholders()}
 	defer p.close()
 	for _, f := range ar.Files {
 		label, ok := strings.CutPrefix(f.Name, "request: ")
@@ -155,7 +158,7 @@ func (p *player) exchange(t *testing.T, label, section string) []byte {
 		if p.open != nil {
 			t.Fatalf("%s: the stream of %q is still open", label, p.open.label)
 		}
-		resp, cancel := p.e.do(t, "POST", lines[1:], strings.TrimSpace(body))
+		resp, cancel := p.e.do(t, p.bearer, "POST", lines[1:], strings.TrimSpace(body))
 		o := &openStream{label: label, resp: resp, r: bufio.NewReader(resp.Body), cancel: cancel}
 		p.open = o
 		raw, err := readToRequest(o.r)
@@ -167,7 +170,7 @@ func (p *player) exchange(t *testing.T, label, section string) []byte {
 	method, until, _ := strings.Cut(lines[0], " until ")
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		resp, cancel := p.e.do(t, method, lines[1:], strings.TrimSpace(body))
+		resp, cancel := p.e.do(t, p.bearer, method, lines[1:], strings.TrimSpace(body))
 		raw, err := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		cancel()
@@ -206,7 +209,7 @@ func readToRequest(r *bufio.Reader) ([]byte, error) {
 
 // do makes one HTTP request to the endpoint and returns its response, to
 // be read and closed, and the cancel of its context.
-func (e *transcriptEnv) do(t *testing.T, method string, headers []string, body string) (*http.Response, context.CancelFunc) {
+func (e *transcriptEnv) do(t *testing.T, bearer, method string, headers []string, body string) (*http.Response, context.CancelFunc) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	req, err := http.NewRequestWithContext(ctx, method, e.url, strings.NewReader(body))
@@ -214,7 +217,7 @@ func (e *transcriptEnv) do(t *testing.T, method string, headers []string, body s
 		cancel()
 		t.Fatal(err)
 	}
-	req.Header.Set("Authorization", "Bearer "+e.bearer)
+	req.Header.Set("Authorization", "Bearer "+bearer)
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
@@ -277,6 +280,9 @@ var idFields = map[string]string{"taskId": "task", "requestState": "state", "eli
 var (
 	idFieldRE   = regexp.MustCompile(`"(taskId|requestState|elicitationId)":"([^"]*)"`)
 	timeFieldRE = regexp.MustCompile(`"(createdAt|lastUpdatedAt)":"[^"]*"`)
+	// taskIDRE is a task id anywhere else: a job's, in the text a model
+	// reads.
+	taskIDRE = regexp.MustCompile(`task_[a-z2-7]{26}`)
 )
 
 // response writes a response as a transcript holds it: its status, the
@@ -308,6 +314,7 @@ func (p *placeholders) body(raw []byte) []byte {
 		sub := idFieldRE.FindStringSubmatch(m)
 		return `"` + sub[1] + `":"` + p.name(idFields[sub[1]], sub[2]) + `"`
 	})
+	body = taskIDRE.ReplaceAllStringFunc(body, func(id string) string { return p.name("task", id) })
 	body = timeFieldRE.ReplaceAllString(body, `"$1":"<time>"`)
 	var b bytes.Buffer
 	sc := bufio.NewScanner(strings.NewReader(body))
