@@ -48,9 +48,8 @@ import (
 // run are written as placeholders, <session-1>, <task-1>, <state-1>,
 // <time>: a response's value gets the next number of its kind (a job id
 // in a text is a task's), and a request that names the placeholder sends
-// the value back. Response sections are
-// written by the runner: run with -update to write them anew, then read
-// the diff.
+// the value back. Response sections are written by the runner: run with
+// -update to write them anew, then read the diff.
 
 var update = flag.Bool("update", false, "write the transcripts' response sections from what the endpoint answers")
 
