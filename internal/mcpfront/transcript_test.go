@@ -45,10 +45,11 @@ import (
 // The runner adds Authorization (a client key of the project, one per
 // transcript, so that none sees another's tasks or request ids),
 // Content-Type and Accept to each request. Values that differ from run to
-// run are written as placeholders, <session-1>, <task-1>, <state-1>,
-// <time>: a response's value gets the next number of its kind (a job id
-// in a text is a task's), and a request that names the placeholder sends
-// the value back. Response sections are written by the runner: run with
+// run, or that only the endpoint's own numbering decides, are written as
+// placeholders, <session-1>, <task-1>, <state-1>, <request-1> (the id of
+// a request the endpoint sends the client), <time>: a response's value
+// gets the next number of its kind (a job id in a text is a task's), and
+// a request that names the placeholder sends the value back. Response sections are written by the runner: run with
 // -update to write them anew, then read the diff.
 
 var update = flag.Bool("update", false, "write the transcripts' response sections from what the endpoint answers")
@@ -282,6 +283,10 @@ var (
 	// taskIDRE is a task id anywhere else: a job's, in the text a model
 	// reads.
 	taskIDRE = regexp.MustCompile(`task_[a-z2-7]{26}`)
+	// askIDRE is the id of a request the endpoint sends the client (an
+	// elicitation/create on a call's stream): the client's answer names
+	// it, whatever numbering the endpoint uses.
+	askIDRE = regexp.MustCompile(`("jsonrpc":"2\.0","id":)([0-9]+|"[^"]*")(,"method":)`)
 )
 
 // response writes a response as a transcript holds it: its status, the
@@ -314,6 +319,10 @@ func (p *placeholders) body(raw []byte) []byte {
 		return `"` + sub[1] + `":"` + p.name(idFields[sub[1]], sub[2]) + `"`
 	})
 	body = taskIDRE.ReplaceAllStringFunc(body, func(id string) string { return p.name("task", id) })
+	body = askIDRE.ReplaceAllStringFunc(body, func(m string) string {
+		sub := askIDRE.FindStringSubmatch(m)
+		return sub[1] + p.name("request", sub[2]) + sub[3]
+	})
 	body = timeFieldRE.ReplaceAllString(body, `"$1":"<time>"`)
 	var b bytes.Buffer
 	sc := bufio.NewScanner(strings.NewReader(body))
