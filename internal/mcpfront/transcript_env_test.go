@@ -26,7 +26,7 @@ import (
 
 // transcriptEnv is an MCP endpoint as a client meets it: a [mcpfront.Front]
 // served by httptest, with a real registry, task runtime and SQLite store,
-// in front of one in-process agent built on the SDK (transcriptAgent),
+// in front of one in-process agent built on the SDK (addTranscriptTools),
 // which connects through the agent front as any agent does. Only the
 // Front's exported API is used, so the transcripts hold the wire, not the
 // front's insides.
@@ -95,24 +95,7 @@ func newTranscriptEnv(t *testing.T) *transcriptEnv {
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 
-	// The agent counts as there once the registry says so on the change
-	// path: the gateway welcomes it a moment before.
-	connected := make(chan struct{}, 1)
-	stop := bus.Subscribe(func(c changes.Change) {
-		if c.Kind == changes.AgentConnected && c.Project == proj.ID {
-			select {
-			case connected <- struct{}{}:
-			default:
-			}
-		}
-	})
-	defer stop()
-	startTranscriptAgent(t, srv.URL, agentSecret, quiet)
-	select {
-	case <-connected:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the registry did not add the agent within 10s")
-	}
+	startTranscriptAgent(t, srv.URL, agentSecret, bus, proj.ID, quiet)
 	if got := len(reg.Snapshot(proj.ID).Tools); got != len(transcriptTools) {
 		t.Fatalf("the registry holds %d tools, want the agent's %d", got, len(transcriptTools))
 	}
@@ -129,13 +112,21 @@ func newTranscriptEnv(t *testing.T) *transcriptEnv {
 var transcriptTools = []string{"echo", "count", "create_order", "report", "book", "approve", "price", "audit", "export"}
 
 // startTranscriptAgent runs the agent until the test ends, and returns
-// once the gateway has welcomed it.
-func startTranscriptAgent(t *testing.T, url, key string, log *slog.Logger) {
+// once the registry has it. The agent counts as there once the registry
+// says so on the change path: the gateway welcomes it a moment before.
+func startTranscriptAgent(t *testing.T, url, key string, bus *changes.Bus, projectID int64, log *slog.Logger) {
 	t.Helper()
-	welcomed := make(chan struct{})
-	var once sync.Once
-	a, err := core.New(core.Options{APIKey: key, URL: url, Name: "shop", Logger: log,
-		OnConnect: func() { once.Do(func() { close(welcomed) }) }})
+	connected := make(chan struct{}, 1)
+	stop := bus.Subscribe(func(c changes.Change) {
+		if c.Kind == changes.AgentConnected && c.Project == projectID {
+			select {
+			case connected <- struct{}{}:
+			default:
+			}
+		}
+	})
+	defer stop()
+	a, err := core.New(core.Options{APIKey: key, URL: url, Name: "shop", Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,11 +143,12 @@ func startTranscriptAgent(t *testing.T, url, key string, log *slog.Logger) {
 		}
 	})
 	select {
-	case <-welcomed:
+	case <-connected:
 	case err := <-done:
-		t.Fatalf("the agent stopped before the gateway welcomed it: %v", err)
+		done <- err // for the clean-up's wait
+		t.Fatalf("the agent stopped before the registry had it: %v", err)
 	case <-time.After(10 * time.Second):
-		t.Fatal("the gateway did not welcome the agent within 10s")
+		t.Fatal("the registry did not add the agent within 10s")
 	}
 }
 
