@@ -286,8 +286,9 @@ func TestRemoteCallsAtOnce(t *testing.T) {
 	agent.barrier = n
 	a.addReplica(t, "r1", agent)
 	mirrored := b.mirror(t, "r1")
-	got := make([][]string, n)
-	var wg sync.WaitGroup
+	// Each call's frames wait in its own pending (a result and a few
+	// events are buffered), so the calls are followed one after another.
+	pending := make([]*agents.Pending, n)
 	for i := range n {
 		m := callMessage(fmt.Sprint("c", i), "barrier", time.Minute)
 		m.Args = json.RawMessage(fmt.Sprintf(`{"i":%d}`, i))
@@ -295,12 +296,11 @@ func TestRemoteCallsAtOnce(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		wg.Go(func() { got[i] = follow(t, p, nil) })
+		pending[i] = p
 	}
-	wg.Wait()
-	for i := range n {
+	for i, p := range pending {
 		want := []string{fmt.Sprintf("progress started c%d", i), fmt.Sprintf(`result {"i":%d}`, i)}
-		if d := cmp.Diff(want, got[i]); d != "" {
+		if d := cmp.Diff(want, follow(t, p, nil)); d != "" {
 			t.Errorf("call c%d: what its caller got (-want +got):\n%s", i, d)
 		}
 	}
