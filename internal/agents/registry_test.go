@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -76,24 +77,31 @@ func TestNamesStableAcrossReconnect(t *testing.T) {
 	}
 }
 
+// A tool outlives its last replica by the grace period, and no longer.
 func TestGraceExpires(t *testing.T) {
-	r := New(&Options{Grace: 30 * time.Millisecond})
-	a := replica("r1", "k1", reg("a", false, "get"))
-	r.Add(a, nil)
-	snap := r.Snapshot(1)
-	r.Remove(a)
-	select {
-	case <-snap.Changed:
-	default:
-		t.Fatal("the old snapshot's Changed was not closed")
-	}
-	deadline := time.Now().Add(5 * time.Second)
-	for len(r.Snapshot(1).ToolList) > 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("tool still listed long after the grace period")
+	synctest.Test(t, func(t *testing.T) {
+		const grace = 30 * time.Millisecond
+		r := New(&Options{Grace: grace})
+		a := replica("r1", "k1", reg("a", false, "get"))
+		r.Add(a, nil)
+		snap := r.Snapshot(1)
+		r.Remove(a)
+		select {
+		case <-snap.Changed:
+		default:
+			t.Fatal("the old snapshot's Changed was not closed")
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		time.Sleep(grace - time.Nanosecond)
+		synctest.Wait()
+		if n := len(r.Snapshot(1).ToolList); n != 1 {
+			t.Fatalf("just before the grace period ends, %d tools listed, want 1", n)
+		}
+		time.Sleep(time.Nanosecond)
+		synctest.Wait()
+		if n := len(r.Snapshot(1).ToolList); n != 0 {
+			t.Errorf("once the grace period ended, %d tools listed, want none", n)
+		}
+	})
 }
 
 func TestSetEnabledAndReplicaDisable(t *testing.T) {
@@ -288,70 +296,73 @@ func TestReplicasResourcesAndPrompts(t *testing.T) {
 // O(N), re-syncing every client's view). Every Add still returns only once
 // its replica is in the snapshot.
 func TestConnectStormGathersChanges(t *testing.T) {
-	bus := changes.New(nil)
-	r := New(&Options{Grace: time.Hour, Changes: bus})
-	var mu sync.Mutex
-	var heard []changes.Change
-	hold := make(chan struct{})
-	first := true
-	bus.Subscribe(func(c changes.Change) {
+	synctest.Test(t, func(t *testing.T) {
+		bus := changes.New(nil)
+		r := New(&Options{Grace: time.Hour, Changes: bus})
+		var mu sync.Mutex
+		var heard []changes.Change
+		hold := make(chan struct{})
+		first := true
+		bus.Subscribe(func(c changes.Change) {
+			mu.Lock()
+			heard = append(heard, c)
+			wait := first
+			first = false
+			mu.Unlock()
+			if wait {
+				<-hold // the first rebuild is slow: the others arrive meanwhile
+			}
+		})
+
+		const n = 200
+		var wg sync.WaitGroup
+		wg.Go(func() { r.Add(replica("r0", "k0", reg("a0", true, "t")), nil) })
+		synctest.Wait() // r0's rebuild is held in the subscriber
+		if !r.flushing(1) {
+			t.Fatal("r0's Add is held, and no rebuild is under way")
+		}
+		added := make(chan string, n)
+		for i := 1; i <= n; i++ {
+			wg.Go(func() {
+				k := fmt.Sprintf("k%d", i)
+				r.Add(replica(fmt.Sprintf("r%d", i), k, reg(fmt.Sprintf("a%d", i), true, "t")), nil)
+				if _, ok := r.Snapshot(1).Tools[fmt.Sprintf("a%d_t", i)]; !ok {
+					t.Errorf("Add of %s returned before its tool was in the snapshot", k)
+				}
+				added <- k
+			})
+		}
+		synctest.Wait() // every Add waits for the rebuild after r0's
+		if got := r.pending(1); got != n {
+			t.Errorf("%d agent keys wait for the next rebuild, want %d", got, n)
+		}
+		if len(added) != 0 {
+			t.Errorf("%d Adds returned while the rebuild that must include them was held", len(added))
+		}
+		close(hold)
+		wg.Wait()
+
+		if got := len(r.Snapshot(1).ToolList); got != n+1 {
+			t.Errorf("snapshot lists %d tools, want %d", got, n+1)
+		}
 		mu.Lock()
-		heard = append(heard, c)
-		wait := first
-		first = false
-		mu.Unlock()
-		if wait {
-			<-hold // the first rebuild is slow: the others arrive meanwhile
+		defer mu.Unlock()
+		if len(heard) > 3 {
+			t.Fatalf("%d publications for %d connecting agents, want at most 3", len(heard), n+1)
+		}
+		seen := map[string]bool{}
+		for _, c := range heard {
+			if c.Kind != changes.AgentConnected {
+				t.Errorf("change kind %s, want %s", c.Kind, changes.AgentConnected)
+			}
+			for _, k := range c.AgentKeys {
+				seen[k] = true
+			}
+		}
+		if len(seen) != n+1 {
+			t.Errorf("the changes name %d agent keys, want %d", len(seen), n+1)
 		}
 	})
-
-	const n = 200
-	var wg sync.WaitGroup
-	wg.Go(func() { r.Add(replica("r0", "k0", reg("a0", true, "t")), nil) })
-	for !r.flushing(1) {
-		time.Sleep(time.Millisecond)
-	}
-	added := make(chan string, n)
-	for i := 1; i <= n; i++ {
-		wg.Go(func() {
-			k := fmt.Sprintf("k%d", i)
-			r.Add(replica(fmt.Sprintf("r%d", i), k, reg(fmt.Sprintf("a%d", i), true, "t")), nil)
-			if _, ok := r.Snapshot(1).Tools[fmt.Sprintf("a%d_t", i)]; !ok {
-				t.Errorf("Add of %s returned before its tool was in the snapshot", k)
-			}
-			added <- k
-		})
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for r.pending(1) < n && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
-	if len(added) != 0 {
-		t.Errorf("%d Adds returned while the rebuild that must include them was held", len(added))
-	}
-	close(hold)
-	wg.Wait()
-
-	if got := len(r.Snapshot(1).ToolList); got != n+1 {
-		t.Errorf("snapshot lists %d tools, want %d", got, n+1)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(heard) > 3 {
-		t.Fatalf("%d publications for %d connecting agents, want at most 3", len(heard), n+1)
-	}
-	seen := map[string]bool{}
-	for _, c := range heard {
-		if c.Kind != changes.AgentConnected {
-			t.Errorf("change kind %s, want %s", c.Kind, changes.AgentConnected)
-		}
-		for _, k := range c.AgentKeys {
-			seen[k] = true
-		}
-	}
-	if len(seen) != n+1 {
-		t.Errorf("the changes name %d agent keys, want %d", len(seen), n+1)
-	}
 }
 
 // Gateways sharing a store mirror each other's agents, and may hear of an
@@ -405,16 +416,18 @@ func TestContestedNamesFollowRegistration(t *testing.T) {
 // period over), the next in order of registration takes it, on every
 // gateway alike.
 func TestContestedNameHolderGone(t *testing.T) {
-	r := New(&Options{Grace: time.Millisecond})
-	x := replica("r1", "k1", reg("x", false, "get"))
-	r.Add(x, nil)
-	r.Add(replica("r2", "k2", reg("y", false, "get")), nil)
-	r.Add(replica("r3", "k3", reg("z", false, "get")), nil)
-	r.Remove(x)
-	time.Sleep(5 * time.Millisecond)
-	r.expire(1, "k1")
-	s := r.Snapshot(1)
-	if s.Tools["get"] == nil || s.Tools["get"].AgentKey != "k2" || s.Tools["get_2"] == nil || s.Tools["get_2"].AgentKey != "k3" || s.Tools["get_3"] != nil {
-		t.Errorf("after k1 left: %v, want get→k2, get_2→k3", names(s))
-	}
+	synctest.Test(t, func(t *testing.T) {
+		r := New(&Options{Grace: time.Millisecond})
+		x := replica("r1", "k1", reg("x", false, "get"))
+		r.Add(x, nil)
+		r.Add(replica("r2", "k2", reg("y", false, "get")), nil)
+		r.Add(replica("r3", "k3", reg("z", false, "get")), nil)
+		r.Remove(x)
+		time.Sleep(time.Millisecond) // the grace period
+		synctest.Wait()
+		s := r.Snapshot(1)
+		if s.Tools["get"] == nil || s.Tools["get"].AgentKey != "k2" || s.Tools["get_2"] == nil || s.Tools["get_2"].AgentKey != "k3" || s.Tools["get_3"] != nil {
+			t.Errorf("after k1 left: %v, want get→k2, get_2→k3", names(s))
+		}
+	})
 }

@@ -66,7 +66,7 @@ func TestBrowserFirstHourPages(t *testing.T) {
 		`document.querySelector('tbody[data-log-rows] tr td:nth-child(4)').textContent.trim() === 'first client key'`)
 	until(t, ctx, "the key's label in the filter",
 		`[...document.querySelectorAll('select[name=key] option')].some(o => o.textContent === 'first client key' && o.value.startsWith('key_'))`)
-	time.Sleep(300 * time.Millisecond) // let the EventSource connect
+	until(t, ctx, "the live tail to connect", liveTailOpen)
 	if _, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "get_order", Arguments: map[string]any{"id": "1042"}}); err != nil {
 		t.Fatal(err)
 	}

@@ -57,7 +57,7 @@ func TestBrowserPages(t *testing.T) {
 
 	// The live tail shows a call made after the page opened.
 	run(t, ctx, chromedp.Navigate(w.url("/p/default/logs")), chromedp.WaitVisible(chromedp.CSS(`tbody[data-log-rows]`)))
-	time.Sleep(300 * time.Millisecond) // let the EventSource connect
+	until(t, ctx, "the live tail to connect", liveTailOpen)
 	cs := w.mcpClient()
 	if _, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "get_order", Arguments: map[string]any{"id": "1042"}}); err != nil {
 		t.Fatal(err)

@@ -246,6 +246,11 @@ func run(t *testing.T, ctx context.Context, steps ...chromedp.Action[chromedp.Vo
 	}
 }
 
+// liveTailOpen is true once the Logs page's live tail (app.js's source)
+// has its stream open: the gateway has then taken the newest call it
+// tails after, so a call made from now on shows as a new row.
+const liveTailOpen = `source !== null && source.readyState === EventSource.OPEN`
+
 // until evaluates a JS expression in the page until it is true. Errors
 // count as false: the page may be reloading.
 func until(t *testing.T, ctx context.Context, what, expr string) {
