@@ -35,12 +35,7 @@ func TestPolicyInterceptorsOnBridge(t *testing.T) {
 	_, key := e.newKey(store.Key{Kind: store.KindAgent, Name: "pii bridge"})
 	cmd := exec.Command(binary(t, "../cmd/spacefix"), "bridge", "--url", e.url, "--key", key, "--name", "pii", "--",
 		binary(t, "../examples/interceptor"), "-stdio")
-	logs := &syncBuffer{}
-	cmd.Stderr = logs
-	must(t, cmd.Start())
-	p := &proc{cmd: cmd, done: make(chan struct{})}
-	go func() { cmd.Wait(); close(p.done) }()
-	t.Cleanup(p.kill)
+	p, logs := startCmd(t, cmd)
 	waitFor(t, "the bridge to connect", func() bool { return bridgedPII(e) })
 
 	if code, body := e.putPolicy(`{"rules":[],"interceptors":[{"name":"pii","agent":"pii","timeout":"5s"}]}`); code != http.StatusOK {
