@@ -21,7 +21,7 @@ import (
 var stdin io.Reader = os.Stdin
 
 func policyCmd(ctx context.Context, args []string, stdout io.Writer) error {
-	return dispatch(ctx, "policy", args, stdout, command{"show", policyShow}, command{"set", policySet}, command{"test", policyTest})
+	return dispatch(ctx, "policy", args, stdout, command{"show", policyShow}, command{"set", policySet}, command{"test", policyTest}, command{"history", policyHistory})
 }
 
 // shownPolicy is GET …/policy: the saved document, header values masked.
@@ -292,4 +292,46 @@ func printHits(w io.Writer, point string, hits []apitypes.PolicyHit) {
 		}
 		fmt.Fprintf(w, "%s: audit-mode rule %q would %s%s\n", point, h.Rule, h.Effect, failed)
 	}
+}
+
+// maxHistory is how many versions `policy history` lists at most (the
+// API's bound).
+const maxHistory = 100
+
+func policyHistory(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := newFlagSet("policy history", stdout)
+	client := apiFlags(fs)
+	limit := fs.Int("limit", 20, fmt.Sprintf("at most this many versions, newest first (1 to %d)", maxHistory))
+	asJSON := fs.Bool("json", false, "print the admin API's JSON")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *limit < 1 || *limit > maxHistory {
+		return usageError{fmt.Sprintf("policy history: --limit must be 1 to %d", maxHistory)}
+	}
+	c, err := client()
+	if err != nil {
+		return err
+	}
+	var raw json.RawMessage
+	if err := c.do(ctx, "GET", c.projectPath("/policy/versions?limit=%d", *limit), nil, &raw); err != nil {
+		return err
+	}
+	return printAs(stdout, *asJSON, raw, func(w io.Writer, h apitypes.PolicyVersions) error {
+		if len(h.Versions) == 0 {
+			_, err := fmt.Fprintf(w, "Project %q has no policy: no version was saved. Save one with: spacefix policy set FILE\n", c.project)
+			return err
+		}
+		t := newTable(w, "VERSION", "SAVED (UTC)", "BY")
+		for _, v := range h.Versions {
+			t.row(fmt.Sprint(v.Version), v.UpdatedAt.UTC().Format(time.DateTime), orDash(v.UpdatedBy))
+		}
+		if err := t.flush(); err != nil {
+			return err
+		}
+		if len(h.Versions) == *limit && h.Versions[len(h.Versions)-1].Version > 1 {
+			fmt.Fprintf(w, "\nOlder versions: add --limit %d\n", min(*limit*2, maxHistory))
+		}
+		return nil
+	})
 }

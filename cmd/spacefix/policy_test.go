@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -91,6 +92,10 @@ func TestPolicyCommands(t *testing.T) {
 	out, err := cli("policy", "show")
 	if err != nil || out != "Project \"default\" has no policy: every call runs as it would without one. Save one with: spacefix policy set FILE\n" {
 		t.Errorf("policy show before any: %v\n%s", err, out)
+	}
+	out, err = cli("policy", "history")
+	if err != nil || out != "Project \"default\" has no policy: no version was saved. Save one with: spacefix policy set FILE\n" {
+		t.Errorf("policy history before any: %v\n%s", err, out)
 	}
 
 	file := filepath.Join(t.TempDir(), "policy.yaml")
@@ -201,6 +206,26 @@ func TestPolicyCommands(t *testing.T) {
 	}
 	if sp, _ := st.Policy(context.Background(), 1); !strings.Contains(string(sp.Document), "ic-secret-77") {
 		t.Errorf("stored after a masked header: %s", sp.Document)
+	}
+
+	// The saved versions, newest first.
+	out, err = cli("policy", "history")
+	by := "token " + tokenID(t, st) + " (ci)"
+	if err != nil || !regexp.MustCompile(`^VERSION  SAVED \(UTC\) +BY\n3 .* `+regexp.QuoteMeta(by)+`\n2 .*\n1 .*\n$`).MatchString(out) {
+		t.Errorf("policy history: %v\n%s", err, out)
+	}
+	out, err = cli("policy", "history", "--limit", "1")
+	if err != nil || !strings.HasPrefix(out, "VERSION") || !strings.Contains(out, "\n3 ") || strings.Contains(out, "\n2 ") ||
+		!strings.HasSuffix(out, "\nOlder versions: add --limit 2\n") {
+		t.Errorf("policy history --limit 1: %v\n%s", err, out)
+	}
+	out, err = cli("policy", "history", "--json")
+	var h struct{ Versions []struct{ Version int64 } }
+	if err != nil || json.Unmarshal([]byte(out), &h) != nil || len(h.Versions) != 3 || h.Versions[0].Version != 3 {
+		t.Errorf("policy history --json: %v\n%s", err, out)
+	}
+	if _, err = cli("policy", "history", "--limit", "0"); err == nil || err.Error() != "policy history: --limit must be 1 to 100" {
+		t.Errorf("policy history --limit 0: %v", err)
 	}
 }
 

@@ -1,6 +1,22 @@
 package apitypes
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"time"
+)
+
+// PolicyVersions is the answer of GET …/policy/versions: the saved
+// versions of a project's policy, newest first.
+type PolicyVersions struct {
+	Versions []PolicyVersion `json:"versions"`
+}
+
+// PolicyVersion is one saved version: its number, when and by whom.
+type PolicyVersion struct {
+	Version   int64     `json:"version"`
+	UpdatedAt time.Time `json:"updatedAt"`
+	UpdatedBy string    `json:"updatedBy"`
+}
 
 // PolicyError is why a policy document was refused (PUT …/policy answers
 // it with a 400; POST …/policy/check lists them). For a rule, Rule is its
