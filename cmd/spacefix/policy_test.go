@@ -150,6 +150,26 @@ func TestPolicyCommands(t *testing.T) {
 	if err != nil || !strings.HasPrefix(out, "list: hidden by rule \"no-refunds\"\n") {
 		t.Errorf("policy test --file: %v\n%s", err, out)
 	}
+	// A sample result: what the rules on result make of it.
+	os.WriteFile(draft, []byte(`{"rules":[{"name":"pii","on":"result","effect":"redact","redact":["[\\w.]+@[\\w.]+\\w"]},
+		{"name":"watch","on":"result","effect":"deny","mode":"audit"}]}`), 0o600)
+	sample := `{"content":[{"type":"text","text":"mail ann@example.com"}]}`
+	out, err = cli("policy", "test", "--tool", "refund", "--as-key", clientKey, "--file", draft, "--result", sample)
+	want = "list: visible\ncall: no rule decides; the call runs as it would without a policy\n" +
+		`result: redact by rule "pii"; the caller gets: {"content":[{"type":"text","text":"mail [redacted]"}]}` + "\n"
+	if err != nil || out != want {
+		t.Errorf("policy test --result: %v\n%s\nwant\n%s", err, out, want)
+	}
+	out, err = cli("policy", "test", "--tool", "refund", "--as-key", clientKey, "--result", sample)
+	if err != nil || !strings.HasSuffix(out, "result: no rule decides; the caller gets it as it is\n") {
+		t.Errorf("policy test --result without result rules: %v\n%s", err, out)
+	}
+	if _, err = cli("policy", "test", "--tool", "refund", "--as-key", clientKey, "--result", `"text"`); err == nil || !strings.HasPrefix(err.Error(), `policy test: --result "\"text\"": want a tool result as JSON`) {
+		t.Errorf("policy test --result of a string: %v", err)
+	}
+	if _, err = cli("policy", "test", "--tool", "refund", "--as-key", clientKey, "--result", `{"content":"x"}`); err == nil || !strings.HasPrefix(err.Error(), "--result: want a tool result as MCP has it") {
+		t.Errorf("policy test --result the gateway refuses: %v", err)
+	}
 	out, err = cli("policy", "test", "--tool", "nope", "--as-key", clientKey)
 	if err == nil || !strings.Contains(err.Error(), "`spacefix tools list`") {
 		t.Errorf("policy test of an unknown tool: %v\n%s", err, out)
