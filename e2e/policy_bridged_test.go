@@ -24,10 +24,10 @@ func bridgedPII(e *env) bool {
 // API, names a bridged agent of the project as its interceptor server —
 // `spacefix bridge` over stdio in front of examples/interceptor, which
 // listens nowhere. A result is redacted and a call that carries a card
-// number is blocked before it reaches the tool, in both eras; once the
-// bridge is gone, the calls it hooked are refused (fail closed) with a
-// sentence that says why, as they are when the policy names a plain SDK
-// agent.
+// number is blocked before it reaches the tool, in both eras and for a
+// task's result; once the bridge is gone, the calls it hooked are refused
+// (fail closed) with a sentence that says why, as they are when the
+// policy names a plain SDK agent.
 func TestPolicyInterceptorsOnBridge(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -69,6 +69,16 @@ func TestPolicyInterceptorsOnBridge(t *testing.T) {
 			}
 		})
 	}
+
+	// A task's result passes through the bridged interceptor when it ends.
+	t.Run("2026-07-28 task", func(t *testing.T) {
+		c := e.extClient(e.clientKey)
+		task := c.start("report", map[string]any{})
+		id, _ := task["taskId"].(string)
+		if got := resultText(c.waitStatus(id, "completed")); got != "Report for [redacted]: 3 orders." {
+			t.Errorf("the task's result = %q, want the address redacted", got)
+		}
+	})
 
 	p.term()
 	p.wait(t)
