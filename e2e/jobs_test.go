@@ -106,13 +106,18 @@ func TestJobs(t *testing.T) {
 				t.Errorf("spacefix_job once ended = %v, want the tool's own result", r)
 			}
 
-			// One call in the log, with its task id.
+			// One call in the log, with its task id: the call log is
+			// written after the job's end is stored, in the background.
 			var logged []store.Call
-			for _, c := range e.calls() {
-				if c.TaskID == id {
-					logged = append(logged, c)
+			waitFor(t, "the job's call in the log", func() bool {
+				logged = logged[:0]
+				for _, c := range e.calls() {
+					if c.TaskID == id {
+						logged = append(logged, c)
+					}
 				}
-			}
+				return len(logged) > 0
+			})
 			if len(logged) != 1 || logged[0].Name != "slow_report" || logged[0].Outcome != store.OutcomeOK || !logged[0].Billable {
 				t.Errorf("calls logged for job %s = %+v, want one billable slow_report", id, logged)
 			}

@@ -29,7 +29,7 @@ var eras = []string{"2025-11-25", "2026-07-28"}
 // policyAgent is the agent of the policy tests; reached counts the calls
 // that reached it, by tool.
 type policyAgent struct {
-	pay, transfer, profile, signup atomic.Int32
+	pay, transfer, profile, signup, report atomic.Int32
 }
 
 type payInput struct {
@@ -75,6 +75,7 @@ func startPolicyAgent(e *env) *policyAgent {
 			return "signed up ann@example.com (" + in.RequestID + ")", nil
 		}, core.IdempotencyKey("requestId")))
 		must(e.t, core.AddTool(a, "report", "Builds a report.", func(ctx context.Context, _ noInput) (string, error) {
+			pa.report.Add(1)
 			return "Report for ann@example.com: 3 orders.", nil
 		}, core.TaskSupport(core.TaskOptional)))
 	})

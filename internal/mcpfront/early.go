@@ -51,7 +51,8 @@ import (
 // TestEarlySessionCallsAnswerAsGoSDK hold the answers to go-sdk's, and the
 // conformance suite runs through this path.
 //
-// The request is read in place by parseEarly (earlyparse.go, fuzzed); a
+// The request, read and decoded once in dispatch (request.go), is checked
+// by parseEarly (earlyparse.go, fuzzed); a
 // cached result is kept in both eras' encodings (cached.go); the answer
 // goes out through sseStream (sse.go) in go-sdk's wire format, written in
 // one place (gosdkwire.go) that TestGoSDKWire holds to go-sdk's own output.
@@ -65,7 +66,7 @@ import (
 // answerEarly answers a tools/call before go-sdk, if it can (see above),
 // and reports whether it did. sessionID is the 2025 session the request
 // names, "" at 2026-07-28.
-func (f *Front) answerEarly(w http.ResponseWriter, r *http.Request, v *view, sessionID string) bool {
+func (f *Front) answerEarly(w http.ResponseWriter, r *http.Request, req *request, v *view, sessionID string) bool {
 	if f.tracer != nil || !f.hostsChecked {
 		// Every call gets its span, which go-sdk's path makes; without the
 		// gateway's host check, go-sdk's own (DNS rebinding) must run.
@@ -75,11 +76,7 @@ func (f *Front) answerEarly(w http.ResponseWriter, r *http.Request, v *view, ses
 	if !earlyHeaders(r, modern) {
 		return false
 	}
-	body, err := readBody(r)
-	if err != nil {
-		return false
-	}
-	call, ok := parseEarly(body, modern)
+	call, ok := parseEarly(req, modern)
 	if !ok {
 		return false
 	}
@@ -172,7 +169,7 @@ func (f *Front) answerEarly(w http.ResponseWriter, r *http.Request, v *view, ses
 	}
 	res, err := f.callEarly(ctx, r, t, c, call, ss, sink, hand)
 	if hand.taken() {
-		f.handOff(out, r, hand)
+		f.handOff(out, r, req, hand)
 		return true
 	}
 	f.writeEarly(out, call.id, res, err, modern)

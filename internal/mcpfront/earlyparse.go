@@ -18,74 +18,41 @@ type earlyCall struct {
 	logLevel string
 }
 
-// parseEarly reads a tools/call body the early path can answer: one JSON-RPC
-// request with exactly the members it needs, each once, spelled as the
-// protocol spells them, an id echoed as sent, object arguments (or none),
-// and at 2026-07-28 the request _meta go-sdk requires. Anything it does not
-// know means no. The body is checked to be JSON once, then read in place:
-// only the client's capabilities and info are decoded, to check their
-// shape as go-sdk will.
-func parseEarly(body []byte, modern bool) (earlyCall, bool) {
-	if len(body) == 0 || body[0] != '{' || !json.Valid(body) {
-		return earlyCall{}, false
-	}
-	var (
-		call                                                       earlyCall
-		rpc, method, params, name, args, meta, version, caps, info []byte
-	)
-	if !takeMembers(body, map[string]*[]byte{"jsonrpc": &rpc, "id": &call.id, "method": &method, "params": &params}, nil) ||
-		string(rpc) != `"2.0"` || string(method) != `"tools/call"` || !plainID(call.id) {
-		return earlyCall{}, false
-	}
+// parseEarly reads a tools/call the early path can answer: one plain
+// JSON-RPC request (see [request]) with exactly the members it needs, each
+// once, spelled as the protocol spells them, an id echoed as sent, object
+// arguments (or none), and at 2026-07-28 the request _meta go-sdk
+// requires. Anything it does not know means no. Only the client's
+// capabilities and info are decoded, to check their shape as go-sdk will.
+func parseEarly(req *request, modern bool) (earlyCall, bool) {
 	// Any other member of params (requestState, inputResponses, task, ...)
 	// means no.
-	if !takeMembers(params, map[string]*[]byte{"name": &name, "arguments": &args, "_meta": &meta}, nil) {
+	if !req.plain || req.extraTop || req.extraParams || req.task != nil || req.params == nil || req.params[0] != '{' ||
+		string(req.rpc) != `"2.0"` || string(req.methodRaw) != `"tools/call"` || !plainID(req.id) {
 		return earlyCall{}, false
 	}
-	call.args = args
+	call := earlyCall{id: req.id, args: req.args, meta: req.meta}
 	// Arguments left out or null are {}, as on go-sdk's path.
 	if len(call.args) > 0 && call.args[0] != '{' && string(call.args) != "null" {
 		return earlyCall{}, false
 	}
 	var ok bool
-	if call.name, ok = jsonString(name); !ok || call.name == "" {
+	if call.name, ok = jsonString(req.name); !ok || call.name == "" {
 		return earlyCall{}, false
 	}
-	if meta != nil {
-		known := map[string]*[]byte{metaProtocolVersion: &version, mcp.MetaKeyClientCapabilities: &caps, mcp.MetaKeyClientInfo: &info}
-		var level []byte
-		known[metaLogLevel] = &level
-		if !takeMembers(meta, known, func([]byte) bool { return true }) {
+	if req.meta != nil {
+		if req.meta[0] != '{' {
 			return earlyCall{}, false
 		}
-		if l, ok := jsonString(level); ok {
+		if l, ok := jsonString(req.level); ok {
 			call.logLevel = l
 		}
 	}
-	call.meta = meta
 	if !modern {
 		// A 2025 session's request must not claim the stateless protocol.
-		return call, version == nil
+		return call, req.version == nil
 	}
-	return call, meta != nil && modernMeta(version, caps, info)
-}
-
-// takeMembers puts the value of each member of obj (valid JSON) named in
-// into into it. It fails when obj is not an object, a member comes twice
-// (go-sdk would read the last one: leave that to go-sdk), or a member not
-// in into is not taken by rest (nil: none is).
-func takeMembers(obj []byte, into map[string]*[]byte, rest func(key []byte) bool) bool {
-	return jsonMembers(obj, func(key, val []byte) bool {
-		p, ok := into[string(key)]
-		if !ok {
-			return rest != nil && rest(key)
-		}
-		if *p != nil {
-			return false
-		}
-		*p = val
-		return true
-	})
+	return call, req.meta != nil && modernMeta(req.version, req.caps, req.info)
 }
 
 // metaLogLevel is the _meta key of the level of log messages a 2026-07-28

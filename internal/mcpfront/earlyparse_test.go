@@ -65,7 +65,7 @@ func TestParseEarly(t *testing.T) {
 		if _, ok := parseEarlyReference([]byte(tt.body), tt.modern); ok != tt.ok && !dup {
 			t.Errorf("%s: the reference parser says %v, want %v", tt.name, ok, tt.ok)
 		}
-		c, ok := parseEarly([]byte(tt.body), tt.modern)
+		c, ok := parseEarly(decodeRequest([]byte(tt.body)), tt.modern)
 		if ok != tt.ok {
 			t.Errorf("%s: ok = %v, want %v", tt.name, ok, tt.ok)
 			continue
@@ -133,7 +133,7 @@ func FuzzParseEarly(f *testing.F) {
 		f.Add([]byte(s), true)
 	}
 	f.Fuzz(func(t *testing.T, body []byte, modern bool) {
-		got, ok := parseEarly(body, modern)
+		got, ok := parseEarly(decodeRequest(body), modern)
 		if !ok {
 			return
 		}
@@ -155,7 +155,7 @@ func BenchmarkParseEarly(b *testing.B) {
 	for _, p := range []struct {
 		name  string
 		parse func([]byte, bool) (earlyCall, bool)
-	}{{"in-place", parseEarly}, {"maps", parseEarlyReference}} {
+	}{{"in-place", func(b []byte, modern bool) (earlyCall, bool) { return parseEarly(decodeRequest(b), modern) }}, {"maps", parseEarlyReference}} {
 		b.Run(p.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {

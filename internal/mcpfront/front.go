@@ -17,8 +17,6 @@
 package mcpfront
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -178,8 +176,6 @@ type Front struct {
 
 	maxSessions int
 	maxInFlight int
-	requests    sync.Map // requestHeader token → the HTTP request's context
-	handoffs    sync.Map // handoffHeader token → *handoff
 	viewIdle    time.Duration
 	updated     chan changes.Change // resource updates for tellSubscribers
 }
@@ -295,14 +291,13 @@ func (f *Front) dispatch(w http.ResponseWriter, r *http.Request) {
 	if cw, ok := w.(*challengeWriter); ok {
 		w = cw.ResponseWriter // verified: no challenge from here on
 	}
-	r.Header.Del(requestHeader) // only the gateway sets these
-	r.Header.Del(handoffHeader)
 	k, ok := keyFrom(auth.TokenInfoFromContext(r.Context()))
 	if !ok {
 		f.stateful.ServeHTTP(w, r) // go-sdk answers: no server for it
 		return
 	}
 	v := f.viewFor(k)
+	var req *request // a POST's message, read once: request.go
 	if r.Method == http.MethodPost {
 		if n := v.inflight.Add(1); n > int64(f.maxInFlight) {
 			v.inflight.Add(-1)
@@ -310,50 +305,38 @@ func (f *Front) dispatch(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		defer v.inflight.Add(-1)
-		if !f.limitBody(w, r, k) {
+		if req = f.limitBody(w, r, k); req == nil {
 			return
 		}
-		if k.OAuth && k.ReadOnly && f.needsWrite(r, k) {
+		if k.OAuth && k.ReadOnly && f.needsWrite(r.Context(), req, k) {
 			w.Header().Set("WWW-Authenticate", f.oauth.InsufficientScope(r))
 			refuse(w, http.StatusForbidden, msgInsufficientScope)
 			return
 		}
 	}
-	if f.isModern(r) {
-		if r.Method == http.MethodPost && (f.serveTasksModern(w, r, v) || f.answerEarly(w, r, v, "")) {
+	if f.isModern(r, req) {
+		if req != nil && (f.serveTasksModern(w, r, req, v) || f.answerEarly(w, r, req, v, "")) {
 			return
 		}
 		f.stateless.ServeHTTP(w, r)
 		return
 	}
-	f.serveSession(w, r, v)
+	f.serveSession(w, r, req, v)
 }
 
 const metaProtocolVersion = "io.modelcontextprotocol/protocolVersion"
 
 // isModern reports whether a request speaks 2026-07-28 or later: by its
-// MCP-Protocol-Version header, or, on a POST outside any session, by the
-// protocol version in the body's _meta.
-func (f *Front) isModern(r *http.Request) bool {
+// MCP-Protocol-Version header, or, on a POST (req) outside any session, by
+// the protocol version in the body's _meta.
+func (f *Front) isModern(r *http.Request, req *request) bool {
 	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" {
 		return v >= modernVersion
 	}
-	if r.Method != http.MethodPost || r.Header.Get("Mcp-Session-Id") != "" || r.Body == nil {
+	if req == nil || r.Header.Get("Mcp-Session-Id") != "" {
 		return false
 	}
-	body, err := readBody(r)
-	if err != nil || !bytes.Contains(body, []byte(metaProtocolVersion)) {
-		return false
-	}
-	var probe struct {
-		Params struct {
-			Meta map[string]any `json:"_meta"`
-		} `json:"params"`
-	}
-	if json.Unmarshal(body, &probe) != nil {
-		return false
-	}
-	v, _ := probe.Params.Meta[metaProtocolVersion].(string)
+	v, _ := jsonString(req.version)
 	return v >= modernVersion
 }
 

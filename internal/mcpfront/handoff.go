@@ -3,8 +3,6 @@ package mcpfront
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"io"
 	"net/http"
 	"time"
 
@@ -23,14 +21,10 @@ import (
 // server-to-client request over the session, which go-sdk routes by
 // request and keeps to itself. So the call is handed over: the request is
 // served again by go-sdk, on the same response, and its tool handler picks
-// up the running call at the question (the handoffHeader names it) instead
-// of starting one. The client sees one answer: the early events, then
-// go-sdk's request for input, then the rest of the call and its result.
-
-// handoffHeader carries, from handOff to the tool handler, the token of a
-// handed-over call. Only the gateway sets it: dispatch removes it from
-// clients' requests.
-const handoffHeader = "Spacefix-Handoff"
+// up the running call at the question (the request value, which go-sdk
+// hands the handler in its token info, carries it: request.go) instead of
+// starting one. The client sees one answer: the early events, then go-sdk's
+// request for input, then the rest of the call and its result.
 
 // handoff is an early session call the agent asked a question in: the
 // question (in res), and what the tool handler needs to go on with it.
@@ -63,36 +57,37 @@ func handingOff(ctx context.Context, call *route.Call, res route.Result, key sto
 // handOff serves the request of an early session call again through
 // go-sdk, on the same response, so that go-sdk puts the agent's question to
 // the client (see above).
-func (f *Front) handOff(out *sseStream, r *http.Request, h *handoff) {
-	body, _ := readBody(r) // read before: from the buffer
-	tok := rand.Text()
-	f.handoffs.Store(tok, h)
-	r2 := r.Clone(r.Context())
-	r2.Body = io.NopCloser(bytes.NewReader(body))
-	r2.Header.Set(handoffHeader, tok)
-	f.serveInSession(handedWriter{out, new(bool)}, r2)
-	if _, left := f.handoffs.LoadAndDelete(tok); left {
+func (f *Front) handOff(out *sseStream, r *http.Request, req *request, h *handoff) {
+	req.hand.Store(h)
+	r.Body = bufferedBody{bytes.NewReader(req.body), req.body}
+	f.serveInSession(handedWriter{out, new(bool)}, r)
+	if req.hand.Swap(nil) != nil {
 		// go-sdk did not reach the tool handler (the session closed, the
 		// tool went away): the call stops, and is logged.
 		f.toolResult(h.t, h.key, h.call.Abandon(agentproto.ReasonCancelled), h.start, nil)
 	}
 }
 
-// resumeHandoff returns the handed-over call a request of go-sdk's names,
-// or nil.
-func (f *Front) resumeHandoff(req *mcp.CallToolRequest) *handoff {
-	if req.Extra == nil || req.Extra.Header == nil {
+// handedOver returns the handed-over call a request of go-sdk's carries,
+// taking it (once), or nil.
+func handedOver(extra *mcp.RequestExtra) *handoff {
+	if extra == nil {
 		return nil
 	}
-	tok := req.Extra.Header.Get(handoffHeader)
-	if tok == "" {
-		return nil
+	if req := requestOf(extra.TokenInfo); req != nil {
+		return req.hand.Swap(nil)
 	}
-	h, ok := f.handoffs.LoadAndDelete(tok)
-	if !ok {
-		return nil
+	return nil
+}
+
+// handingOver reports whether a request of go-sdk's carries a handed-over
+// call, without taking it.
+func handingOver(extra *mcp.RequestExtra) bool {
+	if extra == nil {
+		return false
 	}
-	return h.(*handoff)
+	req := requestOf(extra.TokenInfo)
+	return req != nil && req.hand.Load() != nil
 }
 
 // handedWriter is the response of an early call as go-sdk writes the rest

@@ -35,61 +35,47 @@ func bodyLimit(argLimit int) int64 {
 	return max(int64(argLimit)+envelopeBytes, mcp.DefaultMaxRequestBodyBytes)
 }
 
-// limitBody caps the request body by the project's largest arguments, and
-// refuses calls whose arguments are over them. It returns false when it
-// answered the request.
-func (f *Front) limitBody(w http.ResponseWriter, r *http.Request, k store.Key) bool {
+// limitBody caps the request body by the project's largest arguments, reads
+// and decodes it (readRequest), and refuses a call whose arguments are over
+// them. It returns nil when it answered the request.
+func (f *Front) limitBody(w http.ResponseWriter, r *http.Request, k store.Key) *request {
 	argLimit := f.controls.Get(r.Context(), k.ProjectID).Settings.ArgumentLimit()
 	limit := bodyLimit(argLimit)
 	if r.ContentLength > limit {
 		refuse(w, http.StatusRequestEntityTooLarge, fmt.Sprintf(msgBodyTooLarge, textfmt.Thousands(r.ContentLength), textfmt.Thousands(limit), textfmt.Thousands(int64(argLimit))))
-		return false
+		return nil
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, limit)
-	return !f.refuseLargeArgs(w, r, argLimit)
+	req := readRequest(r)
+	if f.refuseLargeArgs(w, r, req, argLimit) {
+		return nil
+	}
+	return req
 }
 
-// refuseLargeArgs answers a tools/call whose arguments are over the
-// project's limit, and returns true. It reads such a request once and
-// decodes it once, keeping only the arguments' bytes: go-sdk, which parses
-// a request several times over (some 20 times its size in allocations),
-// never sees it. Requests no larger than the limit are left alone unread.
-func (f *Front) refuseLargeArgs(w http.ResponseWriter, r *http.Request, argLimit int) bool {
-	if r.ContentLength >= 0 && r.ContentLength <= int64(argLimit) {
-		return false
-	}
-	body, err := readBody(r)
+// refuseLargeArgs answers a request whose body could not be read, or a
+// tools/call whose arguments are over the project's limit, and returns
+// true. go-sdk, which parses a request several times over (some 20 times
+// its size in allocations), never sees such a request.
+func (f *Front) refuseLargeArgs(w http.ResponseWriter, r *http.Request, req *request, argLimit int) bool {
 	var mbe *http.MaxBytesError
 	switch {
-	case errors.As(err, &mbe):
+	case errors.As(req.err, &mbe):
 		refuse(w, http.StatusRequestEntityTooLarge, fmt.Sprintf(msgBodyOverLimit, textfmt.Thousands(mbe.Limit), textfmt.Thousands(int64(argLimit))))
 		return true
-	case err != nil:
-		refuse(w, http.StatusBadRequest, "The gateway could not read the request body: "+err.Error())
+	case req.err != nil:
+		refuse(w, http.StatusBadRequest, "The gateway could not read the request body: "+req.err.Error())
 		return true
-	case len(body) <= argLimit:
-		return false
-	}
-	var probe struct {
-		ID     json.RawMessage `json:"id"`
-		Method string          `json:"method"`
-		Params struct {
-			Name      string          `json:"name"`
-			Arguments json.RawMessage `json:"arguments"`
-		} `json:"params"`
-	}
-	if json.Unmarshal(body, &probe) != nil || probe.Method != "tools/call" || len(probe.Params.Arguments) <= argLimit {
+	case len(req.body) <= argLimit || req.method != "tools/call" || len(req.args) <= argLimit:
 		return false
 	}
 	status := http.StatusOK
-	if f.isModern(r) {
+	if f.isModern(r, req) {
 		status = http.StatusBadRequest // what 2026-07-28 answers for invalid params
 	}
-	if len(probe.ID) == 0 {
-		probe.ID = json.RawMessage("null")
-	}
-	refuseCall(w, status, probe.ID, jsonrpc.CodeInvalidParams, fmt.Sprintf(msgArgsTooLarge,
-		trimName(probe.Params.Name), textfmt.Thousands(int64(len(probe.Params.Arguments))), textfmt.Thousands(int64(argLimit))))
+	name, _ := jsonString(req.name)
+	refuseCall(w, status, req.callID(), jsonrpc.CodeInvalidParams, fmt.Sprintf(msgArgsTooLarge,
+		trimName(name), textfmt.Thousands(int64(len(req.args))), textfmt.Thousands(int64(argLimit))))
 	return true
 }
 

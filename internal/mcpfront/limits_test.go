@@ -13,19 +13,6 @@ import (
 )
 
 func TestArgsHelpers(t *testing.T) {
-	ids := map[string]string{
-		`{"jsonrpc":"2.0","id":7,"method":"initialize"}`:         "7",
-		`{"jsonrpc":"2.0","id":"a\"b","method":"tools/call"}`:    `"a\"b"`,
-		`{"method":"initialize","params":{"x":1},"id":3}`:        "null", // id after the params: not looked for
-		`{"jsonrpc":"2.0","method":"notifications/initialized"}`: "null",
-		`not json`: "null",
-		`{"jsonrpc":"2.0","id":12345678901234567890,"method":"ping","params":{}}`: "12345678901234567890",
-	}
-	for body, want := range ids {
-		if got := string(callID([]byte(body))); got != want {
-			t.Errorf("callID(%s) = %s, want %s", body, got, want)
-		}
-	}
 	if got := bodyLimit(1 << 20); got != 4<<20 {
 		t.Errorf("bodyLimit(1 MiB) = %d, want go-sdk's 4 MiB", got)
 	}
@@ -89,13 +76,13 @@ func TestBodyAllocatedAsItArrives(t *testing.T) {
 		return out.Error.Message
 	}
 	w, r := post(&shortBody{n: 100}, limit)
-	if want := "The gateway could not read the request body: unexpected EOF"; !(&Front{}).refuseLargeArgs(w, r, argLimit) ||
+	if want := "The gateway could not read the request body: unexpected EOF"; !(&Front{}).refuseLargeArgs(w, r, readRequest(r), argLimit) ||
 		w.Code != http.StatusBadRequest || message(w) != want {
 		t.Errorf("a body cut short = %d %s; want 400 %q", w.Code, w.Body, want)
 	}
 	w, r = post(&shortBody{n: int(limit) + 1}, -1)
 	want := fmt.Sprintf(msgBodyOverLimit, "9,437,184", "8,388,608")
-	if !(&Front{}).refuseLargeArgs(w, r, argLimit) || w.Code != http.StatusRequestEntityTooLarge || message(w) != want {
+	if !(&Front{}).refuseLargeArgs(w, r, readRequest(r), argLimit) || w.Code != http.StatusRequestEntityTooLarge || message(w) != want {
 		t.Errorf("a body over the limit = %d %s; want 413 %q", w.Code, w.Body, want)
 	}
 

@@ -2,7 +2,6 @@ package mcpfront
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 
@@ -73,25 +72,16 @@ func (c *challengeWriter) WriteHeader(code int) {
 // tools/call of a tool the token would reach with mcp:write: such a call
 // gets 403 insufficient_scope, so the client can ask for more, instead of
 // "not found".
-func (f *Front) needsWrite(r *http.Request, k store.Key) bool {
-	body, err := readBody(r)
-	if err != nil {
+func (f *Front) needsWrite(ctx context.Context, req *request, k store.Key) bool {
+	name := req.toolName()
+	if name == "" {
 		return false
 	}
-	var req struct {
-		Method string `json:"method"`
-		Params struct {
-			Name string `json:"name"`
-		} `json:"params"`
-	}
-	if json.Unmarshal(body, &req) != nil || req.Method != "tools/call" {
-		return false
-	}
-	t := f.reg.Snapshot(k.ProjectID).Tools[req.Params.Name]
+	t := f.reg.Snapshot(k.ProjectID).Tools[name]
 	if t == nil {
 		return false
 	}
-	c := f.controls.Get(r.Context(), k.ProjectID)
+	c := f.controls.Get(ctx, k.ProjectID)
 	writer := k
 	writer.ReadOnly = false
 	return !access.For(k, c).Permits(t) && access.For(writer, c).Permits(t)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/spacefix/spacefix/core/agentproto"
 	"github.com/spacefix/spacefix/internal/access"
 	"github.com/spacefix/spacefix/internal/agents"
 	"github.com/spacefix/spacefix/internal/route"
@@ -132,6 +133,11 @@ type taskRun struct {
 	ttl  time.Duration // what the client asked for; 0: the runtime's
 	task tasks.Task    // the task started
 	err  error         // why the runtime did not start it
+	// confirm, set by the policy point, is the question the task asks
+	// before its call is sent, and confirmed reads the answer
+	// (policy_confirm.go; tasks.Spec.Confirm).
+	confirm   *agentproto.Message
+	confirmed func(map[string]json.RawMessage) (bool, string)
 }
 
 type toolCallKey struct{}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"path"
 	"slices"
@@ -34,8 +35,12 @@ import (
 // no gateway's prefix: any gateway of the key file serves the retry, none
 // forwards it (gateway.heldCallOwner).
 //
-// A task-augmented call cannot be asked before its task starts: it is
-// refused with msgConfirmTask; a plain call (or a job) asks.
+// A task-augmented call (either era) is asked through its task: the task
+// starts input_required with the policy's question, before anything is
+// sent (tasks.Spec.Confirm), and the client answers it as any question of
+// a task (tasks/update at 2026-07-28, tasks/result's elicitation in a
+// 2025-11-25 session); only a yes sends the call. A plain call (or a job)
+// asks in its own request.
 
 // confirmFor is how long the person's yes to a policy's question stands.
 const confirmFor = 10 * time.Minute
@@ -45,8 +50,6 @@ const policyStateHead = "policy."
 
 // policyInput is the id of the policy's question in inputRequests.
 const policyInput = "policy-confirm"
-
-const msgConfirmTask = "This call needs the user's confirmation (rule %q of the project's policy), which cannot be asked for a task. Call the tool without a task."
 
 // isPolicyState reports whether a requestState is a policy question's.
 func (f *Front) isPolicyState(state string) bool {
@@ -58,7 +61,13 @@ func (f *Front) isPolicyState(state string) bool {
 // request: nil when the call may go on, else its answer.
 func (f *Front) policyConfirm(ctx context.Context, c *toolCall, pc *callPolicy, d policy.Decision) (*mcp.CallToolResult, error) {
 	if c.task != nil {
-		return f.refuse(c, fmt.Sprintf(msgConfirmTask, d.Rule)), nil
+		if caps, _ := declared(c.req.Session, c.req.Params.Meta); !slices.Contains(caps, "elicitation") {
+			pc.words[0] += ": the client cannot ask"
+			return f.refuse(c, fmt.Sprintf(msgCannotConfirm, d.Rule)), nil
+		}
+		c.task.confirm = &agentproto.Message{Type: agentproto.TypeConfirm, Input: policyInput, Message: d.Message}
+		c.task.confirmed = f.taskConfirmed(c, pc, d)
+		return nil, nil
 	}
 	digest := confirmDigest(c)
 	if state := c.req.Params.RequestState; state != "" {
@@ -87,6 +96,36 @@ func (f *Front) policyConfirm(ctx context.Context, c *toolCall, pc *callPolicy, 
 	id := digest + " " + strconv.FormatInt(time.Now().Add(confirmFor).Unix(), 10)
 	q := &agentproto.Message{Input: policyInput, Message: d.Message}
 	return &mcp.CallToolResult{InputRequests: question(q), RequestState: f.held.seal(policyStateHead, id, c.key.ID)}, nil
+}
+
+// taskConfirmed reads the answer to the policy's question of task-augmented
+// call c (tasks.Spec.Confirmed): true sends the call; false, with the
+// refusal its task ends with, logged as a plain call's refusal is.
+func (f *Front) taskConfirmed(c *toolCall, pc *callPolicy, d policy.Decision) func(map[string]json.RawMessage) (bool, string) {
+	return func(responses map[string]json.RawMessage) (bool, string) {
+		var (
+			r   mcp.ElicitResult
+			yes bool
+			err = errNoAnswer
+		)
+		if raw, ok := responses[policyInput]; ok && json.Unmarshal(raw, &r) == nil {
+			yes, err = confirmed(&r)
+		}
+		var msg string
+		switch {
+		case err != nil:
+			pc.words[0] += ": no answer"
+			msg = "The call was not run: " + err.Error()
+		case !yes:
+			pc.words[0] += ": declined"
+			msg = fmt.Sprintf(msgDeclined, d.Rule)
+		default:
+			pc.words[0] += ": confirmed"
+			return true, ""
+		}
+		f.logRefusal(c, msg)
+		return false, msg
+	}
 }
 
 const msgCannotConfirm = "This call needs the user's confirmation (rule %q of the project's policy), and the MCP client cannot ask the user: it does not support elicitation. Use a client that can, or ask an owner about the rule."

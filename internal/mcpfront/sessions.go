@@ -1,11 +1,9 @@
 package mcpfront
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
-	"strconv"
 	"sync"
 	"time"
 
@@ -22,12 +20,6 @@ import (
 // go-sdk's own ServerOptions.KeepAlive is not used: it pings every session,
 // and a session without a GET stream cannot receive a ping, so it was closed
 // at the first tick however busy it was.
-
-// requestHeader carries, from dispatch to the tool handler, the token under
-// which the HTTP request's context is kept: go-sdk runs a session's calls in
-// the session's context, so without it a client hanging up would not stop
-// its call.
-const requestHeader = "Spacefix-Request"
 
 // missesToClose is how many keepalive pings in a row a session with a GET
 // stream may miss before it is closed.
@@ -202,15 +194,18 @@ func (w *sessionStart) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // declaresTasks reports whether an initialize request's client declares
 // the tasks capability (capabilities.tasks, 2025-11-25).
-func declaresTasks(initialize []byte) bool {
-	var req struct {
-		Params struct {
-			Capabilities struct {
-				Tasks json.RawMessage `json:"tasks"`
-			} `json:"capabilities"`
-		} `json:"params"`
+func declaresTasks(req *request) bool {
+	var tasks []byte
+	if req == nil || req.method != "initialize" || len(req.capabilities) == 0 || req.capabilities[0] != '{' {
+		return false
 	}
-	return json.Unmarshal(initialize, &req) == nil && len(req.Params.Capabilities.Tasks) > 0 && string(req.Params.Capabilities.Tasks) != "null"
+	jsonMembers(req.capabilities, func(key, val []byte) bool {
+		if string(key) == "tasks" {
+			tasks = val
+		}
+		return true
+	})
+	return len(tasks) > 0 && string(tasks) != "null"
 }
 
 // declaredTasks reports whether session id's client declared the tasks
@@ -247,10 +242,13 @@ func (v *view) trackEarly(id string, rid jsonrpc.ID, cancel context.CancelFunc) 
 	}, true
 }
 
-// cancelEarly passes a session's notifications/cancelled, in body, to the
+// cancelEarly passes a session's notifications/cancelled (req) to the
 // call answered before go-sdk that it names, if any. go-sdk gets the
 // notification too, and ignores an id it does not serve.
-func (v *view) cancelEarly(id string, r *http.Request) {
+func (v *view) cancelEarly(id string, req *request) {
+	if req.method != "notifications/cancelled" || len(req.requestID) == 0 {
+		return
+	}
 	v.sess.mu.Lock()
 	s := v.sess.m[id]
 	none := s == nil || len(s.early) == 0
@@ -258,20 +256,11 @@ func (v *view) cancelEarly(id string, r *http.Request) {
 	if none {
 		return
 	}
-	body, err := readBody(r)
-	if err != nil || !bytes.Contains(body, []byte("notifications/cancelled")) {
+	var raw any
+	if json.Unmarshal(req.requestID, &raw) != nil {
 		return
 	}
-	var n struct {
-		Method string `json:"method"`
-		Params struct {
-			RequestID any `json:"requestId"`
-		} `json:"params"`
-	}
-	if json.Unmarshal(body, &n) != nil || n.Method != "notifications/cancelled" {
-		return
-	}
-	rid, err := jsonrpc.MakeID(n.Params.RequestID)
+	rid, err := jsonrpc.MakeID(raw)
 	if err != nil {
 		return
 	}
@@ -390,36 +379,4 @@ func (v *view) ping(interval time.Duration) {
 			}
 		}(live[id], s)
 	}
-}
-
-// callID returns the JSON-RPC id at the start of a request body, or null.
-// Clients write the id before the params, so this reads only a few bytes.
-func callID(prefix []byte) json.RawMessage {
-	dec := json.NewDecoder(bytes.NewReader(prefix))
-	dec.UseNumber()
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return json.RawMessage("null")
-	}
-	for range 4 {
-		key, err := dec.Token()
-		if err != nil {
-			break
-		}
-		val, err := dec.Token()
-		if err != nil {
-			break
-		}
-		if _, nested := val.(json.Delim); nested {
-			break
-		}
-		if key == "id" {
-			switch id := val.(type) {
-			case string:
-				return json.RawMessage(strconv.Quote(id))
-			case json.Number:
-				return json.RawMessage(id)
-			}
-		}
-	}
-	return json.RawMessage("null")
 }

@@ -2,7 +2,6 @@ package mcpfront
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"net/http"
@@ -69,26 +68,22 @@ func (v *view) endCalls(id string, wait time.Duration) {
 // serveSession serves a request of the 2025 protocol: it keeps the key's
 // sessions within the cap, notes what each session is doing, and ends the
 // calls of a session its client deletes.
-func (f *Front) serveSession(w http.ResponseWriter, r *http.Request, v *view) {
+func (f *Front) serveSession(w http.ResponseWriter, r *http.Request, req *request, v *view) {
 	id := r.Header.Get("Mcp-Session-Id")
 	switch {
 	case r.Method == http.MethodPost && id == "":
-		// A new session: read the body before taking the key's lock, so a
-		// slow client does not hold up the key's other clients.
-		body, err := readBody(r)
-		if err != nil {
-			f.stateful.ServeHTTP(w, r) // go-sdk reads the rest and answers
-			return
-		}
+		// A new session: the body was read (in dispatch) before taking the
+		// key's lock, so a slow client does not hold up the key's other
+		// clients.
 		v.sess.initMu.Lock()
 		defer v.sess.initMu.Unlock()
 		if !v.admit(f.maxSessions) {
-			refuseCall(w, http.StatusTooManyRequests, callID(body), codeLimit, fmt.Sprintf(msgTooManySessions, f.maxSessions))
+			refuseCall(w, http.StatusTooManyRequests, req.callID(), codeLimit, fmt.Sprintf(msgTooManySessions, f.maxSessions))
 			return
 		}
 		// Recorded before the answer leaves: the client's next request,
 		// sent the moment it reads the session id, must find it.
-		tasks := declaresTasks(body)
+		tasks := declaresTasks(req)
 		f.stateful.ServeHTTP(&sessionStart{ResponseWriter: w, started: func(nid string) { v.added(nid, tasks) }}, r)
 	case id == "":
 		f.stateful.ServeHTTP(w, r)
@@ -103,8 +98,8 @@ func (f *Front) serveSession(w http.ResponseWriter, r *http.Request, v *view) {
 	default:
 		defer v.begin(id, false)()
 		if r.Method == http.MethodPost {
-			v.cancelEarly(id, r)
-			if f.answerTaskCall(w, r, v, id) || f.answerEarly(w, r, v, id) {
+			v.cancelEarly(id, req)
+			if f.answerTaskCall(w, r, req, v, id) || f.answerEarly(w, r, req, v, id) {
 				return
 			}
 		}
@@ -112,30 +107,22 @@ func (f *Front) serveSession(w http.ResponseWriter, r *http.Request, v *view) {
 	}
 }
 
-// serveInSession has go-sdk serve a request of a session, its context kept
-// under requestHeader for the tool handler: go-sdk runs a session's calls
-// in the session's context, and the call must end when this request's
-// client hangs up (hangUp).
+// serveInSession has go-sdk serve a request of a session. go-sdk runs a
+// session's calls in the session's context; the call ends when this
+// request's client hangs up all the same: its tool handler finds the
+// request, and its context, in the token info (request.go).
 func (f *Front) serveInSession(w http.ResponseWriter, r *http.Request) {
-	tok := rand.Text()
-	r.Header.Set(requestHeader, tok)
-	f.requests.Store(tok, r.Context())
-	defer f.requests.Delete(tok)
 	f.stateful.ServeHTTP(w, r)
 }
 
-// hangUp returns the context of the HTTP request a session's call came in,
-// which ends when its client hangs up; nil if there is none.
-func (f *Front) hangUp(extra *mcp.RequestExtra) context.Context {
-	if extra == nil || extra.Header == nil {
+// hangUp returns the context of the HTTP request a call came in, which
+// ends when its client hangs up; nil if there is none.
+func hangUp(extra *mcp.RequestExtra) context.Context {
+	if extra == nil {
 		return nil
 	}
-	tok := extra.Header.Get(requestHeader)
-	if tok == "" {
-		return nil
-	}
-	if c, ok := f.requests.Load(tok); ok {
-		return c.(context.Context)
+	if req := requestOf(extra.TokenInfo); req != nil {
+		return req.ctx
 	}
 	return nil
 }

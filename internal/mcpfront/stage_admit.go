@@ -23,7 +23,7 @@ func (admitStage) serve(ctx context.Context, f *Front, c *toolCall, next next) (
 	// session.
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	if hung := f.hangUp(c.req.Extra); hung != nil {
+	if hung := hangUp(c.req.Extra); hung != nil {
 		defer context.AfterFunc(hung, func() { cancel(context.Canceled) })()
 	}
 	if c.req.Session != nil && c.task == nil {

@@ -16,7 +16,7 @@ import (
 type resumeStage struct{}
 
 func (resumeStage) serve(ctx context.Context, f *Front, c *toolCall, next next) (*mcp.CallToolResult, error) {
-	if h := f.resumeHandoff(c.req); h != nil {
+	if h := handedOver(c.req.Extra); h != nil {
 		c.call, c.res, c.start, c.settled = h.call, h.res, h.start, true
 		return next.run(ctx, c)
 	}

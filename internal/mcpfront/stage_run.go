@@ -18,7 +18,8 @@ type runStage struct{}
 func (runStage) serve(ctx context.Context, f *Front, c *toolCall, _ next) (*mcp.CallToolResult, error) {
 	if tr := c.task; tr != nil {
 		tr.task, tr.err = f.tasks.Run(ctx, tasks.Spec{Key: c.key, Tool: c.tool, Call: c.call, Era: tr.era, TTL: tr.ttl, Start: c.start,
-			Unauthorized: f.taskUnauthorized(c.key, c.call, c.tool.Name), Shape: c.pol.taskShaper()})
+			Unauthorized: f.taskUnauthorized(c.key, c.call, c.tool.Name), Shape: c.pol.taskShaper(),
+			Confirm: tr.confirm, Confirmed: tr.confirmed})
 		return nil, nil
 	}
 	if c.asJob {

@@ -73,29 +73,32 @@ const (
 
 // extRequest is a JSON-RPC request the extension answers.
 type extRequest struct {
-	JSONRPC string          `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id"`
-	Method  string          `json:"method"`
-	Params  struct {
-		Meta           map[string]any             `json:"_meta"`
-		TaskID         *string                    `json:"taskId"`
-		InputResponses map[string]json.RawMessage `json:"inputResponses"`
-		Name           string                     `json:"name"`
-		Arguments      json.RawMessage            `json:"arguments"`
-		RequestState   string                     `json:"requestState"`
-		Notifications  *struct {
-			TaskIDs []string `json:"taskIds"`
-		} `json:"notifications"`
-	} `json:"params"`
+	JSONRPC string
+	ID      json.RawMessage
+	Method  string
+	Params  extParams
 	// rawResponses is params.inputResponses as sent: null and absent
 	// differ from {}.
 	rawResponses json.RawMessage
 }
 
+// extParams are the params of a request the extension answers.
+type extParams struct {
+	Meta           map[string]any             `json:"_meta"`
+	TaskID         *string                    `json:"taskId"`
+	InputResponses map[string]json.RawMessage `json:"-"` // decoded from rawResponses
+	Name           string                     `json:"name"`
+	Arguments      json.RawMessage            `json:"arguments"`
+	RequestState   string                     `json:"requestState"`
+	Notifications  *struct {
+		TaskIDs []string `json:"taskIds"`
+	} `json:"notifications"`
+}
+
 // serveTasksModern answers a 2026-07-28 request of the tasks extension
 // (see above) and reports whether it did; false leaves the request, its
 // body unread, to the early path and go-sdk.
-func (f *Front) serveTasksModern(w http.ResponseWriter, r *http.Request, v *view) bool {
+func (f *Front) serveTasksModern(w http.ResponseWriter, r *http.Request, msg *request, v *view) bool {
 	if f.tasks == nil {
 		return false
 	}
@@ -112,11 +115,7 @@ func (f *Front) serveTasksModern(w http.ResponseWriter, r *http.Request, v *view
 	default:
 		return false
 	}
-	body, err := readBody(r)
-	if err != nil {
-		return false
-	}
-	req, ok := parseExtRequest(body, r, method)
+	req, ok := parseExtRequest(msg, r, method)
 	if !ok {
 		return false // go-sdk says what is wrong with it
 	}
@@ -228,27 +227,32 @@ func (f *Front) answerOutstanding(ctx context.Context, owner tasks.Owner, projec
 // request with an id, of the method its Mcp-Method header names, whose
 // _meta gives the protocol version of its header and the client's
 // capabilities, as go-sdk requires of a stateless request. ok is false for
-// anything else.
-func parseExtRequest(body []byte, r *http.Request, method string) (req extRequest, ok bool) {
-	if err := json.Unmarshal(body, &req); err != nil || req.JSONRPC != "2.0" || req.Method != method {
+// anything else. Of the request read in dispatch, only params are
+// decoded, once.
+func parseExtRequest(msg *request, r *http.Request, method string) (req extRequest, ok bool) {
+	if rpc, _ := jsonString(msg.rpc); rpc != "2.0" || msg.method != method || len(msg.params) == 0 {
 		return req, false
 	}
+	var params struct {
+		extParams
+		InputResponses json.RawMessage `json:"inputResponses"`
+	}
+	if err := json.Unmarshal(msg.params, &params); err != nil {
+		return req, false
+	}
+	req.JSONRPC, req.ID, req.Method, req.Params = "2.0", json.RawMessage(msg.id), method, params.extParams
 	if len(req.ID) == 0 || (req.ID[0] != '"' && (req.ID[0] < '0' || req.ID[0] > '9') && req.ID[0] != '-') {
 		return req, false // a notification, or an id go-sdk refuses
+	}
+	req.rawResponses = bytes.TrimSpace(params.InputResponses)
+	if len(req.rawResponses) > 0 && json.Unmarshal(req.rawResponses, &req.Params.InputResponses) != nil {
+		return req, false
 	}
 	if pv, _ := req.Params.Meta[mcp.MetaKeyProtocolVersion].(string); pv == "" || pv != r.Header.Get("Mcp-Protocol-Version") {
 		return req, false
 	}
 	if _, ok := req.Params.Meta[mcp.MetaKeyClientCapabilities].(map[string]any); !ok {
 		return req, false
-	}
-	var raw struct {
-		Params struct {
-			InputResponses json.RawMessage `json:"inputResponses"`
-		} `json:"params"`
-	}
-	if json.Unmarshal(body, &raw) == nil {
-		req.rawResponses = bytes.TrimSpace(raw.Params.InputResponses)
 	}
 	return req, true
 }

@@ -1,7 +1,6 @@
 package mcpfront
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -27,23 +26,15 @@ type taskCall struct {
 	task json.RawMessage // params.task; nil or null: a plain call
 }
 
-// parseTaskCall reads a tools/call body; ok is false for anything else, or
-// a request go-sdk must answer (an id it would not echo as sent).
-func parseTaskCall(body []byte) (c taskCall, ok bool) {
-	if len(body) == 0 || body[0] != '{' || !bytes.Contains(body, []byte(`"tools/call"`)) || !json.Valid(body) {
+// parseTaskCall reads a tools/call; ok is false for anything else, or a
+// request go-sdk must answer (an id it would not echo as sent, a member it
+// would read twice).
+func parseTaskCall(req *request) (c taskCall, ok bool) {
+	if !req.plain || string(req.methodRaw) != `"tools/call"` || !plainID(req.id) || len(req.params) == 0 || req.params[0] != '{' {
 		return c, false
 	}
-	any := func([]byte) bool { return true }
-	var method, params, name, args, meta, task []byte
-	if !takeMembers(body, map[string]*[]byte{"id": &c.id, "method": &method, "params": &params}, any) ||
-		string(method) != `"tools/call"` || !plainID(c.id) || len(params) == 0 {
-		return c, false
-	}
-	if !takeMembers(params, map[string]*[]byte{"name": &name, "arguments": &args, "_meta": &meta, "task": &task}, any) {
-		return c, false
-	}
-	c.args, c.meta, c.task = args, meta, task
-	if c.name, ok = jsonString(name); !ok || c.name == "" {
+	c.id, c.args, c.meta, c.task = req.id, req.args, req.meta, req.task
+	if c.name, ok = jsonString(req.name); !ok || c.name == "" {
 		return c, false
 	}
 	if string(c.task) == "null" {
@@ -76,15 +67,11 @@ func taskTTL(task json.RawMessage) (time.Duration, bool) {
 // it), and one without to a tool whose task support is required. It
 // reports whether it answered; anything else goes on to the early path or
 // go-sdk.
-func (f *Front) answerTaskCall(w http.ResponseWriter, r *http.Request, v *view, sessionID string) bool {
+func (f *Front) answerTaskCall(w http.ResponseWriter, r *http.Request, req *request, v *view, sessionID string) bool {
 	if f.tasks == nil || !earlyHeaders(r, false) {
 		return false
 	}
-	body, err := readBody(r)
-	if err != nil {
-		return false
-	}
-	call, ok := parseTaskCall(body)
+	call, ok := parseTaskCall(req)
 	if !ok {
 		return false
 	}
@@ -189,7 +176,7 @@ func (v *view) taskHangUp(next mcp.MethodHandler) mcp.MethodHandler {
 		if !ok {
 			return next(ctx, method, req)
 		}
-		if hung := v.f.hangUp(sr.Extra); hung != nil {
+		if hung := hangUp(sr.Extra); hung != nil {
 			var cancel context.CancelFunc
 			ctx, cancel = context.WithCancel(ctx)
 			defer cancel()

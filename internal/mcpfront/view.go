@@ -350,7 +350,7 @@ func (v *view) resolve(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		// A call handed over by the early path (handoff.go) was counted
 		// there.
-		counted := ctr.Extra != nil && ctr.Extra.Header.Get(handoffHeader) != ""
+		counted := handingOver(ctr.Extra)
 		t, c, refused, err := v.f.admitCall(ctx, v.key, ctr.Params.Name, counted)
 		if refused != nil {
 			return refused, nil

@@ -109,6 +109,20 @@ func (m *Manager) Run(ctx context.Context, s Spec) (Task, error) {
 		Gateway: m.gateway, Era: s.Era, Status: Working, CreatedAt: now, UpdatedAt: now,
 		TTL: ttl, PollInterval: pollFast, Deadline: s.Call.Deadline().UTC().Truncate(time.Millisecond), CallID: s.Call.ID(),
 	}
+	if s.Confirm != nil {
+		// Asked before anything is sent: the task is stored waiting for
+		// the answer, so its first tasks/get shows the question.
+		if m.opts.Questions == nil || s.Confirmed == nil {
+			s.Call.Release()
+			return Task{}, errors.New("tasks: a task that must be confirmed needs Options.Questions and Spec.Confirmed")
+		}
+		reqs, err := m.opts.Questions.InputRequests(s.Confirm)
+		if err != nil {
+			s.Call.Release()
+			return Task{}, fmt.Errorf("tasks: the confirmation of %s: %w", s.Tool.Name, err)
+		}
+		t.Status, t.InputRequests = InputRequired, reqs
+	}
 	unlock := m.starts.lock(t.ProjectID, owner)
 	err = m.admit(ctx, t.ProjectID, s.Key.ProjectName, owner)
 	if err == nil {
@@ -123,7 +137,7 @@ func (m *Manager) Run(ctx context.Context, s Spec) (Task, error) {
 		return Task{}, err
 	}
 	r := &run{m: m, call: s.Call, key: s.Key, tool: s.Tool, start: start, limit: m.Limit(ctx, s.Key.ProjectID),
-		answers: make(chan map[string]json.RawMessage, maxAnswersQueued), task: t, pub: t, changed: make(chan struct{}), written: now, notified: Working,
+		answers: make(chan map[string]json.RawMessage, maxAnswersQueued), task: t, pub: t, changed: make(chan struct{}), written: now, notified: t.Status,
 		unauthorized: s.Unauthorized, shape: s.Shape}
 	r.ctx, r.stop = context.WithCancel(m.ctx)
 	m.mu.Lock()
@@ -138,23 +152,52 @@ func (m *Manager) Run(ctx context.Context, s Spec) (Task, error) {
 	m.runWG.Add(1)
 	m.mu.Unlock()
 
-	call, res := s.Call.Send(r.ctx)
-	if call == nil {
-		go func() { defer m.runWG.Done(); r.finish(res) }()
-	} else {
-		go r.loop()
+	if s.Confirm != nil {
+		go r.gate(t.InputRequests, s.Confirmed)
+		return t, nil
 	}
+	call, res := s.Call.Send(r.ctx)
+	go r.follow(call != nil, res)
 	return t, nil
 }
 
-// loop waits for the call to end, passing its questions to the client.
-func (r *run) loop() {
+// follow waits for the call, if it was sent, to end, passing its questions
+// to the client, and records its end (res, when it was not sent).
+func (r *run) follow(sent bool, res route.Result) {
 	defer r.m.runWG.Done()
-	res := r.call.Wait(r.ctx, r.progress)
-	for res.Question != nil {
-		res = r.ask(res.Question)
+	if sent {
+		res = r.call.Wait(r.ctx, r.progress)
+		for res.Question != nil {
+			res = r.ask(res.Question)
+		}
 	}
 	r.finish(res)
+}
+
+// gate waits for the caller's answer to the confirmation asked before the
+// call (reqs): a yes sends it; anything else ends the task with nothing
+// sent (Spec.Confirm).
+func (r *run) gate(reqs json.RawMessage, confirmed func(map[string]json.RawMessage) (bool, string)) {
+	got, reason := r.await(reqs)
+	yes, refusal := false, ""
+	if reason == "" {
+		yes, refusal = confirmed(got)
+	}
+	if yes {
+		call, res := r.call.Send(r.ctx)
+		r.follow(call != nil, res)
+		return
+	}
+	defer r.m.runWG.Done()
+	r.call.Release()
+	switch reason {
+	case agentproto.ReasonTimeout:
+		r.finish(route.Result{Outcome: route.TimedOut})
+	case agentproto.ReasonCancelled:
+		r.finish(route.Result{Outcome: route.Cancelled})
+	default:
+		r.finish(route.Result{Outcome: route.ToolError, Detail: refusal})
+	}
 }
 
 // ask puts the task in InputRequired with question q until the client
@@ -185,14 +228,25 @@ func (r *run) ask(q *agentproto.Message) route.Result {
 	}
 	r.call.Note("asked the client: " + textfmt.Cut(string(reqs), 180))
 	r.setStatus(InputRequired, func(t *Task) { t.InputRequests = reqs })
+	got, reason := r.await(reqs)
+	if reason != "" {
+		return r.call.Abandon(reason)
+	}
+	r.m.opts.Questions.Answer(r.call, q, reqs, got)
+	return r.call.Wait(r.ctx, r.progress)
+}
+
+// await waits for the client's responses to every input request of reqs,
+// until the call's deadline (reason agentproto.ReasonTimeout) or the
+// task's cancel (agentproto.ReasonCancelled). A client may answer the
+// input requests a few at a time (SEP-2663): the task waits on for the
+// rest, showing only those, and gets every answer at once.
+func (r *run) await(reqs json.RawMessage) (got map[string]json.RawMessage, reason string) {
 	timer := time.NewTimer(time.Until(r.call.Deadline()))
 	defer timer.Stop()
-	// A client may answer the input requests a few at a time (SEP-2663):
-	// the task waits on for the rest, showing only those, and the agent
-	// gets every answer at once.
 	var asked map[string]json.RawMessage
 	_ = json.Unmarshal(reqs, &asked)
-	got := make(map[string]json.RawMessage, len(asked))
+	got = make(map[string]json.RawMessage, len(asked))
 	for {
 		select {
 		case resp := <-r.answers:
@@ -204,12 +258,11 @@ func (r *run) ask(q *agentproto.Message) route.Result {
 			if len(got) < len(asked) {
 				continue // answer has shown the requests left
 			}
-			r.m.opts.Questions.Answer(r.call, q, reqs, got)
-			return r.call.Wait(r.ctx, r.progress)
+			return got, ""
 		case <-timer.C:
-			return r.call.Abandon(agentproto.ReasonTimeout)
+			return nil, agentproto.ReasonTimeout
 		case <-r.ctx.Done():
-			return r.call.Abandon(agentproto.ReasonCancelled)
+			return nil, agentproto.ReasonCancelled
 		}
 	}
 }

@@ -83,6 +83,15 @@ type Spec struct {
 	// owner ever reads, and what the policy did in words for the call
 	// log (store.Call.Policy).
 	Shape func(ctx context.Context, result json.RawMessage) (json.RawMessage, string)
+	// Confirm, when set, is a question the caller must answer before the
+	// call is sent (the MCP front's policy, a rule with effect confirm):
+	// the task starts input_required with it, and Confirmed reads the
+	// client's responses. Yes sends the call; no ends the task with
+	// refusal as an isError result, and nothing reaches the agent. No
+	// answer by the call's deadline fails the task as a timeout; a cancel
+	// cancels it. Both or neither are set.
+	Confirm   *agentproto.Message
+	Confirmed func(responses map[string]json.RawMessage) (yes bool, refusal string)
 }
 
 // Questions is the MCP front's conversion of an agent's question (a

@@ -109,6 +109,24 @@ func (e *env) start(ttl time.Duration) (tasks.Task, *agentproto.Message) {
 // startSpec is start with change, if set, applied to the task's Spec.
 func (e *env) startSpec(ttl time.Duration, change func(*tasks.Spec)) (tasks.Task, *agentproto.Message) {
 	e.t.Helper()
+	spec := e.spec(ttl)
+	if change != nil {
+		change(&spec)
+	}
+	task, err := e.m.Run(context.Background(), spec)
+	if err != nil {
+		e.t.Fatalf("Run: %v", err)
+	}
+	m := e.tr.Next()
+	if m == nil || m.Type != agentproto.TypeCall {
+		e.t.Fatalf("the agent got %+v, want a call", m)
+	}
+	return task, m
+}
+
+// spec picks a call of "report" and returns the Spec of a task of it.
+func (e *env) spec(ttl time.Duration) tasks.Spec {
+	e.t.Helper()
 	ctx := context.Background()
 	tool := e.reg.Snapshot(e.proj.ID).Tools["report"]
 	call, res := route.Pick(ctx, e.reg, e.proj.ID, func(s *agents.Snapshot) ([]*agents.Replica, time.Time, bool) {
@@ -121,19 +139,7 @@ func (e *env) startSpec(ttl time.Duration, change func(*tasks.Spec)) (tasks.Task
 	if call == nil {
 		e.t.Fatalf("Pick: %v %s", res.Outcome, res.Detail)
 	}
-	spec := tasks.Spec{Key: e.key, Tool: tool, Call: call, Era: "2026-07-28", TTL: ttl, Start: time.Now()}
-	if change != nil {
-		change(&spec)
-	}
-	task, err := e.m.Run(ctx, spec)
-	if err != nil {
-		e.t.Fatalf("Run: %v", err)
-	}
-	m := e.tr.Next()
-	if m == nil || m.Type != agentproto.TypeCall {
-		e.t.Fatalf("the agent got %+v, want a call", m)
-	}
-	return task, m
+	return tasks.Spec{Key: e.key, Tool: tool, Call: call, Era: "2026-07-28", TTL: ttl, Start: time.Now()}
 }
 
 // eventually polls cond until it holds, for at most 10 s: tasks run over a
