@@ -20,6 +20,19 @@ func bridgedPII(e *env) bool {
 	return false
 }
 
+// startPIIBridge runs `spacefix bridge` over stdio in front of
+// examples/interceptor as the agent pii of e's project, with an agent key
+// of its own, and waits until e's gateway has it.
+func startPIIBridge(t *testing.T, e *env) (p *proc, logs *syncBuffer, key string) {
+	t.Helper()
+	_, key = e.newKey(store.Key{Kind: store.KindAgent, Name: "pii bridge"})
+	cmd := exec.Command(binary(t, "../cmd/spacefix"), "bridge", "--url", e.url, "--key", key, "--name", "pii", "--",
+		binary(t, "../examples/interceptor"), "-stdio")
+	p, logs = startCmd(t, cmd)
+	waitFor(t, "the bridge to connect", func() bool { return bridgedPII(e) })
+	return p, logs, key
+}
+
 // TestPolicyInterceptorsOnBridge: the project's policy, saved through the
 // API, names a bridged agent of the project as its interceptor server —
 // `spacefix bridge` over stdio in front of examples/interceptor, which
@@ -32,11 +45,7 @@ func TestPolicyInterceptorsOnBridge(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	pa := startPolicyAgent(e)
-	_, key := e.newKey(store.Key{Kind: store.KindAgent, Name: "pii bridge"})
-	cmd := exec.Command(binary(t, "../cmd/spacefix"), "bridge", "--url", e.url, "--key", key, "--name", "pii", "--",
-		binary(t, "../examples/interceptor"), "-stdio")
-	p, logs := startCmd(t, cmd)
-	waitFor(t, "the bridge to connect", func() bool { return bridgedPII(e) })
+	p, logs, key := startPIIBridge(t, e)
 
 	if code, body := e.putPolicy(`{"rules":[],"interceptors":[{"name":"pii","agent":"pii","timeout":"5s"}]}`); code != http.StatusOK {
 		t.Fatalf("PUT the policy: %d %s", code, body)
@@ -99,5 +108,33 @@ func TestPolicyInterceptorsOnBridge(t *testing.T) {
 	})
 	if strings.Contains(logs.String(), key) {
 		t.Errorf("the bridge logged its agent key")
+	}
+}
+
+// TestPolicyInterceptorsOnBridgeOverBus: the bridge holds its connection
+// to gateway A; a client of gateway B has its result redacted and its
+// call blocked by it, the interceptor's requests crossing the bus.
+func TestPolicyInterceptorsOnBridgeOverBus(t *testing.T) {
+	t.Parallel()
+	a := newEnv(t, onBus(startNATS(t)))
+	b := a.sibling()
+	pa := startPolicyAgent(a)
+	startPIIBridge(t, a)
+	waitFor(t, "B to hear of the bridge on A", func() bool { return bridgedPII(b) })
+	if code, body := a.putPolicy(`{"rules":[],"interceptors":[{"name":"pii","agent":"pii","timeout":"5s"}]}`); code != http.StatusOK {
+		t.Fatalf("PUT the policy: %d %s", code, body)
+	}
+	cs := b.connect("2026-07-28", b.clientKey, nil)
+	poll(t, "B to redact profile through the bridge on A", 0, func() (string, bool) {
+		r := call(t, cs, "profile", map[string]any{})
+		return text(r), !r.IsError && strings.Contains(text(r), "[redacted]") && !strings.Contains(text(r), "ann@")
+	})
+	before := pa.pay.Load()
+	const blocked = `This call was refused by interceptor "no-card-numbers": the arguments carry a card number; send its last four digits instead`
+	if r := call(t, cs, "pay", map[string]any{"amount": 5, "note": "card 4111 1111 1111 1111"}); !r.IsError || text(r) != blocked {
+		t.Errorf("pay with a card number through B = %q (isError %v), want %q", text(r), r.IsError, blocked)
+	}
+	if n := pa.pay.Load() - before; n != 0 {
+		t.Errorf("the blocked call reached the tool %d times", n)
 	}
 }
