@@ -1,6 +1,8 @@
 package core
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -86,6 +88,12 @@ type Bridge struct {
 	// PerPerson, when set, says the remote acts as each caller's own
 	// account (see agentproto.PerPerson); nil: one shared account.
 	PerPerson *PerPerson
+	// Request, when set, sends a custom MCP request of the gateway's
+	// (agentproto.KindRequest: the interceptors extension's methods, for a
+	// project's policy) to the server and returns its result; a
+	// [ProtocolError] carries the server's JSON-RPC error back. Nil answers
+	// every such request with an error. It is not sent to the gateway.
+	Request func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error)
 }
 
 // PerPerson says a bridged remote acts as each caller's own upstream
@@ -397,6 +405,12 @@ func (a *Agent) lookup(kind, name string) *handler {
 			if p.def.Name == name {
 				return p.h
 			}
+		}
+	case agentproto.KindRequest:
+		if b := a.opts.Bridge; b != nil && b.Request != nil {
+			return &handler{run: func(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
+				return b.Request(ctx, name, params)
+			}}
 		}
 	case agentproto.KindComplete:
 		for _, p := range a.prompts {

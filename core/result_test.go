@@ -140,6 +140,9 @@ func TestResults(t *testing.T) {
 		}, wantErr: "no such order"},
 		{name: "unknown tool", kind: agentproto.KindTool, add: nil,
 			wantErr: `This agent has no tool "unknown tool".`},
+		// A custom MCP request is for a bridge that set Bridge.Request.
+		{name: "x/request", kind: agentproto.KindRequest, add: nil,
+			wantErr: `This agent has no request "x/request".`},
 	}
 	runAnswerCases(t, cases)
 }

@@ -61,12 +61,7 @@ func TestBridgeHidesSecrets(t *testing.T) {
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "LANG=C.UTF-8",
 		"SPACEFIX_URL=" + e.url, "SPACEFIX_API_KEY=" + e.agentKey, "SPACEFIX_TOKEN=" + token,
 		"PGPASSWORD=" + pgPassword, "PASSED=passed-on-purpose", "OTHER_SECRET=" + other}
-	logs := &syncBuffer{}
-	cmd.Stderr = logs
-	must(t, cmd.Start())
-	p := &proc{cmd: cmd, done: make(chan struct{})}
-	go func() { cmd.Wait(); close(p.done) }()
-	t.Cleanup(p.kill)
+	p, logs := startCmd(t, cmd)
 	waitFor(t, "the bridge to register pg", func() bool { return e.bridged("pg") != nil })
 
 	want := child + " postgresql://app:${PGPASSWORD}@db/app"

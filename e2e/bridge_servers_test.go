@@ -344,12 +344,7 @@ func TestBridgeFilesystemCLI(t *testing.T) {
 	before := len(e.gw.Registry().All())
 	cmd := exec.Command(binary(t, "../cmd/spacefix"), "bridge", "--url", e.url, "--name", "files", "--", "node", entry, dir)
 	cmd.Env = append(os.Environ(), "SPACEFIX_API_KEY="+e.agentKey)
-	logs := &syncBuffer{}
-	cmd.Stderr = logs
-	must(t, cmd.Start())
-	p := &proc{cmd: cmd, done: make(chan struct{})}
-	go func() { cmd.Wait(); close(p.done) }()
-	t.Cleanup(p.kill)
+	p, logs := startCmd(t, cmd)
 	waitFor(t, "the bridge to connect", func() bool { return len(e.gw.Registry().All()) > before })
 
 	cs := e.connect("2025-11-25", e.clientKey, nil)

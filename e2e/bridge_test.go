@@ -289,12 +289,7 @@ func TestBridgeDrainsOnSIGTERM(t *testing.T) {
 	e := newEnv(t)
 	before := len(e.gw.Registry().All())
 	cmd := exec.Command(binary(t, "../cmd/spacefix"), "bridge", "--url", e.url, "--key", e.agentKey, "--name", "fx", "--", binary(t, "./bridgeserver"))
-	logs := &syncBuffer{}
-	cmd.Stderr = logs
-	must(t, cmd.Start())
-	p := &proc{cmd: cmd, done: make(chan struct{})}
-	go func() { cmd.Wait(); close(p.done) }()
-	t.Cleanup(p.kill)
+	p, logs := startCmd(t, cmd)
 	waitFor(t, "the bridge to connect", func() bool { return len(e.gw.Registry().All()) > before })
 
 	cs := e.connect("2025-11-25", e.clientKey, nil)
@@ -335,12 +330,7 @@ func TestBridgeConfigFile(t *testing.T) {
 	before := len(e.gw.Registry().All())
 	cmd := exec.Command(binary(t, "../cmd/spacefix"), "bridge", "--url", e.url, "--key", e.agentKey, "--config", cfg)
 	cmd.Env = append(os.Environ(), "BRIDGE_TEST_SECRET=twelve-chars")
-	logs := &syncBuffer{}
-	cmd.Stderr = logs
-	must(t, cmd.Start())
-	p := &proc{cmd: cmd, done: make(chan struct{})}
-	go func() { cmd.Wait(); close(p.done) }()
-	t.Cleanup(p.kill)
+	p, logs := startCmd(t, cmd)
 	waitFor(t, "both servers to connect", func() bool { return len(e.gw.Registry().All()) >= before+2 })
 
 	cs := e.connect("2025-11-25", e.clientKey, nil)

@@ -645,12 +645,7 @@ func TestPerPersonCLI(t *testing.T) {
 	w.login(w.srv, filepath.Join(home, "spacefix", "bridge"))
 	before := len(w.front.gw.Registry().All())
 	cmd := bridgeCmd(context.Background())
-	logs := &syncBuffer{}
-	cmd.Stderr = logs
-	must(t, cmd.Start())
-	p := &proc{cmd: cmd, done: make(chan struct{})}
-	go func() { cmd.Wait(); close(p.done) }()
-	t.Cleanup(p.kill)
+	p, logs := startCmd(t, cmd)
 	waitFor(t, "the bridge process to connect", func() bool { return len(w.front.gw.Registry().All()) > before })
 
 	alice := w.person("alice", true)

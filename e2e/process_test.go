@@ -95,6 +95,19 @@ func (p *proc) kill() {
 	<-p.done
 }
 
+// startCmd starts cmd, its standard error kept in the returned buffer,
+// and kills it when the test ends if it is still running.
+func startCmd(t *testing.T, cmd *exec.Cmd) (*proc, *syncBuffer) {
+	t.Helper()
+	logs := &syncBuffer{}
+	cmd.Stderr = logs
+	must(t, cmd.Start())
+	p := &proc{cmd: cmd, done: make(chan struct{})}
+	go func() { cmd.Wait(); close(p.done) }()
+	t.Cleanup(p.kill)
+	return p, logs
+}
+
 // term asks the agent to stop, as a deployment's rolling restart does.
 func (p *proc) term() { p.cmd.Process.Signal(syscall.SIGTERM) }
 

@@ -68,14 +68,17 @@ keys when the secret key file that sealed them is lost.
 	"policy": `Usage:
   spacefix policy show [--project NAME] [--url URL] [--token TOKEN] [--json]
   spacefix policy set FILE [--project NAME] [--url URL] [--token TOKEN] [--json]
-  spacefix policy test --tool NAME [--args JSON] --as-key KEY_ID|--as-person EMAIL [--file DRAFT] [--project NAME] [--url URL] [--token TOKEN] [--json]
+  spacefix policy test --tool NAME [--args JSON] [--result JSON] --as-key KEY_ID|--as-person EMAIL [--file DRAFT] [--project NAME] [--url URL] [--token TOKEN] [--json]
+  spacefix policy history [--limit N] [--project NAME] [--url URL] [--token TOKEN] [--json]
 
 A project's policy is an ordered list of rules on who may list and call
 which tools with which arguments, and the interceptor servers its calls
 pass through (docs/policy.md). set saves FILE (JSON or YAML; - reads
 stdin) as the next version, which every gateway applies within a second;
 only owners may. test says what the saved policy, or the draft in --file,
-decides for one caller listing and calling one tool. Interceptor header
+decides for one caller listing and calling one tool (and, with --result,
+for a sample of its result). history lists the
+saved versions, newest first, with when and by whom. Interceptor header
 values are never shown.
 `,
 	"settings": `Usage:

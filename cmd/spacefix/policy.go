@@ -21,7 +21,7 @@ import (
 var stdin io.Reader = os.Stdin
 
 func policyCmd(ctx context.Context, args []string, stdout io.Writer) error {
-	return dispatch(ctx, "policy", args, stdout, command{"show", policyShow}, command{"set", policySet}, command{"test", policyTest})
+	return dispatch(ctx, "policy", args, stdout, command{"show", policyShow}, command{"set", policySet}, command{"test", policyTest}, command{"history", policyHistory})
 }
 
 // shownPolicy is GET …/policy: the saved document, header values masked.
@@ -223,9 +223,13 @@ func policyTest(ctx context.Context, args []string, stdout io.Writer) error {
 	asKey := fs.String("as-key", "", "call as this client key (its `ID`, from spacefix keys list)")
 	asPerson := fs.String("as-person", "", "call as this member of the project (their `EMAIL`), with their role")
 	file := fs.String("file", "", "try this draft policy (JSON or YAML, - for stdin) instead of the saved one")
+	result := fs.String("result", "", "a sample of the tool's result (`JSON`, an MCP tool result) for the rules on result")
 	asJSON := fs.Bool("json", false, "print the admin API's JSON")
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	if *result != "" && (!json.Valid([]byte(*result)) || !strings.HasPrefix(strings.TrimSpace(*result), "{")) {
+		return usageError{fmt.Sprintf("policy test: --result %q: want a tool result as JSON, for example '{\"content\": [{\"type\": \"text\", \"text\": \"mail ann@example.com\"}]}'", *result)}
 	}
 	switch {
 	case *tool == "":
@@ -238,6 +242,9 @@ func policyTest(ctx context.Context, args []string, stdout io.Writer) error {
 		return usageError{fmt.Sprintf("policy test: --args %q: want a JSON object, for example '{\"amount\": 900}'", *callArgs)}
 	}
 	body := apitypes.PolicyTest{Tool: *tool, Args: json.RawMessage(*callArgs), AsKey: *asKey, AsPerson: *asPerson}
+	if *result != "" {
+		body.Result = json.RawMessage(*result)
+	}
 	if *file != "" {
 		raw, _, _, err := readPolicyFile(*file)
 		if err != nil {
@@ -251,7 +258,7 @@ func policyTest(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	var out json.RawMessage
 	if err := c.do(ctx, "POST", c.projectPath("/policy/test"), body, &out); err != nil {
-		return apiFieldFlags(err, map[string]string{"asKey": "as-key", "asPerson": "as-person", "args": "args"})
+		return apiFieldFlags(err, map[string]string{"asKey": "as-key", "asPerson": "as-person", "args": "args", "result": "result"})
 	}
 	return printAs(stdout, *asJSON, out, printDecisions)
 }
@@ -280,7 +287,32 @@ func printDecisions(w io.Writer, r apitypes.PolicyTestResult) error {
 		fmt.Fprintln(w, line)
 	}
 	printHits(w, "call", r.Call.Audit)
+	if r.Result != nil {
+		printResult(w, r.Result)
+	}
 	return nil
+}
+
+// printResult says what the rules on result make of the sample result,
+// and what the caller would get.
+func printResult(w io.Writer, r *apitypes.PolicyResultShaped) {
+	var shaped bytes.Buffer
+	if json.Compact(&shaped, r.Shaped) != nil {
+		shaped.Write(r.Shaped)
+	}
+	switch r.Effect {
+	case "none":
+		fmt.Fprintln(w, "result: no rule decides; the caller gets it as it is")
+	case policy.Allow:
+		fmt.Fprintf(w, "result: allowed by rule %q; the caller gets it as it is\n", r.Rule)
+	default:
+		line := fmt.Sprintf("result: %s by rule %q", r.Effect, r.Rule)
+		if r.Failed {
+			line += " (it could not be evaluated)"
+		}
+		fmt.Fprintf(w, "%s; the caller gets: %s\n", line, shaped.String())
+	}
+	printHits(w, "result", r.Audit)
 }
 
 // printHits says what audit-mode rules would have done.
@@ -292,4 +324,46 @@ func printHits(w io.Writer, point string, hits []apitypes.PolicyHit) {
 		}
 		fmt.Fprintf(w, "%s: audit-mode rule %q would %s%s\n", point, h.Rule, h.Effect, failed)
 	}
+}
+
+// maxHistory is how many versions `policy history` lists at most (the
+// API's bound).
+const maxHistory = 100
+
+func policyHistory(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := newFlagSet("policy history", stdout)
+	client := apiFlags(fs)
+	limit := fs.Int("limit", 20, fmt.Sprintf("at most this many versions, newest first (1 to %d)", maxHistory))
+	asJSON := fs.Bool("json", false, "print the admin API's JSON")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *limit < 1 || *limit > maxHistory {
+		return usageError{fmt.Sprintf("policy history: --limit must be 1 to %d", maxHistory)}
+	}
+	c, err := client()
+	if err != nil {
+		return err
+	}
+	var raw json.RawMessage
+	if err := c.do(ctx, "GET", c.projectPath("/policy/versions?limit=%d", *limit), nil, &raw); err != nil {
+		return err
+	}
+	return printAs(stdout, *asJSON, raw, func(w io.Writer, h apitypes.PolicyVersions) error {
+		if len(h.Versions) == 0 {
+			_, err := fmt.Fprintf(w, "Project %q has no policy: no version was saved. Save one with: spacefix policy set FILE\n", c.project)
+			return err
+		}
+		t := newTable(w, "VERSION", "SAVED (UTC)", "BY")
+		for _, v := range h.Versions {
+			t.row(fmt.Sprint(v.Version), v.UpdatedAt.UTC().Format(time.DateTime), orDash(v.UpdatedBy))
+		}
+		if err := t.flush(); err != nil {
+			return err
+		}
+		if len(h.Versions) == *limit && h.Versions[len(h.Versions)-1].Version > 1 {
+			fmt.Fprintf(w, "\nOlder versions: add --limit %d\n", min(*limit*2, maxHistory))
+		}
+		return nil
+	})
 }

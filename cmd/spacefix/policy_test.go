@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -92,6 +93,10 @@ func TestPolicyCommands(t *testing.T) {
 	if err != nil || out != "Project \"default\" has no policy: every call runs as it would without one. Save one with: spacefix policy set FILE\n" {
 		t.Errorf("policy show before any: %v\n%s", err, out)
 	}
+	out, err = cli("policy", "history")
+	if err != nil || out != "Project \"default\" has no policy: no version was saved. Save one with: spacefix policy set FILE\n" {
+		t.Errorf("policy history before any: %v\n%s", err, out)
+	}
 
 	file := filepath.Join(t.TempDir(), "policy.yaml")
 	os.WriteFile(file, []byte(policyYAML), 0o600)
@@ -144,6 +149,26 @@ func TestPolicyCommands(t *testing.T) {
 	out, err = cli("policy", "test", "--tool", "refund", "--as-key", clientKey, "--file", draft)
 	if err != nil || !strings.HasPrefix(out, "list: hidden by rule \"no-refunds\"\n") {
 		t.Errorf("policy test --file: %v\n%s", err, out)
+	}
+	// A sample result: what the rules on result make of it.
+	os.WriteFile(draft, []byte(`{"rules":[{"name":"pii","on":"result","effect":"redact","redact":["[\\w.]+@[\\w.]+\\w"]},
+		{"name":"watch","on":"result","effect":"deny","mode":"audit"}]}`), 0o600)
+	sample := `{"content":[{"type":"text","text":"mail ann@example.com"}]}`
+	out, err = cli("policy", "test", "--tool", "refund", "--as-key", clientKey, "--file", draft, "--result", sample)
+	want = "list: visible\ncall: no rule decides; the call runs as it would without a policy\n" +
+		`result: redact by rule "pii"; the caller gets: {"content":[{"type":"text","text":"mail [redacted]"}]}` + "\n"
+	if err != nil || out != want {
+		t.Errorf("policy test --result: %v\n%s\nwant\n%s", err, out, want)
+	}
+	out, err = cli("policy", "test", "--tool", "refund", "--as-key", clientKey, "--result", sample)
+	if err != nil || !strings.HasSuffix(out, "result: no rule decides; the caller gets it as it is\n") {
+		t.Errorf("policy test --result without result rules: %v\n%s", err, out)
+	}
+	if _, err = cli("policy", "test", "--tool", "refund", "--as-key", clientKey, "--result", `"text"`); err == nil || !strings.HasPrefix(err.Error(), `policy test: --result "\"text\"": want a tool result as JSON`) {
+		t.Errorf("policy test --result of a string: %v", err)
+	}
+	if _, err = cli("policy", "test", "--tool", "refund", "--as-key", clientKey, "--result", `{"content":"x"}`); err == nil || !strings.HasPrefix(err.Error(), "--result: want a tool result as MCP has it") {
+		t.Errorf("policy test --result the gateway refuses: %v", err)
 	}
 	out, err = cli("policy", "test", "--tool", "nope", "--as-key", clientKey)
 	if err == nil || !strings.Contains(err.Error(), "`spacefix tools list`") {
@@ -201,6 +226,26 @@ func TestPolicyCommands(t *testing.T) {
 	}
 	if sp, _ := st.Policy(context.Background(), 1); !strings.Contains(string(sp.Document), "ic-secret-77") {
 		t.Errorf("stored after a masked header: %s", sp.Document)
+	}
+
+	// The saved versions, newest first.
+	out, err = cli("policy", "history")
+	by := "token " + tokenID(t, st) + " (ci)"
+	if err != nil || !regexp.MustCompile(`^VERSION  SAVED \(UTC\) +BY\n3 .* `+regexp.QuoteMeta(by)+`\n2 .*\n1 .*\n$`).MatchString(out) {
+		t.Errorf("policy history: %v\n%s", err, out)
+	}
+	out, err = cli("policy", "history", "--limit", "1")
+	if err != nil || !strings.HasPrefix(out, "VERSION") || !strings.Contains(out, "\n3 ") || strings.Contains(out, "\n2 ") ||
+		!strings.HasSuffix(out, "\nOlder versions: add --limit 2\n") {
+		t.Errorf("policy history --limit 1: %v\n%s", err, out)
+	}
+	out, err = cli("policy", "history", "--json")
+	var h struct{ Versions []struct{ Version int64 } }
+	if err != nil || json.Unmarshal([]byte(out), &h) != nil || len(h.Versions) != 3 || h.Versions[0].Version != 3 {
+		t.Errorf("policy history --json: %v\n%s", err, out)
+	}
+	if _, err = cli("policy", "history", "--limit", "0"); err == nil || err.Error() != "policy history: --limit must be 1 to 100" {
+		t.Errorf("policy history --limit 0: %v", err)
 	}
 }
 

@@ -40,8 +40,13 @@ func TestRedactPII(t *testing.T) {
 	if v.Structured["email"] != "[redacted]" || v.Structured["card"] != "[redacted]" || v.Structured["total"] != 12.5 {
 		t.Errorf("structured = %v", v.Structured)
 	}
-	req := json.RawMessage(`{"name":"x","arguments":{"email":"bob@example.com"}}`)
-	if got, out := c.Run(context.Background(), "tools/call", interceptors.PhaseRequest, req, nil); out.Blocked || string(got) != string(req) || len(out.Ran) != 0 {
-		t.Errorf("a request = %s %+v, want it untouched by a response-phase mutator", got, out)
+	req := json.RawMessage(`{"name":"x","arguments":{"email":"bob@example.com","order":"1234567890123"}}`)
+	if got, out := c.Run(context.Background(), "tools/call", interceptors.PhaseRequest, req, nil); out.Blocked || string(got) != string(req) || len(out.Ran) != 1 {
+		t.Errorf("a request = %s %+v, want it untouched, checked by the validator only", got, out)
+	}
+	req = json.RawMessage(`{"name":"pay","arguments":{"amount":5,"card":{"number":"4111-1111-1111-1111"}}}`)
+	_, out = c.Run(context.Background(), "tools/call", interceptors.PhaseRequest, req, nil)
+	if want := `This call was refused by interceptor "no-card-numbers": the arguments carry a card number; send its last four digits instead`; !out.Blocked || out.Message != want {
+		t.Errorf("a request with a card number: %+v, want blocked with %q", out, want)
 	}
 }

@@ -70,9 +70,10 @@ type Bridge struct {
 	// lists changed.
 	changed chan struct{}
 
-	// kill ends the current child process at once (stdio); set by connect,
-	// used by runOnce only.
-	kill func()
+	// kill ends the current child process at once (stdio), and client is
+	// the current session's client; set by connect, used by runOnce only.
+	kill   func()
+	client *mcp.Client
 
 	// messages bounds how fast the server's log messages are logged.
 	messages *logLimiter
@@ -250,7 +251,7 @@ func (b *Bridge) runOnce(ctx context.Context) (served bool, err error) {
 	b.askForLogs(ctx, cs)
 
 	sctx, hung := context.WithCancelCause(context.WithoutCancel(ctx))
-	up := &upstream{cs: cs, ctx: sctx, modern: speaksModern(cs)}
+	up := &upstream{cs: cs, client: b.client, ctx: sctx, modern: speaksModern(cs)}
 	gone := make(chan error, 1)
 	go func() { gone <- cs.Wait() }()
 	watchDone := make(chan struct{})

@@ -18,6 +18,7 @@ import (
 func (b *Bridge) connect(ctx context.Context) (_ *mcp.ClientSession, transport string, pid int, _ error) {
 	client := mcp.NewClient(&mcp.Implementation{Name: "spacefix-bridge", Version: Version}, b.clientOptions())
 	client.AddReceivingMiddleware(b.relayRequests)
+	b.client = client
 	b.kill = func() {}
 	if b.srv.Command != "" {
 		ch, err := b.startChild()

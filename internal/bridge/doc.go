@@ -40,5 +40,6 @@
 // transports), bridge.go (the lifecycle), offer.go (the server's lists as
 // a core agent), relay.go (one call through, and a 2025 server's requests),
 // inputs.go (a 2026-07-28 server's input requests and -32021),
-// perperson.go (per-person sessions), exchange.go (the token exchange).
+// perperson.go (per-person sessions), exchange.go (the token exchange),
+// request.go (the gateway's custom requests: a project's interceptors).
 package bridge

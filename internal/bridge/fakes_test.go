@@ -137,6 +137,12 @@ func (g *fakeGateway) registration() agentproto.Registration {
 // call delivers a tool call with caller and returns the agent's answer.
 func (g *fakeGateway) call(tool string, caller *agentproto.Caller) agentproto.Message {
 	g.t.Helper()
+	return g.deliver(agentproto.KindTool, tool, json.RawMessage(`{}`), caller)
+}
+
+// deliver delivers a call of kind and returns the agent's answer.
+func (g *fakeGateway) deliver(kind, name string, args json.RawMessage, caller *agentproto.Caller) agentproto.Message {
+	g.t.Helper()
 	g.mu.Lock()
 	g.nextID++
 	id := fmt.Sprintf("c-%d", g.nextID)
@@ -144,8 +150,8 @@ func (g *fakeGateway) call(tool string, caller *agentproto.Caller) agentproto.Me
 	g.answers[id] = ch
 	conn := g.conn
 	g.mu.Unlock()
-	data, _ := json.Marshal(agentproto.Message{Type: agentproto.TypeCall, ID: id, Kind: agentproto.KindTool, Name: tool,
-		Args: json.RawMessage(`{}`), Caller: caller, Deadline: time.Now().Add(waitFor).UnixMilli()})
+	data, _ := json.Marshal(agentproto.Message{Type: agentproto.TypeCall, ID: id, Kind: kind, Name: name,
+		Args: args, Caller: caller, Deadline: time.Now().Add(waitFor).UnixMilli()})
 	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
 	defer cancel()
 	if err := conn.Write(ctx, websocket.MessageText, data); err != nil {
@@ -155,7 +161,7 @@ func (g *fakeGateway) call(tool string, caller *agentproto.Caller) agentproto.Me
 	case m := <-ch:
 		return m
 	case <-ctx.Done():
-		g.t.Fatalf("no answer to %s (%s)", id, tool)
+		g.t.Fatalf("no answer to %s (%s)", id, name)
 		return agentproto.Message{}
 	}
 }

@@ -72,6 +72,9 @@ func (b *Bridge) offer(ctx context.Context, up *upstream, meta core.Bridge) (*ge
 	if key == "" {
 		key = b.opts.APIKey
 	}
+	meta.Request = func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+		return b.request(ctx, up, method, params)
+	}
 	a, err := core.New(core.Options{
 		APIKey:    key,
 		URL:       b.opts.GatewayURL,

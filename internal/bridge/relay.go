@@ -67,8 +67,11 @@ func (b *Bridge) callToolOn(ctx context.Context, up *upstream, name string, args
 // gone or stopped answering: calls bound to it end then, even those whose
 // request the server will never answer.
 type upstream struct {
-	cs  *mcp.ClientSession
-	ctx context.Context
+	cs *mcp.ClientSession
+	// client is cs's client, on which a custom request's method is
+	// registered before it is sent (request.go).
+	client *mcp.Client
+	ctx    context.Context
 	// modern says the server speaks 2026-07-28: it asks for input with
 	// input_required results, which the bridge answers (inputs.go),
 	// rather than with requests on the session (relayRequests).

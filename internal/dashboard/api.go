@@ -35,6 +35,7 @@ func (d *Dashboard) apiRoutes() []apiRoute {
 		{"GET /api/projects/{project}", d.apiProject, viewer},
 		{"PATCH /api/projects/{project}/settings", d.apiPatchSettings, editor},
 		{"GET /api/projects/{project}/policy", d.apiPolicy, viewer},
+		{"GET /api/projects/{project}/policy/versions", d.apiPolicyVersions, viewer},
 		{"PUT /api/projects/{project}/policy", d.apiPutPolicy, owner},
 		{"POST /api/projects/{project}/policy/check", d.apiCheckPolicy, editor},
 		{"POST /api/projects/{project}/policy/test", d.apiTestPolicy, editor},

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/spacefix/spacefix/internal/access"
 	"github.com/spacefix/spacefix/internal/dashboard/apitypes"
 	"github.com/spacefix/spacefix/internal/oauth"
@@ -16,7 +18,8 @@ import (
 )
 
 // apiTestPolicy answers what the saved policy (or a draft) would decide
-// for one caller listing and calling one tool with some arguments. It
+// for one caller listing and calling one tool with some arguments, and
+// for a sample of its result when the test gives one. It
 // builds the caller and the tool as the MCP path does, so what it answers
 // is what a call would meet; it runs no interceptor and calls nothing.
 func (d *Dashboard) apiTestPolicy(w http.ResponseWriter, r *http.Request) error {
@@ -40,6 +43,10 @@ func (d *Dashboard) apiTestPolicy(w http.ResponseWriter, r *http.Request) error 
 	}
 	if args[0] != '{' {
 		return fieldError("args", "want the call's arguments as a JSON object, such as {\"amount\": 900}")
+	}
+	sample, err := sampleResult(req.Result)
+	if err != nil {
+		return err
 	}
 	controls, err := access.Load(r.Context(), d.st, proj.ID)
 	if err != nil {
@@ -66,11 +73,34 @@ func (d *Dashboard) apiTestPolicy(w http.ResponseWriter, r *http.Request) error 
 		return errorf(http.StatusConflict, "The saved policy of project %q does not compile on this gateway (%v), so every call is refused. Save one that compiles.", proj.Name, controls.PolicyErr)
 	}
 	in := &policy.Input{Caller: caller, Tool: controls.PolicyTool(t), Args: args}
-	writeJSON(w, http.StatusOK, apitypes.PolicyTestResult{
+	out := apitypes.PolicyTestResult{
 		List: decisionOut(pol.Decide(policy.OnList, in)),
 		Call: decisionOut(pol.Decide(policy.OnCall, in)),
-	})
+	}
+	if sample != nil {
+		in.Result = access.PolicyResult(sample)
+		d := pol.Decide(policy.OnResult, in)
+		shaped, err := json.Marshal(access.ShapeResult(sample, &d))
+		if err != nil {
+			return err
+		}
+		out.Result = &apitypes.PolicyResultShaped{PolicyDecision: decisionOut(d), Shaped: shaped}
+	}
+	writeJSON(w, http.StatusOK, out)
 	return nil
+}
+
+// sampleResult reads the test's sample result: nil when there is none.
+func sampleResult(raw json.RawMessage) (*mcp.CallToolResult, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var r mcp.CallToolResult
+	if raw[0] != '{' || json.Unmarshal(raw, &r) != nil {
+		return nil, fieldError("result", `want a tool result as MCP has it, such as {"content": [{"type": "text", "text": "mail ann@example.com"}]}`)
+	}
+	return &r, nil
 }
 
 func decisionOut(dec policy.Decision) apitypes.PolicyDecision {

@@ -2,7 +2,9 @@
 // the MCP interceptors extension; docs/policy.md) on the events of its
 // calls: each server is an MCP server offering interceptors/list and
 // interceptor/invoke; its validators may block an event, its mutators
-// may rewrite the payload.
+// may rewrite the payload. A server is reached at its URL (Streamable
+// HTTP, url.go) or, when the policy names a bridged agent of the project,
+// through that agent's bridge ([Agents], agent.go).
 //
 // The gateway sits between two trust boundaries and sends in both
 // phases (the request to the agent, the result to the client), so both
@@ -24,8 +26,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/spacefix/spacefix/internal/policy"
 )
 
@@ -34,6 +34,10 @@ type Options struct {
 	HTTPClient *http.Client // dials under the gateway's egress policy
 	Log        *slog.Logger
 	Version    string // the gateway's, in the client's implementation info
+	// Agents carries the requests of the entries that name a bridged agent
+	// of the project (policy.Interceptor.Agent); nil: those servers cannot
+	// be reached, and block what they hook unless failOpen.
+	Agents Agents
 }
 
 // Chain is the interceptor servers of one policy version.
@@ -44,22 +48,32 @@ type Chain struct {
 
 // server is one interceptor server of the policy.
 type server struct {
-	entry  policy.Interceptor
-	label  string // the entry's name, else its URL
-	client *mcp.Client
-
-	sessMu  sync.Mutex
-	session *mcp.ClientSession
+	entry policy.Interceptor
+	label string // the entry's name, else its URL or agent
+	conn  conn
 
 	listMu  sync.Mutex
 	infos   []Info
 	listed  bool
+	listAt  string // conn.state() when listed, or when last tried
 	lastTry time.Time
 	lastErr error
 }
 
+// conn carries the extension's methods to one server. Its methods may be
+// called concurrently; close may be called more than once.
+type conn interface {
+	list(ctx context.Context) ([]Info, error)
+	invoke(ctx context.Context, p *InvokeParams) (*InvokeResult, error)
+	// state changes when the server's interceptors may have changed
+	// without a new policy (a bridged agent connected again): they are
+	// listed again then. "" for a server at a URL.
+	state() string
+	close()
+}
+
 // retryAfter is how long a server that could not be listed is left
-// alone before the next event tries again.
+// alone before the next event tries again (unless its state changed).
 const retryAfter = 5 * time.Second
 
 // New returns the chain of entries; it connects to nothing until
@@ -73,18 +87,20 @@ func New(entries []policy.Interceptor, opts Options) *Chain {
 	}
 	c := &Chain{opts: opts}
 	for _, e := range entries {
-		label := e.Name
-		if label == "" {
-			label = e.URL
+		s := &server{entry: e, label: e.Name}
+		switch {
+		case e.Agent != "":
+			s.conn = &agentConn{agents: opts.Agents, name: e.Agent}
+			if s.label == "" {
+				s.label = e.Agent
+			}
+		default:
+			s.conn = newURLConn(e, opts)
+			if s.label == "" {
+				s.label = e.URL
+			}
 		}
-		cl := mcp.NewClient(&mcp.Implementation{Name: "spacefix-gateway", Version: opts.Version}, nil)
-		if err := mcp.AddSendingCustomMethod[*ListParams, *ListResult](cl, MethodList); err != nil {
-			panic(err) // only for a standard method's name
-		}
-		if err := mcp.AddSendingCustomMethod[*InvokeParams, *InvokeResult](cl, MethodInvoke); err != nil {
-			panic(err)
-		}
-		c.servers = append(c.servers, &server{entry: e, label: label, client: cl})
+		c.servers = append(c.servers, s)
 	}
 	return c
 }
@@ -92,12 +108,7 @@ func New(entries []policy.Interceptor, opts Options) *Chain {
 // Close ends the chain's sessions.
 func (c *Chain) Close() {
 	for _, s := range c.servers {
-		s.sessMu.Lock()
-		if s.session != nil {
-			s.session.Close()
-			s.session = nil
-		}
-		s.sessMu.Unlock()
+		s.conn.close()
 	}
 }
 
@@ -106,7 +117,7 @@ func (c *Chain) Close() {
 func (c *Chain) Discover(ctx context.Context) []error {
 	var errs []error
 	for _, s := range c.servers {
-		if _, err := s.list(ctx, c.opts, true); err != nil {
+		if _, err := s.list(ctx, true); err != nil {
 			errs = append(errs, fmt.Errorf("interceptor server %s: %w", s.label, err))
 		}
 	}
@@ -114,101 +125,29 @@ func (c *Chain) Discover(ctx context.Context) []error {
 }
 
 // list returns s's interceptors, listing them first if needed (or if
-// force), at most once per retryAfter after a failure.
-func (s *server) list(ctx context.Context, opts Options, force bool) ([]Info, error) {
+// force, or if the server's state changed since), at most once per
+// retryAfter after a failure in the same state.
+func (s *server) list(ctx context.Context, force bool) ([]Info, error) {
 	s.listMu.Lock()
 	defer s.listMu.Unlock()
-	if s.listed && !force {
+	state := s.conn.state()
+	same := state == s.listAt
+	if s.listed && !force && same {
 		return s.infos, nil
 	}
-	if !force && s.lastErr != nil && time.Since(s.lastTry) < retryAfter {
+	if !force && same && s.lastErr != nil && time.Since(s.lastTry) < retryAfter {
 		return nil, s.lastErr
 	}
-	s.lastTry = time.Now()
+	s.lastTry, s.listAt = time.Now(), state
 	ctx, cancel := context.WithTimeout(ctx, max(s.entry.TimeoutOf(), 5*time.Second))
 	defer cancel()
-	res, err := s.do(ctx, opts, func(cs *mcp.ClientSession) (any, error) {
-		return mcp.CallCustomMethod[*ListParams, *ListResult](ctx, cs, MethodList, &ListParams{})
-	})
+	infos, err := s.conn.list(ctx)
 	if err != nil {
-		s.lastErr = err
+		s.listed, s.lastErr = false, err
 		return nil, err
 	}
-	s.infos, s.listed, s.lastErr = res.(*ListResult).Interceptors, true, nil
+	s.infos, s.listed, s.lastErr = infos, true, nil
 	return s.infos, nil
-}
-
-// do runs f on s's session, connecting first if there is none, and
-// once more on a new session if the old one broke (the server
-// restarted). Calls run side by side on one session.
-func (s *server) do(ctx context.Context, opts Options, f func(*mcp.ClientSession) (any, error)) (any, error) {
-	for attempt := 0; ; attempt++ {
-		cs, err := s.sessionFor(ctx, opts)
-		if err != nil {
-			return nil, err
-		}
-		res, err := f(cs)
-		if err == nil || attempt > 0 || ctx.Err() != nil || !brokenSession(err) {
-			return res, err
-		}
-		s.sessMu.Lock()
-		if s.session == cs {
-			s.session.Close()
-			s.session = nil
-		}
-		s.sessMu.Unlock()
-	}
-}
-
-// sessionFor returns s's session, connecting if there is none.
-func (s *server) sessionFor(ctx context.Context, opts Options) (*mcp.ClientSession, error) {
-	s.sessMu.Lock()
-	defer s.sessMu.Unlock()
-	if s.session == nil {
-		t := &mcp.StreamableClientTransport{Endpoint: s.entry.URL, HTTPClient: withHeaders(opts.HTTPClient, s.entry.Headers),
-			DisableStandaloneSSE: true} // the gateway awaits no notifications from it
-		cs, err := s.client.Connect(ctx, t, nil)
-		if err != nil {
-			return nil, err
-		}
-		s.session = cs
-	}
-	return s.session, nil
-}
-
-// brokenSession reports whether err says the session is gone (the
-// server restarted), as opposed to an error the interceptor answered.
-func brokenSession(err error) bool {
-	msg := err.Error()
-	return strings.Contains(msg, "session not found") || strings.Contains(msg, "connection closed") ||
-		strings.Contains(msg, "EOF") || strings.Contains(msg, "connection refused")
-}
-
-// withHeaders returns a client that adds h to every request.
-func withHeaders(c *http.Client, h map[string]string) *http.Client {
-	if len(h) == 0 {
-		return c
-	}
-	cc := *c
-	base := c.Transport
-	if base == nil {
-		base = http.DefaultTransport
-	}
-	cc.Transport = headerTransport{base: base, h: h}
-	return &cc
-}
-
-type headerTransport struct {
-	base http.RoundTripper
-	h    map[string]string
-}
-
-func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	for k, v := range t.h {
-		r.Header.Set(k, v)
-	}
-	return t.base.RoundTrip(r)
 }
 
 // hooked is one interceptor to run on an event.
@@ -226,7 +165,7 @@ func (h hooked) name() string { return h.s.label + "/" + h.info.Name }
 // failOpen yields an error that blocks the event.
 func (c *Chain) hookedOn(ctx context.Context, event, phase string) (muts, vals []hooked, down *server, err error) {
 	for _, s := range c.servers {
-		infos, err := s.list(ctx, c.opts, false)
+		infos, err := s.list(ctx, false)
 		if err != nil {
 			if s.entry.FailOpen || s.entry.Mode == policy.Audit {
 				c.opts.Log.Warn("interceptor server not reachable; skipped (failOpen)", "server", s.label, "err", err)

@@ -3,12 +3,11 @@ package interceptors
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Outcome is what the chain did with one event.
@@ -47,7 +46,7 @@ func (c *Chain) Run(ctx context.Context, event, phase string, payload json.RawMe
 	if err != nil {
 		c.opts.Log.Warn("interceptor server not reachable; the event was refused", "server", down.label, "event", event, "err", err)
 		out.Blocked, out.By = true, down.label
-		out.Message = fmt.Sprintf("This call was refused: the interceptor server %q of the project's policy could not be reached.", down.label)
+		out.Message = unreachableMessage(down, err)
 		return nil, out
 	}
 	for _, h := range muts {
@@ -116,27 +115,43 @@ func (c *Chain) invoke(ctx context.Context, h hooked, event, phase string, paylo
 	defer cancel()
 	start := time.Now()
 	p := &InvokeParams{Name: h.info.Name, Event: event, Phase: phase, Payload: payload, TimeoutMs: timeout.Milliseconds(), Context: ic}
-	res, err := h.s.do(ctx, c.opts, func(cs *mcp.ClientSession) (any, error) {
-		return mcp.CallCustomMethod[*InvokeParams, *InvokeResult](ctx, cs, MethodInvoke, p)
-	})
+	res, err := h.s.conn.invoke(ctx, p)
 	ran := Ran{By: h.name(), Type: h.info.Type, Duration: time.Since(start), Err: err}
 	if err != nil {
-		if ctx.Err() != nil {
-			ran.Err = fmt.Errorf("no answer within %v", timeout)
+		if ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) {
+			ran.Err = fmt.Errorf("%w %v", errNoAnswer, timeout)
 		}
 		c.opts.Log.Warn("interceptor failed", "interceptor", h.name(), "event", event, "phase", phase, "err", err)
 		return nil, ran
 	}
-	return res.(*InvokeResult), ran
+	return res, ran
 }
+
+// errNoAnswer says an interceptor did not answer within its timeout.
+var errNoAnswer = errors.New("no answer within")
 
 // failedMessage is the caller's refusal when an interceptor could not
 // run; the detail stays in the gateway's log.
 func failedMessage(h hooked, err error) string {
-	if strings.HasPrefix(err.Error(), "no answer within") {
+	switch {
+	case errors.Is(err, errNoAnswer):
 		return fmt.Sprintf("This call was refused: interceptor %q of the project's policy did not answer in time (%v).", h.info.Name, h.s.entry.TimeoutOf())
+	case errors.Is(err, ErrNotConnected), errors.Is(err, ErrNotBridged):
+		return unreachableMessage(h.s, err)
 	}
 	return fmt.Sprintf("This call was refused: interceptor %q of the project's policy could not be run.", h.info.Name)
+}
+
+// unreachableMessage is the caller's refusal when interceptor server s
+// could not be reached (err says why).
+func unreachableMessage(s *server, err error) string {
+	switch {
+	case errors.Is(err, ErrNotConnected):
+		return fmt.Sprintf("This call was refused: the interceptor server %q of the project's policy is the bridged agent %q, which is not connected.", s.label, s.entry.Agent)
+	case errors.Is(err, ErrNotBridged):
+		return fmt.Sprintf("This call was refused: the interceptor server %q of the project's policy is the agent %q, which is not a bridged MCP server; only an agent run by spacefix bridge can serve interceptors.", s.label, s.entry.Agent)
+	}
+	return fmt.Sprintf("This call was refused: the interceptor server %q of the project's policy could not be reached.", s.label)
 }
 
 // joinMessages is a validator's messages as one sentence.

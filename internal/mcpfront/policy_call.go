@@ -77,7 +77,7 @@ func (f *Front) policyFor(ctx context.Context, c *toolCall) *callPolicy {
 	}
 	c.pol = &callPolicy{
 		f: f, project: c.key.ProjectID, p: c.controls.Policy,
-		chain: f.policy.chain(c.key.ProjectID, c.controls),
+		chain: f.policy.chain(c.key.ProjectID, c.controls, f.bridged(c.key.ProjectID)),
 		in:    policy.Input{Caller: policyCaller(caller), Tool: c.controls.PolicyTool(c.tool), Args: args},
 		ic:    invokeContext(caller),
 		who:   who,

@@ -30,8 +30,11 @@ type projectChain struct {
 // chain returns the project's interceptor chain for the policy version
 // its controls carry: one chain per project and version, listed
 // (interceptors/list) in the background when the version is first seen,
-// and closed when a newer version replaces it. Nil: no interceptors.
-func (ps *policyState) chain(projectID int64, c *access.Controls) *interceptors.Chain {
+// and closed when a newer version replaces it; bridged carries the
+// requests of the entries that name a bridged agent of the project (the
+// chain lists those again when the agent connects again). Nil: no
+// interceptors.
+func (ps *policyState) chain(projectID int64, c *access.Controls, bridged interceptors.Agents) *interceptors.Chain {
 	if c.Policy == nil || len(c.Policy.Document().Interceptors) == 0 {
 		ps.mu.Lock()
 		old, ok := ps.chains[projectID]
@@ -50,10 +53,8 @@ func (ps *policyState) chain(projectID int64, c *access.Controls) *interceptors.
 		// newer one: it uses the newer chain rather than flap.
 		return cur.chain
 	}
-	// Interceptors on bridged agents are refused when a policy is saved
-	// (policy.Compile): every entry here has a URL.
 	ch := interceptors.New(c.Policy.Document().Interceptors, interceptors.Options{
-		HTTPClient: ps.opts.HTTPClient, Version: ps.version, Log: ps.log,
+		HTTPClient: ps.opts.HTTPClient, Version: ps.version, Log: ps.log, Agents: bridged,
 	})
 	if ps.chains == nil {
 		ps.chains = make(map[int64]projectChain)

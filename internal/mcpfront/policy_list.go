@@ -64,7 +64,7 @@ func (v *view) listPolicy(next mcp.MethodHandler) mcp.MethodHandler {
 		if err != nil || c.Policy == nil {
 			return res, err
 		}
-		chain := v.f.policy.chain(v.key.ProjectID, c)
+		chain := v.f.policy.chain(v.key.ProjectID, c, v.f.bridged(v.key.ProjectID))
 		if chain == nil {
 			return res, err
 		}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -96,14 +95,14 @@ func (f *Front) policyResult(ctx context.Context, pc *callPolicy, out *mcp.CallT
 // to out, which it never changes in place (it may be the cache's).
 func (pc *callPolicy) shape(ctx context.Context, out *mcp.CallToolResult) *mcp.CallToolResult {
 	if pc.p.Has(policy.OnResult) {
-		pc.in.Result = resultInput(out)
+		pc.in.Result = access.PolicyResult(out)
 		d := pc.decide(policy.OnResult)
 		pc.in.Result = nil
 		switch d.Effect {
 		case policy.Deny:
 			return errorResult(d.Message)
 		case policy.Redact:
-			out = redacted(out, &d)
+			out = access.ShapeResult(out, &d)
 		}
 	}
 	if pc.chain == nil {
@@ -169,55 +168,3 @@ func (f *Front) interceptRequest(ctx context.Context, c *toolCall, pc *callPolic
 // msgRewritten refuses a call an interceptor rewrote into something that
 // is not a call.
 const msgRewritten = "This call was refused: an interceptor of the project's policy rewrote it into something that is not a tool call."
-
-// resultInput is out as result rules read it.
-func resultInput(out *mcp.CallToolResult) *policy.Result {
-	r := &policy.Result{IsError: out.IsError}
-	var text []string
-	for _, c := range out.Content {
-		if t, ok := c.(*mcp.TextContent); ok {
-			text = append(text, t.Text)
-		}
-	}
-	r.Text = strings.Join(text, "\n")
-	r.Structured, r.Size = structured(out.StructuredContent)
-	return r
-}
-
-// structured is a result's structuredContent as decoded JSON, and the
-// length of its JSON.
-func structured(v any) (any, int) {
-	if v == nil {
-		return nil, 0
-	}
-	raw, ok := v.(json.RawMessage)
-	if !ok {
-		var err error
-		if raw, err = json.Marshal(v); err != nil {
-			return nil, 0
-		}
-	}
-	var out any
-	if json.Unmarshal(raw, &out) != nil {
-		return nil, 0
-	}
-	return out, len(raw)
-}
-
-// redacted is a copy of out with d's patterns replaced in its text
-// content and in every string of its structured content.
-func redacted(out *mcp.CallToolResult, d *policy.Decision) *mcp.CallToolResult {
-	r := shareResult(out)
-	r.Content = make([]mcp.Content, len(out.Content))
-	for i, c := range out.Content {
-		if t, ok := c.(*mcp.TextContent); ok {
-			c = &mcp.TextContent{Text: d.RedactText(t.Text), Annotations: t.Annotations, Meta: t.Meta}
-		}
-		r.Content[i] = c
-	}
-	if out.StructuredContent != nil {
-		v, _ := structured(out.StructuredContent)
-		r.StructuredContent = d.RedactValue(v)
-	}
-	return r
-}

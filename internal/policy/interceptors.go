@@ -3,9 +3,13 @@ package policy
 import (
 	"fmt"
 	"net/url"
+	"regexp"
 	"strings"
 	"time"
 )
+
+// agentName is an agent's name (agentproto.ValidName).
+var agentName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
 // Limits on the interceptors of a policy.
 const (
@@ -44,13 +48,19 @@ func checkInterceptors(list []Interceptor) error {
 			return &InterceptorError{Index: i, Field: field, Msg: fmt.Sprintf(format, args...)}
 		}
 		switch {
+		case ic.Agent != "" && ic.URL != "":
+			return bad("agent", "give the interceptor server's url or the name of the bridged agent in front of it, not both")
 		case ic.Agent != "":
-			// The agent protocol does not carry the interceptor methods to
-			// a bridged server yet: refused when saved, rather than failing
-			// every call it would hook.
-			return bad("agent", "interceptors on a bridged agent are not supported yet; run the interceptor server where the gateway can reach it and give its url")
+			// Whether the agent is a bridged one is known only once it
+			// connects: a plain agent is refused at call time.
+			if !agentName.MatchString(ic.Agent) {
+				return bad("agent", "%q is not an agent's name (1 to 64 characters from A-Z a-z 0-9 _ -)", ic.Agent)
+			}
+			if len(ic.Headers) > 0 {
+				return bad("headers", "headers go to a server at a url; a bridged agent's server takes none from the gateway")
+			}
 		case ic.URL == "":
-			return bad("url", "give the interceptor server's url (http or https)")
+			return bad("url", "give the interceptor server's url (http or https), or the name of a bridged agent of the project in front of it as agent")
 		}
 		if ic.URL != "" {
 			u, err := url.Parse(ic.URL)

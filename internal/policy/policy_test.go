@@ -168,8 +168,10 @@ func TestCompileRefusals(t *testing.T) {
 		{`{"rules":[],"interceptors":[{"url":"ftp://x"}]}`, `interceptor 1: url: "ftp://x" is not an http(s) URL`},
 		{`{"rules":[],"interceptors":[{"url":"https://u:p@x"}]}`, `interceptor 1: url: put credentials in headers`},
 		{`{"rules":[],"interceptors":[{"url":"https://x","timeout":"1h"}]}`, `interceptor 1: timeout: "1h" is not a duration between 1ms and 30s`},
-		{`{"rules":[],"interceptors":[{"agent":"pii-bridge"}]}`, `interceptor 1: agent: interceptors on a bridged agent are not supported yet; run the interceptor server where the gateway can reach it and give its url`},
-		{`{"rules":[],"interceptors":[{"name":"x"}]}`, `interceptor 1: url: give the interceptor server's url (http or https)`},
+		{`{"rules":[],"interceptors":[{"agent":"pii","url":"https://x"}]}`, `interceptor 1: agent: give the interceptor server's url or the name of the bridged agent in front of it, not both`},
+		{`{"rules":[],"interceptors":[{"agent":"pii bridge"}]}`, `interceptor 1: agent: "pii bridge" is not an agent's name (1 to 64 characters from A-Z a-z 0-9 _ -)`},
+		{`{"rules":[],"interceptors":[{"agent":"pii","headers":{"X-Token":"t"}}]}`, `interceptor 1: headers: headers go to a server at a url`},
+		{`{"rules":[],"interceptors":[{"name":"x"}]}`, `interceptor 1: url: give the interceptor server's url (http or https), or the name of a bridged agent of the project in front of it as agent`},
 	} {
 		d, err := Parse([]byte(tc.doc))
 		if err == nil {
@@ -178,6 +180,10 @@ func TestCompileRefusals(t *testing.T) {
 		if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
 			t.Errorf("%s: error = %v, want it to start with %q", tc.doc, err, tc.want)
 		}
+	}
+	// A bridged agent of the project may serve the interceptors.
+	if _, err := Compile(Document{Interceptors: []Interceptor{{Name: "pii", Agent: "pii-bridge", Timeout: "1s", FailOpen: true}}}, Options{}); err != nil {
+		t.Errorf("an interceptor on a bridged agent: %v", err)
 	}
 	var re *RuleError
 	_, err := Compile(Document{Rules: []Rule{{Name: "ok", On: OnCall, Effect: Allow}, {Name: "bad", On: OnCall, When: "(", Effect: Deny}}}, Options{})

@@ -1,6 +1,22 @@
 package apitypes
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"time"
+)
+
+// PolicyVersions is the answer of GET …/policy/versions: the saved
+// versions of a project's policy, newest first.
+type PolicyVersions struct {
+	Versions []PolicyVersion `json:"versions"`
+}
+
+// PolicyVersion is one saved version: its number, when and by whom.
+type PolicyVersion struct {
+	Version   int64     `json:"version"`
+	UpdatedAt time.Time `json:"updatedAt"`
+	UpdatedBy string    `json:"updatedBy"`
+}
 
 // PolicyError is why a policy document was refused (PUT …/policy answers
 // it with a 400; POST …/policy/check lists them). For a rule, Rule is its
@@ -30,20 +46,34 @@ type PolicyCheck struct {
 // decide for this caller calling this tool with these arguments. AsKey (a
 // client key's id) or AsPerson (a member's e-mail) names the caller;
 // with neither, the signed-in person. Document, when given, is a draft
-// tried instead of the saved policy.
+// tried instead of the saved policy. Result, when given, is a sample of
+// the tool's result (an MCP CallToolResult: content, structuredContent,
+// isError) for the rules on result.
 type PolicyTest struct {
 	Tool     string          `json:"tool"`
 	Args     json.RawMessage `json:"args,omitempty"`
 	AsKey    string          `json:"asKey,omitempty"`
 	AsPerson string          `json:"asPerson,omitempty"`
 	Document json.RawMessage `json:"document,omitempty"`
+	Result   json.RawMessage `json:"result,omitempty"`
 }
 
 // PolicyTestResult is the answer of POST …/policy/test: what the caller's
-// tools/list and a tools/call would meet.
+// tools/list and a tools/call would meet, and, when the test gave a
+// sample result, what the rules on result make of it.
 type PolicyTestResult struct {
-	List PolicyDecision `json:"list"`
-	Call PolicyDecision `json:"call"`
+	List   PolicyDecision      `json:"list"`
+	Call   PolicyDecision      `json:"call"`
+	Result *PolicyResultShaped `json:"result,omitempty"`
+}
+
+// PolicyResultShaped is what the rules on result decide for a sample
+// result (Effect "none", "allow", "deny" or "redact") and Shaped, the
+// result as the caller would get it: the sample itself, redacted, or the
+// tool error of a deny. Interceptors do not run.
+type PolicyResultShaped struct {
+	PolicyDecision
+	Shaped json.RawMessage `json:"shaped"`
 }
 
 // PolicyDecision is what the policy decides at one point. Effect is
