@@ -161,12 +161,26 @@ deadline c-1
 	}})
 }
 
-func TestCallTimeout(t *testing.T) {
-	p := newPlayer(t)
-	a, _ := newTestAgent(t, p)
-	started, reports := blockingTool(t, a, "wait", CallTimeout(50*time.Millisecond))
-	before := time.Now()
-	p.play(a, script(t, connected+`
+// TestToolTimeout: Timeout ends the handler's context on its own, not only
+// through the gateway's deadline; the deprecated CallTimeout still does,
+// and with both the shorter one wins.
+func TestToolTimeout(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		opts      []ToolOption
+		wantCause string
+	}{
+		{"Timeout", []ToolOption{Timeout(50 * time.Millisecond)}, "core: the tool's Timeout of 50ms passed"},
+		{"CallTimeout (deprecated)", []ToolOption{CallTimeout(50 * time.Millisecond)}, "core: the tool's CallTimeout of 50ms passed"},
+		{"CallTimeout below Timeout", []ToolOption{Timeout(60 * time.Second), CallTimeout(50 * time.Millisecond)}, "core: the tool's CallTimeout of 50ms passed"},
+		{"Timeout below CallTimeout", []ToolOption{CallTimeout(60 * time.Second), Timeout(50 * time.Millisecond)}, "core: the tool's Timeout of 50ms passed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newPlayer(t)
+			a, _ := newTestAgent(t, p)
+			started, reports := blockingTool(t, a, "wait", tc.opts...)
+			before := time.Now()
+			p.play(a, script(t, connected+`
 -- gateway --
 {"type":"call","id":"c-1","kind":"tool","name":"wait","deadline":"+30s"}
 -- do --
@@ -174,21 +188,23 @@ timeout c-1
 -- agent --
 {"type":"error","id":"c-1","message":"context deadline exceeded"}
 `), actions{"timeout": func(id string) {
-		receive(t, started, "the handler to start")
-		r := receive(t, reports, "the call timeout")
-		if !errors.Is(r.err, context.DeadlineExceeded) {
-			t.Errorf("ctx.Err() = %v, want context.DeadlineExceeded", r.err)
-		}
-		if want := "core: the tool's CallTimeout of 50ms passed"; r.cause == nil || r.cause.Error() != want {
-			t.Errorf("context.Cause = %v, want %q", r.cause, want)
-		}
-		if !r.deadline.After(before) || !r.deadline.Before(before.Add(waitFor)) {
-			t.Errorf("ctx deadline %v is not the CallTimeout's", r.deadline)
-		}
-		if gateway := time.UnixMilli(p.sent(id).Deadline); !r.call.Deadline.Equal(gateway) {
-			t.Errorf("Call.Deadline = %v, want the gateway's %v", r.call.Deadline, gateway)
-		}
-	}})
+				receive(t, started, "the handler to start")
+				r := receive(t, reports, "the call timeout")
+				if !errors.Is(r.err, context.DeadlineExceeded) {
+					t.Errorf("ctx.Err() = %v, want context.DeadlineExceeded", r.err)
+				}
+				if r.cause == nil || r.cause.Error() != tc.wantCause {
+					t.Errorf("context.Cause = %v, want %q", r.cause, tc.wantCause)
+				}
+				if !r.deadline.After(before) || !r.deadline.Before(before.Add(waitFor)) {
+					t.Errorf("ctx deadline %v is not the tool's own", r.deadline)
+				}
+				if gateway := time.UnixMilli(p.sent(id).Deadline); !r.call.Deadline.Equal(gateway) {
+					t.Errorf("Call.Deadline = %v, want the gateway's %v", r.call.Deadline, gateway)
+				}
+			}})
+		})
+	}
 }
 
 func TestCallFrom(t *testing.T) {

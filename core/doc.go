@@ -104,8 +104,8 @@
 // # Calls
 //
 // Every call runs in its own goroutine. Its context ends when the client
-// cancels, at the gateway's deadline, at the tool's [CallTimeout], when the
-// connection drops and when Run's context ends. Inside a handler,
+// cancels, when the gateway stops waiting (the project's call wait, or the
+// tool's [Timeout]), when the connection drops and when Run's context ends. Inside a handler,
 // [Progress] sends a short line to the client and [CallFrom] says who is
 // calling.
 package core

@@ -26,8 +26,11 @@ type tool struct {
 // handler serves one kind of call. run returns the JSON of the result, or
 // an error whose message is sent to the gateway as it is.
 type handler struct {
-	run         func(ctx context.Context, args json.RawMessage) (json.RawMessage, error)
-	callTimeout time.Duration // zero: none
+	run func(ctx context.Context, args json.RawMessage) (json.RawMessage, error)
+	// timeout ends the handler's context that long after its call arrives,
+	// with timeoutCause; zero: only the gateway's deadline ends it.
+	timeout      time.Duration
+	timeoutCause error
 }
 
 // AddTool registers a tool named name that the model calls with arguments
@@ -82,27 +85,24 @@ func AddTool[In, Out any](a *Agent, name, description string, h func(context.Con
 			InputSchema:    in,
 			OutputSchema:   out,
 			Annotations:    cfg.annotations(),
-			TimeoutMs:      cfg.timeoutMs,
+			TimeoutMs:      cfg.timeoutMs(),
 			Execution:      cfg.execution(),
 			IdempotencyKey: cfg.idempotencyKey,
 		},
-		h: &handler{
-			callTimeout: cfg.callTimeout,
-			run: func(ctx context.Context, args json.RawMessage) (json.RawMessage, error) {
-				var in In
-				if len(args) == 0 || string(args) == "null" {
-					args = json.RawMessage("{}")
-				}
-				if err := json.Unmarshal(args, &in); err != nil {
-					return nil, fmt.Errorf("Invalid arguments for tool %s: %v", name, err)
-				}
-				v, err := h(ctx, in)
-				if err != nil {
-					return nil, handlerError(err)
-				}
-				return toolResult(v, structured)
-			},
-		},
+		h: cfg.handler(func(ctx context.Context, args json.RawMessage) (json.RawMessage, error) {
+			var in In
+			if len(args) == 0 || string(args) == "null" {
+				args = json.RawMessage("{}")
+			}
+			if err := json.Unmarshal(args, &in); err != nil {
+				return nil, fmt.Errorf("Invalid arguments for tool %s: %v", name, err)
+			}
+			v, err := h(ctx, in)
+			if err != nil {
+				return nil, handlerError(err)
+			}
+			return toolResult(v, structured)
+		}),
 	}
 
 	return a.addTool(t)
@@ -169,11 +169,30 @@ type toolConfig struct {
 	strict                                     bool
 	readOnly, destructive, idempotent, openWld bool
 	title                                      string
-	timeoutMs                                  int
-	callTimeout                                time.Duration
+	timeout                                    time.Duration   // from Timeout; zero: none
+	callTimeout                                time.Duration   // from the deprecated CallTimeout; zero: none
 	outputSchema                               json.RawMessage // RawTool's, from OutputSchema
 	task                                       TaskMode        // "": forbidden
 	idempotencyKey                             string          // "": none
+}
+
+// timeoutMs is the tool's own wait as registered, in whole milliseconds
+// rounded up; zero: the project's call wait.
+func (c *toolConfig) timeoutMs() int {
+	return int((c.timeout + time.Millisecond - 1) / time.Millisecond)
+}
+
+// handler is run with the bound on its context that the tool's options
+// ask for: the shorter of Timeout and the deprecated CallTimeout.
+func (c *toolConfig) handler(run func(ctx context.Context, args json.RawMessage) (json.RawMessage, error)) *handler {
+	h := &handler{run: run}
+	if c.timeout > 0 {
+		h.timeout, h.timeoutCause = c.timeout, fmt.Errorf("core: the tool's Timeout of %v passed", c.timeout)
+	}
+	if c.callTimeout > 0 && (h.timeout == 0 || c.callTimeout < h.timeout) {
+		h.timeout, h.timeoutCause = c.callTimeout, fmt.Errorf("core: the tool's CallTimeout of %v passed", c.callTimeout)
+	}
+	return h
 }
 
 // execution is the tool's execution as registered: nil unless it may run
@@ -270,24 +289,30 @@ func Title(title string) ToolOption {
 	return toolOptionFunc(func(c *toolConfig) error { c.title = title; return nil })
 }
 
-// Timeout declares how long the gateway waits for this tool's result, up to
-// [MaxTimeout] (120 s), instead of the project's call wait (30 s by
-// default). It does not end the handler's context by itself before the
-// gateway's deadline; see [CallTimeout].
+// Timeout is how long a call of this tool may take, up to [MaxTimeout]
+// (120 s), instead of the project's call wait (30 s by default): the
+// gateway waits that long for the result, and the handler's context ends
+// when it stops waiting (d after the call arrives at the latest), for
+// the handler to stop work whose result nobody would receive. A handler
+// that wants to answer before the gateway gives up sets its own, earlier
+// deadline from [Call.Deadline].
 func Timeout(d time.Duration) ToolOption {
 	return toolOptionFunc(func(c *toolConfig) error {
 		if d <= 0 || d > MaxTimeout {
 			return fmt.Errorf("Timeout(%v): use a duration above 0 and at most %v", d, MaxTimeout)
 		}
-		c.timeoutMs = int((d + time.Millisecond - 1) / time.Millisecond)
+		c.timeout = d
 		return nil
 	})
 }
 
-// CallTimeout ends each handler's context d after its call arrives. Set it
-// just below the gateway's wait for the tool (its [Timeout], else the
-// project's call wait), so that the handler stops and can still answer
-// before the gateway gives up on it.
+// CallTimeout ends each handler's context d after its call arrives,
+// without changing how long the gateway waits for the tool.
+//
+// Deprecated: use [Timeout], the tool's one call timeout, which sets the
+// gateway's wait and ends the handler's context with it. CallTimeout keeps
+// working as it did for one more release: with Timeout too, the shorter
+// of the two ends the handler's context.
 func CallTimeout(d time.Duration) ToolOption {
 	return toolOptionFunc(func(c *toolConfig) error {
 		if d <= 0 {
@@ -315,8 +340,7 @@ const (
 
 // TaskSupport declares whether MCP clients may run the tool as a task, for
 // slow work: clients see it in tools/list as execution.taskSupport. The
-// handler stays the same; it does not change the tool's [Timeout] or
-// [CallTimeout].
+// handler stays the same; it does not change the tool's [Timeout].
 func TaskSupport(m TaskMode) ToolOption {
 	return toolOptionFunc(func(c *toolConfig) error {
 		switch m {
