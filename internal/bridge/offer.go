@@ -10,6 +10,7 @@ import (
 
 	"github.com/spacefix/spacefix/core"
 	"github.com/spacefix/spacefix/core/agentproto"
+	"github.com/spacefix/spacefix/core/bridging"
 	"github.com/spacefix/spacefix/internal/schema"
 )
 
@@ -66,19 +67,20 @@ func (g *generation) stop(wait bool) {
 // offer lists what the server has and builds the next generation's agent
 // from it. A tool or prompt the gateway would refuse is logged with the
 // reason and left out; the rest register.
-func (b *Bridge) offer(ctx context.Context, up *upstream, meta core.Bridge) (*generation, error) {
+func (b *Bridge) offer(ctx context.Context, up *upstream, meta bridging.Bridge) (*generation, error) {
 	g := &generation{done: make(chan struct{}), connected: make(chan struct{})}
 	key := b.srv.APIKey
 	if key == "" {
 		key = b.opts.APIKey
 	}
-	a, err := core.New(core.Options{
-		APIKey:    key,
-		URL:       b.opts.GatewayURL,
-		Name:      b.srv.Name,
-		Version:   meta.ServerVersion,
-		Logger:    b.log,
-		Bridge:    &meta,
+	a, err := bridging.New(core.Options{
+		APIKey:  key,
+		URL:     b.opts.GatewayURL,
+		Name:    b.srv.Name,
+		Version: meta.ServerVersion,
+		Logger:  b.log,
+	}, bridging.Options{
+		Bridge:    meta,
 		OnConnect: func() { g.once.Do(func() { close(g.connected) }) },
 	})
 	if err != nil {

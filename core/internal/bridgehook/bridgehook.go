@@ -1,0 +1,21 @@
+// Package bridgehook hands what only the gateway's bridge sets on an agent
+// from package core/bridging to package core, which registers it, so that
+// [core.Options] carries nothing a provider would never set. Package core
+// fills in [New] when it is initialised; core/bridging calls it.
+package bridgehook
+
+import "github.com/spacefix/spacefix/core/agentproto"
+
+// Config is what a bridged agent has beyond core.Options.
+type Config struct {
+	// Bridge is the registration's description of the MCP server the
+	// agent stands for; nil means an ordinary agent.
+	Bridge *agentproto.Bridge
+	// OnConnect, if set, is called each time the gateway welcomes a
+	// connection, after which calls may arrive; it must not block.
+	OnConnect func()
+}
+
+// New is core.New with c: opts is a core.Options, and the result a
+// *core.Agent. Package core sets it in its init function.
+var New func(opts any, c Config) (any, error)
