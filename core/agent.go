@@ -60,6 +60,10 @@ type Options struct {
 	// HTTPClient makes the registration request and the WebSocket handshake;
 	// its Timeout, if set, bounds each of them. Nil means http.DefaultClient.
 	HTTPClient *http.Client
+	// OnConnect, if set, is called each time the gateway welcomes a
+	// connection, after which calls may arrive; it must not block. Nil
+	// means nothing is called.
+	OnConnect func()
 }
 
 // An Agent offers tools, resources and prompts to a Spacefix gateway. Make
@@ -69,7 +73,6 @@ type Options struct {
 type Agent struct {
 	opts        Options            // resolved: APIKey and URL set
 	bridge      *agentproto.Bridge // set by core/bridging; nil: an ordinary agent
-	onConnect   func()             // set by core/bridging; nil: none
 	registerURL string
 	connectURL  string
 	log         *slog.Logger
@@ -137,7 +140,6 @@ func newAgent(opts Options, x bridgehook.Config) (*Agent, error) {
 	a := &Agent{
 		opts:        opts,
 		bridge:      x.Bridge,
-		onConnect:   x.OnConnect,
 		registerURL: registerURL,
 		connectURL:  connectURL,
 		log:         opts.Logger,

@@ -17,8 +17,8 @@ func TestRegistrationBridge(t *testing.T) {
 	welcomed := make(chan struct{}, 1)
 	bridge := &agentproto.Bridge{Transport: "streamable-http", Target: "https://mcp.example.com/…",
 		PerPerson: &agentproto.PerPerson{Mode: "connect", URL: "https://mcp.example.com/mcp", Fallback: "shared"}}
-	a, err := newAgent(Options{APIKey: testKey, URL: p.url(), Name: "gh", Logger: discard()},
-		bridgehook.Config{Bridge: bridge, OnConnect: func() { welcomed <- struct{}{} }})
+	a, err := newAgent(Options{APIKey: testKey, URL: p.url(), Name: "gh", Logger: discard(), OnConnect: func() { welcomed <- struct{}{} }},
+		bridgehook.Config{Bridge: bridge})
 	must(t, err)
 	reg, _ := a.registration()
 	got, err := json.Marshal(reg.Bridge)

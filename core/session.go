@@ -84,7 +84,7 @@ func (s *session) serve(ctx context.Context, registered map[string]bool) (welcom
 	s.a.log.Info("core: connected to the gateway",
 		"replica", w.Replica, "project", w.Project, "call_wait_ms", w.CallWaitMs)
 	s.a.attach(s, registered)
-	if f := s.a.onConnect; f != nil {
+	if f := s.a.opts.OnConnect; f != nil {
 		f()
 	}
 	every := time.Duration(w.HeartbeatMs) * time.Millisecond

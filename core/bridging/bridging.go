@@ -37,23 +37,12 @@ type PerPerson struct {
 	Mode, URL, Fallback string
 }
 
-// Options are what a bridged agent has beyond [core.Options].
-type Options struct {
-	// Bridge is the server the agent stands for. Its tool and prompt names
-	// must then be <core.Options.Name>__<the server's name> unless
-	// Bridge.Unprefixed, so core.Options.Name is required and Namespace
-	// must be false.
-	Bridge Bridge
-	// OnConnect, if set, is called each time the gateway welcomes a
-	// connection, after which calls may arrive; it must not block. Nil
-	// means nothing is called.
-	OnConnect func()
-}
-
-// New returns a bridged agent configured by opts and b, as [core.New]
-// does an ordinary one.
-func New(opts core.Options, b Options) (*core.Agent, error) {
-	a, err := bridgehook.New(opts, bridgehook.Config{Bridge: b.Bridge.wire(), OnConnect: b.OnConnect})
+// New returns an agent configured by opts that stands for the MCP server
+// b, as [core.New] returns an ordinary one. Its tool and prompt names must
+// be <opts.Name>__<the server's name> unless b.Unprefixed, so opts.Name is
+// required and opts.Namespace must be false.
+func New(opts core.Options, b Bridge) (*core.Agent, error) {
+	a, err := bridgehook.New(opts, bridgehook.Config{Bridge: b.wire()})
 	if err != nil {
 		return nil, err
 	}

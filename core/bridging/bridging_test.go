@@ -34,7 +34,7 @@ func TestWire(t *testing.T) {
 func TestNew(t *testing.T) {
 	h := func(ctx context.Context, args json.RawMessage) (any, error) { return "ok", nil }
 	obj := json.RawMessage(`{"type":"object"}`)
-	a, err := New(core.Options{APIKey: "k", Name: "fs"}, Options{Bridge: Bridge{Transport: "stdio"}})
+	a, err := New(core.Options{APIKey: "k", Name: "fs"}, Bridge{Transport: "stdio"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,12 +47,12 @@ func TestNew(t *testing.T) {
 	}
 	want = `core: a bridge needs Options.Name without "__" and no Namespace: its names are <name>__<tool>`
 	for _, opts := range []core.Options{{APIKey: "k"}, {APIKey: "k", Name: "a__b"}, {APIKey: "k", Name: "fs", Namespace: true}} {
-		if _, err := New(opts, Options{}); err == nil || err.Error() != want {
+		if _, err := New(opts, Bridge{}); err == nil || err.Error() != want {
 			t.Errorf("New(%+v) = %v, want %q", opts, err, want)
 		}
 	}
 	t.Setenv("SPACEFIX_API_KEY", "")
-	if _, err := New(core.Options{}, Options{}); err == nil {
+	if _, err := New(core.Options{}, Bridge{}); err == nil {
 		t.Errorf("New without an API key: no error")
 	}
 }

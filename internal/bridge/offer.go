@@ -74,15 +74,13 @@ func (b *Bridge) offer(ctx context.Context, up *upstream, meta bridging.Bridge) 
 		key = b.opts.APIKey
 	}
 	a, err := bridging.New(core.Options{
-		APIKey:  key,
-		URL:     b.opts.GatewayURL,
-		Name:    b.srv.Name,
-		Version: meta.ServerVersion,
-		Logger:  b.log,
-	}, bridging.Options{
-		Bridge:    meta,
+		APIKey:    key,
+		URL:       b.opts.GatewayURL,
+		Name:      b.srv.Name,
+		Version:   meta.ServerVersion,
+		Logger:    b.log,
 		OnConnect: func() { g.once.Do(func() { close(g.connected) }) },
-	})
+	}, meta)
 	if err != nil {
 		return nil, &fatalError{err: fmt.Errorf("bridge %q: %w", b.srv.Name, err)}
 	}

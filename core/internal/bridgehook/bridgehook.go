@@ -11,9 +11,6 @@ type Config struct {
 	// Bridge is the registration's description of the MCP server the
 	// agent stands for; nil means an ordinary agent.
 	Bridge *agentproto.Bridge
-	// OnConnect, if set, is called each time the gateway welcomes a
-	// connection, after which calls may arrive; it must not block.
-	OnConnect func()
 }
 
 // New is core.New with c: opts is a core.Options, and the result a
