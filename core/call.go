@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/spacefix/spacefix/core/agentproto"
-	"github.com/spacefix/spacefix/core/textfmt"
+	"github.com/spacefix/spacefix/core/internal/textfmt"
 )
 
 // Call describes the call a handler is serving; see [CallFrom].

@@ -29,7 +29,7 @@ var layers = []struct {
 }{
 	{"programs and suites", []string{
 		"cmd/spacefix", "bench/cmd/pprof-split", "bench/cmd/spacefix-bench", "bench/cmd/spacefix-fanin",
-		"e2e", "e2e/testagent", "e2e/bridgeserver", "e2e/hostilechild", "examples/chart", "examples/orders", "examples/everything", "examples/identity", "examples/interceptor", "sdk/node", "internal/archtest", "deploy",
+		"e2e", "e2e/testagent", "e2e/bridgeserver", "e2e/hostilechild", "examples/chart", "examples/orders", "examples/everything", "examples/identity", "examples/interceptor", "sdk/node", "internal/archtest", "internal/sdkcopy", "deploy",
 	}},
 	{"benchmark harness", []string{"bench"}},
 	// What cmd/spacefix runs: the gateway's wiring, and the bridge, an
@@ -53,7 +53,7 @@ var layers = []struct {
 	{"SDK hooks", []string{"core/internal/bridgehook"}},
 	{"protocol, schemas, store interface", []string{"core/agentproto", "internal/schema", "core/internal/schemagen", "internal/changes", "internal/store"}},
 	{"helpers", []string{
-		"core/textfmt", "internal/canonjson", "core/pattern", "internal/leaktest", "internal/recovery",
+		"core/internal/textfmt", "internal/textfmt", "internal/canonjson", "core/internal/pattern", "internal/pattern", "internal/leaktest", "internal/recovery",
 		"internal/quickstart", "internal/ratelimit", "internal/tracing", "internal/dashboard/apitypes", "internal/testenv",
 		"internal/oauthclient", "internal/secrets",
 		"internal/egress", "internal/policy",
@@ -62,7 +62,7 @@ var layers = []struct {
 
 // sdkMay are the only packages of the module the SDK (core) may depend on,
 // directly or not: the protocol's wire types and the schema generator.
-var sdkMay = []string{"core/agentproto", "core/internal/bridgehook", "core/internal/schemagen", "core/pattern", "core/textfmt"}
+var sdkMay = []string{"core/agentproto", "core/internal/bridgehook", "core/internal/pattern", "core/internal/schemagen", "core/internal/textfmt"}
 
 // transports are the imports that would tie call routing to one transport.
 var transports = []string{"github.com/coder/websocket", "net/http"}
@@ -128,7 +128,7 @@ func TestArchCheckFindsWrongImports(t *testing.T) {
 		"internal/route imports internal/mcpfront, of a higher layer (fronts and SDK): only lower layers may be imported",
 		"internal/route imports net/http: route stays free of transports (the front adapts its connection to route.Transport)",
 		"internal/route depends on github.com/coder/websocket: route stays free of transports (the front adapts its connection to route.Transport)",
-		"core depends on internal/schema: the SDK may depend only on core/agentproto, core/internal/bridgehook, core/internal/schemagen, core/pattern, core/textfmt",
+		"core depends on internal/schema: the SDK may depend only on core/agentproto, core/internal/bridgehook, core/internal/pattern, core/internal/schemagen, core/internal/textfmt",
 		"core depends on github.com/dlclark/regexp2: the SDK must not carry the gateway's validator",
 	}
 	slices.Sort(got)
