@@ -10,7 +10,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/spacefix/spacefix/core/agentproto"
+	"github.com/spacefix/spacefix/core/internal/agentproto"
 	"github.com/spacefix/spacefix/core/internal/bridgehook"
 )
 

@@ -7,7 +7,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/spacefix/spacefix/core/agentproto"
+	"github.com/spacefix/spacefix/core/internal/agentproto"
 )
 
 // RawTool registers a tool whose input schema is raw JSON Schema, for

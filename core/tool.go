@@ -8,7 +8,7 @@ import (
 	"reflect"
 	"time"
 
-	"github.com/spacefix/spacefix/core/agentproto"
+	"github.com/spacefix/spacefix/core/internal/agentproto"
 	"github.com/spacefix/spacefix/core/internal/schemagen"
 )
 

@@ -7,7 +7,7 @@ package bridging
 
 import (
 	"github.com/spacefix/spacefix/core"
-	"github.com/spacefix/spacefix/core/agentproto"
+	"github.com/spacefix/spacefix/core/internal/agentproto"
 	"github.com/spacefix/spacefix/core/internal/bridgehook"
 )
 

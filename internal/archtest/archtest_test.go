@@ -51,7 +51,7 @@ var layers = []struct {
 	{"shared SQL", []string{"internal/store/sqlshared"}},
 	// What core/bridging hands to core without a field in core.Options.
 	{"SDK hooks", []string{"core/internal/bridgehook"}},
-	{"protocol, schemas, store interface", []string{"core/agentproto", "internal/schema", "core/internal/schemagen", "internal/changes", "internal/store"}},
+	{"protocol, schemas, store interface", []string{"core/internal/agentproto", "internal/agentproto", "internal/schema", "core/internal/schemagen", "internal/changes", "internal/store"}},
 	{"helpers", []string{
 		"core/internal/textfmt", "internal/textfmt", "internal/canonjson", "core/internal/pattern", "internal/pattern", "internal/leaktest", "internal/recovery",
 		"internal/quickstart", "internal/ratelimit", "internal/tracing", "internal/dashboard/apitypes", "internal/testenv",
@@ -62,7 +62,7 @@ var layers = []struct {
 
 // sdkMay are the only packages of the module the SDK (core) may depend on,
 // directly or not: the protocol's wire types and the schema generator.
-var sdkMay = []string{"core/agentproto", "core/internal/bridgehook", "core/internal/pattern", "core/internal/schemagen", "core/internal/textfmt"}
+var sdkMay = []string{"core/internal/agentproto", "core/internal/bridgehook", "core/internal/pattern", "core/internal/schemagen", "core/internal/textfmt"}
 
 // transports are the imports that would tie call routing to one transport.
 var transports = []string{"github.com/coder/websocket", "net/http"}
@@ -114,11 +114,11 @@ func TestArchCheckFindsWrongImports(t *testing.T) {
 			Imports: []string{m("internal/mcpfront")}, Deps: []string{m("internal/mcpfront")}},
 		m("internal/mcpfront"): {ImportPath: m("internal/mcpfront")},
 		m("internal/agents"):   {ImportPath: m("internal/agents")},
-		m("core"): {ImportPath: m("core"), Imports: []string{m("core/agentproto")},
-			Deps: []string{m("core/agentproto"), m("internal/schema"), "github.com/dlclark/regexp2"}},
-		m("core/agentproto"):   {ImportPath: m("core/agentproto")},
-		m("internal/schema"):   {ImportPath: m("internal/schema")},
-		m("internal/newthing"): {ImportPath: m("internal/newthing")},
+		m("core"): {ImportPath: m("core"), Imports: []string{m("core/internal/agentproto")},
+			Deps: []string{m("core/internal/agentproto"), m("internal/schema"), "github.com/dlclark/regexp2"}},
+		m("core/internal/agentproto"): {ImportPath: m("core/internal/agentproto")},
+		m("internal/schema"):          {ImportPath: m("internal/schema")},
+		m("internal/newthing"):        {ImportPath: m("internal/newthing")},
 	}
 	got := check(pkgs)
 	want := []string{
@@ -128,7 +128,7 @@ func TestArchCheckFindsWrongImports(t *testing.T) {
 		"internal/route imports internal/mcpfront, of a higher layer (fronts and SDK): only lower layers may be imported",
 		"internal/route imports net/http: route stays free of transports (the front adapts its connection to route.Transport)",
 		"internal/route depends on github.com/coder/websocket: route stays free of transports (the front adapts its connection to route.Transport)",
-		"core depends on internal/schema: the SDK may depend only on core/agentproto, core/internal/bridgehook, core/internal/pattern, core/internal/schemagen, core/internal/textfmt",
+		"core depends on internal/schema: the SDK may depend only on core/internal/agentproto, core/internal/bridgehook, core/internal/pattern, core/internal/schemagen, core/internal/textfmt",
 		"core depends on github.com/dlclark/regexp2: the SDK must not carry the gateway's validator",
 	}
 	slices.Sort(got)

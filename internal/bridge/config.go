@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/spacefix/spacefix/core"
-	"github.com/spacefix/spacefix/core/agentproto"
 	"github.com/spacefix/spacefix/core/bridging"
+	"github.com/spacefix/spacefix/internal/agentproto"
 )
 
 // Server says what one bridge runs. Exactly one of Command and URL is set.

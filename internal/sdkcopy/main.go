@@ -27,7 +27,7 @@ import (
 )
 
 // packages are the SDK's internal packages the gateway has a copy of.
-var packages = []string{"pattern", "textfmt"}
+var packages = []string{"agentproto", "pattern", "textfmt"}
 
 const module = "github.com/spacefix/spacefix"
 

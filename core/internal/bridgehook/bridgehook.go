@@ -4,7 +4,7 @@
 // fills in [New] when it is initialised; core/bridging calls it.
 package bridgehook
 
-import "github.com/spacefix/spacefix/core/agentproto"
+import "github.com/spacefix/spacefix/core/internal/agentproto"
 
 // Config is what a bridged agent has beyond core.Options.
 type Config struct {
