@@ -161,19 +161,16 @@ deadline c-1
 	}})
 }
 
-// TestToolTimeout: Timeout ends the handler's context on its own, not only
-// through the gateway's deadline; the deprecated CallTimeout still does,
-// and with both the shorter one wins.
-func TestToolTimeout(t *testing.T) {
+// TestCallTimeout: the deprecated CallTimeout still ends the handler's
+// context on its own, before the gateway's deadline, with Timeout or
+// without.
+func TestCallTimeout(t *testing.T) {
 	for _, tc := range []struct {
-		name      string
-		opts      []ToolOption
-		wantCause string
+		name string
+		opts []ToolOption
 	}{
-		{"Timeout", []ToolOption{Timeout(50 * time.Millisecond)}, "core: the tool's Timeout of 50ms passed"},
-		{"CallTimeout (deprecated)", []ToolOption{CallTimeout(50 * time.Millisecond)}, "core: the tool's CallTimeout of 50ms passed"},
-		{"CallTimeout below Timeout", []ToolOption{Timeout(60 * time.Second), CallTimeout(50 * time.Millisecond)}, "core: the tool's CallTimeout of 50ms passed"},
-		{"Timeout below CallTimeout", []ToolOption{CallTimeout(60 * time.Second), Timeout(50 * time.Millisecond)}, "core: the tool's Timeout of 50ms passed"},
+		{"alone", []ToolOption{CallTimeout(50 * time.Millisecond)}},
+		{"below Timeout", []ToolOption{Timeout(60 * time.Second), CallTimeout(50 * time.Millisecond)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newPlayer(t)
@@ -193,17 +190,42 @@ timeout c-1
 				if !errors.Is(r.err, context.DeadlineExceeded) {
 					t.Errorf("ctx.Err() = %v, want context.DeadlineExceeded", r.err)
 				}
-				if r.cause == nil || r.cause.Error() != tc.wantCause {
-					t.Errorf("context.Cause = %v, want %q", r.cause, tc.wantCause)
+				if want := "core: the tool's CallTimeout of 50ms passed"; r.cause == nil || r.cause.Error() != want {
+					t.Errorf("context.Cause = %v, want %q", r.cause, want)
 				}
 				if !r.deadline.After(before) || !r.deadline.Before(before.Add(waitFor)) {
-					t.Errorf("ctx deadline %v is not the tool's own", r.deadline)
+					t.Errorf("ctx deadline %v is not the CallTimeout's", r.deadline)
 				}
 				if gateway := time.UnixMilli(p.sent(id).Deadline); !r.call.Deadline.Equal(gateway) {
 					t.Errorf("Call.Deadline = %v, want the gateway's %v", r.call.Deadline, gateway)
 				}
 			}})
 		})
+	}
+}
+
+// TestTimeoutIsTheGatewaysDeadline: Timeout reaches the handler only as the
+// gateway's deadline, so a call the gateway lets run longer (a task or a
+// job runs up to the project's longest task) is not cut at the tool's
+// Timeout.
+func TestTimeoutIsTheGatewaysDeadline(t *testing.T) {
+	p := newPlayer(t)
+	a, _ := newTestAgent(t, p)
+	deadlines := make(chan time.Time, 1)
+	must(t, AddTool(a, "report", "reports its deadline", func(ctx context.Context, _ emptyIn) (string, error) {
+		d, _ := ctx.Deadline()
+		deadlines <- d
+		return "ok", nil
+	}, Timeout(50*time.Millisecond), TaskSupport(TaskOptional)))
+	p.play(a, script(t, connected+`
+-- gateway --
+{"type":"call","id":"c-1","kind":"tool","name":"report","deadline":"+1h"}
+-- agent --
+{"type":"result","id":"c-1","result":{"content":[{"type":"text","text":"ok"}]}}
+`), nil)
+	got := receive(t, deadlines, "the handler's deadline")
+	if want := time.UnixMilli(p.sent("c-1").Deadline); !got.Equal(want) {
+		t.Errorf("ctx deadline %v, want the gateway's %v", got, want)
 	}
 }
 

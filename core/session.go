@@ -270,9 +270,9 @@ func (s *session) start(m agentproto.Message) {
 		ctx, stop = context.WithDeadlineCause(ctx, c.info.Deadline, errors.New("core: the gateway's deadline for the call passed"))
 		stops = append(stops, stop)
 	}
-	if h.timeout > 0 {
+	if h.callTimeout > 0 {
 		var stop context.CancelFunc
-		ctx, stop = context.WithTimeoutCause(ctx, h.timeout, h.timeoutCause)
+		ctx, stop = context.WithTimeoutCause(ctx, h.callTimeout, fmt.Errorf("core: the tool's CallTimeout of %v passed", h.callTimeout))
 		stops = append(stops, stop)
 	}
 	c.progress = newThrottle(func(line string) {

@@ -27,10 +27,10 @@ type tool struct {
 // an error whose message is sent to the gateway as it is.
 type handler struct {
 	run func(ctx context.Context, args json.RawMessage) (json.RawMessage, error)
-	// timeout ends the handler's context that long after its call arrives,
-	// with timeoutCause; zero: only the gateway's deadline ends it.
-	timeout      time.Duration
-	timeoutCause error
+	// callTimeout (the deprecated CallTimeout) ends the handler's context
+	// that long after its call arrives; zero: only the gateway's deadline
+	// ends it.
+	callTimeout time.Duration
 }
 
 // AddTool registers a tool named name that the model calls with arguments
@@ -183,16 +183,10 @@ func (c *toolConfig) timeoutMs() int {
 }
 
 // handler is run with the bound on its context that the tool's options
-// ask for: the shorter of Timeout and the deprecated CallTimeout.
+// ask for. Timeout needs none of its own: it reaches the handler as the
+// gateway's deadline for the call.
 func (c *toolConfig) handler(run func(ctx context.Context, args json.RawMessage) (json.RawMessage, error)) *handler {
-	h := &handler{run: run}
-	if c.timeout > 0 {
-		h.timeout, h.timeoutCause = c.timeout, fmt.Errorf("core: the tool's Timeout of %v passed", c.timeout)
-	}
-	if c.callTimeout > 0 && (h.timeout == 0 || c.callTimeout < h.timeout) {
-		h.timeout, h.timeoutCause = c.callTimeout, fmt.Errorf("core: the tool's CallTimeout of %v passed", c.callTimeout)
-	}
-	return h
+	return &handler{run: run, callTimeout: c.callTimeout}
 }
 
 // execution is the tool's execution as registered: nil unless it may run
@@ -289,13 +283,14 @@ func Title(title string) ToolOption {
 	return toolOptionFunc(func(c *toolConfig) error { c.title = title; return nil })
 }
 
-// Timeout is how long a call of this tool may take, up to [MaxTimeout]
-// (120 s), instead of the project's call wait (30 s by default): the
-// gateway waits that long for the result, and the handler's context ends
-// when it stops waiting (d after the call arrives at the latest), for
-// the handler to stop work whose result nobody would receive. A handler
-// that wants to answer before the gateway gives up sets its own, earlier
-// deadline from [Call.Deadline].
+// Timeout is the tool's call timeout, up to [MaxTimeout] (120 s), instead
+// of the project's call wait (30 s by default): the gateway waits that
+// long for the result and sends it as the call's deadline, at which the
+// handler's context ends, for it to stop work whose result nobody would
+// receive. A call run as a task or a job is not bound by it: its
+// deadline is the project's longest task (see [TaskSupport]). A handler
+// that wants to answer before the gateway gives up stops on a deadline of
+// its own a little before [Call.Deadline].
 func Timeout(d time.Duration) ToolOption {
 	return toolOptionFunc(func(c *toolConfig) error {
 		if d <= 0 || d > MaxTimeout {
@@ -307,12 +302,12 @@ func Timeout(d time.Duration) ToolOption {
 }
 
 // CallTimeout ends each handler's context d after its call arrives,
-// without changing how long the gateway waits for the tool.
+// without changing how long the gateway waits for the tool, and also in
+// calls run as a task or a job.
 //
-// Deprecated: use [Timeout], the tool's one call timeout, which sets the
-// gateway's wait and ends the handler's context with it. CallTimeout keeps
-// working as it did for one more release: with Timeout too, the shorter
-// of the two ends the handler's context.
+// Deprecated: use [Timeout], the tool's one call timeout: the gateway's
+// wait, which the handler's context already ends at. CallTimeout keeps
+// working as it did for one more release.
 func CallTimeout(d time.Duration) ToolOption {
 	return toolOptionFunc(func(c *toolConfig) error {
 		if d <= 0 {
