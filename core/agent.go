@@ -12,7 +12,8 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/spacefix/spacefix/core/agentproto"
+	"github.com/spacefix/spacefix/core/internal/agentproto"
+	"github.com/spacefix/spacefix/core/internal/bridgehook"
 )
 
 // SDKVersion is this SDK's version, sent to the gateway as "go/<version>"
@@ -65,43 +66,6 @@ type Options struct {
 	// connection, after which calls may arrive; it must not block. Nil
 	// means nothing is called.
 	OnConnect func()
-	// Bridge marks the agent as a bridge in front of an MCP server, as
-	// `spacefix bridge` runs it: its tool and prompt names must then be
-	// <Name>__<the server's name>, and the dashboard shows what it bridges.
-	// Nil means an ordinary agent.
-	Bridge *Bridge
-}
-
-// Bridge describes the MCP server a bridged agent stands for, as the
-// dashboard shows it. None of it may be secret.
-type Bridge struct {
-	// Transport is "stdio", "streamable-http" or "sse".
-	Transport string
-	// Target is the command line or the URL, without secrets.
-	Target string
-	// Server and ServerVersion are the server's name and version from its
-	// answer to initialize.
-	Server, ServerVersion string
-	// Unprefixed registers names as they are, under the ordinary rules,
-	// instead of <Name>__<tool>.
-	Unprefixed bool
-	// PerPerson, when set, says the remote acts as each caller's own
-	// account (see agentproto.PerPerson); nil: one shared account.
-	PerPerson *PerPerson
-	// Request, when set, sends a custom MCP request of the gateway's
-	// (agentproto.KindRequest: the interceptors extension's methods, for a
-	// project's policy) to the server and returns its result; a
-	// [ProtocolError] carries the server's JSON-RPC error back. Nil answers
-	// every such request with an error. It is not sent to the gateway.
-	Request func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error)
-}
-
-// PerPerson says a bridged remote acts as each caller's own upstream
-// account: Mode "connect" or "exchange", URL (connect: the remote MCP URL
-// people connect to, without userinfo) and Fallback ("shared": calls
-// without a person use the bridge's own account; "": refused).
-type PerPerson struct {
-	Mode, URL, Fallback string
 }
 
 // An Agent offers tools, resources and prompts to a Spacefix gateway. Make
@@ -109,7 +73,11 @@ type PerPerson struct {
 // [Agent.Prompt], then call [Agent.Run]. Its methods are safe for concurrent
 // use.
 type Agent struct {
-	opts        Options // resolved: APIKey and URL set
+	opts   Options            // resolved: APIKey and URL set
+	bridge *agentproto.Bridge // set by core/bridging; nil: an ordinary agent
+	// request sends a bridged agent's custom MCP requests
+	// (agentproto.KindRequest) to its server; nil: refused.
+	request     func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error)
 	registerURL string
 	connectURL  string
 	log         *slog.Logger
@@ -137,6 +105,15 @@ type Agent struct {
 // or an option is invalid; it does not contact the gateway ([Agent.Run]
 // does).
 func New(opts Options) (*Agent, error) {
+	return newAgent(opts, bridgehook.Config{})
+}
+
+func init() {
+	bridgehook.New = func(opts any, c bridgehook.Config) (any, error) { return newAgent(opts.(Options), c) }
+}
+
+// newAgent is [New] with what only a bridge sets (see core/bridging).
+func newAgent(opts Options, x bridgehook.Config) (*Agent, error) {
 	if opts.APIKey == "" {
 		opts.APIKey = os.Getenv("SPACEFIX_API_KEY")
 	}
@@ -156,7 +133,7 @@ func New(opts Options) (*Agent, error) {
 	if opts.Name != "" && !agentproto.ValidName(opts.Name) {
 		return nil, fmt.Errorf("core: invalid agent name %q: use 1 to 64 characters from A-Z a-z 0-9 _ -", opts.Name)
 	}
-	if opts.Bridge != nil && (opts.Name == "" || strings.Contains(opts.Name, agentproto.BridgeSeparator) || opts.Namespace) {
+	if x.Bridge != nil && (opts.Name == "" || strings.Contains(opts.Name, agentproto.BridgeSeparator) || opts.Namespace) {
 		return nil, fmt.Errorf("core: a bridge needs Options.Name without %q and no Namespace: its names are <name>__<tool>", agentproto.BridgeSeparator)
 	}
 	if opts.Namespace && opts.Name == "" {
@@ -167,6 +144,8 @@ func New(opts Options) (*Agent, error) {
 	}
 	a := &Agent{
 		opts:        opts,
+		bridge:      x.Bridge,
+		request:     x.Request,
 		registerURL: registerURL,
 		connectURL:  connectURL,
 		log:         opts.Logger,
@@ -298,7 +277,7 @@ func (a *Agent) toolNamed(name string) *tool {
 // checkName returns why this agent may not register a tool or prompt
 // called name, or nil.
 func (a *Agent) checkName(kind, name string) error {
-	if a.opts.Bridge != nil && !a.opts.Bridge.Unprefixed {
+	if a.bridge != nil && !a.bridge.Unprefixed {
 		return agentproto.CheckBridgedName(kind, a.opts.Name, name)
 	}
 	return agentproto.CheckToolName(kind, name)
@@ -329,11 +308,9 @@ func (a *Agent) registration() (agentproto.Registration, map[string]bool) {
 		Author:      a.opts.Author,
 		Tools:       make([]agentproto.Tool, 0, len(a.tools)),
 	}
-	if b := a.opts.Bridge; b != nil {
-		reg.Bridge = &agentproto.Bridge{Transport: b.Transport, Target: b.Target, Server: b.Server, ServerVersion: b.ServerVersion, Unprefixed: b.Unprefixed}
-		if pp := b.PerPerson; pp != nil {
-			reg.Bridge.PerPerson = &agentproto.PerPerson{Mode: pp.Mode, URL: pp.URL, Fallback: pp.Fallback}
-		}
+	if a.bridge != nil {
+		b := *a.bridge
+		reg.Bridge = &b
 	}
 	disabled := make(map[string]bool, len(a.tools))
 	for _, t := range a.tools {
@@ -407,9 +384,9 @@ func (a *Agent) lookup(kind, name string) *handler {
 			}
 		}
 	case agentproto.KindRequest:
-		if b := a.opts.Bridge; b != nil && b.Request != nil {
+		if send := a.request; send != nil {
 			return &handler{run: func(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
-				return b.Request(ctx, name, params)
+				return send(ctx, name, params)
 			}}
 		}
 	case agentproto.KindComplete:

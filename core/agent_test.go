@@ -9,7 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/spacefix/spacefix/core/agentproto"
+	"github.com/spacefix/spacefix/core/internal/agentproto"
 )
 
 type getOrderInput struct {
@@ -207,7 +207,7 @@ func TestRegistrationBody(t *testing.T) {
 		ReadOnly(), Title("Get an order"), Timeout(60*time.Second), CallTimeout(55*time.Second)))
 	must(t, AddTool(a, "search_orders", "List orders.",
 		func(context.Context, *searchOrdersInput) ([]order, error) { return nil, nil },
-		StrictInput(), Idempotent(), OpenWorld()))
+		StrictInput(), Idempotent(), OpenWorld(), CallTimeout(5*time.Second))) // the gateway's wait stays the project's
 	must(t, AddTool(a, "delete_order", "Delete an order.",
 		func(context.Context, getOrderInput) (ToolResult, error) { return TextResult("ok"), nil },
 		Destructive(), Timeout(1500*time.Microsecond)))

@@ -7,8 +7,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/spacefix/spacefix/core/agentproto"
-	"github.com/spacefix/spacefix/core/textfmt"
+	"github.com/spacefix/spacefix/core/internal/agentproto"
+	"github.com/spacefix/spacefix/core/internal/textfmt"
 )
 
 // Call describes the call a handler is serving; see [CallFrom].
@@ -53,8 +53,9 @@ type Call struct {
 	// anywhere but that remote.
 	UpstreamToken string
 	// Deadline is when the gateway stops waiting for the result; zero when
-	// the gateway sent none. The handler's context may end earlier (see
-	// [CallTimeout]).
+	// the gateway sent none. The handler's context ends then at the
+	// latest; a handler that wants to answer before the gateway gives up
+	// stops a little earlier on a deadline of its own.
 	Deadline time.Time
 	// RetryOf is set when the gateway delivers this call again after an
 	// unknown outcome: an earlier call of this tool with the same request id

@@ -15,7 +15,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/spacefix/spacefix/core/agentproto"
+	"github.com/spacefix/spacefix/core/internal/agentproto"
 )
 
 // finished records what the agent did with each finished call.
@@ -161,12 +161,23 @@ deadline c-1
 	}})
 }
 
+// TestCallTimeout: the deprecated CallTimeout still ends the handler's
+// context on its own, before the gateway's deadline, with Timeout or
+// without.
 func TestCallTimeout(t *testing.T) {
-	p := newPlayer(t)
-	a, _ := newTestAgent(t, p)
-	started, reports := blockingTool(t, a, "wait", CallTimeout(50*time.Millisecond))
-	before := time.Now()
-	p.play(a, script(t, connected+`
+	for _, tc := range []struct {
+		name string
+		opts []ToolOption
+	}{
+		{"alone", []ToolOption{CallTimeout(50 * time.Millisecond)}},
+		{"below Timeout", []ToolOption{Timeout(60 * time.Second), CallTimeout(50 * time.Millisecond)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newPlayer(t)
+			a, _ := newTestAgent(t, p)
+			started, reports := blockingTool(t, a, "wait", tc.opts...)
+			before := time.Now()
+			p.play(a, script(t, connected+`
 -- gateway --
 {"type":"call","id":"c-1","kind":"tool","name":"wait","deadline":"+30s"}
 -- do --
@@ -174,21 +185,48 @@ timeout c-1
 -- agent --
 {"type":"error","id":"c-1","message":"context deadline exceeded"}
 `), actions{"timeout": func(id string) {
-		receive(t, started, "the handler to start")
-		r := receive(t, reports, "the call timeout")
-		if !errors.Is(r.err, context.DeadlineExceeded) {
-			t.Errorf("ctx.Err() = %v, want context.DeadlineExceeded", r.err)
-		}
-		if want := "core: the tool's CallTimeout of 50ms passed"; r.cause == nil || r.cause.Error() != want {
-			t.Errorf("context.Cause = %v, want %q", r.cause, want)
-		}
-		if !r.deadline.After(before) || !r.deadline.Before(before.Add(waitFor)) {
-			t.Errorf("ctx deadline %v is not the CallTimeout's", r.deadline)
-		}
-		if gateway := time.UnixMilli(p.sent(id).Deadline); !r.call.Deadline.Equal(gateway) {
-			t.Errorf("Call.Deadline = %v, want the gateway's %v", r.call.Deadline, gateway)
-		}
-	}})
+				receive(t, started, "the handler to start")
+				r := receive(t, reports, "the call timeout")
+				if !errors.Is(r.err, context.DeadlineExceeded) {
+					t.Errorf("ctx.Err() = %v, want context.DeadlineExceeded", r.err)
+				}
+				if want := "core: the tool's CallTimeout of 50ms passed"; r.cause == nil || r.cause.Error() != want {
+					t.Errorf("context.Cause = %v, want %q", r.cause, want)
+				}
+				if !r.deadline.After(before) || !r.deadline.Before(before.Add(waitFor)) {
+					t.Errorf("ctx deadline %v is not the CallTimeout's", r.deadline)
+				}
+				if gateway := time.UnixMilli(p.sent(id).Deadline); !r.call.Deadline.Equal(gateway) {
+					t.Errorf("Call.Deadline = %v, want the gateway's %v", r.call.Deadline, gateway)
+				}
+			}})
+		})
+	}
+}
+
+// TestTimeoutIsTheGatewaysDeadline: Timeout reaches the handler only as the
+// gateway's deadline, so a call the gateway lets run longer (a task or a
+// job runs up to the project's longest task) is not cut at the tool's
+// Timeout.
+func TestTimeoutIsTheGatewaysDeadline(t *testing.T) {
+	p := newPlayer(t)
+	a, _ := newTestAgent(t, p)
+	deadlines := make(chan time.Time, 1)
+	must(t, AddTool(a, "report", "reports its deadline", func(ctx context.Context, _ emptyIn) (string, error) {
+		d, _ := ctx.Deadline()
+		deadlines <- d
+		return "ok", nil
+	}, Timeout(50*time.Millisecond), TaskSupport(TaskOptional)))
+	p.play(a, script(t, connected+`
+-- gateway --
+{"type":"call","id":"c-1","kind":"tool","name":"report","deadline":"+1h"}
+-- agent --
+{"type":"result","id":"c-1","result":{"content":[{"type":"text","text":"ok"}]}}
+`), nil)
+	got := receive(t, deadlines, "the handler's deadline")
+	if want := time.UnixMilli(p.sent("c-1").Deadline); !got.Equal(want) {
+		t.Errorf("ctx deadline %v, want the gateway's %v", got, want)
+	}
 }
 
 func TestCallFrom(t *testing.T) {

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/spacefix/spacefix/core/agentproto"
+	"github.com/spacefix/spacefix/core/internal/agentproto"
 )
 
 // ErrCannotConfirm is returned by [Confirm] when the MCP client cannot ask

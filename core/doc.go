@@ -104,8 +104,9 @@
 // # Calls
 //
 // Every call runs in its own goroutine. Its context ends when the client
-// cancels, at the gateway's deadline, at the tool's [CallTimeout], when the
-// connection drops and when Run's context ends. Inside a handler,
+// cancels, at the call's deadline (the tool's [Timeout], else the
+// project's call wait; for a call run as a task or a job, the project's
+// longest task), when the connection drops and when Run's context ends. Inside a handler,
 // [Progress] sends a short line to the client and [CallFrom] says who is
 // calling.
 package core

@@ -105,7 +105,8 @@ func Example() {
 }
 
 // A tool that only reads, marked so read-only clients may call it, with its
-// own wait and a handler deadline just below it.
+// own call timeout: the gateway waits up to a minute, and the handler's
+// context ends when it stops waiting.
 func ExampleAddTool() {
 	agent, err := core.New(core.Options{APIKey: "sfx_agent_example", Name: "orders"})
 	if err != nil {
@@ -120,7 +121,7 @@ func ExampleAddTool() {
 			return "id,total\n1042,1999\n", ctx.Err()
 		},
 		core.ReadOnly(), core.Idempotent(), core.Title("Export orders"),
-		core.Timeout(60*time.Second), core.CallTimeout(55*time.Second))
+		core.Timeout(60*time.Second))
 	fmt.Println(err)
 	// Output: <nil>
 }

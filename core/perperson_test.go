@@ -5,12 +5,20 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/spacefix/spacefix/core/internal/agentproto"
+	"github.com/spacefix/spacefix/core/internal/bridgehook"
 )
 
-// A bridge's per-person mode goes into its registration as the wire has it.
-func TestRegistrationPerPerson(t *testing.T) {
-	a, err := New(Options{APIKey: "k", Name: "gh", Bridge: &Bridge{Transport: "streamable-http", Target: "https://mcp.example.com/…",
-		PerPerson: &PerPerson{Mode: "connect", URL: "https://mcp.example.com/mcp", Fallback: "shared"}}})
+// A bridge's description goes into its registration as it was given, and
+// OnConnect hears the gateway's welcome.
+func TestRegistrationBridge(t *testing.T) {
+	p := newPlayer(t)
+	welcomed := make(chan struct{}, 1)
+	bridge := &agentproto.Bridge{Transport: "streamable-http", Target: "https://mcp.example.com/…",
+		PerPerson: &agentproto.PerPerson{Mode: "connect", URL: "https://mcp.example.com/mcp", Fallback: "shared"}}
+	a, err := newAgent(Options{APIKey: testKey, URL: p.url(), Name: "gh", Logger: discard(), OnConnect: func() { welcomed <- struct{}{} }},
+		bridgehook.Config{Bridge: bridge})
 	must(t, err)
 	reg, _ := a.registration()
 	got, err := json.Marshal(reg.Bridge)
@@ -19,11 +27,13 @@ func TestRegistrationPerPerson(t *testing.T) {
 	if string(got) != want {
 		t.Errorf("registration's bridge = %s, want %s", got, want)
 	}
-	b, err := New(Options{APIKey: "k", Name: "gh", Bridge: &Bridge{Transport: "stdio"}})
+	p.play(a, script(t, connected), nil)
+	receive(t, welcomed, "OnConnect")
+
+	plain, err := New(Options{APIKey: "k", Name: "gh"})
 	must(t, err)
-	reg, _ = b.registration()
-	if got, _ := json.Marshal(reg.Bridge); string(got) != `{"transport":"stdio"}` {
-		t.Errorf("a shared bridge's registration = %s, want no perPerson", got)
+	if reg, _ := plain.registration(); reg.Bridge != nil {
+		t.Errorf("an ordinary agent's registration has a bridge: %+v", reg.Bridge)
 	}
 }
 

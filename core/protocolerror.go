@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/spacefix/spacefix/core/agentproto"
+	"github.com/spacefix/spacefix/core/internal/agentproto"
 )
 
 // JSON-RPC error codes for a [ProtocolError].

@@ -7,7 +7,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/spacefix/spacefix/core/agentproto"
+	"github.com/spacefix/spacefix/core/internal/agentproto"
 )
 
 // RawTool registers a tool whose input schema is raw JSON Schema, for
@@ -61,26 +61,23 @@ func (a *Agent) RawTool(name, description string, inputSchema json.RawMessage, h
 			InputSchema:    bytes.Clone(inputSchema),
 			OutputSchema:   cfg.outputSchema,
 			Annotations:    cfg.annotations(),
-			TimeoutMs:      cfg.timeoutMs,
+			TimeoutMs:      cfg.timeoutMs(),
 			Execution:      cfg.execution(),
 			IdempotencyKey: cfg.idempotencyKey,
 		},
-		h: &handler{
-			callTimeout: cfg.callTimeout,
-			run: func(ctx context.Context, args json.RawMessage) (json.RawMessage, error) {
-				if len(args) == 0 || string(args) == "null" {
-					args = json.RawMessage("{}")
-				}
-				v, err := h(ctx, args)
-				if err != nil {
-					return nil, handlerError(err)
-				}
-				if raw, ok := v.(json.RawMessage); ok {
-					return rawToolResult(raw)
-				}
-				return toolResult(v, false)
-			},
-		},
+		h: cfg.handler(func(ctx context.Context, args json.RawMessage) (json.RawMessage, error) {
+			if len(args) == 0 || string(args) == "null" {
+				args = json.RawMessage("{}")
+			}
+			v, err := h(ctx, args)
+			if err != nil {
+				return nil, handlerError(err)
+			}
+			if raw, ok := v.(json.RawMessage); ok {
+				return rawToolResult(raw)
+			}
+			return toolResult(v, false)
+		}),
 	}
 	return a.addTool(t)
 }

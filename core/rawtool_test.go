@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
+
+	"github.com/spacefix/spacefix/core/internal/agentproto"
+	"github.com/spacefix/spacefix/core/internal/bridgehook"
 )
 
 // RawTool refuses what the gateway would refuse, with the reason, before
@@ -15,7 +18,7 @@ func TestRawToolRefuses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bridge, err := New(Options{APIKey: "k", Name: "fs", Bridge: &Bridge{Transport: "stdio"}})
+	bridge, err := newAgent(Options{APIKey: "k", Name: "fs"}, bridgehook.Config{Bridge: &agentproto.Bridge{Transport: "stdio"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +46,7 @@ func TestRawToolRefuses(t *testing.T) {
 			t.Errorf("RawTool(%q, %s) = %q, want %q", c.name, c.schema, got, c.want)
 		}
 	}
-	if _, err := New(Options{APIKey: "k", Bridge: &Bridge{}}); err == nil {
+	if _, err := newAgent(Options{APIKey: "k"}, bridgehook.Config{Bridge: &agentproto.Bridge{}}); err == nil {
 		t.Errorf("New accepted a bridge without a name")
 	}
 }

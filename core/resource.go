@@ -7,7 +7,7 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/spacefix/spacefix/core/agentproto"
+	"github.com/spacefix/spacefix/core/internal/agentproto"
 )
 
 // ResourceOptions describe a resource registered with [Agent.Resource].

@@ -7,7 +7,7 @@ import (
 	"reflect"
 	"strings"
 
-	"github.com/spacefix/spacefix/core/agentproto"
+	"github.com/spacefix/spacefix/core/internal/agentproto"
 )
 
 // ToolResult is a tool result in MCP's shape. A handler that returns one

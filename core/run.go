@@ -16,7 +16,7 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/spacefix/spacefix/core/agentproto"
+	"github.com/spacefix/spacefix/core/internal/agentproto"
 )
 
 // Backoff between connection attempts: the first retry after about

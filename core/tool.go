@@ -8,7 +8,7 @@ import (
 	"reflect"
 	"time"
 
-	"github.com/spacefix/spacefix/core/agentproto"
+	"github.com/spacefix/spacefix/core/internal/agentproto"
 	"github.com/spacefix/spacefix/core/internal/schemagen"
 )
 
@@ -26,8 +26,11 @@ type tool struct {
 // handler serves one kind of call. run returns the JSON of the result, or
 // an error whose message is sent to the gateway as it is.
 type handler struct {
-	run         func(ctx context.Context, args json.RawMessage) (json.RawMessage, error)
-	callTimeout time.Duration // zero: none
+	run func(ctx context.Context, args json.RawMessage) (json.RawMessage, error)
+	// callTimeout (the deprecated CallTimeout) ends the handler's context
+	// that long after its call arrives; zero: only the gateway's deadline
+	// ends it.
+	callTimeout time.Duration
 }
 
 // AddTool registers a tool named name that the model calls with arguments
@@ -82,27 +85,24 @@ func AddTool[In, Out any](a *Agent, name, description string, h func(context.Con
 			InputSchema:    in,
 			OutputSchema:   out,
 			Annotations:    cfg.annotations(),
-			TimeoutMs:      cfg.timeoutMs,
+			TimeoutMs:      cfg.timeoutMs(),
 			Execution:      cfg.execution(),
 			IdempotencyKey: cfg.idempotencyKey,
 		},
-		h: &handler{
-			callTimeout: cfg.callTimeout,
-			run: func(ctx context.Context, args json.RawMessage) (json.RawMessage, error) {
-				var in In
-				if len(args) == 0 || string(args) == "null" {
-					args = json.RawMessage("{}")
-				}
-				if err := json.Unmarshal(args, &in); err != nil {
-					return nil, fmt.Errorf("Invalid arguments for tool %s: %v", name, err)
-				}
-				v, err := h(ctx, in)
-				if err != nil {
-					return nil, handlerError(err)
-				}
-				return toolResult(v, structured)
-			},
-		},
+		h: cfg.handler(func(ctx context.Context, args json.RawMessage) (json.RawMessage, error) {
+			var in In
+			if len(args) == 0 || string(args) == "null" {
+				args = json.RawMessage("{}")
+			}
+			if err := json.Unmarshal(args, &in); err != nil {
+				return nil, fmt.Errorf("Invalid arguments for tool %s: %v", name, err)
+			}
+			v, err := h(ctx, in)
+			if err != nil {
+				return nil, handlerError(err)
+			}
+			return toolResult(v, structured)
+		}),
 	}
 
 	return a.addTool(t)
@@ -169,11 +169,24 @@ type toolConfig struct {
 	strict                                     bool
 	readOnly, destructive, idempotent, openWld bool
 	title                                      string
-	timeoutMs                                  int
-	callTimeout                                time.Duration
+	timeout                                    time.Duration   // from Timeout; zero: none
+	callTimeout                                time.Duration   // from the deprecated CallTimeout; zero: none
 	outputSchema                               json.RawMessage // RawTool's, from OutputSchema
 	task                                       TaskMode        // "": forbidden
 	idempotencyKey                             string          // "": none
+}
+
+// timeoutMs is the tool's own wait as registered, in whole milliseconds
+// rounded up; zero: the project's call wait.
+func (c *toolConfig) timeoutMs() int {
+	return int((c.timeout + time.Millisecond - 1) / time.Millisecond)
+}
+
+// handler is run with the bound on its context that the tool's options
+// ask for. Timeout needs none of its own: it reaches the handler as the
+// gateway's deadline for the call.
+func (c *toolConfig) handler(run func(ctx context.Context, args json.RawMessage) (json.RawMessage, error)) *handler {
+	return &handler{run: run, callTimeout: c.callTimeout}
 }
 
 // execution is the tool's execution as registered: nil unless it may run
@@ -270,24 +283,31 @@ func Title(title string) ToolOption {
 	return toolOptionFunc(func(c *toolConfig) error { c.title = title; return nil })
 }
 
-// Timeout declares how long the gateway waits for this tool's result, up to
-// [MaxTimeout] (120 s), instead of the project's call wait (30 s by
-// default). It does not end the handler's context by itself before the
-// gateway's deadline; see [CallTimeout].
+// Timeout is the tool's call timeout, up to [MaxTimeout] (120 s), instead
+// of the project's call wait (30 s by default): the gateway waits that
+// long for the result and sends it as the call's deadline, at which the
+// handler's context ends, for it to stop work whose result nobody would
+// receive. A call run as a task or a job is not bound by it: its
+// deadline is the project's longest task (see [TaskSupport]). A handler
+// that wants to answer before the gateway gives up stops on a deadline of
+// its own a little before [Call.Deadline].
 func Timeout(d time.Duration) ToolOption {
 	return toolOptionFunc(func(c *toolConfig) error {
 		if d <= 0 || d > MaxTimeout {
 			return fmt.Errorf("Timeout(%v): use a duration above 0 and at most %v", d, MaxTimeout)
 		}
-		c.timeoutMs = int((d + time.Millisecond - 1) / time.Millisecond)
+		c.timeout = d
 		return nil
 	})
 }
 
-// CallTimeout ends each handler's context d after its call arrives. Set it
-// just below the gateway's wait for the tool (its [Timeout], else the
-// project's call wait), so that the handler stops and can still answer
-// before the gateway gives up on it.
+// CallTimeout ends each handler's context d after its call arrives,
+// without changing how long the gateway waits for the tool, and also in
+// calls run as a task or a job.
+//
+// Deprecated: use [Timeout], the tool's one call timeout: the gateway's
+// wait, which the handler's context already ends at. CallTimeout keeps
+// working as it did for one more release.
 func CallTimeout(d time.Duration) ToolOption {
 	return toolOptionFunc(func(c *toolConfig) error {
 		if d <= 0 {
@@ -315,8 +335,7 @@ const (
 
 // TaskSupport declares whether MCP clients may run the tool as a task, for
 // slow work: clients see it in tools/list as execution.taskSupport. The
-// handler stays the same; it does not change the tool's [Timeout] or
-// [CallTimeout].
+// handler stays the same; it does not change the tool's [Timeout].
 func TaskSupport(m TaskMode) ToolOption {
 	return toolOptionFunc(func(c *toolConfig) error {
 		switch m {

@@ -20,17 +20,17 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/spacefix/spacefix/core/agentproto"
+	"github.com/spacefix/spacefix/core/internal/agentproto"
 )
 
-// The agent-protocol transcripts in core/agentproto/testdata/transcripts
+// The agent-protocol transcripts in core/internal/agentproto/testdata/transcripts
 // are played here against the Go SDK, and by sdk/node/test/transcript.test.mjs
 // against the Node SDK; see the README there for the format. The same
 // player is the only gateway core's tests talk to: tests that look inside
 // the agent (a handler's context, the log) play a transcript of their own
 // with actions of their own (see [player.play]).
 
-const transcriptDir = "agentproto/testdata/transcripts"
+const transcriptDir = "internal/agentproto/testdata/transcripts"
 
 // step is one section of a transcript.
 type step struct {

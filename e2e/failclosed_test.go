@@ -10,7 +10,7 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/spacefix/spacefix/core/agentproto"
+	"github.com/spacefix/spacefix/internal/agentproto"
 )
 
 // rawAgent is one replica speaking the agent protocol by hand, for schemas

@@ -8,8 +8,8 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/spacefix/spacefix/core/agentproto"
 	"github.com/spacefix/spacefix/internal/agentfront"
+	"github.com/spacefix/spacefix/internal/agentproto"
 	"github.com/spacefix/spacefix/internal/store"
 )
 

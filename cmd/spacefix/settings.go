@@ -7,9 +7,9 @@ import (
 	"io"
 	"time"
 
-	"github.com/spacefix/spacefix/core/textfmt"
 	"github.com/spacefix/spacefix/internal/dashboard/apitypes"
 	"github.com/spacefix/spacefix/internal/store"
+	"github.com/spacefix/spacefix/internal/textfmt"
 )
 
 func settings(ctx context.Context, args []string, stdout io.Writer) error {

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/spacefix/spacefix/core/textfmt"
 	"github.com/spacefix/spacefix/internal/dashboard/apitypes"
+	"github.com/spacefix/spacefix/internal/textfmt"
 )
 
 func tools(ctx context.Context, args []string, stdout io.Writer) error {

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spacefix/spacefix/core/agentproto"
+	"github.com/spacefix/spacefix/internal/agentproto"
 	"github.com/spacefix/spacefix/internal/agents"
 	"github.com/spacefix/spacefix/internal/policy"
 	"github.com/spacefix/spacefix/internal/store"

@@ -9,7 +9,7 @@ import (
 
 	"github.com/yosida95/uritemplate/v3"
 
-	"github.com/spacefix/spacefix/core/agentproto"
+	"github.com/spacefix/spacefix/internal/agentproto"
 	"github.com/spacefix/spacefix/internal/agents"
 	"github.com/spacefix/spacefix/internal/schema"
 	"github.com/spacefix/spacefix/internal/store"

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/spacefix/spacefix/core/agentproto"
+	"github.com/spacefix/spacefix/internal/agentproto"
 )
 
 // FuzzRegistration decodes arbitrary registration bodies as the gateway's

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/spacefix/spacefix/core/agentproto"
+	"github.com/spacefix/spacefix/internal/agentproto"
 )
 
 // warning is a difference between replicas that was not logged yet.

@@ -29,12 +29,14 @@ var layers = []struct {
 }{
 	{"programs and suites", []string{
 		"cmd/spacefix", "bench/cmd/pprof-split", "bench/cmd/spacefix-bench", "bench/cmd/spacefix-fanin",
-		"e2e", "e2e/testagent", "e2e/bridgeserver", "e2e/hostilechild", "examples/chart", "examples/orders", "examples/everything", "examples/identity", "examples/interceptor", "sdk/node", "internal/archtest", "deploy",
+		"e2e", "e2e/testagent", "e2e/bridgeserver", "e2e/hostilechild", "examples/chart", "examples/orders", "examples/everything", "examples/identity", "examples/interceptor", "sdk/node", "internal/archtest", "internal/sdkcopy", "deploy",
 	}},
 	{"benchmark harness", []string{"bench"}},
 	// What cmd/spacefix runs: the gateway's wiring, and the bridge, an
 	// agent built on the SDK.
 	{"wiring and the bridge", []string{"internal/gateway", "internal/bridge"}},
+	// The SDK's constructor for bridged agents, for internal/bridge only.
+	{"the SDK's bridge door", []string{"core/bridging"}},
 	// The agent front and the MCP front side by side; the dashboard beside
 	// them; the SDK, the far end of the agent protocol, at the same height.
 	{"fronts and SDK", []string{"internal/agentfront", "internal/mcpfront", "internal/dashboard", "core"}},
@@ -47,9 +49,11 @@ var layers = []struct {
 	{"registry and stores", []string{"internal/agents", "internal/auth", "internal/cache", "internal/store/sqlite", "internal/store/postgres", "internal/store/storetest"}},
 	// What the SQLite and PostgreSQL stores share: statements and scanning.
 	{"shared SQL", []string{"internal/store/sqlshared"}},
-	{"protocol, schemas, store interface", []string{"core/agentproto", "internal/schema", "core/internal/schemagen", "internal/changes", "internal/store"}},
+	// What core/bridging hands to core without a field in core.Options.
+	{"SDK hooks", []string{"core/internal/bridgehook"}},
+	{"protocol, schemas, store interface", []string{"core/internal/agentproto", "internal/agentproto", "internal/schema", "core/internal/schemagen", "internal/changes", "internal/store"}},
 	{"helpers", []string{
-		"core/textfmt", "internal/canonjson", "core/pattern", "internal/leaktest", "internal/recovery",
+		"core/internal/textfmt", "internal/textfmt", "internal/canonjson", "core/internal/pattern", "internal/pattern", "internal/leaktest", "internal/recovery",
 		"internal/quickstart", "internal/ratelimit", "internal/tracing", "internal/dashboard/apitypes", "internal/testenv",
 		"internal/oauthclient", "internal/secrets",
 		"internal/egress", "internal/policy",
@@ -58,7 +62,7 @@ var layers = []struct {
 
 // sdkMay are the only packages of the module the SDK (core) may depend on,
 // directly or not: the protocol's wire types and the schema generator.
-var sdkMay = []string{"core/agentproto", "core/internal/schemagen", "core/pattern", "core/textfmt"}
+var sdkMay = []string{"core/internal/agentproto", "core/internal/bridgehook", "core/internal/pattern", "core/internal/schemagen", "core/internal/textfmt"}
 
 // transports are the imports that would tie call routing to one transport.
 var transports = []string{"github.com/coder/websocket", "net/http"}
@@ -110,11 +114,11 @@ func TestArchCheckFindsWrongImports(t *testing.T) {
 			Imports: []string{m("internal/mcpfront")}, Deps: []string{m("internal/mcpfront")}},
 		m("internal/mcpfront"): {ImportPath: m("internal/mcpfront")},
 		m("internal/agents"):   {ImportPath: m("internal/agents")},
-		m("core"): {ImportPath: m("core"), Imports: []string{m("core/agentproto")},
-			Deps: []string{m("core/agentproto"), m("internal/schema"), "github.com/dlclark/regexp2"}},
-		m("core/agentproto"):   {ImportPath: m("core/agentproto")},
-		m("internal/schema"):   {ImportPath: m("internal/schema")},
-		m("internal/newthing"): {ImportPath: m("internal/newthing")},
+		m("core"): {ImportPath: m("core"), Imports: []string{m("core/internal/agentproto")},
+			Deps: []string{m("core/internal/agentproto"), m("internal/schema"), "github.com/dlclark/regexp2"}},
+		m("core/internal/agentproto"): {ImportPath: m("core/internal/agentproto")},
+		m("internal/schema"):          {ImportPath: m("internal/schema")},
+		m("internal/newthing"):        {ImportPath: m("internal/newthing")},
 	}
 	got := check(pkgs)
 	want := []string{
@@ -124,7 +128,7 @@ func TestArchCheckFindsWrongImports(t *testing.T) {
 		"internal/route imports internal/mcpfront, of a higher layer (fronts and SDK): only lower layers may be imported",
 		"internal/route imports net/http: route stays free of transports (the front adapts its connection to route.Transport)",
 		"internal/route depends on github.com/coder/websocket: route stays free of transports (the front adapts its connection to route.Transport)",
-		"core depends on internal/schema: the SDK may depend only on core/agentproto, core/internal/schemagen, core/pattern, core/textfmt",
+		"core depends on internal/schema: the SDK may depend only on core/internal/agentproto, core/internal/bridgehook, core/internal/pattern, core/internal/schemagen, core/internal/textfmt",
 		"core depends on github.com/dlclark/regexp2: the SDK must not carry the gateway's validator",
 	}
 	slices.Sort(got)

@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/spacefix/spacefix/core"
+	"github.com/spacefix/spacefix/core/bridging"
 )
 
 // Version is the bridge's version, sent to servers as its client version
@@ -236,7 +237,7 @@ func (b *Bridge) runOnce(ctx context.Context) (served bool, err error) {
 		return false, err
 	}
 	defer cs.Close()
-	meta := core.Bridge{Transport: transport, Target: b.srv.Target(), Unprefixed: b.srv.Unprefixed, PerPerson: b.srv.registered()}
+	meta := bridging.Bridge{Transport: transport, Target: b.srv.Target(), Unprefixed: b.srv.Unprefixed, PerPerson: b.srv.registered()}
 	if info := cs.InitializeResult(); info != nil && info.ServerInfo != nil {
 		meta.Server, meta.ServerVersion = info.ServerInfo.Name, info.ServerInfo.Version
 	}
@@ -263,7 +264,7 @@ func (b *Bridge) runOnce(ctx context.Context) (served bool, err error) {
 // serve offers the server to the gateway, one generation per version of
 // its lists, until ctx ends (nil), the server goes away or stops answering
 // (the reason). Every generation has stopped when it returns.
-func (b *Bridge) serve(ctx context.Context, up *upstream, meta core.Bridge, gone <-chan error, hung context.CancelCauseFunc) error {
+func (b *Bridge) serve(ctx context.Context, up *upstream, meta bridging.Bridge, gone <-chan error, hung context.CancelCauseFunc) error {
 	// Drop a change signal from before this session: its lists are read now.
 	select {
 	case <-b.changed:

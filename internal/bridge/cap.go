@@ -7,7 +7,7 @@ import (
 	"mime"
 	"net/http"
 
-	"github.com/spacefix/spacefix/core/agentproto"
+	"github.com/spacefix/spacefix/internal/agentproto"
 )
 
 // maxResponse bounds what the bridge reads of one response of a remote

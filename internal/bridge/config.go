@@ -13,7 +13,8 @@ import (
 	"time"
 
 	"github.com/spacefix/spacefix/core"
-	"github.com/spacefix/spacefix/core/agentproto"
+	"github.com/spacefix/spacefix/core/bridging"
+	"github.com/spacefix/spacefix/internal/agentproto"
 )
 
 // Server says what one bridge runs. Exactly one of Command and URL is set.
@@ -118,12 +119,12 @@ func (s Server) Mode() string {
 // registered is what the registration says of s's per-person mode (the
 // gateway's part: who may call, and where connect mode's people connect);
 // nil for a shared server.
-func (s Server) registered() *core.PerPerson {
+func (s Server) registered() *bridging.PerPerson {
 	mode := s.Mode()
 	if mode == ModeShared {
 		return nil
 	}
-	pp := &core.PerPerson{Mode: mode, Fallback: s.Fallback}
+	pp := &bridging.PerPerson{Mode: mode, Fallback: s.Fallback}
 	if mode == ModeConnect {
 		pp.URL = s.URL
 	}

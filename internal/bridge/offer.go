@@ -9,7 +9,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/spacefix/spacefix/core"
-	"github.com/spacefix/spacefix/core/agentproto"
+	"github.com/spacefix/spacefix/core/bridging"
+	"github.com/spacefix/spacefix/internal/agentproto"
 	"github.com/spacefix/spacefix/internal/schema"
 )
 
@@ -66,7 +67,7 @@ func (g *generation) stop(wait bool) {
 // offer lists what the server has and builds the next generation's agent
 // from it. A tool or prompt the gateway would refuse is logged with the
 // reason and left out; the rest register.
-func (b *Bridge) offer(ctx context.Context, up *upstream, meta core.Bridge) (*generation, error) {
+func (b *Bridge) offer(ctx context.Context, up *upstream, meta bridging.Bridge) (*generation, error) {
 	g := &generation{done: make(chan struct{}), connected: make(chan struct{})}
 	key := b.srv.APIKey
 	if key == "" {
@@ -75,15 +76,14 @@ func (b *Bridge) offer(ctx context.Context, up *upstream, meta core.Bridge) (*ge
 	meta.Request = func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
 		return b.request(ctx, up, method, params)
 	}
-	a, err := core.New(core.Options{
+	a, err := bridging.New(core.Options{
 		APIKey:    key,
 		URL:       b.opts.GatewayURL,
 		Name:      b.srv.Name,
 		Version:   meta.ServerVersion,
 		Logger:    b.log,
-		Bridge:    &meta,
 		OnConnect: func() { g.once.Do(func() { close(g.connected) }) },
-	})
+	}, meta)
 	if err != nil {
 		return nil, &fatalError{err: fmt.Errorf("bridge %q: %w", b.srv.Name, err)}
 	}

@@ -23,7 +23,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/spacefix/spacefix/core"
-	"github.com/spacefix/spacefix/core/agentproto"
+	"github.com/spacefix/spacefix/internal/agentproto"
 )
 
 // Bounds of the per-person sessions.

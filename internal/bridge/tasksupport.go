@@ -8,7 +8,7 @@ import (
 	"sync"
 
 	"github.com/spacefix/spacefix/core"
-	"github.com/spacefix/spacefix/core/agentproto"
+	"github.com/spacefix/spacefix/internal/agentproto"
 )
 
 // A server's tool may declare execution.taskSupport (MCP tasks), which the

@@ -16,7 +16,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/spacefix/spacefix/core/agentproto"
+	"github.com/spacefix/spacefix/internal/agentproto"
 	"github.com/spacefix/spacefix/internal/agents"
 )
 

@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/spacefix/spacefix/core"
+	"github.com/spacefix/spacefix/core/bridging"
 	"github.com/spacefix/spacefix/internal/auth"
 	"github.com/spacefix/spacefix/internal/store"
 )
@@ -33,9 +34,15 @@ const bridgeTarget = "npx -y @modelcontextprotocol/server-filesystem@2025.7.1 /s
 // the test ends, and waits until its replica is connected.
 func (w *gw) runAgent(opts core.Options, setup func(a *core.Agent) error) {
 	w.t.Helper()
+	w.runAgentFrom(core.New, opts, setup)
+}
+
+// runAgentFrom is runAgent with the agent made by newAgent.
+func (w *gw) runAgentFrom(newAgent func(core.Options) (*core.Agent, error), opts core.Options, setup func(a *core.Agent) error) {
+	w.t.Helper()
 	opts.URL = w.g.URL()
 	opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	a, err := core.New(opts)
+	a, err := newAgent(opts)
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -72,8 +79,10 @@ func (w *gw) atSize(t *testing.T, ctx context.Context) {
 			func(ctx context.Context, in orderIn) (string, error) { return "refunded", nil })
 	})
 	files := w.agentKeyWith(store.Key{Name: "files bridge"})
-	w.runAgent(core.Options{APIKey: files, Name: "files", Version: "0.6.2",
-		Bridge: &core.Bridge{Transport: "stdio", Target: bridgeTarget, Server: "secure-filesystem-server", ServerVersion: "0.6.2"}},
+	bridged := func(opts core.Options) (*core.Agent, error) {
+		return bridging.New(opts, bridging.Bridge{Transport: "stdio", Target: bridgeTarget, Server: "secure-filesystem-server", ServerVersion: "0.6.2"})
+	}
+	w.runAgentFrom(bridged, core.Options{APIKey: files, Name: "files", Version: "0.6.2"},
 		func(a *core.Agent) error {
 			return core.AddTool(a, "files__read_text_file", "Read a text file under the allowed directories.",
 				func(ctx context.Context, in orderIn) (string, error) { return "text", nil }, core.ReadOnly())

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/spacefix/spacefix/core/textfmt"
+	"github.com/spacefix/spacefix/internal/textfmt"
 )
 
 // sortUsage orders names by calls, most first, then by name.

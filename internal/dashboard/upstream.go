@@ -19,8 +19,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/spacefix/spacefix/core/agentproto"
 	"github.com/spacefix/spacefix/internal/access"
+	"github.com/spacefix/spacefix/internal/agentproto"
 	"github.com/spacefix/spacefix/internal/agents"
 	"github.com/spacefix/spacefix/internal/store"
 	"github.com/spacefix/spacefix/internal/upstream"

@@ -7,8 +7,8 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/spacefix/spacefix/core/agentproto"
 	"github.com/spacefix/spacefix/internal/access"
+	"github.com/spacefix/spacefix/internal/agentproto"
 )
 
 // The connect flow's pages: /connect/{agentKey} starts connecting a

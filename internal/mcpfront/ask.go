@@ -13,10 +13,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/spacefix/spacefix/core/agentproto"
-	"github.com/spacefix/spacefix/core/textfmt"
+	"github.com/spacefix/spacefix/internal/agentproto"
 	"github.com/spacefix/spacefix/internal/route"
 	"github.com/spacefix/spacefix/internal/schema"
+	"github.com/spacefix/spacefix/internal/textfmt"
 )
 
 // An agent's ask (core.Elicit, core.Sample, core.Roots) is a set of MCP

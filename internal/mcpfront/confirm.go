@@ -13,12 +13,12 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/spacefix/spacefix/core/agentproto"
-	"github.com/spacefix/spacefix/core/textfmt"
+	"github.com/spacefix/spacefix/internal/agentproto"
 	"github.com/spacefix/spacefix/internal/recovery"
 	"github.com/spacefix/spacefix/internal/route"
 	"github.com/spacefix/spacefix/internal/schema"
 	"github.com/spacefix/spacefix/internal/secrets"
+	"github.com/spacefix/spacefix/internal/textfmt"
 )
 
 // Asking the user (core.Confirm): the agent's question becomes an MCP input

@@ -29,7 +29,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/spacefix/spacefix/core/textfmt"
 	"github.com/spacefix/spacefix/internal/access"
 	"github.com/spacefix/spacefix/internal/agents"
 	sfauth "github.com/spacefix/spacefix/internal/auth"
@@ -42,6 +41,7 @@ import (
 	"github.com/spacefix/spacefix/internal/secrets"
 	"github.com/spacefix/spacefix/internal/store"
 	"github.com/spacefix/spacefix/internal/tasks"
+	"github.com/spacefix/spacefix/internal/textfmt"
 )
 
 // Path is where the endpoint is mounted.

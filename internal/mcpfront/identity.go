@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/spacefix/spacefix/core/agentproto"
+	"github.com/spacefix/spacefix/internal/agentproto"
 	"github.com/spacefix/spacefix/internal/identity"
 )
 

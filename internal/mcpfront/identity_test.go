@@ -12,8 +12,8 @@ import (
 	"github.com/go-jose/go-jose/v4/jwt"
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/spacefix/spacefix/core/agentproto"
 	"github.com/spacefix/spacefix/internal/access"
+	"github.com/spacefix/spacefix/internal/agentproto"
 	"github.com/spacefix/spacefix/internal/identity"
 	"github.com/spacefix/spacefix/internal/policy"
 	"github.com/spacefix/spacefix/internal/store"

@@ -11,9 +11,9 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/spacefix/spacefix/core/agentproto"
-	"github.com/spacefix/spacefix/core/textfmt"
+	"github.com/spacefix/spacefix/internal/agentproto"
 	"github.com/spacefix/spacefix/internal/agents"
+	"github.com/spacefix/spacefix/internal/textfmt"
 )
 
 // Target picks, from a snapshot, the replicas that can serve a call and until

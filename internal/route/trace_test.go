@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/spacefix/spacefix/core/agentproto"
+	"github.com/spacefix/spacefix/internal/agentproto"
 )
 
 // TestTraceOffAllocatesNothing: with no tracer and no trace context, the

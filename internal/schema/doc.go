@@ -8,5 +8,6 @@
 //
 // The core SDK's struct-tag schema generator is package core/internal/schemagen;
 // the two share only the JavaScript → RE2 pattern translation
-// (core/pattern), so the SDK does not link this validator or regexp2.
+// (core/internal/pattern; the gateway has a generated copy, internal/pattern), so
+// the SDK does not link this validator or regexp2.
 package schema

@@ -1,7 +1,7 @@
 package schema
 
 // "pattern" and patternProperties keys: JavaScript regular expressions,
-// translated to RE2 where the meaning is certain (package core/pattern) and otherwise matched by
+// translated to RE2 where the meaning is certain (package internal/pattern, the gateway's copy of core/internal/pattern) and otherwise matched by
 // regexp2 under a time budget.
 
 import (
@@ -11,7 +11,7 @@ import (
 
 	"github.com/dlclark/regexp2"
 
-	jspattern "github.com/spacefix/spacefix/core/pattern"
+	jspattern "github.com/spacefix/spacefix/internal/pattern"
 )
 
 // pattern is a compiled "pattern" or patternProperties key. ajv compiles

@@ -22,7 +22,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/spacefix/spacefix/core/pattern"
+	"github.com/spacefix/spacefix/core/internal/pattern"
 )
 
 // ForOptions tunes [For].

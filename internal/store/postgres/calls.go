@@ -9,9 +9,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/spacefix/spacefix/core/textfmt"
 	"github.com/spacefix/spacefix/internal/store"
 	"github.com/spacefix/spacefix/internal/store/sqlshared"
+	"github.com/spacefix/spacefix/internal/textfmt"
 )
 
 // pruneChunk is how many log rows one PruneCalls statement deletes, so a

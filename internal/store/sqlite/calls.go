@@ -7,9 +7,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/spacefix/spacefix/core/textfmt"
 	"github.com/spacefix/spacefix/internal/store"
 	"github.com/spacefix/spacefix/internal/store/sqlshared"
+	"github.com/spacefix/spacefix/internal/textfmt"
 )
 
 // pruneChunk is how many log rows one PruneCalls transaction deletes, so a

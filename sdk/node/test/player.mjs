@@ -1,5 +1,5 @@
 // The transcript player: it plays the gateway's side of an agent-protocol
-// transcript (core/agentproto/testdata/transcripts, README there for the
+// transcript (core/internal/agentproto/testdata/transcripts, README there for the
 // format) against one agent, and checks what the agent sends. The shared
 // transcripts and the SDK's own inline ones (with actions that look inside
 // the agent) both run on it: it is the only gateway the wire tests talk to.

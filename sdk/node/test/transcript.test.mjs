@@ -1,4 +1,4 @@
-// Plays the agent-protocol transcripts of core/agentproto/testdata/transcripts
+// Plays the agent-protocol transcripts of core/internal/agentproto/testdata/transcripts
 // against this SDK: the same files drive core/transcript_test.go for the Go
 // SDK. See the README there for the format, and player.mjs for the player.
 import { readdirSync, readFileSync } from 'node:fs';
@@ -9,7 +9,7 @@ import { Agent, defineTool } from '../dist/index.js';
 import { memoryLogger, repoRoot } from './harness.mjs';
 import { parseTranscript, player, TEST_KEY } from './player.mjs';
 
-const dir = join(repoRoot, 'core', 'agentproto', 'testdata', 'transcripts');
+const dir = join(repoRoot, 'core', 'internal', 'agentproto', 'testdata', 'transcripts');
 
 /** transcriptAgent returns an agent offering the tools every transcript expects. */
 function transcriptAgent(url) {

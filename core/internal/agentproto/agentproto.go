@@ -5,6 +5,11 @@
 // The protocol is described for SDK authors in docs/agent-protocol.md; this
 // package and that page must change together, and [Version] goes up with any
 // change an older peer could misread.
+//
+// The source is in the SDK module, core/internal/agentproto, where its
+// tests, fuzz corpus and transcripts are; it is not API of the SDK. The
+// gateway's module has a generated copy at internal/agentproto: edit the
+// source and run `go generate ./internal/sdkcopy` at the repository's root.
 package agentproto
 
 import "encoding/json"

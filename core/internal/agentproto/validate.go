@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/spacefix/spacefix/core/textfmt"
+	"github.com/spacefix/spacefix/core/internal/textfmt"
 )
 
 // ValidName reports whether name is a valid tool or prompt name:
