@@ -31,6 +31,7 @@ import (
 
 	"github.com/spacefix/spacefix/internal/store"
 	"github.com/spacefix/spacefix/internal/store/sqlshared"
+	"github.com/spacefix/spacefix/internal/store/sqlstore"
 )
 
 var _ store.Store = (*Store)(nil)
@@ -38,6 +39,8 @@ var _ store.Store = (*Store)(nil)
 // Store is a [store.Store] backed by PostgreSQL. Every method is safe for
 // concurrent use, by any number of processes sharing the database.
 type Store struct {
+	*sqlstore.Store // the methods both engines share
+
 	pool *pgxpool.Pool
 	name string // the database as people may read it: no password
 
@@ -103,7 +106,9 @@ func open(ctx context.Context, rawURL, name string) (*Store, error) {
 		pool.Close()
 		return nil, scrub(err, cfg.ConnConfig.Password)
 	}
-	return &Store{pool: pool, name: name}, nil
+	s := &Store{pool: pool, name: name}
+	s.Store = sqlstore.New(db{s}, dialect{})
+	return s, nil
 }
 
 // scrub keeps a password out of an error's text, should the driver quote

@@ -28,6 +28,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/spacefix/spacefix/internal/store"
+	"github.com/spacefix/spacefix/internal/store/sqlstore"
 )
 
 var _ store.Store = (*Store)(nil)
@@ -39,6 +40,8 @@ const BusyTimeout = 5 * time.Second
 // Store is a [store.Store] backed by a SQLite file. Every method is safe for
 // concurrent use.
 type Store struct {
+	*sqlstore.Store // the methods both engines share
+
 	w *sql.DB // one connection, BEGIN IMMEDIATE: every write
 	r *sql.DB // several query-only connections: every read
 
@@ -102,6 +105,7 @@ func open(ctx context.Context, path string) (*Store, error) {
 		r.Close()
 		return nil, err
 	}
+	s.Store = sqlstore.New(&db{w: w, r: r, prepared: map[string]*sql.Stmt{q.KeyByHash: s.keyByHash}}, dialect{})
 	return s, nil
 }
 

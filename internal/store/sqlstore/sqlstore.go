@@ -1,0 +1,193 @@
+// Package sqlstore is the one body of the SQL stores: every [store.Store]
+// method written once, over a [DB] and a [Dialect] that each engine
+// package (store/sqlite, store/postgres) provides.
+//
+// # Rooms
+//
+//   - sqlstore (this package): the methods, one file per area (users,
+//     projects, keys, tasks, …), on [Store].
+//   - sqlshared: the statement text, written once with ? placeholders in
+//     [sqlshared.Q], and the functions that scan rows into store types.
+//   - store/sqlite and store/postgres: connecting, the migrations, the
+//     dialect, and what only one engine has (SQLite's backup and check;
+//     PostgreSQL's COPY for the call log and its reconnecting reads). Each
+//     engine's Store embeds a *Store, so a method it defines itself wins.
+//
+// # What differs, and where it is decided
+//
+//   - Placeholders: statements are written with ?; [Dialect.Rebind]
+//     rewrites every statement once, in [New], never per call.
+//   - Unique violations: [Dialect.IsUnique], turned into
+//     [store.ErrExists] or [store.ErrConflict] by the method.
+//   - "No rows": both drivers' errors wrap sql.ErrNoRows; the scan
+//     functions turn it into [store.ErrNotFound].
+//   - Transactions: [DB.Tx]. SQLite runs them BEGIN IMMEDIATE on its one
+//     write connection (writes queue in Go, honouring each context);
+//     PostgreSQL runs them on its pool.
+//   - Reads: [DB.QueryRow] and [DB.Query] outside a transaction. SQLite
+//     reads on a pool of query-only connections; PostgreSQL tries a read
+//     once more after a lost connection (a restarted server). So a
+//     statement that writes never goes through them: it uses [DB.Exec],
+//     [DB.ExecRow] (RETURNING) or a transaction.
+//   - Times are Unix milliseconds in BIGINT/INTEGER columns in both;
+//     lists are JSON text; upserts are ON CONFLICT … DO UPDATE and
+//     RETURNING works in both (SQLite 3.35 and later).
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"reflect"
+
+	"github.com/spacefix/spacefix/internal/store"
+	"github.com/spacefix/spacefix/internal/store/sqlshared"
+)
+
+// Row is one row to scan: the answer of QueryRow, or each row of Query.
+type Row = sqlshared.Row
+
+// Querier runs statements inside a transaction, or outside one as [DB]
+// says. A Querier of a transaction is for the goroutine running it only.
+type Querier interface {
+	// Exec runs a statement and returns how many rows it changed.
+	Exec(ctx context.Context, q string, args ...any) (int64, error)
+	// QueryRow runs a statement that returns at most one row; errors,
+	// "no rows" included, come from the row's Scan.
+	QueryRow(ctx context.Context, q string, args ...any) Row
+	// Query runs a statement and calls each for every row, in order,
+	// stopping at the first error each returns.
+	Query(ctx context.Context, each func(Row) error, q string, args ...any) error
+}
+
+// DB is an engine's connection as the store body uses it. Every method is
+// safe for concurrent use.
+//
+// Outside a transaction, QueryRow and Query are reads only (see the
+// package doc); Exec runs one write statement, committed on its own.
+type DB interface {
+	Querier
+	// ExecRow runs one write statement that returns a row (RETURNING),
+	// committed on its own. It is never retried.
+	ExecRow(ctx context.Context, q string, args ...any) Row
+	// Tx runs fn in a write transaction, committed if fn returns nil and
+	// rolled back otherwise; it returns fn's error as it is.
+	Tx(ctx context.Context, fn func(Querier) error) error
+}
+
+// Dialect is what differs between the engines' SQL.
+type Dialect interface {
+	// Rebind returns q, written with ? placeholders, in the engine's
+	// form. [New] calls it once for every statement.
+	Rebind(q string) string
+	// IsUnique reports whether err is a unique or primary key violation.
+	IsUnique(err error) bool
+}
+
+// Store implements the store methods over a [DB] and a [Dialect]. The
+// engine packages embed it in their own Store.
+type Store struct {
+	db DB
+	d  Dialect
+	q  *statements // every statement, rebound for the dialect
+}
+
+// New returns the store body over db, speaking d.
+func New(db DB, d Dialect) *Store {
+	return &Store{db: db, d: d, q: rebind(d)}
+}
+
+// DB returns the connection the store runs on, for engine packages that
+// add methods of their own.
+func (s *Store) DB() DB { return s.db }
+
+// statements are the shared statements and this package's own, in a
+// dialect's form.
+type statements struct {
+	sqlshared.Statements
+	own
+}
+
+// rebind returns every statement rewritten by d.Rebind.
+func rebind(d Dialect) *statements {
+	st := &statements{sqlshared.Q, ownQ}
+	rebindStrings(reflect.ValueOf(&st.Statements).Elem(), d.Rebind)
+	rebindStrings(reflect.ValueOf(&st.own).Elem(), d.Rebind)
+	return st
+}
+
+func rebindStrings(v reflect.Value, fn func(string) string) {
+	for i := range v.NumField() {
+		if f := v.Field(i); f.Kind() == reflect.String {
+			f.SetString(fn(f.String()))
+		}
+	}
+}
+
+// list runs a read and scans each row with scan.
+func list[T any](ctx context.Context, q Querier, scan func(Row) (T, error), query string, args ...any) ([]T, error) {
+	var out []T
+	err := q.Query(ctx, func(r Row) error {
+		v, err := scan(r)
+		if err != nil {
+			return err
+		}
+		out = append(out, v)
+		return nil
+	}, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// mustAffect returns [store.ErrNotFound] if a statement changed no row.
+func mustAffect(n int64, err error) error {
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return store.ErrNotFound
+	}
+	return nil
+}
+
+// exists returns [store.ErrNotFound] unless query finds a row.
+func exists(ctx context.Context, q Querier, query string, args ...any) error {
+	var one int
+	return notFound(q.QueryRow(ctx, query, args...).Scan(&one))
+}
+
+// blob is raw JSON as stored: NULL for none. An untyped nil, not a nil
+// []byte, which database/sql would store as an empty blob.
+func blob(b json.RawMessage) any {
+	if len(b) == 0 {
+		return nil
+	}
+	return []byte(b)
+}
+
+// rawJSON is a stored blob as raw JSON: nil for NULL.
+func rawJSON(b []byte) json.RawMessage {
+	if len(b) == 0 {
+		return nil
+	}
+	return json.RawMessage(b)
+}
+
+var (
+	millis         = sqlshared.Millis
+	fromMillis     = sqlshared.FromMillis
+	fromNullMillis = sqlshared.FromNullMillis
+	now            = sqlshared.Now
+)
+
+// notFound turns "no rows" (sql.ErrNoRows, which pgx.ErrNoRows wraps)
+// into [store.ErrNotFound].
+func notFound(err error) error {
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.ErrNotFound
+	}
+	return err
+}
