@@ -14,6 +14,10 @@ type own struct {
 	InsertTask, Task, UpdateTask, ListTasks, ListTasksBefore, RunningTasks string
 	PruneTasks, FailGatewayTasks                                           string
 	CountRunningTasks, TaskGateways, OverdueTasks                          string
+
+	ClaimRequest, Request, ReclaimRequest, FinishRequest, ReleaseRequest, PruneRequests string
+
+	InsertProject string
 }
 
 var ownQ = own{
@@ -51,6 +55,27 @@ WHERE gateway = ? AND status NOT IN ` + taskTerminal,
 	CountRunningTasks: sqlshared.CountRunningTasks,
 	TaskGateways:      sqlshared.TaskGateways,
 	OverdueTasks:      sqlshared.OverdueTasks,
+
+	ClaimRequest: `INSERT INTO idempotency (` + store.RequestColumns + `)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (project_id, tool, id_hash) DO UPDATE SET args_hash = excluded.args_hash, state = excluded.state,
+	call_id = excluded.call_id, result = excluded.result, outcome = excluded.outcome, reason = excluded.reason,
+	created_at = excluded.created_at, updated_at = excluded.updated_at, deadline = excluded.deadline,
+	expires_at = excluded.expires_at
+WHERE idempotency.expires_at <= excluded.created_at`,
+	Request: `SELECT ` + store.RequestColumns + ` FROM idempotency
+WHERE project_id = ? AND tool = ? AND id_hash = ?`,
+	ReclaimRequest: `UPDATE idempotency SET args_hash = ?, state = ?, call_id = ?, result = ?, outcome = ?, reason = ?,
+	created_at = ?, updated_at = ?, deadline = ?, expires_at = ?
+WHERE project_id = ? AND tool = ? AND id_hash = ? AND call_id = ?
+	AND (state = 'unknown' OR (state = 'running' AND deadline < ?))`,
+	FinishRequest: `UPDATE idempotency SET state = ?, result = ?, outcome = ?, reason = ?, updated_at = ?, expires_at = ?
+WHERE project_id = ? AND tool = ? AND id_hash = ? AND call_id = ? AND state = 'running'`,
+	ReleaseRequest: `DELETE FROM idempotency
+WHERE project_id = ? AND tool = ? AND id_hash = ? AND call_id = ? AND state = 'running'`,
+	PruneRequests: `DELETE FROM idempotency WHERE expires_at < ?`,
+
+	InsertProject: `INSERT INTO projects (name, created_at, settings) VALUES (?, ?, '{}') RETURNING id`,
 }
 
 const taskTerminal = `('completed', 'failed', 'cancelled')`
