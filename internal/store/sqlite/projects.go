@@ -37,3 +37,18 @@ func mustAffect(res sql.Result) error {
 	}
 	return nil
 }
+
+// deleteRows runs a DELETE (or an UPDATE) in a write transaction and says
+// how many rows it touched.
+func (s *Store) deleteRows(ctx context.Context, query string, args ...any) (int64, error) {
+	var n int64
+	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, query, args...)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	return n, err
+}

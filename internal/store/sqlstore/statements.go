@@ -18,6 +18,10 @@ type own struct {
 	ClaimRequest, Request, ReclaimRequest, FinishRequest, ReleaseRequest, PruneRequests string
 
 	InsertProject string
+
+	InsertOAuthClient, OAuthClient, CountOAuthClients, PruneOAuthClients         string
+	InsertOAuthGrant, OAuthGrant, OAuthGrants, RevokeOAuthGrant, TouchOAuthGrant string
+	InsertOAuthToken, OAuthToken, UseOAuthToken, PruneOAuthTokens                string
 }
 
 var ownQ = own{
@@ -76,6 +80,32 @@ WHERE project_id = ? AND tool = ? AND id_hash = ? AND call_id = ? AND state = 'r
 	PruneRequests: `DELETE FROM idempotency WHERE expires_at < ?`,
 
 	InsertProject: `INSERT INTO projects (name, created_at, settings) VALUES (?, ?, '{}') RETURNING id`,
+
+	InsertOAuthClient: `INSERT INTO oauth_clients (id, metadata, secret_hash, created_at) VALUES (?, ?, ?, ?)`,
+	OAuthClient:       `SELECT id, metadata, secret_hash, created_at FROM oauth_clients WHERE id = ?`,
+	CountOAuthClients: `SELECT count(*) FROM oauth_clients`,
+	// PruneOAuthClients takes the idle time three times.
+	PruneOAuthClients: `DELETE FROM oauth_clients WHERE created_at < ? AND id NOT IN (
+	SELECT g.client_id FROM oauth_grants g
+	WHERE (g.revoked_at = 0 AND g.id IN (SELECT grant_id FROM oauth_tokens))
+		OR g.created_at >= ? OR g.last_used_at >= ? OR g.revoked_at >= ?)`,
+	InsertOAuthGrant: `INSERT INTO oauth_grants (id, project_id, user_id, client_id, client_name, scope, resource, created_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+	OAuthGrant:       selectGrant + ` WHERE g.id = ?`,
+	OAuthGrants:      selectGrant + ` WHERE g.project_id = ? AND g.revoked_at = 0 ORDER BY g.created_at DESC, g.id`,
+	RevokeOAuthGrant: `UPDATE oauth_grants SET revoked_at = CASE WHEN revoked_at = 0 THEN ? ELSE revoked_at END WHERE id = ?`,
+	// TouchOAuthGrant takes the time twice.
+	TouchOAuthGrant:  `UPDATE oauth_grants SET last_used_at = ? WHERE id = ? AND last_used_at < ?`,
+	InsertOAuthToken: `INSERT INTO oauth_tokens (hash, kind, grant_id, data, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)`,
+	OAuthToken:       `SELECT ` + oauthTokenColumns + ` FROM oauth_tokens WHERE hash = ?`,
+	UseOAuthToken:    `UPDATE oauth_tokens SET used_at = ? WHERE hash = ? AND used_at = 0 RETURNING ` + oauthTokenColumns,
+	PruneOAuthTokens: `DELETE FROM oauth_tokens WHERE expires_at < ?`,
 }
+
+const selectGrant = `SELECT g.id, g.project_id, p.name, g.user_id, COALESCE(u.email, ''), COALESCE(u.name, ''), g.client_id, g.client_name,
+	g.scope, g.resource, g.created_at, g.last_used_at, g.revoked_at
+FROM oauth_grants g JOIN projects p ON p.id = g.project_id LEFT JOIN users u ON u.id = g.user_id`
+
+const oauthTokenColumns = `kind, grant_id, data, created_at, expires_at, used_at`
 
 const taskTerminal = `('completed', 'failed', 'cancelled')`
