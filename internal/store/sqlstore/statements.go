@@ -22,6 +22,9 @@ type own struct {
 	InsertOAuthClient, OAuthClient, CountOAuthClients, PruneOAuthClients         string
 	InsertOAuthGrant, OAuthGrant, OAuthGrants, RevokeOAuthGrant, TouchOAuthGrant string
 	InsertOAuthToken, OAuthToken, UseOAuthToken, PruneOAuthTokens                string
+
+	SetMember, AddMember, RemoveMember, Member, Members, Memberships, UserAndProject string
+	UseProjectInvite, AppendAudit, PruneAudit                                        string
 }
 
 var ownQ = own{
@@ -100,6 +103,23 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
 	OAuthToken:       `SELECT ` + oauthTokenColumns + ` FROM oauth_tokens WHERE hash = ?`,
 	UseOAuthToken:    `UPDATE oauth_tokens SET used_at = ? WHERE hash = ? AND used_at = 0 RETURNING ` + oauthTokenColumns,
 	PruneOAuthTokens: `DELETE FROM oauth_tokens WHERE expires_at < ?`,
+
+	SetMember: `INSERT INTO members (project_id, user_id, role, created_at) VALUES (?, ?, ?, ?)
+ON CONFLICT (project_id, user_id) DO UPDATE SET role = excluded.role`,
+	AddMember: `INSERT INTO members (project_id, user_id, role, created_at) VALUES (?, ?, ?, ?)
+ON CONFLICT (project_id, user_id) DO NOTHING`,
+	RemoveMember:   `DELETE FROM members WHERE project_id = ? AND user_id = ?`,
+	Member:         selectMember + ` WHERE m.project_id = ? AND m.user_id = ?`,
+	Members:        selectMember + ` WHERE m.project_id = ? ORDER BY m.created_at, m.user_id`,
+	Memberships:    selectMember + ` WHERE m.user_id = ? ORDER BY m.project_id`,
+	UserAndProject: `SELECT (SELECT COUNT(*) FROM users WHERE id = ?) + (SELECT COUNT(*) FROM projects WHERE id = ?)`,
+	// UseProjectInvite is [own.UseInvite] for an invite to a project.
+	UseProjectInvite: `UPDATE invites SET used_at = ?
+WHERE hash = ? AND used_at IS NULL AND expires_at > ? AND project_id <> 0
+RETURNING ` + sqlshared.InviteColumns,
+	AppendAudit: `INSERT INTO audit (at, project_id, actor, addr, action, target, before, after)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+	PruneAudit: `DELETE FROM audit WHERE at < ?`,
 }
 
 const selectGrant = `SELECT g.id, g.project_id, p.name, g.user_id, COALESCE(u.email, ''), COALESCE(u.name, ''), g.client_id, g.client_name,
@@ -109,3 +129,5 @@ FROM oauth_grants g JOIN projects p ON p.id = g.project_id LEFT JOIN users u ON 
 const oauthTokenColumns = `kind, grant_id, data, created_at, expires_at, used_at`
 
 const taskTerminal = `('completed', 'failed', 'cancelled')`
+
+const selectMember = `SELECT m.project_id, m.user_id, u.email, m.role, m.created_at FROM members m JOIN users u ON u.id = m.user_id`
