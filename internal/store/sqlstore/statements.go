@@ -25,6 +25,9 @@ type own struct {
 
 	SetMember, AddMember, RemoveMember, Member, Members, Memberships, UserAndProject string
 	UseProjectInvite, AppendAudit, PruneAudit                                        string
+
+	ToolSettings, PutToolSettings, DeleteToolSettings string
+	Approvals, Approval, ApproveTool, RejectTool      string
 }
 
 var ownQ = own{
@@ -120,6 +123,25 @@ RETURNING ` + sqlshared.InviteColumns,
 	AppendAudit: `INSERT INTO audit (at, project_id, actor, addr, action, target, before, after)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
 	PruneAudit: `DELETE FROM audit WHERE at < ?`,
+
+	ToolSettings: `SELECT project_id, tool, description, cache_seconds, access, disabled, updated_at
+FROM tool_settings WHERE project_id = ? ORDER BY tool`,
+	PutToolSettings: `INSERT INTO tool_settings
+(project_id, tool, description, cache_seconds, access, disabled, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (project_id, tool) DO UPDATE SET description = excluded.description,
+cache_seconds = excluded.cache_seconds, access = excluded.access, disabled = excluded.disabled,
+updated_at = excluded.updated_at`,
+	DeleteToolSettings: `DELETE FROM tool_settings WHERE project_id = ? AND tool = ?`,
+	Approvals:          selectApproval + ` WHERE project_id = ? ORDER BY tool`,
+	Approval:           selectApproval + ` WHERE project_id = ? AND tool = ?`,
+	// ApproveTool and RejectTool take the project, the tool, the
+	// definition and the time.
+	ApproveTool: `INSERT INTO approvals (project_id, tool, definition, approved_at)
+VALUES (?, ?, ?, ?) ON CONFLICT (project_id, tool) DO UPDATE SET definition = excluded.definition,
+approved_at = excluded.approved_at, rejected = NULL, rejected_at = NULL`,
+	RejectTool: `INSERT INTO approvals (project_id, tool, rejected, rejected_at)
+VALUES (?, ?, ?, ?) ON CONFLICT (project_id, tool) DO UPDATE SET rejected = excluded.rejected,
+rejected_at = excluded.rejected_at`,
 }
 
 const selectGrant = `SELECT g.id, g.project_id, p.name, g.user_id, COALESCE(u.email, ''), COALESCE(u.name, ''), g.client_id, g.client_name,
@@ -131,3 +153,5 @@ const oauthTokenColumns = `kind, grant_id, data, created_at, expires_at, used_at
 const taskTerminal = `('completed', 'failed', 'cancelled')`
 
 const selectMember = `SELECT m.project_id, m.user_id, u.email, m.role, m.created_at FROM members m JOIN users u ON u.id = m.user_id`
+
+const selectApproval = `SELECT project_id, tool, definition, approved_at, rejected, rejected_at FROM approvals`
