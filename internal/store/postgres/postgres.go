@@ -139,50 +139,10 @@ func (s *Store) Close() error {
 // the meta table, must commit.
 func (s *Store) Check(ctx context.Context) error {
 	host, _ := os.Hostname()
-	_, err := s.pool.Exec(ctx, `INSERT INTO meta (key, value, updated_at) VALUES ('ready_probe', $1, $2)
-ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
-		fmt.Sprintf("%s:%d", host, os.Getpid()), millis(now()))
-	if err != nil {
+	if err := s.CheckWrite(ctx, fmt.Sprintf("%s:%d", host, os.Getpid())); err != nil {
 		return fmt.Errorf("store %s does not take writes (%v); check that PostgreSQL is up, reachable and not out of disk", s.name, err)
 	}
 	return nil
-}
-
-// SetMeta implements [store.Store].
-func (s *Store) SetMeta(ctx context.Context, name, value string) error {
-	_, err := s.pool.Exec(ctx, `INSERT INTO meta (key, value, updated_at) VALUES ($1, $2, $3)
-ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
-		name, value, millis(now()))
-	if err != nil {
-		return fmt.Errorf("set %s: %w", name, err)
-	}
-	return nil
-}
-
-// Meta implements [store.Store].
-func (s *Store) Meta(ctx context.Context, name string) (string, error) {
-	var v string
-	err := s.pool.QueryRow(ctx, `SELECT value FROM meta WHERE key = $1`, name).Scan(&v)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return "", fmt.Errorf("%s: %w", name, store.ErrNotFound)
-	}
-	if err != nil {
-		return "", fmt.Errorf("read %s: %w", name, err)
-	}
-	return v, nil
-}
-
-// SwapMeta implements [store.Store].
-func (s *Store) SwapMeta(ctx context.Context, name, old, value string) (bool, error) {
-	q, args := `UPDATE meta SET value = $1, updated_at = $2 WHERE key = $3 AND value = $4`, []any{value, millis(now()), name, old}
-	if old == "" {
-		q, args = `INSERT INTO meta (key, value, updated_at) VALUES ($1, $2, $3) ON CONFLICT (key) DO NOTHING`, []any{name, value, millis(now())}
-	}
-	tag, err := s.pool.Exec(ctx, q, args...)
-	if err != nil {
-		return false, fmt.Errorf("swap %s: %w", name, err)
-	}
-	return tag.RowsAffected() == 1, nil
 }
 
 // tx runs fn in a transaction.

@@ -28,6 +28,10 @@ type own struct {
 
 	ToolSettings, PutToolSettings, DeleteToolSettings string
 	Approvals, Approval, ApproveTool, RejectTool      string
+
+	NewestPolicy                                   string
+	RecordGateway, Gateways, RemoveGateway         string
+	SetMeta, Meta, SwapMeta, InsertMeta, CheckMeta string
 }
 
 var ownQ = own{
@@ -142,6 +146,24 @@ approved_at = excluded.approved_at, rejected = NULL, rejected_at = NULL`,
 	RejectTool: `INSERT INTO approvals (project_id, tool, rejected, rejected_at)
 VALUES (?, ?, ?, ?) ON CONFLICT (project_id, tool) DO UPDATE SET rejected = excluded.rejected,
 rejected_at = excluded.rejected_at`,
+
+	NewestPolicy: `SELECT COALESCE(MAX(version), 0) FROM policies WHERE project_id = ?`,
+
+	RecordGateway: `INSERT INTO gateways (id, host, pid, addr, bus, started_at, seen_at) VALUES (?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (id) DO UPDATE SET host = excluded.host, pid = excluded.pid, addr = excluded.addr, bus = excluded.bus,
+started_at = excluded.started_at, seen_at = excluded.seen_at`,
+	Gateways:      `SELECT id, host, pid, addr, bus, started_at, seen_at FROM gateways WHERE seen_at >= ? ORDER BY started_at, id`,
+	RemoveGateway: `DELETE FROM gateways WHERE id = ?`,
+
+	SetMeta: `INSERT INTO meta (key, value, updated_at) VALUES (?, ?, ?)
+ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
+	Meta:       `SELECT value FROM meta WHERE key = ?`,
+	SwapMeta:   `UPDATE meta SET value = ?, updated_at = ? WHERE key = ? AND value = ?`,
+	InsertMeta: `INSERT INTO meta (key, value, updated_at) VALUES (?, ?, ?) ON CONFLICT (key) DO NOTHING`,
+	// CheckMeta is the readiness probe's write: an upsert of one row, so
+	// the probe never grows the store.
+	CheckMeta: `INSERT INTO meta (key, value, updated_at) VALUES ('ready_probe', ?, ?)
+ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
 }
 
 const selectGrant = `SELECT g.id, g.project_id, p.name, g.user_id, COALESCE(u.email, ''), COALESCE(u.name, ''), g.client_id, g.client_name,
