@@ -93,3 +93,5 @@ type dialect struct{}
 
 func (dialect) Rebind(q string) string  { return sqlshared.Numbered(q) }
 func (dialect) IsUnique(err error) bool { return isUnique(err) }
+func (dialect) Param(n int) string      { return sqlshared.Dollar(n) }
+func (dialect) ForShare() string        { return " FOR SHARE" }

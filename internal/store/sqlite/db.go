@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 
+	"github.com/spacefix/spacefix/internal/store/sqlshared"
 	"github.com/spacefix/spacefix/internal/store/sqlstore"
 )
 
@@ -98,3 +99,5 @@ type dialect struct{}
 
 func (dialect) Rebind(q string) string  { return q }
 func (dialect) IsUnique(err error) bool { return isUnique(err) }
+func (dialect) Param(n int) string      { return sqlshared.Question(n) }
+func (dialect) ForShare() string        { return "" }

@@ -139,11 +139,10 @@ func (s *Store) AppendAudit(ctx context.Context, e store.AuditEntry) (store.Audi
 	return e, nil
 }
 
-// Audit implements [store.Store]. The statement is built per filter, so it
-// is rebound per call: the audit log is read by people, not by calls.
+// Audit implements [store.Store].
 func (s *Store) Audit(ctx context.Context, f store.AuditFilter) ([]store.AuditEntry, error) {
-	q, args := store.AuditSQL(f, sqlshared.Question)
-	out, err := list(ctx, s.db, scanAudit, s.d.Rebind(q), args...)
+	q, args := store.AuditSQL(f, s.d.Param)
+	out, err := list(ctx, s.db, scanAudit, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("audit log of project %d: %w", f.ProjectID, err)
 	}

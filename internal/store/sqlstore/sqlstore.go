@@ -81,6 +81,13 @@ type Dialect interface {
 	// Rebind returns q, written with ? placeholders, in the engine's
 	// form. [New] calls it once for every statement.
 	Rebind(q string) string
+	// Param returns the placeholder of the nth argument (from 1) of a
+	// statement built at run time (filters).
+	Param(n int) string
+	// ForShare is the clause that share-locks the rows a SELECT reads
+	// until its transaction ends, after the statement: empty where a
+	// write transaction already excludes every other writer (SQLite).
+	ForShare() string
 	// IsUnique reports whether err is a unique or primary key violation.
 	IsUnique(err error) bool
 }
@@ -107,13 +114,18 @@ func (s *Store) DB() DB { return s.db }
 type statements struct {
 	sqlshared.Statements
 	own
+
+	// upstreamKeyProjectShared is UpstreamKeyProject, share-locking the
+	// key's row.
+	upstreamKeyProjectShared string
 }
 
 // rebind returns every statement rewritten by d.Rebind.
 func rebind(d Dialect) *statements {
-	st := &statements{sqlshared.Q, ownQ}
+	st := &statements{Statements: sqlshared.Q, own: ownQ}
 	rebindStrings(reflect.ValueOf(&st.Statements).Elem(), d.Rebind)
 	rebindStrings(reflect.ValueOf(&st.own).Elem(), d.Rebind)
+	st.upstreamKeyProjectShared = st.UpstreamKeyProject + d.ForShare()
 	return st
 }
 
