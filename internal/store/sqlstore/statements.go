@@ -32,6 +32,8 @@ type own struct {
 	NewestPolicy                                   string
 	RecordGateway, Gateways, RemoveGateway         string
 	SetMeta, Meta, SwapMeta, InsertMeta, CheckMeta string
+
+	Usage, ProjectUsage, PruneCalls, PruneCallBatches string
 }
 
 var ownQ = own{
@@ -164,6 +166,16 @@ ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.up
 	// the probe never grows the store.
 	CheckMeta: `INSERT INTO meta (key, value, updated_at) VALUES ('ready_probe', ?, ?)
 ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
+
+	// Usage and ProjectUsage: SUM of a BIGINT is NUMERIC on PostgreSQL,
+	// hence the cast.
+	Usage: `SELECT day, kind, name, CAST(SUM(calls) AS BIGINT) FROM usage_daily WHERE day >= ? AND day <= ?
+GROUP BY day, kind, name ORDER BY day, name, kind`,
+	ProjectUsage: `SELECT day, kind, name, CAST(SUM(calls) AS BIGINT) FROM usage_daily WHERE day >= ? AND day <= ? AND project_id = ?
+GROUP BY day, kind, name ORDER BY day, name, kind`,
+	PruneCalls: `DELETE FROM calls WHERE id IN
+(SELECT id FROM calls WHERE started_at < ? ORDER BY started_at LIMIT ?)`,
+	PruneCallBatches: `DELETE FROM call_batches WHERE written_at < ?`,
 }
 
 const selectGrant = `SELECT g.id, g.project_id, p.name, g.user_id, COALESCE(u.email, ''), COALESCE(u.name, ''), g.client_id, g.client_name,
