@@ -30,7 +30,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/spacefix/spacefix/internal/store"
-	"github.com/spacefix/spacefix/internal/store/sqlshared"
 	"github.com/spacefix/spacefix/internal/store/sqlstore"
 )
 
@@ -150,25 +149,6 @@ func (s *Store) tx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	return pgx.BeginFunc(ctx, s.pool, fn)
 }
 
-// list runs a query and scans each row with scan, which takes a pgx.Row
-// or a [sqlshared.Row].
-func list[T any, R sqlshared.Row](ctx context.Context, s *Store, scan func(R) (T, error), q string, args ...any) ([]T, error) {
-	rows, err := s.pool.Query(ctx, q, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []T
-	for rows.Next() {
-		v, err := scan(any(rows).(R))
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, v)
-	}
-	return out, rows.Err()
-}
-
 // reconnectWait is the longest a read that met a lost connection waits for
 // the server to answer again before its one retry: long enough for a
 // restart of PostgreSQL (which ends every pooled connection), short
@@ -227,38 +207,11 @@ func isUnique(err error) bool {
 	return errors.As(err, &pe) && pe.Code == "23505"
 }
 
-// notFound turns pgx's "no rows" into [store.ErrNotFound].
-func notFound(err error) error {
-	if errors.Is(err, pgx.ErrNoRows) {
-		return store.ErrNotFound
-	}
-	return err
-}
-
-// mustAffect returns [store.ErrNotFound] if tag affected no row.
-func mustAffect(tag pgconn.CommandTag, err error) error {
-	if err != nil {
-		return err
-	}
-	if tag.RowsAffected() == 0 {
-		return store.ErrNotFound
-	}
-	return nil
-}
-
 // millis and fromMillis convert between the stored Unix milliseconds and
 // time.Time in UTC.
 func millis(t time.Time) int64 { return t.UnixMilli() }
 
 func fromMillis(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
-
-// fromNullMillis is fromMillis for a nullable column: NULL is the zero time.
-func fromNullMillis(ms *int64) time.Time {
-	if ms == nil {
-		return time.Time{}
-	}
-	return fromMillis(*ms)
-}
 
 // now is the current time at the precision the store keeps.
 func now() time.Time { return fromMillis(time.Now().UnixMilli()) }

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/spacefix/spacefix/internal/store"
-	"github.com/spacefix/spacefix/internal/store/sqlshared"
+	"github.com/spacefix/spacefix/internal/store/sqlstore"
 )
 
 // ErrSchemaTooNew means the file was migrated by a newer build of spacefix
@@ -15,15 +15,11 @@ import (
 // [store.ErrSchemaTooNew].
 var ErrSchemaTooNew = store.ErrSchemaTooNew
 
-// migrations are the schema steps, applied in order; step i brings the file
-// to version i+1. Append only: never edit a step that has shipped.
-//
-// The SQL stays close to what PostgreSQL accepts (BIGINT, BOOLEAN, TEXT,
-// ON CONFLICT, RETURNING) so a PostgreSQL store can follow it line by line;
-// the differences are INTEGER PRIMARY KEY (an identity column there) and
-// BLOB (BYTEA there). Times are Unix milliseconds; days are the Unix
-// milliseconds of midnight UTC.
-var migrations = []string{
+// firstSteps are SQLite's first schema steps; step i brings the file to
+// version i+1. The PostgreSQL store's step 1 is these three in its words.
+// Append only: never edit a step that has shipped; new steps go to
+// sqlstore.Steps, for both engines.
+var firstSteps = []string{
 	// 1: projects, keys, the call log and daily usage.
 	`
 CREATE TABLE projects (
@@ -154,132 +150,17 @@ CREATE TABLE meta (
 	updated_at BIGINT NOT NULL
 );
 `,
-	// 4: the gateway processes that use the file, so that a second one
-	// can tell it would split the agents between two registries.
-	`
-CREATE TABLE gateways (
-	id         TEXT    PRIMARY KEY,
-	host       TEXT    NOT NULL,
-	pid        INTEGER NOT NULL,
-	addr       TEXT    NOT NULL,
-	bus        BOOLEAN NOT NULL,
-	started_at BIGINT  NOT NULL,
-	seen_at    BIGINT  NOT NULL
-);
-`,
-	// 5: OAuth: dynamically registered clients, people's grants (the
-	// connected apps) and the hashes of codes and tokens. Unset times are 0.
-	`
-CREATE TABLE oauth_clients (
-	id          TEXT   PRIMARY KEY,
-	metadata    TEXT   NOT NULL,
-	secret_hash BLOB,
-	created_at  BIGINT NOT NULL
-);
-
-CREATE TABLE oauth_grants (
-	id           TEXT   PRIMARY KEY,
-	project_id   BIGINT NOT NULL REFERENCES projects (id),
-	user_id      BIGINT NOT NULL,
-	client_id    TEXT   NOT NULL,
-	client_name  TEXT   NOT NULL,
-	scope        TEXT   NOT NULL,
-	resource     TEXT   NOT NULL,
-	created_at   BIGINT NOT NULL,
-	last_used_at BIGINT NOT NULL DEFAULT 0,
-	revoked_at   BIGINT NOT NULL DEFAULT 0
-);
-CREATE INDEX oauth_grants_project ON oauth_grants (project_id);
-
-CREATE TABLE oauth_tokens (
-	hash       BLOB   PRIMARY KEY,
-	kind       TEXT   NOT NULL,
-	grant_id   TEXT   NOT NULL,
-	data       TEXT   NOT NULL DEFAULT '',
-	created_at BIGINT NOT NULL,
-	expires_at BIGINT NOT NULL,
-	used_at    BIGINT NOT NULL DEFAULT 0
-);
-CREATE INDEX oauth_tokens_expires ON oauth_tokens (expires_at);
-CREATE INDEX oauth_tokens_grant ON oauth_tokens (grant_id);
-`,
-	// 6: project members with roles, project-scoped API tokens and
-	// invites, and the append-only audit log. Upgrading keeps every
-	// existing user working: each becomes an owner of every existing
-	// project; existing tokens stay instance tokens (project_id 0).
-	`
-CREATE TABLE members (
-	project_id BIGINT NOT NULL REFERENCES projects (id),
-	user_id    BIGINT NOT NULL REFERENCES users (id),
-	role       TEXT   NOT NULL,
-	created_at BIGINT NOT NULL,
-	PRIMARY KEY (project_id, user_id)
-);
-CREATE INDEX members_user ON members (user_id);
-INSERT INTO members (project_id, user_id, role, created_at)
-	SELECT p.id, u.id, 'owner', CAST(strftime('%s', 'now') AS INTEGER) * 1000 FROM projects p CROSS JOIN users u;
-
-ALTER TABLE api_tokens ADD COLUMN project_id BIGINT NOT NULL DEFAULT 0;
-ALTER TABLE api_tokens ADD COLUMN role       TEXT   NOT NULL DEFAULT '';
-ALTER TABLE invites    ADD COLUMN project_id BIGINT NOT NULL DEFAULT 0;
-ALTER TABLE invites    ADD COLUMN role       TEXT   NOT NULL DEFAULT '';
-
--- No foreign keys: an entry outlives what it names.
-CREATE TABLE audit (
-	id         INTEGER PRIMARY KEY,
-	at         BIGINT NOT NULL,
-	project_id BIGINT NOT NULL,
-	actor      TEXT   NOT NULL,
-	addr       TEXT   NOT NULL,
-	action     TEXT   NOT NULL,
-	target     TEXT   NOT NULL,
-	before     TEXT   NOT NULL,
-	after      TEXT   NOT NULL
-);
-CREATE INDEX audit_project ON audit (project_id, id);
-CREATE INDEX audit_at ON audit (at);
--- Append-only: an entry is never changed (pruning by age deletes).
-CREATE TRIGGER audit_append_only BEFORE UPDATE ON audit
-BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
-`,
-	// 7: the ids of call log batches written lately, so that a batch
-	// retried after a write whose outcome was unknown is not stored twice
-	// (store.WithCallBatch).
-	`
-CREATE TABLE call_batches (
-	id         TEXT   PRIMARY KEY,
-	written_at BIGINT NOT NULL
-);
-CREATE INDEX call_batches_written ON call_batches (written_at);
-`,
-	// 8: MCP tasks (tasks.go).
-	tasksSchema,
-	// 9: request ids of tools with an idempotency key, and the call id,
-	// replays and retries in the call log (idempotency.go).
-	idempotencySchema,
-	// 10: the audience of an agent key's identity tokens ("" sends none;
-	// store.Key.IdentityAudience).
-	`ALTER TABLE keys ADD COLUMN identity_audience TEXT NOT NULL DEFAULT '';`,
-	// 11: people's own accounts at bridged remotes that run per person,
-	// and the upstream OAuth clients (upstream.go).
-	upstreamSchema,
-	// 12: the resource indicator of an upstream client, for refreshes.
-	upstreamIndicatorSchema,
-	// 13: the name a person gives themselves.
-	userNameSchema,
-	// 14: the connect flow that wrote an upstream account.
-	upstreamFlowSchema,
-	// 15: partial indexes of the tasks that have not ended, for the cap of
-	// running tasks per caller and the sweeps of gone gateways' tasks
-	// (tasks_running.go).
-	runningTasksSchema,
-	// 16: trusted identity providers, their subjects' people, and values
-	// used once (idp.go).
-	enterpriseSchema,
-	// 17: the versions of each project's policy, and what it did with
-	// each call (policy.go).
-	sqlshared.PolicySchema,
 }
+
+// migrations are SQLite's first three steps, then the steps both engines
+// share (sqlstore.Steps), in SQLite's words.
+var migrations = append(firstSteps, sqlstore.Steps(sqlstore.SchemaTypes{
+	Bytes:     "BLOB",
+	Serial:    "INTEGER PRIMARY KEY",
+	NowMillis: "CAST(strftime('%s', 'now') AS INTEGER) * 1000",
+	AuditAppendOnly: `CREATE TRIGGER audit_append_only BEFORE UPDATE ON audit
+BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;`,
+})...)
 
 // migrate brings the schema up to date, one step per transaction. Each step
 // takes the write lock first and rereads the version under it, so processes

@@ -28,6 +28,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/spacefix/spacefix/internal/store"
+	"github.com/spacefix/spacefix/internal/store/sqlshared"
 	"github.com/spacefix/spacefix/internal/store/sqlstore"
 )
 
@@ -100,12 +101,12 @@ func open(ctx context.Context, path string) (*Store, error) {
 		r.Close()
 		return nil, err
 	}
-	if s.keyByHash, err = r.PrepareContext(ctx, q.KeyByHash); err != nil {
+	if s.keyByHash, err = r.PrepareContext(ctx, sqlshared.Q.KeyByHash); err != nil {
 		w.Close()
 		r.Close()
 		return nil, err
 	}
-	s.Store = sqlstore.New(&db{w: w, r: r, prepared: map[string]*sql.Stmt{q.KeyByHash: s.keyByHash}}, dialect{})
+	s.Store = sqlstore.New(&db{w: w, r: r, prepared: map[string]*sql.Stmt{sqlshared.Q.KeyByHash: s.keyByHash}}, dialect{})
 	return s, nil
 }
 
