@@ -2,13 +2,9 @@ package postgres
 
 import (
 	"context"
-	"fmt"
-	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/spacefix/spacefix/internal/store"
 	"github.com/spacefix/spacefix/internal/store/sqlstore"
 )
 
@@ -154,52 +150,15 @@ BEGIN RAISE EXCEPTION 'the audit log is append-only'; END $$;
 CREATE TRIGGER audit_append_only BEFORE UPDATE ON audit FOR EACH ROW EXECUTE FUNCTION audit_append_only();`,
 })...)
 
-// migrateLock is the first half of the advisory lock key migrations take;
-// the second is the schema's name, so databases shared by several
-// schemas (the tests use one schema each) migrate independently.
-const migrateLock = 0x5f5ac3
+// migrateLock takes the transaction-scoped advisory lock migrations run
+// under: its key's first half is 0x5f5ac3, the second the schema's name,
+// so databases shared by several schemas (the tests use one schema each)
+// migrate independently.
+const migrateLock = `SELECT pg_advisory_xact_lock(6249155, hashtext(current_schema()))`
 
-// migrate brings the schema up to date, one step per transaction, each
-// under a transaction-scoped advisory lock: replicas that start at the
-// same moment wait for each other and apply every step exactly once.
+// migrate brings the schema up to date ([sqlstore.Migrate]): replicas that
+// start at the same moment wait for each other on the advisory lock and
+// apply every step exactly once.
 func migrate(ctx context.Context, pool *pgxpool.Pool) error {
-	for {
-		done, err := migrateStep(ctx, pool)
-		if err != nil || done {
-			return err
-		}
-	}
-}
-
-func migrateStep(ctx context.Context, pool *pgxpool.Pool) (done bool, err error) {
-	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext(current_schema()))`, migrateLock); err != nil {
-			return fmt.Errorf("take the migration lock: %w", err)
-		}
-		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
-	version    INTEGER PRIMARY KEY,
-	applied_at BIGINT  NOT NULL
-)`); err != nil {
-			return fmt.Errorf("create schema_migrations: %w", err)
-		}
-		var v int
-		if err := tx.QueryRow(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&v); err != nil {
-			return fmt.Errorf("read schema version: %w", err)
-		}
-		switch {
-		case v > len(migrations):
-			return fmt.Errorf("%w: the database is at version %d, this build knows up to %d; upgrade spacefix", store.ErrSchemaTooNew, v, len(migrations))
-		case v == len(migrations):
-			done = true
-			return nil
-		}
-		if _, err := tx.Exec(ctx, migrations[v]); err != nil {
-			return fmt.Errorf("migrate to version %d: %w", v+1, err)
-		}
-		if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES ($1, $2)`, v+1, time.Now().UnixMilli()); err != nil {
-			return fmt.Errorf("record version %d: %w", v+1, err)
-		}
-		return nil
-	})
-	return done, err
+	return sqlstore.Migrate(ctx, db{&Store{pool: pool}}, dialect{}, migrateLock, "database", migrations)
 }

@@ -3,8 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"fmt"
-	"time"
 
 	"github.com/spacefix/spacefix/internal/store"
 	"github.com/spacefix/spacefix/internal/store/sqlstore"
@@ -162,48 +160,8 @@ var migrations = append(firstSteps, sqlstore.Steps(sqlstore.SchemaTypes{
 BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;`,
 })...)
 
-// migrate brings the schema up to date, one step per transaction. Each step
-// takes the write lock first and rereads the version under it, so processes
-// that open a new file at the same time apply every step exactly once.
-func migrate(ctx context.Context, db *sql.DB) error {
-	for {
-		done, err := migrateStep(ctx, db)
-		if err != nil || done {
-			return err
-		}
-	}
-}
-
-func migrateStep(ctx context.Context, db *sql.DB) (done bool, err error) {
-	tx, err := db.BeginTx(ctx, nil) // IMMEDIATE: see dsn
-	if err != nil {
-		return false, err
-	}
-	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
-	version    INTEGER PRIMARY KEY,
-	applied_at BIGINT  NOT NULL
-)`); err != nil {
-		return false, fmt.Errorf("create schema_migrations: %w", err)
-	}
-	var v int
-	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&v); err != nil {
-		return false, fmt.Errorf("read schema version: %w", err)
-	}
-	switch {
-	case v > len(migrations):
-		return false, fmt.Errorf("%w: the file is at version %d, this build knows up to %d; upgrade spacefix", ErrSchemaTooNew, v, len(migrations))
-	case v == len(migrations):
-		return true, nil
-	}
-	if _, err := tx.ExecContext(ctx, migrations[v]); err != nil {
-		return false, fmt.Errorf("migrate to version %d: %w", v+1, err)
-	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`, v+1, time.Now().UnixMilli()); err != nil {
-		return false, fmt.Errorf("record version %d: %w", v+1, err)
-	}
-	if err := tx.Commit(); err != nil {
-		return false, fmt.Errorf("migrate to version %d: %w", v+1, err)
-	}
-	return false, nil
+// migrate brings the file's schema up to date ([sqlstore.Migrate]); db is
+// the write pool, whose transactions begin IMMEDIATE.
+func migrate(ctx context.Context, w *sql.DB) error {
+	return sqlstore.Migrate(ctx, &db{w: w}, dialect{}, "", "file", migrations)
 }
