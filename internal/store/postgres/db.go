@@ -80,12 +80,7 @@ func eachRow(ctx context.Context, conn interface {
 		return err
 	}
 	defer rows.Close()
-	for rows.Next() {
-		if err := each(rows); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
+	return sqlstore.Each(rows, each)
 }
 
 // dialect is PostgreSQL's [sqlstore.Dialect]: $n placeholders.

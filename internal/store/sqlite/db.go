@@ -86,12 +86,7 @@ func execN(res sql.Result, err error) (int64, error) {
 // eachRow calls each for every row of rows, and closes them.
 func eachRow(rows *sql.Rows, each func(sqlstore.Row) error) error {
 	defer rows.Close()
-	for rows.Next() {
-		if err := each(rows); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
+	return sqlstore.Each(rows, each)
 }
 
 // dialect is SQLite's [sqlstore.Dialect].

@@ -137,6 +137,25 @@ func rebindStrings(v reflect.Value, fn func(string) string) {
 	}
 }
 
+// Rows are the rows of a query as both drivers give them (*sql.Rows,
+// pgx.Rows), for [Each].
+type Rows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+}
+
+// Each calls each for every row of rows, stopping at the first error; the
+// caller closes rows. Engines use it to implement [Querier.Query].
+func Each(rows Rows, each func(Row) error) error {
+	for rows.Next() {
+		if err := each(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
 // list runs a read and scans each row with scan.
 func list[T any](ctx context.Context, q Querier, scan func(Row) (T, error), query string, args ...any) ([]T, error) {
 	var out []T
