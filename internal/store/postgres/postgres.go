@@ -1,11 +1,14 @@
 // Package postgres implements [store.Store] on PostgreSQL, with
 // github.com/jackc/pgx/v5, for gateways that share one store.
 //
-// The schema follows the SQLite store's line by line (times are Unix
-// milliseconds, lists are JSON text), so the two behave alike under the
-// contract suite in store/storetest. Migrations are numbered, append only,
-// and applied under an advisory lock, so replicas that start at the same
-// time apply each step exactly once.
+// The store's methods are written once, in store/sqlstore, for this
+// store and the SQLite one; this package connects, gives sqlstore its
+// [sqlstore.DB] (pgx's pool, no database/sql in between; a read outside a
+// transaction is tried once more after a lost connection) and its
+// dialect ($n placeholders, FOR SHARE), and keeps its first schema step.
+// Migrations are numbered, append only, and applied under an advisory
+// lock, so replicas that start at the same time apply each step exactly
+// once.
 //
 // The call log is written with COPY, one transaction per batch; the
 // gateway's call log writer (store.CallLog) gathers the batches off the

@@ -10,6 +10,12 @@
 // whose transactions begin IMMEDIATE, so they queue in Go (honouring each
 // call's context) and never race each other for the lock; reads go through
 // a separate pool of several query-only connections.
+//
+// The store's methods are written once, in store/sqlstore, for this store
+// and the PostgreSQL one; this package opens the file, gives sqlstore its
+// [sqlstore.DB] over the two pools, and keeps its first schema steps, the
+// call log's multi-row INSERTs, [Backup] and the file check of
+// [Store.Check].
 package sqlite
 
 import (

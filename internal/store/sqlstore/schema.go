@@ -22,17 +22,164 @@ type SchemaTypes struct {
 
 // Steps returns the schema steps both engines share, written once: the
 // SQLite store's steps 4 on, the PostgreSQL store's 2 on (its step 1 is
-// SQLite's 1–3). Each engine keeps its first steps and appends these; a
-// new step is appended here, for both. Append only: never edit a step
+// SQLite's 1–3, [FirstStepsAsOne]). Each engine appends these to its first
+// steps; a new step is appended here, for both. Append only: never edit a step
 // that has shipped. Times are Unix milliseconds; days are the Unix
 // milliseconds of midnight UTC; lists are JSON text.
-func Steps(t SchemaTypes) []string {
+func Steps(t SchemaTypes) []string { return render(t, steps) }
+
+// FirstSteps returns the first schema steps, from before the engines
+// shared their steps, each step as SQLite applied it: three steps
+// (projects, keys and the call log; the dashboard's tables; meta).
+// PostgreSQL applied them as its one step 1 ([FirstStepsAsOne]).
+func FirstSteps(t SchemaTypes) []string { return render(t, firstSteps) }
+
+// FirstStepsAsOne returns [FirstSteps] as one step, as PostgreSQL applied
+// it, with the index of sessions by expiry that only it has.
+func FirstStepsAsOne(t SchemaTypes) string {
+	return strings.Join(FirstSteps(t), "") + "CREATE INDEX sessions_expires ON sessions (expires_at);\n"
+}
+
+func render(t SchemaTypes, steps []string) []string {
 	r := strings.NewReplacer("{bytes}", t.Bytes, "{serial}", t.Serial, "{now_ms}", t.NowMillis, "{audit_append_only}", t.AuditAppendOnly)
 	out := make([]string, len(steps))
 	for i, s := range steps {
 		out[i] = r.Replace(s)
 	}
 	return out
+}
+
+var firstSteps = []string{
+	// 1: projects, keys, the call log and daily usage.
+	`
+CREATE TABLE projects (
+	id         {serial},
+	name       TEXT    NOT NULL UNIQUE,
+	created_at BIGINT  NOT NULL,
+	settings   TEXT    NOT NULL DEFAULT '{}'
+);
+
+CREATE TABLE keys (
+	seq        {serial}, -- insertion order, for "oldest first"
+	id         TEXT    NOT NULL UNIQUE,
+	project_id BIGINT  NOT NULL REFERENCES projects (id),
+	kind       TEXT    NOT NULL,
+	name       TEXT    NOT NULL DEFAULT '',
+	hash       {bytes} NOT NULL,
+	read_only  BOOLEAN NOT NULL DEFAULT FALSE,
+	tools      TEXT    NOT NULL DEFAULT '[]', -- JSON array of tool names
+	created_at BIGINT  NOT NULL,
+	revoked_at BIGINT                          -- NULL while live
+);
+CREATE UNIQUE INDEX keys_hash ON keys (hash);
+CREATE INDEX keys_project ON keys (project_id);
+
+-- No foreign keys on the log: a record must never fail a whole batch.
+CREATE TABLE calls (
+	id          {serial},
+	started_at  BIGINT  NOT NULL,
+	project_id  BIGINT  NOT NULL,
+	kind        TEXT    NOT NULL,
+	name        TEXT    NOT NULL,
+	key_id      TEXT    NOT NULL,
+	agent       TEXT    NOT NULL,
+	replica     TEXT    NOT NULL,
+	duration_us BIGINT  NOT NULL,
+	outcome     TEXT    NOT NULL,
+	error       TEXT    NOT NULL,
+	progress    TEXT    NOT NULL, -- JSON array of lines
+	billable    BOOLEAN NOT NULL
+);
+CREATE INDEX calls_project_started ON calls (project_id, started_at);
+CREATE INDEX calls_started ON calls (started_at);
+
+CREATE TABLE usage_daily (
+	project_id BIGINT NOT NULL,
+	day        BIGINT NOT NULL,
+	kind       TEXT   NOT NULL,
+	name       TEXT   NOT NULL,
+	calls      BIGINT NOT NULL,
+	PRIMARY KEY (project_id, day, kind, name)
+);
+`,
+	// 2: the dashboard: agent key metadata, per-tool settings, consent,
+	// users, sessions, invites and admin API tokens. Secrets are stored as
+	// SHA-256 hashes, passwords as argon2id PHC strings.
+	`
+ALTER TABLE keys ADD COLUMN display_name TEXT    NOT NULL DEFAULT '';
+ALTER TABLE keys ADD COLUMN author       TEXT    NOT NULL DEFAULT '';
+ALTER TABLE keys ADD COLUMN community    BOOLEAN NOT NULL DEFAULT FALSE;
+
+CREATE TABLE tool_settings (
+	project_id    BIGINT  NOT NULL REFERENCES projects (id),
+	tool          TEXT    NOT NULL,
+	description   TEXT    NOT NULL DEFAULT '',
+	cache_seconds INTEGER NOT NULL DEFAULT 0,
+	access        TEXT    NOT NULL DEFAULT '',
+	disabled      BOOLEAN NOT NULL DEFAULT FALSE,
+	updated_at    BIGINT  NOT NULL,
+	PRIMARY KEY (project_id, tool)
+);
+
+CREATE TABLE approvals (
+	project_id  BIGINT NOT NULL REFERENCES projects (id),
+	tool        TEXT   NOT NULL,
+	definition  {bytes},   -- NULL: never approved
+	approved_at BIGINT,
+	rejected    {bytes},   -- NULL: nothing rejected
+	rejected_at BIGINT,
+	PRIMARY KEY (project_id, tool)
+);
+
+CREATE TABLE users (
+	id            {serial},
+	email         TEXT    NOT NULL,
+	email_key     TEXT    NOT NULL UNIQUE, -- lower-cased email
+	password_hash TEXT    NOT NULL,
+	admin         BOOLEAN NOT NULL DEFAULT FALSE,
+	created_at    BIGINT  NOT NULL
+);
+
+CREATE TABLE sessions (
+	hash       {bytes} PRIMARY KEY,
+	user_id    BIGINT NOT NULL REFERENCES users (id),
+	created_at BIGINT NOT NULL,
+	expires_at BIGINT NOT NULL
+);
+CREATE INDEX sessions_user ON sessions (user_id);
+
+CREATE TABLE invites (
+	seq        {serial},
+	id         TEXT    NOT NULL UNIQUE,
+	hash       {bytes} NOT NULL UNIQUE,
+	email      TEXT    NOT NULL DEFAULT '',
+	admin      BOOLEAN NOT NULL DEFAULT FALSE,
+	created_by BIGINT  NOT NULL DEFAULT 0,
+	created_at BIGINT  NOT NULL,
+	expires_at BIGINT  NOT NULL,
+	used_at    BIGINT
+);
+
+CREATE TABLE api_tokens (
+	seq        {serial},
+	id         TEXT    NOT NULL UNIQUE,
+	hash       {bytes} NOT NULL UNIQUE,
+	name       TEXT    NOT NULL DEFAULT '',
+	created_by BIGINT  NOT NULL DEFAULT 0,
+	created_at BIGINT  NOT NULL,
+	revoked_at BIGINT
+);
+`,
+	// 3: small named values: the readiness probe's row, and what the
+	// processes sharing a store tell each other, such as the address serve
+	// last listened on (store.MetaServeURL).
+	`
+CREATE TABLE meta (
+	key        TEXT   PRIMARY KEY,
+	value      TEXT   NOT NULL,
+	updated_at BIGINT NOT NULL
+);
+`,
 }
 
 var steps = []string{

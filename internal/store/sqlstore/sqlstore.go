@@ -39,7 +39,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
-	"reflect"
 
 	"github.com/spacefix/spacefix/internal/store"
 	"github.com/spacefix/spacefix/internal/store/sqlshared"
@@ -123,18 +122,10 @@ type statements struct {
 // rebind returns every statement rewritten by d.Rebind.
 func rebind(d Dialect) *statements {
 	st := &statements{Statements: sqlshared.Q, own: ownQ}
-	rebindStrings(reflect.ValueOf(&st.Statements).Elem(), d.Rebind)
-	rebindStrings(reflect.ValueOf(&st.own).Elem(), d.Rebind)
+	sqlshared.RebindAll(&st.Statements, d.Rebind)
+	sqlshared.RebindAll(&st.own, d.Rebind)
 	st.upstreamKeyProjectShared = st.UpstreamKeyProject + d.ForShare()
 	return st
-}
-
-func rebindStrings(v reflect.Value, fn func(string) string) {
-	for i := range v.NumField() {
-		if f := v.Field(i); f.Kind() == reflect.String {
-			f.SetString(fn(f.String()))
-		}
-	}
 }
 
 // Rows are the rows of a query as both drivers give them (*sql.Rows,
