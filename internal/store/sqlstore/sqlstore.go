@@ -29,9 +29,38 @@
 //     once more after a lost connection (a restarted server). So a
 //     statement that writes never goes through them: it uses [DB.Exec],
 //     [DB.ExecRow] (RETURNING) or a transaction.
+//   - Row locks: [Dialect.ForShare] (FOR SHARE on PostgreSQL; nothing on
+//     SQLite, whose write transaction excludes every other writer).
+//     Where PostgreSQL's copy read a row FOR UPDATE and then wrote it, the
+//     body writes with one UPDATE … RETURNING that only a row in the
+//     right state passes (UseInvite, UseOAuthToken, AcceptInvite).
 //   - Times are Unix milliseconds in BIGINT/INTEGER columns in both;
 //     lists are JSON text; upserts are ON CONFLICT … DO UPDATE and
 //     RETURNING works in both (SQLite 3.35 and later).
+//   - The schema: [FirstSteps] and [Steps] are written once with the
+//     words that differ ([SchemaTypes]: BLOB or BYTEA, the auto-numbered
+//     key, now in milliseconds, the audit log's trigger); [Migrate] runs
+//     them under each engine's lock.
+//
+// What stays in an engine: the call log's batch insert (COPY on
+// PostgreSQL, multi-row INSERTs on SQLite; both take their row values from
+// [AppendCallArgs]), Check's wording, Close, SQLite's backup and file
+// check, PostgreSQL's reconnecting reads.
+//
+// # Repeated code
+//
+// Before this package every method was written twice, and the copies had
+// drifted (CleanText on task fields in one only; call log batch ids never
+// forgotten in the other). `duplicates --repo internal/store --most 200
+// --seconds 120` counted 81 pairs of repeated runs of six or more lines in
+// internal/store, 24 of them between the SQLite and PostgreSQL packages,
+// the largest 33 lines (migrate.go), 29 (tasks.go), 30 (users.go), 30
+// (projects.go) and 18 (idempotency.go). After it: 37 pairs, none between
+// the engines; the largest left are 11 lines between two contract-suite
+// files and 14 between two filter builders of sqlshared. The engines'
+// non-test code went from 2,868 (sqlite) and 2,548 (postgres) lines to 552
+// and 429; this package has about 2,530, and sqlshared 843 (849 before):
+// 6,265 lines before, about 4,360 after.
 package sqlstore
 
 import (
