@@ -29,9 +29,18 @@ func (d db) QueryRow(ctx context.Context, q string, args ...any) sqlstore.Row {
 	return retryRow{d.s, ctx, q, args}
 }
 
+// Query is tried once more after a lost connection only if no row reached
+// each yet: a repeat would hand rows over twice.
 func (d db) Query(ctx context.Context, each func(sqlstore.Row) error, q string, args ...any) error {
+	var (
+		delivered bool
+		err       error
+	)
 	return d.s.readRetry(ctx, func() error {
-		return eachRow(ctx, d.s.pool, each, q, args)
+		if !delivered {
+			err = eachRow(ctx, d.s.pool, func(r sqlstore.Row) error { delivered = true; return each(r) }, q, args)
+		}
+		return err
 	})
 }
 
