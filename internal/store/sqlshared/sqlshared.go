@@ -34,6 +34,29 @@ func Question(int) string { return "?" }
 // Dollar is PostgreSQL's placeholder: $n.
 func Dollar(n int) string { return "$" + strconv.Itoa(n) }
 
+// where builds a WHERE clause of conditions joined by AND, numbering
+// their placeholders with param as arguments are added.
+type where struct {
+	param Param
+	conds []string
+	args  []any
+}
+
+// add adds the condition cond, which ends where its argument's
+// placeholder goes ("name ="), with its argument.
+func (w *where) add(cond string, arg any) {
+	w.args = append(w.args, arg)
+	w.conds = append(w.conds, cond+" "+w.param(len(w.args)))
+}
+
+// clause is the WHERE clause with its leading space, "" for none.
+func (w *where) clause() string {
+	if len(w.conds) == 0 {
+		return ""
+	}
+	return " WHERE " + strings.Join(w.conds, " AND ")
+}
+
 // Numbered returns q with its ? placeholders rewritten as $1, $2, … in
 // order. A ? inside a quoted string or identifier is left as it is.
 func Numbered(q string) string {
