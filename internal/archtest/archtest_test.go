@@ -47,7 +47,9 @@ var layers = []struct {
 	{"tasks", []string{"internal/tasks"}},
 	{"routing and rules", []string{"internal/store/teststores", "internal/route", "internal/access", "internal/users", "internal/metrics", "internal/oauth", "internal/identity", "internal/upstream", "internal/interceptors"}},
 	{"registry and stores", []string{"internal/agents", "internal/auth", "internal/cache", "internal/store/sqlite", "internal/store/postgres", "internal/store/storetest"}},
-	// What the SQLite and PostgreSQL stores share: statements and scanning.
+	// The one body of the SQLite and PostgreSQL stores, over a DB and a
+	// dialect the engines give it; below it their statements and scanning.
+	{"the SQL store body", []string{"internal/store/sqlstore"}},
 	{"shared SQL", []string{"internal/store/sqlshared"}},
 	// What core/bridging hands to core without a field in core.Options.
 	{"SDK hooks", []string{"core/internal/bridgehook"}},

@@ -1,11 +1,14 @@
 // Package postgres implements [store.Store] on PostgreSQL, with
 // github.com/jackc/pgx/v5, for gateways that share one store.
 //
-// The schema follows the SQLite store's line by line (times are Unix
-// milliseconds, lists are JSON text), so the two behave alike under the
-// contract suite in store/storetest. Migrations are numbered, append only,
-// and applied under an advisory lock, so replicas that start at the same
-// time apply each step exactly once.
+// The store's methods are written once, in store/sqlstore, for this
+// store and the SQLite one; this package connects, gives sqlstore its
+// [sqlstore.DB] (pgx's pool, no database/sql in between; a read outside a
+// transaction is tried once more after a lost connection) and its
+// dialect ($n placeholders, FOR SHARE), and keeps its first schema step.
+// Migrations are numbered, append only, and applied under an advisory
+// lock, so replicas that start at the same time apply each step exactly
+// once.
 //
 // The call log is written with COPY, one transaction per batch; the
 // gateway's call log writer (store.CallLog) gathers the batches off the
@@ -30,7 +33,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/spacefix/spacefix/internal/store"
-	"github.com/spacefix/spacefix/internal/store/sqlshared"
+	"github.com/spacefix/spacefix/internal/store/sqlstore"
 )
 
 var _ store.Store = (*Store)(nil)
@@ -38,6 +41,8 @@ var _ store.Store = (*Store)(nil)
 // Store is a [store.Store] backed by PostgreSQL. Every method is safe for
 // concurrent use, by any number of processes sharing the database.
 type Store struct {
+	*sqlstore.Store // the methods both engines share
+
 	pool *pgxpool.Pool
 	name string // the database as people may read it: no password
 
@@ -103,7 +108,9 @@ func open(ctx context.Context, rawURL, name string) (*Store, error) {
 		pool.Close()
 		return nil, scrub(err, cfg.ConnConfig.Password)
 	}
-	return &Store{pool: pool, name: name}, nil
+	s := &Store{pool: pool, name: name}
+	s.Store = sqlstore.New(db{s}, dialect{})
+	return s, nil
 }
 
 // scrub keeps a password out of an error's text, should the driver quote
@@ -134,74 +141,15 @@ func (s *Store) Close() error {
 // the meta table, must commit.
 func (s *Store) Check(ctx context.Context) error {
 	host, _ := os.Hostname()
-	_, err := s.pool.Exec(ctx, `INSERT INTO meta (key, value, updated_at) VALUES ('ready_probe', $1, $2)
-ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
-		fmt.Sprintf("%s:%d", host, os.Getpid()), millis(now()))
-	if err != nil {
+	if err := s.CheckWrite(ctx, fmt.Sprintf("%s:%d", host, os.Getpid())); err != nil {
 		return fmt.Errorf("store %s does not take writes (%v); check that PostgreSQL is up, reachable and not out of disk", s.name, err)
 	}
 	return nil
 }
 
-// SetMeta implements [store.Store].
-func (s *Store) SetMeta(ctx context.Context, name, value string) error {
-	_, err := s.pool.Exec(ctx, `INSERT INTO meta (key, value, updated_at) VALUES ($1, $2, $3)
-ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
-		name, value, millis(now()))
-	if err != nil {
-		return fmt.Errorf("set %s: %w", name, err)
-	}
-	return nil
-}
-
-// Meta implements [store.Store].
-func (s *Store) Meta(ctx context.Context, name string) (string, error) {
-	var v string
-	err := s.pool.QueryRow(ctx, `SELECT value FROM meta WHERE key = $1`, name).Scan(&v)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return "", fmt.Errorf("%s: %w", name, store.ErrNotFound)
-	}
-	if err != nil {
-		return "", fmt.Errorf("read %s: %w", name, err)
-	}
-	return v, nil
-}
-
-// SwapMeta implements [store.Store].
-func (s *Store) SwapMeta(ctx context.Context, name, old, value string) (bool, error) {
-	q, args := `UPDATE meta SET value = $1, updated_at = $2 WHERE key = $3 AND value = $4`, []any{value, millis(now()), name, old}
-	if old == "" {
-		q, args = `INSERT INTO meta (key, value, updated_at) VALUES ($1, $2, $3) ON CONFLICT (key) DO NOTHING`, []any{name, value, millis(now())}
-	}
-	tag, err := s.pool.Exec(ctx, q, args...)
-	if err != nil {
-		return false, fmt.Errorf("swap %s: %w", name, err)
-	}
-	return tag.RowsAffected() == 1, nil
-}
-
 // tx runs fn in a transaction.
 func (s *Store) tx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	return pgx.BeginFunc(ctx, s.pool, fn)
-}
-
-// list runs a query and scans each row with scan, which takes a pgx.Row
-// or a [sqlshared.Row].
-func list[T any, R sqlshared.Row](ctx context.Context, s *Store, scan func(R) (T, error), q string, args ...any) ([]T, error) {
-	rows, err := s.pool.Query(ctx, q, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []T
-	for rows.Next() {
-		v, err := scan(any(rows).(R))
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, v)
-	}
-	return out, rows.Err()
 }
 
 // reconnectWait is the longest a read that met a lost connection waits for
@@ -262,38 +210,11 @@ func isUnique(err error) bool {
 	return errors.As(err, &pe) && pe.Code == "23505"
 }
 
-// notFound turns pgx's "no rows" into [store.ErrNotFound].
-func notFound(err error) error {
-	if errors.Is(err, pgx.ErrNoRows) {
-		return store.ErrNotFound
-	}
-	return err
-}
-
-// mustAffect returns [store.ErrNotFound] if tag affected no row.
-func mustAffect(tag pgconn.CommandTag, err error) error {
-	if err != nil {
-		return err
-	}
-	if tag.RowsAffected() == 0 {
-		return store.ErrNotFound
-	}
-	return nil
-}
-
 // millis and fromMillis convert between the stored Unix milliseconds and
 // time.Time in UTC.
 func millis(t time.Time) int64 { return t.UnixMilli() }
 
 func fromMillis(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
-
-// fromNullMillis is fromMillis for a nullable column: NULL is the zero time.
-func fromNullMillis(ms *int64) time.Time {
-	if ms == nil {
-		return time.Time{}
-	}
-	return fromMillis(*ms)
-}
 
 // now is the current time at the precision the store keeps.
 func now() time.Time { return fromMillis(time.Now().UnixMilli()) }

@@ -238,3 +238,33 @@ func TestAuditAppendOnly(t *testing.T) {
 		t.Errorf("PruneAudit = %d, %v; want the entry pruned", n, err)
 	}
 }
+
+// PruneCalls forgets the ids of batches written more than
+// store.CallBatchKeep ago, as the SQLite store does: a batch id written
+// long ago no longer keeps a batch of that id out, and the table does not
+// grow forever (the PostgreSQL copy of the store used to keep them all).
+func TestPruneCallBatches(t *testing.T) {
+	url := testenv.Postgres(t)
+	s, conn := open(t, url), connect(t, url)
+	ctx := store.WithCallBatch(context.Background(), "batch-1")
+	call := store.Call{Time: time.Now(), ProjectID: 1, Kind: "tool", Name: "search", Outcome: store.OutcomeOK}
+	if err := s.AppendCalls(ctx, []store.Call{call}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, `UPDATE call_batches SET written_at = written_at - $1`, (store.CallBatchKeep + time.Hour).Milliseconds()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.PruneCalls(ctx, time.Now().Add(-time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM call_batches`).Scan(&n); err != nil || n != 0 {
+		t.Errorf("call_batches after PruneCalls = %d rows, %v; want 0: the id is older than CallBatchKeep", n, err)
+	}
+	if err := s.AppendCalls(ctx, []store.Call{call}); err != nil {
+		t.Fatal(err)
+	}
+	if cs, err := s.Calls(ctx, store.CallFilter{}); len(cs) != 2 || err != nil {
+		t.Errorf("Calls = %d records, %v; want 2: a forgotten batch id is written again", len(cs), err)
+	}
+}

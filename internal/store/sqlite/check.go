@@ -31,10 +31,7 @@ func (s *Store) Check(ctx context.Context) error {
 	case err != nil:
 		return fmt.Errorf("the database file %s cannot be checked (%v); fix the permissions of its directory", name, err)
 	}
-	_, err = s.w.ExecContext(ctx, `INSERT INTO meta (key, value, updated_at) VALUES ('ready_probe', ?, ?)
-ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
-		strconv.Itoa(os.Getpid()), millis(now()))
-	if err != nil {
+	if err := s.CheckWrite(ctx, strconv.Itoa(os.Getpid())); err != nil {
 		return fmt.Errorf("store file %s does not take writes (%v); free disk space or fix the file's permissions", name, err)
 	}
 	return nil

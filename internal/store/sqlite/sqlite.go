@@ -10,6 +10,12 @@
 // whose transactions begin IMMEDIATE, so they queue in Go (honouring each
 // call's context) and never race each other for the lock; reads go through
 // a separate pool of several query-only connections.
+//
+// The store's methods are written once, in store/sqlstore, for this store
+// and the PostgreSQL one; this package opens the file, gives sqlstore its
+// [sqlstore.DB] over the two pools, and keeps its first schema steps, the
+// call log's multi-row INSERTs, [Backup] and the file check of
+// [Store.Check].
 package sqlite
 
 import (
@@ -28,6 +34,8 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/spacefix/spacefix/internal/store"
+	"github.com/spacefix/spacefix/internal/store/sqlshared"
+	"github.com/spacefix/spacefix/internal/store/sqlstore"
 )
 
 var _ store.Store = (*Store)(nil)
@@ -39,6 +47,8 @@ const BusyTimeout = 5 * time.Second
 // Store is a [store.Store] backed by a SQLite file. Every method is safe for
 // concurrent use.
 type Store struct {
+	*sqlstore.Store // the methods both engines share
+
 	w *sql.DB // one connection, BEGIN IMMEDIATE: every write
 	r *sql.DB // several query-only connections: every read
 
@@ -97,11 +107,12 @@ func open(ctx context.Context, path string) (*Store, error) {
 		r.Close()
 		return nil, err
 	}
-	if s.keyByHash, err = r.PrepareContext(ctx, q.KeyByHash); err != nil {
+	if s.keyByHash, err = r.PrepareContext(ctx, sqlshared.Q.KeyByHash); err != nil {
 		w.Close()
 		r.Close()
 		return nil, err
 	}
+	s.Store = sqlstore.New(&db{w: w, r: r, prepared: map[string]*sql.Stmt{sqlshared.Q.KeyByHash: s.keyByHash}}, dialect{})
 	return s, nil
 }
 

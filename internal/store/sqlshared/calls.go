@@ -2,7 +2,6 @@ package sqlshared
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/spacefix/spacefix/internal/store"
@@ -14,42 +13,31 @@ const SelectCalls = `SELECT id, started_at, project_id, kind, name, key_id, agen
 // CallsQuery returns the query for f, with placeholders from param, and
 // its arguments.
 func CallsQuery(f store.CallFilter, param Param) (string, []any) {
-	var (
-		where []string
-		args  []any
-	)
-	add := func(cond string, arg any) {
-		args = append(args, arg)
-		where = append(where, cond+" "+param(len(args)))
-	}
+	w := where{param: param}
 	if f.ProjectID != 0 {
-		add("project_id =", f.ProjectID)
+		w.add("project_id =", f.ProjectID)
 	}
 	if f.Name != "" {
-		add("name =", f.Name)
+		w.add("name =", f.Name)
 	}
 	if f.Outcome != "" {
-		add("outcome =", f.Outcome)
+		w.add("outcome =", f.Outcome)
 	}
 	if f.KeyID != "" {
-		add("key_id =", f.KeyID)
+		w.add("key_id =", f.KeyID)
 	}
 	if !f.Since.IsZero() {
-		add("started_at >=", Millis(f.Since))
+		w.add("started_at >=", Millis(f.Since))
 	}
 	if f.AfterID > 0 {
-		add("id >", f.AfterID)
-	}
-	q := SelectCalls
-	if len(where) > 0 {
-		q += " WHERE " + strings.Join(where, " AND ")
+		w.add("id >", f.AfterID)
 	}
 	limit := f.Limit
 	if limit <= 0 {
 		limit = 100
 	}
-	args = append(args, limit)
-	return q + ` ORDER BY started_at DESC, id DESC LIMIT ` + param(len(args)), args
+	args := append(w.args, limit)
+	return SelectCalls + w.clause() + ` ORDER BY started_at DESC, id DESC LIMIT ` + param(len(args)), args
 }
 
 // ScanCall scans a row of [SelectCalls].

@@ -1,14 +1,8 @@
-// Package sqlshared holds what the SQLite and PostgreSQL stores
-// (store/sqlite, store/postgres) have in common: statement text, written
-// once with ? placeholders in [Q], and the functions that scan rows into
-// store types. PostgreSQL's $1, $2, … placeholders come from
-// [Statements.Numbered], which rewrites every statement once, when the
-// postgres package is initialised, never per call.
-//
-// What differs between the two stays in each store: upserts and their
-// ON CONFLICT clauses, RETURNING, locking, column types, the call log's
-// batch insert (a multi-row INSERT for SQLite, COPY for PostgreSQL) and the
-// migrations.
+// Package sqlshared holds statement text for the SQL store body
+// (store/sqlstore), written once with ? placeholders in [Q], and the
+// functions that scan rows into store types. PostgreSQL's $1, $2, …
+// placeholders come from [Numbered], which sqlstore runs over every
+// statement once, when a store opens, never per call.
 //
 // The package knows no driver: its scan functions take a [Row], which
 // both *sql.Row (and *sql.Rows) and pgx.Row satisfy, and turn "no rows"
@@ -40,6 +34,29 @@ func Question(int) string { return "?" }
 // Dollar is PostgreSQL's placeholder: $n.
 func Dollar(n int) string { return "$" + strconv.Itoa(n) }
 
+// where builds a WHERE clause of conditions joined by AND, numbering
+// their placeholders with param as arguments are added.
+type where struct {
+	param Param
+	conds []string
+	args  []any
+}
+
+// add adds the condition cond, which ends where its argument's
+// placeholder goes ("name ="), with its argument.
+func (w *where) add(cond string, arg any) {
+	w.args = append(w.args, arg)
+	w.conds = append(w.conds, cond+" "+w.param(len(w.args)))
+}
+
+// clause is the WHERE clause with its leading space, "" for none.
+func (w *where) clause() string {
+	if len(w.conds) == 0 {
+		return ""
+	}
+	return " WHERE " + strings.Join(w.conds, " AND ")
+}
+
 // Numbered returns q with its ? placeholders rewritten as $1, $2, … in
 // order. A ? inside a quoted string or identifier is left as it is.
 func Numbered(q string) string {
@@ -68,16 +85,16 @@ func Numbered(q string) string {
 	return b.String()
 }
 
-// Numbered returns a copy of st with every statement rewritten by
-// [Numbered]. The postgres store calls it once, at package init.
-func (st Statements) Numbered() Statements {
-	v := reflect.ValueOf(&st).Elem()
+// RebindAll rewrites, with fn, every string field of the struct st
+// points to: the statements of a [Statements] (or another struct of
+// statements) for one engine's placeholders.
+func RebindAll(st any, fn func(string) string) {
+	v := reflect.ValueOf(st).Elem()
 	for i := range v.NumField() {
-		if f := v.Field(i); f.Kind() == reflect.String {
-			f.SetString(Numbered(f.String()))
+		if f := v.Field(i); f.Kind() == reflect.String && f.CanSet() {
+			f.SetString(fn(f.String()))
 		}
 	}
-	return st
 }
 
 // Millis is a time as the stores keep it: Unix milliseconds.

@@ -21,13 +21,14 @@ func TestNumbered(t *testing.T) {
 	}
 }
 
-func TestStatementsNumbered(t *testing.T) {
-	n := Q.Numbered()
+func TestRebindAll(t *testing.T) {
+	n := Q
+	RebindAll(&n, Numbered)
 	if n.KeyByHash == Q.KeyByHash || n.KeyByHash != Numbered(Q.KeyByHash) {
 		t.Errorf("KeyByHash not rewritten: %q", n.KeyByHash)
 	}
 	if Q.KeyByHash != SelectKey+` WHERE k.hash = ?` {
-		t.Errorf("Numbered changed Q: %q", Q.KeyByHash)
+		t.Errorf("RebindAll changed Q: %q", Q.KeyByHash)
 	}
 }
 

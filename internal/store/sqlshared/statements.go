@@ -1,8 +1,8 @@
 package sqlshared
 
-// Statements are the statements the two stores run alike, one field a
-// statement. [Q] holds them with ? placeholders, as SQLite takes them; the
-// postgres store keeps Q.Numbered().
+// Statements are statements of the SQL store body, one field a statement.
+// [Q] holds them with ? placeholders, as SQLite takes them; sqlstore
+// rebinds a copy for PostgreSQL ([RebindAll], [Numbered]).
 type Statements struct {
 	ProjectByName, ProjectByID, Projects, ProjectExists, ProjectName string
 	UpdateProjectSettings                                            string

@@ -113,27 +113,17 @@ ON CONFLICT (resource, redirect_uri) DO UPDATE SET issuer = excluded.issuer, aut
 // selects f's accounts, with placeholders from param, and its arguments;
 // "" for a zero filter.
 func UpstreamWhere(f store.UpstreamFilter, param Param) (string, []any) {
-	var (
-		where []string
-		args  []any
-	)
-	add := func(cond string, arg any) {
-		args = append(args, arg)
-		where = append(where, cond+" "+param(len(args)))
-	}
+	w := where{param: param}
 	if f.ProjectID != 0 {
-		add("project_id =", f.ProjectID)
+		w.add("project_id =", f.ProjectID)
 	}
 	if f.AgentKeyID != "" {
-		add("agent_key_id =", f.AgentKeyID)
+		w.add("agent_key_id =", f.AgentKeyID)
 	}
 	if f.UserID != 0 {
-		add("user_id =", f.UserID)
+		w.add("user_id =", f.UserID)
 	}
-	if len(where) == 0 {
-		return "", nil
-	}
-	return " WHERE " + strings.Join(where, " AND "), args
+	return w.clause(), w.args
 }
 
 // UpstreamAccountsQuery returns the query that lists f's accounts, by

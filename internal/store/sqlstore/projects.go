@@ -1,4 +1,4 @@
-package postgres
+package sqlstore
 
 import (
 	"context"
@@ -7,15 +7,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/spacefix/spacefix/internal/store"
 	"github.com/spacefix/spacefix/internal/store/sqlshared"
 )
-
-// q is the statements the PostgreSQL store shares with the SQLite one,
-// their placeholders rewritten as $n once, here.
-var q = sqlshared.Q.Numbered()
 
 // CreateProject implements [store.Store].
 func (s *Store) CreateProject(ctx context.Context, name string) (store.Project, error) {
@@ -23,9 +17,8 @@ func (s *Store) CreateProject(ctx context.Context, name string) (store.Project, 
 		return store.Project{}, errors.New("create project: empty name")
 	}
 	p := store.Project{Name: name, CreatedAt: now()}
-	err := s.pool.QueryRow(ctx, `INSERT INTO projects (name, created_at, settings) VALUES ($1, $2, '{}') RETURNING id`,
-		name, millis(p.CreatedAt)).Scan(&p.ID)
-	if isUnique(err) {
+	err := s.db.ExecRow(ctx, s.q.InsertProject, name, millis(p.CreatedAt)).Scan(&p.ID)
+	if s.d.IsUnique(err) {
 		return store.Project{}, fmt.Errorf("create project %q: %w", name, store.ErrExists)
 	}
 	if err != nil {
@@ -36,7 +29,7 @@ func (s *Store) CreateProject(ctx context.Context, name string) (store.Project, 
 
 // Project implements [store.Store].
 func (s *Store) Project(ctx context.Context, name string) (store.Project, error) {
-	p, err := sqlshared.ScanProject(s.pool.QueryRow(ctx, q.ProjectByName, name))
+	p, err := sqlshared.ScanProject(s.db.QueryRow(ctx, s.q.ProjectByName, name))
 	if err != nil {
 		return store.Project{}, fmt.Errorf("project %q: %w", name, err)
 	}
@@ -45,7 +38,7 @@ func (s *Store) Project(ctx context.Context, name string) (store.Project, error)
 
 // ProjectByID implements [store.Store].
 func (s *Store) ProjectByID(ctx context.Context, id int64) (store.Project, error) {
-	p, err := sqlshared.ScanProject(s.pool.QueryRow(ctx, q.ProjectByID, id))
+	p, err := sqlshared.ScanProject(s.db.QueryRow(ctx, s.q.ProjectByID, id))
 	if err != nil {
 		return store.Project{}, fmt.Errorf("project %d: %w", id, err)
 	}
@@ -54,7 +47,7 @@ func (s *Store) ProjectByID(ctx context.Context, id int64) (store.Project, error
 
 // Projects implements [store.Store].
 func (s *Store) Projects(ctx context.Context) ([]store.Project, error) {
-	ps, err := list(ctx, s, sqlshared.ScanProject, q.Projects)
+	ps, err := list(ctx, s.db, sqlshared.ScanProject, s.q.Projects)
 	if err != nil {
 		return nil, fmt.Errorf("list projects: %w", err)
 	}
@@ -68,17 +61,8 @@ func (s *Store) UpdateProjectSettings(ctx context.Context, id int64, ps store.Pr
 	if err != nil {
 		return fmt.Errorf("update settings of project %d: %w", id, err)
 	}
-	if err := mustAffect(s.pool.Exec(ctx, q.UpdateProjectSettings, string(b), id)); err != nil {
+	if err := mustAffect(s.db.Exec(ctx, s.q.UpdateProjectSettings, string(b), id)); err != nil {
 		return fmt.Errorf("update settings of project %d: %w", id, err)
-	}
-	return nil
-}
-
-// projectExists returns [store.ErrNotFound] unless the project exists.
-func projectExists(ctx context.Context, tx pgx.Tx, id int64) error {
-	var one int
-	if err := tx.QueryRow(ctx, q.ProjectExists, id).Scan(&one); err != nil {
-		return fmt.Errorf("project %d: %w", id, notFound(err))
 	}
 	return nil
 }
@@ -96,14 +80,14 @@ func (s *Store) CreateKey(ctx context.Context, k store.Key, hash []byte) (store.
 	k.Tools = store.CloneList(k.Tools)
 	k.CreatedAt = now()
 	k.RevokedAt = time.Time{}
-	err = s.tx(ctx, func(tx pgx.Tx) error {
-		if err := tx.QueryRow(ctx, q.ProjectName, k.ProjectID).Scan(&k.ProjectName); err != nil {
+	err = s.db.Tx(ctx, func(tx Querier) error {
+		if err := tx.QueryRow(ctx, s.q.ProjectName, k.ProjectID).Scan(&k.ProjectName); err != nil {
 			return fmt.Errorf("project %d: %w", k.ProjectID, notFound(err))
 		}
-		_, err := tx.Exec(ctx, q.InsertKey,
+		_, err := tx.Exec(ctx, s.q.InsertKey,
 			k.ID, k.ProjectID, k.Kind, k.Name, hash, k.ReadOnly, tools,
 			k.DisplayName, k.Author, k.Community, k.IdentityAudience, millis(k.CreatedAt))
-		if isUnique(err) {
+		if s.d.IsUnique(err) {
 			return store.ErrExists
 		}
 		return err
@@ -115,14 +99,10 @@ func (s *Store) CreateKey(ctx context.Context, k store.Key, hash []byte) (store.
 }
 
 // KeyByHash implements [store.Store]. Every request's key check comes
-// here, so a read that meets a lost connection (PostgreSQL restarted) is
-// tried once more ([Store.readRetry]) instead of failing the request.
+// here (on a cache miss): SQLite keeps the statement prepared, and
+// PostgreSQL tries the read once more after a lost connection.
 func (s *Store) KeyByHash(ctx context.Context, hash []byte) (store.Key, error) {
-	var k store.Key
-	err := s.readRetry(ctx, func() (err error) {
-		k, err = sqlshared.ScanKey(s.pool.QueryRow(ctx, q.KeyByHash, hash))
-		return err
-	})
+	k, err := sqlshared.ScanKey(s.db.QueryRow(ctx, s.q.KeyByHash, hash))
 	if err != nil {
 		return store.Key{}, fmt.Errorf("key by hash: %w", err)
 	}
@@ -131,7 +111,7 @@ func (s *Store) KeyByHash(ctx context.Context, hash []byte) (store.Key, error) {
 
 // Key implements [store.Store].
 func (s *Store) Key(ctx context.Context, id string) (store.Key, error) {
-	k, err := sqlshared.ScanKey(s.pool.QueryRow(ctx, q.KeyByID, id))
+	k, err := sqlshared.ScanKey(s.db.QueryRow(ctx, s.q.KeyByID, id))
 	if err != nil {
 		return store.Key{}, fmt.Errorf("key %q: %w", id, err)
 	}
@@ -140,11 +120,11 @@ func (s *Store) Key(ctx context.Context, id string) (store.Key, error) {
 
 // Keys implements [store.Store].
 func (s *Store) Keys(ctx context.Context, projectID int64) ([]store.Key, error) {
-	query, args := q.KeysOrder, []any{}
+	query, args := s.q.KeysOrder, []any{}
 	if projectID != 0 {
-		query, args = q.KeysOfProject, append(args, projectID)
+		query, args = s.q.KeysOfProject, append(args, projectID)
 	}
-	ks, err := list(ctx, s, sqlshared.ScanKey, query, args...)
+	ks, err := list(ctx, s.db, sqlshared.ScanKey, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list keys: %w", err)
 	}
@@ -152,18 +132,17 @@ func (s *Store) Keys(ctx context.Context, projectID int64) ([]store.Key, error) 
 }
 
 // RevokeKey implements [store.Store]. A second revocation keeps the time of
-// the first.
+// the first. The upstream accounts people linked for the key go.
 func (s *Store) RevokeKey(ctx context.Context, id string) error {
-	err := s.tx(ctx, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, q.RevokeKey, millis(now()), id)
+	err := s.db.Tx(ctx, func(tx Querier) error {
+		n, err := tx.Exec(ctx, s.q.RevokeKey, millis(now()), id)
 		if err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, q.DeleteKeyUpstream, id); err != nil || tag.RowsAffected() > 0 {
+		if _, err := tx.Exec(ctx, s.q.DeleteKeyUpstream, id); err != nil || n > 0 {
 			return err
 		}
-		var one int
-		return notFound(tx.QueryRow(ctx, q.KeyExists, id).Scan(&one))
+		return exists(ctx, tx, s.q.KeyExists, id)
 	})
 	if err != nil {
 		return fmt.Errorf("revoke key %q: %w", id, err)
@@ -173,7 +152,7 @@ func (s *Store) RevokeKey(ctx context.Context, id string) error {
 
 // SetKeyMeta implements [store.Store].
 func (s *Store) SetKeyMeta(ctx context.Context, id string, m store.KeyMeta) error {
-	err := mustAffect(s.pool.Exec(ctx, q.SetKeyMeta, m.DisplayName, m.Author, m.Community, id))
+	err := mustAffect(s.db.Exec(ctx, s.q.SetKeyMeta, m.DisplayName, m.Author, m.Community, id))
 	if err != nil {
 		return fmt.Errorf("set metadata of key %q: %w", id, err)
 	}
@@ -182,7 +161,7 @@ func (s *Store) SetKeyMeta(ctx context.Context, id string, m store.KeyMeta) erro
 
 // SetKeyIdentityAudience implements [store.Store].
 func (s *Store) SetKeyIdentityAudience(ctx context.Context, id, audience string) error {
-	err := mustAffect(s.pool.Exec(ctx, q.SetKeyIdentityAudience, audience, id))
+	err := mustAffect(s.db.Exec(ctx, s.q.SetKeyIdentityAudience, audience, id))
 	if err != nil {
 		return fmt.Errorf("set identity audience of key %q: %w", id, err)
 	}

@@ -1,11 +1,9 @@
-package postgres
+package sqlstore
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/spacefix/spacefix/internal/store"
 	"github.com/spacefix/spacefix/internal/store/sqlshared"
@@ -27,22 +25,19 @@ func (s *Store) Policy(ctx context.Context, projectID int64) (store.Policy, erro
 // the other affects no row: a conflict.
 func (s *Store) SavePolicy(ctx context.Context, projectID, prev int64, doc json.RawMessage, by string) (store.Policy, error) {
 	p := store.Policy{ProjectID: projectID, Version: prev + 1, Document: doc, UpdatedAt: now(), UpdatedBy: by}
-	err := s.tx(ctx, func(tx pgx.Tx) error {
+	err := s.db.Tx(ctx, func(tx Querier) error {
 		var newest int64
-		if err := tx.QueryRow(ctx, `SELECT COALESCE(MAX(version), 0) FROM policies WHERE project_id = $1`, projectID).Scan(&newest); err != nil {
+		if err := tx.QueryRow(ctx, s.q.NewestPolicy, projectID).Scan(&newest); err != nil {
 			return err
 		}
 		if newest != prev {
 			return store.ErrConflict
 		}
-		tag, err := tx.Exec(ctx, q.InsertPolicy, projectID, p.Version, string(doc), sqlshared.Millis(p.UpdatedAt), by)
-		if err != nil {
-			return err
+		n, err := tx.Exec(ctx, s.q.InsertPolicy, projectID, p.Version, string(doc), millis(p.UpdatedAt), by)
+		if err == nil && n == 0 {
+			err = store.ErrConflict
 		}
-		if tag.RowsAffected() == 0 {
-			return store.ErrConflict
-		}
-		return nil
+		return err
 	})
 	if err != nil {
 		return store.Policy{}, fmt.Errorf("save the policy of project %d: %w", projectID, err)
@@ -52,13 +47,11 @@ func (s *Store) SavePolicy(ctx context.Context, projectID, prev int64, doc json.
 
 // PolicyVersions implements [store.Policies].
 func (s *Store) PolicyVersions(ctx context.Context, projectID int64, limit int) ([]store.Policy, error) {
-	var out []store.Policy
-	err := s.readRetry(ctx, func() (err error) {
-		out, err = list(ctx, s, sqlshared.ScanPolicy, q.PolicyVersions, projectID, limit)
-		return err
-	})
+	out, err := list(ctx, s.db, scanPolicy, s.q.PolicyVersions, projectID, limit)
 	if err != nil {
 		return nil, fmt.Errorf("the policy of project %d: %w", projectID, err)
 	}
 	return out, nil
 }
+
+func scanPolicy(row Row) (store.Policy, error) { return sqlshared.ScanPolicy(row) }

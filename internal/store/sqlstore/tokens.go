@@ -1,8 +1,7 @@
-package sqlite
+package sqlstore
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"time"
@@ -22,13 +21,10 @@ func (s *Store) CreateInvite(ctx context.Context, inv store.Invite, hash []byte)
 	inv.CreatedAt = now()
 	inv.ExpiresAt = fromMillis(millis(inv.ExpiresAt))
 	inv.UsedAt = time.Time{}
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, q.InsertInvite, inv.ID, hash, inv.Email, inv.Admin, inv.ProjectID, string(inv.Role), inv.CreatedBy, millis(inv.CreatedAt), millis(inv.ExpiresAt))
-		if isUnique(err) {
-			return store.ErrExists
-		}
-		return err
-	})
+	_, err := s.db.Exec(ctx, s.q.InsertInvite, inv.ID, hash, inv.Email, inv.Admin, inv.ProjectID, string(inv.Role), inv.CreatedBy, millis(inv.CreatedAt), millis(inv.ExpiresAt))
+	if s.d.IsUnique(err) {
+		err = store.ErrExists
+	}
 	if err != nil {
 		return store.Invite{}, fmt.Errorf("create invite %q: %w", inv.ID, err)
 	}
@@ -37,28 +33,18 @@ func (s *Store) CreateInvite(ctx context.Context, inv store.Invite, hash []byte)
 
 // InviteByHash implements [store.Store].
 func (s *Store) InviteByHash(ctx context.Context, hash []byte) (store.Invite, error) {
-	inv, err := sqlshared.ScanInvite(s.r.QueryRowContext(ctx, q.LiveInviteByHash, hash, millis(time.Now())))
+	inv, err := sqlshared.ScanInvite(s.db.QueryRow(ctx, s.q.LiveInviteByHash, hash, millis(time.Now())))
 	if err != nil {
 		return store.Invite{}, fmt.Errorf("invite: %w", err)
 	}
 	return inv, nil
 }
 
-// UseInvite implements [store.Store]. The check and the mark happen in one
-// transaction, so two sign-ups with one link cannot both succeed.
+// UseInvite implements [store.Store]. The check and the mark are one
+// statement, so two sign-ups with one link cannot both succeed.
 func (s *Store) UseInvite(ctx context.Context, hash []byte) (store.Invite, error) {
-	var inv store.Invite
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
-		t := now()
-		var err error
-		inv, err = sqlshared.ScanInvite(tx.QueryRowContext(ctx, q.LiveInviteByHash, hash, millis(t)))
-		if err != nil {
-			return err
-		}
-		inv.UsedAt = t
-		_, err = tx.ExecContext(ctx, `UPDATE invites SET used_at = ? WHERE hash = ?`, millis(t), hash)
-		return err
-	})
+	t := millis(now())
+	inv, err := sqlshared.ScanInvite(s.db.ExecRow(ctx, s.q.UseInvite, t, hash, t))
 	if err != nil {
 		return store.Invite{}, fmt.Errorf("use invite: %w", err)
 	}
@@ -67,7 +53,7 @@ func (s *Store) UseInvite(ctx context.Context, hash []byte) (store.Invite, error
 
 // Invites implements [store.Store].
 func (s *Store) Invites(ctx context.Context) ([]store.Invite, error) {
-	out, err := queryList(ctx, s.r, sqlshared.ScanInvite, q.Invites, millis(time.Now()))
+	out, err := list(ctx, s.db, sqlshared.ScanInvite, s.q.Invites, millis(time.Now()))
 	if err != nil {
 		return nil, fmt.Errorf("list invites: %w", err)
 	}
@@ -77,11 +63,7 @@ func (s *Store) Invites(ctx context.Context) ([]store.Invite, error) {
 // RevokeInvite implements [store.Store]: the invite expires now.
 func (s *Store) RevokeInvite(ctx context.Context, id string) error {
 	t := millis(now())
-	n, err := s.deleteRows(ctx, q.RevokeInvite, t, id, t)
-	if err == nil && n == 0 {
-		err = store.ErrNotFound
-	}
-	if err != nil {
+	if err := mustAffect(s.db.Exec(ctx, s.q.RevokeInvite, t, id, t)); err != nil {
 		return fmt.Errorf("revoke invite %q: %w", id, err)
 	}
 	return nil
@@ -97,13 +79,10 @@ func (s *Store) CreateAPIToken(ctx context.Context, tok store.APIToken, hash []b
 	}
 	tok.CreatedAt = now()
 	tok.RevokedAt = time.Time{}
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, q.InsertAPIToken, tok.ID, hash, tok.Name, tok.ProjectID, string(tok.Role), tok.CreatedBy, millis(tok.CreatedAt))
-		if isUnique(err) {
-			return store.ErrExists
-		}
-		return err
-	})
+	_, err := s.db.Exec(ctx, s.q.InsertAPIToken, tok.ID, hash, tok.Name, tok.ProjectID, string(tok.Role), tok.CreatedBy, millis(tok.CreatedAt))
+	if s.d.IsUnique(err) {
+		err = store.ErrExists
+	}
 	if err != nil {
 		return store.APIToken{}, fmt.Errorf("create API token %q: %w", tok.ID, err)
 	}
@@ -112,7 +91,7 @@ func (s *Store) CreateAPIToken(ctx context.Context, tok store.APIToken, hash []b
 
 // APITokenByHash implements [store.Store].
 func (s *Store) APITokenByHash(ctx context.Context, hash []byte) (store.APIToken, error) {
-	tok, err := sqlshared.ScanAPIToken(s.r.QueryRowContext(ctx, q.APITokenByHash, hash))
+	tok, err := sqlshared.ScanAPIToken(s.db.QueryRow(ctx, s.q.APITokenByHash, hash))
 	if err != nil {
 		return store.APIToken{}, fmt.Errorf("API token: %w", err)
 	}
@@ -121,7 +100,7 @@ func (s *Store) APITokenByHash(ctx context.Context, hash []byte) (store.APIToken
 
 // APITokens implements [store.Store].
 func (s *Store) APITokens(ctx context.Context) ([]store.APIToken, error) {
-	out, err := queryList(ctx, s.r, sqlshared.ScanAPIToken, q.APITokens)
+	out, err := list(ctx, s.db, sqlshared.ScanAPIToken, s.q.APITokens)
 	if err != nil {
 		return nil, fmt.Errorf("list API tokens: %w", err)
 	}
@@ -131,17 +110,12 @@ func (s *Store) APITokens(ctx context.Context) ([]store.APIToken, error) {
 // RevokeAPIToken implements [store.Store]. A second revocation keeps the
 // time of the first.
 func (s *Store) RevokeAPIToken(ctx context.Context, id string) error {
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
-		var revoked sql.NullInt64
-		err := tx.QueryRowContext(ctx, `SELECT revoked_at FROM api_tokens WHERE id = ?`, id).Scan(&revoked)
-		if errors.Is(err, sql.ErrNoRows) {
-			return store.ErrNotFound
-		}
-		if err != nil || revoked.Valid {
+	err := s.db.Tx(ctx, func(tx Querier) error {
+		n, err := tx.Exec(ctx, s.q.RevokeAPIToken, millis(now()), id)
+		if err != nil || n > 0 {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, `UPDATE api_tokens SET revoked_at = ? WHERE id = ?`, millis(now()), id)
-		return err
+		return exists(ctx, tx, s.q.APITokenExists, id)
 	})
 	if err != nil {
 		return fmt.Errorf("revoke API token %q: %w", id, err)

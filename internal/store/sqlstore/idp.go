@@ -1,9 +1,7 @@
-package sqlite
+package sqlstore
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 	"time"
 
@@ -19,7 +17,7 @@ var (
 // CreateIdP implements [store.IdPs].
 func (s *Store) CreateIdP(ctx context.Context, p store.IdP) (store.IdP, error) {
 	p, args := sqlshared.IdPArgs(p)
-	n, err := s.execWrite(ctx, q.InsertIdP, args...)
+	n, err := s.db.Exec(ctx, s.q.InsertIdP, args...)
 	if err == nil && n == 0 {
 		err = store.ErrExists
 	}
@@ -31,7 +29,7 @@ func (s *Store) CreateIdP(ctx context.Context, p store.IdP) (store.IdP, error) {
 
 // IdP implements [store.IdPs].
 func (s *Store) IdP(ctx context.Context, issuer string) (store.IdP, error) {
-	p, err := sqlshared.ScanIdP(s.r.QueryRowContext(ctx, q.IdPByIssuer, issuer))
+	p, err := sqlshared.ScanIdP(s.db.QueryRow(ctx, s.q.IdPByIssuer, issuer))
 	if err != nil {
 		return store.IdP{}, fmt.Errorf("identity provider %s: %w", issuer, err)
 	}
@@ -40,24 +38,22 @@ func (s *Store) IdP(ctx context.Context, issuer string) (store.IdP, error) {
 
 // IdPs implements [store.IdPs].
 func (s *Store) IdPs(ctx context.Context) ([]store.IdP, error) {
-	out, err := queryList(ctx, s.r, sqlshared.ScanIdP, q.IdPs)
+	out, err := list(ctx, s.db, scanIdP, s.q.IdPs)
 	if err != nil {
 		return nil, fmt.Errorf("list identity providers: %w", err)
 	}
 	return out, nil
 }
 
-// DeleteIdP implements [store.IdPs].
+func scanIdP(row Row) (store.IdP, error) { return sqlshared.ScanIdP(row) }
+
+// DeleteIdP implements [store.IdPs]. The identities linked through it go.
 func (s *Store) DeleteIdP(ctx context.Context, issuer string) error {
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, q.DeleteIdPIdentities, issuer); err != nil {
+	err := s.db.Tx(ctx, func(tx Querier) error {
+		if _, err := tx.Exec(ctx, s.q.DeleteIdPIdentities, issuer); err != nil {
 			return err
 		}
-		res, err := tx.ExecContext(ctx, q.DeleteIdP, issuer)
-		if err != nil {
-			return err
-		}
-		return mustAffect(res)
+		return mustAffect(tx.Exec(ctx, s.q.DeleteIdP, issuer))
 	})
 	if err != nil {
 		return fmt.Errorf("remove identity provider %s: %w", issuer, err)
@@ -67,7 +63,7 @@ func (s *Store) DeleteIdP(ctx context.Context, issuer string) error {
 
 // LinkIdentity implements [store.IdPs].
 func (s *Store) LinkIdentity(ctx context.Context, issuer, subject string, userID int64) error {
-	if _, err := s.execWrite(ctx, q.LinkIdentity, issuer, subject, userID, sqlshared.Millis(now())); err != nil {
+	if _, err := s.db.Exec(ctx, s.q.LinkIdentity, issuer, subject, userID, millis(now())); err != nil {
 		return fmt.Errorf("link %s's subject to user %d: %w", issuer, userID, err)
 	}
 	return nil
@@ -76,19 +72,16 @@ func (s *Store) LinkIdentity(ctx context.Context, issuer, subject string, userID
 // IdentityUser implements [store.IdPs].
 func (s *Store) IdentityUser(ctx context.Context, issuer, subject string) (int64, error) {
 	var id int64
-	err := s.r.QueryRowContext(ctx, q.IdentityUser, issuer, subject).Scan(&id)
-	if errors.Is(err, sql.ErrNoRows) {
-		err = store.ErrNotFound
-	}
-	if err != nil {
+	if err := notFound(s.db.QueryRow(ctx, s.q.IdentityUser, issuer, subject).Scan(&id)); err != nil {
 		return 0, fmt.Errorf("the user of %s's subject: %w", issuer, err)
 	}
 	return id, nil
 }
 
-// UseOnce implements [store.UsedOnce].
+// UseOnce implements [store.UsedOnce]. Of two gateways inserting one key
+// at once, one inserts and the other finds the live row.
 func (s *Store) UseOnce(ctx context.Context, key string, expires time.Time) (bool, error) {
-	n, err := s.execWrite(ctx, q.UseOnce, key, sqlshared.Millis(expires), sqlshared.Millis(time.Now()))
+	n, err := s.db.Exec(ctx, s.q.UseOnce, key, millis(expires), millis(time.Now()))
 	if err != nil {
 		return false, fmt.Errorf("record a value used once: %w", err)
 	}
@@ -97,12 +90,9 @@ func (s *Store) UseOnce(ctx context.Context, key string, expires time.Time) (boo
 
 // PruneUsedOnce implements [store.UsedOnce].
 func (s *Store) PruneUsedOnce(ctx context.Context, before time.Time) (int64, error) {
-	n, err := s.execWrite(ctx, q.PruneUsedOnce, sqlshared.Millis(before))
+	n, err := s.db.Exec(ctx, s.q.PruneUsedOnce, millis(before))
 	if err != nil {
 		return 0, fmt.Errorf("prune values used once: %w", err)
 	}
 	return n, nil
 }
-
-// enterpriseSchema is migration step 16 (sqlshared.EnterpriseSchema).
-var enterpriseSchema = sqlshared.EnterpriseSchema
