@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/spacefix/spacefix/internal/textfmt"
 	"github.com/spacefix/spacefix/internal/store"
 	"github.com/spacefix/spacefix/internal/store/sqlshared"
+	"github.com/spacefix/spacefix/internal/textfmt"
 )
 
 // The call log's writes differ between the engines (COPY on PostgreSQL,
