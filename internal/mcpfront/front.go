@@ -6,14 +6,19 @@
 // point, cache, repeat-safe ids, delivery to one replica or a job, result
 // checks and the call log.
 //
+// A POST is read and decoded once, in dispatch, into one request value
+// (request.go) that every later step reads; go-sdk's handlers find it in the
+// key's token info, the channel go-sdk offers from the HTTP layer.
+//
 // go-sdk serves what it serves as designed: sessions, the GET stream,
 // initialize, the list methods and their list_changed notifications. The
 // wire of a plain tools/call, in both eras, is the gateway's own (early.go,
-// written byte for byte as go-sdk writes it: gosdkwire.go), and so are the
-// tasks of both eras, which go-sdk does not implement: go-sdk's per-request
-// work costs more than the rest of a call, and bending it to serve a call it
-// did not parse takes side channels. docs/go-sdk-gaps.md lists each gap
-// worked around, with its upstream issue.
+// written byte for byte as go-sdk writes it: gosdkwire.go), including a 2025
+// session call's questions to its client and their answers (ask_stream.go),
+// and so are the tasks of both eras, which go-sdk does not implement:
+// go-sdk's per-request work costs more than the rest of a call, and bending
+// it to serve a call it did not parse takes side channels.
+// docs/go-sdk-gaps.md lists each gap worked around, with its upstream issue.
 package mcpfront
 
 import (
