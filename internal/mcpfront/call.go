@@ -33,8 +33,8 @@ func shareResult(r *mcp.CallToolResult) *mcp.CallToolResult {
 // Progress is best effort: a line the client cannot take is dropped, and
 // the call goes on.
 // Lines are numbered on from sent, the lines the call passed on before.
-func progressSender(ctx context.Context, req *mcp.CallToolRequest, sent int) func(string) {
-	token := req.Params.GetProgressToken()
+func progressSender(ctx context.Context, req *callRequest, sent int) func(string) {
+	token := req.progressToken()
 	if token == nil {
 		return nil
 	}
@@ -42,8 +42,8 @@ func progressSender(ctx context.Context, req *mcp.CallToolRequest, sent int) fun
 	switch ns := earlySinkOf(ctx); {
 	case ns != nil:
 		send = func(p *mcp.ProgressNotificationParams) { ns.notify("notifications/progress", p) }
-	case req.Session != nil:
-		send = func(p *mcp.ProgressNotificationParams) { req.Session.NotifyProgress(ctx, p) }
+	case req.session != nil:
+		send = func(p *mcp.ProgressNotificationParams) { req.session.NotifyProgress(ctx, p) }
 	default:
 		return nil
 	}

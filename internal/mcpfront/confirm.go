@@ -176,8 +176,8 @@ func errBadAnswer(format string, args ...any) error {
 
 // answer reads the user's answer to question input from a retried call; the
 // error says why there is none.
-func answer(req *mcp.CallToolRequest, input string) (accepted bool, err error) {
-	r, ok := req.Params.InputResponses[input].(*mcp.ElicitResult)
+func answer(req *callRequest, input string) (accepted bool, err error) {
+	r, ok := req.inputResponses[input].(*mcp.ElicitResult)
 	if !ok {
 		return false, errNoAnswer
 	}

@@ -31,7 +31,7 @@ import (
 //   - a cache hit: the stored result, encoded for the era when it was
 //     cached, goes out without running the tool handler;
 //   - any other call: it runs the same tool handler go-sdk would run
-//     ([Front.tracedToolHandler]); its progress lines (if it gave a progress
+//     ([Front.tracedCall]); its progress lines (if it gave a progress
 //     token), its log messages (at the level the client asked for: the
 //     request's _meta at 2026-07-28, logging/setLevel in a session) and then
 //     its result or error are written as go-sdk writes them (at 2026-07-28
@@ -192,11 +192,7 @@ func (f *Front) callEarly(ctx context.Context, r *http.Request, t *agents.Tool, 
 			return nil, err // parseEarly read it: not reached
 		}
 	}
-	req := &mcp.CallToolRequest{
-		Session: ss,
-		Params:  &mcp.CallToolParamsRaw{Name: call.name, Arguments: call.args, Meta: meta},
-		Extra:   &mcp.RequestExtra{TokenInfo: auth.TokenInfoFromContext(r.Context()), Header: r.Header},
-	}
+	req := &callRequest{name: call.name, args: call.args, meta: meta, session: ss, token: auth.TokenInfoFromContext(r.Context())}
 	// Progress lines and log messages go out on the answer's stream before
 	// the result, as go-sdk sends a request's notifications.
 	ctx = withToolCall(ctx, &toolCall{tool: t, controls: c, sink: &sink, ask: ask})
@@ -205,7 +201,7 @@ func (f *Front) callEarly(ctx context.Context, r *http.Request, t *agents.Tool, 
 		err = e
 	})
 	recovery.Hook("mcp tools/call")
-	return f.tracedToolHandler(ctx, req) // no tracer: the client's trace context still goes on
+	return f.tracedCall(ctx, req) // no tracer: the client's trace context still goes on
 }
 
 // earlySink is, for a call answered before go-sdk (toolCall.sink), where

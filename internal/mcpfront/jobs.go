@@ -106,7 +106,7 @@ func (f *Front) asJob(ctx context.Context, p *pickRequest) bool {
 // runJob starts call, picked with the project's longest task as its wait,
 // as a job, and answers the client at wait: the result if the job ended by
 // then, else the job reference.
-func (f *Front) runJob(ctx context.Context, req *mcp.CallToolRequest, t *agents.Tool, key store.Key, call *route.Call, start time.Time, wait time.Duration,
+func (f *Front) runJob(ctx context.Context, req *callRequest, t *agents.Tool, key store.Key, call *route.Call, start time.Time, wait time.Duration,
 	shape func(context.Context, json.RawMessage) (json.RawMessage, string)) (*mcp.CallToolResult, error) {
 	// The job's progress lines reach this call while it waits: queued by
 	// the job's own goroutine, never blocking it, and sent from here, so

@@ -14,7 +14,7 @@ import (
 
 // waitOn waits for the call's next event, passing its progress lines and
 // log messages to the client of req.
-func waitOn(ctx context.Context, req *mcp.CallToolRequest, call *route.Call) route.Result {
+func waitOn(ctx context.Context, req *callRequest, call *route.Call) route.Result {
 	call.OnLog = logSender(ctx, req)
 	return call.Wait(ctx, progressSender(ctx, req, call.ProgressSent()))
 }
@@ -23,7 +23,7 @@ func waitOn(ctx context.Context, req *mcp.CallToolRequest, call *route.Call) rou
 // notifications/message. go-sdk applies the level the client asked for:
 // logging/setLevel on a session, the request's _meta logLevel on
 // 2026-07-28; without either nothing is sent, as the spec has it.
-func logSender(ctx context.Context, req *mcp.CallToolRequest) func(agentproto.Message) {
+func logSender(ctx context.Context, req *callRequest) func(agentproto.Message) {
 	var send func(p *mcp.LoggingMessageParams)
 	switch ns := earlySinkOf(ctx); {
 	case ns != nil:
@@ -37,8 +37,8 @@ func logSender(ctx context.Context, req *mcp.CallToolRequest) func(agentproto.Me
 				ns.notify("notifications/message", p)
 			}
 		}
-	case req.Session != nil:
-		send = func(p *mcp.LoggingMessageParams) { req.Session.Log(ctx, p) }
+	case req.session != nil:
+		send = func(p *mcp.LoggingMessageParams) { req.session.Log(ctx, p) }
 	default:
 		return nil
 	}

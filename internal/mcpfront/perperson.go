@@ -285,7 +285,7 @@ func (f *Front) refusedAgain(rep *agents.Replica, name string, caps []string) *u
 // sent. It returns the new call and how it is going (for [Front.await]),
 // or the answer. A repeat-safe tool's request id goes on with the new
 // call.
-func (f *Front) retryTool(ctx context.Context, req *mcp.CallToolRequest, p pickRequest, first *route.Call, res route.Result) (*route.Call, route.Result, *mcp.CallToolResult, error) {
+func (f *Front) retryTool(ctx context.Context, req *callRequest, p pickRequest, first *route.Call, res route.Result) (*route.Call, route.Result, *mcp.CallToolResult, error) {
 	t, rep := p.Tool, first.Replica()
 	caller, err := f.caller(ctx, p.Key, nil)
 	if err != nil {

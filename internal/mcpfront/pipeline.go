@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/spacefix/spacefix/internal/access"
@@ -18,7 +19,9 @@ import (
 
 // The tools/call pipeline. A plain call, whether go-sdk parsed it (its
 // tool handler, [Front.toolHandler]) or the early path did (early.go,
-// [Front.callEarly]), is one [toolCall] value that goes down one ordered
+// [Front.callEarly]), is one [callRequest] — the stages never see a request
+// of go-sdk's types that go-sdk did not parse — in one [toolCall] value
+// that goes down one ordered
 // list of stages, each a small type in a file of its own (stage_*.go):
 //
 //	admit    the tool in the caller's view, the call's own lifetime
@@ -99,10 +102,10 @@ const (
 // middleware or the early path makes it (newToolCall) with the tool it
 // admitted; the stages fill in the rest.
 type toolCall struct {
-	req      *mcp.CallToolRequest // the request as go-sdk's types hold it
-	key      store.Key            // the client key it came with
-	tool     *agents.Tool         // nil: not admitted
-	controls *access.Controls     // the project's controls it was admitted under
+	req      *callRequest     // the request, whoever read it
+	key      store.Key        // the client key it came with
+	tool     *agents.Tool     // nil: not admitted
+	controls *access.Controls // the project's controls it was admitted under
 
 	// sink, set for a call the early path answers, is where its
 	// notifications go (its answer's stream); nil: through the session.
@@ -125,6 +128,41 @@ type toolCall struct {
 	res     route.Result    // how the call stands
 	settled bool            // how it stands is known: only shape is left
 	pol     *callPolicy     // the policy's view of it (policy_call.go); nil: none
+}
+
+// callRequest is a tools/call as the stages read it, whoever parsed it:
+// go-sdk (its tool handler, [Front.toolHandler], turns its request into
+// one), the early path (early.go) or a task's entry (tasks_modern.go,
+// tasks_session_call.go). None of them makes a request of go-sdk's types
+// that go-sdk did not parse.
+type callRequest struct {
+	name           string
+	args           json.RawMessage
+	meta           mcp.Meta
+	requestState   string               // a 2026-07-28 retry's
+	inputResponses mcp.InputResponseMap // and the user's answers in it
+	// session is the call's session: a 2025 session's, or the one go-sdk
+	// makes for a 2026-07-28 request it serves (its notifications go
+	// there); nil for a call the early path or a task's entry serves at
+	// 2026-07-28.
+	session *mcp.ServerSession
+	// token is the key's token info, with the request value (request.go).
+	token *auth.TokenInfo
+}
+
+// progressToken returns the progress token the client sent, or nil.
+func (r *callRequest) progressToken() any { return r.meta["progressToken"] }
+
+// sdkCall is go-sdk's tools/call as the stages read it.
+func sdkCall(req *mcp.CallToolRequest) *callRequest {
+	c := &callRequest{token: tokenOf(req.Extra)}
+	if ss, ok := req.GetSession().(*mcp.ServerSession); ok {
+		c.session = ss
+	}
+	if p := req.Params; p != nil {
+		c.name, c.args, c.meta, c.requestState, c.inputResponses = p.Name, p.Arguments, p.Meta, p.RequestState, p.InputResponses
+	}
+	return c
 }
 
 // taskRun is how a task-augmented call runs, and how its start went.
@@ -160,14 +198,20 @@ func (f *Front) runToolCall(ctx context.Context, c *toolCall) (*mcp.CallToolResu
 	return next{f, 0}.run(ctx, c)
 }
 
-// toolHandler runs a tools/call down the pipeline: the tool handler go-sdk
-// calls, and the one the early path calls as go-sdk would.
+// toolHandler is the tool handler go-sdk calls: its request goes down the
+// pipeline ([Front.serveCall]).
 func (f *Front) toolHandler(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	return f.tracedCall(ctx, sdkCall(req))
+}
+
+// serveCall runs a tools/call down the pipeline, whoever parsed it: go-sdk
+// (toolHandler) or the early path.
+func (f *Front) serveCall(ctx context.Context, req *callRequest) (*mcp.CallToolResult, error) {
 	c := toolCallFrom(ctx)
 	if c == nil || c.tool == nil {
-		return nil, fmt.Errorf("Tool %s not found", trimName(req.Params.Name))
+		return nil, fmt.Errorf("Tool %s not found", trimName(req.name))
 	}
 	c.req = req
-	c.key, _ = keyFrom(req.Extra.TokenInfo)
+	c.key, _ = keyFrom(req.token)
 	return next{f, 0}.run(ctx, c)
 }

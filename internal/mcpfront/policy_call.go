@@ -72,8 +72,8 @@ func (f *Front) policyFor(ctx context.Context, c *toolCall) *callPolicy {
 		caller = agentproto.Caller{KeyID: c.key.ID, KeyName: c.key.Name, Project: c.key.ProjectName}
 	}
 	args := c.args
-	if args == nil && c.req != nil && c.req.Params != nil {
-		args = c.req.Params.Arguments // a resumed call: as the client sent them again
+	if args == nil && c.req != nil {
+		args = c.req.args // a resumed call: as the client sent them again
 	}
 	c.pol = &callPolicy{
 		f: f, project: c.key.ProjectID, p: c.controls.Policy,

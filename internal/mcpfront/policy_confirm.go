@@ -61,7 +61,7 @@ func (f *Front) isPolicyState(state string) bool {
 // request: nil when the call may go on, else its answer.
 func (f *Front) policyConfirm(ctx context.Context, c *toolCall, pc *callPolicy, d policy.Decision) (*mcp.CallToolResult, error) {
 	if c.task != nil {
-		if caps, _ := declared(c.req.Session, c.req.Params.Meta); !slices.Contains(caps, "elicitation") {
+		if caps, _ := declared(c.req.session, c.req.meta); !slices.Contains(caps, "elicitation") {
 			pc.words[0] += ": the client cannot ask"
 			return f.refuse(c, fmt.Sprintf(msgCannotConfirm, d.Rule)), nil
 		}
@@ -70,7 +70,7 @@ func (f *Front) policyConfirm(ctx context.Context, c *toolCall, pc *callPolicy, 
 		return nil, nil
 	}
 	digest := confirmDigest(c)
-	if state := c.req.Params.RequestState; state != "" {
+	if state := c.req.requestState; state != "" {
 		head, id, keyID, ok := f.held.open(state)
 		want, expiry, _ := strings.Cut(id, " ")
 		exp, _ := strconv.ParseInt(expiry, 10, 64)
@@ -88,7 +88,7 @@ func (f *Front) policyConfirm(ctx context.Context, c *toolCall, pc *callPolicy, 
 			return nil, nil
 		}
 	}
-	if caps, _ := declared(c.req.Session, c.req.Params.Meta); !slices.Contains(caps, "elicitation") {
+	if caps, _ := declared(c.req.session, c.req.meta); !slices.Contains(caps, "elicitation") {
 		pc.words[0] += ": the client cannot ask"
 		return f.refuse(c, fmt.Sprintf(msgCannotConfirm, d.Rule)), nil
 	}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -121,13 +122,18 @@ func (f *Front) serveInSession(w http.ResponseWriter, r *http.Request) {
 	f.stateful.ServeHTTP(w, r)
 }
 
-// hangUp returns the context of the HTTP request a call came in, which
-// ends when its client hangs up; nil if there is none.
-func hangUp(extra *mcp.RequestExtra) context.Context {
+// tokenOf returns the token info of a request go-sdk serves, or nil.
+func tokenOf(extra *mcp.RequestExtra) *auth.TokenInfo {
 	if extra == nil {
 		return nil
 	}
-	if req := requestOf(extra.TokenInfo); req != nil {
+	return extra.TokenInfo
+}
+
+// hangUp returns the context of the HTTP request a call came in, which
+// ends when its client hangs up; nil if there is none.
+func hangUp(token *auth.TokenInfo) context.Context {
+	if req := requestOf(token); req != nil {
 		return req.ctx
 	}
 	return nil

@@ -23,11 +23,11 @@ func (admitStage) serve(ctx context.Context, f *Front, c *toolCall, next next) (
 	// session.
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	if hung := hangUp(c.req.Extra); hung != nil {
+	if hung := hangUp(c.req.token); hung != nil {
 		defer context.AfterFunc(hung, func() { cancel(context.Canceled) })()
 	}
-	if c.req.Session != nil && c.task == nil {
-		defer f.viewFor(c.key).trackCall(c.req.Session.ID(), cancel)()
+	if c.req.session != nil && c.task == nil {
+		defer f.viewFor(c.key).trackCall(c.req.session.ID(), cancel)()
 	}
 	return next.run(ctx, c)
 }

@@ -26,7 +26,7 @@ type resolveStage struct{}
 
 func (resolveStage) serve(ctx context.Context, f *Front, c *toolCall, next next) (*mcp.CallToolResult, error) {
 	req := c.req
-	c.pick = pickRequest{Tool: c.tool, Key: c.key, Args: req.Params.Arguments, Caps: callerCaps(req.Session, req.Params.Meta)}
+	c.pick = pickRequest{Tool: c.tool, Key: c.key, Args: req.args, Caps: callerCaps(req.session, req.meta)}
 	if c.task != nil {
 		c.pick.Wait = f.tasks.Limit(ctx, c.key.ProjectID) // a task may run up to the project's longest
 	} else {

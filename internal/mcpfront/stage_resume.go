@@ -16,22 +16,22 @@ type resumeStage struct{}
 
 func (resumeStage) serve(ctx context.Context, f *Front, c *toolCall, next next) (*mcp.CallToolResult, error) {
 	req := c.req
-	if req.Params.RequestState == "" {
+	if req.requestState == "" {
 		c.start = time.Now()
 		return next.run(ctx, c)
 	}
-	if f.isPolicyState(req.Params.RequestState) {
+	if f.isPolicyState(req.requestState) {
 		// The user's answer to the policy's question: the call is made
 		// now, and the policy stage reads the answer (policy_confirm.go).
 		c.start = time.Now()
 		return next.run(ctx, c)
 	}
-	h, err := f.held.resume(req.Params.RequestState, c.key.ID)
+	h, err := f.held.resume(req.requestState, c.key.ID)
 	if err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
 	}
 	if h.asked != nil {
-		h.respond(req.Params.InputResponses)
+		h.respond(req.inputResponses)
 	} else {
 		accepted, err := answer(req, h.input)
 		h.call.Answer(h.input, accepted, err)

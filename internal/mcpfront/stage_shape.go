@@ -43,11 +43,11 @@ func (shapeStage) serve(ctx context.Context, f *Front, c *toolCall, next next) (
 
 // await passes the agent's questions to the user until the call ends, then
 // logs it and turns how it ended into the client's answer.
-func (f *Front) await(ctx context.Context, req *mcp.CallToolRequest, t *agents.Tool, key store.Key, call *route.Call, res route.Result, start time.Time, pol *callPolicy) (*mcp.CallToolResult, error) {
+func (f *Front) await(ctx context.Context, req *callRequest, t *agents.Tool, key store.Key, call *route.Call, res route.Result, start time.Time, pol *callPolicy) (*mcp.CallToolResult, error) {
 	for res.Question != nil {
 		q := res.Question
 		if q.Type == agentproto.TypeAsk {
-			reqs, state, again, err := f.askClient(ctx, req.Session, req.Params.Meta, call, q, key.ID, start, func(res route.Result, start time.Time) {
+			reqs, state, again, err := f.askClient(ctx, req.session, req.meta, call, q, key.ID, start, func(res route.Result, start time.Time) {
 				f.toolResult(t, key, res, start, nil)
 			})
 			if again {
@@ -59,14 +59,14 @@ func (f *Front) await(ctx context.Context, req *mcp.CallToolRequest, t *agents.T
 			}
 			return &mcp.CallToolResult{InputRequests: reqs, RequestState: state}, nil
 		}
-		caps, modern := declared(req.Session, req.Params.Meta)
+		caps, modern := declared(req.session, req.meta)
 		if !slices.Contains(caps, "elicitation") {
 			call.Answer(q.Input, false, errCannotAsk)
 			res = waitOn(ctx, req, call)
 			continue
 		}
-		if !modern && req.Session != nil {
-			accepted, err := confirmOver(ctx, askerFor(ctx, req.Session), q, call.Deadline())
+		if !modern && req.session != nil {
+			accepted, err := confirmOver(ctx, askerFor(ctx, req.session), q, call.Deadline())
 			call.Answer(q.Input, accepted, err)
 			res = waitOn(ctx, req, call)
 			continue

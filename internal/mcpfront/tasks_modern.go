@@ -328,8 +328,8 @@ func (f *Front) extTaskCall(w http.ResponseWriter, r *http.Request, v *view, req
 	}
 	// The call pipeline (pipeline.go) resolves it and starts the task.
 	tr := &taskRun{era: modernVersion}
-	c := &toolCall{key: v.key, tool: t, controls: ctl, task: tr, req: &mcp.CallToolRequest{
-		Params: &mcp.CallToolParamsRaw{Name: req.Params.Name, Arguments: req.Params.Arguments, Meta: mcp.Meta(req.Params.Meta)},
+	c := &toolCall{key: v.key, tool: t, controls: ctl, task: tr, req: &callRequest{
+		name: req.Params.Name, args: req.Params.Arguments, meta: mcp.Meta(req.Params.Meta),
 	}}
 	refused, rpcErr := f.runToolCall(ctx, c)
 	switch {

@@ -138,8 +138,8 @@ func (f *Front) startSessionTask(ctx context.Context, v *view, ss *mcp.ServerSes
 	}
 	// The call pipeline (pipeline.go) resolves it and starts the task.
 	tr := &taskRun{era: tasksVersion, ttl: ttl}
-	c := &toolCall{key: v.key, tool: t, controls: ctl, task: tr, req: &mcp.CallToolRequest{
-		Session: ss, Params: &mcp.CallToolParamsRaw{Name: call.name, Arguments: call.args, Meta: meta},
+	c := &toolCall{key: v.key, tool: t, controls: ctl, task: tr, req: &callRequest{
+		name: call.name, args: call.args, meta: meta, session: ss,
 	}}
 	refused, rpcErr := f.runToolCall(ctx, c)
 	switch {
@@ -176,7 +176,7 @@ func (v *view) taskHangUp(next mcp.MethodHandler) mcp.MethodHandler {
 		if !ok {
 			return next(ctx, method, req)
 		}
-		if hung := hangUp(sr.Extra); hung != nil {
+		if hung := hangUp(tokenOf(sr.Extra)); hung != nil {
 			var cancel context.CancelFunc
 			ctx, cancel = context.WithCancel(ctx)
 			defer cancel()

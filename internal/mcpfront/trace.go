@@ -21,13 +21,13 @@ import (
 // w3c reads the client's trace context.
 var w3c = propagation.TraceContext{}
 
-// tracedToolHandler is [Front.toolHandler] inside the front span.
-func (f *Front) tracedToolHandler(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	if req.Params != nil && req.Params.Meta["traceparent"] != nil {
-		ctx = w3c.Extract(ctx, metaCarrier(req.Params.Meta))
+// tracedCall is [Front.serveCall] inside the front span.
+func (f *Front) tracedCall(ctx context.Context, req *callRequest) (*mcp.CallToolResult, error) {
+	if req.meta["traceparent"] != nil {
+		ctx = w3c.Extract(ctx, metaCarrier(req.meta))
 	}
 	if f.tracer == nil {
-		return f.toolHandler(ctx, req)
+		return f.serveCall(ctx, req)
 	}
 	name := "tools/call"
 	attrs := []attribute.KeyValue{
@@ -40,12 +40,12 @@ func (f *Front) tracedToolHandler(ctx context.Context, req *mcp.CallToolRequest)
 		name += " " + t.Name
 		attrs = append(attrs, attribute.String("gen_ai.tool.name", t.Name))
 	}
-	if key, ok := keyFrom(req.Extra.TokenInfo); ok {
+	if key, ok := keyFrom(req.token); ok {
 		attrs = append(attrs, attribute.Int64("spacefix.project.id", key.ProjectID))
 	}
 	ctx, span := f.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
 	defer span.End()
-	out, err := f.toolHandler(ctx, req)
+	out, err := f.serveCall(ctx, req)
 	switch {
 	case err != nil:
 		span.SetAttributes(attribute.String("error.type", "jsonrpc"))

@@ -193,7 +193,7 @@ func (v *view) sync() {
 	}
 	v.syncJobTool(slow, keep) // jobs.go
 	mirror(v.tools, tools, keep, func(t *mcp.Tool) string { return t.Name },
-		func(t *mcp.Tool) { v.server.AddTool(t, v.f.tracedToolHandler) }, v.server.RemoveTools)
+		func(t *mcp.Tool) { v.server.AddTool(t, v.f.toolHandler) }, v.server.RemoveTools)
 
 	resources := make([]*mcp.Resource, 0, len(snap.ResourceList))
 	var templates []*mcp.ResourceTemplate
