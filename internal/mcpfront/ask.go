@@ -347,7 +347,7 @@ func (h *held) respond(responses mcp.InputResponseMap) {
 // lacks a capability; ended has logged the call), or, on 2026-07-28, with
 // the input requests and the sealed state of the call now held for the
 // client's retry (ended logs it if the retry never comes).
-func (f *Front) askClient(ctx context.Context, ss *mcp.ServerSession, meta mcp.Meta, call *route.Call, q *agentproto.Message,
+func (f *Pipeline) askClient(ctx context.Context, ss *mcp.ServerSession, meta mcp.Meta, call *route.Call, q *agentproto.Message,
 	keyID string, start time.Time, ended func(route.Result, time.Time)) (reqs mcp.InputRequestMap, state string, again bool, err error) {
 	reqs, methods, err := parseAsk(q)
 	if err != nil {

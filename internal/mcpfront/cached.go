@@ -16,7 +16,7 @@ func (c *cachedResult) Size() int64 { return int64(2*len(c.legacy) + len(c.moder
 
 // newCachedResult encodes out, a successful result with no input requests,
 // for both eras.
-func (f *Front) newCachedResult(out *mcp.CallToolResult) *cachedResult {
+func (f *Pipeline) newCachedResult(out *mcp.CallToolResult) *cachedResult {
 	legacy, err1 := f.encodeResult(out, false)
 	modern, err2 := f.encodeResult(out, true)
 	if err1 != nil || err2 != nil {

@@ -51,7 +51,7 @@ type cachedCaller struct {
 // grant) also has the person who approved it, the app and the person's
 // role in the project, looked up once a minute per grant. The error,
 // errWho, is for the client; the log has the cause.
-func (f *Front) caller(ctx context.Context, key store.Key, caps []string) (agentproto.Caller, error) {
+func (f *Pipeline) caller(ctx context.Context, key store.Key, caps []string) (agentproto.Caller, error) {
 	if !key.OAuth {
 		scopes := scopesRW
 		if key.ReadOnly {
@@ -77,7 +77,7 @@ var (
 
 // grantCaller returns who calls with OAuth key (the grant), from the cache
 // or the store.
-func (f *Front) grantCaller(ctx context.Context, key store.Key) (agentproto.Caller, error) {
+func (f *Pipeline) grantCaller(ctx context.Context, key store.Key) (agentproto.Caller, error) {
 	now := time.Now()
 	cs := &f.callers
 	cs.mu.Lock()

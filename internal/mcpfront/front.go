@@ -22,6 +22,7 @@
 package mcpfront
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -137,30 +138,15 @@ type Options struct {
 
 // Front is the MCP endpoint. It is an http.Handler.
 type Front struct {
+	*Pipeline
+
 	sessionPrefix string // see Options.SessionPrefix
 	hostsChecked  bool   // see Options.HostsChecked
-	reg           *agents.Registry
-	store         access.Store
 	verifier      *sfauth.Verifier
 	oauth         *oauth.Server // nil: client keys only
-	calls         *store.CallLog
-	log           *slog.Logger
-	sdkLog        *slog.Logger // go-sdk's, quieter about normal endings: see sdkLogger
-	controls      *access.Cache
-	held          *heldCalls // calls waiting for the user's answer
-	cache         *cache.Cache
-	limiter       *ratelimit.Limiter
-	tracer        trace.Tracer   // nil: no traces
-	tasks         *tasks.Manager // nil: no tasks
-	repeats       *repeats
-	callers       callers          // who is calling, per OAuth grant: caller.go
-	identity      *identity.Signer // nil: no identity tokens (identity.go)
-	upstream      Upstream         // nil: no per-person accounts (perperson.go)
-	impl          *mcp.Implementation
-	policy        policyState // interceptor chains: policy_chains.go
+	sdkLog        *slog.Logger  // go-sdk's, quieter about normal endings: see sdkLogger
 
-	hits       atomic.Int64 // tool calls answered from the cache
-	earlyHits  atomic.Int64 // of those, answered before go-sdk (see early.go)
+	earlyHits  atomic.Int64 // of the cache's hits, answered before go-sdk (see early.go)
 	earlyCalls atomic.Int64 // other tool calls answered before go-sdk
 	earlyNow   atomic.Int64 // of those, at 2026-07-28 and being served now
 
@@ -171,8 +157,7 @@ type Front struct {
 	mu    sync.Mutex
 	views map[string]*view // by client key id
 
-	draining atomic.Bool // see StartDrain
-	inflight inFlight    // POST requests being served, until their response is written
+	inflight inFlight // POST requests being served, until their response is written
 
 	life           lifecycle // see lifecycle.go
 	changes        *changes.Bus
@@ -196,18 +181,24 @@ func New(opts Options) *Front {
 		idem, _ = opts.Store.(store.Idempotency)
 	}
 	f := &Front{
+		Pipeline: &Pipeline{
+			reg: opts.Registry, store: opts.Store, calls: opts.CallLog,
+			log: opts.Logger, controls: access.NewCache(opts.Store, time.Second, policy.Options{Log: opts.Logger}),
+			limiter: opts.Limiter, tasks: opts.Tasks,
+			identity: opts.Identity, upstream: opts.Upstream, policy: policyState{opts: opts.Policy, version: opts.Version},
+			impl: &mcp.Implementation{Name: "spacefix", Title: "Spacefix", Version: opts.Version},
+		},
 		sessionPrefix: opts.SessionPrefix, hostsChecked: opts.HostsChecked,
-		reg: opts.Registry, store: opts.Store, verifier: opts.Verifier, calls: opts.CallLog,
-		log: opts.Logger, controls: access.NewCache(opts.Store, time.Second, policy.Options{Log: opts.Logger}),
-		limiter: opts.Limiter, oauth: opts.OAuth, changes: opts.Changes, tasks: opts.Tasks,
-		identity: opts.Identity, upstream: opts.Upstream, policy: policyState{opts: opts.Policy, version: opts.Version},
+		verifier: opts.Verifier, oauth: opts.OAuth, changes: opts.Changes,
 		views: make(map[string]*view),
-		impl:  &mcp.Implementation{Name: "spacefix", Title: "Spacefix", Version: opts.Version},
 	}
 	if f.log == nil {
 		f.log = slog.Default()
 	}
 	f.policy.log = f.log
+	f.trackCall = func(k store.Key, id string, cancel context.CancelCauseFunc) func() {
+		return f.viewFor(k).trackCall(id, cancel)
+	}
 	if opts.TracerProvider != nil {
 		f.tracer = opts.TracerProvider.Tracer(tracerName, trace.WithInstrumentationVersion(opts.Version))
 	}
@@ -427,7 +418,7 @@ func (f *Front) EarlyStats() (hits, earlyHits, earlyCalls int64) {
 }
 
 // disconnectedMessage says why a call lost its agent.
-func (f *Front) disconnectedMessage() string {
+func (f *Pipeline) disconnectedMessage() string {
 	if f.draining.Load() {
 		return msgShutdown
 	}

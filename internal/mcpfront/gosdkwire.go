@@ -25,7 +25,7 @@ import (
 // 2026-07-28 also the server's identity in _meta (unless r has one) and
 // the result type. go-sdk encodes JSON-RPC messages without escaping HTML;
 // the result's own MarshalJSON does escape it.
-func (f *Front) encodeResult(r *mcp.CallToolResult, modern bool) ([]byte, error) {
+func (f *Pipeline) encodeResult(r *mcp.CallToolResult, modern bool) ([]byte, error) {
 	c := new(mcp.CallToolResult)
 	inputRequired := modern && r.InputRequests != nil
 	if modern {

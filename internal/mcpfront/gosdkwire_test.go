@@ -47,7 +47,7 @@ func TestGoSDKWire(t *testing.T) {
 				return &c, nil
 			})
 	}
-	f := &Front{impl: impl}
+	f := &Pipeline{impl: impl}
 	progress, err := notification("notifications/progress", &mcp.ProgressNotificationParams{ProgressToken: "p", Progress: 1, Message: "half <done>"})
 	if err != nil {
 		t.Fatal(err)

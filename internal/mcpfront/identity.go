@@ -21,7 +21,7 @@ import (
 // identityTokens returns the hook that gives the identity token of a call
 // by caller to a replica of agentKey in project projectID; nil when the
 // gateway signs no tokens or the key asked for none.
-func (f *Front) identityTokens(ctx context.Context, projectID int64, agentKey string, caller agentproto.Caller) func(callID string, deadline time.Time) string {
+func (f *Pipeline) identityTokens(ctx context.Context, projectID int64, agentKey string, caller agentproto.Caller) func(callID string, deadline time.Time) string {
 	if f.identity == nil {
 		return nil
 	}

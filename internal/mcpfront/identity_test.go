@@ -22,7 +22,7 @@ import (
 
 // identityFront is a Front with just what identityTokens reads: a store
 // with one project, an agent key with an audience and one without.
-func identityFront(t *testing.T) (*Front, store.Project) {
+func identityFront(t *testing.T) (*Pipeline, store.Project) {
 	ctx := t.Context()
 	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
 	if err != nil {
@@ -46,7 +46,7 @@ func identityFront(t *testing.T) (*Front, store.Project) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { signer.Close() })
-	return &Front{identity: signer, controls: access.NewCache(st, time.Second, policy.Options{}), log: slog.New(slog.DiscardHandler)}, p
+	return &Pipeline{identity: signer, controls: access.NewCache(st, time.Second, policy.Options{}), log: slog.New(slog.DiscardHandler)}, p
 }
 
 func TestIdentityTokens(t *testing.T) {
@@ -65,7 +65,7 @@ func TestIdentityTokens(t *testing.T) {
 	if n := testing.AllocsPerRun(100, func() { f.identityTokens(t.Context(), p.ID, "key_none", person) }); n != 0 {
 		t.Errorf("a call to a key without an audience allocates %v times for its identity token; want 0", n)
 	}
-	if h := (&Front{controls: f.controls}).identityTokens(t.Context(), p.ID, "key_aud", person); h != nil {
+	if h := (&Pipeline{controls: f.controls}).identityTokens(t.Context(), p.ID, "key_aud", person); h != nil {
 		t.Error("a gateway without a signer got an identity hook")
 	}
 	type claims struct {

@@ -95,7 +95,7 @@ const (
 // support (calls that are tasks of either era never reach the tool
 // handler). If so it makes p a job's: it may run up to the project's
 // longest task, and its handler is told the client can be asked nothing.
-func (f *Front) asJob(ctx context.Context, p *pickRequest) bool {
+func (f *Pipeline) asJob(ctx context.Context, p *pickRequest) bool {
 	if f.tasks == nil || p.Tool.Def.TaskSupport() == agentproto.TaskForbidden {
 		return false
 	}
@@ -106,7 +106,7 @@ func (f *Front) asJob(ctx context.Context, p *pickRequest) bool {
 // runJob starts call, picked with the project's longest task as its wait,
 // as a job, and answers the client at wait: the result if the job ended by
 // then, else the job reference.
-func (f *Front) runJob(ctx context.Context, req *callRequest, t *agents.Tool, key store.Key, call *route.Call, start time.Time, wait time.Duration,
+func (f *Pipeline) runJob(ctx context.Context, req *callRequest, t *agents.Tool, key store.Key, call *route.Call, start time.Time, wait time.Duration,
 	shape func(context.Context, json.RawMessage) (json.RawMessage, string)) (*mcp.CallToolResult, error) {
 	// The job's progress lines reach this call while it waits: queued by
 	// the job's own goroutine, never blocking it, and sent from here, so
@@ -198,7 +198,7 @@ func jobReference(t *agents.Tool, msg string) *mcp.CallToolResult {
 }
 
 // jobHandler serves the job tool (see above).
-func (f *Front) jobHandler(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+func (f *Pipeline) jobHandler(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	key, _ := keyFrom(req.Extra.TokenInfo)
 	if f.tasks == nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "Tool " + JobTool + " not found"}
@@ -234,7 +234,7 @@ func (f *Front) jobHandler(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 
 // jobGet waits up to the project's call wait for job id to end, and
 // answers its result, or its status if it runs on.
-func (f *Front) jobGet(ctx context.Context, key store.Key, owner tasks.Owner, id string) (*mcp.CallToolResult, error) {
+func (f *Pipeline) jobGet(ctx context.Context, key store.Key, owner tasks.Owner, id string) (*mcp.CallToolResult, error) {
 	task, err := f.tasks.Get(ctx, owner, key.ProjectID, id)
 	if err != nil {
 		return f.jobErr(err, id), nil
@@ -285,7 +285,7 @@ func jobResult(t tasks.Task) (*mcp.CallToolResult, error) {
 }
 
 // jobErr is the model's answer when the runtime refused a job request.
-func (f *Front) jobErr(err error, id string) *mcp.CallToolResult {
+func (f *Pipeline) jobErr(err error, id string) *mcp.CallToolResult {
 	if errors.Is(err, tasks.ErrNotFound) {
 		return errorResult(msgJobNotFound) // the same for another caller's job
 	}

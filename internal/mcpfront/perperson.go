@@ -113,7 +113,7 @@ func perPersonTool(t *agents.Tool) bool {
 
 // cacheFor is how long results of t are cached: never for a per-person
 // tool, whose result is the calling person's. c may be nil.
-func (f *Front) cacheFor(c *access.Controls, t *agents.Tool) time.Duration {
+func (f *Pipeline) cacheFor(c *access.Controls, t *agents.Tool) time.Duration {
 	if c == nil || perPersonTool(t) {
 		return 0
 	}
@@ -175,7 +175,7 @@ func personID(caller agentproto.Caller) (int64, bool) {
 // it in connect mode), else the refusal. token, if not "", is the
 // person's token already got (a refresh's): it is used when the account
 // is still the one of the picked replica's remote.
-func (f *Front) checkUpstream(ctx context.Context, call *route.Call, projectID int64, caller agentproto.Caller, name string, caps []string, token string) *upstreamRefusal {
+func (f *Pipeline) checkUpstream(ctx context.Context, call *route.Call, projectID int64, caller agentproto.Caller, name string, caps []string, token string) *upstreamRefusal {
 	rep := call.Replica()
 	pp := perPersonOf(rep)
 	if pp == nil {
@@ -210,7 +210,7 @@ func (f *Front) checkUpstream(ctx context.Context, call *route.Call, projectID i
 
 // upstreamError is the answer to a person whose token could not be got
 // (err, from Token or Refresh).
-func (f *Front) upstreamError(err error, agentKey, host, name string, caps []string) *upstreamRefusal {
+func (f *Pipeline) upstreamError(err error, agentKey, host, name string, caps []string) *upstreamRefusal {
 	switch {
 	case errors.Is(err, errUpstreamNotConnected):
 		return f.connectAnswer(agentKey, host, name, caps, false)
@@ -224,7 +224,7 @@ func (f *Front) upstreamError(err error, agentKey, host, name string, caps []str
 // connectAnswer asks the person to connect their account at host (again,
 // if reconnect) to use name: a URL-mode elicitation of the connect page
 // when the client declared elicitation.url, else the link and what to do.
-func (f *Front) connectAnswer(agentKey, host, name string, caps []string, reconnect bool) *upstreamRefusal {
+func (f *Pipeline) connectAnswer(agentKey, host, name string, caps []string, reconnect bool) *upstreamRefusal {
 	link := f.upstream.ConnectURL(agentKey)
 	r := &upstreamRefusal{msg: fmt.Sprintf(msgConnectLink, host, name, link, name)}
 	if reconnect {
@@ -245,7 +245,7 @@ func upstreamRefused(res route.Result) bool {
 // refreshUpstream refreshes the account of caller's person after the
 // per-person remote of rep refused stale, the token a call carried: the
 // new token, for one more delivery, or the answer when there is none.
-func (f *Front) refreshUpstream(ctx context.Context, rep *agents.Replica, projectID int64, caller agentproto.Caller, name string, caps []string, stale string) (string, *upstreamRefusal) {
+func (f *Pipeline) refreshUpstream(ctx context.Context, rep *agents.Replica, projectID int64, caller agentproto.Caller, name string, caps []string, stale string) (string, *upstreamRefusal) {
 	pp := perPersonOf(rep)
 	userID, ok := personID(caller)
 	if pp == nil || !ok || f.upstream == nil || stale == "" {
@@ -271,7 +271,7 @@ func (f *Front) refreshUpstream(ctx context.Context, rep *agents.Replica, projec
 
 // refusedAgain is the answer when the remote refused the person's token
 // once more, after a refresh.
-func (f *Front) refusedAgain(rep *agents.Replica, name string, caps []string) *upstreamRefusal {
+func (f *Pipeline) refusedAgain(rep *agents.Replica, name string, caps []string) *upstreamRefusal {
 	pp := perPersonOf(rep)
 	if pp == nil || f.upstream == nil {
 		return &upstreamRefusal{msg: fmt.Sprintf(msgUpstreamFailed, "upstream")}
@@ -285,7 +285,7 @@ func (f *Front) refusedAgain(rep *agents.Replica, name string, caps []string) *u
 // sent. It returns the new call and how it is going (for [Front.await]),
 // or the answer. A repeat-safe tool's request id goes on with the new
 // call.
-func (f *Front) retryTool(ctx context.Context, req *callRequest, p pickRequest, first *route.Call, res route.Result) (*route.Call, route.Result, *mcp.CallToolResult, error) {
+func (f *Pipeline) retryTool(ctx context.Context, req *callRequest, p pickRequest, first *route.Call, res route.Result) (*route.Call, route.Result, *mcp.CallToolResult, error) {
 	t, rep := p.Tool, first.Replica()
 	caller, err := f.caller(ctx, p.Key, nil)
 	if err != nil {
@@ -328,7 +328,7 @@ func (f *Front) retryTool(ctx context.Context, req *callRequest, p pickRequest, 
 // answers if the remote refuses the person's token: the account is
 // refreshed, and the person is told to call again, or to connect. Nil
 // when the call carries no token of the gateway's.
-func (f *Front) taskUnauthorized(key store.Key, call *route.Call, name string) func(ctx context.Context) string {
+func (f *Pipeline) taskUnauthorized(key store.Key, call *route.Call, name string) func(ctx context.Context) string {
 	stale := call.UpstreamToken()
 	if stale == "" {
 		return nil

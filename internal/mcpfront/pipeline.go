@@ -70,12 +70,12 @@ var toolStages = [...]stage{
 // stage is one step of the tools/call pipeline. serve answers the call,
 // or hands it on with next.run.
 type stage interface {
-	serve(ctx context.Context, f *Front, c *toolCall, next next) (*mcp.CallToolResult, error)
+	serve(ctx context.Context, f *Pipeline, c *toolCall, next next) (*mcp.CallToolResult, error)
 }
 
 // next runs the stages after the current one.
 type next struct {
-	f *Front
+	f *Pipeline
 	i int // index in toolStages of the stage it runs
 }
 
@@ -194,19 +194,19 @@ func toolCallFrom(ctx context.Context) *toolCall {
 
 // runToolCall runs c, admitted, down the pipeline: the entry of the task
 // methods of both eras ([Front.extTaskCall], [Front.startSessionTask]).
-func (f *Front) runToolCall(ctx context.Context, c *toolCall) (*mcp.CallToolResult, error) {
+func (f *Pipeline) runToolCall(ctx context.Context, c *toolCall) (*mcp.CallToolResult, error) {
 	return next{f, 0}.run(ctx, c)
 }
 
 // toolHandler is the tool handler go-sdk calls: its request goes down the
 // pipeline ([Front.serveCall]).
-func (f *Front) toolHandler(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+func (f *Pipeline) toolHandler(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	return f.tracedCall(ctx, sdkCall(req))
 }
 
 // serveCall runs a tools/call down the pipeline, whoever parsed it: go-sdk
 // (toolHandler) or the early path.
-func (f *Front) serveCall(ctx context.Context, req *callRequest) (*mcp.CallToolResult, error) {
+func (f *Pipeline) serveCall(ctx context.Context, req *callRequest) (*mcp.CallToolResult, error) {
 	c := toolCallFrom(ctx)
 	if c == nil || c.tool == nil {
 		return nil, fmt.Errorf("Tool %s not found", trimName(req.name))

@@ -35,7 +35,7 @@ func TestToolStagesOrder(t *testing.T) {
 // pass the policy point.
 type countingPolicy struct{ n *atomic.Int64 }
 
-func (p countingPolicy) serve(ctx context.Context, _ *Front, c *toolCall, next next) (*mcp.CallToolResult, error) {
+func (p countingPolicy) serve(ctx context.Context, _ *Pipeline, c *toolCall, next next) (*mcp.CallToolResult, error) {
 	p.n.Add(1)
 	return next.run(ctx, c)
 }
@@ -118,7 +118,7 @@ type recordingStage struct {
 	settle bool
 }
 
-func (s recordingStage) serve(ctx context.Context, _ *Front, c *toolCall, next next) (*mcp.CallToolResult, error) {
+func (s recordingStage) serve(ctx context.Context, _ *Pipeline, c *toolCall, next next) (*mcp.CallToolResult, error) {
 	*s.trail = append(*s.trail, s.name)
 	if s.settle {
 		c.settled = true

@@ -30,7 +30,7 @@ type bridgedAgents struct {
 var _ interceptors.Agents = bridgedAgents{}
 
 // bridged returns the project's way to its bridged agents.
-func (f *Front) bridged(projectID int64) interceptors.Agents {
+func (f *Pipeline) bridged(projectID int64) interceptors.Agents {
 	return bridgedAgents{reg: f.reg, projectID: projectID}
 }
 

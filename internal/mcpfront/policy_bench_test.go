@@ -42,7 +42,7 @@ func BenchmarkPolicyPoint50Rules(b *testing.B) {
 	res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "hello"}}}
 	b.ReportAllocs()
 	for b.Loop() {
-		pc := &callPolicy{f: f, p: p, in: policy.Input{Caller: policyCaller(caller), Tool: c.PolicyTool(t), Args: json.RawMessage(`{"text":"hello"}`)}, ic: invokeContext(caller)}
+		pc := &callPolicy{f: f.Pipeline, p: p, in: policy.Input{Caller: policyCaller(caller), Tool: c.PolicyTool(t), Args: json.RawMessage(`{"text":"hello"}`)}, ic: invokeContext(caller)}
 		if d := pc.decide(policy.OnCall); d.Effect != "" {
 			b.Fatal(d)
 		}

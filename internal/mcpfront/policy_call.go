@@ -25,7 +25,7 @@ import (
 // callPolicy is one call as the policy sees it, and the words of what it
 // did, for the call log (store.Call.Policy).
 type callPolicy struct {
-	f       *Front
+	f       *Pipeline
 	project int64
 	p       *policy.Policy      // nil: interceptors only
 	chain   *interceptors.Chain // nil: no interceptors
@@ -63,7 +63,7 @@ type PolicyObserver interface {
 
 // policyFor returns c's policy, building it the first time; nil when the
 // project has none on calls (rules on list act in the tool's admission).
-func (f *Front) policyFor(ctx context.Context, c *toolCall) *callPolicy {
+func (f *Pipeline) policyFor(ctx context.Context, c *toolCall) *callPolicy {
 	if c.pol != nil || c.controls == nil || c.controls.Policy == nil || !policyOnCalls(c.controls) {
 		return c.pol
 	}
@@ -174,7 +174,7 @@ func (pc *callPolicy) intercept(ctx context.Context, event, phase string, payloa
 
 // logRefusal records a call the policy refused before any agent: in the
 // call log, not billed, with what decided.
-func (f *Front) logRefusal(c *toolCall, msg string) {
+func (f *Pipeline) logRefusal(c *toolCall, msg string) {
 	f.calls.Add(store.Call{
 		Time: c.start, ProjectID: c.key.ProjectID, Kind: agentproto.KindTool, Name: c.tool.Name,
 		KeyID: c.key.ID, Agent: c.tool.AgentKey, Duration: time.Since(c.start), Outcome: store.OutcomeError,
@@ -183,7 +183,7 @@ func (f *Front) logRefusal(c *toolCall, msg string) {
 }
 
 // refuse answers c, not sent, with msg as a tool error, logged.
-func (f *Front) refuse(c *toolCall, msg string) *mcp.CallToolResult {
+func (f *Pipeline) refuse(c *toolCall, msg string) *mcp.CallToolResult {
 	if c.call != nil {
 		c.call.Release()
 	}

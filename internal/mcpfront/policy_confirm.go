@@ -52,14 +52,14 @@ const policyStateHead = "policy."
 const policyInput = "policy-confirm"
 
 // isPolicyState reports whether a requestState is a policy question's.
-func (f *Front) isPolicyState(state string) bool {
+func (f *Pipeline) isPolicyState(state string) bool {
 	head, _, _, ok := f.held.open(state)
 	return ok && head == policyStateHead
 }
 
 // policyConfirm asks the person about c, or reads their answer from c's
 // request: nil when the call may go on, else its answer.
-func (f *Front) policyConfirm(ctx context.Context, c *toolCall, pc *callPolicy, d policy.Decision) (*mcp.CallToolResult, error) {
+func (f *Pipeline) policyConfirm(ctx context.Context, c *toolCall, pc *callPolicy, d policy.Decision) (*mcp.CallToolResult, error) {
 	if c.task != nil {
 		if caps, _ := declared(c.req.session, c.req.meta); !slices.Contains(caps, "elicitation") {
 			pc.words[0] += ": the client cannot ask"
@@ -101,7 +101,7 @@ func (f *Front) policyConfirm(ctx context.Context, c *toolCall, pc *callPolicy, 
 // taskConfirmed reads the answer to the policy's question of task-augmented
 // call c (tasks.Spec.Confirmed): true sends the call; false, with the
 // refusal its task ends with, logged as a plain call's refusal is.
-func (f *Front) taskConfirmed(c *toolCall, pc *callPolicy, d policy.Decision) func(map[string]json.RawMessage) (bool, string) {
+func (f *Pipeline) taskConfirmed(c *toolCall, pc *callPolicy, d policy.Decision) func(map[string]json.RawMessage) (bool, string) {
 	return func(responses map[string]json.RawMessage) (bool, string) {
 		var (
 			r   mcp.ElicitResult

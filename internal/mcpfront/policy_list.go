@@ -30,12 +30,12 @@ import (
 
 // permits reports whether key may see and call t: the access controls,
 // then the project's rules on list.
-func (f *Front) permits(ctx context.Context, key store.Key, c *access.Controls, t *agents.Tool) bool {
+func (f *Pipeline) permits(ctx context.Context, key store.Key, c *access.Controls, t *agents.Tool) bool {
 	return access.For(key, c).Permits(t) && !f.hidden(ctx, key, c, t)
 }
 
 // hidden reports whether a rule on list hides t from key's caller.
-func (f *Front) hidden(ctx context.Context, key store.Key, c *access.Controls, t *agents.Tool) bool {
+func (f *Pipeline) hidden(ctx context.Context, key store.Key, c *access.Controls, t *agents.Tool) bool {
 	if !c.Policy.Has(policy.OnList) {
 		return false
 	}

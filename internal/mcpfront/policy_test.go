@@ -67,7 +67,7 @@ func TestCallPolicyWords(t *testing.T) {
 		{"name":"shadow","on":"call","effect":"deny","mode":"audit"},
 		{"name":"broken","on":"call","when":"args.missing.x > 1","effect":"deny","mode":"audit"},
 		{"name":"amount-limit","on":"call","when":"args.amount > 500","effect":"deny"}]}`)
-	pc := &callPolicy{f: &Front{}, p: p, in: policy.Input{Tool: policy.Tool{Name: "pay"}, Args: json.RawMessage(`{"amount":600}`)}}
+	pc := &callPolicy{f: &Pipeline{}, p: p, in: policy.Input{Tool: policy.Tool{Name: "pay"}, Args: json.RawMessage(`{"amount":600}`)}}
 	if d := pc.decide(policy.OnCall); d.Effect != policy.Deny || d.Rule != "amount-limit" {
 		t.Fatalf("decision %+v", d)
 	}
@@ -94,7 +94,7 @@ func TestPolicyUnknownPersonRefused(t *testing.T) {
 			args:     json.RawMessage(`{}`),
 		}
 	}
-	out, err := policyStage{}.serve(context.Background(), f, call(), next{f, shapeAt})
+	out, err := policyStage{}.serve(context.Background(), f.Pipeline, call(), next{f.Pipeline, shapeAt})
 	if err != nil || out == nil || !out.IsError || firstText(out) != errWho.Error() {
 		t.Fatalf("a call whose person cannot be looked up = %+v, %v; want the tool error %q", out, err, errWho)
 	}

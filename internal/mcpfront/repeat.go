@@ -129,7 +129,7 @@ func recordKey(projectID int64, tool string, idHash []byte) string {
 // ids, as they share their tasks) and else the client key, so that the
 // same id from two callers is two deliveries, and nobody replays, joins or
 // learns of another's call. The error (errWho) is for the client.
-func (f *Front) requestKey(ctx context.Context, key store.Key, id string) ([]byte, error) {
+func (f *Pipeline) requestKey(ctx context.Context, key store.Key, id string) ([]byte, error) {
 	owner := "key:" + key.ID
 	if key.OAuth {
 		c, err := f.caller(ctx, key, nil)
@@ -172,7 +172,7 @@ func argsHash(args json.RawMessage) []byte {
 // call; or nil when call is to be sent, with its id claimed (and marked a
 // retry if it follows an unknown outcome). A nil answer with an error is
 // the client's error (it left).
-func (f *Front) repeat(ctx context.Context, t *agents.Tool, key store.Key, c *access.Controls, args json.RawMessage, call *route.Call, start time.Time, pol *callPolicy) (*mcp.CallToolResult, error) {
+func (f *Pipeline) repeat(ctx context.Context, t *agents.Tool, key store.Key, c *access.Controls, args json.RawMessage, call *route.Call, start time.Time, pol *callPolicy) (*mcp.CallToolResult, error) {
 	rs := f.repeats
 	id, ok := requestID(t, args)
 	if !ok || rs.st == nil {
@@ -278,7 +278,7 @@ func (f *Front) repeat(ctx context.Context, t *agents.Tool, key store.Key, c *ac
 // replay answers a repeat with out, the result of call of: no agent is
 // reached; the call log shows a replay, not billed (under a policy, pol,
 // once the policy stage has shaped the answer: [Front.policyResult]).
-func (f *Front) replay(t *agents.Tool, key store.Key, call *route.Call, start time.Time, of string, out *mcp.CallToolResult, outcome string, pol *callPolicy) *mcp.CallToolResult {
+func (f *Pipeline) replay(t *agents.Tool, key store.Key, call *route.Call, start time.Time, of string, out *mcp.CallToolResult, outcome string, pol *callPolicy) *mcp.CallToolResult {
 	call.Release()
 	errText := ""
 	if out.IsError {
@@ -299,7 +299,7 @@ func (f *Front) replay(t *agents.Tool, key store.Key, call *route.Call, start ti
 
 // replayTimeout answers a repeat whose wait ended while the first run of
 // its id went on: a timeout, as the call's own would read.
-func (f *Front) replayTimeout(t *agents.Tool, key store.Key, call *route.Call, start time.Time, of string, pol *callPolicy) *mcp.CallToolResult {
+func (f *Pipeline) replayTimeout(t *agents.Tool, key store.Key, call *route.Call, start time.Time, of string, pol *callPolicy) *mcp.CallToolResult {
 	msg := fmt.Sprintf("Request for tool %q timed out after %dms", t.Name, call.Deadline().Sub(start).Milliseconds())
 	return f.replay(t, key, call, start, of, errorResult(msg), store.OutcomeTimeout, pol)
 }

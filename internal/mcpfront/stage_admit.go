@@ -17,7 +17,7 @@ import (
 // middleware, the early path, or a task's entry.
 type admitStage struct{}
 
-func (admitStage) serve(ctx context.Context, f *Front, c *toolCall, next next) (*mcp.CallToolResult, error) {
+func (admitStage) serve(ctx context.Context, f *Pipeline, c *toolCall, next next) (*mcp.CallToolResult, error) {
 	// A session's calls run in the session's context: end this one when
 	// its client hangs up, as the stateless protocol does, or deletes the
 	// session.
@@ -27,7 +27,7 @@ func (admitStage) serve(ctx context.Context, f *Front, c *toolCall, next next) (
 		defer context.AfterFunc(hung, func() { cancel(context.Canceled) })()
 	}
 	if c.req.session != nil && c.task == nil {
-		defer f.viewFor(c.key).trackCall(c.req.session.ID(), cancel)()
+		defer f.trackCall(c.key, c.req.session.ID(), cancel)()
 	}
 	return next.run(ctx, c)
 }
@@ -47,7 +47,7 @@ func (admitStage) serve(ctx context.Context, f *Front, c *toolCall, next next) (
 // (the rate limit, which the model reads) or a JSON-RPC error ("Tool <name>
 // not found", the same words whether the tool is unknown, disabled or
 // filtered out).
-func (f *Front) admitCall(ctx context.Context, key store.Key, name string, counted bool) (*agents.Tool, *access.Controls, *mcp.CallToolResult, error) {
+func (f *Pipeline) admitCall(ctx context.Context, key store.Key, name string, counted bool) (*agents.Tool, *access.Controls, *mcp.CallToolResult, error) {
 	c := f.controls.Get(ctx, key.ProjectID)
 	if n := c.Settings.RateLimitPerMinute; n > 0 && !counted {
 		if ok, retry := f.limiter.Allow(key.ID, n); !ok {

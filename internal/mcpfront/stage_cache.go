@@ -16,7 +16,7 @@ import (
 // answer is not kept; a task's call is neither looked up nor kept.)
 type cacheStage struct{}
 
-func (cacheStage) serve(ctx context.Context, f *Front, c *toolCall, next next) (*mcp.CallToolResult, error) {
+func (cacheStage) serve(ctx context.Context, f *Pipeline, c *toolCall, next next) (*mcp.CallToolResult, error) {
 	cacheFor := f.cacheFor(c.controls, c.tool)
 	if cacheFor <= 0 || c.task != nil {
 		return next.run(ctx, c)
@@ -39,7 +39,7 @@ func (cacheStage) serve(ctx context.Context, f *Front, c *toolCall, next next) (
 // nil when there is none or the call must go through the pipeline to find
 // it: the early path's look at the cache, before any replica is picked, so
 // only where every replica validates the arguments alike (commonSchema).
-func (f *Front) cachedEarly(v *view, t *agents.Tool, call earlyCall, modern bool) []byte {
+func (f *Pipeline) cachedEarly(v *view, t *agents.Tool, call earlyCall, modern bool) []byte {
 	args, instance, err := prepareArgs(t, call.args)
 	if err != nil {
 		return nil

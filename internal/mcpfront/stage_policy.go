@@ -36,7 +36,7 @@ import (
 // or reaches no agent: only its answer is shaped.
 type policyStage struct{}
 
-func (policyStage) serve(ctx context.Context, f *Front, c *toolCall, next next) (*mcp.CallToolResult, error) {
+func (policyStage) serve(ctx context.Context, f *Pipeline, c *toolCall, next next) (*mcp.CallToolResult, error) {
 	if c.settled {
 		pc := f.policyFor(ctx, c)
 		out, err := next.run(ctx, c)
@@ -73,7 +73,7 @@ func (policyStage) serve(ctx context.Context, f *Front, c *toolCall, next next) 
 // policyResult shapes a call's answer for its caller, then writes its log
 // record, which [Front.toolResult] held so that it says what the policy
 // did. A question for the user (an input_required result) is not shaped.
-func (f *Front) policyResult(ctx context.Context, pc *callPolicy, out *mcp.CallToolResult) *mcp.CallToolResult {
+func (f *Pipeline) policyResult(ctx context.Context, pc *callPolicy, out *mcp.CallToolResult) *mcp.CallToolResult {
 	if pc == nil {
 		return out
 	}
@@ -133,7 +133,7 @@ const msgUnreadable = "This call's result was refused: an interceptor of the pro
 // interceptRequest runs the interceptors' tools/call request phase on c:
 // nil, or the refusal to answer. A rewrite of the arguments replaces
 // them, once validated against the tool's schema on c's replica.
-func (f *Front) interceptRequest(ctx context.Context, c *toolCall, pc *callPolicy) *mcp.CallToolResult {
+func (f *Pipeline) interceptRequest(ctx context.Context, c *toolCall, pc *callPolicy) *mcp.CallToolResult {
 	if pc.chain == nil {
 		return nil
 	}

@@ -13,7 +13,7 @@ import (
 // without the record: its client holds the task id.
 type repeatStage struct{}
 
-func (repeatStage) serve(ctx context.Context, f *Front, c *toolCall, next next) (*mcp.CallToolResult, error) {
+func (repeatStage) serve(ctx context.Context, f *Pipeline, c *toolCall, next next) (*mcp.CallToolResult, error) {
 	if c.tool.Def.IdempotencyKey != "" && c.task == nil {
 		if out, err := f.repeat(ctx, c.tool, c.key, c.controls, c.args, c.call, c.start, c.pol); out != nil || err != nil {
 			return out, err

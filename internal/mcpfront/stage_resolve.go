@@ -24,7 +24,7 @@ import (
 // answers; a pick that found no replica settles the call.
 type resolveStage struct{}
 
-func (resolveStage) serve(ctx context.Context, f *Front, c *toolCall, next next) (*mcp.CallToolResult, error) {
+func (resolveStage) serve(ctx context.Context, f *Pipeline, c *toolCall, next next) (*mcp.CallToolResult, error) {
 	req := c.req
 	c.pick = pickRequest{Tool: c.tool, Key: c.key, Args: req.args, Caps: callerCaps(req.session, req.meta)}
 	if c.task != nil {
@@ -66,7 +66,7 @@ type pickRequest struct {
 // found), for [Front.await] or the task path to answer. A per-person
 // remote's call may instead be refused with rpcErr, a JSON-RPC error (the
 // URL elicitation of a connect page, -32042): see perperson.go.
-func (f *Front) pickCall(ctx context.Context, p pickRequest) (call *route.Call, res route.Result, args json.RawMessage, refused *mcp.CallToolResult, rpcErr error) {
+func (f *Pipeline) pickCall(ctx context.Context, p pickRequest) (call *route.Call, res route.Result, args json.RawMessage, refused *mcp.CallToolResult, rpcErr error) {
 	t := p.Tool
 	// (Arguments over the project's limit were refused in dispatch,
 	// before go-sdk parsed them.)
@@ -147,7 +147,7 @@ func invalidArgs(t *agents.Tool, err error) string {
 }
 
 // wait is how long a call to t waits for its result. c may be nil.
-func (f *Front) wait(ctx context.Context, t *agents.Tool, key store.Key, c *access.Controls) time.Duration {
+func (f *Pipeline) wait(ctx context.Context, t *agents.Tool, key store.Key, c *access.Controls) time.Duration {
 	if t.Def.TimeoutMs > 0 {
 		return time.Duration(t.Def.TimeoutMs) * time.Millisecond
 	}

@@ -14,7 +14,7 @@ import (
 // call that asked is not cached.)
 type resumeStage struct{}
 
-func (resumeStage) serve(ctx context.Context, f *Front, c *toolCall, next next) (*mcp.CallToolResult, error) {
+func (resumeStage) serve(ctx context.Context, f *Pipeline, c *toolCall, next next) (*mcp.CallToolResult, error) {
 	req := c.req
 	if req.requestState == "" {
 		c.start = time.Now()

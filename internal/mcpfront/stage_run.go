@@ -15,7 +15,7 @@ import (
 // tool's wait, which settles it for shapeStage.
 type runStage struct{}
 
-func (runStage) serve(ctx context.Context, f *Front, c *toolCall, _ next) (*mcp.CallToolResult, error) {
+func (runStage) serve(ctx context.Context, f *Pipeline, c *toolCall, _ next) (*mcp.CallToolResult, error) {
 	if tr := c.task; tr != nil {
 		tr.task, tr.err = f.tasks.Run(ctx, tasks.Spec{Key: c.key, Tool: c.tool, Call: c.call, Era: tr.era, TTL: tr.ttl, Start: c.start,
 			Unauthorized: f.taskUnauthorized(c.key, c.call, c.tool.Name), Shape: c.pol.taskShaper(),

@@ -23,7 +23,7 @@ import (
 // itself (a job, a refusal on retry) is not shaped again.
 type shapeStage struct{}
 
-func (shapeStage) serve(ctx context.Context, f *Front, c *toolCall, next next) (*mcp.CallToolResult, error) {
+func (shapeStage) serve(ctx context.Context, f *Pipeline, c *toolCall, next next) (*mcp.CallToolResult, error) {
 	if c.task != nil {
 		// A task's entry answers in its era's words: the task, or how
 		// the pick ended (c.res).
@@ -43,7 +43,7 @@ func (shapeStage) serve(ctx context.Context, f *Front, c *toolCall, next next) (
 
 // await passes the agent's questions to the user until the call ends, then
 // logs it and turns how it ended into the client's answer.
-func (f *Front) await(ctx context.Context, req *callRequest, t *agents.Tool, key store.Key, call *route.Call, res route.Result, start time.Time, pol *callPolicy) (*mcp.CallToolResult, error) {
+func (f *Pipeline) await(ctx context.Context, req *callRequest, t *agents.Tool, key store.Key, call *route.Call, res route.Result, start time.Time, pol *callPolicy) (*mcp.CallToolResult, error) {
 	for res.Question != nil {
 		q := res.Question
 		if q.Type == agentproto.TypeAsk {
@@ -95,7 +95,7 @@ func (f *Front) await(ctx context.Context, req *callRequest, t *agents.Tool, key
 // toolResult turns how a call ended into the client's result, and logs the
 // call if it reached an agent: at once, or, for a call under a policy
 // (pol), once the policy stage has shaped the result ([Front.policyResult]).
-func (f *Front) toolResult(t *agents.Tool, key store.Key, res route.Result, start time.Time, pol *callPolicy) *mcp.CallToolResult {
+func (f *Pipeline) toolResult(t *agents.Tool, key store.Key, res route.Result, start time.Time, pol *callPolicy) *mcp.CallToolResult {
 	var (
 		out     *mcp.CallToolResult
 		errText string

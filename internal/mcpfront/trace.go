@@ -22,7 +22,7 @@ import (
 var w3c = propagation.TraceContext{}
 
 // tracedCall is [Front.serveCall] inside the front span.
-func (f *Front) tracedCall(ctx context.Context, req *callRequest) (*mcp.CallToolResult, error) {
+func (f *Pipeline) tracedCall(ctx context.Context, req *callRequest) (*mcp.CallToolResult, error) {
 	if req.meta["traceparent"] != nil {
 		ctx = w3c.Extract(ctx, metaCarrier(req.meta))
 	}
