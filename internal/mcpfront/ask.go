@@ -115,7 +115,7 @@ func declared(ss *mcp.ServerSession, meta mcp.Meta) (caps []string, modern bool)
 	v, _ := meta[mcp.MetaKeyProtocolVersion].(string)
 	if ss != nil {
 		if ip := ss.InitializeParams(); ip != nil {
-			modern = v >= modernVersion || ip.ProtocolVersion >= modernVersion
+			modern = v >= ModernVersion || ip.ProtocolVersion >= ModernVersion
 			c := ip.Capabilities
 			if c == nil {
 				return nil, modern

@@ -58,7 +58,7 @@ type streamAsker struct {
 	v       *view
 	session string
 	ss      *mcp.ServerSession // for the client's capabilities
-	out     *sseStream
+	out     *SSEStream
 
 	mu sync.Mutex // out is written by the requests fulfil sends at once
 }
@@ -154,7 +154,7 @@ func (a *streamAsker) ListRoots(ctx context.Context, p *mcp.ListRootsParams) (*m
 func (a *streamAsker) notify(method string, params any) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.out.notify(method, params)
+	a.out.Notify(method, params)
 }
 
 // send writes a request of method with params on the call's stream and
@@ -179,18 +179,18 @@ func (a *streamAsker) send(ctx context.Context, method string, params any, out a
 		return err
 	}
 	a.mu.Lock()
-	a.out.notifyRaw(msg)
+	a.out.NotifyRaw(msg)
 	a.mu.Unlock()
 	select {
 	case resp := <-answers:
-		if len(resp.rpcErr) > 0 {
+		if len(resp.RPCErr) > 0 {
 			var werr jsonrpc.Error
-			if err := json.Unmarshal(resp.rpcErr, &werr); err != nil {
+			if err := json.Unmarshal(resp.RPCErr, &werr); err != nil {
 				return fmt.Errorf("the client's error answer could not be read: %v", err)
 			}
 			return &werr
 		}
-		if err := json.Unmarshal(resp.result, out); err != nil {
+		if err := json.Unmarshal(resp.Result, out); err != nil {
 			return fmt.Errorf("unmarshaling %s result: %w", method, err)
 		}
 		return nil
@@ -202,7 +202,7 @@ func (a *streamAsker) send(ctx context.Context, method string, params any, out a
 // awaitAnswer opens a wait for the client's response to a request of
 // session id this call sends: its id, where the response arrives, and the
 // function that closes the wait; ok is false when the session is gone.
-func (v *view) awaitAnswer(id string) (rid int64, answers <-chan *request, forget func(), ok bool) {
+func (v *view) awaitAnswer(id string) (rid int64, answers <-chan *Request, forget func(), ok bool) {
 	v.sess.mu.Lock()
 	defer v.sess.mu.Unlock()
 	s := v.sess.m[id]
@@ -210,11 +210,11 @@ func (v *view) awaitAnswer(id string) (rid int64, answers <-chan *request, forge
 		return 0, nil, nil, false
 	}
 	if s.asked == nil {
-		s.asked = map[int64]chan *request{}
+		s.asked = map[int64]chan *Request{}
 	}
 	v.sess.asks++
 	rid = streamAskBase + v.sess.asks
-	ch := make(chan *request, 1)
+	ch := make(chan *Request, 1)
 	s.asked[rid] = ch
 	return rid, ch, func() {
 		v.sess.mu.Lock()
@@ -226,12 +226,12 @@ func (v *view) awaitAnswer(id string) (rid int64, answers <-chan *request, forge
 // deliver hands req, a client's response POSTed to session id, to the
 // early call waiting for it, and reports whether one was: then the
 // response is the gateway's, not go-sdk's.
-func (v *view) deliver(id string, req *request) bool {
-	if req.method != "" || len(req.id) == 0 || (req.result == nil && req.rpcErr == nil) {
+func (v *view) deliver(id string, req *Request) bool {
+	if req.Method != "" || len(req.ID) == 0 || (req.Result == nil && req.RPCErr == nil) {
 		return false
 	}
 	var rid int64
-	if json.Unmarshal(req.id, &rid) != nil || rid <= streamAskBase {
+	if json.Unmarshal(req.ID, &rid) != nil || rid <= streamAskBase {
 		return false
 	}
 	v.sess.mu.Lock()

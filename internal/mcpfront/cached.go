@@ -17,8 +17,8 @@ func (c *cachedResult) Size() int64 { return int64(2*len(c.legacy) + len(c.moder
 // newCachedResult encodes out, a successful result with no input requests,
 // for both eras.
 func (f *Pipeline) newCachedResult(out *mcp.CallToolResult) *cachedResult {
-	legacy, err1 := f.encodeResult(out, false)
-	modern, err2 := f.encodeResult(out, true)
+	legacy, err1 := EncodeResult(out, false, f.impl)
+	modern, err2 := EncodeResult(out, true, f.impl)
 	if err1 != nil || err2 != nil {
 		return &cachedResult{res: out}
 	}

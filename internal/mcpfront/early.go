@@ -66,7 +66,7 @@ import (
 // answerEarly answers a tools/call before go-sdk, if it can (see above),
 // and reports whether it did. sessionID is the 2025 session the request
 // names, "" at 2026-07-28.
-func (f *Front) answerEarly(w http.ResponseWriter, r *http.Request, req *request, v *view, sessionID string) bool {
+func (f *Front) answerEarly(w http.ResponseWriter, r *http.Request, req *Request, v *view, sessionID string) bool {
 	if f.tracer != nil || !f.hostsChecked {
 		// Every call gets its span, which go-sdk's path makes; without the
 		// gateway's host check, go-sdk's own (DNS rebinding) must run.
@@ -76,11 +76,11 @@ func (f *Front) answerEarly(w http.ResponseWriter, r *http.Request, req *request
 	if !earlyHeaders(r, modern) {
 		return false
 	}
-	call, ok := parseEarly(req, modern)
+	call, ok := ParseCall(req, modern)
 	if !ok {
 		return false
 	}
-	if modern && (r.Header.Get("Mcp-Method") != "tools/call" || r.Header.Get("Mcp-Name") != call.name) {
+	if modern && (r.Header.Get("Mcp-Method") != "tools/call" || r.Header.Get("Mcp-Name") != call.Name) {
 		return false // go-sdk says which header is wrong
 	}
 	var ss *mcp.ServerSession
@@ -88,13 +88,13 @@ func (f *Front) answerEarly(w http.ResponseWriter, r *http.Request, req *request
 		if ss = v.sessionOf(sessionID); ss == nil {
 			return false // go-sdk answers 404
 		}
-		if p := ss.InitializeParams(); p == nil || p.ProtocolVersion >= modernVersion {
+		if p := ss.InitializeParams(); p == nil || p.ProtocolVersion >= ModernVersion {
 			return false
 		}
 	}
 
 	c := f.controls.Get(r.Context(), v.key.ProjectID)
-	t := f.reg.Snapshot(v.key.ProjectID).Tools[call.name]
+	t := f.reg.Snapshot(v.key.ProjectID).Tools[call.Name]
 	if t == nil || !f.permits(r.Context(), v.key, c, t) || !v.advertisedPlain(t.Name) {
 		return false // go-sdk's path says "not found"
 	}
@@ -123,7 +123,7 @@ func (f *Front) answerEarly(w http.ResponseWriter, r *http.Request, req *request
 	if result == nil && !modern {
 		// A session's call: a notifications/cancelled for its id must
 		// find it, as go-sdk's would.
-		rid, err := jsonrpc.MakeID(idValue(call.id))
+		rid, err := jsonrpc.MakeID(IDValue(call.ID))
 		if err != nil {
 			return false
 		}
@@ -136,11 +136,11 @@ func (f *Front) answerEarly(w http.ResponseWriter, r *http.Request, req *request
 		}
 		defer forget()
 	}
-	out := &sseStream{w: w}
+	out := &SSEStream{W: w}
 	if n := c.Settings.RateLimitPerMinute; n > 0 {
 		if ok, retry := f.limiter.Allow(v.key.ID, n); !ok {
 			f.earlyCalls.Add(1)
-			f.writeEarly(out, call.id, errorResult(ratelimit.Message(n, retry)), nil, modern)
+			f.writeEarly(out, call.ID, errorResult(ratelimit.Message(n, retry)), nil, modern)
 			return true
 		}
 	}
@@ -151,11 +151,11 @@ func (f *Front) answerEarly(w http.ResponseWriter, r *http.Request, req *request
 			f.hits.Add(1)
 			f.earlyHits.Add(1)
 		}
-		out.event(resultMessage(call.id, result))
+		out.Event(ResultMessage(call.ID, result))
 		return true
 	}
 	f.earlyCalls.Add(1)
-	sink := earlySink{notify: out.notify, logLevel: call.logLevel}
+	sink := earlySink{notify: out.Notify, logLevel: call.LogLevel}
 	var ask *streamAsker
 	if modern {
 		f.earlyNow.Add(1) // a stateless request being served (SessionCounts)
@@ -173,7 +173,7 @@ func (f *Front) answerEarly(w http.ResponseWriter, r *http.Request, req *request
 		ask.mu.Lock()
 		defer ask.mu.Unlock()
 	}
-	f.writeEarly(out, call.id, res, err, modern)
+	f.writeEarly(out, call.ID, res, err, modern)
 	return true
 }
 
@@ -185,14 +185,14 @@ func (f *Front) answerEarly(w http.ResponseWriter, r *http.Request, req *request
 // set for a session's call, puts the agent's questions to the client on
 // the answer's stream.
 func (f *Front) callEarly(ctx context.Context, r *http.Request, t *agents.Tool, c *access.Controls,
-	call earlyCall, ss *mcp.ServerSession, sink earlySink, ask *streamAsker) (res *mcp.CallToolResult, err error) {
+	call Call, ss *mcp.ServerSession, sink earlySink, ask *streamAsker) (res *mcp.CallToolResult, err error) {
 	var meta mcp.Meta
-	if call.meta != nil {
-		if err := json.Unmarshal(call.meta, &meta); err != nil {
+	if call.Meta != nil {
+		if err := json.Unmarshal(call.Meta, &meta); err != nil {
 			return nil, err // parseEarly read it: not reached
 		}
 	}
-	req := &callRequest{name: call.name, args: call.args, meta: meta, session: ss, token: auth.TokenInfoFromContext(r.Context())}
+	req := &callRequest{name: call.Name, args: call.Args, meta: meta, session: ss, token: auth.TokenInfoFromContext(r.Context())}
 	// Progress lines and log messages go out on the answer's stream before
 	// the result, as go-sdk sends a request's notifications.
 	ctx = withToolCall(ctx, &toolCall{tool: t, controls: c, sink: &sink, ask: ask})
@@ -216,19 +216,19 @@ type earlySink struct {
 // result type set, content never null) as an SSE event, a JSON-RPC error as
 // an SSE event too, or, at 2026-07-28, as a plain JSON body with the HTTP
 // status the protocol gives its code.
-func (f *Front) writeEarly(out *sseStream, id []byte, res *mcp.CallToolResult, err error, modern bool) {
+func (f *Front) writeEarly(out *SSEStream, id []byte, res *mcp.CallToolResult, err error, modern bool) {
 	if err == nil && res != nil && res.InputRequests != nil && (len(res.Content) > 0 || res.StructuredContent != nil) {
 		err = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "server bug: result has both content and inputRequests"}
 	}
 	if err == nil {
-		b, encErr := f.encodeResult(res, modern)
+		b, encErr := EncodeResult(res, modern, f.impl)
 		if encErr == nil {
-			out.event(resultMessage(id, b))
+			out.Event(ResultMessage(id, b))
 			return
 		}
 		err = encErr
 	}
-	jid, _ := jsonrpc.MakeID(idValue(id))
+	jid, _ := jsonrpc.MakeID(IDValue(id))
 	data, encErr := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: jid, Error: err})
 	if encErr != nil {
 		f.log.Error("encode a tools/call error", "err", encErr)
@@ -245,10 +245,10 @@ func (f *Front) writeEarly(out *sseStream, id []byte, res *mcp.CallToolResult, e
 		}
 	}
 	if status == 0 {
-		out.event(data)
+		out.Event(data)
 		return
 	}
-	out.plain(status, data)
+	out.Plain(status, data)
 }
 
 // earlyHeaders reports whether a POST's headers are those of a request go-sdk
@@ -263,9 +263,9 @@ func earlyHeaders(r *http.Request, modern bool) bool {
 	}
 	pv := r.Header.Get("Mcp-Protocol-Version")
 	if modern {
-		return pv == modernVersion
+		return pv == ModernVersion
 	}
-	return pv == "" || (pv < modernVersion && slices.Contains(mcp.SupportedProtocolVersions(), pv))
+	return pv == "" || (pv < ModernVersion && slices.Contains(mcp.SupportedProtocolVersions(), pv))
 }
 
 // acceptsBoth reports whether Accept takes both application/json and

@@ -7,63 +7,63 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// earlyCall is a tools/call the early path may answer.
-type earlyCall struct {
-	id   []byte // the request's id as sent: an integer or a plain string
-	name string
-	args json.RawMessage
-	meta json.RawMessage // the params' _meta, if any
-	// logLevel is the level of log messages _meta asks for, "" for none
+// Call is a tools/call the early path may answer.
+type Call struct {
+	ID   []byte // the request's id as sent: an integer or a plain string
+	Name string
+	Args json.RawMessage
+	Meta json.RawMessage // the params' _meta, if any
+	// LogLevel is the level of log messages _meta asks for, "" for none
 	// (or a level that is not a string, which go-sdk takes as none).
-	logLevel string
+	LogLevel string
 }
 
-// parseEarly reads a tools/call the early path can answer: one plain
+// ParseCall reads a tools/call the early path can answer: one plain
 // JSON-RPC request (see [request]) with exactly the members it needs, each
 // once, spelled as the protocol spells them, an id echoed as sent, object
 // arguments (or none), and at 2026-07-28 the request _meta go-sdk
 // requires. Anything it does not know means no. Only the client's
 // capabilities and info are decoded, to check their shape as go-sdk will.
-func parseEarly(req *request, modern bool) (earlyCall, bool) {
+func ParseCall(req *Request, modern bool) (Call, bool) {
 	// Any other member of params (requestState, inputResponses, task, ...)
 	// means no.
-	if !req.plain || req.extraTop || req.extraParams || req.task != nil || req.params == nil || req.params[0] != '{' ||
-		string(req.rpc) != `"2.0"` || string(req.methodRaw) != `"tools/call"` || !plainID(req.id) {
-		return earlyCall{}, false
+	if !req.Plain || req.ExtraTop || req.ExtraParams || req.Task != nil || req.Params == nil || req.Params[0] != '{' ||
+		string(req.RPC) != `"2.0"` || string(req.MethodRaw) != `"tools/call"` || !PlainID(req.ID) {
+		return Call{}, false
 	}
-	call := earlyCall{id: req.id, args: req.args, meta: req.meta}
+	call := Call{ID: req.ID, Args: req.Args, Meta: req.Meta}
 	// Arguments left out or null are {}, as on go-sdk's path.
-	if len(call.args) > 0 && call.args[0] != '{' && string(call.args) != "null" {
-		return earlyCall{}, false
+	if len(call.Args) > 0 && call.Args[0] != '{' && string(call.Args) != "null" {
+		return Call{}, false
 	}
 	var ok bool
-	if call.name, ok = jsonString(req.name); !ok || call.name == "" {
-		return earlyCall{}, false
+	if call.Name, ok = JSONString(req.Name); !ok || call.Name == "" {
+		return Call{}, false
 	}
-	if req.meta != nil {
-		if req.meta[0] != '{' {
-			return earlyCall{}, false
+	if req.Meta != nil {
+		if req.Meta[0] != '{' {
+			return Call{}, false
 		}
-		if l, ok := jsonString(req.level); ok {
-			call.logLevel = l
+		if l, ok := JSONString(req.Level); ok {
+			call.LogLevel = l
 		}
 	}
 	if !modern {
 		// A 2025 session's request must not claim the stateless protocol.
-		return call, req.version == nil
+		return call, req.Version == nil
 	}
-	return call, req.meta != nil && modernMeta(req.version, req.caps, req.info)
+	return call, req.Meta != nil && ModernMeta(req.Version, req.Caps, req.Info)
 }
 
-// metaLogLevel is the _meta key of the level of log messages a 2026-07-28
+// MetaLogLevel is the _meta key of the level of log messages a 2026-07-28
 // request wants (mcp.MetaKeyLogLevel, deprecated with logging itself).
-const metaLogLevel = "io.modelcontextprotocol/logLevel"
+const MetaLogLevel = "io.modelcontextprotocol/logLevel"
 
-// modernMeta reports whether a 2026-07-28 request's _meta is what go-sdk
+// ModernMeta reports whether a 2026-07-28 request's _meta is what go-sdk
 // accepts as it is: that version, client capabilities, and client info if
 // any, each of the right shape.
-func modernMeta(version, caps, info []byte) bool {
-	if string(version) != `"`+modernVersion+`"` || len(caps) == 0 || caps[0] != '{' {
+func ModernMeta(version, caps, info []byte) bool {
+	if string(version) != `"`+ModernVersion+`"` || len(caps) == 0 || caps[0] != '{' {
 		return false
 	}
 	if string(caps) != "{}" {
@@ -86,11 +86,11 @@ func modernMeta(version, caps, info []byte) bool {
 	return true
 }
 
-// jsonMembers calls f with the key and the value's bytes of each member of
+// Members calls f with the key and the value's bytes of each member of
 // obj, a JSON object already checked to be valid JSON, in order, until f
 // returns false. It returns false if obj is not an object, a key is
 // spelled with escapes, or f returned false.
-func jsonMembers(obj []byte, f func(key, val []byte) bool) bool {
+func Members(obj []byte, f func(key, val []byte) bool) bool {
 	if len(obj) < 2 || obj[0] != '{' {
 		return false
 	}
@@ -163,9 +163,9 @@ func skipSpace(b []byte, i int) int {
 	return i
 }
 
-// jsonString returns the JSON string raw decoded; ok is false if raw is not
+// JSONString returns the JSON string raw decoded; ok is false if raw is not
 // a string. Plain ASCII without escapes, the usual name, is not decoded.
-func jsonString(raw []byte) (s string, ok bool) {
+func JSONString(raw []byte) (s string, ok bool) {
 	if len(raw) < 2 || raw[0] != '"' {
 		return "", false
 	}
@@ -177,10 +177,10 @@ func jsonString(raw []byte) (s string, ok bool) {
 	return string(raw[1 : len(raw)-1]), true
 }
 
-// plainID reports whether id is one go-sdk writes back exactly as sent: an
+// PlainID reports whether id is one go-sdk writes back exactly as sent: an
 // integer of up to 15 digits, or a string of printable ASCII with no
 // escapes.
-func plainID(id json.RawMessage) bool {
+func PlainID(id json.RawMessage) bool {
 	if len(id) == 0 {
 		return false
 	}

@@ -65,54 +65,54 @@ func TestParseEarly(t *testing.T) {
 		if _, ok := parseEarlyReference([]byte(tt.body), tt.modern); ok != tt.ok && !dup {
 			t.Errorf("%s: the reference parser says %v, want %v", tt.name, ok, tt.ok)
 		}
-		c, ok := parseEarly(decodeRequest([]byte(tt.body)), tt.modern)
+		c, ok := ParseCall(Decode([]byte(tt.body)), tt.modern)
 		if ok != tt.ok {
 			t.Errorf("%s: ok = %v, want %v", tt.name, ok, tt.ok)
 			continue
 		}
-		if ok && (string(c.id) != tt.id || string(c.args) != tt.args || c.name != "t") {
-			t.Errorf("%s: id %s, args %s, name %q; want %s, %s, t", tt.name, c.id, c.args, c.name, tt.id, tt.args)
+		if ok && (string(c.ID) != tt.id || string(c.Args) != tt.args || c.Name != "t") {
+			t.Errorf("%s: id %s, args %s, name %q; want %s, %s, t", tt.name, c.ID, c.Args, c.Name, tt.id, tt.args)
 		}
 	}
 }
 
 // parseEarlyReference is the plain reading parseEarly must agree with:
 // every member decoded with encoding/json into maps.
-func parseEarlyReference(body []byte, modern bool) (earlyCall, bool) {
+func parseEarlyReference(body []byte, modern bool) (Call, bool) {
 	var msg map[string]json.RawMessage
 	if len(body) == 0 || body[0] != '{' || json.Unmarshal(body, &msg) != nil || len(msg) != 4 {
-		return earlyCall{}, false
+		return Call{}, false
 	}
-	if string(msg["jsonrpc"]) != `"2.0"` || string(msg["method"]) != `"tools/call"` || !plainID(msg["id"]) {
-		return earlyCall{}, false
+	if string(msg["jsonrpc"]) != `"2.0"` || string(msg["method"]) != `"tools/call"` || !PlainID(msg["id"]) {
+		return Call{}, false
 	}
 	var params map[string]json.RawMessage
 	if json.Unmarshal(msg["params"], &params) != nil {
-		return earlyCall{}, false
+		return Call{}, false
 	}
-	call := earlyCall{id: msg["id"], args: params["arguments"]}
+	call := Call{ID: msg["id"], Args: params["arguments"]}
 	for k := range params {
 		if k != "name" && k != "arguments" && k != "_meta" {
-			return earlyCall{}, false
+			return Call{}, false
 		}
 	}
-	if (len(call.args) > 0 && call.args[0] != '{' && string(call.args) != "null") || json.Unmarshal(params["name"], &call.name) != nil || call.name == "" {
-		return earlyCall{}, false
+	if (len(call.Args) > 0 && call.Args[0] != '{' && string(call.Args) != "null") || json.Unmarshal(params["name"], &call.Name) != nil || call.Name == "" {
+		return Call{}, false
 	}
 	raw, hasMeta := params["_meta"]
 	var meta map[string]json.RawMessage
 	if hasMeta && (len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, &meta) != nil) {
-		return earlyCall{}, false
+		return Call{}, false
 	}
-	call.meta = raw
-	if l, ok := meta[metaLogLevel]; ok {
-		json.Unmarshal(l, &call.logLevel)
+	call.Meta = raw
+	if l, ok := meta[MetaLogLevel]; ok {
+		json.Unmarshal(l, &call.LogLevel)
 	}
-	version, hasVersion := meta[metaProtocolVersion]
+	version, hasVersion := meta[MetaProtocolVersion]
 	if !modern {
 		return call, !hasVersion
 	}
-	return call, hasMeta && modernMeta(version, meta[mcp.MetaKeyClientCapabilities], meta[mcp.MetaKeyClientInfo])
+	return call, hasMeta && ModernMeta(version, meta[mcp.MetaKeyClientCapabilities], meta[mcp.MetaKeyClientInfo])
 }
 
 // FuzzParseEarly: parseEarly never panics on any body, and whatever it
@@ -133,7 +133,7 @@ func FuzzParseEarly(f *testing.F) {
 		f.Add([]byte(s), true)
 	}
 	f.Fuzz(func(t *testing.T, body []byte, modern bool) {
-		got, ok := parseEarly(decodeRequest(body), modern)
+		got, ok := ParseCall(Decode(body), modern)
 		if !ok {
 			return
 		}
@@ -141,8 +141,8 @@ func FuzzParseEarly(f *testing.F) {
 		if !wok {
 			t.Fatalf("parseEarly took %q (modern %v), the plain reading does not", body, modern)
 		}
-		if !bytes.Equal(got.id, want.id) || got.name != want.name || !bytes.Equal(got.args, want.args) ||
-			!bytes.Equal(got.meta, want.meta) || got.logLevel != want.logLevel {
+		if !bytes.Equal(got.ID, want.ID) || got.Name != want.Name || !bytes.Equal(got.Args, want.Args) ||
+			!bytes.Equal(got.Meta, want.Meta) || got.LogLevel != want.LogLevel {
 			t.Fatalf("parseEarly(%q) = %+v; the plain reading %+v", body, got, want)
 		}
 	})
@@ -154,8 +154,8 @@ func BenchmarkParseEarly(b *testing.B) {
 	body := []byte(`{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/clientCapabilities":{"roots":{"listChanged":true}},"io.modelcontextprotocol/clientInfo":{"name":"spacefix-bench","version":"dev"},"io.modelcontextprotocol/protocolVersion":"2026-07-28"},"name":"echo","arguments":{"text":"hello"}}}`)
 	for _, p := range []struct {
 		name  string
-		parse func([]byte, bool) (earlyCall, bool)
-	}{{"in-place", func(b []byte, modern bool) (earlyCall, bool) { return parseEarly(decodeRequest(b), modern) }}, {"maps", parseEarlyReference}} {
+		parse func([]byte, bool) (Call, bool)
+	}{{"in-place", func(b []byte, modern bool) (Call, bool) { return ParseCall(Decode(b), modern) }}, {"maps", parseEarlyReference}} {
 		b.Run(p.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {

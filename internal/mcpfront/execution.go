@@ -34,7 +34,7 @@ func (v *view) toolExecution(next mcp.MethodHandler) mcp.MethodHandler {
 		switch r := res.(type) {
 		case *mcp.ListToolsResult:
 			list = r
-		case legacyTools:
+		case LegacyTools:
 			list, legacy = r.ListToolsResult, true
 		default:
 			return res, nil

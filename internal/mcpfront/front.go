@@ -53,8 +53,6 @@ import (
 // Path is where the endpoint is mounted.
 const Path = "/mcp"
 
-// modernVersion is the first stateless protocol revision.
-const modernVersion = "2026-07-28"
 
 // Options configure a [Front].
 type Options struct {
@@ -293,7 +291,7 @@ func (f *Front) dispatch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v := f.viewFor(k)
-	var req *request // a POST's message, read once: request.go
+	var req *Request // a POST's message, read once: request.go
 	if r.Method == http.MethodPost {
 		if n := v.inflight.Add(1); n > int64(f.maxInFlight) {
 			v.inflight.Add(-1)
@@ -320,20 +318,19 @@ func (f *Front) dispatch(w http.ResponseWriter, r *http.Request) {
 	f.serveSession(w, r, req, v)
 }
 
-const metaProtocolVersion = "io.modelcontextprotocol/protocolVersion"
 
 // isModern reports whether a request speaks 2026-07-28 or later: by its
 // MCP-Protocol-Version header, or, on a POST (req) outside any session, by
 // the protocol version in the body's _meta.
-func (f *Front) isModern(r *http.Request, req *request) bool {
+func (f *Front) isModern(r *http.Request, req *Request) bool {
 	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" {
-		return v >= modernVersion
+		return v >= ModernVersion
 	}
 	if req == nil || r.Header.Get("Mcp-Session-Id") != "" {
 		return false
 	}
-	v, _ := jsonString(req.version)
-	return v >= modernVersion
+	v, _ := JSONString(req.Version)
+	return v >= ModernVersion
 }
 
 // changed keeps the MCP side equal to what changed, as a subscriber of the

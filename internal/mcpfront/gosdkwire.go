@@ -20,12 +20,12 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// encodeResult is the JSON go-sdk writes as the result of a tools/call that
+// EncodeResult is the JSON go-sdk writes as the result of a tools/call that
 // returned r: content never null (unless input is required); at
 // 2026-07-28 also the server's identity in _meta (unless r has one) and
 // the result type. go-sdk encodes JSON-RPC messages without escaping HTML;
 // the result's own MarshalJSON does escape it.
-func (f *Pipeline) encodeResult(r *mcp.CallToolResult, modern bool) ([]byte, error) {
+func EncodeResult(r *mcp.CallToolResult, modern bool, impl *mcp.Implementation) ([]byte, error) {
 	c := new(mcp.CallToolResult)
 	inputRequired := modern && r.InputRequests != nil
 	if modern {
@@ -48,10 +48,10 @@ func (f *Pipeline) encodeResult(r *mcp.CallToolResult, modern bool) ([]byte, err
 			if c.Meta == nil {
 				c.Meta = mcp.Meta{}
 			}
-			c.Meta[mcp.MetaKeyServerInfo] = f.impl
+			c.Meta[mcp.MetaKeyServerInfo] = impl
 		}
 	}
-	return marshalPlain(c)
+	return MarshalPlain(c)
 }
 
 // resultTypes are empty results whose (unexported) result type go-sdk's
@@ -66,9 +66,9 @@ var resultTypes = func() (rt struct{ complete, inputRequired mcp.CallToolResult 
 	return rt
 }()
 
-// marshalPlain is json.Marshal without escaping HTML, as go-sdk encodes
+// MarshalPlain is json.Marshal without escaping HTML, as go-sdk encodes
 // JSON-RPC messages.
-func marshalPlain(v any) ([]byte, error) {
+func MarshalPlain(v any) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
@@ -78,18 +78,18 @@ func marshalPlain(v any) ([]byte, error) {
 	return bytes.TrimRight(buf.Bytes(), "\n"), nil
 }
 
-// notification is the JSON-RPC notification of method with params, as
+// Notification is the JSON-RPC Notification of method with params, as
 // go-sdk encodes it (no HTML escaping).
-func notification(method string, params any) ([]byte, error) {
-	raw, err := marshalPlain(params)
+func Notification(method string, params any) ([]byte, error) {
+	raw, err := MarshalPlain(params)
 	if err != nil {
 		return nil, err
 	}
 	return jsonrpc.EncodeMessage(&jsonrpc.Request{Method: method, Params: raw})
 }
 
-// idValue is a plain id (see plainID) as JSON-RPC decodes it.
-func idValue(id []byte) any {
+// IDValue is a plain id (see plainID) as JSON-RPC decodes it.
+func IDValue(id []byte) any {
 	if id[0] == '"' {
 		return string(id[1 : len(id)-1])
 	}
@@ -97,8 +97,8 @@ func idValue(id []byte) any {
 	return n
 }
 
-// resultMessage is the JSON-RPC response of request id with result.
-func resultMessage(id, result []byte) []byte {
+// ResultMessage is the JSON-RPC response of request id with result.
+func ResultMessage(id, result []byte) []byte {
 	b := make([]byte, 0, len(`{"jsonrpc":"2.0","id":,"result":}`)+len(id)+len(result))
 	b = append(b, `{"jsonrpc":"2.0","id":`...)
 	b = append(b, id...)
@@ -107,17 +107,17 @@ func resultMessage(id, result []byte) []byte {
 	return append(b, '}')
 }
 
-// sseHeaders sets the headers go-sdk's Streamable HTTP handler sends with
+// SSEHeaders sets the headers go-sdk's Streamable HTTP handler sends with
 // an answer of content type ct ("text/event-stream", or
 // "application/json" for a 2026-07-28 protocol error).
-func sseHeaders(h http.Header, ct string) {
+func SSEHeaders(h http.Header, ct string) {
 	h.Set("Cache-Control", "no-cache, no-transform")
 	h.Set("Content-Type", ct)
 	h.Set("Connection", "keep-alive")
 }
 
-// sseEvent frames msg as go-sdk frames each message of a response stream.
-func sseEvent(msg []byte) []byte {
+// SSEEvent frames msg as go-sdk frames each message of a response stream.
+func SSEEvent(msg []byte) []byte {
 	b := make([]byte, 0, len("event: message\ndata: \n\n")+len(msg))
 	b = append(b, "event: message\ndata: "...)
 	b = append(b, msg...)

@@ -48,7 +48,7 @@ func TestGoSDKWire(t *testing.T) {
 			})
 	}
 	f := &Pipeline{impl: impl}
-	progress, err := notification("notifications/progress", &mcp.ProgressNotificationParams{ProgressToken: "p", Progress: 1, Message: "half <done>"})
+	progress, err := Notification("notifications/progress", &mcp.ProgressNotificationParams{ProgressToken: "p", Progress: 1, Message: "half <done>"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,11 +62,11 @@ func TestGoSDKWire(t *testing.T) {
 				`"_meta":{"progressToken":"p","io.modelcontextprotocol/protocolVersion":"2026-07-28",` +
 				`"io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}}}`
 			got, h := post(t, srv.URL, body, map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": name})
-			enc, err := f.encodeResult(res, true)
+			enc, err := EncodeResult(res, true, f.impl)
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := append(sseEvent(progress), sseEvent(resultMessage([]byte("7"), enc))...)
+			want := append(SSEEvent(progress), SSEEvent(ResultMessage([]byte("7"), enc))...)
 			compareWire(t, name, got, want, h)
 		}
 	})
@@ -91,11 +91,11 @@ func TestGoSDKWire(t *testing.T) {
 		for name, res := range results {
 			body := `{"jsonrpc":"2.0","id":"c-7","method":"tools/call","params":{"name":"` + name + `","arguments":{},"_meta":{"progressToken":"p"}}}`
 			got, h := post(t, srv.URL, body, map[string]string{"Mcp-Session-Id": sid, "Mcp-Protocol-Version": "2025-11-25"})
-			enc, err := f.encodeResult(res, false)
+			enc, err := EncodeResult(res, false, f.impl)
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := append(sseEvent(progress), sseEvent(resultMessage([]byte(`"c-7"`), enc))...)
+			want := append(SSEEvent(progress), SSEEvent(ResultMessage([]byte(`"c-7"`), enc))...)
 			compareWire(t, name, got, want, h)
 		}
 	})
@@ -117,7 +117,7 @@ func compareWire(t *testing.T, name string, got, want []byte, h http.Header) {
 		t.Errorf("%s: go-sdk wrote\n%s\nthe early path writes\n%s", name, g, want)
 	}
 	wantH := http.Header{}
-	sseHeaders(wantH, "text/event-stream")
+	SSEHeaders(wantH, "text/event-stream")
 	for k := range wantH {
 		if h.Get(k) != wantH.Get(k) {
 			t.Errorf("%s: go-sdk's %s header is %q, the early path's %q", name, k, h.Get(k), wantH.Get(k))

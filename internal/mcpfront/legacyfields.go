@@ -7,67 +7,67 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// eraFields removes what protocol 2026-07-28 added to list results, ttlMs
+// EraFields removes what protocol 2026-07-28 added to list results, ttlMs
 // and cacheScope, from the results of older sessions: go-sdk writes them at
 // every version, and a 2025-era schema has no such fields.
 // [mcp.ServerOptions.SetCacheable] cannot drop them (ttlMs is always
 // written), so the results of older sessions are wrapped in types that
 // marshal without them.
-func eraFields(next mcp.MethodHandler) mcp.MethodHandler {
+func EraFields(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		res, err := next(ctx, method, req)
-		if err != nil || res == nil || modernSession(req) {
+		if err != nil || res == nil || ModernSession(req) {
 			return res, err
 		}
 		switch r := res.(type) {
 		case *mcp.ListToolsResult:
-			return legacyTools{r}, nil
+			return LegacyTools{r}, nil
 		case *mcp.ListResourcesResult:
-			return legacyResources{r}, nil
+			return LegacyResources{r}, nil
 		case *mcp.ListResourceTemplatesResult:
-			return legacyTemplates{r}, nil
+			return LegacyTemplates{r}, nil
 		case *mcp.ListPromptsResult:
-			return legacyPrompts{r}, nil
+			return LegacyPrompts{r}, nil
 		case *mcp.ReadResourceResult:
-			return legacyRead{r}, nil
+			return LegacyRead{r}, nil
 		}
 		return res, nil
 	}
 }
 
-// modernSession reports whether req speaks 2026-07-28 or later. A request
+// ModernSession reports whether req speaks 2026-07-28 or later. A request
 // of the new protocol carries its version, which go-sdk keeps as the
 // session's initialize parameters.
-func modernSession(req mcp.Request) bool {
+func ModernSession(req mcp.Request) bool {
 	ss, ok := req.GetSession().(*mcp.ServerSession)
 	if !ok {
 		return true
 	}
 	ip := ss.InitializeParams()
-	return ip == nil || ip.ProtocolVersion >= modernVersion
+	return ip == nil || ip.ProtocolVersion >= ModernVersion
 }
 
 type (
-	legacyTools     struct{ *mcp.ListToolsResult }
-	legacyResources struct {
+	LegacyTools     struct{ *mcp.ListToolsResult }
+	LegacyResources struct {
 		*mcp.ListResourcesResult
 	}
-	legacyTemplates struct {
+	LegacyTemplates struct {
 		*mcp.ListResourceTemplatesResult
 	}
-	legacyPrompts struct{ *mcp.ListPromptsResult }
-	legacyRead    struct{ *mcp.ReadResourceResult }
+	LegacyPrompts struct{ *mcp.ListPromptsResult }
+	LegacyRead    struct{ *mcp.ReadResourceResult }
 )
 
-func (r legacyTools) MarshalJSON() ([]byte, error) { return withoutCacheFields(r.ListToolsResult) }
-func (r legacyResources) MarshalJSON() ([]byte, error) {
+func (r LegacyTools) MarshalJSON() ([]byte, error) { return withoutCacheFields(r.ListToolsResult) }
+func (r LegacyResources) MarshalJSON() ([]byte, error) {
 	return withoutCacheFields(r.ListResourcesResult)
 }
-func (r legacyTemplates) MarshalJSON() ([]byte, error) {
+func (r LegacyTemplates) MarshalJSON() ([]byte, error) {
 	return withoutCacheFields(r.ListResourceTemplatesResult)
 }
-func (r legacyPrompts) MarshalJSON() ([]byte, error) { return withoutCacheFields(r.ListPromptsResult) }
-func (r legacyRead) MarshalJSON() ([]byte, error)    { return withoutCacheFields(r.ReadResourceResult) }
+func (r LegacyPrompts) MarshalJSON() ([]byte, error) { return withoutCacheFields(r.ListPromptsResult) }
+func (r LegacyRead) MarshalJSON() ([]byte, error)    { return withoutCacheFields(r.ReadResourceResult) }
 
 func withoutCacheFields(v any) ([]byte, error) {
 	b, err := json.Marshal(v)

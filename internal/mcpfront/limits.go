@@ -38,7 +38,7 @@ func bodyLimit(argLimit int) int64 {
 // limitBody caps the request body by the project's largest arguments, reads
 // and decodes it (readRequest), and refuses a call whose arguments are over
 // them. It returns nil when it answered the request.
-func (f *Front) limitBody(w http.ResponseWriter, r *http.Request, k store.Key) *request {
+func (f *Front) limitBody(w http.ResponseWriter, r *http.Request, k store.Key) *Request {
 	argLimit := f.controls.Get(r.Context(), k.ProjectID).Settings.ArgumentLimit()
 	limit := bodyLimit(argLimit)
 	if r.ContentLength > limit {
@@ -46,7 +46,7 @@ func (f *Front) limitBody(w http.ResponseWriter, r *http.Request, k store.Key) *
 		return nil
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, limit)
-	req := readRequest(r)
+	req := Read(r)
 	if f.refuseLargeArgs(w, r, req, argLimit) {
 		return nil
 	}
@@ -57,25 +57,25 @@ func (f *Front) limitBody(w http.ResponseWriter, r *http.Request, k store.Key) *
 // tools/call whose arguments are over the project's limit, and returns
 // true. go-sdk, which parses a request several times over (some 20 times
 // its size in allocations), never sees such a request.
-func (f *Front) refuseLargeArgs(w http.ResponseWriter, r *http.Request, req *request, argLimit int) bool {
+func (f *Front) refuseLargeArgs(w http.ResponseWriter, r *http.Request, req *Request, argLimit int) bool {
 	var mbe *http.MaxBytesError
 	switch {
-	case errors.As(req.err, &mbe):
+	case errors.As(req.Err, &mbe):
 		refuse(w, http.StatusRequestEntityTooLarge, fmt.Sprintf(msgBodyOverLimit, textfmt.Thousands(mbe.Limit), textfmt.Thousands(int64(argLimit))))
 		return true
-	case req.err != nil:
-		refuse(w, http.StatusBadRequest, "The gateway could not read the request body: "+req.err.Error())
+	case req.Err != nil:
+		refuse(w, http.StatusBadRequest, "The gateway could not read the request body: "+req.Err.Error())
 		return true
-	case len(req.body) <= argLimit || req.method != "tools/call" || len(req.args) <= argLimit:
+	case len(req.Body) <= argLimit || req.Method != "tools/call" || len(req.Args) <= argLimit:
 		return false
 	}
 	status := http.StatusOK
 	if f.isModern(r, req) {
 		status = http.StatusBadRequest // what 2026-07-28 answers for invalid params
 	}
-	name, _ := jsonString(req.name)
-	refuseCall(w, status, req.callID(), jsonrpc.CodeInvalidParams, fmt.Sprintf(msgArgsTooLarge,
-		trimName(name), textfmt.Thousands(int64(len(req.args))), textfmt.Thousands(int64(argLimit))))
+	name, _ := JSONString(req.Name)
+	refuseCall(w, status, req.CallID(), jsonrpc.CodeInvalidParams, fmt.Sprintf(msgArgsTooLarge,
+		trimName(name), textfmt.Thousands(int64(len(req.Args))), textfmt.Thousands(int64(argLimit))))
 	return true
 }
 

@@ -76,13 +76,13 @@ func TestBodyAllocatedAsItArrives(t *testing.T) {
 		return out.Error.Message
 	}
 	w, r := post(&shortBody{n: 100}, limit)
-	if want := "The gateway could not read the request body: unexpected EOF"; !(&Front{}).refuseLargeArgs(w, r, readRequest(r), argLimit) ||
+	if want := "The gateway could not read the request body: unexpected EOF"; !(&Front{}).refuseLargeArgs(w, r, Read(r), argLimit) ||
 		w.Code != http.StatusBadRequest || message(w) != want {
 		t.Errorf("a body cut short = %d %s; want 400 %q", w.Code, w.Body, want)
 	}
 	w, r = post(&shortBody{n: int(limit) + 1}, -1)
 	want := fmt.Sprintf(msgBodyOverLimit, "9,437,184", "8,388,608")
-	if !(&Front{}).refuseLargeArgs(w, r, readRequest(r), argLimit) || w.Code != http.StatusRequestEntityTooLarge || message(w) != want {
+	if !(&Front{}).refuseLargeArgs(w, r, Read(r), argLimit) || w.Code != http.StatusRequestEntityTooLarge || message(w) != want {
 		t.Errorf("a body over the limit = %d %s; want 413 %q", w.Code, w.Body, want)
 	}
 

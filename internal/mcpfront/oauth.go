@@ -72,8 +72,8 @@ func (c *challengeWriter) WriteHeader(code int) {
 // tools/call of a tool the token would reach with mcp:write: such a call
 // gets 403 insufficient_scope, so the client can ask for more, instead of
 // "not found".
-func (f *Front) needsWrite(ctx context.Context, req *request, k store.Key) bool {
-	name := req.toolName()
+func (f *Front) needsWrite(ctx context.Context, req *Request, k store.Key) bool {
+	name := req.ToolName()
 	if name == "" {
 		return false
 	}

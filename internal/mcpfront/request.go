@@ -27,98 +27,105 @@ import (
 // go-sdk runs in a session's context, not the HTTP request's, still finds
 // the request it came in ([requestOf]) and ends when its client hangs up.
 
-// request is one POST's JSON-RPC message, as dispatch read it.
-type request struct {
-	// ctx is the HTTP request's context: it ends when the client hangs up.
-	ctx  context.Context
-	body []byte // as sent
-	err  error  // reading the body failed; body holds what arrived
+// Request is one POST's JSON-RPC message, as dispatch read it.
+type Request struct {
+	// Ctx is the HTTP request's context: it ends when the client hangs up.
+	Ctx  context.Context
+	Body []byte // as sent
+	Err  error  // reading the body failed; body holds what arrived
 
 	// The envelope's members, each as sent; nil when absent.
-	rpc, id, params []byte
-	method          string // "" when absent or not a string
-	methodRaw       []byte
+	RPC, ID, Params []byte
+	Method          string // "" when absent or not a string
+	MethodRaw       []byte
 
-	// plain: body is one JSON object whose keys (in the envelope, params
+	// Plain: body is one JSON object whose keys (in the envelope, params
 	// and params._meta) are spelled without escapes, and no member this
 	// reading knows comes twice (go-sdk would read the last one). Only a
-	// plain request is answered before go-sdk.
-	plain bool
-	// extraTop: the envelope has a member besides jsonrpc, id, method and
-	// params; extraParams: params has one besides name, arguments, _meta
+	// Plain request is answered before go-sdk.
+	Plain bool
+	// ExtraTop: the envelope has a member besides jsonrpc, id, method and
+	// params; ExtraParams: params has one besides name, arguments, _meta
 	// and task (requestState, inputResponses, ...).
-	extraTop, extraParams bool
+	ExtraTop, ExtraParams bool
 
 	// Members of params, as sent; nil when absent.
-	name, args, meta, task, requestID, capabilities []byte
+	Name, Args, Meta, Task, RequestID, Capabilities []byte
 	// Members of params._meta, as sent; nil when absent.
-	version, caps, info, level []byte
+	Version, Caps, Info, Level []byte
 
-	// result and rpcErr are a response's members (the client answering a
+	// Result and RPCErr are a response's members (the client answering a
 	// request of the gateway's), as sent; nil when absent.
-	result, rpcErr []byte
+	Result, RPCErr []byte
 }
 
-// requestKey is where dispatch puts the request in the token info's Extra.
-const requestKey = "spacefix.request"
+// ModernVersion is the first stateless protocol revision.
+const ModernVersion = "2026-07-28"
 
-// readRequest reads r's body once (bounded by dispatch's MaxBytesReader),
+// MetaProtocolVersion is the _meta key of a 2026-07-28 request's protocol
+// version.
+const MetaProtocolVersion = "io.modelcontextprotocol/protocolVersion"
+
+// RequestKey is where dispatch puts the request in the token info's Extra.
+const RequestKey = "spacefix.request"
+
+// Read reads r's body once (bounded by dispatch's MaxBytesReader),
 // decodes it once, and hands the value on in r's token info. The body is
 // put back for go-sdk to read.
-func readRequest(r *http.Request) *request {
+func Read(r *http.Request) *Request {
 	body, err := readBody(r)
-	req := decodeRequest(body)
-	req.ctx, req.err = r.Context(), err
+	req := Decode(body)
+	req.Ctx, req.Err = r.Context(), err
 	if ti := auth.TokenInfoFromContext(r.Context()); ti != nil && ti.Extra != nil {
-		ti.Extra[requestKey] = req
+		ti.Extra[RequestKey] = req
 	}
 	return req
 }
 
-// requestOf returns the request a handler's token info carries, or nil
+// Of returns the request a handler's token info carries, or nil
 // (a GET, or a request of a test that did not go through dispatch).
-func requestOf(ti *auth.TokenInfo) *request {
+func Of(ti *auth.TokenInfo) *Request {
 	if ti == nil {
 		return nil
 	}
-	req, _ := ti.Extra[requestKey].(*request)
+	req, _ := ti.Extra[RequestKey].(*Request)
 	return req
 }
 
-// decodeRequest reads body in place: json.Valid once, then the members of
+// Decode reads body in place: json.Valid once, then the members of
 // the envelope, of params and of params._meta that routing needs. A key
 // spelled with escapes (rare, and legal) makes it fall back to
 // encoding/json for those members, and the request is not plain.
-func decodeRequest(body []byte) *request {
-	req := &request{body: body}
+func Decode(body []byte) *Request {
+	req := &Request{Body: body}
 	if len(body) == 0 || body[0] != '{' || !json.Valid(body) {
 		return req
 	}
-	req.plain = true
+	req.Plain = true
 	take := func(p *[]byte, val []byte) {
 		if *p != nil {
-			req.plain = false
+			req.Plain = false
 		}
 		*p = val
 	}
-	envelope := jsonMembers(body, func(key, val []byte) bool {
+	envelope := Members(body, func(key, val []byte) bool {
 		switch string(key) {
 		case "jsonrpc":
-			take(&req.rpc, val)
+			take(&req.RPC, val)
 		case "id":
-			take(&req.id, val)
+			take(&req.ID, val)
 		case "method":
-			take(&req.methodRaw, val)
+			take(&req.MethodRaw, val)
 		case "params":
-			take(&req.params, val)
+			take(&req.Params, val)
 		case "result":
-			take(&req.result, val)
-			req.extraTop = true
+			take(&req.Result, val)
+			req.ExtraTop = true
 		case "error":
-			take(&req.rpcErr, val)
-			req.extraTop = true
+			take(&req.RPCErr, val)
+			req.ExtraTop = true
 		default:
-			req.extraTop = true
+			req.ExtraTop = true
 		}
 		return true
 	})
@@ -126,27 +133,27 @@ func decodeRequest(body []byte) *request {
 		req.decodeEscaped()
 		return req
 	}
-	req.method, _ = jsonString(req.methodRaw)
-	if len(req.params) == 0 || req.params[0] != '{' {
+	req.Method, _ = JSONString(req.MethodRaw)
+	if len(req.Params) == 0 || req.Params[0] != '{' {
 		return req
 	}
-	if !jsonMembers(req.params, func(key, val []byte) bool {
+	if !Members(req.Params, func(key, val []byte) bool {
 		switch string(key) {
 		case "name":
-			take(&req.name, val)
+			take(&req.Name, val)
 		case "arguments":
-			take(&req.args, val)
+			take(&req.Args, val)
 		case "_meta":
-			take(&req.meta, val)
+			take(&req.Meta, val)
 		case "task":
-			take(&req.task, val)
+			take(&req.Task, val)
 		default:
-			req.extraParams = true
+			req.ExtraParams = true
 			switch string(key) {
 			case "requestId":
-				take(&req.requestID, val)
+				take(&req.RequestID, val)
 			case "capabilities":
-				take(&req.capabilities, val)
+				take(&req.Capabilities, val)
 			}
 		}
 		return true
@@ -154,16 +161,16 @@ func decodeRequest(body []byte) *request {
 		req.decodeEscaped()
 		return req
 	}
-	if len(req.meta) > 0 && req.meta[0] == '{' && !jsonMembers(req.meta, func(key, val []byte) bool {
+	if len(req.Meta) > 0 && req.Meta[0] == '{' && !Members(req.Meta, func(key, val []byte) bool {
 		switch string(key) {
-		case metaProtocolVersion:
-			take(&req.version, val)
+		case MetaProtocolVersion:
+			take(&req.Version, val)
 		case mcp.MetaKeyClientCapabilities:
-			take(&req.caps, val)
+			take(&req.Caps, val)
 		case mcp.MetaKeyClientInfo:
-			take(&req.info, val)
-		case metaLogLevel:
-			take(&req.level, val)
+			take(&req.Info, val)
+		case MetaLogLevel:
+			take(&req.Level, val)
 		}
 		return true
 	}) {
@@ -174,8 +181,8 @@ func decodeRequest(body []byte) *request {
 
 // decodeEscaped reads the members routing needs with encoding/json, for
 // a body whose keys use escapes; such a request is never plain.
-func (req *request) decodeEscaped() {
-	req.plain = false
+func (req *Request) decodeEscaped() {
+	req.Plain = false
 	var env struct {
 		RPC    json.RawMessage `json:"jsonrpc"`
 		ID     json.RawMessage `json:"id"`
@@ -189,30 +196,30 @@ func (req *request) decodeEscaped() {
 			Capabilities json.RawMessage            `json:"capabilities"`
 		} `json:"params"`
 	}
-	if json.Unmarshal(req.body, &env) != nil {
+	if json.Unmarshal(req.Body, &env) != nil {
 		return
 	}
 	p := env.Params
-	req.rpc, req.id, req.methodRaw = env.RPC, env.ID, env.Method
-	req.method, _ = jsonString(req.methodRaw)
-	req.name, req.args, req.task, req.requestID, req.capabilities = p.Name, p.Arguments, p.Task, p.RequestID, p.Capabilities
-	req.version, req.caps, req.info, req.level = p.Meta[metaProtocolVersion], p.Meta[mcp.MetaKeyClientCapabilities], p.Meta[mcp.MetaKeyClientInfo], p.Meta[metaLogLevel]
+	req.RPC, req.ID, req.MethodRaw = env.RPC, env.ID, env.Method
+	req.Method, _ = JSONString(req.MethodRaw)
+	req.Name, req.Args, req.Task, req.RequestID, req.Capabilities = p.Name, p.Arguments, p.Task, p.RequestID, p.Capabilities
+	req.Version, req.Caps, req.Info, req.Level = p.Meta[MetaProtocolVersion], p.Meta[mcp.MetaKeyClientCapabilities], p.Meta[mcp.MetaKeyClientInfo], p.Meta[MetaLogLevel]
 }
 
-// toolName returns params.name of a tools/call, "" for anything else.
-func (req *request) toolName() string {
-	if req == nil || req.method != "tools/call" {
+// ToolName returns params.name of a tools/call, "" for anything else.
+func (req *Request) ToolName() string {
+	if req == nil || req.Method != "tools/call" {
 		return ""
 	}
-	name, _ := jsonString(req.name)
+	name, _ := JSONString(req.Name)
 	return name
 }
 
-// callID returns the request's id as sent, or null (a notification, or a
+// CallID returns the request's id as sent, or null (a notification, or a
 // body that is not JSON), for an error answer's id.
-func (req *request) callID() json.RawMessage {
-	if req == nil || len(req.id) == 0 {
+func (req *Request) CallID() json.RawMessage {
+	if req == nil || len(req.ID) == 0 {
 		return json.RawMessage("null")
 	}
-	return req.id
+	return req.ID
 }

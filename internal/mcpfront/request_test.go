@@ -33,30 +33,30 @@ func TestDecodeRequest(t *testing.T) {
 		{body: `not json`},
 		{body: ``},
 	} {
-		req := decodeRequest([]byte(tt.body))
-		got := []string{string(req.id), req.method, string(req.name), string(req.args), string(req.version), string(req.requestID), string(req.capabilities)}
+		req := Decode([]byte(tt.body))
+		got := []string{string(req.ID), req.Method, string(req.Name), string(req.Args), string(req.Version), string(req.RequestID), string(req.Capabilities)}
 		want := []string{tt.id, tt.method, tt.name, tt.args, tt.version, tt.requestID, tt.caps}
 		for i := range got {
 			if got[i] != want[i] {
 				t.Errorf("decodeRequest(%s): member %d = %q, want %q", tt.body, i, got[i], want[i])
 			}
 		}
-		if req.plain != tt.plain || req.extraTop != tt.extraTop || req.extraParams != tt.extraP {
+		if req.Plain != tt.plain || req.ExtraTop != tt.extraTop || req.ExtraParams != tt.extraP {
 			t.Errorf("decodeRequest(%s): plain %v extraTop %v extraParams %v, want %v %v %v", tt.body,
-				req.plain, req.extraTop, req.extraParams, tt.plain, tt.extraTop, tt.extraP)
+				req.Plain, req.ExtraTop, req.ExtraParams, tt.plain, tt.extraTop, tt.extraP)
 		}
-		if want := tt.id; want == "" && string(req.callID()) != "null" || want != "" && string(req.callID()) != want {
-			t.Errorf("decodeRequest(%s).callID() = %s, want %q (or null)", tt.body, req.callID(), want)
+		if want := tt.id; want == "" && string(req.CallID()) != "null" || want != "" && string(req.CallID()) != want {
+			t.Errorf("decodeRequest(%s).callID() = %s, want %q (or null)", tt.body, req.CallID(), want)
 		}
 	}
-	var none *request
-	if string(none.callID()) != "null" || none.toolName() != "" {
+	var none *Request
+	if string(none.CallID()) != "null" || none.ToolName() != "" {
 		t.Error("a GET (no request) has an id or a tool name")
 	}
-	if declaresTasks(decodeRequest([]byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"capabilities":{"tasks":null}}}`))) {
+	if declaresTasks(Decode([]byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"capabilities":{"tasks":null}}}`))) {
 		t.Error("capabilities.tasks null declares tasks")
 	}
-	if !declaresTasks(decodeRequest([]byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"capabilities":{"tasks":{"requests":{}}}}}`))) {
+	if !declaresTasks(Decode([]byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"capabilities":{"tasks":{"requests":{}}}}}`))) {
 		t.Error("capabilities.tasks {...} does not declare tasks")
 	}
 }

@@ -48,7 +48,7 @@ type sessState struct {
 	tasks bool
 	// asked are the requests early calls sent the client and wait for
 	// the response to, by id (ask_stream.go).
-	asked map[int64]chan *request
+	asked map[int64]chan *Request
 }
 
 // sessions are the view's live sessions by id, pruned of closed ones.
@@ -198,12 +198,12 @@ func (w *sessionStart) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // declaresTasks reports whether an initialize request's client declares
 // the tasks capability (capabilities.tasks, 2025-11-25).
-func declaresTasks(req *request) bool {
+func declaresTasks(req *Request) bool {
 	var tasks []byte
-	if req == nil || req.method != "initialize" || len(req.capabilities) == 0 || req.capabilities[0] != '{' {
+	if req == nil || req.Method != "initialize" || len(req.Capabilities) == 0 || req.Capabilities[0] != '{' {
 		return false
 	}
-	jsonMembers(req.capabilities, func(key, val []byte) bool {
+	Members(req.Capabilities, func(key, val []byte) bool {
 		if string(key) == "tasks" {
 			tasks = val
 		}
@@ -249,8 +249,8 @@ func (v *view) trackEarly(id string, rid jsonrpc.ID, cancel context.CancelFunc) 
 // cancelEarly passes a session's notifications/cancelled (req) to the
 // call answered before go-sdk that it names, if any. go-sdk gets the
 // notification too, and ignores an id it does not serve.
-func (v *view) cancelEarly(id string, req *request) {
-	if req.method != "notifications/cancelled" || len(req.requestID) == 0 {
+func (v *view) cancelEarly(id string, req *Request) {
+	if req.Method != "notifications/cancelled" || len(req.RequestID) == 0 {
 		return
 	}
 	v.sess.mu.Lock()
@@ -261,7 +261,7 @@ func (v *view) cancelEarly(id string, req *request) {
 		return
 	}
 	var raw any
-	if json.Unmarshal(req.requestID, &raw) != nil {
+	if json.Unmarshal(req.RequestID, &raw) != nil {
 		return
 	}
 	rid, err := jsonrpc.MakeID(raw)

@@ -69,7 +69,7 @@ func (v *view) endCalls(id string, wait time.Duration) {
 // serveSession serves a request of the 2025 protocol: it keeps the key's
 // sessions within the cap, notes what each session is doing, and ends the
 // calls of a session its client deletes.
-func (f *Front) serveSession(w http.ResponseWriter, r *http.Request, req *request, v *view) {
+func (f *Front) serveSession(w http.ResponseWriter, r *http.Request, req *Request, v *view) {
 	id := r.Header.Get("Mcp-Session-Id")
 	switch {
 	case r.Method == http.MethodPost && id == "":
@@ -79,7 +79,7 @@ func (f *Front) serveSession(w http.ResponseWriter, r *http.Request, req *reques
 		v.sess.initMu.Lock()
 		defer v.sess.initMu.Unlock()
 		if !v.admit(f.maxSessions) {
-			refuseCall(w, http.StatusTooManyRequests, req.callID(), codeLimit, fmt.Sprintf(msgTooManySessions, f.maxSessions))
+			refuseCall(w, http.StatusTooManyRequests, req.CallID(), codeLimit, fmt.Sprintf(msgTooManySessions, f.maxSessions))
 			return
 		}
 		// Recorded before the answer leaves: the client's next request,
@@ -133,8 +133,8 @@ func tokenOf(extra *mcp.RequestExtra) *auth.TokenInfo {
 // hangUp returns the context of the HTTP request a call came in, which
 // ends when its client hangs up; nil if there is none.
 func hangUp(token *auth.TokenInfo) context.Context {
-	if req := requestOf(token); req != nil {
-		return req.ctx
+	if req := Of(token); req != nil {
+		return req.Ctx
 	}
 	return nil
 }

@@ -2,57 +2,57 @@ package mcpfront
 
 import "net/http"
 
-// sseStream is an early answer as go-sdk writes one: SSE events, the
+// SSEStream is an early answer as go-sdk writes one: SSE events, the
 // headers going out with the first.
-type sseStream struct {
-	w       http.ResponseWriter
+type SSEStream struct {
+	W       http.ResponseWriter
 	started bool
 }
 
-// event writes one SSE event carrying msg.
-func (s *sseStream) event(msg []byte) {
+// Event writes one SSE Event carrying msg.
+func (s *SSEStream) Event(msg []byte) {
 	if !s.started {
-		sseHeaders(s.w.Header(), "text/event-stream")
-		s.w.WriteHeader(http.StatusOK)
+		SSEHeaders(s.W.Header(), "text/event-stream")
+		s.W.WriteHeader(http.StatusOK)
 		s.started = true
 	}
-	s.w.Write(sseEvent(msg))
+	s.W.Write(SSEEvent(msg))
 }
 
-// notify sends a notification of the request as an event, at once: the
+// Notify sends a notification of the request as an event, at once: the
 // client sees it while the call goes on.
-func (s *sseStream) notify(method string, params any) {
-	msg, err := notification(method, params)
+func (s *SSEStream) Notify(method string, params any) {
+	msg, err := Notification(method, params)
 	if err != nil {
 		return
 	}
-	s.event(msg)
-	if fl, ok := s.w.(http.Flusher); ok {
+	s.Event(msg)
+	if fl, ok := s.W.(http.Flusher); ok {
 		fl.Flush()
 	}
 }
 
-// notifyRaw sends msg, a JSON-RPC message already encoded, as an event,
+// NotifyRaw sends msg, a JSON-RPC message already encoded, as an event,
 // at once.
-func (s *sseStream) notifyRaw(msg []byte) {
-	s.event(msg)
-	if fl, ok := s.w.(http.Flusher); ok {
+func (s *SSEStream) NotifyRaw(msg []byte) {
+	s.Event(msg)
+	if fl, ok := s.W.(http.Flusher); ok {
 		fl.Flush()
 	}
 }
 
-// plain writes msg as a plain JSON body with status, as go-sdk writes a
+// Plain writes msg as a Plain JSON body with status, as go-sdk writes a
 // 2026-07-28 protocol error. Once events went out, the status can no
 // longer change: msg goes as one more event. (go-sdk v1.8.0 writes it
 // unframed there, which no client can read; this is the one place the
 // early path answers differently, on purpose.)
-func (s *sseStream) plain(status int, msg []byte) {
+func (s *SSEStream) Plain(status int, msg []byte) {
 	if s.started {
-		s.event(msg)
+		s.Event(msg)
 		return
 	}
-	sseHeaders(s.w.Header(), "application/json")
-	s.w.WriteHeader(status)
+	SSEHeaders(s.W.Header(), "application/json")
+	s.W.WriteHeader(status)
 	s.started = true
-	s.w.Write(msg)
+	s.W.Write(msg)
 }

@@ -15,15 +15,15 @@ func (f *Front) SessionCounts() map[string]int {
 	out := map[string]int{}
 	for _, v := range vs {
 		for s := range v.server.Sessions() {
-			era := modernVersion
-			if p := s.InitializeParams(); p != nil && p.ProtocolVersion != "" && p.ProtocolVersion < modernVersion {
+			era := ModernVersion
+			if p := s.InitializeParams(); p != nil && p.ProtocolVersion != "" && p.ProtocolVersion < ModernVersion {
 				era = p.ProtocolVersion
 			}
 			out[era]++
 		}
 	}
 	if n := f.earlyNow.Load(); n > 0 {
-		out[modernVersion] += int(n)
+		out[ModernVersion] += int(n)
 	}
 	return out
 }

@@ -98,7 +98,7 @@ type extParams struct {
 // serveTasksModern answers a 2026-07-28 request of the tasks extension
 // (see above) and reports whether it did; false leaves the request, its
 // body unread, to the early path and go-sdk.
-func (f *Front) serveTasksModern(w http.ResponseWriter, r *http.Request, msg *request, v *view) bool {
+func (f *Front) serveTasksModern(w http.ResponseWriter, r *http.Request, msg *Request, v *view) bool {
 	if f.tasks == nil {
 		return false
 	}
@@ -229,18 +229,18 @@ func (f *Front) answerOutstanding(ctx context.Context, owner tasks.Owner, projec
 // capabilities, as go-sdk requires of a stateless request. ok is false for
 // anything else. Of the request read in dispatch, only params are
 // decoded, once.
-func parseExtRequest(msg *request, r *http.Request, method string) (req extRequest, ok bool) {
-	if rpc, _ := jsonString(msg.rpc); rpc != "2.0" || msg.method != method || len(msg.params) == 0 {
+func parseExtRequest(msg *Request, r *http.Request, method string) (req extRequest, ok bool) {
+	if rpc, _ := JSONString(msg.RPC); rpc != "2.0" || msg.Method != method || len(msg.Params) == 0 {
 		return req, false
 	}
 	var params struct {
 		extParams
 		InputResponses json.RawMessage `json:"inputResponses"`
 	}
-	if err := json.Unmarshal(msg.params, &params); err != nil {
+	if err := json.Unmarshal(msg.Params, &params); err != nil {
 		return req, false
 	}
-	req.JSONRPC, req.ID, req.Method, req.Params = "2.0", json.RawMessage(msg.id), method, params.extParams
+	req.JSONRPC, req.ID, req.Method, req.Params = "2.0", json.RawMessage(msg.ID), method, params.extParams
 	if len(req.ID) == 0 || (req.ID[0] != '"' && (req.ID[0] < '0' || req.ID[0] > '9') && req.ID[0] != '-') {
 		return req, false // a notification, or an id go-sdk refuses
 	}
@@ -327,7 +327,7 @@ func (f *Front) extTaskCall(w http.ResponseWriter, r *http.Request, v *view, req
 		return true
 	}
 	// The call pipeline (pipeline.go) resolves it and starts the task.
-	tr := &taskRun{era: modernVersion}
+	tr := &taskRun{era: ModernVersion}
 	c := &toolCall{key: v.key, tool: t, controls: ctl, task: tr, req: &callRequest{
 		name: req.Params.Name, args: req.Params.Arguments, meta: mcp.Meta(req.Params.Meta),
 	}}

@@ -26,7 +26,7 @@ func (f *Front) listenExtTasks(w http.ResponseWriter, r *http.Request, v *view, 
 		f.writeExtError(w, req.ID, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: msgExtInternal})
 		return
 	}
-	subID := idValue(req.ID)
+	subID := IDValue(req.ID)
 	want := map[string]bool{}
 	var agreed []tasks.Task
 	for _, id := range req.Params.Notifications.TaskIDs {
@@ -50,12 +50,12 @@ func (f *Front) listenExtTasks(w http.ResponseWriter, r *http.Request, v *view, 
 	})
 	defer unsubscribe()
 
-	out := &sseStream{w: w}
+	out := &SSEStream{W: w}
 	ids := make([]string, 0, len(agreed))
 	for _, t := range agreed {
 		ids = append(ids, t.ID)
 	}
-	out.notify("notifications/subscriptions/acknowledged", map[string]any{
+	out.Notify("notifications/subscriptions/acknowledged", map[string]any{
 		"notifications": map[string]any{"taskIds": ids},
 		"_meta":         map[string]any{mcp.MetaKeySubscriptionID: subID},
 	})
@@ -67,7 +67,7 @@ func (f *Front) listenExtTasks(w http.ResponseWriter, r *http.Request, v *view, 
 		sent[t.ID] = t
 		n := f.extDetailedTask(t, "")
 		n.Meta = map[string]any{mcp.MetaKeySubscriptionID: subID}
-		out.notify("notifications/tasks", n)
+		out.Notify("notifications/tasks", n)
 	}
 	for _, t := range agreed {
 		send(t)

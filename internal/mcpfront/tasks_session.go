@@ -63,7 +63,7 @@ func taskSession(ss *mcp.ServerSession) bool {
 		return false
 	}
 	ip := ss.InitializeParams()
-	return ip != nil && ip.ProtocolVersion >= tasksVersion && ip.ProtocolVersion < modernVersion
+	return ip != nil && ip.ProtocolVersion >= tasksVersion && ip.ProtocolVersion < ModernVersion
 }
 
 // withTasksCapability adds the tasks capability to the initialize result of
@@ -371,5 +371,5 @@ func relatedResult(result json.RawMessage, id string) (json.RawMessage, error) {
 	if _, ok := m["content"]; !ok {
 		m["content"] = json.RawMessage("[]")
 	}
-	return marshalPlain(m)
+	return MarshalPlain(m)
 }

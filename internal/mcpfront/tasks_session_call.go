@@ -29,12 +29,12 @@ type taskCall struct {
 // parseTaskCall reads a tools/call; ok is false for anything else, or a
 // request go-sdk must answer (an id it would not echo as sent, a member it
 // would read twice).
-func parseTaskCall(req *request) (c taskCall, ok bool) {
-	if !req.plain || string(req.methodRaw) != `"tools/call"` || !plainID(req.id) || len(req.params) == 0 || req.params[0] != '{' {
+func parseTaskCall(req *Request) (c taskCall, ok bool) {
+	if !req.Plain || string(req.MethodRaw) != `"tools/call"` || !PlainID(req.ID) || len(req.Params) == 0 || req.Params[0] != '{' {
 		return c, false
 	}
-	c.id, c.args, c.meta, c.task = req.id, req.args, req.meta, req.task
-	if c.name, ok = jsonString(req.name); !ok || c.name == "" {
+	c.id, c.args, c.meta, c.task = req.ID, req.Args, req.Meta, req.Task
+	if c.name, ok = JSONString(req.Name); !ok || c.name == "" {
 		return c, false
 	}
 	if string(c.task) == "null" {
@@ -67,7 +67,7 @@ func taskTTL(task json.RawMessage) (time.Duration, bool) {
 // it), and one without to a tool whose task support is required. It
 // reports whether it answered; anything else goes on to the early path or
 // go-sdk.
-func (f *Front) answerTaskCall(w http.ResponseWriter, r *http.Request, req *request, v *view, sessionID string) bool {
+func (f *Front) answerTaskCall(w http.ResponseWriter, r *http.Request, req *Request, v *view, sessionID string) bool {
 	if f.tasks == nil || !earlyHeaders(r, false) {
 		return false
 	}
@@ -87,7 +87,7 @@ func (f *Front) answerTaskCall(w http.ResponseWriter, r *http.Request, req *requ
 		return false // go-sdk's path says "not found"
 	}
 	support := t.Def.TaskSupport()
-	out := &sseStream{w: w}
+	out := &SSEStream{W: w}
 	switch {
 	case call.task == nil && (support != agentproto.TaskRequired || !v.declaredTasks(sessionID)):
 		// A client that does not speak tasks gets a required tool as a
@@ -105,13 +105,13 @@ func (f *Front) answerTaskCall(w http.ResponseWriter, r *http.Request, req *requ
 		f.writeEarly(out, call.id, nil, err, false)
 		return true
 	}
-	b, err := marshalPlain(map[string]taskWire{"task": wireTask(task)})
+	b, err := MarshalPlain(map[string]taskWire{"task": wireTask(task)})
 	if err != nil {
 		f.writeEarly(out, call.id, nil, err, false)
 		return true
 	}
 	v.watchTask(ss, task.ID)
-	out.event(resultMessage(call.id, b))
+	out.Event(ResultMessage(call.id, b))
 	return true
 }
 

@@ -85,7 +85,7 @@ func (v *view) taskChanged(sid string, t tasks.Task) {
 	if len(streams) == 0 {
 		return // optional, and the client polls: nowhere to send it
 	}
-	msg, err := notification("notifications/tasks/status", wireTask(t))
+	msg, err := Notification("notifications/tasks/status", wireTask(t))
 	if err != nil {
 		return
 	}
@@ -184,6 +184,6 @@ func (s *taskStream) inject(msg []byte) {
 	if !s.started {
 		return
 	}
-	s.ResponseWriter.Write(sseEvent(msg))
+	s.ResponseWriter.Write(SSEEvent(msg))
 	http.NewResponseController(s.ResponseWriter).Flush()
 }

@@ -61,7 +61,7 @@ func TestParseTaskCall(t *testing.T) {
 		{`[{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"x"}}]`, false, "", false},
 		{`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"x"}`, false, "", false},
 	} {
-		c, ok := parseTaskCall(decodeRequest([]byte(tc.body)))
+		c, ok := parseTaskCall(Decode([]byte(tc.body)))
 		if ok != tc.ok || c.name != tc.name || (c.task != nil) != tc.withTask {
 			t.Errorf("parseTaskCall(%s) = %q, task %s, %v; want %q, task %v, %v", tc.body, c.name, c.task, ok, tc.name, tc.withTask, tc.ok)
 		}

@@ -97,7 +97,7 @@ func (f *Front) viewFor(k store.Key) *view {
 		// fail, and close them; see keepAlive in sessions.go.
 		GetSessionID: func() string { return f.sessionPrefix + rand.Text() },
 	})
-	v.server.AddReceivingMiddleware(v.f.recoverPanics, v.listPolicy, v.resolve, v.toolExecution, eraFields, v.noteSession, f.withTasksCapability, f.advertiseTasks, v.taskHangUp, jobToolListing)
+	v.server.AddReceivingMiddleware(v.f.recoverPanics, v.listPolicy, v.resolve, v.toolExecution, EraFields, v.noteSession, f.withTasksCapability, f.advertiseTasks, v.taskHangUp, jobToolListing)
 	v.addTaskMethods()
 	f.views[k.ID] = v
 	f.mu.Unlock()
