@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/spacefix/spacefix/internal/agentproto"
+	"github.com/spacefix/spacefix/internal/mcpfront/wire"
 	"github.com/spacefix/spacefix/internal/route"
 	"github.com/spacefix/spacefix/internal/schema"
 	"github.com/spacefix/spacefix/internal/textfmt"
@@ -115,7 +116,7 @@ func declared(ss *mcp.ServerSession, meta mcp.Meta) (caps []string, modern bool)
 	v, _ := meta[mcp.MetaKeyProtocolVersion].(string)
 	if ss != nil {
 		if ip := ss.InitializeParams(); ip != nil {
-			modern = v >= ModernVersion || ip.ProtocolVersion >= ModernVersion
+			modern = v >= wire.ModernVersion || ip.ProtocolVersion >= wire.ModernVersion
 			c := ip.Capabilities
 			if c == nil {
 				return nil, modern

@@ -11,6 +11,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spacefix/spacefix/internal/mcpfront/wire"
 )
 
 // A 2025 session's server-to-client request (an elicitation, a sampling
@@ -58,7 +59,7 @@ type streamAsker struct {
 	v       *view
 	session string
 	ss      *mcp.ServerSession // for the client's capabilities
-	out     *SSEStream
+	out     *wire.SSEStream
 
 	mu sync.Mutex // out is written by the requests fulfil sends at once
 }
@@ -202,7 +203,7 @@ func (a *streamAsker) send(ctx context.Context, method string, params any, out a
 // awaitAnswer opens a wait for the client's response to a request of
 // session id this call sends: its id, where the response arrives, and the
 // function that closes the wait; ok is false when the session is gone.
-func (v *view) awaitAnswer(id string) (rid int64, answers <-chan *Request, forget func(), ok bool) {
+func (v *view) awaitAnswer(id string) (rid int64, answers <-chan *wire.Request, forget func(), ok bool) {
 	v.sess.mu.Lock()
 	defer v.sess.mu.Unlock()
 	s := v.sess.m[id]
@@ -210,11 +211,11 @@ func (v *view) awaitAnswer(id string) (rid int64, answers <-chan *Request, forge
 		return 0, nil, nil, false
 	}
 	if s.asked == nil {
-		s.asked = map[int64]chan *Request{}
+		s.asked = map[int64]chan *wire.Request{}
 	}
 	v.sess.asks++
 	rid = streamAskBase + v.sess.asks
-	ch := make(chan *Request, 1)
+	ch := make(chan *wire.Request, 1)
 	s.asked[rid] = ch
 	return rid, ch, func() {
 		v.sess.mu.Lock()
@@ -226,7 +227,7 @@ func (v *view) awaitAnswer(id string) (rid int64, answers <-chan *Request, forge
 // deliver hands req, a client's response POSTed to session id, to the
 // early call waiting for it, and reports whether one was: then the
 // response is the gateway's, not go-sdk's.
-func (v *view) deliver(id string, req *Request) bool {
+func (v *view) deliver(id string, req *wire.Request) bool {
 	if req.Method != "" || len(req.ID) == 0 || (req.Result == nil && req.RPCErr == nil) {
 		return false
 	}

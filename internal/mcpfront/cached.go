@@ -1,6 +1,9 @@
 package mcpfront
 
-import "github.com/modelcontextprotocol/go-sdk/mcp"
+import (
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spacefix/spacefix/internal/mcpfront/wire"
+)
 
 // cachedResult is a cached tool result in the forms hits need: decoded,
 // for hits go-sdk serves, and encoded as each era's JSON-RPC result, for
@@ -17,8 +20,8 @@ func (c *cachedResult) Size() int64 { return int64(2*len(c.legacy) + len(c.moder
 // newCachedResult encodes out, a successful result with no input requests,
 // for both eras.
 func (f *Pipeline) newCachedResult(out *mcp.CallToolResult) *cachedResult {
-	legacy, err1 := EncodeResult(out, false, f.impl)
-	modern, err2 := EncodeResult(out, true, f.impl)
+	legacy, err1 := wire.EncodeResult(out, false, f.impl)
+	modern, err2 := wire.EncodeResult(out, true, f.impl)
 	if err1 != nil || err2 != nil {
 		return &cachedResult{res: out}
 	}

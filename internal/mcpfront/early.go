@@ -16,6 +16,7 @@ import (
 
 	"github.com/spacefix/spacefix/internal/access"
 	"github.com/spacefix/spacefix/internal/agents"
+	"github.com/spacefix/spacefix/internal/mcpfront/wire"
 	"github.com/spacefix/spacefix/internal/ratelimit"
 	"github.com/spacefix/spacefix/internal/recovery"
 	"github.com/spacefix/spacefix/internal/schema"
@@ -66,7 +67,7 @@ import (
 // answerEarly answers a tools/call before go-sdk, if it can (see above),
 // and reports whether it did. sessionID is the 2025 session the request
 // names, "" at 2026-07-28.
-func (f *Front) answerEarly(w http.ResponseWriter, r *http.Request, req *Request, v *view, sessionID string) bool {
+func (f *Front) answerEarly(w http.ResponseWriter, r *http.Request, req *wire.Request, v *view, sessionID string) bool {
 	if f.tracer != nil || !f.hostsChecked {
 		// Every call gets its span, which go-sdk's path makes; without the
 		// gateway's host check, go-sdk's own (DNS rebinding) must run.
@@ -76,7 +77,7 @@ func (f *Front) answerEarly(w http.ResponseWriter, r *http.Request, req *Request
 	if !earlyHeaders(r, modern) {
 		return false
 	}
-	call, ok := ParseCall(req, modern)
+	call, ok := wire.ParseCall(req, modern)
 	if !ok {
 		return false
 	}
@@ -88,7 +89,7 @@ func (f *Front) answerEarly(w http.ResponseWriter, r *http.Request, req *Request
 		if ss = v.sessionOf(sessionID); ss == nil {
 			return false // go-sdk answers 404
 		}
-		if p := ss.InitializeParams(); p == nil || p.ProtocolVersion >= ModernVersion {
+		if p := ss.InitializeParams(); p == nil || p.ProtocolVersion >= wire.ModernVersion {
 			return false
 		}
 	}
@@ -123,7 +124,7 @@ func (f *Front) answerEarly(w http.ResponseWriter, r *http.Request, req *Request
 	if result == nil && !modern {
 		// A session's call: a notifications/cancelled for its id must
 		// find it, as go-sdk's would.
-		rid, err := jsonrpc.MakeID(IDValue(call.ID))
+		rid, err := jsonrpc.MakeID(wire.IDValue(call.ID))
 		if err != nil {
 			return false
 		}
@@ -136,7 +137,7 @@ func (f *Front) answerEarly(w http.ResponseWriter, r *http.Request, req *Request
 		}
 		defer forget()
 	}
-	out := &SSEStream{W: w}
+	out := &wire.SSEStream{W: w}
 	if n := c.Settings.RateLimitPerMinute; n > 0 {
 		if ok, retry := f.limiter.Allow(v.key.ID, n); !ok {
 			f.earlyCalls.Add(1)
@@ -151,7 +152,7 @@ func (f *Front) answerEarly(w http.ResponseWriter, r *http.Request, req *Request
 			f.hits.Add(1)
 			f.earlyHits.Add(1)
 		}
-		out.Event(ResultMessage(call.ID, result))
+		out.Event(wire.ResultMessage(call.ID, result))
 		return true
 	}
 	f.earlyCalls.Add(1)
@@ -185,7 +186,7 @@ func (f *Front) answerEarly(w http.ResponseWriter, r *http.Request, req *Request
 // set for a session's call, puts the agent's questions to the client on
 // the answer's stream.
 func (f *Front) callEarly(ctx context.Context, r *http.Request, t *agents.Tool, c *access.Controls,
-	call Call, ss *mcp.ServerSession, sink earlySink, ask *streamAsker) (res *mcp.CallToolResult, err error) {
+	call wire.Call, ss *mcp.ServerSession, sink earlySink, ask *streamAsker) (res *mcp.CallToolResult, err error) {
 	var meta mcp.Meta
 	if call.Meta != nil {
 		if err := json.Unmarshal(call.Meta, &meta); err != nil {
@@ -216,19 +217,19 @@ type earlySink struct {
 // result type set, content never null) as an SSE event, a JSON-RPC error as
 // an SSE event too, or, at 2026-07-28, as a plain JSON body with the HTTP
 // status the protocol gives its code.
-func (f *Front) writeEarly(out *SSEStream, id []byte, res *mcp.CallToolResult, err error, modern bool) {
+func (f *Front) writeEarly(out *wire.SSEStream, id []byte, res *mcp.CallToolResult, err error, modern bool) {
 	if err == nil && res != nil && res.InputRequests != nil && (len(res.Content) > 0 || res.StructuredContent != nil) {
 		err = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "server bug: result has both content and inputRequests"}
 	}
 	if err == nil {
-		b, encErr := EncodeResult(res, modern, f.impl)
+		b, encErr := wire.EncodeResult(res, modern, f.impl)
 		if encErr == nil {
-			out.Event(ResultMessage(id, b))
+			out.Event(wire.ResultMessage(id, b))
 			return
 		}
 		err = encErr
 	}
-	jid, _ := jsonrpc.MakeID(IDValue(id))
+	jid, _ := jsonrpc.MakeID(wire.IDValue(id))
 	data, encErr := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: jid, Error: err})
 	if encErr != nil {
 		f.log.Error("encode a tools/call error", "err", encErr)
@@ -263,9 +264,9 @@ func earlyHeaders(r *http.Request, modern bool) bool {
 	}
 	pv := r.Header.Get("Mcp-Protocol-Version")
 	if modern {
-		return pv == ModernVersion
+		return pv == wire.ModernVersion
 	}
-	return pv == "" || (pv < ModernVersion && slices.Contains(mcp.SupportedProtocolVersions(), pv))
+	return pv == "" || (pv < wire.ModernVersion && slices.Contains(mcp.SupportedProtocolVersions(), pv))
 }
 
 // acceptsBoth reports whether Accept takes both application/json and

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spacefix/spacefix/internal/agentproto"
 	"github.com/spacefix/spacefix/internal/agents"
+	"github.com/spacefix/spacefix/internal/mcpfront/wire"
 )
 
 // A tool that may run as an MCP task is listed with its execution
@@ -34,7 +35,7 @@ func (v *view) toolExecution(next mcp.MethodHandler) mcp.MethodHandler {
 		switch r := res.(type) {
 		case *mcp.ListToolsResult:
 			list = r
-		case LegacyTools:
+		case wire.LegacyTools:
 			list, legacy = r.ListToolsResult, true
 		default:
 			return res, nil

@@ -41,6 +41,7 @@ import (
 	"github.com/spacefix/spacefix/internal/cache"
 	"github.com/spacefix/spacefix/internal/changes"
 	"github.com/spacefix/spacefix/internal/identity"
+	"github.com/spacefix/spacefix/internal/mcpfront/wire"
 	"github.com/spacefix/spacefix/internal/oauth"
 	"github.com/spacefix/spacefix/internal/policy"
 	"github.com/spacefix/spacefix/internal/ratelimit"
@@ -52,7 +53,6 @@ import (
 
 // Path is where the endpoint is mounted.
 const Path = "/mcp"
-
 
 // Options configure a [Front].
 type Options struct {
@@ -291,7 +291,7 @@ func (f *Front) dispatch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v := f.viewFor(k)
-	var req *Request // a POST's message, read once: request.go
+	var req *wire.Request // a POST's message, read once: request.go
 	if r.Method == http.MethodPost {
 		if n := v.inflight.Add(1); n > int64(f.maxInFlight) {
 			v.inflight.Add(-1)
@@ -318,19 +318,18 @@ func (f *Front) dispatch(w http.ResponseWriter, r *http.Request) {
 	f.serveSession(w, r, req, v)
 }
 
-
 // isModern reports whether a request speaks 2026-07-28 or later: by its
 // MCP-Protocol-Version header, or, on a POST (req) outside any session, by
 // the protocol version in the body's _meta.
-func (f *Front) isModern(r *http.Request, req *Request) bool {
+func (f *Front) isModern(r *http.Request, req *wire.Request) bool {
 	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" {
-		return v >= ModernVersion
+		return v >= wire.ModernVersion
 	}
 	if req == nil || r.Header.Get("Mcp-Session-Id") != "" {
 		return false
 	}
-	v, _ := JSONString(req.Version)
-	return v >= ModernVersion
+	v, _ := wire.JSONString(req.Version)
+	return v >= wire.ModernVersion
 }
 
 // changed keeps the MCP side equal to what changed, as a subscriber of the

@@ -1,17 +1,15 @@
 package mcpfront
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"slices"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/spacefix/spacefix/internal/mcpfront/wire"
 	"github.com/spacefix/spacefix/internal/store"
 	"github.com/spacefix/spacefix/internal/textfmt"
 )
@@ -38,7 +36,7 @@ func bodyLimit(argLimit int) int64 {
 // limitBody caps the request body by the project's largest arguments, reads
 // and decodes it (readRequest), and refuses a call whose arguments are over
 // them. It returns nil when it answered the request.
-func (f *Front) limitBody(w http.ResponseWriter, r *http.Request, k store.Key) *Request {
+func (f *Front) limitBody(w http.ResponseWriter, r *http.Request, k store.Key) *wire.Request {
 	argLimit := f.controls.Get(r.Context(), k.ProjectID).Settings.ArgumentLimit()
 	limit := bodyLimit(argLimit)
 	if r.ContentLength > limit {
@@ -46,7 +44,7 @@ func (f *Front) limitBody(w http.ResponseWriter, r *http.Request, k store.Key) *
 		return nil
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, limit)
-	req := Read(r)
+	req := wire.Read(r)
 	if f.refuseLargeArgs(w, r, req, argLimit) {
 		return nil
 	}
@@ -57,7 +55,7 @@ func (f *Front) limitBody(w http.ResponseWriter, r *http.Request, k store.Key) *
 // tools/call whose arguments are over the project's limit, and returns
 // true. go-sdk, which parses a request several times over (some 20 times
 // its size in allocations), never sees such a request.
-func (f *Front) refuseLargeArgs(w http.ResponseWriter, r *http.Request, req *Request, argLimit int) bool {
+func (f *Front) refuseLargeArgs(w http.ResponseWriter, r *http.Request, req *wire.Request, argLimit int) bool {
 	var mbe *http.MaxBytesError
 	switch {
 	case errors.As(req.Err, &mbe):
@@ -73,79 +71,10 @@ func (f *Front) refuseLargeArgs(w http.ResponseWriter, r *http.Request, req *Req
 	if f.isModern(r, req) {
 		status = http.StatusBadRequest // what 2026-07-28 answers for invalid params
 	}
-	name, _ := JSONString(req.Name)
+	name, _ := wire.JSONString(req.Name)
 	refuseCall(w, status, req.CallID(), jsonrpc.CodeInvalidParams, fmt.Sprintf(msgArgsTooLarge,
 		trimName(name), textfmt.Thousands(int64(len(req.Args))), textfmt.Thousands(int64(argLimit))))
 	return true
-}
-
-// bufferedBody is a request body already read into memory.
-type bufferedBody struct {
-	*bytes.Reader
-	b []byte
-}
-
-func (bufferedBody) Close() error { return nil }
-
-// readBody reads the whole request body into memory once and puts a
-// reader over it back in r.Body. A body read before is not read again.
-func readBody(r *http.Request) ([]byte, error) {
-	if bb, ok := r.Body.(bufferedBody); ok {
-		r.Body = bufferedBody{bytes.NewReader(bb.b), bb.b}
-		return bb.b, nil
-	}
-	body, err := readAll(r.Body, r.ContentLength)
-	r.Body = bufferedBody{bytes.NewReader(body), body}
-	return body, err
-}
-
-// firstBodyBuffer is the most readAll holds for a body before its bytes
-// arrive: a client may declare a Content-Length up to the body limit and
-// send nothing.
-const firstBodyBuffer = 64 << 10
-
-// readAll reads rd to its end, as io.ReadAll does (reaching the end lifts
-// the server's read deadline for the body), into a buffer that grows as
-// bytes arrive. declared, the Content-Length (-1 when unknown), only caps
-// how far the buffer grows ahead of what was read, so an honest body ends
-// in a buffer of its own size and a dishonest one costs what it sent.
-func readAll(rd io.Reader, declared int64) ([]byte, error) {
-	size := 512
-	if declared > 0 {
-		size = int(min(declared, firstBodyBuffer))
-	}
-	b := make([]byte, 0, size)
-	for {
-		if len(b) == cap(b) {
-			if int64(len(b)) == declared {
-				// All that was declared arrived: only the end is left
-				// to read, into no new buffer.
-				var one [1]byte
-				n, err := rd.Read(one[:])
-				if n == 0 && err == io.EOF {
-					return b, nil
-				}
-				if n == 0 && err != nil {
-					return b, err
-				}
-				b = append(b, one[:n]...)
-				continue
-			}
-			next := 2 * cap(b)
-			if declared > int64(len(b)) {
-				next = int(min(int64(next), declared))
-			}
-			b = slices.Grow(b, next-len(b))
-		}
-		n, err := rd.Read(b[len(b):cap(b)])
-		b = b[:len(b)+n]
-		if err == io.EOF {
-			return b, nil
-		}
-		if err != nil {
-			return b, err
-		}
-	}
 }
 
 // codeLimit is the JSON-RPC error code of requests a gateway limit refused.

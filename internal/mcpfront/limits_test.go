@@ -10,6 +10,8 @@ import (
 	"runtime"
 	"testing"
 	"testing/iotest"
+
+	"github.com/spacefix/spacefix/internal/mcpfront/wire"
 )
 
 func TestArgsHelpers(t *testing.T) {
@@ -58,9 +60,9 @@ func TestBodyAllocatedAsItArrives(t *testing.T) {
 	const runs = 10
 	for range runs {
 		_, r := post(&shortBody{n: 100}, limit)
-		body, err := readBody(r)
-		if len(body) != 100 || err != io.ErrUnexpectedEOF || cap(body) > firstBodyBuffer {
-			t.Fatalf("readBody = %d bytes (cap %d), %v; want the 100 sent, in at most %d, and io.ErrUnexpectedEOF", len(body), cap(body), err, firstBodyBuffer)
+		body, err := wire.ReadBody(r)
+		if len(body) != 100 || err != io.ErrUnexpectedEOF || cap(body) > wire.FirstBodyBuffer {
+			t.Fatalf("wire.ReadBody = %d bytes (cap %d), %v; want the 100 sent, in at most %d, and io.ErrUnexpectedEOF", len(body), cap(body), err, wire.FirstBodyBuffer)
 		}
 	}
 	runtime.ReadMemStats(&after)
@@ -76,24 +78,24 @@ func TestBodyAllocatedAsItArrives(t *testing.T) {
 		return out.Error.Message
 	}
 	w, r := post(&shortBody{n: 100}, limit)
-	if want := "The gateway could not read the request body: unexpected EOF"; !(&Front{}).refuseLargeArgs(w, r, Read(r), argLimit) ||
+	if want := "The gateway could not read the request body: unexpected EOF"; !(&Front{}).refuseLargeArgs(w, r, wire.Read(r), argLimit) ||
 		w.Code != http.StatusBadRequest || message(w) != want {
 		t.Errorf("a body cut short = %d %s; want 400 %q", w.Code, w.Body, want)
 	}
 	w, r = post(&shortBody{n: int(limit) + 1}, -1)
 	want := fmt.Sprintf(msgBodyOverLimit, "9,437,184", "8,388,608")
-	if !(&Front{}).refuseLargeArgs(w, r, Read(r), argLimit) || w.Code != http.StatusRequestEntityTooLarge || message(w) != want {
+	if !(&Front{}).refuseLargeArgs(w, r, wire.Read(r), argLimit) || w.Code != http.StatusRequestEntityTooLarge || message(w) != want {
 		t.Errorf("a body over the limit = %d %s; want 413 %q", w.Code, w.Body, want)
 	}
 
 	// An honest body is read whole, into a buffer of about its size.
 	sent := bytes.Repeat([]byte("x"), 300<<10)
 	_, r = post(io.NopCloser(iotest.HalfReader(bytes.NewReader(sent))), int64(len(sent)))
-	body, err := readBody(r)
+	body, err := wire.ReadBody(r)
 	if err != nil || !bytes.Equal(body, sent) || cap(body) > len(sent)+len(sent)/8 {
 		t.Errorf("an honest body: %d bytes (cap %d), %v; want its %d bytes in a buffer of its size", len(body), cap(body), err, len(sent))
 	}
-	if again, _ := readBody(r); &again[0] != &body[0] {
+	if again, _ := wire.ReadBody(r); &again[0] != &body[0] {
 		t.Errorf("a body read before was read again")
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 
 	"github.com/spacefix/spacefix/internal/access"
+	"github.com/spacefix/spacefix/internal/mcpfront/wire"
 	"github.com/spacefix/spacefix/internal/oauth"
 	"github.com/spacefix/spacefix/internal/store"
 )
@@ -72,7 +73,7 @@ func (c *challengeWriter) WriteHeader(code int) {
 // tools/call of a tool the token would reach with mcp:write: such a call
 // gets 403 insufficient_scope, so the client can ask for more, instead of
 // "not found".
-func (f *Front) needsWrite(ctx context.Context, req *Request, k store.Key) bool {
+func (f *Front) needsWrite(ctx context.Context, req *wire.Request, k store.Key) bool {
 	name := req.ToolName()
 	if name == "" {
 		return false

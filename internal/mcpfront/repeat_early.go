@@ -7,6 +7,7 @@ import (
 
 	"github.com/spacefix/spacefix/internal/agentproto"
 	"github.com/spacefix/spacefix/internal/agents"
+	"github.com/spacefix/spacefix/internal/mcpfront/wire"
 	"github.com/spacefix/spacefix/internal/store"
 )
 
@@ -16,7 +17,7 @@ import (
 // this gateway's copy of it) and writes nothing, as a cache hit does;
 // anything else (a new id, a run in flight, an unknown outcome, other
 // arguments) returns nil, and go-sdk's path decides ([Front.repeat]).
-func (f *Front) replayEarly(ctx context.Context, key store.Key, t *agents.Tool, call Call, modern bool) ([]byte, func()) {
+func (f *Front) replayEarly(ctx context.Context, key store.Key, t *agents.Tool, call wire.Call, modern bool) ([]byte, func()) {
 	rs := f.repeats
 	if rs == nil || rs.st == nil {
 		return nil, nil
@@ -78,8 +79,8 @@ func (f *Front) doneRecord(ctx context.Context, projectID int64, t *agents.Tool,
 	if err != nil {
 		return nil
 	}
-	legacy, err1 := EncodeResult(out, false, f.impl)
-	modern, err2 := EncodeResult(out, true, f.impl)
+	legacy, err1 := wire.EncodeResult(out, false, f.impl)
+	modern, err2 := wire.EncodeResult(out, true, f.impl)
 	if err1 != nil || err2 != nil {
 		return nil
 	}

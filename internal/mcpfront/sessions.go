@@ -9,6 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spacefix/spacefix/internal/mcpfront/wire"
 )
 
 // Sessions of the 2025 protocol live in go-sdk; the gateway adds what go-sdk
@@ -48,7 +49,7 @@ type sessState struct {
 	tasks bool
 	// asked are the requests early calls sent the client and wait for
 	// the response to, by id (ask_stream.go).
-	asked map[int64]chan *Request
+	asked map[int64]chan *wire.Request
 }
 
 // sessions are the view's live sessions by id, pruned of closed ones.
@@ -196,22 +197,6 @@ func (w *sessionStart) Flush() {
 
 func (w *sessionStart) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// declaresTasks reports whether an initialize request's client declares
-// the tasks capability (capabilities.tasks, 2025-11-25).
-func declaresTasks(req *Request) bool {
-	var tasks []byte
-	if req == nil || req.Method != "initialize" || len(req.Capabilities) == 0 || req.Capabilities[0] != '{' {
-		return false
-	}
-	Members(req.Capabilities, func(key, val []byte) bool {
-		if string(key) == "tasks" {
-			tasks = val
-		}
-		return true
-	})
-	return len(tasks) > 0 && string(tasks) != "null"
-}
-
 // declaredTasks reports whether session id's client declared the tasks
 // capability.
 func (v *view) declaredTasks(id string) bool {
@@ -249,7 +234,7 @@ func (v *view) trackEarly(id string, rid jsonrpc.ID, cancel context.CancelFunc) 
 // cancelEarly passes a session's notifications/cancelled (req) to the
 // call answered before go-sdk that it names, if any. go-sdk gets the
 // notification too, and ignores an id it does not serve.
-func (v *view) cancelEarly(id string, req *Request) {
+func (v *view) cancelEarly(id string, req *wire.Request) {
 	if req.Method != "notifications/cancelled" || len(req.RequestID) == 0 {
 		return
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spacefix/spacefix/internal/mcpfront/wire"
 )
 
 // errSessionClosed ends the calls of a session its client deleted.
@@ -69,7 +70,7 @@ func (v *view) endCalls(id string, wait time.Duration) {
 // serveSession serves a request of the 2025 protocol: it keeps the key's
 // sessions within the cap, notes what each session is doing, and ends the
 // calls of a session its client deletes.
-func (f *Front) serveSession(w http.ResponseWriter, r *http.Request, req *Request, v *view) {
+func (f *Front) serveSession(w http.ResponseWriter, r *http.Request, req *wire.Request, v *view) {
 	id := r.Header.Get("Mcp-Session-Id")
 	switch {
 	case r.Method == http.MethodPost && id == "":
@@ -84,7 +85,7 @@ func (f *Front) serveSession(w http.ResponseWriter, r *http.Request, req *Reques
 		}
 		// Recorded before the answer leaves: the client's next request,
 		// sent the moment it reads the session id, must find it.
-		tasks := declaresTasks(req)
+		tasks := req.DeclaresTasks()
 		f.stateful.ServeHTTP(&sessionStart{ResponseWriter: w, started: func(nid string) { v.added(nid, tasks) }}, r)
 	case id == "":
 		f.stateful.ServeHTTP(w, r)
@@ -133,7 +134,7 @@ func tokenOf(extra *mcp.RequestExtra) *auth.TokenInfo {
 // hangUp returns the context of the HTTP request a call came in, which
 // ends when its client hangs up; nil if there is none.
 func hangUp(token *auth.TokenInfo) context.Context {
-	if req := Of(token); req != nil {
+	if req := wire.Of(token); req != nil {
 		return req.Ctx
 	}
 	return nil

@@ -6,6 +6,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/spacefix/spacefix/internal/agents"
+	"github.com/spacefix/spacefix/internal/mcpfront/wire"
 	"github.com/spacefix/spacefix/internal/route"
 )
 
@@ -39,7 +40,7 @@ func (cacheStage) serve(ctx context.Context, f *Pipeline, c *toolCall, next next
 // nil when there is none or the call must go through the pipeline to find
 // it: the early path's look at the cache, before any replica is picked, so
 // only where every replica validates the arguments alike (commonSchema).
-func (f *Pipeline) cachedEarly(v *view, t *agents.Tool, call Call, modern bool) []byte {
+func (f *Pipeline) cachedEarly(v *view, t *agents.Tool, call wire.Call, modern bool) []byte {
 	args, instance, err := prepareArgs(t, call.Args)
 	if err != nil {
 		return nil

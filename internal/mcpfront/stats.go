@@ -1,5 +1,7 @@
 package mcpfront
 
+import "github.com/spacefix/spacefix/internal/mcpfront/wire"
+
 // SessionCounts returns how many MCP sessions are open, by era: the
 // protocol version a 2025 session negotiated, or 2026-07-28 for stateless
 // requests being served (each holds a go-sdk session of its own while it
@@ -15,15 +17,15 @@ func (f *Front) SessionCounts() map[string]int {
 	out := map[string]int{}
 	for _, v := range vs {
 		for s := range v.server.Sessions() {
-			era := ModernVersion
-			if p := s.InitializeParams(); p != nil && p.ProtocolVersion != "" && p.ProtocolVersion < ModernVersion {
+			era := wire.ModernVersion
+			if p := s.InitializeParams(); p != nil && p.ProtocolVersion != "" && p.ProtocolVersion < wire.ModernVersion {
 				era = p.ProtocolVersion
 			}
 			out[era]++
 		}
 	}
 	if n := f.earlyNow.Load(); n > 0 {
-		out[ModernVersion] += int(n)
+		out[wire.ModernVersion] += int(n)
 	}
 	return out
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/spacefix/spacefix/internal/agentproto"
 	"github.com/spacefix/spacefix/internal/agents"
+	"github.com/spacefix/spacefix/internal/mcpfront/wire"
 	"github.com/spacefix/spacefix/internal/recovery"
 	"github.com/spacefix/spacefix/internal/route"
 	"github.com/spacefix/spacefix/internal/tasks"
@@ -98,7 +99,7 @@ type extParams struct {
 // serveTasksModern answers a 2026-07-28 request of the tasks extension
 // (see above) and reports whether it did; false leaves the request, its
 // body unread, to the early path and go-sdk.
-func (f *Front) serveTasksModern(w http.ResponseWriter, r *http.Request, msg *Request, v *view) bool {
+func (f *Front) serveTasksModern(w http.ResponseWriter, r *http.Request, msg *wire.Request, v *view) bool {
 	if f.tasks == nil {
 		return false
 	}
@@ -229,8 +230,8 @@ func (f *Front) answerOutstanding(ctx context.Context, owner tasks.Owner, projec
 // capabilities, as go-sdk requires of a stateless request. ok is false for
 // anything else. Of the request read in dispatch, only params are
 // decoded, once.
-func parseExtRequest(msg *Request, r *http.Request, method string) (req extRequest, ok bool) {
-	if rpc, _ := JSONString(msg.RPC); rpc != "2.0" || msg.Method != method || len(msg.Params) == 0 {
+func parseExtRequest(msg *wire.Request, r *http.Request, method string) (req extRequest, ok bool) {
+	if rpc, _ := wire.JSONString(msg.RPC); rpc != "2.0" || msg.Method != method || len(msg.Params) == 0 {
 		return req, false
 	}
 	var params struct {
@@ -327,7 +328,7 @@ func (f *Front) extTaskCall(w http.ResponseWriter, r *http.Request, v *view, req
 		return true
 	}
 	// The call pipeline (pipeline.go) resolves it and starts the task.
-	tr := &taskRun{era: ModernVersion}
+	tr := &taskRun{era: wire.ModernVersion}
 	c := &toolCall{key: v.key, tool: t, controls: ctl, task: tr, req: &callRequest{
 		name: req.Params.Name, args: req.Params.Arguments, meta: mcp.Meta(req.Params.Meta),
 	}}

@@ -9,6 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/spacefix/spacefix/internal/mcpfront/wire"
 	"github.com/spacefix/spacefix/internal/tasks"
 )
 
@@ -26,7 +27,7 @@ func (f *Front) listenExtTasks(w http.ResponseWriter, r *http.Request, v *view, 
 		f.writeExtError(w, req.ID, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: msgExtInternal})
 		return
 	}
-	subID := IDValue(req.ID)
+	subID := wire.IDValue(req.ID)
 	want := map[string]bool{}
 	var agreed []tasks.Task
 	for _, id := range req.Params.Notifications.TaskIDs {
@@ -50,7 +51,7 @@ func (f *Front) listenExtTasks(w http.ResponseWriter, r *http.Request, v *view, 
 	})
 	defer unsubscribe()
 
-	out := &SSEStream{W: w}
+	out := &wire.SSEStream{W: w}
 	ids := make([]string, 0, len(agreed))
 	for _, t := range agreed {
 		ids = append(ids, t.ID)

@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/spacefix/spacefix/internal/mcpfront/wire"
 	"github.com/spacefix/spacefix/internal/tasks"
 )
 
@@ -112,7 +113,7 @@ func (f *Front) extInlineResult(raw json.RawMessage) json.RawMessage {
 	if err != nil {
 		return raw
 	}
-	b, err := EncodeResult(r, false, f.impl)
+	b, err := wire.EncodeResult(r, false, f.impl)
 	if err != nil {
 		return raw
 	}
@@ -136,21 +137,21 @@ func (f *Front) extAck() any {
 // writeExtResult writes result as the JSON-RPC answer of request id, a
 // plain JSON body.
 func (f *Front) writeExtResult(w http.ResponseWriter, id json.RawMessage, result any) {
-	b, err := MarshalPlain(result)
+	b, err := wire.MarshalPlain(result)
 	if err != nil {
 		f.log.Error("encode a task answer", "err", err)
 		f.writeExtError(w, id, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "The gateway could not encode the answer."})
 		return
 	}
-	SSEHeaders(w.Header(), "application/json")
+	wire.SSEHeaders(w.Header(), "application/json")
 	w.WriteHeader(http.StatusOK)
-	w.Write(ResultMessage(id, b))
+	w.Write(wire.ResultMessage(id, b))
 }
 
 // writeExtCallResult writes a plain tools/call result r (a refusal the model
 // reads) as go-sdk would at 2026-07-28.
 func (f *Front) writeExtCallResult(w http.ResponseWriter, id json.RawMessage, r *mcp.CallToolResult) {
-	f.writeEarly(&SSEStream{W: w}, id, r, nil, true)
+	f.writeEarly(&wire.SSEStream{W: w}, id, r, nil, true)
 }
 
 // writeExtError writes err as the JSON-RPC error of request id, with the
@@ -160,7 +161,7 @@ func (f *Front) writeExtError(w http.ResponseWriter, id json.RawMessage, err err
 	if !errors.As(err, &jerr) {
 		jerr = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
 	}
-	jid, _ := jsonrpc.MakeID(IDValue(id))
+	jid, _ := jsonrpc.MakeID(wire.IDValue(id))
 	data, encErr := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: jid, Error: jerr})
 	if encErr != nil {
 		f.log.Error("encode a task error", "err", encErr)
@@ -173,7 +174,7 @@ func (f *Front) writeExtError(w http.ResponseWriter, id json.RawMessage, err err
 	case jsonrpc.CodeInvalidParams, mcp.CodeMissingRequiredClientCapabilities, mcp.CodeHeaderMismatch:
 		status = http.StatusBadRequest
 	}
-	SSEHeaders(w.Header(), "application/json")
+	wire.SSEHeaders(w.Header(), "application/json")
 	w.WriteHeader(status)
 	w.Write(data)
 }

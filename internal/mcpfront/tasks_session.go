@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/spacefix/spacefix/internal/mcpfront/wire"
 	"github.com/spacefix/spacefix/internal/tasks"
 )
 
@@ -63,7 +64,7 @@ func taskSession(ss *mcp.ServerSession) bool {
 		return false
 	}
 	ip := ss.InitializeParams()
-	return ip != nil && ip.ProtocolVersion >= tasksVersion && ip.ProtocolVersion < ModernVersion
+	return ip != nil && ip.ProtocolVersion >= tasksVersion && ip.ProtocolVersion < wire.ModernVersion
 }
 
 // withTasksCapability adds the tasks capability to the initialize result of
@@ -371,5 +372,5 @@ func relatedResult(result json.RawMessage, id string) (json.RawMessage, error) {
 	if _, ok := m["content"]; !ok {
 		m["content"] = json.RawMessage("[]")
 	}
-	return MarshalPlain(m)
+	return wire.MarshalPlain(m)
 }

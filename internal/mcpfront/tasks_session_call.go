@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/spacefix/spacefix/internal/agentproto"
+	"github.com/spacefix/spacefix/internal/mcpfront/wire"
 	"github.com/spacefix/spacefix/internal/route"
 	"github.com/spacefix/spacefix/internal/tasks"
 )
@@ -29,12 +30,12 @@ type taskCall struct {
 // parseTaskCall reads a tools/call; ok is false for anything else, or a
 // request go-sdk must answer (an id it would not echo as sent, a member it
 // would read twice).
-func parseTaskCall(req *Request) (c taskCall, ok bool) {
-	if !req.Plain || string(req.MethodRaw) != `"tools/call"` || !PlainID(req.ID) || len(req.Params) == 0 || req.Params[0] != '{' {
+func parseTaskCall(req *wire.Request) (c taskCall, ok bool) {
+	if !req.Plain || string(req.MethodRaw) != `"tools/call"` || !wire.PlainID(req.ID) || len(req.Params) == 0 || req.Params[0] != '{' {
 		return c, false
 	}
 	c.id, c.args, c.meta, c.task = req.ID, req.Args, req.Meta, req.Task
-	if c.name, ok = JSONString(req.Name); !ok || c.name == "" {
+	if c.name, ok = wire.JSONString(req.Name); !ok || c.name == "" {
 		return c, false
 	}
 	if string(c.task) == "null" {
@@ -67,7 +68,7 @@ func taskTTL(task json.RawMessage) (time.Duration, bool) {
 // it), and one without to a tool whose task support is required. It
 // reports whether it answered; anything else goes on to the early path or
 // go-sdk.
-func (f *Front) answerTaskCall(w http.ResponseWriter, r *http.Request, req *Request, v *view, sessionID string) bool {
+func (f *Front) answerTaskCall(w http.ResponseWriter, r *http.Request, req *wire.Request, v *view, sessionID string) bool {
 	if f.tasks == nil || !earlyHeaders(r, false) {
 		return false
 	}
@@ -87,7 +88,7 @@ func (f *Front) answerTaskCall(w http.ResponseWriter, r *http.Request, req *Requ
 		return false // go-sdk's path says "not found"
 	}
 	support := t.Def.TaskSupport()
-	out := &SSEStream{W: w}
+	out := &wire.SSEStream{W: w}
 	switch {
 	case call.task == nil && (support != agentproto.TaskRequired || !v.declaredTasks(sessionID)):
 		// A client that does not speak tasks gets a required tool as a
@@ -105,13 +106,13 @@ func (f *Front) answerTaskCall(w http.ResponseWriter, r *http.Request, req *Requ
 		f.writeEarly(out, call.id, nil, err, false)
 		return true
 	}
-	b, err := MarshalPlain(map[string]taskWire{"task": wireTask(task)})
+	b, err := wire.MarshalPlain(map[string]taskWire{"task": wireTask(task)})
 	if err != nil {
 		f.writeEarly(out, call.id, nil, err, false)
 		return true
 	}
 	v.watchTask(ss, task.ID)
-	out.Event(ResultMessage(call.id, b))
+	out.Event(wire.ResultMessage(call.id, b))
 	return true
 }
 

@@ -6,6 +6,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/spacefix/spacefix/internal/mcpfront/wire"
 	"github.com/spacefix/spacefix/internal/tasks"
 )
 
@@ -85,7 +86,7 @@ func (v *view) taskChanged(sid string, t tasks.Task) {
 	if len(streams) == 0 {
 		return // optional, and the client polls: nowhere to send it
 	}
-	msg, err := Notification("notifications/tasks/status", wireTask(t))
+	msg, err := wire.Notification("notifications/tasks/status", wireTask(t))
 	if err != nil {
 		return
 	}
@@ -184,6 +185,6 @@ func (s *taskStream) inject(msg []byte) {
 	if !s.started {
 		return
 	}
-	s.ResponseWriter.Write(SSEEvent(msg))
+	s.ResponseWriter.Write(wire.SSEEvent(msg))
 	http.NewResponseController(s.ResponseWriter).Flush()
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/spacefix/spacefix/internal/mcpfront/wire"
 	"github.com/spacefix/spacefix/internal/tasks"
 )
 
@@ -61,7 +62,7 @@ func TestParseTaskCall(t *testing.T) {
 		{`[{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"x"}}]`, false, "", false},
 		{`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"x"}`, false, "", false},
 	} {
-		c, ok := parseTaskCall(Decode([]byte(tc.body)))
+		c, ok := parseTaskCall(wire.Decode([]byte(tc.body)))
 		if ok != tc.ok || c.name != tc.name || (c.task != nil) != tc.withTask {
 			t.Errorf("parseTaskCall(%s) = %q, task %s, %v; want %q, task %v, %v", tc.body, c.name, c.task, ok, tc.name, tc.withTask, tc.ok)
 		}

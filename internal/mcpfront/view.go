@@ -14,6 +14,7 @@ import (
 	"github.com/spacefix/spacefix/internal/access"
 	"github.com/spacefix/spacefix/internal/agentproto"
 	"github.com/spacefix/spacefix/internal/agents"
+	"github.com/spacefix/spacefix/internal/mcpfront/wire"
 	"github.com/spacefix/spacefix/internal/ratelimit"
 	"github.com/spacefix/spacefix/internal/recovery"
 	"github.com/spacefix/spacefix/internal/store"
@@ -97,7 +98,7 @@ func (f *Front) viewFor(k store.Key) *view {
 		// fail, and close them; see keepAlive in sessions.go.
 		GetSessionID: func() string { return f.sessionPrefix + rand.Text() },
 	})
-	v.server.AddReceivingMiddleware(v.f.recoverPanics, v.listPolicy, v.resolve, v.toolExecution, EraFields, v.noteSession, f.withTasksCapability, f.advertiseTasks, v.taskHangUp, jobToolListing)
+	v.server.AddReceivingMiddleware(v.f.recoverPanics, v.listPolicy, v.resolve, v.toolExecution, wire.EraFields, v.noteSession, f.withTasksCapability, f.advertiseTasks, v.taskHangUp, jobToolListing)
 	v.addTaskMethods()
 	f.views[k.ID] = v
 	f.mu.Unlock()

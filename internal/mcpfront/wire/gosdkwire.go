@@ -1,4 +1,4 @@
-package mcpfront
+package wire
 
 // This file is the one place that writes go-sdk v1.8.0's wire format by
 // hand, for answers the early path sends instead of go-sdk (early.go): the

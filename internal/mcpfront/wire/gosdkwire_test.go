@@ -1,4 +1,4 @@
-package mcpfront
+package wire
 
 import (
 	"bytes"
@@ -47,7 +47,6 @@ func TestGoSDKWire(t *testing.T) {
 				return &c, nil
 			})
 	}
-	f := &Pipeline{impl: impl}
 	progress, err := Notification("notifications/progress", &mcp.ProgressNotificationParams{ProgressToken: "p", Progress: 1, Message: "half <done>"})
 	if err != nil {
 		t.Fatal(err)
@@ -62,7 +61,7 @@ func TestGoSDKWire(t *testing.T) {
 				`"_meta":{"progressToken":"p","io.modelcontextprotocol/protocolVersion":"2026-07-28",` +
 				`"io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}}}`
 			got, h := post(t, srv.URL, body, map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": name})
-			enc, err := EncodeResult(res, true, f.impl)
+			enc, err := EncodeResult(res, true, impl)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -91,7 +90,7 @@ func TestGoSDKWire(t *testing.T) {
 		for name, res := range results {
 			body := `{"jsonrpc":"2.0","id":"c-7","method":"tools/call","params":{"name":"` + name + `","arguments":{},"_meta":{"progressToken":"p"}}}`
 			got, h := post(t, srv.URL, body, map[string]string{"Mcp-Session-Id": sid, "Mcp-Protocol-Version": "2025-11-25"})
-			enc, err := EncodeResult(res, false, f.impl)
+			enc, err := EncodeResult(res, false, impl)
 			if err != nil {
 				t.Fatal(err)
 			}

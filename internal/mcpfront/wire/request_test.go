@@ -1,4 +1,4 @@
-package mcpfront
+package wire
 
 import "testing"
 
@@ -53,10 +53,10 @@ func TestDecodeRequest(t *testing.T) {
 	if string(none.CallID()) != "null" || none.ToolName() != "" {
 		t.Error("a GET (no request) has an id or a tool name")
 	}
-	if declaresTasks(Decode([]byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"capabilities":{"tasks":null}}}`))) {
+	if Decode([]byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"capabilities":{"tasks":null}}}`)).DeclaresTasks() {
 		t.Error("capabilities.tasks null declares tasks")
 	}
-	if !declaresTasks(Decode([]byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"capabilities":{"tasks":{"requests":{}}}}}`))) {
+	if !Decode([]byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"capabilities":{"tasks":{"requests":{}}}}}`)).DeclaresTasks() {
 		t.Error("capabilities.tasks {...} does not declare tasks")
 	}
 }

@@ -1,4 +1,4 @@
-package mcpfront
+package wire
 
 import (
 	"context"
@@ -73,7 +73,7 @@ const RequestKey = "spacefix.request"
 // decodes it once, and hands the value on in r's token info. The body is
 // put back for go-sdk to read.
 func Read(r *http.Request) *Request {
-	body, err := readBody(r)
+	body, err := ReadBody(r)
 	req := Decode(body)
 	req.Ctx, req.Err = r.Context(), err
 	if ti := auth.TokenInfoFromContext(r.Context()); ti != nil && ti.Extra != nil {
@@ -222,4 +222,20 @@ func (req *Request) CallID() json.RawMessage {
 		return json.RawMessage("null")
 	}
 	return req.ID
+}
+
+// DeclaresTasks reports whether an initialize request's client declares
+// the tasks capability (capabilities.tasks, 2025-11-25).
+func (req *Request) DeclaresTasks() bool {
+	var tasks []byte
+	if req == nil || req.Method != "initialize" || len(req.Capabilities) == 0 || req.Capabilities[0] != '{' {
+		return false
+	}
+	Members(req.Capabilities, func(key, val []byte) bool {
+		if string(key) == "tasks" {
+			tasks = val
+		}
+		return true
+	})
+	return len(tasks) > 0 && string(tasks) != "null"
 }
