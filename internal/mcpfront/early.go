@@ -19,7 +19,6 @@ import (
 	"github.com/spacefix/spacefix/internal/mcpfront/wire"
 	"github.com/spacefix/spacefix/internal/ratelimit"
 	"github.com/spacefix/spacefix/internal/recovery"
-	"github.com/spacefix/spacefix/internal/schema"
 )
 
 // A tools/call is answered here, before go-sdk parses the request, when
@@ -107,7 +106,7 @@ func (f *Front) answerEarly(w http.ResponseWriter, r *http.Request, req *wire.Re
 	shaped := policyOnCalls(c)
 	var result []byte
 	if f.cacheFor(c, t) > 0 && !shaped {
-		result = f.cachedEarly(v, t, call, modern)
+		result = f.cachedEarly(v.key.ProjectID, t, call, modern)
 	}
 	var replayed func() // logs a replay answered here
 	if result == nil && t.Def.IdempotencyKey != "" {
@@ -296,24 +295,6 @@ func (v *view) advertisedPlain(name string) bool {
 	defer v.mu.Unlock()
 	b, ok := v.tools[name]
 	return ok && !bytes.Contains(b, []byte("x-mcp-header"))
-}
-
-// commonSchema returns the input schema every replica a call of t could go
-// to validates it with (those of the instance, if one is named), or nil if
-// there is no replica or they differ: then go-sdk's path picks one.
-func commonSchema(t *agents.Tool, instance string) *schema.Schema {
-	var s *schema.Schema
-	for _, rep := range t.Replicas {
-		if instance != "" && rep.Instance != instance {
-			continue
-		}
-		rs := t.SchemaOn(rep)
-		if rs == nil || (s != nil && rs != s) {
-			return nil
-		}
-		s = rs
-	}
-	return s
 }
 
 // sessionOf returns the view's live session id, or nil. It walks the

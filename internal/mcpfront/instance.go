@@ -119,3 +119,21 @@ func instanceProblem(t *agents.Tool, instance string) string {
 	return fmt.Sprintf("Instance %q of tool %s is not connected. Connected instances: %s. Leave instance out to let the gateway choose.",
 		instance, t.Name, strings.Join(connected, ", "))
 }
+
+// commonSchema returns the input schema every replica a call of t could go
+// to validates it with (those of the instance, if one is named), or nil if
+// there is no replica or they differ: then go-sdk's path picks one.
+func commonSchema(t *agents.Tool, instance string) *schema.Schema {
+	var s *schema.Schema
+	for _, rep := range t.Replicas {
+		if instance != "" && rep.Instance != instance {
+			continue
+		}
+		rs := t.SchemaOn(rep)
+		if rs == nil || (s != nil && rs != s) {
+			return nil
+		}
+		s = rs
+	}
+	return s
+}

@@ -369,3 +369,36 @@ func (v *view) ping(interval time.Duration) {
 		}(live[id], s)
 	}
 }
+
+// noteSession is the receiving middleware that keeps what the early path
+// needs of a session and go-sdk does not export: the log level its client
+// set.
+func (v *view) noteSession(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		if method != "logging/setLevel" || err != nil {
+			return res, err
+		}
+		ss, ok := req.GetSession().(*mcp.ServerSession)
+		p, ok2 := req.GetParams().(*mcp.SetLoggingLevelParams)
+		if !ok || !ok2 || p == nil || ss.ID() == "" {
+			return res, err
+		}
+		v.sess.mu.Lock()
+		if s := v.sess.m[ss.ID()]; s != nil {
+			s.logLevel = string(p.Level)
+		}
+		v.sess.mu.Unlock()
+		return res, err
+	}
+}
+
+// logLevel returns the log level the client of session id set, "" for none.
+func (v *view) logLevel(id string) string {
+	v.sess.mu.Lock()
+	defer v.sess.mu.Unlock()
+	if s := v.sess.m[id]; s != nil {
+		return s.logLevel
+	}
+	return ""
+}

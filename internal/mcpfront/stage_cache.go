@@ -40,7 +40,7 @@ func (cacheStage) serve(ctx context.Context, f *Pipeline, c *toolCall, next next
 // nil when there is none or the call must go through the pipeline to find
 // it: the early path's look at the cache, before any replica is picked, so
 // only where every replica validates the arguments alike (commonSchema).
-func (f *Pipeline) cachedEarly(v *view, t *agents.Tool, call wire.Call, modern bool) []byte {
+func (f *Pipeline) cachedEarly(projectID int64, t *agents.Tool, call wire.Call, modern bool) []byte {
 	args, instance, err := prepareArgs(t, call.Args)
 	if err != nil {
 		return nil
@@ -49,7 +49,7 @@ func (f *Pipeline) cachedEarly(v *view, t *agents.Tool, call wire.Call, modern b
 	if s == nil || s.Validate(args) != nil {
 		return nil
 	}
-	_, decoded, ok := f.cache.GetDecoded(v.key.ProjectID, t.Name, args)
+	_, decoded, ok := f.cache.GetDecoded(projectID, t.Name, args)
 	cr, _ := decoded.(*cachedResult)
 	if !ok || cr == nil {
 		return nil
