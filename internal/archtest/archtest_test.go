@@ -40,6 +40,11 @@ var layers = []struct {
 	// The agent front and the MCP front side by side; the dashboard beside
 	// them; the SDK, the far end of the agent protocol, at the same height.
 	{"fronts and SDK", []string{"internal/agentfront", "internal/mcpfront", "internal/dashboard", "core"}},
+	// Below the MCP front's two eras, every tools/call's one pipeline
+	// (and the reads of resources and prompts), then the wire both eras
+	// read and write.
+	{"the call pipeline", []string{"internal/mcpfront/pipeline"}},
+	{"the MCP wire", []string{"internal/mcpfront/wire"}},
 	{"test transport", []string{"internal/route/routetest"}},
 	// The bus carries the task runtime's signals between gateways, and the
 	// runtime delivers a task's call through route.

@@ -21,6 +21,7 @@ import (
 	"github.com/spacefix/spacefix/internal/egress"
 	"github.com/spacefix/spacefix/internal/identity"
 	"github.com/spacefix/spacefix/internal/mcpfront"
+	"github.com/spacefix/spacefix/internal/mcpfront/pipeline"
 	"github.com/spacefix/spacefix/internal/oauth"
 	"github.com/spacefix/spacefix/internal/ratelimit"
 	"github.com/spacefix/spacefix/internal/recovery"
@@ -130,7 +131,7 @@ func New(cfg Config, st store.Store) (*Gateway, error) {
 		})
 	}
 	g.tasks = tasks.New(tasks.Options{
-		Store: st, Calls: g.calls, Grants: st, Gateway: g.me.ID, Questions: mcpfront.TaskQuestions{}, Log: g.log,
+		Store: st, Calls: g.calls, Grants: st, Gateway: g.me.ID, Questions: pipeline.TaskQuestions{}, Log: g.log,
 		Settings: func(ctx context.Context, projectID int64) (store.ProjectSettings, error) {
 			p, err := st.ProjectByID(ctx, projectID)
 			return p.Settings, err

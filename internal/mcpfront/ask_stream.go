@@ -11,6 +11,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spacefix/spacefix/internal/mcpfront/pipeline"
 	"github.com/spacefix/spacefix/internal/mcpfront/wire"
 )
 
@@ -26,28 +27,7 @@ import (
 // checks go-sdk makes of a response are made here, in its words
 // (TestEarlySessionQuestionsAsked holds the two answers equal).
 
-// asker puts a 2025 session's server-to-client requests to its client: the
-// *mcp.ServerSession in go-sdk's handlers, a *streamAsker on an early
-// call's own stream.
-type asker interface {
-	Elicit(context.Context, *mcp.ElicitParams) (*mcp.ElicitResult, error)
-	CreateMessageWithTools(context.Context, *mcp.CreateMessageWithToolsParams) (*mcp.CreateMessageWithToolsResult, error)
-	ListRoots(context.Context, *mcp.ListRootsParams) (*mcp.ListRootsResult, error)
-}
-
-var (
-	_ asker = (*mcp.ServerSession)(nil)
-	_ asker = (*streamAsker)(nil)
-)
-
-// askerFor returns who puts the questions of ctx's call to session ss's
-// client: the call's own stream when the early path answers it, else ss.
-func askerFor(ctx context.Context, ss *mcp.ServerSession) asker {
-	if c := toolCallFrom(ctx); c != nil && c.ask != nil {
-		return c.ask
-	}
-	return ss
-}
+var _ pipeline.Asker = (*streamAsker)(nil)
 
 // streamAskBase starts the ids of the requests an early call sends: go-sdk
 // numbers its own requests of a session from 1.
@@ -61,7 +41,7 @@ type streamAsker struct {
 	ss      *mcp.ServerSession // for the client's capabilities
 	out     *wire.SSEStream
 
-	mu sync.Mutex // out is written by the requests fulfil sends at once
+	mu sync.Mutex // out is written by the requests pipeline.Fulfil sends at once
 }
 
 // Elicit asks for a form (or opens a URL), as ss.Elicit does: the client
@@ -168,7 +148,7 @@ func (a *streamAsker) send(ctx context.Context, method string, params any, out a
 	}
 	id, answers, forget, ok := a.v.awaitAnswer(a.session)
 	if !ok {
-		return errSessionClosed
+		return pipeline.ErrSessionClosed
 	}
 	defer forget()
 	jid, err := jsonrpc.MakeID(float64(id))

@@ -16,6 +16,7 @@ import (
 
 	"github.com/spacefix/spacefix/internal/access"
 	"github.com/spacefix/spacefix/internal/agents"
+	"github.com/spacefix/spacefix/internal/mcpfront/pipeline"
 	"github.com/spacefix/spacefix/internal/mcpfront/wire"
 	"github.com/spacefix/spacefix/internal/ratelimit"
 	"github.com/spacefix/spacefix/internal/recovery"
@@ -95,18 +96,18 @@ func (f *Front) answerEarly(w http.ResponseWriter, r *http.Request, req *wire.Re
 
 	c := f.controls.Get(r.Context(), v.key.ProjectID)
 	t := f.reg.Snapshot(v.key.ProjectID).Tools[call.Name]
-	if t == nil || !f.permits(r.Context(), v.key, c, t) || !v.advertisedPlain(t.Name) {
+	if t == nil || !f.pipe.Permits(r.Context(), v.key, c, t) || !v.advertisedPlain(t.Name) {
 		return false // go-sdk's path says "not found"
 	}
-	if !modern && mayConfirm(c.Policy, t.Name) {
+	if !modern && pipeline.MayConfirm(c.Policy, t.Name) {
 		return false // go-sdk asks the policy's question over the session
 	}
 	// Under a policy, a hit or a replay is shaped for its caller: the
 	// pipeline's policy point answers it (stage_policy.go).
-	shaped := policyOnCalls(c)
+	shaped := pipeline.PolicyOnCalls(c)
 	var result []byte
-	if f.cacheFor(c, t) > 0 && !shaped {
-		result = f.cachedEarly(v.key.ProjectID, t, call, modern)
+	if f.pipe.CacheFor(c, t) > 0 && !shaped {
+		result = f.pipe.CachedEarly(v.key.ProjectID, t, call, modern)
 	}
 	var replayed func() // logs a replay answered here
 	if result == nil && t.Def.IdempotencyKey != "" {
@@ -115,7 +116,7 @@ func (f *Front) answerEarly(w http.ResponseWriter, r *http.Request, req *wire.Re
 		}
 		// A repeat of a finished request id is answered here like a cache
 		// hit; anything else about request ids is go-sdk's path (repeat.go).
-		if result, replayed = f.replayEarly(r.Context(), v.key, t, call, modern); result == nil {
+		if result, replayed = f.pipe.ReplayEarly(r.Context(), v.key, t, call, modern); result == nil {
 			return false
 		}
 	}
@@ -140,7 +141,7 @@ func (f *Front) answerEarly(w http.ResponseWriter, r *http.Request, req *wire.Re
 	if n := c.Settings.RateLimitPerMinute; n > 0 {
 		if ok, retry := f.limiter.Allow(v.key.ID, n); !ok {
 			f.earlyCalls.Add(1)
-			f.writeEarly(out, call.ID, errorResult(ratelimit.Message(n, retry)), nil, modern)
+			f.writeEarly(out, call.ID, pipeline.ErrorResult(ratelimit.Message(n, retry)), nil, modern)
 			return true
 		}
 	}
@@ -148,14 +149,14 @@ func (f *Front) answerEarly(w http.ResponseWriter, r *http.Request, req *wire.Re
 		if replayed != nil {
 			replayed()
 		} else {
-			f.hits.Add(1)
+			f.pipe.CountHit()
 			f.earlyHits.Add(1)
 		}
 		out.Event(wire.ResultMessage(call.ID, result))
 		return true
 	}
 	f.earlyCalls.Add(1)
-	sink := earlySink{notify: out.Notify, logLevel: call.LogLevel}
+	sink := &pipeline.Stream{Notify: out.Notify, LogLevel: call.LogLevel}
 	var ask *streamAsker
 	if modern {
 		f.earlyNow.Add(1) // a stateless request being served (SessionCounts)
@@ -164,9 +165,9 @@ func (f *Front) answerEarly(w http.ResponseWriter, r *http.Request, req *wire.Re
 		// A session's log level is the one its client set (go-sdk ignores
 		// the request's own there), and a question for the client goes
 		// out on this answer's stream (ask_stream.go).
-		sink.logLevel = v.logLevel(sessionID)
+		sink.LogLevel = v.logLevel(sessionID)
 		ask = &streamAsker{v: v, session: sessionID, ss: ss, out: out}
-		sink.notify = ask.notify
+		sink.Notify = ask.notify
 	}
 	res, err := f.callEarly(ctx, r, t, c, call, ss, sink, ask)
 	if ask != nil {
@@ -178,38 +179,36 @@ func (f *Front) answerEarly(w http.ResponseWriter, r *http.Request, req *wire.Re
 }
 
 // callEarly runs a call through the tool handler, as go-sdk's path would
-// after its parsing: the [toolCall] [view.resolve] would make, the
+// after its parsing: the [pipeline.Call] [view.resolve] would make, the
 // request's _meta, the session ss of a 2025 request (nil at 2026-07-28,
 // where go-sdk makes a throwaway one), its notifications going to sink,
 // and a panic turned into an isError result ([Front.recoverPanics]). ask,
 // set for a session's call, puts the agent's questions to the client on
 // the answer's stream.
 func (f *Front) callEarly(ctx context.Context, r *http.Request, t *agents.Tool, c *access.Controls,
-	call wire.Call, ss *mcp.ServerSession, sink earlySink, ask *streamAsker) (res *mcp.CallToolResult, err error) {
+	call wire.Call, ss *mcp.ServerSession, sink *pipeline.Stream, ask *streamAsker) (res *mcp.CallToolResult, err error) {
 	var meta mcp.Meta
 	if call.Meta != nil {
 		if err := json.Unmarshal(call.Meta, &meta); err != nil {
 			return nil, err // parseEarly read it: not reached
 		}
 	}
-	req := &callRequest{name: call.Name, args: call.Args, meta: meta, session: ss, token: auth.TokenInfoFromContext(r.Context())}
+	req := &pipeline.Request{Name: call.Name, Args: call.Args, Meta: meta, Session: ss, Token: auth.TokenInfoFromContext(r.Context())}
 	// Progress lines and log messages go out on the answer's stream before
 	// the result, as go-sdk sends a request's notifications.
-	ctx = withToolCall(ctx, &toolCall{tool: t, controls: c, sink: &sink, ask: ask})
+	tc := pipeline.NewCall(t, c)
+	if ask != nil {
+		tc.OnStream(sink, ask) // a nil *streamAsker is no Asker
+	} else {
+		tc.OnStream(sink, nil)
+	}
+	ctx = pipeline.WithCall(ctx, tc)
 	defer f.recovered("tools/call", func(r mcp.Result, e error) {
 		res, _ = r.(*mcp.CallToolResult)
 		err = e
 	})
 	recovery.Hook("mcp tools/call")
-	return f.tracedCall(ctx, req) // no tracer: the client's trace context still goes on
-}
-
-// earlySink is, for a call answered before go-sdk (toolCall.sink), where
-// the request's notifications go (progressSender, logSender): its answer's
-// stream, and log messages from the level the client asked for ("": none).
-type earlySink struct {
-	notify   func(method string, params any)
-	logLevel string
+	return f.pipe.Serve(ctx, req) // no tracer: the client's trace context still goes on
 }
 
 // writeEarly writes a tool handler's answer as go-sdk would: a result (its

@@ -26,7 +26,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -41,6 +40,7 @@ import (
 	"github.com/spacefix/spacefix/internal/cache"
 	"github.com/spacefix/spacefix/internal/changes"
 	"github.com/spacefix/spacefix/internal/identity"
+	"github.com/spacefix/spacefix/internal/mcpfront/pipeline"
 	"github.com/spacefix/spacefix/internal/mcpfront/wire"
 	"github.com/spacefix/spacefix/internal/oauth"
 	"github.com/spacefix/spacefix/internal/policy"
@@ -48,7 +48,6 @@ import (
 	"github.com/spacefix/spacefix/internal/secrets"
 	"github.com/spacefix/spacefix/internal/store"
 	"github.com/spacefix/spacefix/internal/tasks"
-	"github.com/spacefix/spacefix/internal/textfmt"
 )
 
 // Path is where the endpoint is mounted.
@@ -127,16 +126,34 @@ type Options struct {
 	// identity audience (identity.go); nil means no call carries one.
 	Identity *identity.Signer
 	// Upstream keeps the people's accounts at per-person bridged
-	// remotes (perperson.go); nil means a person's call to a remote in
-	// connect mode cannot be made.
+	// remotes (pipeline/perperson.go); nil means a person's call to a
+	// remote in connect mode cannot be made.
 	Upstream Upstream
-	// Policy is what the policy point needs (policy_call.go).
+	// Policy is what the policy point needs (pipeline/policy_call.go).
 	Policy PolicyOptions
 }
 
+// Upstream keeps the people's accounts at per-person bridged remotes.
+type Upstream = pipeline.Upstream
+
+// PolicyOptions are what the policy point needs from the gateway.
+type PolicyOptions = pipeline.PolicyOptions
+
 // Front is the MCP endpoint. It is an http.Handler.
 type Front struct {
-	*Pipeline
+	pipe *pipeline.Pipeline // every tools/call, whichever era
+
+	reg      *agents.Registry
+	store    access.Store
+	calls    *store.CallLog
+	log      *slog.Logger
+	controls *access.Cache
+	cache    *cache.Cache
+	limiter  *ratelimit.Limiter
+	tracer   trace.Tracer   // nil: no traces
+	tasks    *tasks.Manager // nil: no tasks
+	impl     *mcp.Implementation
+	draining atomic.Bool // see StartDrain
 
 	sessionPrefix string // see Options.SessionPrefix
 	hostsChecked  bool   // see Options.HostsChecked
@@ -178,38 +195,39 @@ func New(opts Options) *Front {
 	if idem == nil {
 		idem, _ = opts.Store.(store.Idempotency)
 	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
 	f := &Front{
-		Pipeline: &Pipeline{
-			reg: opts.Registry, store: opts.Store, calls: opts.CallLog,
-			log: opts.Logger, controls: access.NewCache(opts.Store, time.Second, policy.Options{Log: opts.Logger}),
-			limiter: opts.Limiter, tasks: opts.Tasks,
-			identity: opts.Identity, upstream: opts.Upstream, policy: policyState{opts: opts.Policy, version: opts.Version},
-			impl: &mcp.Implementation{Name: "spacefix", Title: "Spacefix", Version: opts.Version},
-		},
+		reg: opts.Registry, store: opts.Store, calls: opts.CallLog, log: log,
+		controls: access.NewCache(opts.Store, time.Second, policy.Options{Log: log}),
+		limiter:  opts.Limiter, tasks: opts.Tasks,
+		impl:          &mcp.Implementation{Name: "spacefix", Title: "Spacefix", Version: opts.Version},
 		sessionPrefix: opts.SessionPrefix, hostsChecked: opts.HostsChecked,
 		verifier: opts.Verifier, oauth: opts.OAuth, changes: opts.Changes,
 		views: make(map[string]*view),
 	}
-	if f.log == nil {
-		f.log = slog.Default()
-	}
-	f.policy.log = f.log
-	f.trackCall = func(k store.Key, id string, cancel context.CancelCauseFunc) func() {
-		return f.viewFor(k).trackCall(id, cancel)
-	}
 	if opts.TracerProvider != nil {
-		f.tracer = opts.TracerProvider.Tracer(tracerName, trace.WithInstrumentationVersion(opts.Version))
+		f.tracer = opts.TracerProvider.Tracer(pipeline.TracerName, trace.WithInstrumentationVersion(opts.Version))
 	}
-	f.held = newHeldCalls(f.log, opts.SessionPrefix, opts.Secrets)
-	f.repeats = newRepeats(idem, f.log)
 	if f.limiter == nil {
 		f.limiter = ratelimit.New()
 	}
-	f.sdkLog = sdkLogger(f.log)
 	if opts.CacheBytes <= 0 {
 		opts.CacheBytes = 64 << 20
 	}
 	f.cache = cache.New(opts.CacheBytes)
+	f.pipe = pipeline.New(pipeline.Options{
+		Registry: f.reg, Store: f.store, Controls: f.controls, CallLog: f.calls, Logger: log,
+		Cache: f.cache, Limiter: f.limiter, Tracer: f.tracer, Tasks: f.tasks, Idempotency: idem,
+		Identity: opts.Identity, Upstream: opts.Upstream, Policy: opts.Policy, Impl: f.impl,
+		SessionPrefix: opts.SessionPrefix, Secrets: opts.Secrets,
+		TrackCall: func(k store.Key, id string, cancel context.CancelCauseFunc) func() {
+			return f.viewFor(k).trackCall(id, cancel)
+		},
+	})
+	f.sdkLog = sdkLogger(f.log)
 	f.sessionIdle, f.keepAliveEvery = opts.SessionIdle, opts.KeepAlive
 	if f.sessionIdle <= 0 {
 		f.sessionIdle = 30 * time.Minute
@@ -285,7 +303,7 @@ func (f *Front) dispatch(w http.ResponseWriter, r *http.Request) {
 	if cw, ok := w.(*challengeWriter); ok {
 		w = cw.ResponseWriter // verified: no challenge from here on
 	}
-	k, ok := keyFrom(auth.TokenInfoFromContext(r.Context()))
+	k, ok := pipeline.KeyFrom(auth.TokenInfoFromContext(r.Context()))
 	if !ok {
 		f.stateful.ServeHTTP(w, r) // go-sdk answers: no server for it
 		return
@@ -396,27 +414,9 @@ func (f *Front) changed(c changes.Change) {
 	}
 }
 
-// trimName keeps a name printable in messages: valid UTF-8, and its first
-// 100 characters with "…" when longer.
-func trimName(s string) string {
-	s = strings.ToValidUTF8(s, "?")
-	if c := textfmt.Cut(s, 100); c != s {
-		s = c + "…"
-	}
-	return s
-}
-
 // EarlyStats returns how many tool calls the cache answered, how many of
 // those were answered before go-sdk parsed them, and how many other tool
 // calls were (early.go).
 func (f *Front) EarlyStats() (hits, earlyHits, earlyCalls int64) {
-	return f.hits.Load(), f.earlyHits.Load(), f.earlyCalls.Load()
-}
-
-// disconnectedMessage says why a call lost its agent.
-func (f *Pipeline) disconnectedMessage() string {
-	if f.draining.Load() {
-		return msgShutdown
-	}
-	return msgDisconnected
+	return f.pipe.Hits(), f.earlyHits.Load(), f.earlyCalls.Load()
 }

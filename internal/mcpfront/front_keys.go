@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	sfauth "github.com/spacefix/spacefix/internal/auth"
+	"github.com/spacefix/spacefix/internal/mcpfront/pipeline"
 	"github.com/spacefix/spacefix/internal/oauth"
 	"github.com/spacefix/spacefix/internal/store"
 )
@@ -36,24 +37,13 @@ func (f *Front) verifyToken(ctx context.Context, token string, r *http.Request) 
 	if k.Kind != store.KindClient {
 		return nil, keyError("This is an agent key. MCP clients need a client key: spacefix keys create --kind client")
 	}
-	return &auth.TokenInfo{UserID: k.ID, Extra: map[string]any{tokenKey: k}}, nil
-}
-
-const tokenKey = "spacefix.key"
-
-// keyFrom returns the client key a request was made with.
-func keyFrom(ti *auth.TokenInfo) (store.Key, bool) {
-	if ti == nil {
-		return store.Key{}, false
-	}
-	k, ok := ti.Extra[tokenKey].(store.Key)
-	return k, ok
+	return pipeline.TokenInfo(k, nil), nil
 }
 
 // getServer returns the server of the calling key's view. go-sdk calls it
 // for every request, so it must be cheap.
 func (f *Front) getServer(r *http.Request) *mcp.Server {
-	k, ok := keyFrom(auth.TokenInfoFromContext(r.Context()))
+	k, ok := pipeline.KeyFrom(auth.TokenInfoFromContext(r.Context()))
 	if !ok {
 		return nil
 	}

@@ -60,7 +60,10 @@ var errClosed = errors.New("mcpfront: Start after Close")
 // StartDrain marks the endpoint as shutting down: calls that lose their
 // agent from now on say so. It refuses nothing: the HTTP server stops
 // taking new connections.
-func (f *Front) StartDrain() { f.draining.Store(true) }
+func (f *Front) StartDrain() {
+	f.draining.Store(true)
+	f.pipe.Drain()
+}
 
 // WaitIdle returns nil once no request is in flight (a POST counts until
 // its response is written), or ctx's error if ctx ends first. Requests may
@@ -86,8 +89,7 @@ func (f *Front) Close() error {
 	}
 	close(f.life.stop)
 	f.life.wg.Wait()
-	f.repeats.wait()
-	f.policy.close()
+	f.pipe.Close()
 	return nil
 }
 

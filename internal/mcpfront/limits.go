@@ -9,6 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/spacefix/spacefix/internal/mcpfront/pipeline"
 	"github.com/spacefix/spacefix/internal/mcpfront/wire"
 	"github.com/spacefix/spacefix/internal/store"
 	"github.com/spacefix/spacefix/internal/textfmt"
@@ -73,7 +74,7 @@ func (f *Front) refuseLargeArgs(w http.ResponseWriter, r *http.Request, req *wir
 	}
 	name, _ := wire.JSONString(req.Name)
 	refuseCall(w, status, req.CallID(), jsonrpc.CodeInvalidParams, fmt.Sprintf(msgArgsTooLarge,
-		trimName(name), textfmt.Thousands(int64(len(req.Args))), textfmt.Thousands(int64(argLimit))))
+		pipeline.TrimName(name), textfmt.Thousands(int64(len(req.Args))), textfmt.Thousands(int64(argLimit))))
 	return true
 }
 

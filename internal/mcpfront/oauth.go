@@ -8,6 +8,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 
 	"github.com/spacefix/spacefix/internal/access"
+	"github.com/spacefix/spacefix/internal/mcpfront/pipeline"
 	"github.com/spacefix/spacefix/internal/mcpfront/wire"
 	"github.com/spacefix/spacefix/internal/oauth"
 	"github.com/spacefix/spacefix/internal/store"
@@ -39,7 +40,7 @@ func (f *Front) verifyOAuth(ctx context.Context, token string, r *http.Request) 
 	if g.Write {
 		scopes = append(scopes, oauth.ScopeWrite)
 	}
-	return &auth.TokenInfo{UserID: k.ID, Scopes: scopes, Extra: map[string]any{tokenKey: k}}, nil
+	return pipeline.TokenInfo(k, scopes), nil
 }
 
 // challenge makes every 401 of the endpoint say where to get a token

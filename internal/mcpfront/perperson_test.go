@@ -22,11 +22,13 @@ import (
 	"github.com/spacefix/spacefix/internal/agentproto"
 	"github.com/spacefix/spacefix/internal/agents"
 	sfauth "github.com/spacefix/spacefix/internal/auth"
+	"github.com/spacefix/spacefix/internal/mcpfront/pipeline"
 	"github.com/spacefix/spacefix/internal/route"
 	"github.com/spacefix/spacefix/internal/route/routetest"
 	"github.com/spacefix/spacefix/internal/schema"
 	"github.com/spacefix/spacefix/internal/store"
 	"github.com/spacefix/spacefix/internal/store/sqlite"
+	"github.com/spacefix/spacefix/internal/upstream"
 )
 
 // These tests run the MCP endpoint in front of a per-person bridged
@@ -51,11 +53,11 @@ func (u *fakeUpstream) Token(_ context.Context, projectID int64, agentKeyID stri
 		return "", fmt.Errorf("token of agent key %q, want %q", agentKeyID, ppAgentKey)
 	}
 	if u.reconnect[userID] {
-		return "", errUpstreamReconnect
+		return "", upstream.ErrReconnect
 	}
 	tok, ok := u.tokens[userID]
 	if !ok {
-		return "", errUpstreamNotConnected
+		return "", upstream.ErrNotConnected
 	}
 	return tok, nil
 }
@@ -67,7 +69,7 @@ func (u *fakeUpstream) Refresh(_ context.Context, projectID int64, agentKeyID st
 	tok, ok := u.refreshTo[userID]
 	if !ok {
 		delete(u.tokens, userID)
-		return "", errUpstreamReconnect
+		return "", upstream.ErrReconnect
 	}
 	u.tokens[userID] = tok
 	return tok, nil
@@ -93,6 +95,7 @@ const (
 // ppEnv is an endpoint in front of one per-person bridged remote.
 type ppEnv struct {
 	t    *testing.T
+	st   *sqlite.Store
 	f    *Front
 	url  string
 	up   *fakeUpstream
@@ -124,7 +127,7 @@ func newPPEnv(t *testing.T, pp agentproto.PerPerson) *ppEnv {
 	}
 	calls := store.NewCallLog(st, nil)
 	t.Cleanup(func() { calls.Close(context.Background()) })
-	e := &ppEnv{t: t, reg: agents.New(&agents.Options{Logger: ppQuiet()}), tr: routetest.New(), proj: proj,
+	e := &ppEnv{t: t, st: st, reg: agents.New(&agents.Options{Logger: ppQuiet()}), tr: routetest.New(), proj: proj,
 		refuse: map[string]bool{},
 		up: &fakeUpstream{tokens: map[int64]string{7: "ada-token"}, reconnect: map[int64]bool{},
 			refreshTo: map[int64]string{}}}
@@ -135,11 +138,12 @@ func newPPEnv(t *testing.T, pp agentproto.PerPerson) *ppEnv {
 	}
 	t.Cleanup(func() { e.f.Close() })
 
-	// Who the grants' people are, as the store would say.
-	e.f.callers.m = map[string]cachedCaller{}
-	for grant, id := range map[string]string{"grant_ada": "7", "grant_bob": "8"} {
-		e.f.callers.m[grant] = cachedCaller{expires: time.Now().Add(time.Hour), c: agentproto.Caller{
-			KeyID: grant, Project: "shop", Scopes: scopesRW, Person: &agentproto.Person{ID: id}}}
+	// Who the grants' people are: persons 7 and 8, in the store.
+	for grant, id := range map[string]int64{"grant_ada": 7, "grant_bob": 8} {
+		if _, err := st.CreateOAuthGrant(ctx, store.OAuthGrant{ID: grant, ProjectID: proj.ID, UserID: id,
+			ClientID: "client_1", ClientName: "Claude", Scope: "mcp:read mcp:write"}); err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	// The bridge.
@@ -185,7 +189,7 @@ func newPPEnv(t *testing.T, pp agentproto.PerPerson) *ppEnv {
 		if !ok {
 			return nil, auth.ErrInvalidToken
 		}
-		return &auth.TokenInfo{UserID: k.ID, Extra: map[string]any{tokenKey: k}}, nil
+		return pipeline.TokenInfo(k, nil), nil
 	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})
 	srv := httptest.NewServer(bearer(http.HandlerFunc(e.f.dispatch)))
 	t.Cleanup(srv.Close)
@@ -592,58 +596,5 @@ func TestPerPersonNotShared(t *testing.T) {
 	}
 	if n := len(e.received()); n != 2 {
 		t.Errorf("the bridge got %d calls, want 2: one per person, the repeat answered from the record", n)
-	}
-}
-
-// A task (or a job) whose remote refused the person's token answers with
-// what to do: call again once the account is refreshed, or connect it
-// again.
-func TestPerPersonTaskUnauthorized(t *testing.T) {
-	e := newPPEnv(t, connectConnect)
-	ctx := context.Background()
-	tool := e.reg.Snapshot(e.proj.ID).Tools[ppTool]
-	ada := store.Key{ID: "grant_ada", ProjectID: e.proj.ID, Kind: store.KindClient, OAuth: true}
-	call, _, _, refused, rpcErr := e.f.pickCall(ctx, pickRequest{Tool: tool, Key: ada, Args: json.RawMessage(`{}`), Wait: time.Minute})
-	if call == nil || refused != nil || rpcErr != nil {
-		t.Fatalf("pickCall = %v, %v, %v; want ada's call", call, refused, rpcErr)
-	}
-	hook := e.f.taskUnauthorized(ada, call, ppTool) // as a task's Spec gets it, before the call is sent
-	call.Release()
-	if call.UpstreamToken() != "ada-token" {
-		t.Fatalf("the call carries %q, want ada's token", call.UpstreamToken())
-	}
-	e.up.refreshTo[7] = "ada-token-2"
-	if got, want := hook(ctx), ppHost+" refused your account's token, and the gateway has refreshed it: call "+ppTool+" again."; got != want {
-		t.Errorf("refreshed: %q, want %q", got, want)
-	}
-	delete(e.up.refreshTo, 7)
-	if got, want := hook(ctx), "Your "+ppHost+" account needs connecting again: open "+ppConnect+", sign in there, then call "+ppTool+" again."; got != want {
-		t.Errorf("refresh refused: %q, want %q", got, want)
-	}
-	if got := e.up.refreshes(); len(got) != 2 || got[0] != "ada-token" || got[1] != "ada-token" {
-		t.Errorf("refreshed %q, want ada's refused token twice", got)
-	}
-
-	// A call that carries no token of the gateway's has no such answer.
-	key := store.Key{ID: "key_c", ProjectID: e.proj.ID, Kind: store.KindClient}
-	shared := newPPEnv(t, agentproto.PerPerson{Mode: agentproto.PerPersonConnect, URL: "https://" + ppHost + "/mcp", Fallback: agentproto.FallbackShared})
-	call, _, _, _, _ = shared.f.pickCall(ctx, pickRequest{Tool: shared.reg.Snapshot(shared.proj.ID).Tools[ppTool], Key: key, Args: json.RawMessage(`{}`), Wait: time.Minute})
-	if call == nil {
-		t.Fatal("the key's call was not picked")
-	}
-	if shared.f.taskUnauthorized(key, call, ppTool) != nil {
-		t.Error("a call without a token got an answer for a refused token")
-	}
-	call.Release()
-}
-
-// A refused token the front could not deliver again (it came after the
-// agent asked the client something) reaches the client as -32603 with a
-// sentence, never as -32044.
-func TestPerPersonCodeNeverToClient(t *testing.T) {
-	res := route.Result{Outcome: route.ToolError, Code: agentproto.CodeUpstreamUnauthorized, Detail: "the remote refused the person's token"}
-	pe := protocolError(res)
-	if pe == nil || pe.Code != -32603 || pe.Message != msgUpstreamLate || pe.Data != nil {
-		t.Errorf("protocolError = %+v, want -32603 %q", pe, msgUpstreamLate)
 	}
 }

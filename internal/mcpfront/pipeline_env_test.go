@@ -14,6 +14,7 @@ import (
 	"github.com/spacefix/spacefix/internal/agentproto"
 	"github.com/spacefix/spacefix/internal/agents"
 	sfauth "github.com/spacefix/spacefix/internal/auth"
+	"github.com/spacefix/spacefix/internal/mcpfront/pipeline"
 	"github.com/spacefix/spacefix/internal/route"
 	"github.com/spacefix/spacefix/internal/route/routetest"
 	"github.com/spacefix/spacefix/internal/schema"
@@ -26,7 +27,7 @@ import (
 // "echo" (a plain tool) and "slow" (task support optional), each
 // answering "ok" at once; the client key "key" calls it. It reuses
 // ppEnv's client (send, session, callModern).
-func newStageEnv(t *testing.T) *ppEnv {
+func newStageEnv(t *testing.T, opts ...func(*Options)) *ppEnv {
 	t.Helper()
 	ctx := context.Background()
 	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
@@ -40,8 +41,8 @@ func newStageEnv(t *testing.T) *ppEnv {
 	}
 	calls := store.NewCallLog(st, nil)
 	t.Cleanup(func() { calls.Close(context.Background()) })
-	e := &ppEnv{t: t, reg: agents.New(&agents.Options{Logger: ppQuiet()}), tr: routetest.New(), proj: proj, refuse: map[string]bool{}}
-	tm := tasks.New(tasks.Options{Store: st, Calls: calls, Grants: st, Questions: TaskQuestions{}, Log: ppQuiet(),
+	e := &ppEnv{t: t, st: st, reg: agents.New(&agents.Options{Logger: ppQuiet()}), tr: routetest.New(), proj: proj, refuse: map[string]bool{}}
+	tm := tasks.New(tasks.Options{Store: st, Calls: calls, Grants: st, Questions: pipeline.TaskQuestions{}, Log: ppQuiet(),
 		Settings: func(ctx context.Context, projectID int64) (store.ProjectSettings, error) {
 			p, err := st.ProjectByID(ctx, projectID)
 			return p.Settings, err
@@ -49,8 +50,12 @@ func newStageEnv(t *testing.T) *ppEnv {
 	if err := tm.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	e.f = New(Options{Registry: e.reg, Store: st, Verifier: sfauth.NewVerifier(st, 0), CallLog: calls,
-		Logger: ppQuiet(), Tasks: tm, HostsChecked: true})
+	o := Options{Registry: e.reg, Store: st, Verifier: sfauth.NewVerifier(st, 0), CallLog: calls,
+		Logger: ppQuiet(), Tasks: tm, HostsChecked: true}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	e.f = New(o)
 	if err := e.f.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +89,7 @@ func newStageEnv(t *testing.T) *ppEnv {
 		if token != "key" {
 			return nil, auth.ErrInvalidToken
 		}
-		return &auth.TokenInfo{UserID: key.ID, Extra: map[string]any{tokenKey: key}}, nil
+		return pipeline.TokenInfo(key, nil), nil
 	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})
 	srv := httptest.NewServer(bearer(http.HandlerFunc(e.f.dispatch)))
 	t.Cleanup(srv.Close)

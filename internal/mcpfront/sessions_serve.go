@@ -2,22 +2,13 @@ package mcpfront
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/auth"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spacefix/spacefix/internal/mcpfront/pipeline"
 	"github.com/spacefix/spacefix/internal/mcpfront/wire"
 )
-
-// errSessionClosed ends the calls of a session its client deleted.
-var errSessionClosed = errors.New("mcp session closed")
-
-// msgSessionClosed is the JSON-RPC error a call gets when its session
-// closed before it finished.
-const msgSessionClosed = "The MCP session closed before this call finished. Open a new session (initialize) and call again."
 
 // trackCall notes a tool call in flight in session id, so closing the
 // session can end it; it returns the function that forgets it.
@@ -52,7 +43,7 @@ func (v *view) endCalls(id string, wait time.Duration) {
 		return
 	}
 	for c := range s.calls {
-		(*c)(errSessionClosed)
+		(*c)(pipeline.ErrSessionClosed)
 	}
 	v.sess.mu.Unlock()
 	deadline := time.Now().Add(wait)
@@ -121,21 +112,4 @@ func (f *Front) serveSession(w http.ResponseWriter, r *http.Request, req *wire.R
 // request, and its context, in the token info (request.go).
 func (f *Front) serveInSession(w http.ResponseWriter, r *http.Request) {
 	f.stateful.ServeHTTP(w, r)
-}
-
-// tokenOf returns the token info of a request go-sdk serves, or nil.
-func tokenOf(extra *mcp.RequestExtra) *auth.TokenInfo {
-	if extra == nil {
-		return nil
-	}
-	return extra.TokenInfo
-}
-
-// hangUp returns the context of the HTTP request a call came in, which
-// ends when its client hangs up; nil if there is none.
-func hangUp(token *auth.TokenInfo) context.Context {
-	if req := wire.Of(token); req != nil {
-		return req.Ctx
-	}
-	return nil
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/spacefix/spacefix/internal/agentproto"
 	"github.com/spacefix/spacefix/internal/agents"
+	"github.com/spacefix/spacefix/internal/mcpfront/pipeline"
 	"github.com/spacefix/spacefix/internal/mcpfront/wire"
 	"github.com/spacefix/spacefix/internal/recovery"
 	"github.com/spacefix/spacefix/internal/route"
@@ -139,7 +140,7 @@ func (f *Front) serveTasksModern(w http.ResponseWriter, r *http.Request, msg *wi
 		return true
 	case "tasks/get", "tasks/update", "tasks/cancel":
 	default:
-		f.writeExtError(w, req.ID, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf(msgExtGone, trimName(method))})
+		f.writeExtError(w, req.ID, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf(msgExtGone, pipeline.TrimName(method))})
 		return true
 	}
 	if req.Params.TaskID == nil {
@@ -149,7 +150,7 @@ func (f *Front) serveTasksModern(w http.ResponseWriter, r *http.Request, msg *wi
 	id := *req.Params.TaskID
 	if name := strings.TrimSpace(r.Header.Get("Mcp-Name")); name != id {
 		f.writeExtError(w, req.ID, &jsonrpc.Error{Code: mcp.CodeHeaderMismatch,
-			Message: fmt.Sprintf("header mismatch: the Mcp-Name header (%q) must be params.taskId (%q)", trimName(name), trimName(id))})
+			Message: fmt.Sprintf("header mismatch: the Mcp-Name header (%q) must be params.taskId (%q)", pipeline.TrimName(name), pipeline.TrimName(id))})
 		return true
 	}
 	if !declaresExt(req.Params.Meta) {
@@ -300,7 +301,7 @@ func (f *Front) extTaskCall(w http.ResponseWriter, r *http.Request, v *view, req
 	if snap == nil || (!declared && snap.Def.TaskSupport() != agentproto.TaskRequired) {
 		return false // a plain call: the early path or go-sdk runs it
 	}
-	t, ctl, refused, err := f.admitCall(ctx, v.key, req.Params.Name, false)
+	t, ctl, refused, err := f.pipe.AdmitCall(ctx, v.key, req.Params.Name, false)
 	switch {
 	case refused != nil:
 		f.writeExtCallResult(w, req.ID, refused)
@@ -327,31 +328,29 @@ func (f *Front) extTaskCall(w http.ResponseWriter, r *http.Request, v *view, req
 		f.resumeExtCall(w, r, v, req, t, owner)
 		return true
 	}
-	// The call pipeline (pipeline.go) resolves it and starts the task.
-	tr := &taskRun{era: wire.ModernVersion}
-	c := &toolCall{key: v.key, tool: t, controls: ctl, task: tr, req: &callRequest{
-		name: req.Params.Name, args: req.Params.Arguments, meta: mcp.Meta(req.Params.Meta),
-	}}
-	refused, rpcErr := f.runToolCall(ctx, c)
+	// The call pipeline resolves it and starts the task.
+	st := f.pipe.StartTask(ctx, v.key, t, ctl, &pipeline.Request{
+		Name: req.Params.Name, Args: req.Params.Arguments, Meta: mcp.Meta(req.Params.Meta),
+	}, wire.ModernVersion, 0)
 	switch {
-	case refused != nil:
-		f.writeExtCallResult(w, req.ID, refused)
+	case st.Refused != nil:
+		f.writeExtCallResult(w, req.ID, st.Refused)
 		return true
-	case rpcErr != nil:
-		f.writeExtError(w, req.ID, rpcErr)
+	case st.RPCErr != nil:
+		f.writeExtError(w, req.ID, st.RPCErr)
 		return true
-	case c.call == nil && c.res.Outcome == route.NotFound:
+	case st.Unpicked != nil && st.Unpicked.Outcome == route.NotFound:
 		f.writeExtError(w, req.ID, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "Tool " + t.Name + " not found"})
 		return true
-	case c.call == nil:
-		f.writeExtCallResult(w, req.ID, f.toolResult(t, v.key, c.res, c.start, nil))
+	case st.Unpicked != nil:
+		f.writeExtCallResult(w, req.ID, st.Result)
 		return true
 	}
-	task, err := tr.task, tr.err
+	task, err := st.Task, st.Err
 	if errors.Is(err, tasks.ErrTooManyTasks) {
 		// The server decides per request whether to make a task: this one
 		// answers, as a plain call would, a tool error the model reads.
-		f.writeExtCallResult(w, req.ID, errorResult(err.Error()))
+		f.writeExtCallResult(w, req.ID, pipeline.ErrorResult(err.Error()))
 		return true
 	}
 	if err != nil {
@@ -379,7 +378,7 @@ func (f *Front) answerExtCall(w http.ResponseWriter, r *http.Request, v *view, i
 		if err == nil && now.Status == tasks.InputRequired && len(now.InputRequests) > 0 {
 			f.writeExtResult(w, id, extInputRequired{
 				ResultType: "input_required", InputRequests: now.InputRequests,
-				RequestState: f.sealExtTask(task.ID, v.key.ID), Meta: f.extServerMeta(),
+				RequestState: f.pipe.SealTaskState(task.ID, v.key.ID), Meta: f.extServerMeta(),
 			})
 			return
 		}
@@ -395,9 +394,9 @@ func (f *Front) answerExtCall(w http.ResponseWriter, r *http.Request, v *view, i
 // gets the task (or the handler's next questions).
 func (f *Front) resumeExtCall(w http.ResponseWriter, r *http.Request, v *view, req extRequest, t *agents.Tool, owner tasks.Owner) {
 	ctx := r.Context()
-	id, ok := f.openExtTask(req.Params.RequestState, v.key.ID)
+	id, ok := f.pipe.OpenTaskState(req.Params.RequestState, v.key.ID)
 	if !ok {
-		f.writeExtError(w, req.ID, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: errBadState.Error()})
+		f.writeExtError(w, req.ID, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: pipeline.ErrBadState.Error()})
 		return
 	}
 	task, err := f.tasks.Get(ctx, owner, v.key.ProjectID, id)

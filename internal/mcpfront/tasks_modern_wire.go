@@ -4,12 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/spacefix/spacefix/internal/mcpfront/pipeline"
 	"github.com/spacefix/spacefix/internal/mcpfront/wire"
 	"github.com/spacefix/spacefix/internal/tasks"
 )
@@ -109,7 +109,7 @@ func (f *Front) extInlineResult(raw json.RawMessage) json.RawMessage {
 	if len(raw) == 0 {
 		return json.RawMessage(`{"content":[]}`)
 	}
-	r, err := decodeResult(raw)
+	r, err := pipeline.DecodeResult(raw)
 	if err != nil {
 		return raw
 	}
@@ -177,27 +177,4 @@ func (f *Front) writeExtError(w http.ResponseWriter, id json.RawMessage, err err
 	wire.SSEHeaders(w.Header(), "application/json")
 	w.WriteHeader(status)
 	w.Write(data)
-}
-
-// extStatePrefix marks a requestState that names a task (see
-// answerExtCall) rather than a held call (confirm.go): "." is not in
-// the held states' alphabet.
-const extStatePrefix = "task."
-
-// sealExtTask returns the requestState of task id for client key keyID:
-// sealed, so a client can neither read nor forge it, and starting with the
-// gateway's prefix so that the gateways sharing a store send its retry
-// here (any of them can open it: see heldCalls.seal).
-func (f *Front) sealExtTask(id, keyID string) string {
-	return f.held.seal(f.held.prefix+extStatePrefix, id, keyID)
-}
-
-// openExtTask returns the task a requestState from sealExtTask names, if it was
-// sealed for keyID.
-func (f *Front) openExtTask(state, keyID string) (string, bool) {
-	head, id, owner, ok := f.held.open(state)
-	if !ok || !strings.HasSuffix(head, extStatePrefix) {
-		return "", false
-	}
-	return id, owner == keyID
 }

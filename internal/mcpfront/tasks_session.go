@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/spacefix/spacefix/internal/mcpfront/pipeline"
 	"github.com/spacefix/spacefix/internal/mcpfront/wire"
 	"github.com/spacefix/spacefix/internal/tasks"
 )
@@ -32,7 +33,7 @@ import (
 //     methods of each view's server ([view.addTaskMethods]), so that what
 //     the tasks/result handler asks the client with its session
 //     (elicitation/create, sampling/createMessage, roots/list, through
-//     [fulfil]) goes out on the tasks/result stream, as the spec asks for a
+//     [pipeline.Fulfil]) goes out on the tasks/result stream, as the spec asks for a
 //     task in input_required; the answers go to [tasks.Manager.Answer] in
 //     the 2026-07-28 inputResponses shape;
 //   - notifications/tasks/status goes to the GET streams of the session
@@ -141,7 +142,7 @@ func (v *view) taskError(id string, err error) error {
 	var jerr *jsonrpc.Error
 	switch {
 	case errors.Is(err, tasks.ErrNotFound):
-		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf(msgTaskNotFound, trimName(id))}
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf(msgTaskNotFound, pipeline.TrimName(id))}
 	case errors.As(err, &jerr):
 		return jerr
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
@@ -304,7 +305,7 @@ func (v *view) askForTask(ctx context.Context, ss *mcp.ServerSession, t tasks.Ta
 	if deadline.IsZero() {
 		deadline = time.Now().Add(24 * time.Hour)
 	}
-	raw, problem, _ := fulfil(ctx, ss, reqs, deadline)
+	raw, problem, _ := pipeline.Fulfil(ctx, ss, reqs, deadline)
 	out := map[string]json.RawMessage{}
 	if problem != "" {
 		v.f.log.Info("task input not given", "task", t.ID, "why", problem)
@@ -337,7 +338,7 @@ func taskOutcome(t tasks.Task) (*rawResult, error) {
 	if len(result) == 0 {
 		// Failed without a result of the agent's (it disconnected, ran too
 		// long, its gateway stopped): what a plain call would answer.
-		b, err := json.Marshal(errorResult(t.StatusMessage))
+		b, err := json.Marshal(pipeline.ErrorResult(t.StatusMessage))
 		if err != nil {
 			return nil, err
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/spacefix/spacefix/internal/agentproto"
+	"github.com/spacefix/spacefix/internal/mcpfront/pipeline"
 	"github.com/spacefix/spacefix/internal/mcpfront/wire"
 	"github.com/spacefix/spacefix/internal/route"
 	"github.com/spacefix/spacefix/internal/tasks"
@@ -84,7 +85,7 @@ func (f *Front) answerTaskCall(w http.ResponseWriter, r *http.Request, req *wire
 	// the rate limit, which the call's own path counts.
 	c := f.controls.Get(r.Context(), v.key.ProjectID)
 	t := f.reg.Snapshot(v.key.ProjectID).Tools[call.name]
-	if t == nil || !f.permits(r.Context(), v.key, c, t) {
+	if t == nil || !f.pipe.Permits(r.Context(), v.key, c, t) {
 		return false // go-sdk's path says "not found"
 	}
 	support := t.Def.TaskSupport()
@@ -124,12 +125,12 @@ func (f *Front) startSessionTask(ctx context.Context, v *view, ss *mcp.ServerSes
 	if !ok {
 		return tasks.Task{}, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: msgTaskTTL}
 	}
-	t, ctl, refused, err := f.admitCall(ctx, v.key, call.name, false)
+	t, ctl, refused, err := f.pipe.AdmitCall(ctx, v.key, call.name, false)
 	if err != nil {
 		return tasks.Task{}, err
 	}
 	if refused != nil {
-		return tasks.Task{}, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: firstText(refused)}
+		return tasks.Task{}, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: pipeline.FirstText(refused)}
 	}
 	var meta mcp.Meta
 	if call.meta != nil {
@@ -137,23 +138,21 @@ func (f *Front) startSessionTask(ctx context.Context, v *view, ss *mcp.ServerSes
 			return tasks.Task{}, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "params._meta must be an object."}
 		}
 	}
-	// The call pipeline (pipeline.go) resolves it and starts the task.
-	tr := &taskRun{era: tasksVersion, ttl: ttl}
-	c := &toolCall{key: v.key, tool: t, controls: ctl, task: tr, req: &callRequest{
-		name: call.name, args: call.args, meta: meta, session: ss,
-	}}
-	refused, rpcErr := f.runToolCall(ctx, c)
+	// The call pipeline resolves it and starts the task.
+	st := f.pipe.StartTask(ctx, v.key, t, ctl, &pipeline.Request{
+		Name: call.name, Args: call.args, Meta: meta, Session: ss,
+	}, tasksVersion, ttl)
 	switch {
-	case rpcErr != nil:
-		return tasks.Task{}, rpcErr
-	case refused != nil:
-		return tasks.Task{}, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: firstText(refused)}
-	case c.call == nil && c.res.Outcome == route.NoReplica:
-		return tasks.Task{}, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: c.res.Detail}
-	case c.call == nil:
-		return tasks.Task{}, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "Tool " + trimName(call.name) + " not found"}
+	case st.RPCErr != nil:
+		return tasks.Task{}, st.RPCErr
+	case st.Refused != nil:
+		return tasks.Task{}, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: pipeline.FirstText(st.Refused)}
+	case st.Unpicked != nil && st.Unpicked.Outcome == route.NoReplica:
+		return tasks.Task{}, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: st.Unpicked.Detail}
+	case st.Unpicked != nil:
+		return tasks.Task{}, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "Tool " + pipeline.TrimName(call.name) + " not found"}
 	}
-	task, err := tr.task, tr.err
+	task, err := st.Task, st.Err
 	if errors.Is(err, tasks.ErrTooManyTasks) {
 		// A task or an error: refused as the project's controls refuse.
 		return tasks.Task{}, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: err.Error()}
@@ -167,7 +166,7 @@ func (f *Front) startSessionTask(ctx context.Context, v *view, ss *mcp.ServerSes
 
 // taskHangUp ends a tasks/result wait when its client hangs up: go-sdk
 // runs a session's requests in the session's context, not the HTTP
-// request's (see hangUp).
+// request's (see pipeline.HangUp).
 func (v *view) taskHangUp(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		if method != "tasks/result" {
@@ -177,7 +176,7 @@ func (v *view) taskHangUp(next mcp.MethodHandler) mcp.MethodHandler {
 		if !ok {
 			return next(ctx, method, req)
 		}
-		if hung := hangUp(tokenOf(sr.Extra)); hung != nil {
+		if hung := pipeline.HangUp(pipeline.TokenOf(sr.Extra)); hung != nil {
 			var cancel context.CancelFunc
 			ctx, cancel = context.WithCancel(ctx)
 			defer cancel()

@@ -5,6 +5,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/spacefix/spacefix/internal/mcpfront/pipeline"
 	"github.com/spacefix/spacefix/internal/tasks"
 )
 
@@ -49,8 +50,8 @@ func sessionStatus(t tasks.Task) (tasks.Status, string) {
 	}
 	msg := t.StatusMessage
 	if msg == "" {
-		if out, err := decodeResult(t.Result); err == nil {
-			msg = firstText(out)
+		if out, err := pipeline.DecodeResult(t.Result); err == nil {
+			msg = pipeline.FirstText(out)
 		}
 	}
 	return tasks.Failed, msg

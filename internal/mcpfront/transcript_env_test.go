@@ -19,6 +19,7 @@ import (
 	"github.com/spacefix/spacefix/internal/auth"
 	"github.com/spacefix/spacefix/internal/changes"
 	"github.com/spacefix/spacefix/internal/mcpfront"
+	"github.com/spacefix/spacefix/internal/mcpfront/pipeline"
 	"github.com/spacefix/spacefix/internal/store"
 	"github.com/spacefix/spacefix/internal/store/sqlite"
 	"github.com/spacefix/spacefix/internal/tasks"
@@ -67,7 +68,7 @@ func newTranscriptEnv(t *testing.T) *transcriptEnv {
 	bus := changes.New(quiet)
 	reg := agents.New(&agents.Options{Changes: bus, Logger: quiet})
 	verifier := auth.NewVerifier(st, 0)
-	tm := tasks.New(tasks.Options{Store: st, Calls: calls, Grants: st, Questions: mcpfront.TaskQuestions{}, Log: quiet,
+	tm := tasks.New(tasks.Options{Store: st, Calls: calls, Grants: st, Questions: pipeline.TaskQuestions{}, Log: quiet,
 		Settings: func(ctx context.Context, projectID int64) (store.ProjectSettings, error) {
 			p, err := st.ProjectByID(ctx, projectID)
 			return p.Settings, err

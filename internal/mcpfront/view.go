@@ -14,6 +14,7 @@ import (
 	"github.com/spacefix/spacefix/internal/access"
 	"github.com/spacefix/spacefix/internal/agentproto"
 	"github.com/spacefix/spacefix/internal/agents"
+	"github.com/spacefix/spacefix/internal/mcpfront/pipeline"
 	"github.com/spacefix/spacefix/internal/mcpfront/wire"
 	"github.com/spacefix/spacefix/internal/ratelimit"
 	"github.com/spacefix/spacefix/internal/recovery"
@@ -83,7 +84,7 @@ func (f *Front) viewFor(k store.Key) *view {
 			Logging: &mcp.LoggingCapabilities{},
 		},
 		Logger:            f.sdkLog,
-		CompletionHandler: f.completionHandler,
+		CompletionHandler: f.pipe.CompletionHandler,
 		// Subscriptions are go-sdk's, per session; agents say when a
 		// resource changed (see resourceUpdated).
 		SubscribeHandler:   func(context.Context, *mcp.SubscribeRequest) error { return nil },
@@ -168,7 +169,7 @@ func (v *view) sync() {
 	keep := make(map[string]bool, len(snap.ToolList))
 	slow := false // the key may call a tool with task support: offer the job tool
 	for _, t := range snap.ToolList {
-		if !pol.Permits(t) || v.f.hidden(ctx, v.key, pol.Controls, t) {
+		if !pol.Permits(t) || v.f.pipe.Hidden(ctx, v.key, pol.Controls, t) {
 			continue
 		}
 		keep[t.Name] = true
@@ -194,21 +195,21 @@ func (v *view) sync() {
 	}
 	v.syncJobTool(slow, keep) // jobs.go
 	mirror(v.tools, tools, keep, func(t *mcp.Tool) string { return t.Name },
-		func(t *mcp.Tool) { v.server.AddTool(t, v.f.toolHandler) }, v.server.RemoveTools)
+		func(t *mcp.Tool) { v.server.AddTool(t, v.f.pipe.ToolHandler) }, v.server.RemoveTools)
 
 	resources := make([]*mcp.Resource, 0, len(snap.ResourceList))
 	var templates []*mcp.ResourceTemplate
 	for _, r := range snap.ResourceList {
 		if r.Def.Template {
-			templates = append(templates, &mcp.ResourceTemplate{URITemplate: r.Def.URI, Name: r.Def.Name, Description: r.Def.Description, MIMEType: resourceMime(r.Def.MimeType)})
+			templates = append(templates, &mcp.ResourceTemplate{URITemplate: r.Def.URI, Name: r.Def.Name, Description: r.Def.Description, MIMEType: pipeline.ResourceMime(r.Def.MimeType)})
 			continue
 		}
-		resources = append(resources, &mcp.Resource{URI: r.Def.URI, Name: r.Def.Name, Description: r.Def.Description, MIMEType: resourceMime(r.Def.MimeType)})
+		resources = append(resources, &mcp.Resource{URI: r.Def.URI, Name: r.Def.Name, Description: r.Def.Description, MIMEType: pipeline.ResourceMime(r.Def.MimeType)})
 	}
 	mirror(v.resources, resources, nil, func(r *mcp.Resource) string { return r.URI },
-		func(r *mcp.Resource) { v.server.AddResource(r, v.f.resourceHandler) }, v.server.RemoveResources)
+		func(r *mcp.Resource) { v.server.AddResource(r, v.f.pipe.ResourceHandler) }, v.server.RemoveResources)
 	mirror(v.templates, templates, nil, func(r *mcp.ResourceTemplate) string { return r.URITemplate },
-		func(r *mcp.ResourceTemplate) { v.server.AddResourceTemplate(r, v.f.templateHandler) }, v.server.RemoveResourceTemplates)
+		func(r *mcp.ResourceTemplate) { v.server.AddResourceTemplate(r, v.f.pipe.TemplateHandler) }, v.server.RemoveResourceTemplates)
 
 	prompts := make([]*mcp.Prompt, 0, len(snap.PromptList))
 	for _, p := range snap.PromptList {
@@ -219,7 +220,7 @@ func (v *view) sync() {
 		prompts = append(prompts, mp)
 	}
 	mirror(v.prompts, prompts, nil, func(p *mcp.Prompt) string { return p.Name },
-		func(p *mcp.Prompt) { v.server.AddPrompt(p, v.f.promptHandler) }, v.server.RemovePrompts)
+		func(p *mcp.Prompt) { v.server.AddPrompt(p, v.f.pipe.PromptHandler) }, v.server.RemovePrompts)
 }
 
 // toolSource is what an advertised tool was made from.
@@ -275,7 +276,7 @@ func advertisedTool(t *agents.Tool, c *access.Controls) *mcp.Tool {
 		Name:        t.Name,
 		Title:       def.Title,
 		Description: c.Description(t, def.Description),
-		InputSchema: withInstanceArg(t, def.InputSchema),
+		InputSchema: pipeline.WithInstanceArg(t, def.InputSchema),
 	}
 	if len(def.OutputSchema) > 0 {
 		mt.OutputSchema = def.OutputSchema
@@ -290,13 +291,6 @@ func advertisedTool(t *agents.Tool, c *access.Controls) *mcp.Tool {
 		}
 	}
 	return mt
-}
-
-func resourceMime(m string) string {
-	if m == "" {
-		return "application/json"
-	}
-	return m
 }
 
 // recoverPanics keeps a panic in one MCP request from ending the gateway:
@@ -320,7 +314,7 @@ func (f *Front) recovered(method string, answer func(mcp.Result, error)) {
 	}
 	recovery.Log(f.log, "mcp "+method, v)
 	if method == "tools/call" {
-		answer(errorResult(recovery.Message), nil)
+		answer(pipeline.ErrorResult(recovery.Message), nil)
 		return
 	}
 	answer(nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: recovery.Message})
@@ -330,7 +324,7 @@ func (f *Front) recovered(method string, answer func(mcp.Result, error)) {
 // up in the project as it is now and answers "Tool <name> not found" for
 // anything this key may not call, in the same words whether the tool is
 // unknown, disabled or filtered out. What it admits goes to the tool
-// handler, the pipeline (pipeline.go), as the call's [toolCall].
+// handler, the pipeline (pipeline.go), as the call's [pipeline.Call].
 func (v *view) resolve(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		switch method {
@@ -349,16 +343,16 @@ func (v *view) resolve(next mcp.MethodHandler) mcp.MethodHandler {
 		if !ok || ctr.Params == nil {
 			return next(ctx, method, req)
 		}
-		t, c, refused, err := v.f.admitCall(ctx, v.key, ctr.Params.Name, false)
+		t, c, refused, err := v.f.pipe.AdmitCall(ctx, v.key, ctr.Params.Name, false)
 		if refused != nil {
 			return refused, nil
 		}
-		if t == nil && ctr.Params.Name == JobTool && v.offersJobTool() {
+		if t == nil && ctr.Params.Name == pipeline.JobTool && v.offersJobTool() {
 			return next(ctx, method, req) // the gateway's own tool (jobs.go)
 		}
 		if err != nil {
 			return nil, err
 		}
-		return next(withToolCall(ctx, &toolCall{tool: t, controls: c}), method, req)
+		return next(pipeline.WithCall(ctx, pipeline.NewCall(t, c)), method, req)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spacefix/spacefix/internal/mcpfront/pipeline"
 )
 
 // syncJobTool offers the job tool in the view when offer is true (the key
@@ -13,10 +14,10 @@ func (v *view) syncJobTool(offer bool, keep map[string]bool) {
 	if !offer || v.f.tasks == nil {
 		return
 	}
-	keep[JobTool] = true
-	if _, ok := v.tools[JobTool]; !ok {
-		v.tools[JobTool] = jobToolJSON
-		v.server.AddTool(jobTool, v.f.jobHandler)
+	keep[pipeline.JobTool] = true
+	if _, ok := v.tools[pipeline.JobTool]; !ok {
+		v.tools[pipeline.JobTool] = pipeline.JobToolJSON
+		v.server.AddTool(pipeline.JobToolDef, v.f.pipe.JobHandler)
 	}
 }
 
@@ -24,7 +25,7 @@ func (v *view) syncJobTool(offer bool, keep map[string]bool) {
 func (v *view) offersJobTool() bool {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	_, ok := v.tools[JobTool]
+	_, ok := v.tools[pipeline.JobTool]
 	return ok
 }
 
@@ -48,7 +49,7 @@ func jobToolListing(next mcp.MethodHandler) mcp.MethodHandler {
 			return res, err
 		}
 		for i, t := range list.Tools {
-			if t.Name == JobTool {
+			if t.Name == pipeline.JobTool {
 				c := *list
 				c.Tools = append(list.Tools[:i:i], list.Tools[i+1:]...)
 				return &c, nil

@@ -9,7 +9,7 @@
 // (store.Task, store.Tasks) and are aliased here, so tasks.Task, tasks.Status
 // and the status constants are exactly as the design spells them. The
 // front's conversion of an agent question to inputRequests and back is
-// [Questions]; its implementation is mcpfront.TaskQuestions
+// [Questions]; its implementation is pipeline.TaskQuestions
 // (internal/mcpfront/taskquestions.go), to pass as [Options.Questions].
 package tasks
 
