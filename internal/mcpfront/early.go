@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"mime"
 	"net/http"
 	"slices"
@@ -203,7 +202,7 @@ func (f *Front) callEarly(ctx context.Context, r *http.Request, t *agents.Tool, 
 		tc.OnStream(sink, nil)
 	}
 	ctx = pipeline.WithCall(ctx, tc)
-	defer f.recovered("tools/call", func(r mcp.Result, e error) {
+	defer pipeline.Recovered(f.log, "tools/call", func(r mcp.Result, e error) {
 		res, _ = r.(*mcp.CallToolResult)
 		err = e
 	})
@@ -211,43 +210,12 @@ func (f *Front) callEarly(ctx context.Context, r *http.Request, t *agents.Tool, 
 	return f.pipe.Serve(ctx, req) // no tracer: the client's trace context still goes on
 }
 
-// writeEarly writes a tool handler's answer as go-sdk would: a result (its
-// result type set, content never null) as an SSE event, a JSON-RPC error as
-// an SSE event too, or, at 2026-07-28, as a plain JSON body with the HTTP
-// status the protocol gives its code.
+// writeEarly writes a tool handler's answer as go-sdk would
+// ([wire.WriteCallAnswer]).
 func (f *Front) writeEarly(out *wire.SSEStream, id []byte, res *mcp.CallToolResult, err error, modern bool) {
-	if err == nil && res != nil && res.InputRequests != nil && (len(res.Content) > 0 || res.StructuredContent != nil) {
-		err = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "server bug: result has both content and inputRequests"}
+	if err := wire.WriteCallAnswer(out, id, res, err, modern, f.impl); err != nil {
+		f.log.Error("encode a tools/call error", "err", err)
 	}
-	if err == nil {
-		b, encErr := wire.EncodeResult(res, modern, f.impl)
-		if encErr == nil {
-			out.Event(wire.ResultMessage(id, b))
-			return
-		}
-		err = encErr
-	}
-	jid, _ := jsonrpc.MakeID(wire.IDValue(id))
-	data, encErr := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: jid, Error: err})
-	if encErr != nil {
-		f.log.Error("encode a tools/call error", "err", encErr)
-		return
-	}
-	status := 0
-	var jerr *jsonrpc.Error
-	if modern && errors.As(err, &jerr) {
-		switch jerr.Code {
-		case jsonrpc.CodeMethodNotFound:
-			status = http.StatusNotFound
-		case jsonrpc.CodeInvalidParams, mcp.CodeUnsupportedProtocolVersion, mcp.CodeMissingRequiredClientCapabilities:
-			status = http.StatusBadRequest
-		}
-	}
-	if status == 0 {
-		out.Event(data)
-		return
-	}
-	out.Plain(status, data)
 }
 
 // earlyHeaders reports whether a POST's headers are those of a request go-sdk

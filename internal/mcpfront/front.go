@@ -41,6 +41,7 @@ import (
 	"github.com/spacefix/spacefix/internal/changes"
 	"github.com/spacefix/spacefix/internal/identity"
 	"github.com/spacefix/spacefix/internal/mcpfront/pipeline"
+	"github.com/spacefix/spacefix/internal/mcpfront/stateless"
 	"github.com/spacefix/spacefix/internal/mcpfront/wire"
 	"github.com/spacefix/spacefix/internal/oauth"
 	"github.com/spacefix/spacefix/internal/policy"
@@ -142,6 +143,7 @@ type PolicyOptions = pipeline.PolicyOptions
 // Front is the MCP endpoint. It is an http.Handler.
 type Front struct {
 	pipe *pipeline.Pipeline // every tools/call, whichever era
+	ext  *stateless.Tasks   // 2026-07-28's tasks extension
 
 	reg      *agents.Registry
 	store    access.Store
@@ -227,6 +229,8 @@ func New(opts Options) *Front {
 			return f.viewFor(k).trackCall(id, cancel)
 		},
 	})
+	f.life.stop = make(chan struct{})
+	f.ext = stateless.New(stateless.Options{Tasks: f.tasks, Pipeline: f.pipe, Registry: f.reg, Logger: log, Impl: f.impl, Stop: f.life.stop})
 	f.sdkLog = sdkLogger(f.log)
 	f.sessionIdle, f.keepAliveEvery = opts.SessionIdle, opts.KeepAlive
 	if f.sessionIdle <= 0 {
@@ -263,7 +267,6 @@ func New(opts Options) *Front {
 		MaxRequestBodyBytes:          -1,
 		DisableLocalhostProtection:   opts.HostsChecked,
 	})
-	f.life.stop = make(chan struct{})
 	f.updated = make(chan changes.Change, 1024)
 	bearer := auth.RequireBearerToken(f.verifyToken, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})
 	f.handler = http.NewCrossOriginProtection().Handler(f.challenge(f.dpopScheme(bearer(http.HandlerFunc(f.dispatch)))))
@@ -327,7 +330,7 @@ func (f *Front) dispatch(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if f.isModern(r, req) {
-		if req != nil && (f.serveTasksModern(w, r, req, v) || f.answerEarly(w, r, req, v, "")) {
+		if req != nil && (f.ext.Serve(w, r, req, v.key) || f.answerEarly(w, r, req, v, "")) {
 			return
 		}
 		f.stateless.ServeHTTP(w, r)

@@ -7,6 +7,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/spacefix/spacefix/internal/mcpfront/pipeline"
+	"github.com/spacefix/spacefix/internal/mcpfront/stateless"
 )
 
 // TestJobToolListing: a 2026-07-28 request that declared the tasks
@@ -25,7 +26,7 @@ func TestJobToolListing(t *testing.T) {
 		}
 		return out
 	}
-	declared := mcp.Meta{mcp.MetaKeyClientCapabilities: map[string]any{"extensions": map[string]any{tasksExtension: map[string]any{}}}}
+	declared := mcp.Meta{mcp.MetaKeyClientCapabilities: map[string]any{"extensions": map[string]any{stateless.Extension: map[string]any{}}}}
 	if got := names(declared); len(got) != 2 || got[0] != "sales_report" || got[1] != "z" {
 		t.Errorf("tools for a client with the extension = %v, want sales_report z", got)
 	}

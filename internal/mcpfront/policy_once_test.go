@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/spacefix/spacefix/internal/mcpfront/stateless"
 )
 
 // decisions counts the policy's decisions, as /metrics does.
@@ -65,7 +67,7 @@ func TestPolicySeesEveryCallOnce(t *testing.T) {
 		{"session, go-sdk", func() string { return text(plain("tools/call", `{"name":"echo","arguments":{},"other":1}`)) }, "as shared", false},
 		{"session, a job", func() string { return text(plain("tools/call", `{"name":"slow","arguments":{}}`)) }, "as shared", true},
 		{"2026-07-28, a task", func() string {
-			return task(e.callModern("key", "slow", `{}`, `{"extensions":{"`+tasksExtension+`":{}}}`))
+			return task(e.callModern("key", "slow", `{}`, `{"extensions":{"`+stateless.Extension+`":{}}}`))
 		}, "task", false},
 		{"session, a task", func() string {
 			return task(withTasks("tools/call", `{"name":"slow","arguments":{},"task":{"ttl":60000}}`))

@@ -99,7 +99,7 @@ func (f *Front) viewFor(k store.Key) *view {
 		// fail, and close them; see keepAlive in sessions.go.
 		GetSessionID: func() string { return f.sessionPrefix + rand.Text() },
 	})
-	v.server.AddReceivingMiddleware(v.f.recoverPanics, v.listPolicy, v.resolve, v.toolExecution, wire.EraFields, v.noteSession, f.withTasksCapability, f.advertiseTasks, v.taskHangUp, jobToolListing)
+	v.server.AddReceivingMiddleware(v.f.recoverPanics, v.listPolicy, v.resolve, v.toolExecution, wire.EraFields, v.noteSession, f.withTasksCapability, f.ext.AdvertiseTasks, v.taskHangUp, jobToolListing)
 	v.addTaskMethods()
 	f.views[k.ID] = v
 	f.mu.Unlock()
@@ -299,25 +299,10 @@ func advertisedTool(t *agents.Tool, c *access.Controls) *mcp.Tool {
 // for tools/call), never the panic's text; the log gets the stack.
 func (f *Front) recoverPanics(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (res mcp.Result, err error) {
-		defer f.recovered(method, func(r mcp.Result, e error) { res, err = r, e })
+		defer pipeline.Recovered(f.log, method, func(r mcp.Result, e error) { res, err = r, e })
 		recovery.Hook("mcp " + method)
 		return next(ctx, method, req)
 	}
-}
-
-// recovered, deferred, recovers a panic in MCP method method and sets the
-// answer the client gets instead.
-func (f *Front) recovered(method string, answer func(mcp.Result, error)) {
-	v := recover()
-	if v == nil {
-		return
-	}
-	recovery.Log(f.log, "mcp "+method, v)
-	if method == "tools/call" {
-		answer(pipeline.ErrorResult(recovery.Message), nil)
-		return
-	}
-	answer(nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: recovery.Message})
 }
 
 // resolve runs before go-sdk's own dispatch of tools/call: it looks the name

@@ -5,6 +5,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spacefix/spacefix/internal/mcpfront/pipeline"
+	"github.com/spacefix/spacefix/internal/mcpfront/stateless"
 )
 
 // syncJobTool offers the job tool in the view when offer is true (the key
@@ -45,7 +46,7 @@ func jobToolListing(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		caps, _ := p.Meta[mcp.MetaKeyClientCapabilities].(map[string]any)
 		ext, _ := caps["extensions"].(map[string]any)
-		if _, declared := ext[tasksExtension]; !declared {
+		if _, declared := ext[stateless.Extension]; !declared {
 			return res, err
 		}
 		for i, t := range list.Tools {

@@ -3,12 +3,14 @@ package pipeline
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"maps"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/spacefix/spacefix/internal/agentproto"
+	"github.com/spacefix/spacefix/internal/recovery"
 	"github.com/spacefix/spacefix/internal/route"
 )
 
@@ -140,4 +142,19 @@ func earlySinkOf(ctx context.Context) *Stream {
 		return c.sink
 	}
 	return nil
+}
+
+// Recovered, deferred, recovers a panic in MCP method method and sets the
+// answer the client gets instead.
+func Recovered(log *slog.Logger, method string, answer func(mcp.Result, error)) {
+	v := recover()
+	if v == nil {
+		return
+	}
+	recovery.Log(log, "mcp "+method, v)
+	if method == "tools/call" {
+		answer(ErrorResult(recovery.Message), nil)
+		return
+	}
+	answer(nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: recovery.Message})
 }

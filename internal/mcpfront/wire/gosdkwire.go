@@ -12,6 +12,7 @@ package wire
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"maps"
 	"net/http"
 	"strconv"
@@ -122,4 +123,44 @@ func SSEEvent(msg []byte) []byte {
 	b = append(b, "event: message\ndata: "...)
 	b = append(b, msg...)
 	return append(b, "\n\n"...)
+}
+
+// WriteCallAnswer writes a tool handler's answer as go-sdk would: a result (its
+// result type set, content never null) as an SSE event, a JSON-RPC error as
+// an SSE event too, or, at 2026-07-28, as a plain JSON body with the HTTP
+// status the protocol gives its code. An error is one encoding the
+// answer; nothing was written then.
+func WriteCallAnswer(out *SSEStream, id []byte, res *mcp.CallToolResult, err error, modern bool, impl *mcp.Implementation) error {
+	if err == nil && res != nil && res.InputRequests != nil && (len(res.Content) > 0 || res.StructuredContent != nil) {
+		err = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "server bug: result has both content and inputRequests"}
+	}
+	if err == nil {
+		b, encErr := EncodeResult(res, modern, impl)
+		if encErr == nil {
+			out.Event(ResultMessage(id, b))
+			return nil
+		}
+		err = encErr
+	}
+	jid, _ := jsonrpc.MakeID(IDValue(id))
+	data, encErr := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: jid, Error: err})
+	if encErr != nil {
+		return encErr
+	}
+	status := 0
+	var jerr *jsonrpc.Error
+	if modern && errors.As(err, &jerr) {
+		switch jerr.Code {
+		case jsonrpc.CodeMethodNotFound:
+			status = http.StatusNotFound
+		case jsonrpc.CodeInvalidParams, mcp.CodeUnsupportedProtocolVersion, mcp.CodeMissingRequiredClientCapabilities:
+			status = http.StatusBadRequest
+		}
+	}
+	if status == 0 {
+		out.Event(data)
+		return nil
+	}
+	out.Plain(status, data)
+	return nil
 }

@@ -1,4 +1,4 @@
-package mcpfront
+package stateless
 
 import (
 	"encoding/json"
@@ -63,7 +63,7 @@ func extTaskBase(t tasks.Task) extTask {
 }
 
 // extCreateResult is the CreateTaskResult of t: its Task fields only.
-func (f *Front) extCreateResult(t tasks.Task) extTask {
+func (f *Tasks) extCreateResult(t tasks.Task) extTask {
 	w := extTaskBase(t)
 	w.ResultType = "task"
 	w.Meta = f.extServerMeta()
@@ -74,7 +74,7 @@ func (f *Front) extCreateResult(t tasks.Task) extTask {
 // notifications/tasks carries it (resultType ""): the result of a completed
 // task (an isError result too), the JSON-RPC error of a failed one, the
 // input requests of one waiting for input.
-func (f *Front) extDetailedTask(t tasks.Task, resultType string) extTask {
+func (f *Tasks) extDetailedTask(t tasks.Task, resultType string) extTask {
 	w := extTaskBase(t)
 	w.ResultType = resultType
 	switch t.Status {
@@ -105,7 +105,7 @@ func (f *Front) extDetailedTask(t tasks.Task, resultType string) extTask {
 
 // extInlineResult is a task's CallToolResult as tasks/get inlines it: as a
 // plain call's result reads, its content never null.
-func (f *Front) extInlineResult(raw json.RawMessage) json.RawMessage {
+func (f *Tasks) extInlineResult(raw json.RawMessage) json.RawMessage {
 	if len(raw) == 0 {
 		return json.RawMessage(`{"content":[]}`)
 	}
@@ -122,12 +122,12 @@ func (f *Front) extInlineResult(raw json.RawMessage) json.RawMessage {
 
 // extServerMeta is the _meta go-sdk gives every 2026-07-28 result: the
 // server's identity.
-func (f *Front) extServerMeta() map[string]any {
+func (f *Tasks) extServerMeta() map[string]any {
 	return map[string]any{mcp.MetaKeyServerInfo: f.impl}
 }
 
 // ack is the empty result of tasks/update and tasks/cancel.
-func (f *Front) extAck() any {
+func (f *Tasks) extAck() any {
 	return struct {
 		ResultType string         `json:"resultType"`
 		Meta       map[string]any `json:"_meta"`
@@ -136,7 +136,7 @@ func (f *Front) extAck() any {
 
 // writeExtResult writes result as the JSON-RPC answer of request id, a
 // plain JSON body.
-func (f *Front) writeExtResult(w http.ResponseWriter, id json.RawMessage, result any) {
+func (f *Tasks) writeExtResult(w http.ResponseWriter, id json.RawMessage, result any) {
 	b, err := wire.MarshalPlain(result)
 	if err != nil {
 		f.log.Error("encode a task answer", "err", err)
@@ -150,13 +150,15 @@ func (f *Front) writeExtResult(w http.ResponseWriter, id json.RawMessage, result
 
 // writeExtCallResult writes a plain tools/call result r (a refusal the model
 // reads) as go-sdk would at 2026-07-28.
-func (f *Front) writeExtCallResult(w http.ResponseWriter, id json.RawMessage, r *mcp.CallToolResult) {
-	f.writeEarly(&wire.SSEStream{W: w}, id, r, nil, true)
+func (f *Tasks) writeExtCallResult(w http.ResponseWriter, id json.RawMessage, r *mcp.CallToolResult) {
+	if err := wire.WriteCallAnswer(&wire.SSEStream{W: w}, id, r, nil, true, f.impl); err != nil {
+		f.log.Error("encode a tools/call error", "err", err)
+	}
 }
 
 // writeExtError writes err as the JSON-RPC error of request id, with the
 // HTTP status 2026-07-28 gives its code.
-func (f *Front) writeExtError(w http.ResponseWriter, id json.RawMessage, err error) {
+func (f *Tasks) writeExtError(w http.ResponseWriter, id json.RawMessage, err error) {
 	var jerr *jsonrpc.Error
 	if !errors.As(err, &jerr) {
 		jerr = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}

@@ -1,4 +1,4 @@
-package mcpfront
+package stateless
 
 import (
 	"bytes"
@@ -19,6 +19,7 @@ import (
 	"github.com/spacefix/spacefix/internal/mcpfront/wire"
 	"github.com/spacefix/spacefix/internal/recovery"
 	"github.com/spacefix/spacefix/internal/route"
+	"github.com/spacefix/spacefix/internal/store"
 	"github.com/spacefix/spacefix/internal/tasks"
 )
 
@@ -97,10 +98,10 @@ type extParams struct {
 	} `json:"notifications"`
 }
 
-// serveTasksModern answers a 2026-07-28 request of the tasks extension
+// Serve answers a 2026-07-28 request of the tasks extension
 // (see above) and reports whether it did; false leaves the request, its
 // body unread, to the early path and go-sdk.
-func (f *Front) serveTasksModern(w http.ResponseWriter, r *http.Request, msg *wire.Request, v *view) bool {
+func (f *Tasks) Serve(w http.ResponseWriter, r *http.Request, msg *wire.Request, key store.Key) bool {
 	if f.tasks == nil {
 		return false
 	}
@@ -110,7 +111,7 @@ func (f *Front) serveTasksModern(w http.ResponseWriter, r *http.Request, msg *wi
 	case method == "tools/call":
 		// Only a tool with task support is ours: the header names it
 		// (go-sdk refuses a request whose body names another).
-		t := f.reg.Snapshot(v.key.ProjectID).Tools[strings.TrimSpace(r.Header.Get("Mcp-Name"))]
+		t := f.reg.Snapshot(key.ProjectID).Tools[strings.TrimSpace(r.Header.Get("Mcp-Name"))]
 		if t == nil || t.Def.TaskSupport() == agentproto.TaskForbidden {
 			return false
 		}
@@ -121,13 +122,13 @@ func (f *Front) serveTasksModern(w http.ResponseWriter, r *http.Request, msg *wi
 	if !ok {
 		return false // go-sdk says what is wrong with it
 	}
-	defer f.recovered(method, func(mcp.Result, error) {
+	defer pipeline.Recovered(f.log, method, func(mcp.Result, error) {
 		f.writeExtError(w, req.ID, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: recovery.Message})
 	})
 	recovery.Hook("mcp " + method)
 	switch method {
 	case "tools/call":
-		return f.extTaskCall(w, r, v, req)
+		return f.extTaskCall(w, r, key, req)
 	case "subscriptions/listen":
 		if req.Params.Notifications == nil || req.Params.Notifications.TaskIDs == nil {
 			return false // list changes only: go-sdk's
@@ -136,7 +137,7 @@ func (f *Front) serveTasksModern(w http.ResponseWriter, r *http.Request, msg *wi
 			f.writeExtError(w, req.ID, errExtUndeclared("Task notifications need"))
 			return true
 		}
-		f.listenExtTasks(w, r, v, req)
+		f.listenExtTasks(w, r, key, req)
 		return true
 	case "tasks/get", "tasks/update", "tasks/cancel":
 	default:
@@ -157,15 +158,15 @@ func (f *Front) serveTasksModern(w http.ResponseWriter, r *http.Request, msg *wi
 		f.writeExtError(w, req.ID, errExtUndeclared(method+" needs"))
 		return true
 	}
-	owner, err := f.tasks.OwnerOf(r.Context(), v.key)
+	owner, err := f.tasks.OwnerOf(r.Context(), key)
 	if err != nil {
-		f.log.Error("find a task's owner", "key", v.key.ID, "err", err)
+		f.log.Error("find a task's owner", "key", key.ID, "err", err)
 		f.writeExtError(w, req.ID, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: msgExtInternal})
 		return true
 	}
 	switch method {
 	case "tasks/get":
-		t, err := f.tasks.Get(r.Context(), owner, v.key.ProjectID, id)
+		t, err := f.tasks.Get(r.Context(), owner, key.ProjectID, id)
 		if err != nil {
 			f.writeExtError(w, req.ID, f.extTaskErr(err, id))
 			return true
@@ -177,13 +178,13 @@ func (f *Front) serveTasksModern(w http.ResponseWriter, r *http.Request, msg *wi
 				Message: "Invalid params: tasks/update needs params.inputResponses, an object of responses by the keys of the task's inputRequests."})
 			return true
 		}
-		if err := f.answerOutstanding(r.Context(), owner, v.key.ProjectID, id, req.Params.InputResponses); err != nil {
+		if err := f.answerOutstanding(r.Context(), owner, key.ProjectID, id, req.Params.InputResponses); err != nil {
 			f.writeExtError(w, req.ID, f.extTaskErr(err, id))
 			return true
 		}
 		f.writeExtResult(w, req.ID, f.extAck())
 	case "tasks/cancel":
-		if _, err := f.tasks.Cancel(r.Context(), owner, v.key.ProjectID, id); err != nil {
+		if _, err := f.tasks.Cancel(r.Context(), owner, key.ProjectID, id); err != nil {
 			f.writeExtError(w, req.ID, f.extTaskErr(err, id))
 			return true
 		}
@@ -197,7 +198,7 @@ func (f *Front) serveTasksModern(w http.ResponseWriter, r *http.Request, msg *wi
 // superseded — as SEP-2663 says a server should (the update is
 // acknowledged all the same; the task's next tasks/get shows what it still
 // waits for).
-func (f *Front) answerOutstanding(ctx context.Context, owner tasks.Owner, projectID int64, id string, responses map[string]json.RawMessage) error {
+func (f *Tasks) answerOutstanding(ctx context.Context, owner tasks.Owner, projectID int64, id string, responses map[string]json.RawMessage) error {
 	err := f.tasks.Answer(ctx, owner, projectID, id, responses)
 	if !errors.Is(err, tasks.ErrBadResponses) {
 		return err
@@ -279,7 +280,7 @@ func errExtUndeclared(what string) *jsonrpc.Error {
 // extTaskErr is the client's error for err from the task runtime about task
 // id: -32602 for an unknown, expired or foreign task and for input
 // responses the task never asked for; -32603 (logged) for the store.
-func (f *Front) extTaskErr(err error, id string) *jsonrpc.Error {
+func (f *Tasks) extTaskErr(err error, id string) *jsonrpc.Error {
 	switch {
 	case errors.Is(err, tasks.ErrNotFound):
 		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: msgExtTaskNotFound}
@@ -291,17 +292,17 @@ func (f *Front) extTaskErr(err error, id string) *jsonrpc.Error {
 }
 
 // extTaskCall answers a tools/call of a tool with task support (see above).
-func (f *Front) extTaskCall(w http.ResponseWriter, r *http.Request, v *view, req extRequest) bool {
+func (f *Tasks) extTaskCall(w http.ResponseWriter, r *http.Request, key store.Key, req extRequest) bool {
 	ctx := r.Context()
 	if strings.TrimSpace(r.Header.Get("Mcp-Name")) != req.Params.Name {
 		return false // go-sdk answers the mismatch
 	}
 	declared := declaresExt(req.Params.Meta)
-	snap := f.reg.Snapshot(v.key.ProjectID).Tools[req.Params.Name]
+	snap := f.reg.Snapshot(key.ProjectID).Tools[req.Params.Name]
 	if snap == nil || (!declared && snap.Def.TaskSupport() != agentproto.TaskRequired) {
 		return false // a plain call: the early path or go-sdk runs it
 	}
-	t, ctl, refused, err := f.pipe.AdmitCall(ctx, v.key, req.Params.Name, false)
+	t, ctl, refused, err := f.pipe.AdmitCall(ctx, key, req.Params.Name, false)
 	switch {
 	case refused != nil:
 		f.writeExtCallResult(w, req.ID, refused)
@@ -318,18 +319,18 @@ func (f *Front) extTaskCall(w http.ResponseWriter, r *http.Request, v *view, req
 		f.writeExtError(w, req.ID, errExtUndeclared("Tool "+t.Name+" runs only as a task, so it needs"))
 		return true
 	}
-	owner, err := f.tasks.OwnerOf(ctx, v.key)
+	owner, err := f.tasks.OwnerOf(ctx, key)
 	if err != nil {
-		f.log.Error("find a task's owner", "key", v.key.ID, "err", err)
+		f.log.Error("find a task's owner", "key", key.ID, "err", err)
 		f.writeExtError(w, req.ID, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: msgExtInternal})
 		return true
 	}
 	if req.Params.RequestState != "" {
-		f.resumeExtCall(w, r, v, req, t, owner)
+		f.resumeExtCall(w, r, key, req, t, owner)
 		return true
 	}
 	// The call pipeline resolves it and starts the task.
-	st := f.pipe.StartTask(ctx, v.key, t, ctl, &pipeline.Request{
+	st := f.pipe.StartTask(ctx, key, t, ctl, &pipeline.Request{
 		Name: req.Params.Name, Args: req.Params.Arguments, Meta: mcp.Meta(req.Params.Meta),
 	}, wire.ModernVersion, 0)
 	switch {
@@ -358,27 +359,27 @@ func (f *Front) extTaskCall(w http.ResponseWriter, r *http.Request, v *view, req
 		if errors.Is(err, tasks.ErrClosed) {
 			msg = err.Error()
 		} else {
-			f.log.Error("start a task", "tool", t.Name, "key", v.key.ID, "err", err)
+			f.log.Error("start a task", "tool", t.Name, "key", key.ID, "err", err)
 		}
 		f.writeExtError(w, req.ID, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: msg})
 		return true
 	}
-	f.answerExtCall(w, r, v, req.ID, t, owner, task)
+	f.answerExtCall(w, r, key, req.ID, t, owner, task)
 	return true
 }
 
 // answerExtCall answers the request that started task, or that answered
 // its first questions: a CreateTaskResult, or, while a required-task
 // tool's handler asks before its client has the task, its questions.
-func (f *Front) answerExtCall(w http.ResponseWriter, r *http.Request, v *view, id json.RawMessage, t *agents.Tool, owner tasks.Owner, task tasks.Task) {
+func (f *Tasks) answerExtCall(w http.ResponseWriter, r *http.Request, key store.Key, id json.RawMessage, t *agents.Tool, owner tasks.Owner, task tasks.Task) {
 	if t.Def.TaskSupport() == agentproto.TaskRequired && time.Since(task.CreatedAt) < extAskFirst {
 		ctx, cancel := context.WithDeadline(r.Context(), task.CreatedAt.Add(extAskFirst))
-		now, err := f.tasks.Wait(ctx, owner, v.key.ProjectID, task.ID)
+		now, err := f.tasks.Wait(ctx, owner, key.ProjectID, task.ID)
 		cancel()
 		if err == nil && now.Status == tasks.InputRequired && len(now.InputRequests) > 0 {
 			f.writeExtResult(w, id, extInputRequired{
 				ResultType: "input_required", InputRequests: now.InputRequests,
-				RequestState: f.pipe.SealTaskState(task.ID, v.key.ID), Meta: f.extServerMeta(),
+				RequestState: f.pipe.SealTaskState(task.ID, key.ID), Meta: f.extServerMeta(),
 			})
 			return
 		}
@@ -392,20 +393,20 @@ func (f *Front) answerExtCall(w http.ResponseWriter, r *http.Request, v *view, i
 // resumeExtCall answers the retry of a call whose handler asked before
 // its client had the task: the responses go to the task, and the client
 // gets the task (or the handler's next questions).
-func (f *Front) resumeExtCall(w http.ResponseWriter, r *http.Request, v *view, req extRequest, t *agents.Tool, owner tasks.Owner) {
+func (f *Tasks) resumeExtCall(w http.ResponseWriter, r *http.Request, key store.Key, req extRequest, t *agents.Tool, owner tasks.Owner) {
 	ctx := r.Context()
-	id, ok := f.pipe.OpenTaskState(req.Params.RequestState, v.key.ID)
+	id, ok := f.pipe.OpenTaskState(req.Params.RequestState, key.ID)
 	if !ok {
 		f.writeExtError(w, req.ID, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: pipeline.ErrBadState.Error()})
 		return
 	}
-	task, err := f.tasks.Get(ctx, owner, v.key.ProjectID, id)
+	task, err := f.tasks.Get(ctx, owner, key.ProjectID, id)
 	if err != nil {
 		f.writeExtError(w, req.ID, f.extTaskErr(err, id))
 		return
 	}
 	if len(req.Params.InputResponses) > 0 {
-		if err := f.tasks.Answer(ctx, owner, v.key.ProjectID, id, req.Params.InputResponses); err != nil {
+		if err := f.tasks.Answer(ctx, owner, key.ProjectID, id, req.Params.InputResponses); err != nil {
 			f.writeExtError(w, req.ID, f.extTaskErr(err, id))
 			return
 		}

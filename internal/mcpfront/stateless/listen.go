@@ -1,4 +1,4 @@
-package mcpfront
+package stateless
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/spacefix/spacefix/internal/mcpfront/wire"
+	"github.com/spacefix/spacefix/internal/store"
 	"github.com/spacefix/spacefix/internal/tasks"
 )
 
@@ -19,11 +20,11 @@ import (
 // every change until the client hangs up or the endpoint closes. Changes
 // of tasks this gateway runs arrive at once (Manager.Subscribe); those of
 // tasks another gateway runs are read at the task's poll interval.
-func (f *Front) listenExtTasks(w http.ResponseWriter, r *http.Request, v *view, req extRequest) {
+func (f *Tasks) listenExtTasks(w http.ResponseWriter, r *http.Request, key store.Key, req extRequest) {
 	ctx := r.Context()
-	owner, err := f.tasks.OwnerOf(ctx, v.key)
+	owner, err := f.tasks.OwnerOf(ctx, key)
 	if err != nil {
-		f.log.Error("find a task's owner", "key", v.key.ID, "err", err)
+		f.log.Error("find a task's owner", "key", key.ID, "err", err)
 		f.writeExtError(w, req.ID, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: msgExtInternal})
 		return
 	}
@@ -34,7 +35,7 @@ func (f *Front) listenExtTasks(w http.ResponseWriter, r *http.Request, v *view, 
 		if want[id] || len(want) >= maxExtListenTasks {
 			continue
 		}
-		if t, err := f.tasks.Get(ctx, owner, v.key.ProjectID, id); err == nil {
+		if t, err := f.tasks.Get(ctx, owner, key.ProjectID, id); err == nil {
 			want[id] = true
 			agreed = append(agreed, t)
 		}
@@ -79,7 +80,7 @@ func (f *Front) listenExtTasks(w http.ResponseWriter, r *http.Request, v *view, 
 		select {
 		case <-ctx.Done():
 			return
-		case <-f.life.stop:
+		case <-f.stop:
 			return
 		case t := <-changed:
 			send(t)
@@ -88,7 +89,7 @@ func (f *Front) listenExtTasks(w http.ResponseWriter, r *http.Request, v *view, 
 				if prev.Status.Terminal() {
 					continue
 				}
-				if t, err := f.tasks.Get(ctx, owner, v.key.ProjectID, id); err == nil {
+				if t, err := f.tasks.Get(ctx, owner, key.ProjectID, id); err == nil {
 					send(t)
 				}
 			}
@@ -100,11 +101,11 @@ func (f *Front) listenExtTasks(w http.ResponseWriter, r *http.Request, v *view, 
 // the ids after are left out of its agreement.
 const maxExtListenTasks = 100
 
-// advertiseTasks adds the tasks extension to the capabilities server/discover
+// AdvertiseTasks adds the tasks extension to the capabilities server/discover
 // answers, when the gateway runs tasks. (Only there: a 2025 session's
 // initialize declares the 2025-11-25 tasks capability instead, see
 // tasks_session.go.)
-func (f *Front) advertiseTasks(next mcp.MethodHandler) mcp.MethodHandler {
+func (f *Tasks) AdvertiseTasks(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		res, err := next(ctx, method, req)
 		if dr, ok := res.(*mcp.DiscoverResult); ok && err == nil && f.tasks != nil && dr.Capabilities != nil {
