@@ -43,7 +43,7 @@ var layers = []struct {
 	// Below the MCP front's two eras, every tools/call's one pipeline
 	// (and the reads of resources and prompts), then the wire both eras
 	// read and write.
-	{"the MCP front's eras", []string{"internal/mcpfront/stateless"}},
+	{"the MCP front's eras", []string{"internal/mcpfront/session", "internal/mcpfront/stateless"}},
 	{"the call pipeline", []string{"internal/mcpfront/pipeline"}},
 	{"the MCP wire", []string{"internal/mcpfront/wire"}},
 	{"test transport", []string{"internal/route/routetest"}},

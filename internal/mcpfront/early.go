@@ -4,10 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"mime"
 	"net/http"
-	"slices"
-	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -16,6 +13,7 @@ import (
 	"github.com/spacefix/spacefix/internal/access"
 	"github.com/spacefix/spacefix/internal/agents"
 	"github.com/spacefix/spacefix/internal/mcpfront/pipeline"
+	"github.com/spacefix/spacefix/internal/mcpfront/session"
 	"github.com/spacefix/spacefix/internal/mcpfront/wire"
 	"github.com/spacefix/spacefix/internal/ratelimit"
 	"github.com/spacefix/spacefix/internal/recovery"
@@ -73,7 +71,7 @@ func (f *Front) answerEarly(w http.ResponseWriter, r *http.Request, req *wire.Re
 		return false
 	}
 	modern := sessionID == ""
-	if !earlyHeaders(r, modern) {
+	if !wire.PlainHeaders(r, modern) {
 		return false
 	}
 	call, ok := wire.ParseCall(req, modern)
@@ -85,7 +83,7 @@ func (f *Front) answerEarly(w http.ResponseWriter, r *http.Request, req *wire.Re
 	}
 	var ss *mcp.ServerSession
 	if !modern {
-		if ss = v.sessionOf(sessionID); ss == nil {
+		if ss = v.sess.SessionOf(sessionID); ss == nil {
 			return false // go-sdk answers 404
 		}
 		if p := ss.InitializeParams(); p == nil || p.ProtocolVersion >= wire.ModernVersion {
@@ -130,7 +128,7 @@ func (f *Front) answerEarly(w http.ResponseWriter, r *http.Request, req *wire.Re
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithCancel(ctx)
 		defer cancel()
-		forget, ok := v.trackEarly(sessionID, rid, cancel)
+		forget, ok := v.sess.TrackEarly(sessionID, rid, cancel)
 		if !ok {
 			return false
 		}
@@ -156,7 +154,7 @@ func (f *Front) answerEarly(w http.ResponseWriter, r *http.Request, req *wire.Re
 	}
 	f.earlyCalls.Add(1)
 	sink := &pipeline.Stream{Notify: out.Notify, LogLevel: call.LogLevel}
-	var ask *streamAsker
+	var ask *session.StreamAsker
 	if modern {
 		f.earlyNow.Add(1) // a stateless request being served (SessionCounts)
 		defer f.earlyNow.Add(-1)
@@ -164,14 +162,13 @@ func (f *Front) answerEarly(w http.ResponseWriter, r *http.Request, req *wire.Re
 		// A session's log level is the one its client set (go-sdk ignores
 		// the request's own there), and a question for the client goes
 		// out on this answer's stream (ask_stream.go).
-		sink.LogLevel = v.logLevel(sessionID)
-		ask = &streamAsker{v: v, session: sessionID, ss: ss, out: out}
-		sink.Notify = ask.notify
+		sink.LogLevel = v.sess.LogLevel(sessionID)
+		ask = v.sess.Asker(sessionID, ss, out)
+		sink.Notify = ask.Notify
 	}
 	res, err := f.callEarly(ctx, r, t, c, call, ss, sink, ask)
 	if ask != nil {
-		ask.mu.Lock()
-		defer ask.mu.Unlock()
+		defer ask.Hold()()
 	}
 	f.writeEarly(out, call.ID, res, err, modern)
 	return true
@@ -185,7 +182,7 @@ func (f *Front) answerEarly(w http.ResponseWriter, r *http.Request, req *wire.Re
 // set for a session's call, puts the agent's questions to the client on
 // the answer's stream.
 func (f *Front) callEarly(ctx context.Context, r *http.Request, t *agents.Tool, c *access.Controls,
-	call wire.Call, ss *mcp.ServerSession, sink *pipeline.Stream, ask *streamAsker) (res *mcp.CallToolResult, err error) {
+	call wire.Call, ss *mcp.ServerSession, sink *pipeline.Stream, ask *session.StreamAsker) (res *mcp.CallToolResult, err error) {
 	var meta mcp.Meta
 	if call.Meta != nil {
 		if err := json.Unmarshal(call.Meta, &meta); err != nil {
@@ -218,43 +215,6 @@ func (f *Front) writeEarly(out *wire.SSEStream, id []byte, res *mcp.CallToolResu
 	}
 }
 
-// earlyHeaders reports whether a POST's headers are those of a request go-sdk
-// would serve as they are: JSON in, both answer types accepted, no stream
-// to resume, and the protocol version the path speaks.
-func earlyHeaders(r *http.Request, modern bool) bool {
-	if ct, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || ct != "application/json" {
-		return false
-	}
-	if !acceptsBoth(r.Header.Values("Accept")) || len(r.Header.Values("Last-Event-Id")) > 0 {
-		return false
-	}
-	pv := r.Header.Get("Mcp-Protocol-Version")
-	if modern {
-		return pv == wire.ModernVersion
-	}
-	return pv == "" || (pv < wire.ModernVersion && slices.Contains(mcp.SupportedProtocolVersions(), pv))
-}
-
-// acceptsBoth reports whether Accept takes both application/json and
-// text/event-stream, as go-sdk requires (wildcards count).
-func acceptsBoth(values []string) bool {
-	var jsonOK, streamOK bool
-	for _, v := range values {
-		for _, part := range strings.Split(v, ",") {
-			mt, _, _ := strings.Cut(strings.TrimSpace(part), ";")
-			switch strings.ToLower(strings.TrimSpace(mt)) {
-			case "application/json", "application/*":
-				jsonOK = true
-			case "text/event-stream", "text/*":
-				streamOK = true
-			case "*/*":
-				jsonOK, streamOK = true, true
-			}
-		}
-	}
-	return jsonOK && streamOK
-}
-
 // advertisedPlain reports whether the view advertises tool name and its
 // input schema asks for no parameters in headers (go-sdk checks those).
 func (v *view) advertisedPlain(name string) bool {
@@ -262,15 +222,4 @@ func (v *view) advertisedPlain(name string) bool {
 	defer v.mu.Unlock()
 	b, ok := v.tools[name]
 	return ok && !bytes.Contains(b, []byte("x-mcp-header"))
-}
-
-// sessionOf returns the view's live session id, or nil. It walks the
-// view's sessions, as go-sdk keeps them: a few per key as clients use them.
-func (v *view) sessionOf(id string) *mcp.ServerSession {
-	for s := range v.server.Sessions() {
-		if s.ID() == id {
-			return s
-		}
-	}
-	return nil
 }

@@ -41,6 +41,7 @@ import (
 	"github.com/spacefix/spacefix/internal/changes"
 	"github.com/spacefix/spacefix/internal/identity"
 	"github.com/spacefix/spacefix/internal/mcpfront/pipeline"
+	"github.com/spacefix/spacefix/internal/mcpfront/session"
 	"github.com/spacefix/spacefix/internal/mcpfront/stateless"
 	"github.com/spacefix/spacefix/internal/mcpfront/wire"
 	"github.com/spacefix/spacefix/internal/oauth"
@@ -144,6 +145,7 @@ type PolicyOptions = pipeline.PolicyOptions
 type Front struct {
 	pipe *pipeline.Pipeline // every tools/call, whichever era
 	ext  *stateless.Tasks   // 2026-07-28's tasks extension
+	era  *session.Era       // the 2025 sessions' shared part
 
 	reg      *agents.Registry
 	store    access.Store
@@ -226,11 +228,12 @@ func New(opts Options) *Front {
 		Identity: opts.Identity, Upstream: opts.Upstream, Policy: opts.Policy, Impl: f.impl,
 		SessionPrefix: opts.SessionPrefix, Secrets: opts.Secrets,
 		TrackCall: func(k store.Key, id string, cancel context.CancelCauseFunc) func() {
-			return f.viewFor(k).trackCall(id, cancel)
+			return f.viewFor(k).sess.TrackCall(id, cancel)
 		},
 	})
 	f.life.stop = make(chan struct{})
 	f.ext = stateless.New(stateless.Options{Tasks: f.tasks, Pipeline: f.pipe, Registry: f.reg, Logger: log, Impl: f.impl, Stop: f.life.stop})
+	f.era = session.New(session.Options{Tasks: f.tasks, Pipeline: f.pipe, Registry: f.reg, Controls: f.controls, Logger: log, Impl: f.impl})
 	f.sdkLog = sdkLogger(f.log)
 	f.sessionIdle, f.keepAliveEvery = opts.SessionIdle, opts.KeepAlive
 	if f.sessionIdle <= 0 {

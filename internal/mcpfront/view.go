@@ -15,6 +15,7 @@ import (
 	"github.com/spacefix/spacefix/internal/agentproto"
 	"github.com/spacefix/spacefix/internal/agents"
 	"github.com/spacefix/spacefix/internal/mcpfront/pipeline"
+	"github.com/spacefix/spacefix/internal/mcpfront/session"
 	"github.com/spacefix/spacefix/internal/mcpfront/wire"
 	"github.com/spacefix/spacefix/internal/ratelimit"
 	"github.com/spacefix/spacefix/internal/recovery"
@@ -34,9 +35,8 @@ type view struct {
 	// the server advertises part of the key's tools, or none.
 	ready chan struct{}
 
-	sess     sessions     // the key's 2025 sessions
-	tasks    sessionTasks // the tasks its 2025-11-25 sessions created (tasks_session.go)
-	inflight atomic.Int64 // the key's POST requests being served
+	sess     *session.Sessions // the key's 2025 sessions and their tasks
+	inflight atomic.Int64      // the key's POST requests being served
 	// policySeen is the policy version of the last sync (policy_list.go).
 	policySeen atomic.Int64
 	lastUsed   time.Time // when viewFor last returned it; guarded by Front.mu
@@ -74,7 +74,6 @@ func (f *Front) viewFor(k store.Key) *view {
 		return v
 	}
 	v = &view{f: f, key: k, ready: make(chan struct{}), lastUsed: time.Now(), tools: map[string][]byte{}, from: map[string]toolSource{}, execution: map[string]string{}, resources: map[string][]byte{}, templates: map[string][]byte{}, prompts: map[string][]byte{}}
-	v.sess.m = map[string]*sessState{}
 	v.server = mcp.NewServer(f.impl, &mcp.ServerOptions{
 		Capabilities: &mcp.ServerCapabilities{
 			Tools:     &mcp.ToolCapabilities{ListChanged: true},
@@ -99,8 +98,9 @@ func (f *Front) viewFor(k store.Key) *view {
 		// fail, and close them; see keepAlive in sessions.go.
 		GetSessionID: func() string { return f.sessionPrefix + rand.Text() },
 	})
-	v.server.AddReceivingMiddleware(v.f.recoverPanics, v.listPolicy, v.resolve, v.toolExecution, wire.EraFields, v.noteSession, f.withTasksCapability, f.ext.AdvertiseTasks, v.taskHangUp, jobToolListing)
-	v.addTaskMethods()
+	v.sess = f.era.ForKey(k, v.server)
+	v.server.AddReceivingMiddleware(v.f.recoverPanics, v.listPolicy, v.resolve, v.toolExecution, wire.EraFields, v.sess.NoteSession, f.era.WithTasksCapability, f.ext.AdvertiseTasks, v.sess.TaskHangUp, jobToolListing)
+	v.sess.AddTaskMethods()
 	f.views[k.ID] = v
 	f.mu.Unlock()
 	defer close(v.ready) // even if the sync panics: waiters go on with what there is
@@ -135,7 +135,7 @@ func (f *Front) sweepViews(idle time.Duration) {
 	f.mu.Lock()
 	var gone []string
 	for id, v := range f.views {
-		if now.Sub(v.lastUsed) > idle && v.inflight.Load() == 0 && v.count() == 0 {
+		if now.Sub(v.lastUsed) > idle && v.inflight.Load() == 0 && v.sess.Count() == 0 {
 			delete(f.views, id)
 			gone = append(gone, id)
 		}

@@ -1,15 +1,20 @@
-package mcpfront
+package session
 
 import (
 	"context"
 	"encoding/json"
-	"net/http"
+	"log/slog"
 	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spacefix/spacefix/internal/access"
+	"github.com/spacefix/spacefix/internal/agents"
+	"github.com/spacefix/spacefix/internal/mcpfront/pipeline"
 	"github.com/spacefix/spacefix/internal/mcpfront/wire"
+	"github.com/spacefix/spacefix/internal/store"
+	"github.com/spacefix/spacefix/internal/tasks"
 )
 
 // Sessions of the 2025 protocol live in go-sdk; the gateway adds what go-sdk
@@ -52,18 +57,65 @@ type sessState struct {
 	asked map[int64]chan *wire.Request
 }
 
-// sessions are the view's live sessions by id, pruned of closed ones.
-type sessions struct {
+// Era is the 2025 session era's part of the endpoint that every client
+// key's sessions share.
+type Era struct {
+	tasks    *tasks.Manager // nil: no tasks
+	pipe     *pipeline.Pipeline
+	reg      *agents.Registry
+	controls *access.Cache
+	log      *slog.Logger
+	impl     *mcp.Implementation
+}
+
+// Options configure an [Era].
+type Options struct {
+	Tasks    *tasks.Manager
+	Pipeline *pipeline.Pipeline
+	Registry *agents.Registry
+	Controls *access.Cache
+	Logger   *slog.Logger
+	// Impl is the gateway as results name it.
+	Impl *mcp.Implementation
+}
+
+// New returns the session era's shared part.
+func New(o Options) *Era {
+	return &Era{tasks: o.Tasks, pipe: o.Pipeline, reg: o.Registry, controls: o.Controls, log: o.Logger, impl: o.Impl}
+}
+
+// Sessions are one client key's 2025 sessions, as the gateway knows them
+// beside go-sdk: by id, pruned of closed ones; their 2025-11-25 tasks; the
+// questions its early calls put to their clients.
+type Sessions struct {
+	era    *Era
+	key    store.Key
+	server *mcp.Server // the key's go-sdk server, which holds the sessions
+
 	mu sync.Mutex
 	m  map[string]*sessState
 	// initMu serialises new sessions of the key, so the count checked
 	// before one is made is still right when it is.
 	initMu sync.Mutex
 	asks   int64 // requests early calls sent the clients: ask_stream.go
+
+	watched sessionTasks // the tasks its 2025-11-25 sessions created (tasks.go)
 }
 
+// ForKey returns the sessions of client key key, whose go-sdk server is
+// server.
+func (e *Era) ForKey(key store.Key, server *mcp.Server) *Sessions {
+	return &Sessions{era: e, key: key, server: server, m: map[string]*sessState{}}
+}
+
+// Lock serialises the start of the key's new sessions (see [Sessions.Admit]).
+func (v *Sessions) Lock() { v.initMu.Lock() }
+
+// Unlock ends what Lock began.
+func (v *Sessions) Unlock() { v.initMu.Unlock() }
+
 // live returns the server's sessions by id.
-func (v *view) live() map[string]*mcp.ServerSession {
+func (v *Sessions) live() map[string]*mcp.ServerSession {
 	out := map[string]*mcp.ServerSession{}
 	for s := range v.server.Sessions() {
 		if id := s.ID(); id != "" {
@@ -73,33 +125,33 @@ func (v *view) live() map[string]*mcp.ServerSession {
 	return out
 }
 
-// prune forgets sessions go-sdk has closed. Called with v.sess.mu held.
-func (v *view) prune(live map[string]*mcp.ServerSession) {
-	for id := range v.sess.m {
+// prune forgets sessions go-sdk has closed. Called with v.mu held.
+func (v *Sessions) prune(live map[string]*mcp.ServerSession) {
+	for id := range v.m {
 		if live[id] == nil {
-			delete(v.sess.m, id)
+			delete(v.m, id)
 		}
 	}
 }
 
-// begin marks a request of session id as started (stream: a GET stream)
+// Begin marks a request of session id as started (stream: a GET stream)
 // and returns the function that marks it done. Unknown ids are left to
 // go-sdk, which answers 404.
-func (v *view) begin(id string, stream bool) (done func()) {
-	v.sess.mu.Lock()
-	defer v.sess.mu.Unlock()
-	s := v.sess.m[id]
+func (v *Sessions) Begin(id string, stream bool) (done func()) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	s := v.m[id]
 	if s == nil {
 		// A session whose first request arrived before [view.added] ran.
-		v.sess.mu.Unlock()
+		v.mu.Unlock()
 		_, ok := v.live()[id]
-		v.sess.mu.Lock()
+		v.mu.Lock()
 		if !ok {
 			return func() {}
 		}
-		if s = v.sess.m[id]; s == nil {
+		if s = v.m[id]; s == nil {
 			s = &sessState{}
-			v.sess.m[id] = s
+			v.m[id] = s
 		}
 	}
 	s.lastUsed = time.Now()
@@ -109,8 +161,8 @@ func (v *view) begin(id string, stream bool) (done func()) {
 		s.inflight++
 	}
 	return func() {
-		v.sess.mu.Lock()
-		defer v.sess.mu.Unlock()
+		v.mu.Lock()
+		defer v.mu.Unlock()
 		s.lastUsed = time.Now()
 		if stream {
 			s.streams--
@@ -120,100 +172,63 @@ func (v *view) begin(id string, stream bool) (done func()) {
 	}
 }
 
-// admit makes room for one more session of the key: over the cap it closes
+// Admit makes room for one more session of the key: over the cap it closes
 // the session idle longest. It returns false when every session is busy.
-// Called with v.sess.initMu held.
-func (v *view) admit(max int) bool {
+// Called with v.initMu held.
+func (v *Sessions) Admit(max int) bool {
 	live := v.live()
-	v.sess.mu.Lock()
+	v.mu.Lock()
 	v.prune(live)
 	var victims []*mcp.ServerSession
 	for n := len(live); n >= max; n-- {
 		id := ""
-		for sid, s := range v.sess.m {
-			if s.inflight == 0 && (id == "" || s.lastUsed.Before(v.sess.m[id].lastUsed)) {
+		for sid, s := range v.m {
+			if s.inflight == 0 && (id == "" || s.lastUsed.Before(v.m[id].lastUsed)) {
 				id = sid
 			}
 		}
 		if id == "" {
-			v.sess.mu.Unlock()
+			v.mu.Unlock()
 			return false
 		}
-		delete(v.sess.m, id)
+		delete(v.m, id)
 		victims = append(victims, live[id])
 	}
-	v.sess.mu.Unlock()
+	v.mu.Unlock()
 	for _, s := range victims {
-		v.f.log.Info("mcp session closed: the key is at its session cap", "key", v.key.ID, "session", s.ID(), "cap", max)
+		v.era.log.Info("mcp session closed: the key is at its session cap", "key", v.key.ID, "session", s.ID(), "cap", max)
 		s.Close()
 	}
 	return true
 }
 
-// added records a session go-sdk has just made.
-func (v *view) added(id string, tasks bool) {
-	v.sess.mu.Lock()
-	defer v.sess.mu.Unlock()
-	if v.sess.m[id] == nil {
-		v.sess.m[id] = &sessState{lastUsed: time.Now()}
+// Added records a session go-sdk has just made.
+func (v *Sessions) Added(id string, tasks bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.m[id] == nil {
+		v.m[id] = &sessState{lastUsed: time.Now()}
 	}
-	v.sess.m[id].tasks = tasks
+	v.m[id].tasks = tasks
 }
-
-// sessionStart passes a session's first answer through, and calls
-// started with the new session's id before its header is written.
-type sessionStart struct {
-	http.ResponseWriter
-	started func(id string)
-	noted   bool
-}
-
-func (w *sessionStart) note() {
-	if w.noted {
-		return
-	}
-	w.noted = true
-	if id := w.Header().Get("Mcp-Session-Id"); id != "" {
-		w.started(id)
-	}
-}
-
-func (w *sessionStart) WriteHeader(code int) {
-	w.note()
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *sessionStart) Write(b []byte) (int, error) {
-	w.note()
-	return w.ResponseWriter.Write(b)
-}
-
-func (w *sessionStart) Flush() {
-	w.note()
-	if f, ok := w.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
-}
-
-func (w *sessionStart) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // declaredTasks reports whether session id's client declared the tasks
 // capability.
-func (v *view) declaredTasks(id string) bool {
-	v.sess.mu.Lock()
-	defer v.sess.mu.Unlock()
-	s := v.sess.m[id]
+func (v *Sessions) declaredTasks(id string) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	s := v.m[id]
 	return s != nil && s.tasks
 }
 
-// trackEarly notes a tool call of session id answered before go-sdk, so
+// TrackEarly notes a tool call of session id answered before go-sdk, so
 // that the client's notifications/cancelled for request rid reaches it;
 // ok is false when the gateway does not know the session (yet): then
 // go-sdk serves the call.
-func (v *view) trackEarly(id string, rid jsonrpc.ID, cancel context.CancelFunc) (forget func(), ok bool) {
-	v.sess.mu.Lock()
-	defer v.sess.mu.Unlock()
-	s := v.sess.m[id]
+func (v *Sessions) TrackEarly(id string, rid jsonrpc.ID, cancel context.CancelFunc) (forget func(), ok bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	s := v.m[id]
 	if s == nil {
 		return nil, false
 	}
@@ -225,23 +240,23 @@ func (v *view) trackEarly(id string, rid jsonrpc.ID, cancel context.CancelFunc) 
 	}
 	s.early[rid] = cancel
 	return func() {
-		v.sess.mu.Lock()
-		defer v.sess.mu.Unlock()
+		v.mu.Lock()
+		defer v.mu.Unlock()
 		delete(s.early, rid)
 	}, true
 }
 
-// cancelEarly passes a session's notifications/cancelled (req) to the
+// CancelEarly passes a session's notifications/cancelled (req) to the
 // call answered before go-sdk that it names, if any. go-sdk gets the
 // notification too, and ignores an id it does not serve.
-func (v *view) cancelEarly(id string, req *wire.Request) {
+func (v *Sessions) CancelEarly(id string, req *wire.Request) {
 	if req.Method != "notifications/cancelled" || len(req.RequestID) == 0 {
 		return
 	}
-	v.sess.mu.Lock()
-	s := v.sess.m[id]
+	v.mu.Lock()
+	s := v.m[id]
 	none := s == nil || len(s.early) == 0
-	v.sess.mu.Unlock()
+	v.mu.Unlock()
 	if none {
 		return
 	}
@@ -253,91 +268,45 @@ func (v *view) cancelEarly(id string, req *wire.Request) {
 	if err != nil {
 		return
 	}
-	v.sess.mu.Lock()
+	v.mu.Lock()
 	cancel := s.early[rid]
-	v.sess.mu.Unlock()
+	v.mu.Unlock()
 	if cancel != nil {
 		cancel()
 	}
 }
 
-// count returns how many sessions the key has open.
-func (v *view) count() int { return len(v.live()) }
+// Count returns how many sessions the key has open.
+func (v *Sessions) Count() int { return len(v.live()) }
 
-// SessionCount returns how many MCP sessions client key keyID has open.
-func (f *Front) SessionCount(keyID string) int {
-	f.mu.Lock()
-	v := f.views[keyID]
-	f.mu.Unlock()
-	if v == nil {
-		return 0
-	}
-	return v.count()
-}
-
-// keepAlive pings, every interval, the sessions that hold a GET stream and
-// have nothing in flight, and closes sessions idle for longer than idle,
-// until stop closes.
-func (f *Front) keepAlive(interval, idle time.Duration, stop <-chan struct{}) {
-	pings := time.NewTicker(interval)
-	defer pings.Stop()
-	sweeps := time.NewTicker(min(max(idle/4, 10*time.Millisecond), time.Minute))
-	defer sweeps.Stop()
-	viewSweeps := time.NewTicker(min(max(f.viewIdle/4, 10*time.Millisecond), time.Minute))
-	defer viewSweeps.Stop()
-	for {
-		var each func(*view)
-		select {
-		case <-stop:
-			return
-		case <-viewSweeps.C:
-			f.sweepViews(f.viewIdle)
-			continue
-		case <-pings.C:
-			each = func(v *view) { v.ping(interval) }
-		case <-sweeps.C:
-			each = func(v *view) { v.closeIdle(idle) }
-		}
-		f.mu.Lock()
-		vs := make([]*view, 0, len(f.views))
-		for _, v := range f.views {
-			vs = append(vs, v)
-		}
-		f.mu.Unlock()
-		for _, v := range vs {
-			each(v)
-		}
-	}
-}
-
-// closeIdle closes the view's sessions that have had no request, and no
+// CloseIdle closes the view's sessions that have had no request, and no
 // GET stream, for longer than idle.
-func (v *view) closeIdle(idle time.Duration) {
+func (v *Sessions) CloseIdle(idle time.Duration) {
 	live := v.live()
-	v.sess.mu.Lock()
+	v.mu.Lock()
 	v.prune(live)
 	var idlers []*mcp.ServerSession
-	for id, s := range v.sess.m {
+	for id, s := range v.m {
 		if s.inflight == 0 && s.streams == 0 && time.Since(s.lastUsed) > idle {
-			delete(v.sess.m, id)
+			delete(v.m, id)
 			idlers = append(idlers, live[id])
 		}
 	}
-	v.sess.mu.Unlock()
+	v.mu.Unlock()
 	for _, s := range idlers {
-		v.f.log.Info("mcp session closed: idle", "key", v.key.ID, "session", s.ID(), "idle", idle)
+		v.era.log.Info("mcp session closed: idle", "key", v.key.ID, "session", s.ID(), "idle", idle)
 		s.Close()
 	}
 }
 
-// ping sends one keepalive ping to each of the view's sessions that a ping
+// Ping sends one keepalive Ping to each of the view's sessions that a Ping
 // can reach, and closes those that missed missesToClose in a row.
-func (v *view) ping(interval time.Duration) {
+func (v *Sessions) Ping(interval time.Duration) {
 	live := v.live()
-	v.sess.mu.Lock()
-	defer v.sess.mu.Unlock()
+	v.mu.Lock()
+	defer v.mu.Unlock()
 	v.prune(live)
-	for id, s := range v.sess.m {
+	for id, s := range v.m {
 		if s.pinging {
 			continue // the last ping has not come back or timed out yet
 		}
@@ -352,28 +321,28 @@ func (v *view) ping(interval time.Duration) {
 			ctx, cancel := context.WithTimeout(context.Background(), interval)
 			err := ss.Ping(ctx, nil)
 			cancel()
-			v.sess.mu.Lock()
+			v.mu.Lock()
 			s.pinging = false
 			if err == nil {
 				s.misses = 0
-				v.sess.mu.Unlock()
+				v.mu.Unlock()
 				return
 			}
 			s.misses++
 			closeIt := s.misses >= missesToClose
-			v.sess.mu.Unlock()
+			v.mu.Unlock()
 			if closeIt {
-				v.f.log.Info("mcp session closed: it missed keepalive pings", "key", v.key.ID, "session", ss.ID(), "misses", missesToClose, "err", err)
+				v.era.log.Info("mcp session closed: it missed keepalive pings", "key", v.key.ID, "session", ss.ID(), "misses", missesToClose, "err", err)
 				ss.Close()
 			}
 		}(live[id], s)
 	}
 }
 
-// noteSession is the receiving middleware that keeps what the early path
+// NoteSession is the receiving middleware that keeps what the early path
 // needs of a session and go-sdk does not export: the log level its client
 // set.
-func (v *view) noteSession(next mcp.MethodHandler) mcp.MethodHandler {
+func (v *Sessions) NoteSession(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		res, err := next(ctx, method, req)
 		if method != "logging/setLevel" || err != nil {
@@ -384,20 +353,20 @@ func (v *view) noteSession(next mcp.MethodHandler) mcp.MethodHandler {
 		if !ok || !ok2 || p == nil || ss.ID() == "" {
 			return res, err
 		}
-		v.sess.mu.Lock()
-		if s := v.sess.m[ss.ID()]; s != nil {
+		v.mu.Lock()
+		if s := v.m[ss.ID()]; s != nil {
 			s.logLevel = string(p.Level)
 		}
-		v.sess.mu.Unlock()
+		v.mu.Unlock()
 		return res, err
 	}
 }
 
-// logLevel returns the log level the client of session id set, "" for none.
-func (v *view) logLevel(id string) string {
-	v.sess.mu.Lock()
-	defer v.sess.mu.Unlock()
-	if s := v.sess.m[id]; s != nil {
+// LogLevel returns the log level the client of session id set, "" for none.
+func (v *Sessions) LogLevel(id string) string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if s := v.m[id]; s != nil {
 		return s.logLevel
 	}
 	return ""

@@ -1,5 +1,5 @@
 //lint:file-ignore SA1019 sampling and roots are deprecated in 2026-07-28 (SEP-2577) but still part of every protocol version the gateway serves; agents may use them
-package mcpfront
+package session
 
 import (
 	"context"
@@ -27,16 +27,16 @@ import (
 // checks go-sdk makes of a response are made here, in its words
 // (TestEarlySessionQuestionsAsked holds the two answers equal).
 
-var _ pipeline.Asker = (*streamAsker)(nil)
+var _ pipeline.Asker = (*StreamAsker)(nil)
 
 // streamAskBase starts the ids of the requests an early call sends: go-sdk
 // numbers its own requests of a session from 1.
 const streamAskBase = 1 << 40
 
-// streamAsker sends an early session call's requests on its answer's
+// StreamAsker sends an early session call's requests on its answer's
 // stream and waits for the responses view.deliver hands it.
-type streamAsker struct {
-	v       *view
+type StreamAsker struct {
+	v       *Sessions
 	session string
 	ss      *mcp.ServerSession // for the client's capabilities
 	out     *wire.SSEStream
@@ -47,7 +47,7 @@ type streamAsker struct {
 // Elicit asks for a form (or opens a URL), as ss.Elicit does: the client
 // must have declared the mode, and an accepted form's content must match
 // its schema (defaults applied).
-func (a *streamAsker) Elicit(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+func (a *StreamAsker) Elicit(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
 	if p == nil {
 		return nil, errors.New("invalid params: params cannot be nil")
 	}
@@ -101,7 +101,7 @@ func (a *streamAsker) Elicit(ctx context.Context, p *mcp.ElicitParams) (*mcp.Eli
 
 // CreateMessageWithTools asks the client's model, as
 // ss.CreateMessageWithTools does.
-func (a *streamAsker) CreateMessageWithTools(ctx context.Context, p *mcp.CreateMessageWithToolsParams) (*mcp.CreateMessageWithToolsResult, error) {
+func (a *StreamAsker) CreateMessageWithTools(ctx context.Context, p *mcp.CreateMessageWithToolsParams) (*mcp.CreateMessageWithToolsResult, error) {
 	if p == nil {
 		p = &mcp.CreateMessageWithToolsParams{}
 	}
@@ -118,7 +118,7 @@ func (a *streamAsker) CreateMessageWithTools(ctx context.Context, p *mcp.CreateM
 }
 
 // ListRoots asks for the client's roots, as ss.ListRoots does.
-func (a *streamAsker) ListRoots(ctx context.Context, p *mcp.ListRootsParams) (*mcp.ListRootsResult, error) {
+func (a *StreamAsker) ListRoots(ctx context.Context, p *mcp.ListRootsParams) (*mcp.ListRootsResult, error) {
 	var params any = p
 	if p == nil {
 		params = struct{}{}
@@ -132,7 +132,7 @@ func (a *streamAsker) ListRoots(ctx context.Context, p *mcp.ListRootsParams) (*m
 
 // notify sends a notification of the call on its stream, in turn with its
 // requests.
-func (a *streamAsker) notify(method string, params any) {
+func (a *StreamAsker) notify(method string, params any) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.out.Notify(method, params)
@@ -141,7 +141,7 @@ func (a *streamAsker) notify(method string, params any) {
 // send writes a request of method with params on the call's stream and
 // decodes the client's result into out; a JSON-RPC error the client
 // answers is the error.
-func (a *streamAsker) send(ctx context.Context, method string, params any, out any) error {
+func (a *StreamAsker) send(ctx context.Context, method string, params any, out any) error {
 	raw, err := json.Marshal(params)
 	if err != nil {
 		return fmt.Errorf("marshaling %s params: %w", method, err)
@@ -183,31 +183,31 @@ func (a *streamAsker) send(ctx context.Context, method string, params any, out a
 // awaitAnswer opens a wait for the client's response to a request of
 // session id this call sends: its id, where the response arrives, and the
 // function that closes the wait; ok is false when the session is gone.
-func (v *view) awaitAnswer(id string) (rid int64, answers <-chan *wire.Request, forget func(), ok bool) {
-	v.sess.mu.Lock()
-	defer v.sess.mu.Unlock()
-	s := v.sess.m[id]
+func (v *Sessions) awaitAnswer(id string) (rid int64, answers <-chan *wire.Request, forget func(), ok bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	s := v.m[id]
 	if s == nil {
 		return 0, nil, nil, false
 	}
 	if s.asked == nil {
 		s.asked = map[int64]chan *wire.Request{}
 	}
-	v.sess.asks++
-	rid = streamAskBase + v.sess.asks
+	v.asks++
+	rid = streamAskBase + v.asks
 	ch := make(chan *wire.Request, 1)
 	s.asked[rid] = ch
 	return rid, ch, func() {
-		v.sess.mu.Lock()
-		defer v.sess.mu.Unlock()
+		v.mu.Lock()
+		defer v.mu.Unlock()
 		delete(s.asked, rid)
 	}, true
 }
 
-// deliver hands req, a client's response POSTed to session id, to the
+// Deliver hands req, a client's response POSTed to session id, to the
 // early call waiting for it, and reports whether one was: then the
 // response is the gateway's, not go-sdk's.
-func (v *view) deliver(id string, req *wire.Request) bool {
+func (v *Sessions) Deliver(id string, req *wire.Request) bool {
 	if req.Method != "" || len(req.ID) == 0 || (req.Result == nil && req.RPCErr == nil) {
 		return false
 	}
@@ -215,9 +215,9 @@ func (v *view) deliver(id string, req *wire.Request) bool {
 	if json.Unmarshal(req.ID, &rid) != nil || rid <= streamAskBase {
 		return false
 	}
-	v.sess.mu.Lock()
-	defer v.sess.mu.Unlock()
-	s := v.sess.m[id]
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	s := v.m[id]
 	if s == nil {
 		return false
 	}
@@ -228,4 +228,20 @@ func (v *view) deliver(id string, req *wire.Request) bool {
 	delete(s.asked, rid) // one response a request
 	ch <- req
 	return true
+}
+
+// Asker returns what puts the questions of an early call of session id
+// (ss) to its client on the call's answer stream out.
+func (v *Sessions) Asker(id string, ss *mcp.ServerSession, out *wire.SSEStream) *StreamAsker {
+	return &StreamAsker{v: v, session: id, ss: ss, out: out}
+}
+
+// Notify sends a notification of the call on its answer stream.
+func (a *StreamAsker) Notify(method string, params any) { a.notify(method, params) }
+
+// Hold keeps the answer stream for the caller (the call's answer) until
+// release: a question's send may still be writing.
+func (a *StreamAsker) Hold() (release func()) {
+	a.mu.Lock()
+	return a.mu.Unlock
 }

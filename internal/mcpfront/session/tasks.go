@@ -1,5 +1,5 @@
 //lint:file-ignore SA1019 sampling and roots are deprecated in 2026-07-28 (SEP-2577) but still part of 2025-11-25, where a task's handler may ask for them
-package mcpfront
+package session
 
 import (
 	"context"
@@ -68,9 +68,9 @@ func taskSession(ss *mcp.ServerSession) bool {
 	return ip != nil && ip.ProtocolVersion >= tasksVersion && ip.ProtocolVersion < wire.ModernVersion
 }
 
-// withTasksCapability adds the tasks capability to the initialize result of
+// WithTasksCapability adds the tasks capability to the initialize result of
 // a 2025-11-25 session when the gateway runs tasks.
-func (f *Front) withTasksCapability(next mcp.MethodHandler) mcp.MethodHandler {
+func (f *Era) WithTasksCapability(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		res, err := next(ctx, method, req)
 		if method != "initialize" || err != nil || f.tasks == nil {
@@ -108,11 +108,11 @@ func (r initWithTasks) MarshalJSON() ([]byte, error) {
 	return json.Marshal(m)
 }
 
-// addTaskMethods registers the tasks/* methods on the view's server. Each
+// AddTaskMethods registers the tasks/* methods on the view's server. Each
 // answers only a 2025-11-25 session; at any other version they do not
 // exist (-32601).
-func (v *view) addTaskMethods() {
-	if v.f.tasks == nil {
+func (v *Sessions) AddTaskMethods() {
+	if v.era.tasks == nil {
 		return
 	}
 	// The names are not go-sdk's standard methods: these never fail.
@@ -124,13 +124,13 @@ func (v *view) addTaskMethods() {
 
 // taskOwner returns who the view's key's tasks belong to, for a request of
 // session ss; the error is the JSON-RPC error to answer.
-func (v *view) taskOwner(ctx context.Context, ss *mcp.ServerSession, method string) (tasks.Owner, error) {
+func (v *Sessions) taskOwner(ctx context.Context, ss *mcp.ServerSession, method string) (tasks.Owner, error) {
 	if !taskSession(ss) {
 		return "", &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "Method " + method + " not found: tasks are spoken in sessions of protocol version " + tasksVersion + "."}
 	}
-	o, err := v.f.tasks.OwnerOf(ctx, v.key)
+	o, err := v.era.tasks.OwnerOf(ctx, v.key)
 	if err != nil {
-		v.f.log.Error("task owner", "key", v.key.ID, "err", err)
+		v.era.log.Error("task owner", "key", v.key.ID, "err", err)
 		return "", &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: msgTaskTrouble}
 	}
 	return o, nil
@@ -138,7 +138,7 @@ func (v *view) taskOwner(ctx context.Context, ss *mcp.ServerSession, method stri
 
 // taskError is the JSON-RPC error a client gets when the runtime answered
 // err for task id.
-func (v *view) taskError(id string, err error) error {
+func (v *Sessions) taskError(id string, err error) error {
 	var jerr *jsonrpc.Error
 	switch {
 	case errors.Is(err, tasks.ErrNotFound):
@@ -148,13 +148,13 @@ func (v *view) taskError(id string, err error) error {
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return err
 	}
-	v.f.log.Error("task", "task", id, "key", v.key.ID, "err", err)
+	v.era.log.Error("task", "task", id, "key", v.key.ID, "err", err)
 	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: msgTaskTrouble}
 }
 
 // taskCaller is the owner a request about one task (p) acts as, or the
 // error to answer: no tasks here, or no task id.
-func (v *view) taskCaller(ctx context.Context, ss *mcp.ServerSession, method string, p *taskIDParams) (tasks.Owner, error) {
+func (v *Sessions) taskCaller(ctx context.Context, ss *mcp.ServerSession, method string, p *taskIDParams) (tasks.Owner, error) {
 	owner, err := v.taskOwner(ctx, ss, method)
 	if err == nil && (p == nil || p.TaskID == "") {
 		err = &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: msgTaskNoID}
@@ -162,19 +162,19 @@ func (v *view) taskCaller(ctx context.Context, ss *mcp.ServerSession, method str
 	return owner, err
 }
 
-func (v *view) taskGet(ctx context.Context, ss *mcp.ServerSession, p *taskIDParams) (*taskResult, error) {
+func (v *Sessions) taskGet(ctx context.Context, ss *mcp.ServerSession, p *taskIDParams) (*taskResult, error) {
 	owner, err := v.taskCaller(ctx, ss, "tasks/get", p)
 	if err != nil {
 		return nil, err
 	}
-	t, err := v.f.tasks.Get(ctx, owner, v.key.ProjectID, p.TaskID)
+	t, err := v.era.tasks.Get(ctx, owner, v.key.ProjectID, p.TaskID)
 	if err != nil {
 		return nil, v.taskError(p.TaskID, err)
 	}
 	return &taskResult{taskWire: wireTask(t)}, nil
 }
 
-func (v *view) taskList(ctx context.Context, ss *mcp.ServerSession, p *taskListParams) (*taskList, error) {
+func (v *Sessions) taskList(ctx context.Context, ss *mcp.ServerSession, p *taskListParams) (*taskList, error) {
 	owner, err := v.taskOwner(ctx, ss, "tasks/list")
 	if err != nil {
 		return nil, err
@@ -183,7 +183,7 @@ func (v *view) taskList(ctx context.Context, ss *mcp.ServerSession, p *taskListP
 	if p != nil {
 		cursor = p.Cursor
 	}
-	ts, next, err := v.f.tasks.List(ctx, owner, v.key.ProjectID, cursor, tasksPageSize)
+	ts, next, err := v.era.tasks.List(ctx, owner, v.key.ProjectID, cursor, tasksPageSize)
 	if err != nil {
 		if cursor != "" && errors.Is(err, tasks.ErrNotFound) {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "Invalid cursor: pass the nextCursor of the previous tasks/list, or none for the first page."}
@@ -197,12 +197,12 @@ func (v *view) taskList(ctx context.Context, ss *mcp.ServerSession, p *taskListP
 	return out, nil
 }
 
-func (v *view) taskCancel(ctx context.Context, ss *mcp.ServerSession, p *taskIDParams) (*taskResult, error) {
+func (v *Sessions) taskCancel(ctx context.Context, ss *mcp.ServerSession, p *taskIDParams) (*taskResult, error) {
 	owner, err := v.taskCaller(ctx, ss, "tasks/cancel", p)
 	if err != nil {
 		return nil, err
 	}
-	t, err := v.f.tasks.Get(ctx, owner, v.key.ProjectID, p.TaskID)
+	t, err := v.era.tasks.Get(ctx, owner, v.key.ProjectID, p.TaskID)
 	if err != nil {
 		return nil, v.taskError(p.TaskID, err)
 	}
@@ -211,7 +211,7 @@ func (v *view) taskCancel(ctx context.Context, ss *mcp.ServerSession, p *taskIDP
 	if status, _ := sessionStatus(t); status.Terminal() {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf(msgTaskTerminal, t.ID, status)}
 	}
-	if t, err = v.f.tasks.Cancel(ctx, owner, v.key.ProjectID, p.TaskID); err != nil {
+	if t, err = v.era.tasks.Cancel(ctx, owner, v.key.ProjectID, p.TaskID); err != nil {
 		return nil, v.taskError(p.TaskID, err)
 	}
 	return &taskResult{taskWire: wireTask(t)}, nil
@@ -222,7 +222,7 @@ func (v *view) taskCancel(ctx context.Context, ss *mcp.ServerSession, p *taskIDP
 // While the task waits for input, its questions go to the client on this
 // request's stream (go-sdk sends a request made with ss in this handler's
 // context there), and the answers to the runtime.
-func (v *view) taskPayload(ctx context.Context, ss *mcp.ServerSession, p *taskIDParams) (*rawResult, error) {
+func (v *Sessions) taskPayload(ctx context.Context, ss *mcp.ServerSession, p *taskIDParams) (*rawResult, error) {
 	owner, err := v.taskCaller(ctx, ss, "tasks/result", p)
 	if err != nil {
 		return nil, err
@@ -230,7 +230,7 @@ func (v *view) taskPayload(ctx context.Context, ss *mcp.ServerSession, p *taskID
 	id := p.TaskID
 	asked := map[string]bool{} // input request ids answered by this request
 	for {
-		t, err := v.f.tasks.Wait(ctx, owner, v.key.ProjectID, id)
+		t, err := v.era.tasks.Wait(ctx, owner, v.key.ProjectID, id)
 		if err != nil {
 			return nil, v.taskError(id, err)
 		}
@@ -240,8 +240,8 @@ func (v *view) taskPayload(ctx context.Context, ss *mcp.ServerSession, p *taskID
 		if t.Status == tasks.InputRequired {
 			if reqs := unasked(t.InputRequests, asked); len(reqs) > 0 {
 				responses := v.askForTask(ctx, ss, t, reqs)
-				if err := v.f.tasks.Answer(ctx, owner, v.key.ProjectID, id, responses); err != nil && !errors.Is(err, tasks.ErrNotFound) {
-					v.f.log.Warn("answer a task's input requests", "task", id, "err", err)
+				if err := v.era.tasks.Answer(ctx, owner, v.key.ProjectID, id, responses); err != nil && !errors.Is(err, tasks.ErrNotFound) {
+					v.era.log.Warn("answer a task's input requests", "task", id, "err", err)
 				}
 				continue
 			}
@@ -289,7 +289,7 @@ func unasked(raw json.RawMessage, asked map[string]bool) mcp.InputRequestMap {
 // each tied to the task by its _meta, and returns the responses as the
 // runtime takes them. A request the client could not answer has no
 // response: the runtime tells the handler so.
-func (v *view) askForTask(ctx context.Context, ss *mcp.ServerSession, t tasks.Task, reqs mcp.InputRequestMap) map[string]json.RawMessage {
+func (v *Sessions) askForTask(ctx context.Context, ss *mcp.ServerSession, t tasks.Task, reqs mcp.InputRequestMap) map[string]json.RawMessage {
 	related := map[string]any{"taskId": t.ID}
 	for _, ir := range reqs {
 		switch p := ir.(type) {
@@ -308,11 +308,11 @@ func (v *view) askForTask(ctx context.Context, ss *mcp.ServerSession, t tasks.Ta
 	raw, problem, _ := pipeline.Fulfil(ctx, ss, reqs, deadline)
 	out := map[string]json.RawMessage{}
 	if problem != "" {
-		v.f.log.Info("task input not given", "task", t.ID, "why", problem)
+		v.era.log.Info("task input not given", "task", t.ID, "why", problem)
 		return out
 	}
 	if err := json.Unmarshal(raw, &out); err != nil {
-		v.f.log.Error("task input responses", "task", t.ID, "err", err)
+		v.era.log.Error("task input responses", "task", t.ID, "err", err)
 	}
 	return out
 }

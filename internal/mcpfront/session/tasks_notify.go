@@ -1,4 +1,4 @@
-package mcpfront
+package session
 
 import (
 	"net/http"
@@ -33,20 +33,20 @@ type watchedTasks struct {
 
 // watchTask sends the session ss the status changes of task id until it
 // ends or the session does.
-func (v *view) watchTask(ss *mcp.ServerSession, id string) {
+func (v *Sessions) watchTask(ss *mcp.ServerSession, id string) {
 	sid := ss.ID()
-	v.tasks.mu.Lock()
-	defer v.tasks.mu.Unlock()
-	if v.tasks.m == nil {
-		v.tasks.m = map[string]*watchedTasks{}
+	v.watched.mu.Lock()
+	defer v.watched.mu.Unlock()
+	if v.watched.m == nil {
+		v.watched.m = map[string]*watchedTasks{}
 	}
-	w := v.tasks.m[sid]
+	w := v.watched.m[sid]
 	if w == nil {
 		w = &watchedTasks{ids: map[string]bool{}, streams: map[*taskStream]bool{}}
-		v.tasks.m[sid] = w
+		v.watched.m[sid] = w
 	}
 	if w.unsub == nil {
-		w.unsub = v.f.tasks.Subscribe(func(t tasks.Task) { v.taskChanged(sid, t) })
+		w.unsub = v.era.tasks.Subscribe(func(t tasks.Task) { v.taskChanged(sid, t) })
 		go func() {
 			ss.Wait()
 			v.forgetTasks(sid)
@@ -56,11 +56,11 @@ func (v *view) watchTask(ss *mcp.ServerSession, id string) {
 }
 
 // forgetTasks stops the status notifications of session sid, which ended.
-func (v *view) forgetTasks(sid string) {
-	v.tasks.mu.Lock()
-	w := v.tasks.m[sid]
-	delete(v.tasks.m, sid)
-	v.tasks.mu.Unlock()
+func (v *Sessions) forgetTasks(sid string) {
+	v.watched.mu.Lock()
+	w := v.watched.m[sid]
+	delete(v.watched.m, sid)
+	v.watched.mu.Unlock()
 	if w != nil && w.unsub != nil {
 		w.unsub()
 	}
@@ -68,11 +68,11 @@ func (v *view) forgetTasks(sid string) {
 
 // taskChanged sends task t's status to session sid's GET streams, if sid
 // created it. It runs on the runtime's goroutine: it only queues.
-func (v *view) taskChanged(sid string, t tasks.Task) {
-	v.tasks.mu.Lock()
-	w := v.tasks.m[sid]
+func (v *Sessions) taskChanged(sid string, t tasks.Task) {
+	v.watched.mu.Lock()
+	w := v.watched.m[sid]
 	if w == nil || !w.ids[t.ID] {
-		v.tasks.mu.Unlock()
+		v.watched.mu.Unlock()
 		return
 	}
 	if t.Status.Terminal() {
@@ -82,7 +82,7 @@ func (v *view) taskChanged(sid string, t tasks.Task) {
 	for s := range w.streams {
 		streams = append(streams, s)
 	}
-	v.tasks.mu.Unlock()
+	v.watched.mu.Unlock()
 	if len(streams) == 0 {
 		return // optional, and the client polls: nowhere to send it
 	}
@@ -98,26 +98,26 @@ func (v *view) taskChanged(sid string, t tasks.Task) {
 	}
 }
 
-// listenTasks returns the writer a GET stream of session sid is served
+// ListenTasks returns the writer a GET stream of session sid is served
 // with: for a 2025-11-25 session, one that carries its tasks' status
 // notifications too, until done is called.
-func (v *view) listenTasks(sid string, w http.ResponseWriter) (_ http.ResponseWriter, done func()) {
-	if v.f.tasks == nil || !taskSession(v.sessionOf(sid)) {
+func (v *Sessions) ListenTasks(sid string, w http.ResponseWriter) (_ http.ResponseWriter, done func()) {
+	if v.era.tasks == nil || !taskSession(v.SessionOf(sid)) {
 		return w, func() {}
 	}
 	s := &taskStream{ResponseWriter: w, queue: make(chan []byte, 16), stop: make(chan struct{})}
-	v.tasks.mu.Lock()
-	if v.tasks.m == nil {
-		v.tasks.m = map[string]*watchedTasks{}
+	v.watched.mu.Lock()
+	if v.watched.m == nil {
+		v.watched.m = map[string]*watchedTasks{}
 	}
-	wt := v.tasks.m[sid]
+	wt := v.watched.m[sid]
 	if wt == nil {
 		// No task yet: its status changes are watched from its first.
 		wt = &watchedTasks{ids: map[string]bool{}, streams: map[*taskStream]bool{}}
-		v.tasks.m[sid] = wt
+		v.watched.m[sid] = wt
 	}
 	wt.streams[s] = true
-	v.tasks.mu.Unlock()
+	v.watched.mu.Unlock()
 	finished := make(chan struct{})
 	go func() {
 		defer close(finished)
@@ -133,14 +133,14 @@ func (v *view) listenTasks(sid string, w http.ResponseWriter) (_ http.ResponseWr
 	return s, func() {
 		close(s.stop)
 		<-finished
-		v.tasks.mu.Lock()
-		if wt := v.tasks.m[sid]; wt != nil {
+		v.watched.mu.Lock()
+		if wt := v.watched.m[sid]; wt != nil {
 			delete(wt.streams, s)
 			if len(wt.streams) == 0 && len(wt.ids) == 0 && wt.unsub == nil {
-				delete(v.tasks.m, sid)
+				delete(v.watched.m, sid)
 			}
 		}
-		v.tasks.mu.Unlock()
+		v.watched.mu.Unlock()
 	}
 }
 

@@ -1,4 +1,4 @@
-package mcpfront
+package wire
 
 import (
 	"net/http"
@@ -39,7 +39,7 @@ func TestEarlyHeaders(t *testing.T) {
 		{"a stream to resume", h("Last-Event-ID", "x"), false, false},
 	}
 	for _, tt := range tests {
-		if got := earlyHeaders(tt.r, tt.modern); got != tt.ok {
+		if got := PlainHeaders(tt.r, tt.modern); got != tt.ok {
 			t.Errorf("%s: %v, want %v", tt.name, got, tt.ok)
 		}
 	}

@@ -1,4 +1,4 @@
-package mcpfront
+package session
 
 import (
 	"context"
@@ -64,20 +64,20 @@ func taskTTL(task json.RawMessage) (time.Duration, bool) {
 	return time.Duration(min(*p.TTL, most)) * time.Millisecond, true
 }
 
-// answerTaskCall answers, before go-sdk, a tools/call of a 2025-11-25
+// AnswerTaskCall answers, before go-sdk, a tools/call of a 2025-11-25
 // session that concerns tasks: one with params.task (go-sdk would drop
 // it), and one without to a tool whose task support is required. It
 // reports whether it answered; anything else goes on to the early path or
 // go-sdk.
-func (f *Front) answerTaskCall(w http.ResponseWriter, r *http.Request, req *wire.Request, v *view, sessionID string) bool {
-	if f.tasks == nil || !earlyHeaders(r, false) {
+func (f *Era) AnswerTaskCall(w http.ResponseWriter, r *http.Request, req *wire.Request, v *Sessions, sessionID string) bool {
+	if f.tasks == nil || !wire.PlainHeaders(r, false) {
 		return false
 	}
 	call, ok := parseTaskCall(req)
 	if !ok {
 		return false
 	}
-	ss := v.sessionOf(sessionID)
+	ss := v.SessionOf(sessionID)
 	if !taskSession(ss) {
 		return false
 	}
@@ -120,7 +120,7 @@ func (f *Front) answerTaskCall(w http.ResponseWriter, r *http.Request, req *wire
 // startSessionTask makes the checks of a plain call for call, then has the
 // runtime start it as a task. The error is the JSON-RPC error to answer:
 // a task-augmented request gets a task or an error, never a tool result.
-func (f *Front) startSessionTask(ctx context.Context, v *view, ss *mcp.ServerSession, call taskCall) (tasks.Task, error) {
+func (f *Era) startSessionTask(ctx context.Context, v *Sessions, ss *mcp.ServerSession, call taskCall) (tasks.Task, error) {
 	ttl, ok := taskTTL(call.task)
 	if !ok {
 		return tasks.Task{}, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: msgTaskTTL}
@@ -164,10 +164,10 @@ func (f *Front) startSessionTask(ctx context.Context, v *view, ss *mcp.ServerSes
 	return task, nil
 }
 
-// taskHangUp ends a tasks/result wait when its client hangs up: go-sdk
+// TaskHangUp ends a tasks/result wait when its client hangs up: go-sdk
 // runs a session's requests in the session's context, not the HTTP
 // request's (see pipeline.HangUp).
-func (v *view) taskHangUp(next mcp.MethodHandler) mcp.MethodHandler {
+func (v *Sessions) TaskHangUp(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		if method != "tasks/result" {
 			return next(ctx, method, req)
@@ -183,5 +183,13 @@ func (v *view) taskHangUp(next mcp.MethodHandler) mcp.MethodHandler {
 			defer context.AfterFunc(hung, cancel)()
 		}
 		return next(ctx, method, req)
+	}
+}
+
+// writeEarly writes a tool handler's answer as go-sdk would
+// ([wire.WriteCallAnswer]).
+func (f *Era) writeEarly(out *wire.SSEStream, id []byte, res *mcp.CallToolResult, err error, modern bool) {
+	if err := wire.WriteCallAnswer(out, id, res, err, modern, f.impl); err != nil {
+		f.log.Error("encode a tools/call error", "err", err)
 	}
 }

@@ -1,4 +1,4 @@
-package mcpfront
+package session
 
 import (
 	"encoding/json"
