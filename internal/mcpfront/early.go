@@ -38,7 +38,7 @@ import (
 //     notifications/cancelled reaches the call (view.cancelEarly), and a
 //     question for the client (confirm, elicitation, sampling, roots) goes
 //     out as a request on the same response, its answer POSTed to the
-//     session handed to the call by dispatch (ask_stream.go).
+//     session handed to the call by dispatch (session/ask_stream.go).
 //
 // Only plain, well-formed requests qualify; anything else — another method,
 // a batch, a header or field go-sdk would refuse or act on, a retry with
@@ -49,11 +49,11 @@ import (
 // TestEarlySessionCallsAnswerAsGoSDK hold the answers to go-sdk's, and the
 // conformance suite runs through this path.
 //
-// The request, read and decoded once in dispatch (request.go), is checked
-// by parseEarly (earlyparse.go, fuzzed); a
-// cached result is kept in both eras' encodings (cached.go); the answer
-// goes out through sseStream (sse.go) in go-sdk's wire format, written in
-// one place (gosdkwire.go) that TestGoSDKWire holds to go-sdk's own output.
+// The request, read and decoded once in dispatch (wire/request.go), is checked
+// by parseEarly (wire/earlyparse.go, fuzzed); a
+// cached result is kept in both eras' encodings (pipeline/cached.go); the answer
+// goes out through sseStream (wire/sse.go) in go-sdk's wire format, written in
+// one place (wire/gosdkwire.go) that TestGoSDKWire holds to go-sdk's own output.
 //
 // A cache hit passes the checks of go-sdk's path in its order: the key
 // (already verified in dispatch), the access policy, the instance
@@ -100,7 +100,7 @@ func (f *Front) answerEarly(w http.ResponseWriter, r *http.Request, req *wire.Re
 		return false // go-sdk asks the policy's question over the session
 	}
 	// Under a policy, a hit or a replay is shaped for its caller: the
-	// pipeline's policy point answers it (stage_policy.go).
+	// pipeline's policy point answers it (pipeline/stage_policy.go).
 	shaped := pipeline.PolicyOnCalls(c)
 	var result []byte
 	if f.pipe.CacheFor(c, t) > 0 && !shaped {
@@ -112,7 +112,7 @@ func (f *Front) answerEarly(w http.ResponseWriter, r *http.Request, req *wire.Re
 			return false
 		}
 		// A repeat of a finished request id is answered here like a cache
-		// hit; anything else about request ids is go-sdk's path (repeat.go).
+		// hit; anything else about request ids is go-sdk's path (pipeline/repeat.go).
 		if result, replayed = f.pipe.ReplayEarly(r.Context(), v.key, t, call, modern); result == nil {
 			return false
 		}
@@ -161,7 +161,7 @@ func (f *Front) answerEarly(w http.ResponseWriter, r *http.Request, req *wire.Re
 	} else {
 		// A session's log level is the one its client set (go-sdk ignores
 		// the request's own there), and a question for the client goes
-		// out on this answer's stream (ask_stream.go).
+		// out on this answer's stream (session/ask_stream.go).
 		sink.LogLevel = v.sess.LogLevel(sessionID)
 		ask = v.sess.Asker(sessionID, ss, out)
 		sink.Notify = ask.Notify
@@ -194,7 +194,7 @@ func (f *Front) callEarly(ctx context.Context, r *http.Request, t *agents.Tool, 
 	// the result, as go-sdk sends a request's notifications.
 	tc := pipeline.NewCall(t, c)
 	if ask != nil {
-		tc.OnStream(sink, ask) // a nil *streamAsker is no Asker
+		tc.OnStream(sink, ask) // a nil *session.StreamAsker is no Asker
 	} else {
 		tc.OnStream(sink, nil)
 	}

@@ -1,24 +1,38 @@
 // Package mcpfront is the gateway's MCP endpoint. It serves every protocol
-// era on one URL through the official go-sdk — 2025-06-18 and 2025-11-25 with
-// sessions, 2026-07-28 stateless — keeps one *mcp.Server per client key whose
-// tools mirror what that key may see, and runs every tools/call down one
-// ordered list of stages (pipeline.go): lookup, validation, the policy
-// point, cache, repeat-safe ids, delivery to one replica or a job, result
-// checks and the call log.
+// era on one URL through the official go-sdk — 2025-06-18 and 2025-11-25
+// with sessions, 2026-07-28 stateless — and keeps one *mcp.Server per
+// client key (a view, view.go) whose tools mirror what that key may see.
 //
-// A POST is read and decoded once, in dispatch, into one request value
-// (request.go) that every later step reads; go-sdk's handlers find it in the
-// key's token info, the channel go-sdk offers from the HTTP layer.
+// The endpoint is built as rooms, each a package, arrows only downward
+// (internal/archtest holds it):
+//
+//	mcpfront     this package: the HTTP handler, the key's limits, dispatch
+//	             by era, the views, and the early path (early.go), which
+//	             answers a plain tools/call of either era on its own wire
+//	session      the 2025 era beside go-sdk's sessions: their bookkeeping,
+//	             their 2025-11-25 tasks, questions on an early call's stream
+//	stateless    the 2026-07-28 era's tasks extension
+//	pipeline     every tools/call, once, down one ordered list of stages:
+//	             admit, resume, resolve, policy, cache, repeat, shape, run
+//	wire         a POST read and decoded once (wire.Request); answers
+//	             written byte for byte as go-sdk writes them
+//
+// One tools/call, either era: [Front.ServeHTTP] → dispatch (front.go: the
+// body read and decoded once, the limits, the era) → the stateless tasks
+// extension, a session's task call, or the early path (early.go), else
+// go-sdk's handler and the view's middleware (view.go: view.resolve) →
+// pipeline.Pipeline.Serve → the stages (pipeline/stage_*.go) → route →
+// the agent's socket, and back through shape and the era's wire.
 //
 // go-sdk serves what it serves as designed: sessions, the GET stream,
 // initialize, the list methods and their list_changed notifications. The
-// wire of a plain tools/call, in both eras, is the gateway's own (early.go,
-// written byte for byte as go-sdk writes it: gosdkwire.go), including a 2025
-// session call's questions to its client and their answers (ask_stream.go),
-// and so are the tasks of both eras, which go-sdk does not implement:
-// go-sdk's per-request work costs more than the rest of a call, and bending
-// it to serve a call it did not parse takes side channels.
-// docs/go-sdk-gaps.md lists each gap worked around, with its upstream issue.
+// request value reaches go-sdk's handlers in the key's token info, the
+// channel go-sdk offers from the HTTP layer to a handler. The wire of a
+// plain tools/call and the tasks of both eras are the gateway's own:
+// go-sdk's per-request work costs more than the rest of a call, and
+// bending it to serve a call it did not parse takes side channels.
+// docs/go-sdk-gaps.md lists each gap worked around, with its upstream
+// issue.
 package mcpfront
 
 import (
@@ -76,7 +90,7 @@ type Options struct {
 	Version string
 	// CacheBytes bounds the memory of cached tool results; 0 means 64 MiB.
 	CacheBytes int64
-	// TracerProvider traces tools/call requests (see trace.go); nil means
+	// TracerProvider traces tools/call requests (see pipeline/trace.go); nil means
 	// no traces.
 	TracerProvider trace.TracerProvider
 	// SessionIdle closes a session with no request for this long; 0 means
@@ -106,7 +120,7 @@ type Options struct {
 	// the gateways sharing a store can tell whose a session or a held call
 	// is and forward its requests there; "" when this gateway is alone.
 	SessionPrefix string
-	// Secrets seals requestState (confirm.go) so no client reads or forges
+	// Secrets seals requestState (pipeline/confirm.go) so no client reads or forges
 	// it: the key file every gateway shares, so any gateway opens any. Nil
 	// means a key in memory, this endpoint's own (no key file).
 	Secrets *secrets.Box
@@ -117,15 +131,15 @@ type Options struct {
 	// of the front's own. Gateways sharing a store share it (see
 	// ratelimit.Limiter.Share).
 	Limiter *ratelimit.Limiter
-	// Tasks runs MCP tasks (tasks_modern.go, tasks_session.go); nil means
+	// Tasks runs MCP tasks (stateless/tasks.go, session/tasks.go); nil means
 	// the endpoint offers no tasks and runs every call plainly.
 	Tasks *tasks.Manager
 	// Idempotency keeps the request ids of repeat-safe tools
-	// (repeat.go); nil means Store's, when Store has them (a store.Store
+	// (pipeline/repeat.go); nil means Store's, when Store has them (a store.Store
 	// does), else calls of such tools are delivered as any other.
 	Idempotency store.Idempotency
 	// Identity signs the identity tokens of calls to agent keys with an
-	// identity audience (identity.go); nil means no call carries one.
+	// identity audience (pipeline/identity.go); nil means no call carries one.
 	Identity *identity.Signer
 	// Upstream keeps the people's accounts at per-person bridged
 	// remotes (pipeline/perperson.go); nil means a person's call to a
@@ -315,7 +329,7 @@ func (f *Front) dispatch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v := f.viewFor(k)
-	var req *wire.Request // a POST's message, read once: request.go
+	var req *wire.Request // a POST's message, read once: wire/request.go
 	if r.Method == http.MethodPost {
 		if n := v.inflight.Add(1); n > int64(f.maxInFlight) {
 			v.inflight.Add(-1)

@@ -43,7 +43,7 @@ func (f *Front) serveSession(w http.ResponseWriter, r *http.Request, req *wire.R
 		if r.Method == http.MethodPost {
 			if v.sess.Deliver(id, req) {
 				// The client's response to a request an early call sent
-				// (ask_stream.go): accepted, as go-sdk accepts one.
+				// (session/ask_stream.go): accepted, as go-sdk accepts one.
 				w.WriteHeader(http.StatusAccepted)
 				return
 			}
@@ -59,7 +59,7 @@ func (f *Front) serveSession(w http.ResponseWriter, r *http.Request, req *wire.R
 // serveInSession has go-sdk serve a request of a session. go-sdk runs a
 // session's calls in the session's context; the call ends when this
 // request's client hangs up all the same: its tool handler finds the
-// request, and its context, in the token info (request.go).
+// request, and its context, in the token info (wire/request.go).
 func (f *Front) serveInSession(w http.ResponseWriter, r *http.Request) {
 	f.stateful.ServeHTTP(w, r)
 }

@@ -37,7 +37,7 @@ type view struct {
 
 	sess     *session.Sessions // the key's 2025 sessions and their tasks
 	inflight atomic.Int64      // the key's POST requests being served
-	// policySeen is the policy version of the last sync (policy_list.go).
+	// policySeen is the policy version of the last sync (pipeline/policy_list.go).
 	policySeen atomic.Int64
 	lastUsed   time.Time // when viewFor last returned it; guarded by Front.mu
 
@@ -95,7 +95,7 @@ func (f *Front) viewFor(k store.Key) *view {
 			c.CacheScope = "private"
 		},
 		// No KeepAlive: go-sdk would ping sessions without a GET stream,
-		// fail, and close them; see keepAlive in sessions.go.
+		// fail, and close them; see keepAlive in session/sessions.go.
 		GetSessionID: func() string { return f.sessionPrefix + rand.Text() },
 	})
 	v.sess = f.era.ForKey(k, v.server)
@@ -193,7 +193,7 @@ func (v *view) sync() {
 			delete(v.execution, n)
 		}
 	}
-	v.syncJobTool(slow, keep) // jobs.go
+	v.syncJobTool(slow, keep) // pipeline/jobs.go
 	mirror(v.tools, tools, keep, func(t *mcp.Tool) string { return t.Name },
 		func(t *mcp.Tool) { v.server.AddTool(t, v.f.pipe.ToolHandler) }, v.server.RemoveTools)
 
@@ -309,7 +309,7 @@ func (f *Front) recoverPanics(next mcp.MethodHandler) mcp.MethodHandler {
 // up in the project as it is now and answers "Tool <name> not found" for
 // anything this key may not call, in the same words whether the tool is
 // unknown, disabled or filtered out. What it admits goes to the tool
-// handler, the pipeline (pipeline.go), as the call's [pipeline.Call].
+// handler, the pipeline (pipeline/pipeline.go), as the call's [pipeline.Call].
 func (v *view) resolve(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		switch method {
@@ -333,7 +333,7 @@ func (v *view) resolve(next mcp.MethodHandler) mcp.MethodHandler {
 			return refused, nil
 		}
 		if t == nil && ctr.Params.Name == pipeline.JobTool && v.offersJobTool() {
-			return next(ctx, method, req) // the gateway's own tool (jobs.go)
+			return next(ctx, method, req) // the gateway's own tool (pipeline/jobs.go)
 		}
 		if err != nil {
 			return nil, err

@@ -10,7 +10,7 @@
 // and the status constants are exactly as the design spells them. The
 // front's conversion of an agent question to inputRequests and back is
 // [Questions]; its implementation is pipeline.TaskQuestions
-// (internal/mcpfront/taskquestions.go), to pass as [Options.Questions].
+// (internal/mcpfront/pipeline/taskquestions.go), to pass as [Options.Questions].
 package tasks
 
 import (

@@ -137,7 +137,7 @@ func declared(ss *mcp.ServerSession, meta mcp.Meta) (caps []string, modern bool)
 		}
 	}
 	// A 2026-07-28 request answered before go-sdk made it a session (see
-	// early.go): its own capabilities, read as go-sdk's session would.
+	// mcpfront/early.go): its own capabilities, read as go-sdk's session would.
 	m, _ := meta[mcp.MetaKeyClientCapabilities].(map[string]any)
 	if e := m["elicitation"]; e != nil {
 		caps = append(caps, "elicitation")

@@ -31,7 +31,7 @@ func shareResult(r *mcp.CallToolResult) *mcp.CallToolResult {
 
 // progressSender passes progress lines to the client when it asked for them
 // with a progress token: through the request's session, or, for a call
-// answered before go-sdk, onto its answer's stream (earlySink).
+// answered before go-sdk, onto its answer's stream ([Stream]).
 // Progress is best effort: a line the client cannot take is dropped, and
 // the call goes on.
 // Lines are numbered on from sent, the lines the call passed on before.
@@ -41,7 +41,7 @@ func progressSender(ctx context.Context, req *Request, sent int) func(string) {
 		return nil
 	}
 	var send func(p *mcp.ProgressNotificationParams)
-	switch ns := earlySinkOf(ctx); {
+	switch ns := streamOf(ctx); {
 	case ns != nil:
 		send = func(p *mcp.ProgressNotificationParams) { ns.Notify("notifications/progress", p) }
 	case req.Session != nil:
@@ -135,9 +135,9 @@ type Stream struct {
 	LogLevel string
 }
 
-// earlySinkOf returns where the notifications of the call ctx carries go
+// streamOf returns where the notifications of the call ctx carries go
 // when it is answered on its own stream, or nil.
-func earlySinkOf(ctx context.Context) *Stream {
+func streamOf(ctx context.Context) *Stream {
 	if c := toolCallFrom(ctx); c != nil {
 		return c.sink
 	}

@@ -24,7 +24,7 @@ import (
 // them a tool with task support runs as a task all the same, of era "job":
 //
 //   - a call of an optional-task tool starts the task and waits for it up
-//     to the call's usual wait ([Front.wait]). If it ends in time, the
+//     to the call's usual wait ([Pipeline.wait]). If it ends in time, the
 //     client gets its result as from a plain call (the runtime logs it as
 //     one call, with its task id); if not, the client gets, at the wait, a
 //     job reference: a short text with the job id and what to call next

@@ -25,9 +25,9 @@ func waitOn(ctx context.Context, req *Request, call *route.Call) route.Result {
 // 2026-07-28; without either nothing is sent, as the spec has it.
 func logSender(ctx context.Context, req *Request) func(agentproto.Message) {
 	var send func(p *mcp.LoggingMessageParams)
-	switch ns := earlySinkOf(ctx); {
+	switch ns := streamOf(ctx); {
 	case ns != nil:
-		// A call answered before go-sdk (early.go): its own stream, at the
+		// A call answered before go-sdk (mcpfront/early.go): its own stream, at the
 		// level the client asked for.
 		if ns.LogLevel == "" {
 			return nil

@@ -26,7 +26,7 @@ import (
 // account"). A bridge whose registration has Bridge.PerPerson acts on its
 // remote as each caller's own account. Once a call (a tool call, a
 // resource read, a prompt get) is picked for such a replica,
-// [Front.checkUpstream] decides:
+// [Pipeline.checkUpstream] decides:
 //
 //   - a call without a person (a client key) is refused, unless the
 //     bridge falls back to its shared account;
@@ -282,7 +282,7 @@ func (f *Pipeline) refusedAgain(rep *agents.Replica, name string, caps []string)
 // retryTool delivers a tool call once more after its remote refused the
 // person's token (first, the call that ended so): the account is
 // refreshed, the call picked again within what is left of its wait and
-// sent. It returns the new call and how it is going (for [Front.await]),
+// sent. It returns the new call and how it is going (for [Pipeline.await]),
 // or the answer. A repeat-safe tool's request id goes on with the new
 // call.
 func (f *Pipeline) retryTool(ctx context.Context, req *Request, p pickRequest, first *route.Call, res route.Result) (*route.Call, route.Result, *mcp.CallToolResult, error) {

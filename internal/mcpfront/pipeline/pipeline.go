@@ -17,44 +17,6 @@ import (
 	"github.com/spacefix/spacefix/internal/tasks"
 )
 
-// The tools/call pipeline. A plain call, whether go-sdk parsed it (its
-// tool handler, [Front.toolHandler]) or the early path did (early.go,
-// [Front.callEarly]), is one [callRequest] — the stages never see a request
-// of go-sdk's types that go-sdk did not parse — in one [toolCall] value
-// that goes down one ordered
-// list of stages, each a small type in a file of its own (stage_*.go):
-//
-//	admit    the tool in the caller's view, the call's own lifetime
-//	resume   a call already under way (a retry with the user's answer,
-//	         an early session call go-sdk took over): settled here
-//	resolve  the instance argument, the replica, validation there, the
-//	         person's upstream account: the call is picked, not sent
-//	policy   the policy point: the project's rules and interceptors on
-//	         the call, and on its answer on the way back
-//	cache    a cached result answers; a fresh one is kept on the way back
-//	repeat   a repeat-safe tool's request id is claimed, or answered
-//	shape    how the call ended becomes the client's answer
-//	run      sent to the replica directly, started as a job, or started
-//	         as a task (a task-augmented call of either era)
-//
-// The order is written once, in [toolStages]. A stage decides (it answers
-// and does not go on), or enriches the call and hands it to the next
-// stage. Once a call is settled (how it stands is known: c.call, c.res),
-// only policy (which shapes its answer for its caller) and shape are
-// left: [next.run] skips there, so the stages between never see a call
-// they did not start.
-//
-// A task-augmented call (tasks_modern.go, tasks_session_call.go) goes down
-// the same list: it is resolved and passes the policy point as any call,
-// is neither cached nor claimed as a repeat (its client holds the task),
-// and the entry answers its task, or how it was refused, in its era's
-// words (c.task).
-//
-// Rate limit and admission come first in the view's middleware
-// ([view.resolve], through [Front.admitCall]), because go-sdk must not
-// answer a call of a tool the view no longer has with its own words; the
-// early path makes the same checks before it takes a call.
-
 // toolStages is the order of the tools/call stages.
 var toolStages = [...]stage{
 	admitStage{},
@@ -111,7 +73,7 @@ type Call struct {
 	// notifications go (its answer's stream); nil: through the session.
 	sink *Stream
 	// ask, set for an early call of a 2025 session, puts the agent's
-	// questions to the client on the call's own stream (ask_stream.go).
+	// questions to the client on the call's own stream (session/ask_stream.go).
 	ask Asker
 
 	// task, set on a task-augmented call (either era), makes the run
@@ -131,9 +93,9 @@ type Call struct {
 }
 
 // Request is a tools/call as the stages read it, whoever parsed it:
-// go-sdk (its tool handler, [Front.toolHandler], turns its request into
-// one), the early path (early.go) or a task's entry (tasks_modern.go,
-// tasks_session_call.go). None of them makes a request of go-sdk's types
+// go-sdk (its tool handler, [Pipeline.ToolHandler], turns its request into
+// one), the early path (mcpfront/early.go) or a task's entry (stateless/tasks.go,
+// session/tasks_call.go). None of them makes a request of go-sdk's types
 // that go-sdk did not parse.
 type Request struct {
 	Name           string
@@ -146,7 +108,7 @@ type Request struct {
 	// there); nil for a call the early path or a task's entry serves at
 	// 2026-07-28.
 	Session *mcp.ServerSession
-	// Token is the key's Token info, with the request value (request.go).
+	// Token is the key's Token info, with the request value (wire/request.go).
 	Token *auth.TokenInfo
 }
 
@@ -228,7 +190,7 @@ type TaskStart struct {
 // the pipeline: resolved and past the policy point as any call, then
 // started as a task of era (tasks.Spec.Era) that its client keeps for ttl
 // (0: the runtime's). The entries of both eras call it
-// ([Front.extTaskCall], [Front.startSessionTask]).
+// (stateless.Tasks, session.Era.startSessionTask).
 func (f *Pipeline) StartTask(ctx context.Context, key store.Key, t *agents.Tool, ctl *access.Controls, req *Request, era string, ttl time.Duration) TaskStart {
 	tr := &TaskRun{era: era, ttl: ttl}
 	c := &Call{key: key, tool: t, controls: ctl, task: tr, req: req}
@@ -244,7 +206,7 @@ func (f *Pipeline) StartTask(ctx context.Context, key store.Key, t *agents.Tool,
 }
 
 // ToolHandler is the tool handler go-sdk calls: its request goes down the
-// pipeline ([Front.serveCall]).
+// pipeline ([Pipeline.serveCall]).
 func (f *Pipeline) ToolHandler(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	return f.Serve(ctx, sdkCall(req))
 }

@@ -36,7 +36,7 @@ type callPolicy struct {
 	// rules cannot read who calls, so the call is refused, and so is the
 	// answer of a settled call, rather than judged as an anonymous caller.
 	who error
-	// pending is the call's log record, held by [Front.toolResult] until
+	// pending is the call's log record, held by [Pipeline.toolResult] until
 	// the result's rules have run, so that the record says what they did.
 	pending *store.Call
 }

@@ -11,13 +11,13 @@ import (
 
 // Rules `on: list` with effect hide take a tool out of a caller's
 // tools/list, and a call of it is answered as a call of an unknown tool,
-// in the very same words ([Front.admitCall]): a hidden tool is not there
+// in the very same words ([Pipeline.AdmitCall]): a hidden tool is not there
 // for that caller. A client key's view is its own, and an OAuth key is one
-// person's grant, so a view's list is one caller's ([view.sync]). A rule
+// person's grant, so a view's list is one caller's (mcpfront's view.sync). A rule
 // that cannot be evaluated hides (fail closed).
 //
 // The interceptors' tools/list response phase runs on every tools/list
-// answer ([view.listPolicy]). A list an interceptor blocks is answered
+// answer (mcpfront's view.listPolicy). A list an interceptor blocks is answered
 // empty rather than with an error: the tools stay guarded call by call,
 // and a client that cannot list goes on without tools instead of failing
 // its session; the log has why.

@@ -69,7 +69,7 @@ func (f *Pipeline) runRead(ctx context.Context, key store.Key, rr route.Request,
 
 // startRead picks the replica of a read, a prompt get or a completion,
 // checks it as a per-person remote's call (token: see
-// [Front.checkUpstream]) and sends it: the call under way, or how it
+// [Pipeline.checkUpstream]) and sends it: the call under way, or how it
 // ended (no call), or the refusal.
 func (f *Pipeline) startRead(ctx context.Context, key store.Key, rr route.Request, target route.Target, caller agentproto.Caller, caps []string, token string) (*route.Call, route.Result, *upstreamRefusal) {
 	call, res := route.Pick(ctx, f.reg, key.ProjectID, target, rr)

@@ -25,7 +25,7 @@ import (
 //
 // A tool that names an idempotency key (agentproto.Tool.IdempotencyKey)
 // has its request ids recorded in the store, per project, tool and
-// SHA-256 of the caller and the id ([Front.requestKey]), for the
+// SHA-256 of the caller and the id ([Pipeline.requestKey]), for the
 // project's window: one caller's id is never another's. After the cache
 // lookup (a cache hit is answered first) a call of such a tool claims its
 // id with one INSERT whose unique key decides between gateways:
@@ -277,7 +277,7 @@ func (f *Pipeline) repeat(ctx context.Context, t *agents.Tool, key store.Key, c 
 
 // replay answers a repeat with out, the result of call of: no agent is
 // reached; the call log shows a replay, not billed (under a policy, pol,
-// once the policy stage has shaped the answer: [Front.policyResult]).
+// once the policy stage has shaped the answer: [Pipeline.policyResult]).
 func (f *Pipeline) replay(t *agents.Tool, key store.Key, call *route.Call, start time.Time, of string, out *mcp.CallToolResult, outcome string, pol *callPolicy) *mcp.CallToolResult {
 	call.Release()
 	errText := ""

@@ -16,7 +16,7 @@ import (
 // function that logs the replay once it is sent. It reads the record (or
 // this gateway's copy of it) and writes nothing, as a cache hit does;
 // anything else (a new id, a run in flight, an unknown outcome, other
-// arguments) returns nil, and go-sdk's path decides ([Front.repeat]).
+// arguments) returns nil, and go-sdk's path decides ([Pipeline.repeat]).
 func (f *Pipeline) ReplayEarly(ctx context.Context, key store.Key, t *agents.Tool, call wire.Call, modern bool) ([]byte, func()) {
 	rs := f.repeats
 	if rs == nil || rs.st == nil {
@@ -60,7 +60,7 @@ func (f *Pipeline) ReplayEarly(ctx context.Context, key store.Key, t *agents.Too
 }
 
 // doneRecord returns the finished record of t under idHash
-// ([Front.requestKey]), from this gateway's copy or the store, or nil if
+// ([Pipeline.requestKey]), from this gateway's copy or the store, or nil if
 // it is not finished (or gone).
 func (f *Pipeline) doneRecord(ctx context.Context, projectID int64, t *agents.Tool, idHash []byte, now time.Time) *doneRecord {
 	rs := f.repeats

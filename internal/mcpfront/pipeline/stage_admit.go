@@ -13,7 +13,7 @@ import (
 )
 
 // admitStage gives an admitted call its own lifetime. The admission
-// itself ([Front.admitCall]) ran before the pipeline: in the view's
+// itself ([Pipeline.AdmitCall]) ran before the pipeline: in the view's
 // middleware, the early path, or a task's entry.
 type admitStage struct{}
 
@@ -33,10 +33,10 @@ func (admitStage) serve(ctx context.Context, f *Pipeline, c *Call, next next) (*
 }
 
 // The checks every way of calling a tool shares, in the order go-sdk's
-// path makes them: a plain call (the pipeline, through [view.resolve] or
-// the early path), a 2026-07-28 task (tasks_modern.go) and a 2025-11-25
-// task (tasks_session.go) all call [Front.admitCall] (the rate limit, then
-// the access policy) and [Front.pickCall] (the instance argument, the
+// path makes them: a plain call (the pipeline, through mcpfront's view.resolve or
+// the early path), a 2026-07-28 task (stateless/tasks.go) and a 2025-11-25
+// task (session/tasks_call.go) all call [Pipeline.AdmitCall] (the rate limit, then
+// the access policy) and [Pipeline.pickCall] (the instance argument, the
 // replica, validation against that replica's schema). The key was checked
 // in dispatch. A call that passes is picked, not sent: the caller sends it
 // (route.Call.Send) or hands it to the task runtime.

@@ -21,7 +21,7 @@ import (
 // tools/call request phase may block the call or rewrite its arguments
 // (validated again against the tool's schema). On the way back, the rules
 // `on: result` and the interceptors' response phase shape the answer
-// ([Front.policyResult]), whether it came from the agent, the cache or a
+// ([Pipeline.policyResult]), whether it came from the agent, the cache or a
 // repeat's record.
 //
 // The cache and the request ids' records hold the agent's own result,
@@ -29,7 +29,7 @@ import (
 // viewers only), and one cached result serves every caller of the
 // project, so each answer is shaped for its caller on the way out, never
 // stored shaped. A task's or a job's result is shaped when it ends, before
-// the runtime stores it (its owner is its only reader): [Front.taskShaper].
+// the runtime stores it (its owner is its only reader): [callPolicy.taskShaper].
 //
 // A settled call (a retry with the user's answer to the agent's question,
 // or one that found no replica) passed the call rules when it was made,
@@ -71,7 +71,7 @@ func (policyStage) serve(ctx context.Context, f *Pipeline, c *Call, next next) (
 }
 
 // policyResult shapes a call's answer for its caller, then writes its log
-// record, which [Front.toolResult] held so that it says what the policy
+// record, which [Pipeline.toolResult] held so that it says what the policy
 // did. A question for the user (an input_required result) is not shaped.
 func (f *Pipeline) policyResult(ctx context.Context, pc *callPolicy, out *mcp.CallToolResult) *mcp.CallToolResult {
 	if pc == nil {

@@ -19,8 +19,8 @@ import (
 )
 
 // resolveStage resolves the admitted tool to a replica in the caller's
-// view ([Front.pickCall]): the call is picked, with the tool's wait (a
-// job's or a task's, the project's longest task: [Front.asJob]), not sent. A refusal
+// view ([Pipeline.pickCall]): the call is picked, with the tool's wait (a
+// job's or a task's, the project's longest task: [Pipeline.asJob]), not sent. A refusal
 // answers; a pick that found no replica settles the call.
 type resolveStage struct{}
 
@@ -43,7 +43,7 @@ func (resolveStage) serve(ctx context.Context, f *Pipeline, c *Call, next next) 
 	return next.run(ctx, c)
 }
 
-// pickRequest is a call [Front.pickCall] checks and picks a replica for.
+// pickRequest is a call [Pipeline.pickCall] checks and picks a replica for.
 type pickRequest struct {
 	Tool *agents.Tool
 	Key  store.Key
@@ -63,7 +63,7 @@ type pickRequest struct {
 // call; a refusal is not logged, not billed. It returns the picked call and
 // the arguments as the agent reads them; or refused, an isError result the
 // model reads; or no call and res, how the pick ended (no replica, not
-// found), for [Front.await] or the task path to answer. A per-person
+// found), for [Pipeline.await] or the task path to answer. A per-person
 // remote's call may instead be refused with rpcErr, a JSON-RPC error (the
 // URL elicitation of a connect page, -32042): see perperson.go.
 func (f *Pipeline) pickCall(ctx context.Context, p pickRequest) (call *route.Call, res route.Result, args json.RawMessage, refused *mcp.CallToolResult, rpcErr error) {

@@ -18,7 +18,7 @@ import (
 )
 
 // shapeStage turns how a settled call stands into the client's answer for
-// its era ([Front.await]): the agent's questions go to the user, then the
+// its era ([Pipeline.await]): the agent's questions go to the user, then the
 // call is logged and its end answered. A call the run stage answered
 // itself (a job, a refusal on retry) is not shaped again.
 type shapeStage struct{}
@@ -94,7 +94,7 @@ func (f *Pipeline) await(ctx context.Context, req *Request, t *agents.Tool, key 
 
 // toolResult turns how a call ended into the client's result, and logs the
 // call if it reached an agent: at once, or, for a call under a policy
-// (pol), once the policy stage has shaped the result ([Front.policyResult]).
+// (pol), once the policy stage has shaped the result ([Pipeline.policyResult]).
 func (f *Pipeline) toolResult(t *agents.Tool, key store.Key, res route.Result, start time.Time, pol *callPolicy) *mcp.CallToolResult {
 	var (
 		out     *mcp.CallToolResult

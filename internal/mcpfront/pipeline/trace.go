@@ -21,7 +21,7 @@ import (
 // w3c reads the client's trace context.
 var w3c = propagation.TraceContext{}
 
-// Serve is [Front.serveCall] inside the front span.
+// Serve is [Pipeline.serveCall] inside the front span.
 func (f *Pipeline) Serve(ctx context.Context, req *Request) (*mcp.CallToolResult, error) {
 	if req.Meta["traceparent"] != nil {
 		ctx = w3c.Extract(ctx, metaCarrier(req.Meta))

@@ -18,7 +18,7 @@ import (
 // A 2025 session's server-to-client request (an elicitation, a sampling
 // request, roots/list) travels on the SSE stream of the client request it
 // relates to, and the client POSTs its response to the session. For a call
-// answered before go-sdk (early.go) the gateway does both itself: the
+// answered before go-sdk (mcpfront/early.go) the gateway does both itself: the
 // request goes out as one more event of the call's own answer, numbered
 // from streamAskBase so it never meets an id go-sdk numbers in the same
 // session, and dispatch hands the client's response to the waiting call

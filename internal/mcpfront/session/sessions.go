@@ -42,7 +42,7 @@ type sessState struct {
 	pinging  bool // a keepalive ping is on its way
 	// logLevel is the level the client set with logging/setLevel, ""
 	// until it does: go-sdk keeps it privately, and a call answered
-	// before go-sdk (early.go) filters its log messages by it.
+	// before go-sdk (mcpfront/early.go) filters its log messages by it.
 	logLevel string
 	// early are the tool calls answered before go-sdk and in flight, by
 	// request id: a notifications/cancelled for one ends it, as go-sdk's
@@ -142,7 +142,7 @@ func (v *Sessions) Begin(id string, stream bool) (done func()) {
 	defer v.mu.Unlock()
 	s := v.m[id]
 	if s == nil {
-		// A session whose first request arrived before [view.added] ran.
+		// A session whose first request arrived before [Sessions.Added] ran.
 		v.mu.Unlock()
 		_, ok := v.live()[id]
 		v.mu.Lock()

@@ -24,23 +24,23 @@ import (
 //     requests.tools.call} to a session of that version (go-sdk's
 //     ServerCapabilities has no such field: [initWithTasks] adds it);
 //   - a tools/call with params.task, which go-sdk would drop, is answered
-//     before go-sdk ([Front.answerTaskCall], from serveSession): after the
-//     checks of a plain call ([Front.admitCall], [Front.pickCall]) the call
+//     before go-sdk ([Era.AnswerTaskCall], from serveSession): after the
+//     checks of a plain call ([pipeline.Pipeline.AdmitCall], [pipeline.Pipeline.pickCall]) the call
 //     goes to [tasks.Manager.Run], which stores the task before it returns,
 //     and the client gets CreateTaskResult {task} at once. A forbidden
 //     tool called as a task, and a required one called without, get -32601;
 //   - tasks/get, tasks/result, tasks/list and tasks/cancel are go-sdk custom
-//     methods of each view's server ([view.addTaskMethods]), so that what
+//     methods of each view's server ([Sessions.AddTaskMethods]), so that what
 //     the tasks/result handler asks the client with its session
 //     (elicitation/create, sampling/createMessage, roots/list, through
 //     [pipeline.Fulfil]) goes out on the tasks/result stream, as the spec asks for a
 //     task in input_required; the answers go to [tasks.Manager.Answer] in
 //     the 2026-07-28 inputResponses shape;
 //   - notifications/tasks/status goes to the GET streams of the session
-//     that created the task whenever its status changes ([view.watchTask];
+//     that created the task whenever its status changes ([Sessions.watchTask];
 //     go-sdk sends no notification it does not know, so the gateway
 //     writes it between go-sdk's events: [taskStream], in
-//     tasks_session_notify.go).
+//     tasks_notify.go).
 //
 // A task is its owner's ([tasks.Manager.OwnerOf]: the key, or the person
 // behind an OAuth grant): another caller's task id gets exactly the error

@@ -93,7 +93,7 @@ func (f *Era) AnswerTaskCall(w http.ResponseWriter, r *http.Request, req *wire.R
 	switch {
 	case call.task == nil && (support != agentproto.TaskRequired || !v.declaredTasks(sessionID)):
 		// A client that does not speak tasks gets a required tool as a
-		// job (jobs.go), on the call's own path.
+		// job (pipeline/jobs.go), on the call's own path.
 		return false
 	case call.task == nil:
 		f.writeEarly(out, call.id, nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf(msgTaskRequired, t.Name)}, false)

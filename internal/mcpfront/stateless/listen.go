@@ -104,7 +104,7 @@ const maxExtListenTasks = 100
 // AdvertiseTasks adds the tasks extension to the capabilities server/discover
 // answers, when the gateway runs tasks. (Only there: a 2025 session's
 // initialize declares the 2025-11-25 tasks capability instead, see
-// tasks_session.go.)
+// session/tasks.go.)
 func (f *Tasks) AdvertiseTasks(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		res, err := next(ctx, method, req)

@@ -27,7 +27,7 @@ import (
 // spec text in modelcontextprotocol/ext-tasks), served before go-sdk,
 // which knows none of it:
 //
-//   - server/discover advertises the extension (view.go);
+//   - server/discover advertises the extension (mcpfront/view.go);
 //   - a tools/call of a tool with execution.taskSupport optional or
 //     required, from a request whose client declared the extension in
 //     _meta["io.modelcontextprotocol/clientCapabilities"].extensions,

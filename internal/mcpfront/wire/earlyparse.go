@@ -19,7 +19,7 @@ type Call struct {
 }
 
 // ParseCall reads a tools/call the early path can answer: one plain
-// JSON-RPC request (see [request]) with exactly the members it needs, each
+// JSON-RPC request (see [Request]) with exactly the members it needs, each
 // once, spelled as the protocol spells them, an id echoed as sent, object
 // arguments (or none), and at 2026-07-28 the request _meta go-sdk
 // requires. Anything it does not know means no. Only the client's

@@ -1,7 +1,7 @@
 package wire
 
 // This file is the one place that writes go-sdk v1.8.0's wire format by
-// hand, for answers the early path sends instead of go-sdk (early.go): the
+// hand, for answers the early path sends instead of go-sdk (mcpfront/early.go): the
 // result of a tools/call (content never null, the unexported result type
 // and the server's identity at 2026-07-28, no HTML escaping), the JSON-RPC
 // framing of results and notifications, and the SSE framing and headers of

@@ -10,7 +10,7 @@ import (
 )
 
 // A POST is read and decoded once, in dispatch ([readRequest]), into one
-// [request] value: its body, the JSON-RPC envelope's members and the few
+// [Request] value: its body, the JSON-RPC envelope's members and the few
 // members of params and params._meta that decide where the request goes.
 // Every later step reads that value — the protocol era, the limits, the
 // read-only scope check, the task entries of both eras, the early path, a
