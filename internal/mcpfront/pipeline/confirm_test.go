@@ -15,7 +15,7 @@ import (
 	"github.com/spacefix/spacefix/internal/policy"
 	"github.com/spacefix/spacefix/internal/secrets"
 	"github.com/spacefix/spacefix/internal/store"
-	"github.com/spacefix/spacefix/internal/store/sqlite"
+	"github.com/spacefix/spacefix/internal/store/teststores"
 )
 
 // twoGateways returns the call pipelines of two gateways on one store,
@@ -23,11 +23,7 @@ import (
 func twoGateways(t *testing.T) (a, b *Pipeline) {
 	t.Helper()
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := teststores.SQLite(t)
 	calls := store.NewCallLog(st, nil)
 	t.Cleanup(func() { calls.Close(ctx) })
 	keyFile := filepath.Join(t.TempDir(), "secret.key")

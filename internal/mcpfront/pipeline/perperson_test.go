@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -17,7 +16,7 @@ import (
 	"github.com/spacefix/spacefix/internal/route/routetest"
 	"github.com/spacefix/spacefix/internal/schema"
 	"github.com/spacefix/spacefix/internal/store"
-	"github.com/spacefix/spacefix/internal/store/sqlite"
+	"github.com/spacefix/spacefix/internal/store/teststores"
 	"github.com/spacefix/spacefix/internal/upstream"
 )
 
@@ -82,11 +81,7 @@ type ppPipeline struct {
 func newPPPipeline(t *testing.T, pp agentproto.PerPerson) *ppPipeline {
 	t.Helper()
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := teststores.SQLite(t)
 	proj, err := st.CreateProject(ctx, "shop")
 	if err != nil {
 		t.Fatal(err)

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -17,7 +16,7 @@ import (
 	"github.com/spacefix/spacefix/internal/mcpfront/pipeline"
 	"github.com/spacefix/spacefix/internal/mcpfront/wire"
 	"github.com/spacefix/spacefix/internal/store"
-	"github.com/spacefix/spacefix/internal/store/sqlite"
+	"github.com/spacefix/spacefix/internal/store/teststores"
 	"github.com/spacefix/spacefix/internal/tasks"
 )
 
@@ -29,11 +28,7 @@ func TestMain(m *testing.M) { leaktest.Main(m) }
 func newTasks(t *testing.T) (*Tasks, store.Key) {
 	t.Helper()
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := teststores.SQLite(t)
 	proj, err := st.CreateProject(ctx, "shop")
 	if err != nil {
 		t.Fatal(err)
