@@ -128,7 +128,7 @@ var ErrBadState = errors.New("this requestState names no call waiting for input 
 // gateway.forwardSessions) while that gateway lives.
 func (hc *heldCalls) resume(state, keyID string) (*held, error) {
 	head, callID, owner, ok := hc.open(state)
-	if !ok || strings.HasSuffix(head, TaskStatePrefix) || owner != keyID {
+	if !ok || strings.HasSuffix(head, taskStatePrefix) || owner != keyID {
 		return nil, ErrBadState
 	}
 	h := hc.take(callID)
@@ -225,24 +225,24 @@ func confirmOver(ctx context.Context, ss Asker, q *agentproto.Message, deadline 
 	return confirmed(r)
 }
 
-// TaskStatePrefix marks a requestState that names a task (see
+// taskStatePrefix marks a requestState that names a task (see
 // answerExtCall) rather than a held call (confirm.go): "." is not in
 // the held states' alphabet.
-const TaskStatePrefix = "task."
+const taskStatePrefix = "task."
 
 // SealTaskState returns the requestState of task id for client key keyID:
 // sealed, so a client can neither read nor forge it, and starting with the
 // gateway's prefix so that the gateways sharing a store send its retry
 // here (any of them can open it: see heldCalls.seal).
 func (f *Pipeline) SealTaskState(id, keyID string) string {
-	return f.held.seal(f.held.prefix+TaskStatePrefix, id, keyID)
+	return f.held.seal(f.held.prefix+taskStatePrefix, id, keyID)
 }
 
 // OpenTaskState returns the task a requestState from SealTaskState names, if it was
 // sealed for keyID.
 func (f *Pipeline) OpenTaskState(state, keyID string) (string, bool) {
 	head, id, owner, ok := f.held.open(state)
-	if !ok || !strings.HasSuffix(head, TaskStatePrefix) {
+	if !ok || !strings.HasSuffix(head, taskStatePrefix) {
 		return "", false
 	}
 	return id, owner == keyID

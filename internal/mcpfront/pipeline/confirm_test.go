@@ -49,7 +49,7 @@ func twoGateways(t *testing.T) (a, b *Pipeline) {
 func TestRequestStateOpensOnEveryGateway(t *testing.T) {
 	a, b := twoGateways(t)
 	state := a.SealTaskState("task_1", "key_1")
-	if !strings.HasPrefix(state, "gw-a."+TaskStatePrefix) {
+	if !strings.HasPrefix(state, "gw-a."+taskStatePrefix) {
 		t.Fatalf("state %q does not start with its gateway's prefix", state)
 	}
 	if id, ok := b.OpenTaskState(state, "key_1"); !ok || id != "task_1" {
@@ -75,7 +75,7 @@ func TestRequestStateOpensOnEveryGateway(t *testing.T) {
 	for _, bad := range []string{
 		flipped,
 		"gw-b." + strings.TrimPrefix(held, "gw-a."),
-		strings.Replace(state, TaskStatePrefix, "", 1),
+		strings.Replace(state, taskStatePrefix, "", 1),
 		"gw-a.not-a-state",
 		"",
 	} {

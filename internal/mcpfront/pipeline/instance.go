@@ -120,10 +120,10 @@ func instanceProblem(t *agents.Tool, instance string) string {
 		instance, t.Name, strings.Join(connected, ", "))
 }
 
-// CommonSchema returns the input schema every replica a call of t could go
+// commonSchema returns the input schema every replica a call of t could go
 // to validates it with (those of the instance, if one is named), or nil if
 // there is no replica or they differ: then go-sdk's path picks one.
-func CommonSchema(t *agents.Tool, instance string) *schema.Schema {
+func commonSchema(t *agents.Tool, instance string) *schema.Schema {
 	var s *schema.Schema
 	for _, rep := range t.Replicas {
 		if instance != "" && rep.Instance != instance {

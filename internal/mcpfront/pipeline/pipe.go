@@ -110,8 +110,8 @@ func (f *Pipeline) Drain() { f.draining.Store(true) }
 // Hits returns how many tool calls the cache answered.
 func (f *Pipeline) Hits() int64 { return f.hits.Load() }
 
-// DisconnectedMessage says why a call lost its agent.
-func (f *Pipeline) DisconnectedMessage() string {
+// disconnectedMessage says why a call lost its agent.
+func (f *Pipeline) disconnectedMessage() string {
 	if f.draining.Load() {
 		return msgShutdown
 	}

@@ -79,7 +79,7 @@ type Call struct {
 	// task, set on a task-augmented call (either era), makes the run
 	// stage start the call as a task instead of sending it; the entry
 	// answers in its era's words.
-	task *TaskRun
+	task *taskRun
 
 	start   time.Time
 	wait    time.Duration   // how long the client's request waits: the tool's wait
@@ -127,8 +127,8 @@ func sdkCall(req *mcp.CallToolRequest) *Request {
 	return c
 }
 
-// TaskRun is how a task-augmented call runs, and how its start went.
-type TaskRun struct {
+// taskRun is how a task-augmented call runs, and how its start went.
+type taskRun struct {
 	era  string        // tasks.Spec.Era
 	ttl  time.Duration // what the client asked for; 0: the runtime's
 	task tasks.Task    // the task started
@@ -192,7 +192,7 @@ type TaskStart struct {
 // (0: the runtime's). The entries of both eras call it
 // (stateless.Tasks, session.Era.startSessionTask).
 func (f *Pipeline) StartTask(ctx context.Context, key store.Key, t *agents.Tool, ctl *access.Controls, req *Request, era string, ttl time.Duration) TaskStart {
-	tr := &TaskRun{era: era, ttl: ttl}
+	tr := &taskRun{era: era, ttl: ttl}
 	c := &Call{key: key, tool: t, controls: ctl, task: tr, req: req}
 	refused, rpcErr := next{f, 0}.run(ctx, c)
 	switch {

@@ -99,7 +99,7 @@ func (f *Pipeline) readResult(ctx context.Context, key store.Key, kind, exposed,
 	case route.Cancelled:
 		outcome = store.OutcomeCancelled
 	case route.Disconnected:
-		errText, outcome = f.DisconnectedMessage(), store.OutcomeDisconnected
+		errText, outcome = f.disconnectedMessage(), store.OutcomeDisconnected
 	case route.ToolError:
 		errText, outcome = res.Detail, store.OutcomeError
 	}

@@ -26,7 +26,7 @@ func (f *Pipeline) ReplayEarly(ctx context.Context, key store.Key, t *agents.Too
 	if err != nil {
 		return nil, nil
 	}
-	if s := CommonSchema(t, instance); s == nil || s.Validate(args) != nil {
+	if s := commonSchema(t, instance); s == nil || s.Validate(args) != nil {
 		return nil, nil
 	}
 	id, ok := requestID(t, args)

@@ -45,7 +45,7 @@ func (f *Pipeline) CachedEarly(projectID int64, t *agents.Tool, call wire.Call, 
 	if err != nil {
 		return nil
 	}
-	s := CommonSchema(t, instance)
+	s := commonSchema(t, instance)
 	if s == nil || s.Validate(args) != nil {
 		return nil
 	}

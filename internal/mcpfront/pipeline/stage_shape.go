@@ -115,7 +115,7 @@ func (f *Pipeline) toolResult(t *agents.Tool, key store.Key, res route.Result, s
 	case route.Cancelled:
 		outcome = store.OutcomeCancelled
 	case route.Disconnected:
-		errText, outcome = f.DisconnectedMessage(), store.OutcomeDisconnected
+		errText, outcome = f.disconnectedMessage(), store.OutcomeDisconnected
 		out = ErrorResult(errText)
 	case route.ToolError:
 		errText, outcome = res.Detail, store.OutcomeError

@@ -52,17 +52,17 @@ func ParseCall(req *Request, modern bool) (Call, bool) {
 		// A 2025 session's request must not claim the stateless protocol.
 		return call, req.Version == nil
 	}
-	return call, req.Meta != nil && ModernMeta(req.Version, req.Caps, req.Info)
+	return call, req.Meta != nil && modernMeta(req.Version, req.Caps, req.Info)
 }
 
-// MetaLogLevel is the _meta key of the level of log messages a 2026-07-28
+// metaLogLevel is the _meta key of the level of log messages a 2026-07-28
 // request wants (mcp.MetaKeyLogLevel, deprecated with logging itself).
-const MetaLogLevel = "io.modelcontextprotocol/logLevel"
+const metaLogLevel = "io.modelcontextprotocol/logLevel"
 
-// ModernMeta reports whether a 2026-07-28 request's _meta is what go-sdk
+// modernMeta reports whether a 2026-07-28 request's _meta is what go-sdk
 // accepts as it is: that version, client capabilities, and client info if
 // any, each of the right shape.
-func ModernMeta(version, caps, info []byte) bool {
+func modernMeta(version, caps, info []byte) bool {
 	if string(version) != `"`+ModernVersion+`"` || len(caps) == 0 || caps[0] != '{' {
 		return false
 	}

@@ -105,14 +105,14 @@ func parseEarlyReference(body []byte, modern bool) (Call, bool) {
 		return Call{}, false
 	}
 	call.Meta = raw
-	if l, ok := meta[MetaLogLevel]; ok {
+	if l, ok := meta[metaLogLevel]; ok {
 		json.Unmarshal(l, &call.LogLevel)
 	}
-	version, hasVersion := meta[MetaProtocolVersion]
+	version, hasVersion := meta[metaProtocolVersion]
 	if !modern {
 		return call, !hasVersion
 	}
-	return call, hasMeta && ModernMeta(version, meta[mcp.MetaKeyClientCapabilities], meta[mcp.MetaKeyClientInfo])
+	return call, hasMeta && modernMeta(version, meta[mcp.MetaKeyClientCapabilities], meta[mcp.MetaKeyClientInfo])
 }
 
 // FuzzParseEarly: parseEarly never panics on any body, and whatever it

@@ -16,7 +16,7 @@ import (
 func EraFields(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		res, err := next(ctx, method, req)
-		if err != nil || res == nil || ModernSession(req) {
+		if err != nil || res == nil || modernSession(req) {
 			return res, err
 		}
 		switch r := res.(type) {
@@ -35,10 +35,10 @@ func EraFields(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
-// ModernSession reports whether req speaks 2026-07-28 or later. A request
+// modernSession reports whether req speaks 2026-07-28 or later. A request
 // of the new protocol carries its version, which go-sdk keeps as the
 // session's initialize parameters.
-func ModernSession(req mcp.Request) bool {
+func modernSession(req mcp.Request) bool {
 	ss, ok := req.GetSession().(*mcp.ServerSession)
 	if !ok {
 		return true

@@ -62,12 +62,12 @@ type Request struct {
 // ModernVersion is the first stateless protocol revision.
 const ModernVersion = "2026-07-28"
 
-// MetaProtocolVersion is the _meta key of a 2026-07-28 request's protocol
+// metaProtocolVersion is the _meta key of a 2026-07-28 request's protocol
 // version.
-const MetaProtocolVersion = "io.modelcontextprotocol/protocolVersion"
+const metaProtocolVersion = "io.modelcontextprotocol/protocolVersion"
 
-// RequestKey is where dispatch puts the request in the token info's Extra.
-const RequestKey = "spacefix.request"
+// requestKey is where dispatch puts the request in the token info's Extra.
+const requestKey = "spacefix.request"
 
 // Read reads r's body once (bounded by dispatch's MaxBytesReader),
 // decodes it once, and hands the value on in r's token info. The body is
@@ -77,7 +77,7 @@ func Read(r *http.Request) *Request {
 	req := Decode(body)
 	req.Ctx, req.Err = r.Context(), err
 	if ti := auth.TokenInfoFromContext(r.Context()); ti != nil && ti.Extra != nil {
-		ti.Extra[RequestKey] = req
+		ti.Extra[requestKey] = req
 	}
 	return req
 }
@@ -88,7 +88,7 @@ func Of(ti *auth.TokenInfo) *Request {
 	if ti == nil {
 		return nil
 	}
-	req, _ := ti.Extra[RequestKey].(*Request)
+	req, _ := ti.Extra[requestKey].(*Request)
 	return req
 }
 
@@ -163,13 +163,13 @@ func Decode(body []byte) *Request {
 	}
 	if len(req.Meta) > 0 && req.Meta[0] == '{' && !Members(req.Meta, func(key, val []byte) bool {
 		switch string(key) {
-		case MetaProtocolVersion:
+		case metaProtocolVersion:
 			take(&req.Version, val)
 		case mcp.MetaKeyClientCapabilities:
 			take(&req.Caps, val)
 		case mcp.MetaKeyClientInfo:
 			take(&req.Info, val)
-		case MetaLogLevel:
+		case metaLogLevel:
 			take(&req.Level, val)
 		}
 		return true
@@ -203,7 +203,7 @@ func (req *Request) decodeEscaped() {
 	req.RPC, req.ID, req.MethodRaw = env.RPC, env.ID, env.Method
 	req.Method, _ = JSONString(req.MethodRaw)
 	req.Name, req.Args, req.Task, req.RequestID, req.Capabilities = p.Name, p.Arguments, p.Task, p.RequestID, p.Capabilities
-	req.Version, req.Caps, req.Info, req.Level = p.Meta[MetaProtocolVersion], p.Meta[mcp.MetaKeyClientCapabilities], p.Meta[mcp.MetaKeyClientInfo], p.Meta[MetaLogLevel]
+	req.Version, req.Caps, req.Info, req.Level = p.Meta[metaProtocolVersion], p.Meta[mcp.MetaKeyClientCapabilities], p.Meta[mcp.MetaKeyClientInfo], p.Meta[metaLogLevel]
 }
 
 // ToolName returns params.name of a tools/call, "" for anything else.
