@@ -349,6 +349,7 @@ func (v *Sessions) NoteSession(next mcp.MethodHandler) mcp.MethodHandler {
 			return res, err
 		}
 		ss, ok := req.GetSession().(*mcp.ServerSession)
+		//lint:ignore SA1019 deprecated in 2026-07-28 (SEP-2577), still in every 2025 version served here
 		p, ok2 := req.GetParams().(*mcp.SetLoggingLevelParams)
 		if !ok || !ok2 || p == nil || ss.ID() == "" {
 			return res, err
