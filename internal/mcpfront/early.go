@@ -192,13 +192,11 @@ func (f *Front) callEarly(ctx context.Context, r *http.Request, t *agents.Tool, 
 	req := &pipeline.Request{Name: call.Name, Args: call.Args, Meta: meta, Session: ss, Token: auth.TokenInfoFromContext(r.Context())}
 	// Progress lines and log messages go out on the answer's stream before
 	// the result, as go-sdk sends a request's notifications.
-	tc := pipeline.NewCall(t, c)
+	var asker pipeline.Asker // a nil *session.StreamAsker would be a non-nil Asker
 	if ask != nil {
-		tc.OnStream(sink, ask) // a nil *session.StreamAsker is no Asker
-	} else {
-		tc.OnStream(sink, nil)
+		asker = ask
 	}
-	ctx = pipeline.WithCall(ctx, tc)
+	ctx = pipeline.WithCall(ctx, pipeline.NewCall(t, c).OnStream(sink, asker))
 	defer pipeline.Recovered(f.log, "tools/call", func(r mcp.Result, e error) {
 		res, _ = r.(*mcp.CallToolResult)
 		err = e
