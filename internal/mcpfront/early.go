@@ -138,7 +138,7 @@ func (f *Front) answerEarly(w http.ResponseWriter, r *http.Request, req *wire.Re
 	if n := c.Settings.RateLimitPerMinute; n > 0 {
 		if ok, retry := f.limiter.Allow(v.key.ID, n); !ok {
 			f.earlyCalls.Add(1)
-			f.writeEarly(out, call.ID, pipeline.ErrorResult(ratelimit.Message(n, retry)), nil, modern)
+			wire.WriteCallAnswer(out, call.ID, pipeline.ErrorResult(ratelimit.Message(n, retry)), nil, modern, f.impl, f.log)
 			return true
 		}
 	}
@@ -170,7 +170,7 @@ func (f *Front) answerEarly(w http.ResponseWriter, r *http.Request, req *wire.Re
 	if ask != nil {
 		defer ask.Hold()()
 	}
-	f.writeEarly(out, call.ID, res, err, modern)
+	wire.WriteCallAnswer(out, call.ID, res, err, modern, f.impl, f.log)
 	return true
 }
 
@@ -203,14 +203,6 @@ func (f *Front) callEarly(ctx context.Context, r *http.Request, t *agents.Tool, 
 	})
 	recovery.Hook("mcp tools/call")
 	return f.pipe.Serve(ctx, req) // no tracer: the client's trace context still goes on
-}
-
-// writeEarly writes a tool handler's answer as go-sdk would
-// ([wire.WriteCallAnswer]).
-func (f *Front) writeEarly(out *wire.SSEStream, id []byte, res *mcp.CallToolResult, err error, modern bool) {
-	if err := wire.WriteCallAnswer(out, id, res, err, modern, f.impl); err != nil {
-		f.log.Error("encode a tools/call error", "err", err)
-	}
 }
 
 // advertisedPlain reports whether the view advertises tool name and its

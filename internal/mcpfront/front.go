@@ -171,7 +171,6 @@ type Front struct {
 	tracer   trace.Tracer   // nil: no traces
 	tasks    *tasks.Manager // nil: no tasks
 	impl     *mcp.Implementation
-	draining atomic.Bool // see StartDrain
 
 	sessionPrefix string // see Options.SessionPrefix
 	hostsChecked  bool   // see Options.HostsChecked
@@ -311,7 +310,7 @@ func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // (TestGracefulShutdown: "Post …: EOF"). Otherwise net/http sends it as
 // it always does (with a Content-Length when it fits its buffer).
 func (f *Front) flushDraining(w http.ResponseWriter) {
-	if f.draining.Load() {
+	if f.pipe.Draining() {
 		_ = http.NewResponseController(w).Flush() // an error: the client has gone
 	}
 }

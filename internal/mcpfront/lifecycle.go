@@ -61,7 +61,6 @@ var errClosed = errors.New("mcpfront: Start after Close")
 // agent from now on say so. It refuses nothing: the HTTP server stops
 // taking new connections.
 func (f *Front) StartDrain() {
-	f.draining.Store(true)
 	f.pipe.Drain()
 }
 

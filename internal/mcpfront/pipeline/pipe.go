@@ -107,6 +107,10 @@ func (f *Pipeline) Close() {
 // is shutting down.
 func (f *Pipeline) Drain() { f.draining.Store(true) }
 
+// Draining reports whether [Pipeline.Drain] was called: the gateway is
+// shutting down.
+func (f *Pipeline) Draining() bool { return f.draining.Load() }
+
 // Hits returns how many tool calls the cache answered.
 func (f *Pipeline) Hits() int64 { return f.hits.Load() }
 

@@ -96,20 +96,20 @@ func (f *Era) AnswerTaskCall(w http.ResponseWriter, r *http.Request, req *wire.R
 		// job (pipeline/jobs.go), on the call's own path.
 		return false
 	case call.task == nil:
-		f.writeEarly(out, call.id, nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf(msgTaskRequired, t.Name)}, false)
+		wire.WriteCallAnswer(out, call.id, nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf(msgTaskRequired, t.Name)}, false, f.impl, f.log)
 		return true
 	case support != agentproto.TaskOptional && support != agentproto.TaskRequired:
-		f.writeEarly(out, call.id, nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf(msgTaskRefused, t.Name)}, false)
+		wire.WriteCallAnswer(out, call.id, nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf(msgTaskRefused, t.Name)}, false, f.impl, f.log)
 		return true
 	}
 	task, err := f.startSessionTask(r.Context(), v, ss, call)
 	if err != nil {
-		f.writeEarly(out, call.id, nil, err, false)
+		wire.WriteCallAnswer(out, call.id, nil, err, false, f.impl, f.log)
 		return true
 	}
 	b, err := wire.MarshalPlain(map[string]taskWire{"task": wireTask(task)})
 	if err != nil {
-		f.writeEarly(out, call.id, nil, err, false)
+		wire.WriteCallAnswer(out, call.id, nil, err, false, f.impl, f.log)
 		return true
 	}
 	v.watchTask(ss, task.ID)
@@ -183,13 +183,5 @@ func (v *Sessions) TaskHangUp(next mcp.MethodHandler) mcp.MethodHandler {
 			defer context.AfterFunc(hung, cancel)()
 		}
 		return next(ctx, method, req)
-	}
-}
-
-// writeEarly writes a tool handler's answer as go-sdk would
-// ([wire.WriteCallAnswer]).
-func (f *Era) writeEarly(out *wire.SSEStream, id []byte, res *mcp.CallToolResult, err error, modern bool) {
-	if err := wire.WriteCallAnswer(out, id, res, err, modern, f.impl); err != nil {
-		f.log.Error("encode a tools/call error", "err", err)
 	}
 }

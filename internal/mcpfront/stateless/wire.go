@@ -151,9 +151,7 @@ func (f *Tasks) writeExtResult(w http.ResponseWriter, id json.RawMessage, result
 // writeExtCallResult writes a plain tools/call result r (a refusal the model
 // reads) as go-sdk would at 2026-07-28.
 func (f *Tasks) writeExtCallResult(w http.ResponseWriter, id json.RawMessage, r *mcp.CallToolResult) {
-	if err := wire.WriteCallAnswer(&wire.SSEStream{W: w}, id, r, nil, true, f.impl); err != nil {
-		f.log.Error("encode a tools/call error", "err", err)
-	}
+	wire.WriteCallAnswer(&wire.SSEStream{W: w}, id, r, nil, true, f.impl, f.log)
 }
 
 // writeExtError writes err as the JSON-RPC error of request id, with the

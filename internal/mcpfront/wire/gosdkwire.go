@@ -13,6 +13,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"maps"
 	"net/http"
 	"strconv"
@@ -128,9 +129,10 @@ func SSEEvent(msg []byte) []byte {
 // WriteCallAnswer writes a tool handler's answer as go-sdk would: a result (its
 // result type set, content never null) as an SSE event, a JSON-RPC error as
 // an SSE event too, or, at 2026-07-28, as a plain JSON body with the HTTP
-// status the protocol gives its code. An error is one encoding the
-// answer; nothing was written then.
-func WriteCallAnswer(out *SSEStream, id []byte, res *mcp.CallToolResult, err error, modern bool, impl *mcp.Implementation) error {
+// status the protocol gives its code. impl names the server (a 2026-07-28
+// result's serverInfo); an error encoding the answer goes to log, and
+// nothing is written then.
+func WriteCallAnswer(out *SSEStream, id []byte, res *mcp.CallToolResult, err error, modern bool, impl *mcp.Implementation, log *slog.Logger) {
 	if err == nil && res != nil && res.InputRequests != nil && (len(res.Content) > 0 || res.StructuredContent != nil) {
 		err = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "server bug: result has both content and inputRequests"}
 	}
@@ -138,14 +140,15 @@ func WriteCallAnswer(out *SSEStream, id []byte, res *mcp.CallToolResult, err err
 		b, encErr := EncodeResult(res, modern, impl)
 		if encErr == nil {
 			out.Event(ResultMessage(id, b))
-			return nil
+			return
 		}
 		err = encErr
 	}
 	jid, _ := jsonrpc.MakeID(IDValue(id))
 	data, encErr := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: jid, Error: err})
 	if encErr != nil {
-		return encErr
+		log.Error("encode a tools/call error", "err", encErr)
+		return
 	}
 	status := 0
 	var jerr *jsonrpc.Error
@@ -159,8 +162,7 @@ func WriteCallAnswer(out *SSEStream, id []byte, res *mcp.CallToolResult, err err
 	}
 	if status == 0 {
 		out.Event(data)
-		return nil
+		return
 	}
 	out.Plain(status, data)
-	return nil
 }
