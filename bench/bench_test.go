@@ -173,13 +173,14 @@ func TestCachedGatewayHits(t *testing.T) {
 // TestGatewayAloneWithAgent checks the pieces of bench/sep/run.sh: a
 // gateway started without its agent answers echo once an echo agent
 // connects with the key it gave, in both eras, and its calls reach that
-// agent (a cached gateway's first call too, then hits).
+// agent (a cached gateway's first call too, then hits), and the policy
+// gateway's rules decide.
 func TestGatewayAloneWithAgent(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a gateway; skipped under -short")
 	}
-	for _, cached := range []bool{false, true} {
-		gw, agentKey, url, err := StartGatewayAlone(t.TempDir(), cached)
+	for _, name := range []string{SideGateway, SideGatewayCached, SideGatewayPolicy} {
+		gw, agentKey, url, err := StartGatewayAlone(t.TempDir(), name)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -189,7 +190,7 @@ func TestGatewayAloneWithAgent(t *testing.T) {
 		for _, v := range []string{ProtocolVersion, StatelessVersion} {
 			ss, err := gw.SessionsAt(ctx, 1, v)
 			if err != nil {
-				t.Fatalf("cached %v %s: %v", cached, v, err)
+				t.Fatalf("%s %s: %v", name, v, err)
 			}
 			// The agent connects in the background: Run checks every answer.
 			var runErr error
@@ -200,12 +201,19 @@ func TestGatewayAloneWithAgent(t *testing.T) {
 				time.Sleep(50 * time.Millisecond)
 			}
 			if runErr != nil {
-				t.Errorf("cached %v %s: %v", cached, v, runErr)
+				t.Errorf("%s %s: %v", name, v, runErr)
+			}
+			if name == SideGatewayPolicy {
+				// The rules are live: the one call they decide is refused.
+				r, err := ss[0].CallTool(ctx, &mcp.CallToolParams{Name: ToolName, Arguments: map[string]any{"text": "never-7"}})
+				if err != nil || !r.IsError {
+					t.Errorf("%s %s: echo never-7: %v %+v, want refused by rule call-7", name, v, err, r)
+				}
 			}
 		}
 		cancel()
 		if err := <-ran; err != nil && !errors.Is(err, context.Canceled) {
-			t.Errorf("cached %v: the agent ended with %v", cached, err)
+			t.Errorf("%s: the agent ended with %v", name, err)
 		}
 		if err := gw.Close(); err != nil {
 			t.Error(err)

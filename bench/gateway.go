@@ -86,18 +86,29 @@ func startGateway(dir string, cacheSeconds int, policyDoc ...json.RawMessage) (_
 	return t, nil
 }
 
-// StartGatewayAlone is [StartGateway] (cached: [StartCachedGateway]) without
-// its agent: it returns the agent key an echo agent in another process
-// connects with ([RunEchoAgent]) and the gateway's base URL.
-func StartGatewayAlone(dir string, cached bool) (t *Target, agentKey, url string, err error) {
-	cacheSeconds := 0
-	if cached {
+// StartGatewayAlone starts the gateway of target name ([SideGateway],
+// [SideGatewayCached] or [SideGatewayPolicy]) without its agent: it returns
+// the agent key an echo agent in another process connects with
+// ([RunEchoAgent]) and the gateway's base URL.
+func StartGatewayAlone(dir, name string) (t *Target, agentKey, url string, err error) {
+	var (
+		cacheSeconds int
+		policyDoc    []json.RawMessage
+	)
+	switch name {
+	case SideGateway:
+	case SideGatewayCached:
 		cacheSeconds = CacheSeconds
+	case SideGatewayPolicy:
+		policyDoc = append(policyDoc, FiftyRules())
+	default:
+		return nil, "", "", fmt.Errorf("start gateway: no target %q: %s, %s or %s", name, SideGateway, SideGatewayCached, SideGatewayPolicy)
 	}
-	t, g, agentKey, stop, err := startGatewayAlone(dir, cacheSeconds)
+	t, g, agentKey, stop, err := startGatewayAlone(dir, cacheSeconds, policyDoc...)
 	if err != nil {
 		return nil, "", "", err
 	}
+	t.Name = name
 	t.stop = stop
 	return t, agentKey, g.URL(), nil
 }

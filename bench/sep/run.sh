@@ -9,6 +9,9 @@
 #
 #   bash bench/sep/run.sh [rounds] [calls] [concurrency] [protocol...]
 #
+# TARGETS picks the targets (default "direct gateway gateway-cached");
+# "gateway gateway-50-rules" measures what a policy of 50 rules adds.
+#
 # Prints one line per run: round, protocol, target, calls/s, p50 ms, server
 # CPU µs/call (for the gateway: gateway + agent, and each).
 set -euo pipefail
@@ -25,10 +28,11 @@ hz=$(getconf CLK_TCK)
 cpu() { local n=0; for p in "$@"; do n=$((n + $(awk '{print $14 + $15}' "/proc/$p/stat"))); done; echo "$n"; }
 us() { awk -v t="$1" -v hz="$hz" -v n="$calls" 'BEGIN { printf "%.1f", t / hz * 1e6 / n }'; }
 field() { grep -o "\"$1\": [0-9.]*" <<< "$2" | awk '{print $2}'; }
-targets=(direct gateway gateway-cached)
+read -r -a targets <<< "${TARGETS:-direct gateway gateway-cached}"
+n=${#targets[@]}
 for round in $(seq "$rounds"); do
-  for k in 0 1 2; do
-    t=${targets[$(( (k + round - 1) % 3 ))]}
+  for k in $(seq 0 $((n - 1))); do
+    t=${targets[$(( (k + round - 1) % n ))]}
     for proto in "${protocols[@]}"; do
       : > "$bin/ep"
       alone=()

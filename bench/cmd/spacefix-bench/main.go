@@ -46,8 +46,8 @@ func run(ctx context.Context, args []string) (err error) {
 	only := fs.String("configs", "c1,c16,c16-sessions,c1-stateless,c16-stateless", "shapes to run, comma-separated (-stateless: protocol 2026-07-28)")
 	split := fs.Bool("split", true, "also split one caller's calls into legs (client→handler, handler, handler→client)")
 	cached := fs.Bool("cached", true, "also measure a gateway that caches echo's results (all calls but the first are hits)")
-	serve := fs.String("serve", "", "only serve one target (direct, gateway or gateway-cached) until interrupted, printing its endpoint and key: for a client in another process, such as spacefix bench; or serve the echo agent (agent, with -agent-url and -agent-key)")
-	alone := fs.Bool("alone", false, "with -serve gateway or gateway-cached: start no agent, and print on a second line the gateway's URL and the agent key for one in another process")
+	serve := fs.String("serve", "", "only serve one target (direct, gateway, gateway-cached or gateway-50-rules) until interrupted, printing its endpoint and key: for a client in another process, such as spacefix bench; or serve the echo agent (agent, with -agent-url and -agent-key)")
+	alone := fs.Bool("alone", false, "with -serve gateway, gateway-cached or gateway-50-rules: start no agent, and print on a second line the gateway's URL and the agent key for one in another process")
 	agentURL := fs.String("agent-url", "", "with -serve agent: the gateway's URL")
 	agentKey := fs.String("agent-key", "", "with -serve agent: the agent key")
 	if err := fs.Parse(args); err != nil {
@@ -167,7 +167,7 @@ func serveOne(ctx context.Context, name string, alone bool) (err error) {
 	switch name {
 	case bench.SideDirect:
 		t, err = bench.StartDirect()
-	case bench.SideGateway, bench.SideGatewayCached:
+	case bench.SideGateway, bench.SideGatewayCached, bench.SideGatewayPolicy:
 		tmp, terr := os.MkdirTemp("", "spacefix-bench-")
 		if terr != nil {
 			return terr
@@ -175,14 +175,16 @@ func serveOne(ctx context.Context, name string, alone bool) (err error) {
 		defer os.RemoveAll(tmp)
 		switch {
 		case alone:
-			t, agentKey, url, err = bench.StartGatewayAlone(tmp, name == bench.SideGatewayCached)
+			t, agentKey, url, err = bench.StartGatewayAlone(tmp, name)
 		case name == bench.SideGateway:
 			t, err = bench.StartGateway(tmp)
-		default:
+		case name == bench.SideGatewayCached:
 			t, err = bench.StartCachedGateway(tmp)
+		default:
+			t, err = bench.StartPolicyGateway(tmp, name, bench.FiftyRules())
 		}
 	default:
-		return fmt.Errorf("-serve %q: serve direct, gateway or gateway-cached", name)
+		return fmt.Errorf("-serve %q: serve direct, gateway, gateway-cached or gateway-50-rules", name)
 	}
 	if err != nil {
 		return err
