@@ -46,7 +46,7 @@ var layers = []struct {
 	{"the MCP front's eras", []string{"internal/mcpfront/session", "internal/mcpfront/stateless"}},
 	{"the call pipeline", []string{"internal/mcpfront/pipeline"}},
 	{"the MCP wire", []string{"internal/mcpfront/wire"}},
-	{"test transport", []string{"internal/route/routetest"}},
+	{"test fakes", []string{"internal/route/routetest", "internal/upstream/upstreamtest"}},
 	// The bus carries the task runtime's signals between gateways, and the
 	// runtime delivers a task's call through route.
 	{"the bus", []string{"internal/cluster"}},

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -28,7 +27,7 @@ import (
 	"github.com/spacefix/spacefix/internal/schema"
 	"github.com/spacefix/spacefix/internal/store"
 	"github.com/spacefix/spacefix/internal/store/sqlite"
-	"github.com/spacefix/spacefix/internal/upstream"
+	"github.com/spacefix/spacefix/internal/upstream/upstreamtest"
 )
 
 // These tests run the MCP endpoint in front of a per-person bridged
@@ -36,60 +35,11 @@ import (
 // Bridge.PerPerson), with a fake of the gateway's upstream accounts: what
 // a client reads, and what the bridge receives, for each kind of caller.
 
-// fakeUpstream is the gateway's upstream accounts of agent key
-// ppAgentKey: one token per person, by user id.
-type fakeUpstream struct {
-	mu        sync.Mutex
-	tokens    map[int64]string
-	reconnect map[int64]bool   // the refresh was refused: connect again
-	refreshTo map[int64]string // what a refresh gives; none: ErrReconnect
-	refreshed []string         // the stale tokens Refresh was given
-}
-
-func (u *fakeUpstream) Token(_ context.Context, projectID int64, agentKeyID string, userID int64, _ string) (string, error) {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	if agentKeyID != ppAgentKey {
-		return "", fmt.Errorf("token of agent key %q, want %q", agentKeyID, ppAgentKey)
-	}
-	if u.reconnect[userID] {
-		return "", upstream.ErrReconnect
-	}
-	tok, ok := u.tokens[userID]
-	if !ok {
-		return "", upstream.ErrNotConnected
-	}
-	return tok, nil
-}
-
-func (u *fakeUpstream) Refresh(_ context.Context, projectID int64, agentKeyID string, userID int64, _, stale string) (string, error) {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	u.refreshed = append(u.refreshed, stale)
-	tok, ok := u.refreshTo[userID]
-	if !ok {
-		delete(u.tokens, userID)
-		return "", upstream.ErrReconnect
-	}
-	u.tokens[userID] = tok
-	return tok, nil
-}
-
-func (u *fakeUpstream) ConnectURL(agentKeyID string) string {
-	return "https://gw.example.com/connect/" + agentKeyID
-}
-
-func (u *fakeUpstream) refreshes() []string {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	return append([]string(nil), u.refreshed...)
-}
-
 const (
 	ppAgentKey = "key_bridge"
 	ppTool     = "gh__whoami"
 	ppHost     = "mcp.example.com"
-	ppConnect  = "https://gw.example.com/connect/" + ppAgentKey
+	ppConnect  = upstreamtest.ConnectURL + ppAgentKey
 )
 
 // ppEnv is an endpoint in front of one per-person bridged remote.
@@ -98,7 +48,7 @@ type ppEnv struct {
 	st   *sqlite.Store
 	f    *Front
 	url  string
-	up   *fakeUpstream
+	up   *upstreamtest.Accounts
 	tr   *routetest.Transport
 	reg  *agents.Registry
 	proj store.Project
@@ -129,8 +79,7 @@ func newPPEnv(t *testing.T, pp agentproto.PerPerson) *ppEnv {
 	t.Cleanup(func() { calls.Close(context.Background()) })
 	e := &ppEnv{t: t, st: st, reg: agents.New(&agents.Options{Logger: ppQuiet()}), tr: routetest.New(), proj: proj,
 		refuse: map[string]bool{},
-		up: &fakeUpstream{tokens: map[int64]string{7: "ada-token"}, reconnect: map[int64]bool{},
-			refreshTo: map[int64]string{}}}
+		up:     upstreamtest.New(ppAgentKey, map[int64]string{7: "ada-token"})}
 	e.f = New(Options{Registry: e.reg, Store: st, Verifier: sfauth.NewVerifier(st, 0), CallLog: calls,
 		Logger: ppQuiet(), Upstream: e.up})
 	if err := e.f.Start(ctx); err != nil {
@@ -431,7 +380,7 @@ func TestPerPersonKeyRefused(t *testing.T) {
 // A person's call carries their own upstream token, and only theirs.
 func TestPerPersonToken(t *testing.T) {
 	e := newPPEnv(t, connectConnect)
-	e.up.tokens[8] = "bob-token"
+	e.up.SetToken(8, "bob-token")
 	for who, want := range map[string]string{"ada": "as ada-token", "bob": "as bob-token"} {
 		if got, isError := ppText(t, e.callModern(who, ppTool, `{}`, `{}`)); got != want || isError {
 			t.Errorf("%s: %q (isError %v), want %q", who, got, isError, want)
@@ -485,9 +434,7 @@ func TestPerPersonConnect(t *testing.T) {
 	}
 
 	// An account the upstream would not refresh: connect again.
-	e.up.mu.Lock()
-	e.up.reconnect[8] = true
-	e.up.mu.Unlock()
+	e.up.Refuse(8)
 	again := "Your " + ppHost + " account needs connecting again: open " + ppConnect + ", sign in there, then call " + ppTool + " again."
 	if got, isError := ppText(t, e.callModern("bob", ppTool, `{}`, `{}`)); got != again || !isError {
 		t.Errorf("reconnect: %q (isError %v), want isError %q", got, isError, again)
@@ -503,11 +450,11 @@ func TestPerPersonConnect(t *testing.T) {
 func TestPerPersonRefusedToken(t *testing.T) {
 	e := newPPEnv(t, connectConnect)
 	e.refuse["ada-token"] = true
-	e.up.refreshTo[7] = "ada-token-2"
+	e.up.RefreshGives(7, "ada-token-2")
 	if got, isError := ppText(t, e.callModern("ada", ppTool, `{}`, `{}`)); got != "as ada-token-2" || isError {
 		t.Errorf("after a refused token: %q (isError %v), want %q", got, isError, "as ada-token-2")
 	}
-	if got := e.up.refreshes(); len(got) != 1 || got[0] != "ada-token" {
+	if got := e.up.Refreshes(); len(got) != 1 || got[0] != "ada-token" {
 		t.Errorf("refreshed %q, want once, the refused token", got)
 	}
 	calls := e.received()
@@ -517,7 +464,7 @@ func TestPerPersonRefusedToken(t *testing.T) {
 
 	// Refused again after the refresh: connect again, and no third call.
 	e.refuse["ada-token-2"] = true
-	e.up.refreshTo[7] = "ada-token-3"
+	e.up.RefreshGives(7, "ada-token-3")
 	e.refuse["ada-token-3"] = true
 	again := "Your " + ppHost + " account needs connecting again: open " + ppConnect + ", sign in there, then call " + ppTool + " again."
 	if got, isError := ppText(t, e.callModern("ada", ppTool, `{}`, `{}`)); got != again || !isError {
@@ -530,8 +477,8 @@ func TestPerPersonRefusedToken(t *testing.T) {
 	e.received()
 
 	// A refresh the upstream refuses: connect again at once.
-	delete(e.up.refreshTo, 7)
-	e.up.tokens[7] = "ada-token-3"
+	e.up.RefreshGives(7, "")
+	e.up.SetToken(7, "ada-token-3")
 	if got, isError := ppText(t, e.callModern("ada", ppTool, `{}`, `{}`)); got != again || !isError {
 		t.Errorf("refresh refused: %q (isError %v), want isError %q", got, isError, again)
 	}
@@ -540,8 +487,8 @@ func TestPerPersonRefusedToken(t *testing.T) {
 	}
 
 	// Reads: the same, as JSON-RPC errors.
-	e.up.tokens[7] = "ada-token-3"
-	e.up.refreshTo[7] = "ada-token-4"
+	e.up.SetToken(7, "ada-token-3")
+	e.up.RefreshGives(7, "ada-token-4")
 	call := e.session("ada", `{}`)
 	if a := call("resources/read", `{"uri":"gh://me"}`); a.Error != nil || !strings.Contains(string(a.Result), `"text":"as ada-token-4"`) {
 		t.Errorf("resources/read after a refused token = %+v %s, want the refreshed token's", a.Error, a.Result)
@@ -551,7 +498,7 @@ func TestPerPersonRefusedToken(t *testing.T) {
 	// A repeat-safe tool: the request id goes on with the call made
 	// again, and a repeat gets that call's result.
 	e.refuse["ada-token-4"] = true
-	e.up.refreshTo[7] = "ada-token-5"
+	e.up.RefreshGives(7, "ada-token-5")
 	for _, what := range []string{"the call", "its repeat"} {
 		if got, isError := ppText(t, e.callModern("ada", "gh__create", `{"requestId":"r-9"}`, `{}`)); got != "as ada-token-5" || isError {
 			t.Errorf("%s: %q (isError %v), want %q", what, got, isError, "as ada-token-5")
@@ -567,7 +514,7 @@ func TestPerPersonRefusedToken(t *testing.T) {
 // repeat-safe per-person tool is kept per person.
 func TestPerPersonNotShared(t *testing.T) {
 	e := newPPEnv(t, connectConnect)
-	e.up.tokens[8] = "bob-token"
+	e.up.SetToken(8, "bob-token")
 	ctx := context.Background()
 	if _, err := e.f.store.(store.Store).SaveToolSettings(ctx, store.ToolSettings{ProjectID: e.proj.ID, Tool: ppTool, CacheSeconds: 600}); err != nil {
 		t.Fatal(err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,7 +16,7 @@ import (
 	"github.com/spacefix/spacefix/internal/schema"
 	"github.com/spacefix/spacefix/internal/store"
 	"github.com/spacefix/spacefix/internal/store/teststores"
-	"github.com/spacefix/spacefix/internal/upstream"
+	"github.com/spacefix/spacefix/internal/upstream/upstreamtest"
 )
 
 // The per-person path below the wire: the answer a task gets when the
@@ -29,44 +28,8 @@ const (
 	ppAgentKey = "key_bridge"
 	ppTool     = "gh__whoami"
 	ppHost     = "mcp.example.com"
-	ppConnect  = "https://gw.example.com/connect/" + ppAgentKey
+	ppConnect  = upstreamtest.ConnectURL + ppAgentKey
 )
-
-// accounts is the gateway's upstream accounts of agent key ppAgentKey: one
-// token per person, by user id.
-type accounts struct {
-	mu        sync.Mutex
-	tokens    map[int64]string
-	refreshTo map[int64]string // what a refresh gives; none: ErrReconnect
-	refreshed []string         // the stale tokens Refresh was given
-}
-
-func (u *accounts) Token(_ context.Context, _ int64, _ string, userID int64, _ string) (string, error) {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	tok, ok := u.tokens[userID]
-	if !ok {
-		return "", upstream.ErrNotConnected
-	}
-	return tok, nil
-}
-
-func (u *accounts) Refresh(_ context.Context, _ int64, _ string, userID int64, _, stale string) (string, error) {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	u.refreshed = append(u.refreshed, stale)
-	tok, ok := u.refreshTo[userID]
-	if !ok {
-		delete(u.tokens, userID)
-		return "", upstream.ErrReconnect
-	}
-	u.tokens[userID] = tok
-	return tok, nil
-}
-
-func (u *accounts) ConnectURL(agentKeyID string) string {
-	return "https://gw.example.com/connect/" + agentKeyID
-}
 
 // ppPipeline is a pipeline in front of one per-person bridged remote, whose
 // replica never answers (the tests pick calls, and send none), with grant
@@ -75,7 +38,7 @@ type ppPipeline struct {
 	*Pipeline
 	reg  *agents.Registry
 	proj store.Project
-	up   *accounts
+	up   *upstreamtest.Accounts
 }
 
 func newPPPipeline(t *testing.T, pp agentproto.PerPerson) *ppPipeline {
@@ -94,7 +57,7 @@ func newPPPipeline(t *testing.T, pp agentproto.PerPerson) *ppPipeline {
 	t.Cleanup(func() { calls.Close(context.Background()) })
 	quiet := slog.New(slog.DiscardHandler)
 	e := &ppPipeline{reg: agents.New(&agents.Options{Logger: quiet}), proj: proj,
-		up: &accounts{tokens: map[int64]string{7: "ada-token"}, refreshTo: map[int64]string{}}}
+		up: upstreamtest.New(ppAgentKey, map[int64]string{7: "ada-token"})}
 	e.Pipeline = New(Options{Registry: e.reg, Store: st, Controls: access.NewCache(st, time.Second, policy.Options{Log: quiet}),
 		CallLog: calls, Logger: quiet, Upstream: e.up})
 	t.Cleanup(e.Close)
@@ -139,15 +102,15 @@ func TestPerPersonTaskUnauthorized(t *testing.T) {
 	if call.UpstreamToken() != "ada-token" {
 		t.Fatalf("the call carries %q, want ada's token", call.UpstreamToken())
 	}
-	e.up.refreshTo[7] = "ada-token-2"
+	e.up.RefreshGives(7, "ada-token-2")
 	if got, want := hook(ctx), ppHost+" refused your account's token, and the gateway has refreshed it: call "+ppTool+" again."; got != want {
 		t.Errorf("refreshed: %q, want %q", got, want)
 	}
-	delete(e.up.refreshTo, 7)
+	e.up.RefreshGives(7, "")
 	if got, want := hook(ctx), "Your "+ppHost+" account needs connecting again: open "+ppConnect+", sign in there, then call "+ppTool+" again."; got != want {
 		t.Errorf("refresh refused: %q, want %q", got, want)
 	}
-	if got := e.up.refreshed; len(got) != 2 || got[0] != "ada-token" || got[1] != "ada-token" {
+	if got := e.up.Refreshes(); len(got) != 2 || got[0] != "ada-token" || got[1] != "ada-token" {
 		t.Errorf("refreshed %q, want ada's refused token twice", got)
 	}
 
