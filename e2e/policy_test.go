@@ -237,6 +237,43 @@ func TestPolicyHide(t *testing.T) {
 	}
 }
 
+// A rule on list that reads the time hides a tool once its time comes,
+// at the next tools/list of the same session, with no change of the
+// policy or the tools in between.
+func TestPolicyHideByTime(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	startPolicyAgent(e)
+	probe := e.connect("2026-07-28", e.clientKey, nil)
+	from := time.Now().Add(3 * time.Second).UTC().Truncate(time.Second)
+	e.setPolicy(fmt.Sprintf(`{"rules":[
+	  {"name":"no-transfers-from","on":"list","tools":["transfer"],"when":"now >= timestamp(\"%s\")","effect":"hide"},
+	  {"name":"probe","on":"call","tools":["pay"],"effect":"deny"}]}`, from.Format(time.RFC3339)), func() bool {
+		r, err := tryCall(probe, "pay", map[string]any{"amount": 1})
+		return err == nil && r.IsError
+	})
+	sessions := map[string]*mcp.ClientSession{}
+	for _, v := range eras {
+		sessions[v] = e.connect(v, e.clientKey, nil)
+		names := toolNames(t, sessions[v])
+		if time.Now().After(from) {
+			t.Skipf("the machine took until %v to list, past the rule's time %v", time.Now(), from)
+		}
+		if !slices.Contains(names, "transfer") {
+			t.Fatalf("%s before %v: tools = %v, want transfer listed", v, from, names)
+		}
+	}
+	time.Sleep(time.Until(from) + 100*time.Millisecond)
+	for _, v := range eras {
+		if names := toolNames(t, sessions[v]); slices.Contains(names, "transfer") || !slices.Contains(names, "pay") {
+			t.Errorf("%s after %v: tools = %v, want transfer hidden and pay listed", v, from, names)
+		}
+		if _, err := tryCall(sessions[v], "transfer", map[string]any{"to": "x"}); err == nil {
+			t.Errorf("%s after %v: a call of transfer was answered, want an unknown tool", v, from)
+		}
+	}
+}
+
 // confirmingClient connects at v with an elicitation handler that gives
 // the answer answer returns, and counts the questions.
 func confirmingClient(e *env, v string, asked *atomic.Int32, answer func() *mcp.ElicitResult) *mcp.ClientSession {

@@ -4,19 +4,23 @@ import (
 	"context"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/spacefix/spacefix/internal/policy"
 )
 
 // listPolicy keeps a view's tools/list under the project's policy: synced
 // again when the policy's version changed since the view's last sync (a
-// saved policy applies at the next list, as the controls refresh), and
-// the answer passed through the interceptors' tools/list response phase.
+// saved policy applies at the next list, as the controls refresh) or when
+// a rule on list reads the time (what it hides changes with the clock
+// alone), and the answer passed through the interceptors' tools/list
+// response phase.
 func (v *view) listPolicy(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		if method != "tools/list" {
 			return next(ctx, method, req)
 		}
 		c := v.f.controls.Get(ctx, v.key.ProjectID)
-		if c.PolicyVersion != v.policySeen.Load() {
+		if c.PolicyVersion != v.policySeen.Load() || c.Policy.ReadsNow(policy.OnList) {
 			v.sync()
 		}
 		res, err := next(ctx, method, req)

@@ -71,6 +71,7 @@ type compiled struct {
 	patterns []*regexp.Regexp
 	audit    bool
 	tracked  bool // stopped at CostLimit as it runs
+	readsNow bool // the condition reads now: its truth changes with time alone
 
 	// fast, for a tracked condition, is the same condition untracked; it
 	// runs when the call's inputs are at most fastUpTo bytes, where the
@@ -140,6 +141,9 @@ func compileWhen(e *cel.Env, i int, c *compiled) error {
 		first := iss.Errors()[0]
 		return &RuleError{Index: i, Name: c.Name, Field: "when",
 			Line: first.Location.Line(), Column: first.Location.Column() + 1, Msg: first.Message}
+	}
+	for _, ref := range ast.NativeRep().ReferenceMap() {
+		c.readsNow = c.readsNow || ref.Name == "now"
 	}
 	if t := ast.OutputType(); !t.IsExactType(types.BoolType) && !t.IsExactType(types.DynType) {
 		return &RuleError{Index: i, Name: c.Name, Field: "when", Line: 1, Column: 1,
@@ -254,6 +258,21 @@ func (p *Policy) tracked(name string) bool {
 
 // Document returns the document p was compiled from.
 func (p *Policy) Document() Document { return p.doc }
+
+// ReadsNow reports whether a rule at point on reads the time (`now`), so
+// that what it decides can change with nothing else changing: a list
+// under such a rule is judged anew at every tools/list.
+func (p *Policy) ReadsNow(on string) bool {
+	if p == nil {
+		return false
+	}
+	for _, r := range p.rules[on] {
+		if r.readsNow {
+			return true
+		}
+	}
+	return false
+}
 
 // Has reports whether p has a rule at point on, so that a caller can skip
 // building the input of an evaluation nobody reads.

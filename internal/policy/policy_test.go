@@ -262,3 +262,25 @@ func TestCostTracking(t *testing.T) {
 		t.Errorf("the size of a result with structured content of unknown length = %d, want -1", in.size())
 	}
 }
+
+// A rule that reads the time decides differently with nothing else
+// changing: the gateway judges a list under it anew at every tools/list.
+func TestReadsNow(t *testing.T) {
+	p := mustCompile(t, `{"rules": [
+	  {"name": "office hours", "on": "list", "tools": ["pay"], "when": "now.getHours() < 8", "effect": "hide"},
+	  {"name": "viewers", "on": "list", "when": "caller.role == \"viewer\"", "effect": "hide"},
+	  {"name": "a variable named like it", "on": "call", "when": "has(args.now) && args.now > 1", "effect": "deny"}
+	]}`, Options{})
+	for on, want := range map[string]bool{OnList: true, OnCall: false, OnResult: false} {
+		if got := p.ReadsNow(on); got != want {
+			t.Errorf("ReadsNow(%s) = %v, want %v", on, got, want)
+		}
+	}
+	if p := mustCompile(t, shopPolicy, Options{}); p.ReadsNow(OnList) || !p.ReadsNow(OnCall) {
+		t.Errorf("shop policy: ReadsNow(list) = %v, ReadsNow(call) = %v; want false, true (the audit rule reads now)", p.ReadsNow(OnList), p.ReadsNow(OnCall))
+	}
+	var none *Policy
+	if none.ReadsNow(OnList) {
+		t.Error("a nil policy reads the time")
+	}
+}
