@@ -32,6 +32,21 @@ const (
 
 var badCapRule = strings.Replace(capRule, "args.total > 500", "args.total >> 500", 1)
 
+// piiRule is capRule with a second rule, on result, that redacts e-mail
+// addresses from create_order's results.
+var piiRule = strings.Replace(capRule, `
+  ]
+}`, `,
+    {
+      "name": "redact-emails",
+      "on": "result",
+      "tools": ["create_order"],
+      "effect": "redact",
+      "redact": ["[\\w.]+@[\\w.]+\\w"]
+    }
+  ]
+}`, 1)
+
 // setDraft replaces the editor's text as typing would: the input event
 // starts the check.
 func setDraft(t *testing.T, ctx context.Context, text string) {
@@ -40,27 +55,84 @@ func setDraft(t *testing.T, ctx context.Context, text string) {
 		d.value = %q; d.dispatchEvent(new Event('input', {bubbles: true})); })()`, text)))
 }
 
-// tryCall fills Try it and waits for its answer; it returns the Calling
-// and Message lines.
+// tryCall fills Try it, with no result, and waits for its answer; it
+// returns the Calling and Message lines. No line about a result shows.
 func tryCall(t *testing.T, ctx context.Context, caller, tool, args string) (call, message string) {
+	t.Helper()
+	got := tryIt(t, ctx, caller, tool, args, "")
+	if got.shown {
+		t.Errorf("Try it %s %s without a result shows one: %q, %q", tool, args, got.result, got.shaped)
+	}
+	return got.call, got.message
+}
+
+// tryAnswer is what Try it shows: the Calling and Message lines and, when
+// it shows them, the Result and Result message lines, the audit-mode
+// rules on result and the result as the caller would get it.
+type tryAnswer struct {
+	call, message                      string
+	shown                              bool
+	result, resultMessage, resultAudit string
+	shaped                             string
+}
+
+// tryIt fills Try it, the Result field with result, and waits for its
+// answer.
+func tryIt(t *testing.T, ctx context.Context, caller, tool, args, result string) tryAnswer {
 	t.Helper()
 	run(t, ctx,
 		chromedp.Evaluate[chromedp.Void](`document.querySelector('[data-try-result]').hidden = true`),
 		chromedp.SetValue(chromedp.CSS(`form[data-try] select[name=caller]`), caller),
 		chromedp.SetValue(chromedp.CSS(`form[data-try] input[name=tool]`), tool),
 		chromedp.SetValue(chromedp.CSS(`form[data-try] textarea[name=args]`), args),
+		// SetValue refuses an empty value.
+		chromedp.Evaluate[chromedp.Void](`document.querySelector('form[data-try] textarea[name=result]').value = `+jsString(result)),
 		chromedp.Click(chromedp.CSS(`form[data-try] button[type=submit]`)),
 	)
-	until(t, ctx, "the decision of Try it", `!document.querySelector('[data-try-result]').hidden || !document.querySelector('[data-try-error]').hidden`)
-	got, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[document.querySelector('[data-try-error]').hidden ? '' : document.querySelector('[data-try-error]').textContent,
-		document.querySelector('[data-try-call]').textContent, document.querySelector('[data-try-message]').textContent]`))
+	until(t, ctx, "the decision of Try it", `!document.querySelector('[data-try-result]').hidden || !document.querySelector('[data-try-error]').hidden ||
+		!document.querySelector('[data-try-result-error]').hidden`)
+	got, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`(() => {
+		const text = (sel) => document.querySelector(sel).textContent;
+		const err = [...document.querySelectorAll('[data-try-error], [data-try-result-error]')].filter(e => !e.hidden).map(e => e.textContent).join(' ');
+		const shown = [...document.querySelectorAll('[data-try-on-result]')].filter(e => !e.hidden).length;
+		return [err, text('[data-try-call]'), text('[data-try-message]'), String(shown),
+			text('[data-try-res]'), text('[data-try-res-message]'), text('[data-try-res-audit]'), text('[data-try-shaped]')];
+	})()`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got[0] != "" {
 		t.Fatalf("Try it %s %s: the page says %q", tool, args, got[0])
 	}
-	return got[1], got[2]
+	return tryAnswer{call: got[1], message: got[2], shown: got[3] != "0",
+		result: got[4], resultMessage: got[5], resultAudit: got[6], shaped: got[7]}
+}
+
+// tryBadResult submits Try it with a Result that is not JSON though it
+// starts with "{", and returns what the field's inline error says; it
+// fails the test if anything was sent or an answer shows.
+func tryBadResult(t *testing.T, ctx context.Context, result string) string {
+	t.Helper()
+	run(t, ctx,
+		chromedp.Evaluate[chromedp.Void](`document.querySelector('[data-try-result]').hidden = true;
+			window.tryPosts = 0; if (!window.realFetch) { window.realFetch = window.fetch; window.fetch = (...a) => { window.tryPosts++; return window.realFetch(...a); }; }`),
+		chromedp.SetValue(chromedp.CSS(`form[data-try] textarea[name=result]`), result),
+		chromedp.Click(chromedp.CSS(`form[data-try] button[type=submit]`)),
+	)
+	until(t, ctx, "the Result field's error", `!document.querySelector('[data-try-result-error]').hidden`)
+	got, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[document.querySelector('[data-try-result-error]').textContent, String(window.tryPosts),
+		String(document.querySelector('[data-try-result]').hidden), document.getElementById('try-result').getAttribute('aria-invalid') || '',
+		document.getElementById('try-result').getAttribute('aria-describedby')]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got[1] != "0" || got[2] != "true" {
+		t.Errorf("Try it with the result %q sent %s requests (answer hidden: %s); want none sent and no answer", result, got[1], got[2])
+	}
+	if got[3] != "true" || got[4] != "try-result-help try-result-error" {
+		t.Errorf("the Result field with an error has aria-invalid %q, aria-describedby %q; want true and its help and error", got[3], got[4])
+	}
+	return got[0]
 }
 
 // noSideScroll fails the test when the page scrolls sideways, naming the
@@ -85,8 +157,10 @@ func noSideScroll(t *testing.T, ctx context.Context, what string) {
 // TestBrowserPolicy: an owner opens Policy, types a rule that does not
 // compile and sees it refused with its position while Save is disabled,
 // fixes it and saves version 1 (which the store then holds), and asks Try
-// it about orders over and under the limit, at 1280 and 390 px without
-// the page scrolling sideways. A save over a newer version is refused
+// it about orders over and under the limit and about a sample result with
+// an e-mail address under a draft that redacts them (and is told of a
+// result that is not JSON before anything is sent), at 1280 and 390 px
+// without the page scrolling sideways. A save over a newer version is refused
 // with an offer to reload. A viewer sees the rules but no editor and no
 // Save.
 func TestBrowserPolicy(t *testing.T) {
@@ -171,6 +245,42 @@ func TestBrowserPolicy(t *testing.T) {
 			t.Errorf("at %s px, Try it of a draft capping at 10 says %q for 20; want %q", size.name, call, want)
 		}
 		until(t, ctx, "the draft named as tried", `document.querySelector('[data-try-source]').textContent.startsWith('Tried the draft')`)
+
+		// A rule on result, tried on a sample result: as plain text, then
+		// as a tool result in JSON; a result that is not JSON is refused
+		// on the page.
+		setDraft(t, ctx, piiRule)
+		got := tryIt(t, ctx, "key:"+clientKey, "create_order", `{"requestId": "r5", "customer": "ann", "total": 20}`, "Order r5 is paid; the receipt went to ann@example.com.")
+		want := tryAnswer{call: "none (no rule decides)", message: "—", shown: true,
+			result: `redact by rule "redact-emails"`, resultMessage: "—", resultAudit: "—", shaped: "Order r5 is paid; the receipt went to [redacted]."}
+		if got != want {
+			t.Errorf("at %s px, Try it with a result carrying an e-mail address shows\n%+v\nwant\n%+v", size.name, got, want)
+		}
+		sizeShot(t, ctx, "policy-result-"+size.name)
+		if size.name == "1280" {
+			screenshot(t, ctx, "policy-result")
+		}
+		noSideScroll(t, ctx, "the Policy page with a result at "+size.name+" px")
+		got = tryIt(t, ctx, "key:"+clientKey, "create_order", `{"requestId": "r6", "customer": "ann", "total": 20}`,
+			`{"content": [{"type": "text", "text": "mail ann@example.com"}], "structuredContent": {"email": "ann@example.com", "total": 20}}`)
+		if got.result != `redact by rule "redact-emails"` || !strings.Contains(got.shaped, `"text": "mail [redacted]"`) ||
+			!strings.Contains(got.shaped, `"email": "[redacted]"`) || strings.Contains(got.shaped, "ann@example.com") {
+			t.Errorf("at %s px, Try it with a JSON result carrying an e-mail address shows %q and\n%s\nwant it redacted by rule \"redact-emails\"", size.name, got.result, got.shaped)
+		}
+		msg = tryBadResult(t, ctx, `{"content": [{"type": "text", "text": "mail ann@example.com"}]`)
+		if wantPre, wantSuf := "The result starts with { but is not JSON: ", ". Fix the JSON, or write plain text that does not start with {."; !strings.HasPrefix(msg, wantPre) || !strings.HasSuffix(msg, wantSuf) {
+			t.Errorf("at %s px, a result that is not JSON says %q; want %q, what is wrong, and %q", size.name, msg, wantPre, wantSuf)
+		}
+		noSideScroll(t, ctx, "the Policy page with a result that is not JSON at "+size.name+" px")
+		// JSON, but not a tool result: the gateway's refusal shows at the field.
+		run(t, ctx, chromedp.Evaluate[chromedp.Void](`document.getElementById('try-result').value = '{"content": "mail ann@example.com"}'`),
+			chromedp.Click(chromedp.CSS(`form[data-try] button[type=submit]`)))
+		until(t, ctx, "the gateway's refusal of the result", `document.querySelector('[data-try-result-error]').textContent.startsWith('The gateway')`)
+		if msg, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('[data-try-result-error]').textContent`)); err != nil {
+			t.Fatal(err)
+		} else if want := `The gateway does not take this result: want a tool result as MCP has it, such as {"content": [{"type": "text", "text": "mail ann@example.com"}]}.`; msg != want {
+			t.Errorf("at %s px, a result whose content is a string says %q; want %q", size.name, msg, want)
+		}
 		run(t, ctx, chromedp.Navigate(w.url("/p/default/audit?action=policy.update")), chromedp.WaitVisible(chromedp.CSS(`tr[data-audit]`)))
 		noSideScroll(t, ctx, "the Audit page with a policy.update at "+size.name+" px")
 		run(t, ctx, chromedp.Navigate(w.url("/p/default/policy")), chromedp.WaitVisible(chromedp.CSS(`#policy-doc`)))

@@ -8,7 +8,8 @@ import (
 
 // TestPolicyPage: the Policy page lists the saved rules and interceptors
 // for every member, never an interceptor's header value, and offers the
-// editor to owners only, Try it to editors and owners.
+// editor to owners only, Try it to editors and owners, with its optional
+// sample result (labelled, described, its answer hidden until asked).
 func TestPolicyPage(t *testing.T) {
 	e := newEnv(t)
 	owner := e.admin()
@@ -23,7 +24,10 @@ func TestPolicyPage(t *testing.T) {
 	}
 	page := res.text()
 	for _, want := range []string{`data-rule="cap-total"`, "args.total &gt; 500", "Version 1, saved by ada@example.com", "header Authorization",
-		`&#34;Authorization&#34;: &#34;••••••&#34;`, `data-policy-save`, `form class="stack" data-try`, `<script src="/static/policy.js" defer>`} {
+		`&#34;Authorization&#34;: &#34;••••••&#34;`, `data-policy-save`, `form class="stack" data-try`, `<script src="/static/policy.js" defer>`,
+		`<label for="try-result">Result (optional)</label>`, `aria-describedby="try-result-help try-result-error"`,
+		`plain text (one text item), or a tool result as MCP has it, in JSON starting with <code>{</code>`,
+		`<dt data-try-on-result hidden>Result as the caller would get it</dt>`} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the owner's Policy page lacks %q", want)
 		}

@@ -3,7 +3,8 @@
 // (POST …/policy/check), lists each rule's problem with its position, and
 // saves with the version it was loaded at (PUT …/policy), so that two
 // owners cannot overwrite each other unknowingly. Try it asks
-// POST …/policy/test about the draft when it differs from the saved policy.
+// POST …/policy/test about the draft when it differs from the saved policy,
+// and, given a sample result, what the rules on result make of it.
 "use strict";
 
 (() => {
@@ -230,6 +231,8 @@
   const tryErr = card.querySelector("[data-try-error]");
   const out = card.querySelector("[data-try-result]");
   const source = card.querySelector("[data-try-source]");
+  const resultBox = form.elements.result;
+  const resultErr = card.querySelector("[data-try-result-error]");
 
   function decision(d) {
     if (!d || !d.effect || d.effect === "none") return "none (no rule decides)";
@@ -240,6 +243,53 @@
     out.querySelector(`[data-try-${name}]`).textContent = text;
   }
 
+  function hits(audit) {
+    return audit && audit.length ? audit.map(h => `rule "${h.rule}" would ${h.failed ? "fail (and refuse)" : h.effect}`).join("; ") : "—";
+  }
+
+  // sampleResult reads the Result field: no result when it is empty; a
+  // tool result as MCP has it when it starts with "{" (then it must be
+  // one, in JSON); else plain text, the result's one text item.
+  function sampleResult(text) {
+    const t = text.trim();
+    if (!t) return {};
+    if (!t.startsWith("{")) return { result: { content: [{ type: "text", text }] }, plain: true };
+    let r;
+    try { r = JSON.parse(t); } catch (e) {
+      return { error: `The result starts with { but is not JSON: ${e.message}. Fix the JSON, or write plain text that does not start with {.` };
+    }
+    if (!["content", "structuredContent", "isError"].some(k => k in r)) {
+      return { error: 'The result in JSON is a tool result as MCP has it: give it "content", "structuredContent" or "isError", such as {"content": [{"type": "text", "text": "mail ann@example.com"}]}.' };
+    }
+    return { result: r };
+  }
+
+  function resultProblem(msg) {
+    resultErr.textContent = msg || "";
+    resultErr.hidden = !msg;
+    if (msg) resultBox.setAttribute("aria-invalid", "true"); else resultBox.removeAttribute("aria-invalid");
+  }
+
+  // shapedText is the result as the caller would get it: the text alone
+  // when the sample was plain text and still is one text item, else the
+  // tool result in JSON.
+  function shapedText(shaped, plain) {
+    const c = shaped && shaped.content;
+    if (plain && Array.isArray(c) && c.length === 1 && c[0].type === "text" && !shaped.isError && shaped.structuredContent === undefined) return c[0].text;
+    return JSON.stringify(shaped, null, 2);
+  }
+
+  function showResult(res, plain) {
+    for (const el of out.querySelectorAll("[data-try-on-result]")) el.hidden = !res;
+    if (!res) return;
+    field("res", decision(res));
+    field("res-message", res.message || "—");
+    field("res-audit", hits(res.audit));
+    field("shaped", shapedText(res.shaped, plain));
+  }
+
+  resultBox.addEventListener("input", () => resultProblem(""));
+
   form.addEventListener("submit", async (ev) => {
     ev.preventDefault();
     tryErr.hidden = true;
@@ -249,8 +299,12 @@
       tryErr.hidden = false;
       return;
     }
+    const sample = sampleResult(resultBox.value);
+    resultProblem(sample.error);
+    if (sample.error) return;
     const [kind, who] = form.elements.caller.value.split(/:(.*)/s);
     const body = { tool: form.elements.tool.value.trim(), args };
+    if (sample.result) body.result = sample.result;
     if (kind === "key") body.asKey = who; else body.asPerson = who;
     const draft = !same(doc.value, saved);
     if (draft) {
@@ -266,6 +320,11 @@
     button.disabled = true;
     try {
       const { status: code, data } = await send("POST", base + "/test", body);
+      if (code === 400 && /^result: /.test(data.error || "")) {
+        resultProblem(`The gateway does not take this result: ${data.error.replace(/^result: /, "")}.`);
+        out.hidden = true;
+        return;
+      }
       if (code !== 200) {
         tryErr.textContent = code === 400 && (data.rule || data.field) ? problem(data) : (data.error || `The gateway answered ${code}.`);
         tryErr.hidden = false;
@@ -275,8 +334,8 @@
       field("list", decision(data.list));
       field("call", decision(data.call));
       field("message", (data.call && data.call.message) || "—");
-      const audit = (data.call && data.call.audit) || [];
-      field("audit", audit.length ? audit.map(h => `rule "${h.rule}" would ${h.failed ? "fail (and refuse)" : h.effect}`).join("; ") : "—");
+      field("audit", hits(data.call && data.call.audit));
+      showResult(data.result, sample.plain);
       source.textContent = draft ? "Tried the draft in the editor, which is not saved."
         : version ? `Tried the saved policy, version ${version}.` : "Tried with no policy saved.";
       out.hidden = false;
