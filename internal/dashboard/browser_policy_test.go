@@ -245,6 +245,13 @@ func TestBrowserPolicy(t *testing.T) {
 			t.Errorf("at %s px, Try it of a draft capping at 10 says %q for 20; want %q", size.name, call, want)
 		}
 		until(t, ctx, "the draft named as tried", `document.querySelector('[data-try-source]').textContent.startsWith('Tried the draft')`)
+		// A rule that cannot be evaluated for the call refuses it, and the
+		// page says why.
+		setDraft(t, ctx, strings.Replace(capRule, "args.total > 500", "args.discount > 5", 1))
+		call, msg = tryCall(t, ctx, "key:"+clientKey, "create_order", `{"requestId": "r4", "customer": "ada", "total": 20}`)
+		if want, wantMsg := `deny by rule "cap-total" (it could not be evaluated)`, `This call was refused by rule "cap-total" of the project's policy, which could not be evaluated.`; call != want || msg != wantMsg {
+			t.Errorf("at %s px, Try it of a rule reading an absent argument says %q, %q; want %q, %q", size.name, call, msg, want, wantMsg)
+		}
 
 		// A rule on result, tried on a sample result: as plain text, then
 		// as a tool result in JSON; a result that is not JSON is refused

@@ -236,7 +236,8 @@
 
   function decision(d) {
     if (!d || !d.effect || d.effect === "none") return "none (no rule decides)";
-    return d.rule ? `${d.effect} by rule "${d.rule}"` : d.effect;
+    const said = d.rule ? `${d.effect} by rule "${d.rule}"` : d.effect;
+    return d.failed ? `${said} (it could not be evaluated)` : said;
   }
 
   function field(name, text) {
