@@ -34,6 +34,18 @@ type Ran struct {
 	Err      error
 }
 
+// Hooks reports whether [Chain.Run] would do anything on event in phase:
+// an interceptor hooks it, or a server that cannot be listed would block
+// it (fail closed). A caller skips building the payload when it does not:
+// a result is not encoded for servers that hook only requests.
+func (c *Chain) Hooks(ctx context.Context, event, phase string) bool {
+	if c == nil || len(c.servers) == 0 {
+		return false
+	}
+	muts, vals, _, err := c.hookedOn(ctx, event, phase, false)
+	return err != nil || len(muts)+len(vals) > 0
+}
+
 // Run runs the interceptors hooked on event in phase over payload, and
 // returns the payload to send on (rewritten by mutators) and the outcome.
 // When the outcome is Blocked the payload must not be sent.
@@ -42,7 +54,7 @@ func (c *Chain) Run(ctx context.Context, event, phase string, payload json.RawMe
 	if c == nil || len(c.servers) == 0 {
 		return payload, out
 	}
-	muts, vals, down, err := c.hookedOn(ctx, event, phase)
+	muts, vals, down, err := c.hookedOn(ctx, event, phase, true)
 	if err != nil {
 		c.opts.Log.Warn("interceptor server not reachable; the event was refused", "server", down.label, "event", event, "err", err)
 		out.Blocked, out.By = true, down.label

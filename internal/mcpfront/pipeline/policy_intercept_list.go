@@ -16,7 +16,7 @@ import (
 // the tools/list answer of key's view under the project's controls c.
 func (f *Pipeline) InterceptList(ctx context.Context, key store.Key, c *access.Controls, lr *mcp.ListToolsResult) *mcp.ListToolsResult {
 	chain := f.policy.chain(key.ProjectID, c, f.Bridged(key.ProjectID))
-	if chain == nil {
+	if !chain.Hooks(ctx, "tools/list", interceptors.PhaseResponse) {
 		return lr
 	}
 	raw, err := json.Marshal(lr)

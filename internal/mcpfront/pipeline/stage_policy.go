@@ -105,7 +105,7 @@ func (pc *callPolicy) shape(ctx context.Context, out *mcp.CallToolResult) *mcp.C
 			out = access.ShapeResult(out, &d)
 		}
 	}
-	if pc.chain == nil {
+	if !pc.chain.Hooks(ctx, "tools/call", interceptors.PhaseResponse) {
 		return out
 	}
 	raw, err := json.Marshal(out)
@@ -134,7 +134,7 @@ const msgUnreadable = "This call's result was refused: an interceptor of the pro
 // nil, or the refusal to answer. A rewrite of the arguments replaces
 // them, once validated against the tool's schema on c's replica.
 func (f *Pipeline) interceptRequest(ctx context.Context, c *Call, pc *callPolicy) *mcp.CallToolResult {
-	if pc.chain == nil {
+	if !pc.chain.Hooks(ctx, "tools/call", interceptors.PhaseRequest) {
 		return nil
 	}
 	payload, err := json.Marshal(struct {
