@@ -262,8 +262,17 @@ func (p Policy) Transport() *http.Transport {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.Proxy = nil
 	t.DialContext = p.Dialer().DialContext
+	// Calls reach one remote or interceptor server side by side: keep a
+	// connection for each of them, rather than Go's 2 per host, past which
+	// every request at a time above two dials anew (and shakes hands anew
+	// over TLS).
+	t.MaxIdleConnsPerHost = MaxIdleConnsPerHost
 	return t
 }
+
+// MaxIdleConnsPerHost is how many idle connections [Policy.Transport]
+// keeps to one host.
+const MaxIdleConnsPerHost = 64
 
 // Client is an http.Client on [Policy.Transport] with a 30 s limit per
 // request.
