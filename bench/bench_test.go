@@ -179,8 +179,13 @@ func TestGatewayAloneWithAgent(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a gateway; skipped under -short")
 	}
-	for _, name := range []string{SideGateway, SideGatewayCached, SideGatewayPolicy} {
-		gw, agentKey, url, err := StartGatewayAlone(t.TempDir(), name)
+	ic, err := StartInterceptor()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ic.Close()
+	for _, name := range []string{SideGateway, SideGatewayCached, SideGatewayPolicy, SideGatewayInterceptor} {
+		gw, agentKey, url, err := StartGatewayAlone(t.TempDir(), name, ic.URL)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -193,6 +198,7 @@ func TestGatewayAloneWithAgent(t *testing.T) {
 				t.Fatalf("%s %s: %v", name, v, err)
 			}
 			// The agent connects in the background: Run checks every answer.
+			invoked := ic.Invoked()
 			var runErr error
 			for range 100 {
 				if _, runErr = Run(ctx, ss, 4, 40); runErr == nil {
@@ -202,6 +208,14 @@ func TestGatewayAloneWithAgent(t *testing.T) {
 			}
 			if runErr != nil {
 				t.Errorf("%s %s: %v", name, v, runErr)
+			}
+			if n := ic.Invoked() - invoked; name == SideGatewayInterceptor && n < 40 {
+				t.Errorf("%s %s: the interceptor ran %d times for 40 calls, want once a call", name, v, n)
+			}
+			if n := ic.Conns(); n > 8 {
+				// Go's transport keeps 2 idle connections per host: past
+				// that, 4 callers dialled anew for most calls.
+				t.Errorf("%s %s: 4 callers reached the interceptor server over %d connections, want at most 8", name, v, n)
 			}
 			if name == SideGatewayPolicy {
 				// The rules are live: the one call they decide is refused.
@@ -218,6 +232,23 @@ func TestGatewayAloneWithAgent(t *testing.T) {
 		if err := gw.Close(); err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+// TestRunInvokes checks the bare round trip the interceptor target is
+// compared with: every invoke is answered valid, and counted.
+func TestRunInvokes(t *testing.T) {
+	ic, err := StartInterceptor()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ic.Close()
+	r, err := RunInvokes(t.Context(), ic.URL, 200, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Calls != 200 || r.P50 <= 0 || ic.Invoked() < 200 {
+		t.Errorf("RunInvokes = %+v with %d invokes served, want 200 calls (and their warm-up) served", r, ic.Invoked())
 	}
 }
 

@@ -87,10 +87,11 @@ func startGateway(dir string, cacheSeconds int, policyDoc ...json.RawMessage) (_
 }
 
 // StartGatewayAlone starts the gateway of target name ([SideGateway],
-// [SideGatewayCached] or [SideGatewayPolicy]) without its agent: it returns
-// the agent key an echo agent in another process connects with
+// [SideGatewayCached], [SideGatewayPolicy] or [SideGatewayInterceptor],
+// whose interceptor server is at interceptorURL) without its agent: it
+// returns the agent key an echo agent in another process connects with
 // ([RunEchoAgent]) and the gateway's base URL.
-func StartGatewayAlone(dir, name string) (t *Target, agentKey, url string, err error) {
+func StartGatewayAlone(dir, name, interceptorURL string) (t *Target, agentKey, url string, err error) {
 	var (
 		cacheSeconds int
 		policyDoc    []json.RawMessage
@@ -101,8 +102,13 @@ func StartGatewayAlone(dir, name string) (t *Target, agentKey, url string, err e
 		cacheSeconds = CacheSeconds
 	case SideGatewayPolicy:
 		policyDoc = append(policyDoc, FiftyRules())
+	case SideGatewayInterceptor:
+		if interceptorURL == "" {
+			return nil, "", "", errors.New("start gateway: the interceptor target needs its interceptor server's URL")
+		}
+		policyDoc = append(policyDoc, InterceptorPolicy(interceptorURL))
 	default:
-		return nil, "", "", fmt.Errorf("start gateway: no target %q: %s, %s or %s", name, SideGateway, SideGatewayCached, SideGatewayPolicy)
+		return nil, "", "", fmt.Errorf("start gateway: no target %q: %s, %s, %s or %s", name, SideGateway, SideGatewayCached, SideGatewayPolicy, SideGatewayInterceptor)
 	}
 	t, g, agentKey, stop, err := startGatewayAlone(dir, cacheSeconds, policyDoc...)
 	if err != nil {
@@ -194,6 +200,7 @@ func startGatewayAlone(dir string, cacheSeconds int, policyDoc ...json.RawMessag
 	cfg.Addr = "127.0.0.1:0"
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	cfg.ShutdownGrace = 5 * time.Second
+	cfg.UpstreamAllowLoopback = len(policyDoc) > 0 // an interceptor server on loopback
 
 	var g *gateway.Gateway
 	labelled(ctx, SideGateway, func(context.Context) {

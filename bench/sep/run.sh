@@ -10,7 +10,10 @@
 #   bash bench/sep/run.sh [rounds] [calls] [concurrency] [protocol...]
 #
 # TARGETS picks the targets (default "direct gateway gateway-cached");
-# "gateway gateway-50-rules" measures what a policy of 50 rules adds.
+# "gateway gateway-50-rules" measures what a policy of 50 rules adds;
+# "gateway gateway-interceptor interceptor" what an interceptor server
+# adds against its bare round trip (a go-sdk client sending
+# interceptor/invoke to the same server; its own CPU per call is printed).
 #
 # Prints one line per run: round, protocol, target, calls/s, p50 ms, server
 # CPU µs/call (for the gateway: gateway + agent, and each).
@@ -34,18 +37,42 @@ for round in $(seq "$rounds"); do
   for k in $(seq 0 $((n - 1))); do
     t=${targets[$(( (k + round - 1) % n ))]}
     for proto in "${protocols[@]}"; do
+      pids=()
+      if [ "$t" = interceptor ] || [ "$t" = gateway-interceptor ]; then
+        : > "$bin/ic"
+        "$bin/sfb" -serve interceptor > "$bin/ic" 2>> "$bin/err" &
+        pids+=($!)
+        for _ in $(seq 100); do [ -s "$bin/ic" ] && break; sleep 0.1; done
+        read -r icurl < "$bin/ic"
+      fi
+      if [ "$t" = interceptor ]; then
+        # The bare round trip: a go-sdk client (this script's fourth
+        # process) sends interceptor/invoke to the interceptor server.
+        "$bin/sfb" -invoke "$icurl" -calls 2000 -concurrency "$conc" > /dev/null
+        before=$(cpu "${pids[@]}")
+        out=$("$bin/sfb" -invoke "$icurl" -calls "$calls" -concurrency "$conc")
+        after=$(cpu "${pids[@]}")
+        kill -INT "${pids[@]}"; wait "${pids[@]}" || true
+        pids=()
+        printf "%d %s %-19s                 p50 %6.3f ms  server CPU %6s µs/call (interceptor; its client %s µs/call)\n" \
+          "$round" "$proto" "$t" "$(field p50Ms "$out")" "$(us $((after - before)))" "$(field cpuUsPerCall "$out")"
+        continue
+      fi
       : > "$bin/ep"
       alone=()
       [ "$t" = direct ] || alone=(-alone)
-      "$bin/sfb" -serve "$t" "${alone[@]}" > "$bin/ep" 2> "$bin/err" &
-      pids=($!)
+      [ "$t" = gateway-interceptor ] && alone+=(-interceptor-url "$icurl")
+      "$bin/sfb" -serve "$t" "${alone[@]}" > "$bin/ep" 2>> "$bin/err" &
+      gw=$!
+      pids=("$gw" "${pids[@]}")
       want=1; [ "$t" = direct ] || want=2
       for _ in $(seq 100); do [ "$(wc -l < "$bin/ep")" -ge "$want" ] && break; sleep 0.1; done
       read -r ep key < "$bin/ep"
       if [ "$t" != direct ]; then
         read -r url akey < <(sed -n 2p "$bin/ep")
         "$bin/sfb" -serve agent -agent-url "$url" -agent-key "$akey" 2>> "$bin/err" &
-        pids+=($!)
+        agent=$!
+        pids+=("$agent")
       fi
       args=(--url "$ep" --key "$key" --tool echo --args '{"text":"hello"}' --protocol "$proto")
       for _ in $(seq 100); do
@@ -53,14 +80,19 @@ for round in $(seq "$rounds"); do
         sleep 0.1
       done
       "$bin/spacefix" bench "${args[@]}" --concurrency "$conc" --calls 2000 --json > /dev/null 2>&1
-      before=$(cpu "${pids[@]}"); b0=$(cpu "${pids[0]}")
+      before=$(cpu "${pids[@]}"); b0=$(cpu "$gw"); ba=$(cpu "${agent:-$gw}")
       out=$("$bin/spacefix" bench "${args[@]}" --concurrency "$conc" --calls "$calls" --json 2> /dev/null)
-      after=$(cpu "${pids[@]}"); a0=$(cpu "${pids[0]}")
+      after=$(cpu "${pids[@]}"); a0=$(cpu "$gw"); aa=$(cpu "${agent:-$gw}")
       kill -INT "${pids[@]}"; wait "${pids[@]}" || true
       pids=()
       split=""
-      [ "$t" = direct ] || split=" (gateway $(us $((a0 - b0))) + agent $(us $((after - before - a0 + b0))))"
-      printf "%d %s %-14s %6.0f calls/s  p50 %6.3f ms  server CPU %6s µs/call%s  errors %s\n" \
+      if [ "$t" = gateway-interceptor ]; then
+        split=" (gateway $(us $((a0 - b0))) + agent $(us $((aa - ba))) + interceptor $(us $((after - before - a0 + b0 - aa + ba))))"
+      elif [ "$t" != direct ]; then
+        split=" (gateway $(us $((a0 - b0))) + agent $(us $((after - before - a0 + b0))))"
+      fi
+      unset agent
+      printf "%d %s %-19s %6.0f calls/s  p50 %6.3f ms  server CPU %6s µs/call%s  errors %s\n" \
         "$round" "$proto" "$t" "$(field callsPerSecond "$out")" "$(field p50Ms "$out")" "$(us $((after - before)))" "$split" "$(field errors "$out")"
     done
   done

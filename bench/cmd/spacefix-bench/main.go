@@ -46,18 +46,37 @@ func run(ctx context.Context, args []string) (err error) {
 	only := fs.String("configs", "c1,c16,c16-sessions,c1-stateless,c16-stateless", "shapes to run, comma-separated (-stateless: protocol 2026-07-28)")
 	split := fs.Bool("split", true, "also split one caller's calls into legs (client→handler, handler, handler→client)")
 	cached := fs.Bool("cached", true, "also measure a gateway that caches echo's results (all calls but the first are hits)")
-	serve := fs.String("serve", "", "only serve one target (direct, gateway, gateway-cached or gateway-50-rules) until interrupted, printing its endpoint and key: for a client in another process, such as spacefix bench; or serve the echo agent (agent, with -agent-url and -agent-key)")
-	alone := fs.Bool("alone", false, "with -serve gateway, gateway-cached or gateway-50-rules: start no agent, and print on a second line the gateway's URL and the agent key for one in another process")
+	serve := fs.String("serve", "", "only serve one target (direct, gateway, gateway-cached, gateway-50-rules or gateway-interceptor) until interrupted, printing its endpoint and key: for a client in another process, such as spacefix bench; or serve the echo agent (agent, with -agent-url and -agent-key), or an interceptor server (interceptor, printing its URL)")
+	alone := fs.Bool("alone", false, "with -serve gateway, gateway-cached, gateway-50-rules or gateway-interceptor: start no agent, and print on a second line the gateway's URL and the agent key for one in another process")
+	interceptorURL := fs.String("interceptor-url", "", "with -serve gateway-interceptor -alone: the interceptor server's URL (from -serve interceptor)")
+	invoke := fs.String("invoke", "", "send -calls interceptor/invoke requests to the interceptor server at this URL from -concurrency goroutines, and print this process's CPU per call and the p50 in JSON: the bare round trip an interceptor adds")
+	concurrency := fs.Int("concurrency", 1, "with -invoke: requests in flight")
 	agentURL := fs.String("agent-url", "", "with -serve agent: the gateway's URL")
 	agentKey := fs.String("agent-key", "", "with -serve agent: the agent key")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *serve == "agent" {
+	switch {
+	case *serve == "agent":
 		return bench.RunEchoAgent(ctx, *agentURL, *agentKey)
-	}
-	if *serve != "" {
-		return serveOne(ctx, *serve, *alone)
+	case *serve == "interceptor":
+		ic, err := bench.StartInterceptor()
+		if err != nil {
+			return err
+		}
+		fmt.Println(ic.URL)
+		<-ctx.Done()
+		return ic.Close()
+	case *serve != "":
+		return serveOne(ctx, *serve, *alone, *interceptorURL)
+	case *invoke != "":
+		r, err := bench.RunInvokes(ctx, *invoke, *calls, *concurrency)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("{\"calls\": %d, \"cpuUsPerCall\": %.1f, \"p50Ms\": %.3f}\n", r.Calls,
+			float64(r.CPUPerCall.Nanoseconds())/1e3, float64(r.P50.Nanoseconds())/1e6)
+		return nil
 	}
 	if *calls <= 0 || *reps <= 0 || *warmup < 0 {
 		return errors.New("-calls and -reps must be positive, -warmup not negative")
@@ -159,7 +178,7 @@ func run(ctx context.Context, args []string) (err error) {
 // alone in this process, so that its CPU can be read from /proc while a
 // client in another process calls it. With alone, a gateway starts no agent
 // and a second line gives its URL and agent key, for -serve agent.
-func serveOne(ctx context.Context, name string, alone bool) (err error) {
+func serveOne(ctx context.Context, name string, alone bool, interceptorURL string) (err error) {
 	var (
 		t             *bench.Target
 		agentKey, url string
@@ -167,7 +186,7 @@ func serveOne(ctx context.Context, name string, alone bool) (err error) {
 	switch name {
 	case bench.SideDirect:
 		t, err = bench.StartDirect()
-	case bench.SideGateway, bench.SideGatewayCached, bench.SideGatewayPolicy:
+	case bench.SideGateway, bench.SideGatewayCached, bench.SideGatewayPolicy, bench.SideGatewayInterceptor:
 		tmp, terr := os.MkdirTemp("", "spacefix-bench-")
 		if terr != nil {
 			return terr
@@ -175,16 +194,18 @@ func serveOne(ctx context.Context, name string, alone bool) (err error) {
 		defer os.RemoveAll(tmp)
 		switch {
 		case alone:
-			t, agentKey, url, err = bench.StartGatewayAlone(tmp, name)
+			t, agentKey, url, err = bench.StartGatewayAlone(tmp, name, interceptorURL)
 		case name == bench.SideGateway:
 			t, err = bench.StartGateway(tmp)
 		case name == bench.SideGatewayCached:
 			t, err = bench.StartCachedGateway(tmp)
-		default:
+		case name == bench.SideGatewayPolicy:
 			t, err = bench.StartPolicyGateway(tmp, name, bench.FiftyRules())
+		default:
+			return errors.New("-serve gateway-interceptor: only with -alone and -interceptor-url")
 		}
 	default:
-		return fmt.Errorf("-serve %q: serve direct, gateway, gateway-cached or gateway-50-rules", name)
+		return fmt.Errorf("-serve %q: serve direct, gateway, gateway-cached, gateway-50-rules, gateway-interceptor, agent or interceptor", name)
 	}
 	if err != nil {
 		return err
