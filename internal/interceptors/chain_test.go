@@ -157,6 +157,39 @@ func TestChainAuditAndFailOpen(t *testing.T) {
 	}
 }
 
+// Hooks says whether an event needs its payload at all: when an
+// interceptor hooks it, or a server that cannot be listed would block it.
+func TestChainHooks(t *testing.T) {
+	ctx := context.Background()
+	requests := interceptorServer(t, []Info{{Name: "no-drop", Type: Validation, Hook: Hook{Events: []string{"tools/call"}, Phase: PhaseRequest}}},
+		func(*InvokeParams) (*InvokeResult, error) { return &InvokeResult{Valid: yes()}, nil })
+	gone := "http://" + testenv.RefusingAddr(t) + "/mcp"
+	for _, tc := range []struct {
+		name            string
+		entries         []policy.Interceptor
+		request, result bool
+	}{
+		{"requests only", []policy.Interceptor{{Name: "req", URL: requests}}, true, false},
+		{"both phases", []policy.Interceptor{{Name: "guards", URL: guards(t)}}, true, true},
+		{"gone, fail closed", []policy.Interceptor{{Name: "gone", URL: gone}}, true, true},
+		{"gone, failOpen", []policy.Interceptor{{Name: "gone", URL: gone, FailOpen: true}, {Name: "req", URL: requests}}, true, false},
+		{"none", nil, false, false},
+	} {
+		c := New(tc.entries, Options{})
+		if got := c.Hooks(ctx, "tools/call", PhaseRequest); got != tc.request {
+			t.Errorf("%s: Hooks(tools/call, request) = %v, want %v", tc.name, got, tc.request)
+		}
+		if got := c.Hooks(ctx, "tools/call", PhaseResponse); got != tc.result {
+			t.Errorf("%s: Hooks(tools/call, response) = %v, want %v", tc.name, got, tc.result)
+		}
+		c.Close()
+	}
+	var none *Chain
+	if none.Hooks(ctx, "tools/list", PhaseResponse) {
+		t.Error("a nil chain hooks tools/list")
+	}
+}
+
 // The entry's headers reach the server (a token for it, say).
 func TestChainHeaders(t *testing.T) {
 	var seen string
