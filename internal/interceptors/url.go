@@ -2,6 +2,8 @@ package interceptors
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -91,7 +93,7 @@ func (u *urlConn) sessionFor(ctx context.Context) (*mcp.ClientSession, error) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if u.session == nil {
-		t := &mcp.StreamableClientTransport{Endpoint: u.entry.URL, HTTPClient: withHeaders(u.opts.HTTPClient, u.entry.Headers),
+		t := &mcp.StreamableClientTransport{Endpoint: u.entry.URL, HTTPClient: withHeaders(ownOrigin(u.opts.HTTPClient), u.entry.Headers),
 			DisableStandaloneSSE: true} // the gateway awaits no notifications from it
 		cs, err := u.client.Connect(ctx, t, nil)
 		if err != nil {
@@ -108,6 +110,27 @@ func brokenSession(err error) bool {
 	msg := err.Error()
 	return strings.Contains(msg, "session not found") || strings.Contains(msg, "connection closed") ||
 		strings.Contains(msg, "EOF") || strings.Contains(msg, "connection refused")
+}
+
+// ownOrigin returns a copy of c that follows a redirect within the
+// server's origin only: the entry's headers (its credentials) and the
+// calls' payloads never go to another, whatever the server answers.
+func ownOrigin(c *http.Client) *http.Client {
+	cc := *c
+	next := c.CheckRedirect
+	cc.CheckRedirect = func(r *http.Request, via []*http.Request) error {
+		if from := via[0].URL; r.URL.Scheme != from.Scheme || r.URL.Host != from.Host {
+			return fmt.Errorf("the interceptor server redirected to another origin (%s://%s), which is not followed", r.URL.Scheme, r.URL.Host)
+		}
+		if next != nil {
+			return next(r, via)
+		}
+		if len(via) >= 10 {
+			return errors.New("stopped after 10 redirects")
+		}
+		return nil
+	}
+	return &cc
 }
 
 // withHeaders returns a client that adds h to every request.
