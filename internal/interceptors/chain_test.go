@@ -234,3 +234,23 @@ func TestHeadersNotSentOnRedirect(t *testing.T) {
 		t.Errorf("an event through a redirecting server = %+v, want it refused", out)
 	}
 }
+
+// TestAnswerSizeBounded: an interceptor server's answer is read up to
+// maxAnswerBytes; a larger one fails the event closed instead of being
+// held in memory whole.
+func TestAnswerSizeBounded(t *testing.T) {
+	huge := json.RawMessage(`"` + strings.Repeat("x", maxAnswerBytes) + `"`)
+	url := interceptorServer(t, []Info{{Name: "grow", Type: Mutation, Hook: Hook{Events: []string{"tools/call"}, Phase: PhaseRequest}}},
+		func(p *InvokeParams) (*InvokeResult, error) {
+			return &InvokeResult{Modified: yes(), Payload: huge}, nil
+		})
+	c := New([]policy.Interceptor{{Name: "big", URL: url, Timeout: "10s"}}, Options{})
+	defer c.Close()
+	if errs := c.Discover(context.Background()); len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	got, out := c.Run(context.Background(), "tools/call", PhaseRequest, json.RawMessage(`{"arguments":{}}`), nil)
+	if !out.Blocked || len(got) > 0 {
+		t.Errorf("an answer over %d bytes = %d bytes, %+v; want the event refused", maxAnswerBytes, len(got), out.Message)
+	}
+}
