@@ -33,7 +33,7 @@ func TestShapeResultLeavesTheCachedResult(t *testing.T) {
 	if got := firstText(out); got != "mail [redacted]" {
 		t.Errorf("redacted text = %q", got)
 	}
-	if d := cmp.Diff(map[string]any{"email": "[redacted]", "n": float64(3)}, out.StructuredContent); d != "" {
+	if d := cmp.Diff(map[string]any{"email": "[redacted]", "n": json.Number("3")}, out.StructuredContent); d != "" {
 		t.Errorf("redacted structured content (-want +got):\n%s", d)
 	}
 	if got := firstText(cached); got != "mail ann@example.com" {
@@ -64,4 +64,31 @@ func firstText(r *mcp.CallToolResult) string {
 		}
 	}
 	return ""
+}
+
+// TestShapeResultRedactsEveryText: a redaction reaches the text of an
+// embedded resource as it does a text content's, and leaves what is not a
+// string as the agent sent it (a large integer keeps every digit).
+func TestShapeResultRedactsEveryText(t *testing.T) {
+	p, err := policy.Compile(policy.Document{Rules: []policy.Rule{{Name: "pii", On: "result", Effect: "redact", Redact: []string{`\w+@\w+\.com`}}}}, policy.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := &mcp.CallToolResult{
+		Content:           []mcp.Content{&mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: "file:///ann.txt", MIMEType: "text/plain", Text: "ann@example.com"}}},
+		StructuredContent: json.RawMessage(`{"id":9007199254740993,"list":[{"to":["ann@example.com"]}]}`),
+	}
+	d := p.Decide(policy.OnResult, &policy.Input{Tool: policy.Tool{Name: "t"}, Result: PolicyResult(in)})
+	out := ShapeResult(in, &d)
+	b, err := json.Marshal(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"content":[{"type":"resource","resource":{"uri":"file:///ann.txt","mimeType":"text/plain","text":"[redacted]"}}],"structuredContent":{"id":9007199254740993,"list":[{"to":["[redacted]"]}]}}`
+	if string(b) != want {
+		t.Errorf("shaped result\n%s\nwant\n%s", b, want)
+	}
+	if in.Content[0].(*mcp.EmbeddedResource).Resource.Text != "ann@example.com" {
+		t.Error("the result read was changed")
+	}
 }

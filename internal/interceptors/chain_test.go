@@ -233,3 +233,57 @@ func TestChainHeaders(t *testing.T) {
 		t.Errorf("discover: %v, header seen %q", errs, seen)
 	}
 }
+
+// TestHeadersNotSentOnRedirect: an interceptor server's headers (its
+// credentials) go to its own origin only. A server that redirects a
+// request elsewhere is not followed there, and the event fails closed.
+func TestHeadersNotSentOnRedirect(t *testing.T) {
+	target := guards(t)
+	leaked := make(chan string, 10)
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if v := r.Header.Get("Authorization"); v != "" {
+			leaked <- v
+		}
+		http.Redirect(w, r, target+r.URL.Path, http.StatusTemporaryRedirect)
+	}))
+	t.Cleanup(other.Close)
+	redirector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		to := strings.Replace(other.URL, "127.0.0.1", "localhost", 1)
+		http.Redirect(w, r, to+r.URL.Path, http.StatusTemporaryRedirect)
+	}))
+	t.Cleanup(redirector.Close)
+	c := New([]policy.Interceptor{{Name: "guards", URL: redirector.URL, Headers: map[string]string{"Authorization": "Bearer s3cret"}}}, Options{})
+	defer c.Close()
+	errs := c.Discover(context.Background())
+	select {
+	case v := <-leaked:
+		t.Errorf("another origin got the interceptor server's header %q", v)
+	default:
+	}
+	if len(errs) == 0 {
+		t.Error("a server that redirects to another origin was listed")
+	}
+	if _, out := c.Run(context.Background(), "tools/call", PhaseRequest, json.RawMessage(`{"arguments":{}}`), nil); !out.Blocked {
+		t.Errorf("an event through a redirecting server = %+v, want it refused", out)
+	}
+}
+
+// TestAnswerSizeBounded: an interceptor server's answer is read up to
+// maxAnswerBytes; a larger one fails the event closed instead of being
+// held in memory whole.
+func TestAnswerSizeBounded(t *testing.T) {
+	huge := json.RawMessage(`"` + strings.Repeat("x", maxAnswerBytes) + `"`)
+	url := interceptorServer(t, []Info{{Name: "grow", Type: Mutation, Hook: Hook{Events: []string{"tools/call"}, Phase: PhaseRequest}}},
+		func(p *InvokeParams) (*InvokeResult, error) {
+			return &InvokeResult{Modified: yes(), Payload: huge}, nil
+		})
+	c := New([]policy.Interceptor{{Name: "big", URL: url, Timeout: "10s"}}, Options{})
+	defer c.Close()
+	if errs := c.Discover(context.Background()); len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	got, out := c.Run(context.Background(), "tools/call", PhaseRequest, json.RawMessage(`{"arguments":{}}`), nil)
+	if !out.Blocked || len(got) > 0 {
+		t.Errorf("an answer over %d bytes = %d bytes, %+v; want the event refused", maxAnswerBytes, len(got), out.Message)
+	}
+}

@@ -2,6 +2,9 @@ package interceptors
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -91,7 +94,7 @@ func (u *urlConn) sessionFor(ctx context.Context) (*mcp.ClientSession, error) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if u.session == nil {
-		t := &mcp.StreamableClientTransport{Endpoint: u.entry.URL, HTTPClient: withHeaders(u.opts.HTTPClient, u.entry.Headers),
+		t := &mcp.StreamableClientTransport{Endpoint: u.entry.URL, HTTPClient: withHeaders(ownOrigin(u.opts.HTTPClient), u.entry.Headers, maxAnswerBytes),
 			DisableStandaloneSSE: true} // the gateway awaits no notifications from it
 		cs, err := u.client.Connect(ctx, t, nil)
 		if err != nil {
@@ -110,29 +113,86 @@ func brokenSession(err error) bool {
 		strings.Contains(msg, "EOF") || strings.Contains(msg, "connection refused")
 }
 
-// withHeaders returns a client that adds h to every request.
-func withHeaders(c *http.Client, h map[string]string) *http.Client {
-	if len(h) == 0 {
-		return c
+// ownOrigin returns a copy of c that follows a redirect within the
+// server's origin only: the entry's headers (its credentials) and the
+// calls' payloads never go to another, whatever the server answers.
+func ownOrigin(c *http.Client) *http.Client {
+	cc := *c
+	next := c.CheckRedirect
+	cc.CheckRedirect = func(r *http.Request, via []*http.Request) error {
+		if from := via[0].URL; r.URL.Scheme != from.Scheme || r.URL.Host != from.Host {
+			return fmt.Errorf("the interceptor server redirected to another origin (%s://%s), which is not followed", r.URL.Scheme, r.URL.Host)
+		}
+		if next != nil {
+			return next(r, via)
+		}
+		if len(via) >= 10 {
+			return errors.New("stopped after 10 redirects")
+		}
+		return nil
 	}
+	return &cc
+}
+
+// maxAnswerBytes bounds one answer of an interceptor server (a response
+// body, a JSON one or an event stream): an interceptor's payload wraps a
+// call's arguments or result, which are at most a few MiB.
+const maxAnswerBytes = 16 << 20
+
+// withHeaders returns a client that adds h to every request and reads at
+// most limit bytes of each response body.
+func withHeaders(c *http.Client, h map[string]string, limit int64) *http.Client {
 	cc := *c
 	base := c.Transport
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	cc.Transport = headerTransport{base: base, h: h}
+	cc.Transport = headerTransport{base: base, h: h, limit: limit}
 	return &cc
 }
 
 type headerTransport struct {
-	base http.RoundTripper
-	h    map[string]string
+	base  http.RoundTripper
+	h     map[string]string
+	limit int64
 }
 
 func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	for k, v := range t.h {
-		r.Header.Set(k, v)
+	if len(t.h) > 0 {
+		r = r.Clone(r.Context())
+		for k, v := range t.h {
+			r.Header.Set(k, v)
+		}
 	}
-	return t.base.RoundTrip(r)
+	resp, err := t.base.RoundTrip(r)
+	if err == nil {
+		resp.Body = &limitedBody{rc: resp.Body, left: t.limit}
+	}
+	return resp, err
 }
+
+// limitedBody fails a read past its limit, rather than end the body there
+// (a cut answer must not read as a whole one).
+type limitedBody struct {
+	rc   io.ReadCloser
+	left int64
+}
+
+var errAnswerTooLarge = fmt.Errorf("the interceptor server's answer is larger than %d bytes", maxAnswerBytes)
+
+func (b *limitedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		if n, err := b.rc.Read(make([]byte, 1)); n == 0 && err == io.EOF {
+			return 0, io.EOF
+		}
+		return 0, errAnswerTooLarge
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.rc.Read(p)
+	b.left -= int64(n)
+	return n, err
+}
+
+func (b *limitedBody) Close() error { return b.rc.Close() }

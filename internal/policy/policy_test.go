@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 func mustCompile(t *testing.T, doc string, opts Options) *Policy {
@@ -282,5 +284,24 @@ func TestReadsNow(t *testing.T) {
 	var none *Policy
 	if none.ReadsNow(OnList) {
 		t.Error("a nil policy reads the time")
+	}
+}
+
+// A message that names a huge argument many times costs no more than its
+// cap: the values are cut as they are put in, not once the whole message
+// is built, and a cut never splits a character.
+func TestMessageTemplateBounded(t *testing.T) {
+	p := mustCompile(t, `{"rules":[{"name":"r","on":"call","effect":"deny","message":"`+strings.Repeat("{{args.x}}", 99)+`"}]}`, Options{})
+	args, _ := json.Marshal(map[string]string{"x": strings.Repeat("é", 1<<19)}) // 1 MiB
+	in := &Input{Tool: Tool{Name: "t"}, Args: args}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	d := p.Decide(OnCall, in)
+	runtime.ReadMemStats(&after)
+	if n := after.TotalAlloc - before.TotalAlloc; n > 16<<20 {
+		t.Errorf("one refusal allocated %d MiB", n>>20)
+	}
+	if len(d.Message) > maxExpanded+len("…") || !utf8.ValidString(d.Message) || !strings.HasSuffix(d.Message, "…") {
+		t.Errorf("message of %d bytes (valid UTF-8: %v), want at most %d, cut with …", len(d.Message), utf8.ValidString(d.Message), maxExpanded)
 	}
 }

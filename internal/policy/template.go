@@ -31,41 +31,60 @@ func checkTemplate(msg string) error {
 	return nil
 }
 
-// expand puts the call's values into msg.
+// expand puts the call's values into msg, cutting it at maxExpanded as
+// it goes: a message that names a huge argument many times costs no more
+// than its cap.
 func expand(msg string, vars *activation) string {
-	out := placeholder.ReplaceAllStringFunc(msg, func(s string) string {
-		name := placeholder.FindStringSubmatch(s)[1]
-		parts := strings.Split(name, ".")
-		v, ok := vars.ResolveName(parts[0])
-		if !ok {
-			return ""
+	var b strings.Builder
+	last := 0
+	for _, m := range placeholder.FindAllStringSubmatchIndex(msg, -1) {
+		b.WriteString(msg[last:m[0]])
+		last = m[1]
+		if b.Len() > maxExpanded {
+			break
 		}
-		for _, p := range parts[1:] {
-			m, isMap := v.(map[string]any)
-			if !isMap {
-				return ""
-			}
-			if v, ok = m[p]; !ok {
-				return ""
-			}
-		}
-		switch v := v.(type) {
-		case string:
-			return v
-		case nil:
-			return ""
-		case error:
-			return ""
-		default:
-			b, err := json.Marshal(v)
-			if err != nil {
-				return ""
-			}
-			return string(b)
-		}
-	})
+		v := value(msg[m[2]:m[3]], vars)
+		b.WriteString(v[:min(len(v), maxExpanded+1-b.Len())])
+	}
+	if b.Len() <= maxExpanded {
+		b.WriteString(msg[last:])
+	}
+	out := b.String()
 	if len(out) > maxExpanded {
-		out = out[:maxExpanded] + "…"
+		out = strings.ToValidUTF8(out[:maxExpanded], "") + "…"
 	}
 	return out
+}
+
+// value is what placeholder name stands for in the call: a string as is,
+// any other value as JSON, "" when absent.
+func value(name string, vars *activation) string {
+	parts := strings.Split(name, ".")
+	v, ok := vars.ResolveName(parts[0])
+	if !ok {
+		return ""
+	}
+	for _, p := range parts[1:] {
+		m, isMap := v.(map[string]any)
+		if !isMap {
+			return ""
+		}
+		if v, ok = m[p]; !ok {
+			return ""
+		}
+	}
+	switch v := v.(type) {
+	case string:
+		return v
+	case nil:
+		return ""
+	case error:
+		return ""
+	default:
+		b, err := json.Marshal(v)
+		if err != nil {
+			return ""
+		}
+		return string(b)
+	}
 }

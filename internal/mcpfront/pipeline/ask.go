@@ -349,7 +349,7 @@ func (h *held) respond(responses mcp.InputResponseMap) {
 // the input requests and the sealed state of the call now held for the
 // client's retry (ended logs it if the retry never comes).
 func (f *Pipeline) askClient(ctx context.Context, ss *mcp.ServerSession, meta mcp.Meta, call *route.Call, q *agentproto.Message,
-	keyID string, start time.Time, ended func(route.Result, time.Time)) (reqs mcp.InputRequestMap, state string, again bool, err error) {
+	keyID, name string, start time.Time, ended func(route.Result, time.Time)) (reqs mcp.InputRequestMap, state string, again bool, err error) {
 	reqs, methods, err := parseAsk(q)
 	if err != nil {
 		call.Respond(nil, err.Error(), jsonrpc.CodeInvalidParams)
@@ -374,7 +374,7 @@ func (f *Pipeline) askClient(ctx context.Context, ss *mcp.ServerSession, meta mc
 		call.Respond(Fulfil(ctx, askerFor(ctx, ss), reqs, call.Deadline()))
 		return nil, "", true, nil
 	}
-	state = f.held.hold(&held{call: call, asked: reqs, keyID: keyID, start: start}, func(h *held, res route.Result) {
+	state = f.held.hold(&held{call: call, asked: reqs, keyID: keyID, name: name, start: start}, func(h *held, res route.Result) {
 		ended(res, h.start) // the client never answered: log the timeout
 	})
 	return reqs, state, false, nil

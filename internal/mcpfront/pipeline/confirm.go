@@ -38,6 +38,7 @@ type held struct {
 	input  string              // the question's id (confirm)
 	asked  mcp.InputRequestMap // the input requests (ask); nil for confirm
 	keyID  string
+	name   string // what was called (heldName): a retry resumes it as that only
 	start  time.Time
 	expire *time.Timer
 }
@@ -122,17 +123,28 @@ func (hc *heldCalls) take(callID string) *held {
 
 var ErrBadState = errors.New("this requestState names no call waiting for input here: it ended or timed out, or the state was altered or is another client's. Call the tool again")
 
-// resume returns the held call a request state names, if keyID holds it.
+// heldName is what a held call was made for: a retry that names another
+// tool (or a prompt) does not resume it, or the answer would be shaped by
+// the other tool's rules on result.
+func heldName(kind, name string) string { return kind + "/" + name }
+
+// resume returns the held call a request state names, if keyID holds it
+// and it was made for name (heldName).
 // A state sealed by another gateway opens here too, but names no call held
 // here: its requests reach the gateway that holds the call (see
 // gateway.forwardSessions) while that gateway lives.
-func (hc *heldCalls) resume(state, keyID string) (*held, error) {
+func (hc *heldCalls) resume(state, keyID, name string) (*held, error) {
 	head, callID, owner, ok := hc.open(state)
 	if !ok || strings.HasSuffix(head, taskStatePrefix) || owner != keyID {
 		return nil, ErrBadState
 	}
-	h := hc.take(callID)
-	if h == nil {
+	hc.mu.Lock()
+	h := hc.m[callID]
+	hc.mu.Unlock()
+	if h == nil || h.name != name {
+		return nil, ErrBadState
+	}
+	if h = hc.take(callID); h == nil {
 		return nil, ErrBadState
 	}
 	return h, nil

@@ -63,7 +63,7 @@ func TestRequestStateOpensOnEveryGateway(t *testing.T) {
 	if _, id, keyID, ok := b.held.open(held); !ok || id != "call_1" || keyID != "key_1" {
 		t.Errorf("B opens A's held-call state as %q, %q, %v", id, keyID, ok)
 	}
-	if _, err := b.held.resume(held, "key_1"); err == nil || err.Error() != ErrBadState.Error() {
+	if _, err := b.held.resume(held, "key_1", "tool/t"); err == nil || err.Error() != ErrBadState.Error() {
 		t.Errorf("B resumes a call A holds: %v", err)
 	}
 
@@ -80,7 +80,7 @@ func TestRequestStateOpensOnEveryGateway(t *testing.T) {
 		"",
 	} {
 		for _, f := range []*Pipeline{a, b} {
-			if _, err := f.held.resume(bad, "key_1"); err == nil || err.Error() != "this requestState names no call waiting for input here: it ended or timed out, or the state was altered or is another client's. Call the tool again" {
+			if _, err := f.held.resume(bad, "key_1", "tool/t"); err == nil || err.Error() != "this requestState names no call waiting for input here: it ended or timed out, or the state was altered or is another client's. Call the tool again" {
 				t.Errorf("resume(%q) = %v", bad, err)
 			}
 			if _, ok := f.OpenTaskState(bad, "key_1"); ok {

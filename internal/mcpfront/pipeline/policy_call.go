@@ -202,7 +202,14 @@ func (pc *callPolicy) taskShaper() func(context.Context, json.RawMessage) (json.
 			return nil, pc.String()
 		}
 		out, err := DecodeResult(raw)
-		if err != nil {
+		switch {
+		case err != nil && (pc.p.Has(policy.OnResult) || pc.chain != nil):
+			// Unshaped, it would reach the client as is (tasks/result
+			// hands on what the runtime keeps): refused as a plain
+			// call's unreadable result is.
+			b, _ := json.Marshal(ErrorResult("The agent sent a result the gateway could not read: " + err.Error()))
+			return b, pc.String()
+		case err != nil:
 			return raw, pc.String()
 		}
 		shaped := pc.shape(ctx, out)

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -102,5 +103,22 @@ func TestPolicyUnknownPersonRefused(t *testing.T) {
 	pc := f.policyFor(context.Background(), c)
 	if got := f.policyResult(context.Background(), pc, &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "the refund"}}}); !got.IsError || FirstText(got) != errWho.Error() {
 		t.Errorf("the answer of a settled call whose person cannot be looked up = %q, want %q", FirstText(got), errWho)
+	}
+}
+
+// TestTaskShaperFailsClosed: a task's or a job's result the gateway cannot
+// read is never handed on unshaped: the rules on result could not read it,
+// so the task ends with the error a plain call's client gets.
+func TestTaskShaperFailsClosed(t *testing.T) {
+	pc := &callPolicy{f: &Pipeline{}, p: compiled(t, `{"rules":[{"name":"pii","on":"result","effect":"redact","redact":["[a-z]+@[a-z.]+"]}]}`),
+		in: policy.Input{Tool: policy.Tool{Name: "report"}}}
+	raw := json.RawMessage(`{"content":[{"type":"text","text":"ann@example.com"},{"type":"no-such-type","text":"ann@example.com"}]}`)
+	if _, err := DecodeResult(raw); err == nil {
+		t.Fatal("the test's result decodes")
+	}
+	got, _ := pc.taskShaper()(context.Background(), raw)
+	out, err := DecodeResult(got)
+	if err != nil || !out.IsError || strings.Contains(string(got), "ann@") {
+		t.Errorf("an unreadable task result was shaped into %s, %v; want an isError result without the address", got, err)
 	}
 }

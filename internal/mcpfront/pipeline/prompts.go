@@ -48,7 +48,7 @@ func (f *Pipeline) PromptHandler(ctx context.Context, req *mcp.GetPromptRequest)
 	)
 	if req.Params.RequestState != "" {
 		// A retry that carries the client's responses to the agent's ask.
-		h, err := f.held.resume(req.Params.RequestState, key.ID)
+		h, err := f.held.resume(req.Params.RequestState, key.ID, heldName(agentproto.KindPrompt, name))
 		if err != nil || h.asked == nil {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: ErrBadState.Error()}
 		}
@@ -78,7 +78,7 @@ func (f *Pipeline) PromptHandler(ctx context.Context, req *mcp.GetPromptRequest)
 			res = call.Wait(ctx, nil)
 			continue
 		}
-		reqs, state, again, err := f.askClient(ctx, req.Session, req.Params.Meta, call, q, key.ID, start, func(res route.Result, start time.Time) {
+		reqs, state, again, err := f.askClient(ctx, req.Session, req.Params.Meta, call, q, key.ID, heldName(agentproto.KindPrompt, name), start, func(res route.Result, start time.Time) {
 			f.readResult(context.Background(), key, agentproto.KindPrompt, name, p.AgentKey, res, start)
 		})
 		if again {

@@ -6,6 +6,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/spacefix/spacefix/internal/agentproto"
 )
 
 // resumeStage settles a call that is already under way: a retry that
@@ -26,7 +28,7 @@ func (resumeStage) serve(ctx context.Context, f *Pipeline, c *Call, next next) (
 		c.start = time.Now()
 		return next.run(ctx, c)
 	}
-	h, err := f.held.resume(req.RequestState, c.key.ID)
+	h, err := f.held.resume(req.RequestState, c.key.ID, heldName(agentproto.KindTool, c.tool.Name))
 	if err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
 	}

@@ -47,7 +47,7 @@ func (f *Pipeline) await(ctx context.Context, req *Request, t *agents.Tool, key 
 	for res.Question != nil {
 		q := res.Question
 		if q.Type == agentproto.TypeAsk {
-			reqs, state, again, err := f.askClient(ctx, req.Session, req.Meta, call, q, key.ID, start, func(res route.Result, start time.Time) {
+			reqs, state, again, err := f.askClient(ctx, req.Session, req.Meta, call, q, key.ID, heldName(agentproto.KindTool, t.Name), start, func(res route.Result, start time.Time) {
 				f.toolResult(t, key, res, start, nil)
 			})
 			if again {
@@ -71,7 +71,7 @@ func (f *Pipeline) await(ctx context.Context, req *Request, t *agents.Tool, key 
 			res = waitOn(ctx, req, call)
 			continue
 		}
-		state := f.held.hold(&held{call: call, input: q.Input, keyID: key.ID, start: start}, func(h *held, res route.Result) {
+		state := f.held.hold(&held{call: call, input: q.Input, keyID: key.ID, name: heldName(agentproto.KindTool, t.Name), start: start}, func(h *held, res route.Result) {
 			f.toolResult(t, key, res, h.start, nil) // the user never answered: log the timeout
 		})
 		return &mcp.CallToolResult{InputRequests: question(q), RequestState: state}, nil
