@@ -2,6 +2,7 @@ package access
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -35,6 +36,24 @@ type Controls struct {
 // PolicyBrokenMessage is what a call is answered while the project's saved
 // policy does not compile ([Controls.PolicyErr]).
 const PolicyBrokenMessage = "This call was refused: the project's policy could not be loaded. An owner can check it with `spacefix policy show` and save one that compiles."
+
+// ErrUnread is the [Controls.PolicyErr] of a project whose controls the
+// gateway has not been able to read from its store yet: its policy and
+// tool settings are unknown, so its calls are refused with
+// [UnreadMessage] rather than run as if it had none (fail closed).
+var ErrUnread = errors.New("the project's settings could not be read from the store")
+
+// UnreadMessage is what a call is answered while the project's controls
+// could not be read ([ErrUnread]).
+const UnreadMessage = "This call was refused: the gateway could not read the project's settings and policy from its store. Try again in a moment."
+
+// RefusedMessage is what a call is answered while c.PolicyErr is set.
+func (c *Controls) RefusedMessage() string {
+	if errors.Is(c.PolicyErr, ErrUnread) {
+		return UnreadMessage
+	}
+	return PolicyBrokenMessage
+}
 
 // Consent returns where t stands with the project's consent setting, and
 // the approved definition clients see meanwhile (nil: as registered).
@@ -111,7 +130,9 @@ func NewCache(s Store, ttl time.Duration, opts policy.Options) *Cache {
 }
 
 // Get returns a project's controls. On a store error it keeps the last
-// known ones (or the defaults), so the gateway goes on serving.
+// known ones, so the gateway goes on serving; when there are none yet it
+// returns controls whose PolicyErr is [ErrUnread] (every call refused),
+// and reads the store again after the TTL.
 func (cc *Cache) Get(ctx context.Context, projectID int64) *Controls {
 	now := time.Now()
 	cc.mu.Lock()
@@ -124,7 +145,7 @@ func (cc *Cache) Get(ctx context.Context, projectID int64) *Controls {
 	if err != nil {
 		c = cur.c
 		if c == nil {
-			c = &Controls{}
+			c = &Controls{PolicyErr: ErrUnread}
 		}
 	}
 	cc.mu.Lock()

@@ -2,6 +2,8 @@ package access
 
 import (
 	"context"
+	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -140,5 +142,55 @@ func TestControlsPolicy(t *testing.T) {
 	cache.Forget(p.ID)
 	if c := cache.Get(ctx, p.ID); c.Policy != nil || c.PolicyErr != nil || c.PolicyVersion != 3 {
 		t.Errorf("controls of an empty policy: %v, %v, version %d", c.Policy, c.PolicyErr, c.PolicyVersion)
+	}
+}
+
+// failingStore fails every read while down is set.
+type failingStore struct {
+	Store
+	down atomic.Bool
+}
+
+func (s *failingStore) ProjectByID(ctx context.Context, id int64) (store.Project, error) {
+	if s.down.Load() {
+		return store.Project{}, errors.New("connection refused")
+	}
+	return s.Store.ProjectByID(ctx, id)
+}
+
+// A project whose controls were never read, because the store did not
+// answer, is not run as one without a policy or tool settings: its calls
+// are refused until the store answers (fail closed). Controls read once
+// are kept through a later outage.
+func TestControlsUnread(t *testing.T) {
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, t.TempDir()+"/s.db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	p, err := st.CreateProject(ctx, "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.SavePolicy(ctx, p.ID, 0, []byte(`{"rules":[{"name":"no-big","on":"call","when":"args.amount > 500","effect":"deny"}]}`), "ann@example.com"); err != nil {
+		t.Fatal(err)
+	}
+	fs := &failingStore{Store: st}
+	fs.down.Store(true)
+	cache := NewCache(fs, time.Millisecond, policy.Options{})
+	c := cache.Get(ctx, p.ID)
+	if !errors.Is(c.PolicyErr, ErrUnread) || c.RefusedMessage() != UnreadMessage {
+		t.Fatalf("controls of a project the store would not give: err %v, message %q; want ErrUnread and %q", c.PolicyErr, c.RefusedMessage(), UnreadMessage)
+	}
+	fs.down.Store(false)
+	time.Sleep(2 * time.Millisecond)
+	if c := cache.Get(ctx, p.ID); c.PolicyErr != nil || c.Policy == nil || c.PolicyVersion != 1 {
+		t.Fatalf("controls once the store answers: %v, %v, version %d; want version 1 compiled", c.Policy, c.PolicyErr, c.PolicyVersion)
+	}
+	fs.down.Store(true)
+	time.Sleep(2 * time.Millisecond)
+	if c := cache.Get(ctx, p.ID); c.PolicyErr != nil || c.PolicyVersion != 1 {
+		t.Errorf("controls during a later outage: err %v, version %d; want the last known ones", c.PolicyErr, c.PolicyVersion)
 	}
 }

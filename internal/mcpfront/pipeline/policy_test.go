@@ -3,6 +3,8 @@ package pipeline
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -103,6 +105,45 @@ func TestPolicyUnknownPersonRefused(t *testing.T) {
 	pc := f.policyFor(context.Background(), c)
 	if got := f.policyResult(context.Background(), pc, &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "the refund"}}}); !got.IsError || FirstText(got) != errWho.Error() {
 		t.Errorf("the answer of a settled call whose person cannot be looked up = %q, want %q", FirstText(got), errWho)
+	}
+}
+
+// TestPolicyUnappliedRefusesEveryCall: while the project's policy cannot
+// be applied — the gateway could not read the project's controls from its
+// store yet, or the saved policy does not compile — every call is refused
+// before it reaches an agent, a settled one (a retry with the user's
+// answer) too, whose answer would otherwise go out unshaped.
+func TestPolicyUnappliedRefusesEveryCall(t *testing.T) {
+	f, _ := twoGateways(t)
+	saved := toolStages
+	defer func() { toolStages = saved }()
+	var trail []string
+	for i := policyAt + 1; i < len(toolStages); i++ {
+		toolStages[i] = recordingStage{name: fmt.Sprint(i), trail: &trail}
+	}
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{access.ErrUnread, access.UnreadMessage},
+		{errors.New("line 1: syntax error"), access.PolicyBrokenMessage},
+	} {
+		for _, settled := range []bool{false, true} {
+			c := &Call{
+				key:      store.Key{ID: "key_1", ProjectID: 1},
+				tool:     &agents.Tool{Name: "refund", AgentKey: "k1", Def: agentproto.Tool{Name: "refund"}},
+				controls: &access.Controls{PolicyErr: tc.err},
+				args:     json.RawMessage(`{}`),
+				settled:  settled,
+			}
+			out, err := policyStage{}.serve(context.Background(), f, c, next{f, policyAt + 1})
+			if err != nil || out == nil || !out.IsError || FirstText(out) != tc.want {
+				t.Errorf("%v, settled %v: %+v, %v; want the tool error %q", tc.err, settled, out, err, tc.want)
+			}
+		}
+	}
+	if len(trail) > 0 {
+		t.Errorf("stages after the policy point ran: %v", trail)
 	}
 }
 

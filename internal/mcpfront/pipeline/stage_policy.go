@@ -33,17 +33,21 @@ import (
 //
 // A settled call (a retry with the user's answer to the agent's question,
 // or one that found no replica) passed the call rules when it was made,
-// or reaches no agent: only its answer is shaped.
+// or reaches no agent: only its answer is shaped. While the project's
+// policy cannot be applied (it does not compile, or the controls could not
+// be read), every call is refused, a settled one too.
 type policyStage struct{}
 
 func (policyStage) serve(ctx context.Context, f *Pipeline, c *Call, next next) (*mcp.CallToolResult, error) {
+	if c.controls.PolicyErr != nil {
+		// Fail closed, a settled call too: its answer would go out
+		// unshaped.
+		return f.refuse(c, c.controls.RefusedMessage()), nil
+	}
 	if c.settled {
 		pc := f.policyFor(ctx, c)
 		out, err := next.run(ctx, c)
 		return f.policyResult(ctx, pc, out), err
-	}
-	if c.controls.PolicyErr != nil {
-		return f.refuse(c, access.PolicyBrokenMessage), nil
 	}
 	pc := f.policyFor(ctx, c)
 	if pc == nil {
