@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -49,7 +50,7 @@ type Chain struct {
 // server is one interceptor server of the policy.
 type server struct {
 	entry policy.Interceptor
-	label string // the entry's name, else its URL or agent
+	label string // the entry's name, else its URL's host or its agent
 	conn  conn
 
 	listMu  sync.Mutex
@@ -97,12 +98,23 @@ func New(entries []policy.Interceptor, opts Options) *Chain {
 		default:
 			s.conn = newURLConn(e, opts)
 			if s.label == "" {
-				s.label = e.URL
+				s.label = hostOf(e.URL)
 			}
 		}
 		c.servers = append(c.servers, s)
 	}
 	return c
+}
+
+// hostOf names a server by its URL's host (and port) alone: callers read
+// the name in refusals, and the rest of a URL (a path, a query, a user) may
+// carry what they must not.
+func hostOf(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return "interceptor server"
+	}
+	return u.Host
 }
 
 // Close ends the chain's sessions.

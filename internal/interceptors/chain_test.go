@@ -3,10 +3,13 @@ package interceptors
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -187,6 +190,59 @@ func TestChainHooks(t *testing.T) {
 	var none *Chain
 	if none.Hooks(ctx, "tools/list", PhaseResponse) {
 		t.Error("a nil chain hooks tools/list")
+	}
+}
+
+// A closed chain (its policy version replaced a minute ago) opens no new
+// session for a call still running on it, and that call fails closed.
+func TestChainClosedOpensNoSession(t *testing.T) {
+	ctx := context.Background()
+	var inits atomic.Int32
+	inner := guards(t)
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if strings.Contains(string(body), `"method":"initialize"`) {
+			inits.Add(1)
+		}
+		req, _ := http.NewRequestWithContext(r.Context(), r.Method, inner+r.URL.Path, strings.NewReader(string(body)))
+		req.Header = r.Header.Clone()
+		res, err := http.DefaultTransport.RoundTrip(req)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer res.Body.Close()
+		for k, v := range res.Header {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(res.StatusCode)
+		io.Copy(w, res.Body)
+	}))
+	defer proxy.Close()
+	c := New([]policy.Interceptor{{Name: "guards", URL: proxy.URL}}, Options{})
+	if errs := c.Discover(ctx); len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	c.Close()
+	_, out := c.Run(ctx, "tools/call", PhaseRequest, json.RawMessage(`{"arguments":{"sql":"SELECT 1"}}`), nil)
+	if !out.Blocked {
+		t.Errorf("a call on a closed chain: %+v, want it refused (fail closed)", out)
+	}
+	if n := inits.Load(); n != 1 {
+		t.Errorf("the server saw %d sessions start, want 1 (none after the chain closed)", n)
+	}
+}
+
+// An entry without a name is named by its URL's host in what callers
+// read: the rest of its URL (a token in the query, say) is not theirs.
+func TestChainUnnamedServerByHost(t *testing.T) {
+	addr := testenv.RefusingAddr(t)
+	c := New([]policy.Interceptor{{URL: "http://ops:pw@" + addr + "/mcp/guard?token=s3cret"}}, Options{})
+	defer c.Close()
+	_, out := c.Run(context.Background(), "tools/call", PhaseRequest, json.RawMessage(`{}`), nil)
+	want := fmt.Sprintf("This call was refused: the interceptor server %q of the project's policy could not be reached.", addr)
+	if !out.Blocked || out.Message != want || out.By != addr {
+		t.Errorf("an unnamed server that is gone: %+v, want blocked by %q with %q", out, addr, want)
 	}
 }
 

@@ -23,7 +23,12 @@ type urlConn struct {
 
 	mu      sync.Mutex
 	session *mcp.ClientSession
+	closed  bool // by close: no session is opened again
 }
+
+// errClosed answers a request on a server whose chain was closed (its
+// policy version was replaced a while ago).
+var errClosed = errors.New("the interceptor server's connection was closed: the project's policy changed")
 
 func newURLConn(e policy.Interceptor, opts Options) *urlConn {
 	cl := mcp.NewClient(&mcp.Implementation{Name: "spacefix-gateway", Version: opts.Version}, nil)
@@ -61,6 +66,7 @@ func (u *urlConn) invoke(ctx context.Context, p *InvokeParams) (*InvokeResult, e
 func (u *urlConn) close() {
 	u.mu.Lock()
 	defer u.mu.Unlock()
+	u.closed = true
 	if u.session != nil {
 		u.session.Close()
 		u.session = nil
@@ -93,6 +99,9 @@ func (u *urlConn) do(ctx context.Context, f func(*mcp.ClientSession) (any, error
 func (u *urlConn) sessionFor(ctx context.Context) (*mcp.ClientSession, error) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
+	if u.closed {
+		return nil, errClosed
+	}
 	if u.session == nil {
 		t := &mcp.StreamableClientTransport{Endpoint: u.entry.URL, HTTPClient: withHeaders(ownOrigin(u.opts.HTTPClient), u.entry.Headers, maxAnswerBytes),
 			DisableStandaloneSSE: true} // the gateway awaits no notifications from it

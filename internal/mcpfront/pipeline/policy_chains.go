@@ -41,7 +41,8 @@ func (ps *policyState) chain(projectID int64, c *access.Controls, bridged interc
 		delete(ps.chains, projectID)
 		ps.mu.Unlock()
 		if ok && old.chain != nil {
-			old.chain.Close()
+			// Calls under way may still run on it.
+			time.AfterFunc(chainGrace, old.chain.Close)
 		}
 		return nil
 	}
@@ -69,10 +70,14 @@ func (ps *policyState) chain(projectID int64, c *access.Controls, bridged interc
 	}()
 	if ok && cur.chain != nil {
 		// Calls under way may still run on it.
-		time.AfterFunc(time.Minute, cur.chain.Close)
+		time.AfterFunc(chainGrace, cur.chain.Close)
 	}
 	return ch
 }
+
+// chainGrace is how long a project's chain a newer policy version
+// replaced (or dropped) stays open for the calls still running on it.
+const chainGrace = time.Minute
 
 // close closes every chain.
 func (ps *policyState) close() {
