@@ -7,10 +7,12 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -131,4 +133,62 @@ func (w *gw) adminRaw(method, path string) string {
 		w.t.Fatalf("%s %s: %d %s", method, path, res.StatusCode, b)
 	}
 	return string(b)
+}
+
+// TestBrowserPolicyInterceptors: the Policy page says, at 1280 and 390 px
+// without scrolling sideways, that the interceptors are as this gateway
+// found them, that the guard server was listed with its three
+// interceptors (type, hooks, priority, mode), and why the server that
+// refuses connections could not be listed and what that means for calls.
+func TestBrowserPolicyInterceptors(t *testing.T) {
+	ctx := browser(t)
+	url := guardServer(t)
+	gone := "http://" + testenv.RefusingAddr(t) + "/mcp"
+	w := startGatewayWith(t, func(c *gateway.Config) { c.UpstreamAllowLoopback = true })
+	w.signUp(ctx)
+	w.admin("PUT", "/api/projects/default/policy", guardPolicy(url, gone), nil)
+
+	wantFound := []*regexp.Regexp{
+		regexp.MustCompile(`^listed 3 interceptors \d+s ago\.$`),
+		regexp.MustCompile(`^could not be listed \d+s ago: Nothing answers at ` + regexp.QuoteMeta(gone) +
+			regexp.QuoteMeta(` (connection refused): check that the server runs there. Calls go on without it (it fails open).`) + `$`),
+	}
+	wantRows := [][]string{
+		{"no-999", "validation", "tools/call request", "—", "enforce"},
+		{"emails", "mutation", "tools/call response, resources/read response", "response 10", "enforce"},
+		{"shadow", "validation", "* both", "—", "audit"},
+	}
+	for _, size := range widths {
+		run(t, ctx, chromedp.EmulateViewport(size.width, size.height),
+			chromedp.Navigate(w.url("/p/default/policy")), chromedp.WaitVisible(chromedp.CSS(`[data-interceptors-view]`)))
+		type part struct {
+			View  string     `json:"view"`
+			Found []string   `json:"found"`
+			Rows  [][]string `json:"rows"`
+			Page  string     `json:"page"`
+		}
+		shown, err := chromedp.Run(ctx, chromedp.Evaluate[part](`({
+			view: document.querySelector('[data-interceptors-view]').textContent,
+			found: [...document.querySelectorAll('[data-interceptor-server] [data-found]')].map(p => p.textContent.trim().replace(/\s+/g, ' ')),
+			rows: [...document.querySelectorAll('[data-interceptor-server="guard"] tr[data-interceptor]')].map(r => [...r.cells].map(c => c.textContent.trim())),
+			page: document.documentElement.outerHTML,
+		})`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(shown.View, "As this gateway found them:") {
+			t.Errorf("at %s px the part says %q; want it to start %q", size.name, shown.View, "As this gateway found them:")
+		}
+		if len(shown.Found) != 2 || !wantFound[0].MatchString(shown.Found[0]) || !wantFound[1].MatchString(shown.Found[1]) {
+			t.Errorf("at %s px the servers' states read\n%q\nwant them to match\n%q", size.name, shown.Found, wantFound)
+		}
+		if d := cmp.Diff(wantRows, shown.Rows); d != "" {
+			t.Errorf("at %s px the guard's interceptors (-want +got):\n%s", size.name, d)
+		}
+		if strings.Contains(shown.Page, "s3cret") {
+			t.Errorf("at %s px the page shows the guard's token", size.name)
+		}
+		sizeShot(t, ctx, "policy-interceptors-"+size.name)
+		noSideScroll(t, ctx, "the Policy page's interceptors at "+size.name+" px")
+	}
 }

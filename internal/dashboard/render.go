@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spacefix/spacefix/internal/dashboard/apitypes"
 	"github.com/spacefix/spacefix/internal/store"
 )
 
@@ -30,6 +31,8 @@ type pageTemplate struct {
 var funcs = template.FuncMap{
 	"when":     when,
 	"ago":      ago,
+	"agoPtr":   func(t *time.Time) string { return ago(deref(t)) },
+	"priority": priority,
 	"json":     toJSON,
 	"duration": fmtDuration,
 	"callTime": callDuration,
@@ -271,6 +274,30 @@ func ago(t time.Time) string {
 		return fmt.Sprintf("%dh ago", int(d.Hours()))
 	}
 	return fmt.Sprintf("%dd ago", int(d.Hours()/24))
+}
+
+// deref is *t, or the zero time for nil.
+func deref(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return *t
+}
+
+// priority is an interceptor's priority hint as the Policy page shows it:
+// one number for both phases, else each phase's, "—" for none.
+func priority(p *apitypes.InterceptorPriority) string {
+	switch {
+	case p == nil:
+		return "—"
+	case p.Request == p.Response:
+		return strconv.Itoa(p.Request)
+	case p.Request == 0:
+		return fmt.Sprintf("response %d", p.Response)
+	case p.Response == 0:
+		return fmt.Sprintf("request %d", p.Request)
+	}
+	return fmt.Sprintf("request %d, response %d", p.Request, p.Response)
 }
 
 func fmtDuration(d time.Duration) string {
