@@ -284,20 +284,13 @@ func deref(t *time.Time) time.Time {
 	return *t
 }
 
-// priority is an interceptor's priority hint as the Policy page shows it:
-// one number for both phases, else each phase's, "—" for none.
+// priority is an interceptor's priority hint as the Policy page shows
+// it ([apitypes.InterceptorPriority.String]), "—" for none.
 func priority(p *apitypes.InterceptorPriority) string {
-	switch {
-	case p == nil:
+	if p == nil {
 		return "—"
-	case p.Request == p.Response:
-		return strconv.Itoa(p.Request)
-	case p.Request == 0:
-		return fmt.Sprintf("response %d", p.Response)
-	case p.Response == 0:
-		return fmt.Sprintf("request %d", p.Request)
 	}
-	return fmt.Sprintf("request %d, response %d", p.Request, p.Response)
+	return p.String()
 }
 
 func fmtDuration(d time.Duration) string {

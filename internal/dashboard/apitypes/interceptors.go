@@ -1,6 +1,10 @@
 package apitypes
 
-import "time"
+import (
+	"fmt"
+	"strconv"
+	"time"
+)
 
 // PolicyInterceptors is the answer of GET …/policy/interceptors: the
 // interceptor servers of the project's saved policy, in its order, as the
@@ -59,4 +63,18 @@ type InterceptorHook struct {
 type InterceptorPriority struct {
 	Request  int `json:"request,omitempty"`
 	Response int `json:"response,omitempty"`
+}
+
+// String is the hint as the Policy page and the CLI show it: one number
+// for both phases, else each phase's.
+func (p InterceptorPriority) String() string {
+	switch {
+	case p.Request == p.Response:
+		return strconv.Itoa(p.Request)
+	case p.Request == 0:
+		return fmt.Sprintf("response %d", p.Response)
+	case p.Response == 0:
+		return fmt.Sprintf("request %d", p.Request)
+	}
+	return fmt.Sprintf("request %d, response %d", p.Request, p.Response)
 }
