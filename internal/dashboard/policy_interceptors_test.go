@@ -189,6 +189,9 @@ func TestBrowserPolicyInterceptors(t *testing.T) {
 			t.Errorf("at %s px the page shows the guard's token", size.name)
 		}
 		sizeShot(t, ctx, "policy-interceptors-"+size.name)
+		if size.name == "1280" {
+			screenshotView(t, ctx, "policy-interceptors")
+		}
 		noSideScroll(t, ctx, "the Policy page's interceptors at "+size.name+" px")
 	}
 }
