@@ -338,7 +338,7 @@ guard  `+url+`
   no-999       validation  tools/call request                            -                       enforce
   emails       mutation    tools/call response, resources/read response  request 5, response 10  audit
 
-`+gone+`
+`+strings.TrimSuffix(strings.TrimPrefix(gone, "http://"), "/mcp")+`  `+gone+`
   could not be listed `) + at + regexp.QuoteMeta(`: Nothing answers at `+gone+` (connection refused): check that the server runs there.
 `) + `$`)
 	if !want.MatchString(out) {

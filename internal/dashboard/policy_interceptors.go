@@ -1,7 +1,6 @@
 package dashboard
 
 import (
-	"cmp"
 	"context"
 	"net/http"
 
@@ -44,13 +43,10 @@ func (d *Dashboard) interceptorsFound(ctx context.Context, projectID, saved int6
 		}
 	}
 	for i, e := range entries {
-		s := apitypes.InterceptorServer{Name: e.Name, URL: e.URL, Agent: e.Agent, State: apitypes.InterceptorsNotListed,
+		s := apitypes.InterceptorServer{Name: interceptors.Label(e), URL: e.URL, Agent: e.Agent, State: apitypes.InterceptorsNotListed,
 			Interceptors: []apitypes.InterceptorInfo{}}
 		if e.Agent != "" {
 			s.URL = ""
-		}
-		if s.Name == "" {
-			s.Name = cmp.Or(e.Agent, e.URL)
 		}
 		if found != nil {
 			serverFound(&s, found[i])

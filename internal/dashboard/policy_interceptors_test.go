@@ -103,7 +103,7 @@ func TestPolicyInterceptorsAPI(t *testing.T) {
 				PriorityHint: &apitypes.InterceptorPriority{Response: 10}, Mode: "enforce"},
 			{Name: "shadow", Type: "validation", Hooks: []apitypes.InterceptorHook{{Event: "*", Phase: "both"}}, Mode: "audit"},
 		}},
-		{Name: gone, URL: gone, State: "unreachable", CheckedAt: got.Servers[1].CheckedAt, Interceptors: []apitypes.InterceptorInfo{},
+		{Name: strings.TrimSuffix(strings.TrimPrefix(gone, "http://"), "/mcp"), URL: gone, State: "unreachable", CheckedAt: got.Servers[1].CheckedAt, Interceptors: []apitypes.InterceptorInfo{},
 			Error: "Nothing answers at " + gone + " (connection refused): check that the server runs there."},
 	}}
 	if d := cmp.Diff(want, got); d != "" {

@@ -18,7 +18,7 @@ import (
 // ServerStatus is what a chain found at one interceptor server, for the
 // operator (the dashboard's Policy page, its API and the CLI).
 type ServerStatus struct {
-	Label string // the entry's name, else its URL or agent
+	Label string // [Label]: the entry's name, else its agent or its URL's host
 	URL   string // the entry's, when the server is at a URL
 	Agent string // the bridged agent the server is behind, else ""
 	// Listed says the server answered interceptors/list at CheckedAt.

@@ -49,7 +49,7 @@ func TestChainStatus(t *testing.T) {
 			audit(Info{Name: "slow", Type: Validation, Hook: Hook{Events: []string{"tools/call"}, Phase: PhaseRequest}}),
 			audit(Info{Name: "listing", Type: Validation, Hook: Hook{Events: []string{"tools/list"}, Phase: PhaseResponse}}),
 		}},
-		{Label: gone, URL: gone, Error: "Nothing answers at " + gone + " (connection refused): check that the server runs there."},
+		{Label: strings.TrimSuffix(strings.TrimPrefix(gone, "http://"), "/mcp"), URL: gone, Error: "Nothing answers at " + gone + " (connection refused): check that the server runs there."},
 		{Label: "pii", Agent: "pii", Listed: true, Interceptors: []Info{{Name: "redact", Type: Mutation, Hook: redactInfo.Hook, FailOpen: true}}},
 		{Label: "shop", Agent: "shop", Error: `The agent "shop" is not a bridged MCP server; only an agent run by spacefix bridge can serve interceptors.`},
 		{Label: "nobody", Agent: "nobody", Error: `The bridged agent "nobody" is not connected, and the gateway reaches this server only through it: start spacefix bridge for it.`},

@@ -23,7 +23,8 @@ const (
 )
 
 // InterceptorServer is one interceptor server of a policy. Name is the
-// entry's name, else its URL or agent; URL or Agent says where it is.
+// entry's name, else its agent, else its URL's host (as refusals and the
+// call log name it); URL or Agent says where it is.
 // CheckedAt is when it was last listed or tried (null: never); Error, when
 // State is unreachable, says why in a sentence for the operator. The
 // entry's header values never appear.
