@@ -22,6 +22,12 @@ import (
 // start, until the test ends.
 func testGateway(t *testing.T) (data string, g *gateway.Gateway, first *gateway.FirstStart, st store.Store) {
 	t.Helper()
+	return testGatewayWith(t, nil)
+}
+
+// testGatewayWith is testGateway with the last word on the config.
+func testGatewayWith(t *testing.T, config func(*gateway.Config)) (data string, g *gateway.Gateway, first *gateway.FirstStart, st store.Store) {
+	t.Helper()
 	data = filepath.Join(t.TempDir(), "s.db")
 	st, err := sqlite.Open(context.Background(), data)
 	if err != nil {
@@ -32,6 +38,9 @@ func testGateway(t *testing.T) (data string, g *gateway.Gateway, first *gateway.
 	}
 	cfg := gateway.DefaultConfig()
 	cfg.Addr, cfg.Logger = "127.0.0.1:0", slog.New(slog.NewTextHandler(io.Discard, nil))
+	if config != nil {
+		config(&cfg)
+	}
 	if g, err = gateway.New(cfg, st); err != nil {
 		t.Fatal(err)
 	}

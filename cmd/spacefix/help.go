@@ -70,6 +70,7 @@ keys when the secret key file that sealed them is lost.
   spacefix policy set FILE [--project NAME] [--url URL] [--token TOKEN] [--json]
   spacefix policy test --tool NAME [--args JSON] [--result JSON] --as-key KEY_ID|--as-person EMAIL [--file DRAFT] [--project NAME] [--url URL] [--token TOKEN] [--json]
   spacefix policy history [--limit N] [--project NAME] [--url URL] [--token TOKEN] [--json]
+  spacefix policy interceptors [--project NAME] [--url URL] [--token TOKEN] [--json]
 
 A project's policy is an ordered list of rules on who may list and call
 which tools with which arguments, and the interceptor servers its calls
@@ -78,8 +79,11 @@ stdin) as the next version, which every gateway applies within a second;
 only owners may. test says what the saved policy, or the draft in --file,
 decides for one caller listing and calling one tool (and, with --result,
 for a sample of its result). history lists the
-saved versions, newest first, with when and by whom. Interceptor header
-values are never shown.
+saved versions, newest first, with when and by whom. interceptors says
+what the gateway at --url found at each interceptor server of the saved
+policy: listed, with the interceptors it offers (type, hooks, priority,
+mode), or why it could not be listed; each gateway lists them on its
+own. Interceptor header values are never shown.
 `,
 	"settings": `Usage:
   spacefix settings show [--project NAME] [--url URL] [--token TOKEN] [--json]

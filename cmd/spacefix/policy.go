@@ -21,7 +21,8 @@ import (
 var stdin io.Reader = os.Stdin
 
 func policyCmd(ctx context.Context, args []string, stdout io.Writer) error {
-	return dispatch(ctx, "policy", args, stdout, command{"show", policyShow}, command{"set", policySet}, command{"test", policyTest}, command{"history", policyHistory})
+	return dispatch(ctx, "policy", args, stdout, command{"show", policyShow}, command{"set", policySet}, command{"test", policyTest}, command{"history", policyHistory},
+		command{"interceptors", policyInterceptors})
 }
 
 // shownPolicy is GET …/policy: the saved document, header values masked.

@@ -7,6 +7,8 @@ import (
 	"flag"
 	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -14,8 +16,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/spacefix/spacefix/core"
+	"github.com/spacefix/spacefix/internal/gateway"
+	"github.com/spacefix/spacefix/internal/interceptors"
 	"github.com/spacefix/spacefix/internal/store"
+	"github.com/spacefix/spacefix/internal/testenv"
 )
 
 // policyGateway runs a gateway with a real agent offering refund, and
@@ -252,7 +259,8 @@ func TestPolicyCommands(t *testing.T) {
 func TestPolicyHelp(t *testing.T) {
 	for _, args := range [][]string{{"policy", "--help"}, {"help", "policy"}, {"policy", "help"}} {
 		out, err := runCLI(t, args...)
-		if !errors.Is(err, flag.ErrHelp) || !strings.Contains(out, "spacefix policy set FILE") || !strings.Contains(out, "--as-key KEY_ID|--as-person EMAIL") {
+		if !errors.Is(err, flag.ErrHelp) || !strings.Contains(out, "spacefix policy set FILE") || !strings.Contains(out, "--as-key KEY_ID|--as-person EMAIL") ||
+			!strings.Contains(out, "spacefix policy interceptors [--project NAME]") {
 			t.Errorf("%q: %v\n%s", args, err, out)
 		}
 	}
@@ -268,6 +276,80 @@ func TestPolicyHelp(t *testing.T) {
 	var ue usageError
 	if !errors.As(err, &ue) || err.Error() != "policy test: say who calls: --as-key KEY_ID or --as-person EMAIL" {
 		t.Errorf("policy test without a caller: %v", err)
+	}
+}
+
+// guardServer is a real interceptor server (go-sdk, Streamable HTTP on
+// loopback) offering a validator and a mutator with a priority hint.
+func guardServer(t *testing.T) string {
+	t.Helper()
+	infos := []interceptors.Info{
+		{Name: "no-999", Type: interceptors.Validation, Hook: interceptors.Hook{Events: []string{"tools/call"}, Phase: interceptors.PhaseRequest}},
+		{Name: "emails", Type: interceptors.Mutation, Mode: "audit", Hook: interceptors.Hook{Events: []string{"tools/call", "resources/read"}, Phase: interceptors.PhaseResponse},
+			PriorityHint: interceptors.Priority{Request: 5, Response: 10}},
+	}
+	s := mcp.NewServer(&mcp.Implementation{Name: "guard", Version: "1"}, nil)
+	if err := mcp.AddReceivingCustomMethod(s, interceptors.MethodList, func(context.Context, *mcp.ServerSession, *interceptors.ListParams) (*interceptors.ListResult, error) {
+		return &interceptors.ListResult{Interceptors: infos}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
+	t.Cleanup(hs.Close)
+	return hs.URL + "/mcp"
+}
+
+// TestPolicyInterceptorsCommand: policy interceptors prints what the
+// gateway found at each interceptor server of the saved policy (a server
+// listed with its interceptors, one that refuses connections with why),
+// never a header value; --json prints the API's answer.
+func TestPolicyInterceptorsCommand(t *testing.T) {
+	url := guardServer(t) // first: it stops after the gateway
+	gone := "http://" + testenv.RefusingAddr(t) + "/mcp"
+	data, g, _, _ := testGatewayWith(t, func(c *gateway.Config) { c.UpstreamAllowLoopback = true })
+	out, err := runCLI(t, "tokens", "create", "--data", data, "--name", "ci", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tok struct{ Token string }
+	json.Unmarshal([]byte(out), &tok)
+	cli := func(args ...string) (string, error) {
+		return runCLI(t, append(args, "--url", g.URL(), "--token", tok.Token)...)
+	}
+	if out, err := cli("policy", "interceptors"); err != nil || out != "The policy of project \"default\" lists no interceptor servers.\n" {
+		t.Errorf("policy interceptors before a policy: %v\n%s", err, out)
+	}
+	file := filepath.Join(t.TempDir(), "policy.yaml")
+	os.WriteFile(file, []byte("interceptors:\n  - name: guard\n    url: "+url+"\n    headers: {Authorization: Bearer ic-secret-78}\n  - url: "+gone+"\n"), 0o600)
+	if _, err := cli("policy", "set", file); err != nil {
+		t.Fatal(err)
+	}
+
+	out, err = cli("policy", "interceptors")
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := `at \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC`
+	want := regexp.MustCompile(`^` + regexp.QuoteMeta(`Interceptor servers of project "default", policy version 1, as the gateway at `+g.URL()+` found them:
+
+guard  `+url+`
+  listed 2 interceptors `) + at + regexp.QuoteMeta(`
+  INTERCEPTOR  TYPE        HOOKS                                         PRIORITY                MODE
+  no-999       validation  tools/call request                            -                       enforce
+  emails       mutation    tools/call response, resources/read response  request 5, response 10  audit
+
+`+strings.TrimSuffix(strings.TrimPrefix(gone, "http://"), "/mcp")+`  `+gone+`
+  could not be listed `) + at + regexp.QuoteMeta(`: Nothing answers at `+gone+` (connection refused): check that the server runs there.
+`) + `$`)
+	if !want.MatchString(out) {
+		t.Errorf("policy interceptors printed\n%s\nwant it to match\n%s", out, want)
+	}
+	if strings.Contains(out, "ic-secret") {
+		t.Errorf("policy interceptors prints the header value:\n%s", out)
+	}
+	out, err = cli("policy", "interceptors", "--json")
+	if err != nil || !strings.Contains(out, `"state": "listed"`) || !strings.Contains(out, `"state": "unreachable"`) || strings.Contains(out, "ic-secret") {
+		t.Errorf("policy interceptors --json: %v\n%s", err, out)
 	}
 }
 

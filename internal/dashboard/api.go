@@ -36,6 +36,7 @@ func (d *Dashboard) apiRoutes() []apiRoute {
 		{"PATCH /api/projects/{project}/settings", d.apiPatchSettings, editor},
 		{"GET /api/projects/{project}/policy", d.apiPolicy, viewer},
 		{"GET /api/projects/{project}/policy/versions", d.apiPolicyVersions, viewer},
+		{"GET /api/projects/{project}/policy/interceptors", d.apiPolicyInterceptors, viewer},
 		{"PUT /api/projects/{project}/policy", d.apiPutPolicy, owner},
 		{"POST /api/projects/{project}/policy/check", d.apiCheckPolicy, editor},
 		{"POST /api/projects/{project}/policy/test", d.apiTestPolicy, editor},

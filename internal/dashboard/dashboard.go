@@ -24,6 +24,7 @@ import (
 
 	"github.com/spacefix/spacefix/internal/agents"
 	"github.com/spacefix/spacefix/internal/changes"
+	"github.com/spacefix/spacefix/internal/interceptors"
 	"github.com/spacefix/spacefix/internal/oauth"
 	"github.com/spacefix/spacefix/internal/ratelimit"
 	"github.com/spacefix/spacefix/internal/store"
@@ -98,6 +99,11 @@ type Options struct {
 	// (*upstream.Service): the connect pages, the Connected accounts lists
 	// and their API. Nil turns them off.
 	Upstream Upstream
+	// Interceptors says what this gateway found at the interceptor
+	// servers of a project's policy, and the policy version they are of
+	// (mcpfront.Front.InterceptorStatus): the Policy page, its API and
+	// the CLI show it. Nil: they show each server as not listed yet.
+	Interceptors func(ctx context.Context, projectID int64) (version int64, servers []interceptors.ServerStatus)
 }
 
 // Dashboard serves the pages and the admin API. It is an http.Handler
@@ -116,6 +122,8 @@ type Dashboard struct {
 	tasks     Tasks        // nil: tasks cannot be cancelled here
 	identity  IdentityKeys // nil: no identity key to show or rotate
 	upstream  Upstream     // nil: no upstream accounts
+	// interceptors is Options.Interceptors; nil: none listed.
+	interceptors func(ctx context.Context, projectID int64) (int64, []interceptors.ServerStatus)
 
 	pages   map[string]*pageTemplate
 	signIns *ratelimit.Limiter
@@ -134,7 +142,7 @@ func New(opts Options) *Dashboard {
 		st: opts.Store, reg: opts.Registry, changes: opts.Changes, baseURL: opts.BaseURL,
 		ctx: opts.Context, log: opts.Logger, version: opts.Version, signIns: ratelimit.New(),
 		health: opts.CallLogHealth, oauth: opts.OAuth, retention: opts.AuditRetention, tasks: opts.Tasks,
-		identity: opts.Identity, upstream: opts.Upstream,
+		identity: opts.Identity, upstream: opts.Upstream, interceptors: opts.Interceptors,
 	}
 	if d.log == nil {
 		d.log = slog.Default()

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spacefix/spacefix/internal/dashboard/apitypes"
 	"github.com/spacefix/spacefix/internal/policy"
 	"github.com/spacefix/spacefix/internal/store"
 )
@@ -23,6 +24,8 @@ type policyData struct {
 	// Interceptors are the saved interceptor servers, header values
 	// masked ([maskedValue]).
 	Interceptors []policy.Interceptor
+	// Servers are the same, each beside what this gateway found at it.
+	Servers []interceptorRow
 	// Document is the saved document as the editor starts from it,
 	// indented, header values masked.
 	Document string
@@ -33,6 +36,13 @@ type policyData struct {
 	Keys   []keyChoice // the project's client keys, for Try it's caller
 	People []string    // the members' e-mails, for Try it's caller
 	Tools  []string    // the tools registered now, for Try it's tool
+}
+
+// interceptorRow is one interceptor server on the Policy page: as saved
+// (header values masked), and as this gateway found it.
+type interceptorRow struct {
+	Entry policy.Interceptor
+	Found apitypes.InterceptorServer
 }
 
 func (d *Dashboard) policyPage(r *http.Request, v *view) (string, error) {
@@ -51,6 +61,10 @@ func (d *Dashboard) policyPage(r *http.Request, v *view) (string, error) {
 		data.Rules = doc.Rules
 	}
 	data.Interceptors = masked(doc.Interceptors)
+	found := d.interceptorsFound(r.Context(), v.Project.ID, saved.Version, doc.Interceptors)
+	for i, e := range data.Interceptors {
+		data.Servers = append(data.Servers, interceptorRow{Entry: e, Found: found.Servers[i]})
+	}
 	data.Document = editorText(policy.Document{Rules: data.Rules, Interceptors: data.Interceptors})
 	if v.Can(string(store.RoleEditor)) { // Try it is for editors and owners
 		if err := d.tryChoices(r, v.Project.ID, &data); err != nil {

@@ -27,7 +27,8 @@ func TestPolicyPage(t *testing.T) {
 		`&#34;Authorization&#34;: &#34;••••••&#34;`, `data-policy-save`, `form class="stack" data-try`, `<script src="/static/policy.js" defer>`,
 		`<label for="try-result">Result (optional)</label>`, `aria-describedby="try-result-help try-result-error"`,
 		`plain text (one text item), or a tool result as MCP has it, in JSON starting with <code>{</code>`,
-		`<dt data-try-on-result hidden>Result as the caller would get it</dt>`} {
+		`<dt data-try-on-result hidden>Result as the caller would get it</dt>`,
+		`data-interceptor-server="pii" data-state="not listed yet"`, `this gateway has not asked it yet.`} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the owner's Policy page lacks %q", want)
 		}

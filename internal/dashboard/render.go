@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spacefix/spacefix/internal/dashboard/apitypes"
 	"github.com/spacefix/spacefix/internal/store"
 )
 
@@ -30,6 +31,8 @@ type pageTemplate struct {
 var funcs = template.FuncMap{
 	"when":     when,
 	"ago":      ago,
+	"agoPtr":   func(t *time.Time) string { return ago(deref(t)) },
+	"priority": priority,
 	"json":     toJSON,
 	"duration": fmtDuration,
 	"callTime": callDuration,
@@ -271,6 +274,23 @@ func ago(t time.Time) string {
 		return fmt.Sprintf("%dh ago", int(d.Hours()))
 	}
 	return fmt.Sprintf("%dd ago", int(d.Hours()/24))
+}
+
+// deref is *t, or the zero time for nil.
+func deref(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return *t
+}
+
+// priority is an interceptor's priority hint as the Policy page shows
+// it ([apitypes.InterceptorPriority.String]), "—" for none.
+func priority(p *apitypes.InterceptorPriority) string {
+	if p == nil {
+		return "—"
+	}
+	return p.String()
 }
 
 func fmtDuration(d time.Duration) string {

@@ -20,6 +20,7 @@ func (g *Gateway) mountDashboard(mux *http.ServeMux) {
 		Context: g.ctx, Logger: g.log, Version: g.cfg.Version,
 		CallLogHealth: g.calls.Health, OAuth: g.oauth, AuditRetention: g.cfg.AuditRetention, Tasks: g.tasks,
 		Identity: g.identity, Upstream: g.upstream,
+		Interceptors: g.front.InterceptorStatus, // what this gateway found at them
 	}))
 }
 

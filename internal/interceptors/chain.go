@@ -88,18 +88,12 @@ func New(entries []policy.Interceptor, opts Options) *Chain {
 	}
 	c := &Chain{opts: opts}
 	for _, e := range entries {
-		s := &server{entry: e, label: e.Name}
+		s := &server{entry: e, label: Label(e)}
 		switch {
 		case e.Agent != "":
 			s.conn = &agentConn{agents: opts.Agents, name: e.Agent}
-			if s.label == "" {
-				s.label = e.Agent
-			}
 		default:
 			s.conn = newURLConn(e, opts)
-			if s.label == "" {
-				s.label = hostOf(e.URL)
-			}
 		}
 		c.servers = append(c.servers, s)
 	}
@@ -115,6 +109,18 @@ func hostOf(raw string) string {
 		return "interceptor server"
 	}
 	return u.Host
+}
+
+// Label is the name of entry e's server in refusals, the call log and
+// the operator's views: its name, else its agent, else its URL's host.
+func Label(e policy.Interceptor) string {
+	switch {
+	case e.Name != "":
+		return e.Name
+	case e.Agent != "":
+		return e.Agent
+	}
+	return hostOf(e.URL)
 }
 
 // Close ends the chain's sessions.

@@ -90,3 +90,13 @@ func (ps *policyState) close() {
 		delete(ps.chains, id)
 	}
 }
+
+// InterceptorStatus is what this gateway found at the interceptor servers
+// of the project's policy, for the version its controls carry now
+// ([interceptors.Chain.Status]: it lists those an event would list now),
+// in the policy's order, and that version. No servers when the policy
+// lists none, or does not compile on this gateway.
+func (f *Pipeline) InterceptorStatus(ctx context.Context, projectID int64) (version int64, servers []interceptors.ServerStatus) {
+	c := f.controls.Get(ctx, projectID)
+	return c.PolicyVersion, f.policy.chain(projectID, c, f.Bridged(projectID)).Status(ctx)
+}
