@@ -8,7 +8,7 @@
 //	spacefix projects create NAME
 //	spacefix projects list [--json]
 //	spacefix tokens create|list|revoke, spacefix users list|setup-link, spacefix gateways list, spacefix identity rotate|reset
-//	spacefix tools list|set, spacefix settings show|set, spacefix policy show|set|test (over the admin API: --url or the address serve recorded in --data, --token)
+//	spacefix tools list|set, spacefix settings show|set, spacefix policy show|set|test|history|interceptors (over the admin API: --url or the address serve recorded in --data, --token)
 //	spacefix bridge [--url GATEWAY] [--key KEY] --name NAME -- COMMAND [ARGS…] | --remote URL [--header "N: v"]… | --config FILE
 //	spacefix bench [--url GATEWAY] [--key CLIENT_KEY] --tool NAME [--args JSON] [--calls N | --duration D] [--concurrency C] [--json]
 //	spacefix backup --out FILE [--data FILE]
@@ -66,6 +66,7 @@ Usage:
   spacefix tools     list|set                           per-tool controls, over the admin API
   spacefix settings  show|set                           project settings, over the admin API
   spacefix policy    show|set FILE|test --tool NAME     the project's rules for who may call what, over the admin API
+  spacefix policy    history|interceptors               its saved versions; what the gateway found at its interceptor servers
   spacefix bridge    --name N -- COMMAND | --remote URL | --config FILE
                                                         run existing MCP servers as agents
   spacefix bridge    login NAME --remote URL            sign in to a remote server behind OAuth

@@ -269,7 +269,7 @@ func TestPolicyHelp(t *testing.T) {
 		t.Errorf("policy test --help: %v\n%s", err, out)
 	}
 	out, _ = runCLI(t, "help")
-	if !strings.Contains(out, "spacefix policy    show|set FILE|test --tool NAME") {
+	if !strings.Contains(out, "spacefix policy    show|set FILE|test --tool NAME") || !strings.Contains(out, "spacefix policy    history|interceptors ") {
 		t.Errorf("help lacks the policy line:\n%s", out)
 	}
 	_, err = runCLI(t, "policy", "test", "--tool", "x")
