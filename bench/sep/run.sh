@@ -14,6 +14,10 @@
 # "gateway gateway-interceptor interceptor" what an interceptor server
 # adds against its bare round trip (a go-sdk client sending
 # interceptor/invoke to the same server; its own CPU per call is printed).
+# PROFILE_DIR (a directory) keeps a CPU profile of each server process
+# (the gateway or the direct server) per run, TARGET-PROTOCOL-ROUND.prof:
+# the share of its samples in one part (the policy, say) is that part's
+# server CPU, read within one run and so steadier than a difference of two.
 #
 # Prints one line per run: round, protocol, target, calls/s, p50 ms, server
 # CPU µs/call (for the gateway: gateway + agent, and each).
@@ -62,6 +66,7 @@ for round in $(seq "$rounds"); do
       alone=()
       [ "$t" = direct ] || alone=(-alone)
       [ "$t" = gateway-interceptor ] && alone+=(-interceptor-url "$icurl")
+      [ -z "${PROFILE_DIR:-}" ] || alone+=(-cpuprofile "$PROFILE_DIR/$t-$proto-$round.prof")
       "$bin/sfb" -serve "$t" "${alone[@]}" > "$bin/ep" 2>> "$bin/err" &
       gw=$!
       pids=("$gw" "${pids[@]}")

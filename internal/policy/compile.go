@@ -72,6 +72,7 @@ type compiled struct {
 	audit    bool
 	tracked  bool // stopped at CostLimit as it runs
 	readsNow bool // the condition reads now: its truth changes with time alone
+	guards   []guard // conjuncts read without cel-go (guard.go)
 
 	// fast, for a tracked condition, is the same condition untracked; it
 	// runs when the call's inputs are at most fastUpTo bytes, where the
@@ -145,6 +146,7 @@ func compileWhen(e *cel.Env, i int, c *compiled) error {
 	for _, ref := range ast.NativeRep().ReferenceMap() {
 		c.readsNow = c.readsNow || ref.Name == "now"
 	}
+	c.guards = guardsOf(ast.NativeRep().Expr())
 	if t := ast.OutputType(); !t.IsExactType(types.BoolType) && !t.IsExactType(types.DynType) {
 		return &RuleError{Index: i, Name: c.Name, Field: "when", Line: 1, Column: 1,
 			Msg: fmt.Sprintf("the condition yields %s; it must yield a bool (true: the rule decides)", t)}

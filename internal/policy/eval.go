@@ -83,6 +83,9 @@ func (p *Policy) Decide(on string, in *Input) Decision {
 	}
 	vars := &activation{in: in, now: p.opts.Now, size: in.size()}
 	for _, r := range p.rulesFor(on, in.Tool.Name) {
+		if r.refuted(vars) {
+			continue
+		}
 		ok, err := r.holds(vars)
 		if err != nil {
 			p.logEvalError(r.Name, in.Tool.Name, err)
@@ -129,6 +132,17 @@ func (in *Input) size() int {
 		n = max(n, len(r.Text), r.Size)
 	}
 	return n
+}
+
+// refuted reports whether one of the rule's guards is certainly false for
+// the call: then so is its condition, and cel-go need not evaluate it.
+func (r *compiled) refuted(vars *activation) bool {
+	for i := range r.guards {
+		if r.guards[i].refutes(vars) {
+			return true
+		}
+	}
+	return false
 }
 
 // holds evaluates the rule's condition: untracked when the call's inputs
@@ -178,6 +192,16 @@ type activation struct {
 var errArgsNotObject = errors.New("the arguments are not a JSON object")
 
 func (a *activation) ResolveName(name string) (any, bool) {
+	if name == "now" {
+		return a.now(), true
+	}
+	return a.native(name)
+}
+
+// native is a variable of the call as Go has it (maps of strings, bools,
+// numbers, lists and maps), built when first read; args that are not a
+// JSON object are an error value.
+func (a *activation) native(name string) (any, bool) {
 	switch name {
 	case "caller":
 		if a.caller == nil {
@@ -224,8 +248,6 @@ func (a *activation) ResolveName(name string) (any, bool) {
 			a.result = map[string]any{"text": r.Text, "structured": r.Structured, "isError": r.IsError}
 		}
 		return a.result, true
-	case "now":
-		return a.now(), true
 	}
 	return nil, false
 }

@@ -21,6 +21,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strings"
 
@@ -51,10 +52,25 @@ func run(ctx context.Context, args []string) (err error) {
 	interceptorURL := fs.String("interceptor-url", "", "with -serve gateway-interceptor -alone: the interceptor server's URL (from -serve interceptor)")
 	invoke := fs.String("invoke", "", "send -calls interceptor/invoke requests to the interceptor server at this URL from -concurrency goroutines, and print this process's CPU per call and the p50 in JSON: the bare round trip an interceptor adds")
 	concurrency := fs.Int("concurrency", 1, "with -invoke: requests in flight")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this process to this file, until it ends (with -serve: until interrupted)")
 	agentURL := fs.String("agent-url", "", "with -serve agent: the gateway's URL")
 	agentKey := fs.String("agent-key", "", "with -serve agent: the agent key")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+			return err
+		}
+		defer func() {
+			pprof.StopCPUProfile()
+			err = errors.Join(err, f.Close())
+		}()
 	}
 	switch {
 	case *serve == "agent":
