@@ -70,8 +70,8 @@ type compiled struct {
 	prg      cel.Program // nil: no condition, always true
 	patterns []*regexp.Regexp
 	audit    bool
-	tracked  bool // stopped at CostLimit as it runs
-	readsNow bool // the condition reads now: its truth changes with time alone
+	tracked  bool    // stopped at CostLimit as it runs
+	readsNow bool    // the condition reads now: its truth changes with time alone
 	guards   []guard // conjuncts read without cel-go (guard.go)
 
 	// fast, for a tracked condition, is the same condition untracked; it

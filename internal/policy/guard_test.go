@@ -117,19 +117,19 @@ func TestGuardsDecideAsCEL(t *testing.T) {
 // What makes a guard, and what does not.
 func TestGuardsOf(t *testing.T) {
 	for cond, want := range map[string]int{
-		`args.kind == "refund"`:                          1,
-		`args.kind == "refund" && caller.role != "owner"`: 2,
+		`args.kind == "refund"`:                             1,
+		`args.kind == "refund" && caller.role != "owner"`:   2,
 		`(args.a == "x" && args.b == "y") && args.c == "z"`: 3,
-		`tool.name in ["a", "b"]`:                        1,
-		`result.text.contains("x")`:                      1,
-		`args.kind == "a" || args.kind == "b"`:           0,
-		`!(args.kind == "a")`:                            0,
-		`has(args.kind)`:                                 0,
-		`args.amount > 5`:                                0,
-		`args.amount == 5`:                               0,
-		`now.getHours() > 5`:                             0,
-		`args.kind == args.other`:                        0,
-		`args.kind.contains(args.other)`:                 0,
+		`tool.name in ["a", "b"]`:                           1,
+		`result.text.contains("x")`:                         1,
+		`args.kind == "a" || args.kind == "b"`:              0,
+		`!(args.kind == "a")`:                               0,
+		`has(args.kind)`:                                    0,
+		`args.amount > 5`:                                   0,
+		`args.amount == 5`:                                  0,
+		`now.getHours() > 5`:                                0,
+		`args.kind == args.other`:                           0,
+		`args.kind.contains(args.other)`:                    0,
 	} {
 		p := mustCompile(t, fmt.Sprintf(`{"rules":[{"name":"r","on":"call","when":%q,"effect":"deny"}]}`, cond), Options{})
 		if got := len(p.rules[OnCall][0].guards); got != want {
