@@ -6,7 +6,6 @@ import (
 	"math/bits"
 	"regexp"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/google/cel-go/cel"
@@ -32,8 +31,8 @@ type Policy struct {
 	rules map[string][]*compiled // by where they apply
 	opts  Options
 
-	byTool sync.Map // point + "\x00" + tool name → []*compiled: the rules whose tools match
-	nTools atomic.Int32
+	listMu sync.RWMutex
+	byTool map[string][]*compiled // point + "\x00" + tool name → the rules whose tools match
 
 	mu       sync.Mutex
 	lastLogs map[string]time.Time // rule name → when its evaluation error was last logged
@@ -46,21 +45,22 @@ const maxToolLists = 4096
 // rulesFor returns the rules at point on whose tool patterns take tool,
 // in order.
 func (p *Policy) rulesFor(on, tool string) []*compiled {
-	k := on + "\x00" + tool
-	if v, ok := p.byTool.Load(k); ok {
-		return v.([]*compiled)
+	p.listMu.RLock()
+	list, ok := p.byTool[on+"\x00"+tool] // the key is not built: the compiler looks up the bytes
+	p.listMu.RUnlock()
+	if ok {
+		return list
 	}
-	var list []*compiled
 	for _, r := range p.rules[on] {
 		if r.matches(tool) {
 			list = append(list, r)
 		}
 	}
-	if p.nTools.Load() < maxToolLists {
-		if _, loaded := p.byTool.LoadOrStore(k, list); !loaded {
-			p.nTools.Add(1)
-		}
+	p.listMu.Lock()
+	if len(p.byTool) < maxToolLists {
+		p.byTool[on+"\x00"+tool] = list
 	}
+	p.listMu.Unlock()
 	return list
 }
 
@@ -117,7 +117,7 @@ func Compile(d Document, opts Options) (*Policy, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	p := &Policy{doc: d, rules: map[string][]*compiled{}, opts: opts, lastLogs: map[string]time.Time{}}
+	p := &Policy{doc: d, rules: map[string][]*compiled{}, opts: opts, lastLogs: map[string]time.Time{}, byTool: map[string][]*compiled{}}
 	seen := map[string]bool{}
 	for i, r := range d.Rules {
 		patterns, err := r.check(i, seen)
