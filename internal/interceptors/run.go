@@ -90,11 +90,17 @@ func (c *Chain) Run(ctx context.Context, event, phase string, payload json.RawMe
 	}
 	verdicts := make([]*InvokeResult, len(vals))
 	rans := make([]Ran, len(vals))
-	var wg sync.WaitGroup
-	for i, h := range vals {
-		wg.Go(func() { verdicts[i], rans[i] = c.invoke(ctx, h, event, phase, payload, ic) })
+	if len(vals) == 1 {
+		// One validator runs here: a goroutine of its own would grow its
+		// stack anew through go-sdk's client on every event.
+		verdicts[0], rans[0] = c.invoke(ctx, vals[0], event, phase, payload, ic)
+	} else {
+		var wg sync.WaitGroup
+		for i, h := range vals {
+			wg.Go(func() { verdicts[i], rans[i] = c.invoke(ctx, h, event, phase, payload, ic) })
+		}
+		wg.Wait()
 	}
-	wg.Wait()
 	out.Ran = append(out.Ran, rans...)
 	for i, h := range vals {
 		if rans[i].Err != nil {
