@@ -90,20 +90,26 @@ func auditOut(version int64, doc policy.Document) policyAudit {
 }
 
 func (d *Dashboard) apiPolicy(w http.ResponseWriter, r *http.Request) error {
-	proj, err := d.project(r)
-	if err != nil {
-		return err
-	}
-	sp, err := d.st.Policy(r.Context(), proj.ID)
-	if err != nil {
-		return err
-	}
-	doc, err := savedDocument(sp)
+	_, sp, doc, err := d.savedPolicy(r)
 	if err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, policyOut(sp, doc))
 	return nil
+}
+
+// savedPolicy reads the request's project and its saved policy, decoded.
+func (d *Dashboard) savedPolicy(r *http.Request) (store.Project, store.Policy, policy.Document, error) {
+	proj, err := d.project(r)
+	if err != nil {
+		return proj, store.Policy{}, policy.Document{}, err
+	}
+	sp, err := d.st.Policy(r.Context(), proj.ID)
+	if err != nil {
+		return proj, sp, policy.Document{}, err
+	}
+	doc, err := savedDocument(sp)
+	return proj, sp, doc, err
 }
 
 // policyBody reads a request body of at most maxPolicyBody bytes.

@@ -13,15 +13,7 @@ import (
 // interceptor servers of the project's saved policy (GET
 // …/policy/interceptors, for anyone who may read the policy).
 func (d *Dashboard) apiPolicyInterceptors(w http.ResponseWriter, r *http.Request) error {
-	proj, err := d.project(r)
-	if err != nil {
-		return err
-	}
-	sp, err := d.st.Policy(r.Context(), proj.ID)
-	if err != nil {
-		return err
-	}
-	doc, err := savedDocument(sp)
+	proj, sp, doc, err := d.savedPolicy(r)
 	if err != nil {
 		return err
 	}
