@@ -3,11 +3,11 @@ package bridge
 import (
 	"errors"
 	"fmt"
-	"io"
 	"mime"
 	"net/http"
 
 	"github.com/spacefix/spacefix/internal/agentproto"
+	"github.com/spacefix/spacefix/internal/egress"
 )
 
 // maxResponse bounds what the bridge reads of one response of a remote
@@ -35,32 +35,7 @@ func (t capBodies) RoundTrip(r *http.Request) (*http.Response, error) {
 		return resp, err
 	}
 	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "text/event-stream" {
-		resp.Body = &cappedBody{rc: resp.Body, left: maxResponse}
+		resp.Body = egress.CapBody(resp.Body, maxResponse, errTooLarge)
 	}
 	return resp, nil
 }
-
-// cappedBody reads up to left bytes, then fails with errTooLarge.
-type cappedBody struct {
-	rc   io.ReadCloser
-	left int64
-}
-
-func (b *cappedBody) Read(p []byte) (int, error) {
-	if b.left <= 0 {
-		// One byte more says whether the body ends at the cap.
-		var one [1]byte
-		if n, err := b.rc.Read(one[:]); n == 0 && err != nil {
-			return 0, err
-		}
-		return 0, errTooLarge
-	}
-	if int64(len(p)) > b.left {
-		p = p[:b.left]
-	}
-	n, err := b.rc.Read(p)
-	b.left -= int64(n)
-	return n, err
-}
-
-func (b *cappedBody) Close() error { return b.rc.Close() }

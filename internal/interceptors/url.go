@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/spacefix/spacefix/internal/egress"
 	"github.com/spacefix/spacefix/internal/policy"
 )
 
@@ -175,33 +175,9 @@ func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	resp, err := t.base.RoundTrip(r)
 	if err == nil {
-		resp.Body = &limitedBody{rc: resp.Body, left: t.limit}
+		resp.Body = egress.CapBody(resp.Body, t.limit, errAnswerTooLarge)
 	}
 	return resp, err
 }
 
-// limitedBody fails a read past its limit, rather than end the body there
-// (a cut answer must not read as a whole one).
-type limitedBody struct {
-	rc   io.ReadCloser
-	left int64
-}
-
 var errAnswerTooLarge = fmt.Errorf("the interceptor server's answer is larger than %d bytes", maxAnswerBytes)
-
-func (b *limitedBody) Read(p []byte) (int, error) {
-	if b.left <= 0 {
-		if n, err := b.rc.Read(make([]byte, 1)); n == 0 && err == io.EOF {
-			return 0, io.EOF
-		}
-		return 0, errAnswerTooLarge
-	}
-	if int64(len(p)) > b.left {
-		p = p[:b.left]
-	}
-	n, err := b.rc.Read(p)
-	b.left -= int64(n)
-	return n, err
-}
-
-func (b *limitedBody) Close() error { return b.rc.Close() }
