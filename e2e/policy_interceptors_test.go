@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"net/http"
 	"net/http/httptest"
@@ -180,5 +181,77 @@ func TestPolicyInterceptors(t *testing.T) {
 		if !words[want] {
 			t.Errorf("no call log record of pay says %q; they say %q", want, slices.Sorted(maps.Keys(words)))
 		}
+	}
+}
+
+// TestPolicyInterceptorsTasksAndJobs: the interceptors hook a
+// task-augmented call and a job as they hook a plain call: a validator
+// blocks one before anything runs, one that does not answer in time
+// blocks it (fail closed), and a mutator rewrites its result when it
+// ends, at both eras. report takes extra arguments (its schema allows
+// them), which the interceptors read.
+func TestPolicyInterceptorsTasksAndJobs(t *testing.T) {
+	t.Parallel()
+	url := guardServer(t)
+	e := newEnv(t, withConfig(func(c *gateway.Config) { c.UpstreamAllowLoopback = true }))
+	pa := startPolicyAgent(e)
+	probe := e.connect("2026-07-28", e.clientKey, nil)
+	e.setPolicy(`{"rules":[],"interceptors":[{"name":"guard","url":"`+url+`","timeout":"300ms"}]}`, func() bool {
+		r, err := tryCall(probe, "report", map[string]any{"amount": 999})
+		return err == nil && r.IsError
+	})
+	const (
+		blocked  = `This call was refused by interceptor "no-999": amounts of 999 are not allowed`
+		late     = `This call was refused: interceptor "slow" of the project's policy did not answer in time (300ms).`
+		reported = "Report for [email]: 3 orders."
+	)
+	before := pa.report.Load()
+	t.Run("2026-07-28 task", func(t *testing.T) {
+		c := e.extClient(e.clientKey)
+		for args, want := range map[string]string{`{"amount":999}`: blocked, `{"note":"slow"}`: late} {
+			var a map[string]any
+			must(t, json.Unmarshal([]byte(args), &a))
+			r := c.ok(c.do(extRequest{method: "tools/call", params: map[string]any{"name": "report", "arguments": a}}), "tools/call report")
+			if r["isError"] != true || !strings.Contains(fmt.Sprint(r["content"]), want) {
+				t.Errorf("task-augmented call with %s = %v, want %q", args, r, want)
+			}
+		}
+		task := c.start("report", map[string]any{})
+		id, _ := task["taskId"].(string)
+		if got := resultText(c.waitStatus(id, "completed")); got != reported {
+			t.Errorf("the task's result = %q, want %q", got, reported)
+		}
+	})
+	t.Run("2025-11-25 task", func(t *testing.T) {
+		tc := e.tasksClient(e.clientKey, nil)
+		for args, want := range map[string]string{`{"amount":999}`: blocked, `{"note":"slow"}`: late} {
+			if a := tc.callAsTask("report", args, `{"ttl":60000}`); a.Error == nil || a.Error.Message != want {
+				t.Errorf("task-augmented call with %s = %s %v, want %q", args, a.Result, a.Error, want)
+			}
+		}
+		task := tc.start("report", `{}`, `{"ttl":60000}`)
+		tc.waitStatus(task.TaskID, "completed")
+		res, err := tc.result(task.TaskID)
+		if err != nil || text(res) != reported {
+			t.Errorf("the task's result = %q (%v), want %q", text(res), err, reported)
+		}
+	})
+	for _, v := range eras {
+		t.Run(v+" job", func(t *testing.T) {
+			cs := e.connect(v, e.clientKey, nil) // no tasks: report runs as a job
+			for args, want := range map[string]map[string]any{blocked: {"amount": 999}, late: {"note": "slow"}} {
+				if r := call(t, cs, "report", want); !r.IsError || text(r) != args {
+					t.Errorf("job call with %v = %q (isError %v), want %q", want, text(r), r.IsError, args)
+				}
+			}
+			if r := call(t, cs, "report", map[string]any{}); r.IsError || text(r) != reported {
+				t.Errorf("job result = %q (isError %v), want %q", text(r), r.IsError, reported)
+			}
+		})
+	}
+	// The probe and the three successful runs reached the agent; the
+	// refused calls never did.
+	if n := pa.report.Load() - before; n != 4 {
+		t.Errorf("report reached the agent %d times, want 4 (one task per era and one job per era)", n)
 	}
 }
