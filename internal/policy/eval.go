@@ -48,6 +48,18 @@ type Input struct {
 	Tool   Tool
 	Args   json.RawMessage // the validated arguments; decoded only when a rule reads them
 	Result *Result         // for rules on result
+
+	// The arguments as decoded by the first evaluation that read them,
+	// kept for the next point of the same call ([Input.SetArgs] drops
+	// them).
+	args    map[string]any
+	argsErr error
+}
+
+// SetArgs replaces the arguments the rules read (an interceptor rewrote
+// them).
+func (in *Input) SetArgs(raw json.RawMessage) {
+	in.Args, in.args, in.argsErr = raw, nil, nil
 }
 
 // Decision is what the policy says at one point of one call.
@@ -233,7 +245,10 @@ func (a *activation) native(name string) (any, bool) {
 		return a.tool, true
 	case "args":
 		if a.args == nil && a.argsErr == nil {
-			a.args, a.argsErr = decodeArgs(a.in.Args)
+			if a.in.args == nil && a.in.argsErr == nil {
+				a.in.args, a.in.argsErr = decodeArgs(a.in.Args)
+			}
+			a.args, a.argsErr = a.in.args, a.in.argsErr
 		}
 		if a.argsErr != nil {
 			return types.NewErr("%v", a.argsErr), true

@@ -305,3 +305,29 @@ func TestMessageTemplateBounded(t *testing.T) {
 		t.Errorf("message of %d bytes (valid UTF-8: %v), want at most %d, cut with …", len(d.Message), utf8.ValidString(d.Message), maxExpanded)
 	}
 }
+
+// The arguments are decoded once for the points of one call, and again
+// after SetArgs (an interceptor rewrote them).
+func TestArgsDecodedOncePerCall(t *testing.T) {
+	p := mustCompile(t, `{"rules": [
+	  {"name": "big", "on": "call", "when": "args.amount > 500", "effect": "deny"},
+	  {"name": "echo", "on": "result", "when": "has(args.secret) && result.text.contains(args.secret)", "effect": "redact", "redact": ["s3cret"]}
+	]}`, Options{})
+	in := &Input{Tool: Tool{Name: "t"}, Args: []byte(`{"amount": 10, "secret": "s3cret"}`)}
+	if d := p.Decide(OnCall, in); d.Effect != "" {
+		t.Fatalf("call: %+v", d)
+	}
+	decoded := in.args
+	in.Result = &Result{Text: "the s3cret is out"}
+	if d := p.Decide(OnResult, in); d.Effect != Redact || d.Rule != "echo" {
+		t.Errorf("result: %+v, want redact by echo", d)
+	}
+	if decoded == nil || fmt.Sprintf("%p", decoded) != fmt.Sprintf("%p", in.args) {
+		t.Error("the arguments were decoded again for the rules on result")
+	}
+	in.Result = nil
+	in.SetArgs([]byte(`{"amount": 900}`))
+	if d := p.Decide(OnCall, in); d.Effect != Deny || d.Rule != "big" {
+		t.Errorf("after SetArgs: %+v, want deny by big", d)
+	}
+}

@@ -164,7 +164,8 @@ func (f *Pipeline) interceptRequest(ctx context.Context, c *Call, pc *callPolicy
 	if err := validate(c.tool.SchemaOn(c.call.Replica()), p.Arguments); err != nil {
 		return f.refuse(c, "An interceptor of the project's policy rewrote this call's arguments into ones the tool does not take. "+invalidArgs(c.tool, err))
 	}
-	c.args, pc.in.Args = p.Arguments, p.Arguments
+	c.args = p.Arguments
+	pc.in.SetArgs(p.Arguments)
 	c.call.SetArgs(p.Arguments)
 	return nil
 }
