@@ -115,7 +115,7 @@ func tryBadResult(t *testing.T, ctx context.Context, result string) string {
 	t.Helper()
 	run(t, ctx,
 		chromedp.Evaluate[chromedp.Void](`document.querySelector('[data-try-result]').hidden = true;
-			window.tryPosts = 0; if (!window.realFetch) { window.realFetch = window.fetch; window.fetch = (...a) => { window.tryPosts++; return window.realFetch(...a); }; }`),
+			window.tryPosts = 0; if (!window.realFetch) { window.realFetch = window.fetch; window.fetch = (...a) => { if (String(a[0]).endsWith('/policy/test')) window.tryPosts++; return window.realFetch(...a); }; }`),
 		chromedp.SetValue(chromedp.CSS(`form[data-try] textarea[name=result]`), result),
 		chromedp.Click(chromedp.CSS(`form[data-try] button[type=submit]`)),
 	)
