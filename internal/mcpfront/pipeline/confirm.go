@@ -69,7 +69,7 @@ func (hc *heldCalls) hold(h *held, expired func(*held, route.Result)) string {
 	hc.mu.Unlock()
 	h.expire = time.AfterFunc(time.Until(h.call.Deadline()), func() {
 		recovery.Do(hc.log, "expire a call waiting for the user", func() {
-			if hc.take(h.call.ID()) != nil {
+			if hc.take(h.call.ID(), "") != nil {
 				expired(h, h.call.Abandon(agentproto.ReasonTimeout))
 			}
 		})
@@ -109,13 +109,17 @@ func (hc *heldCalls) open(state string) (head, id, keyID string, ok bool) {
 	return head, id, keyID, ok
 }
 
-// take removes and returns a held call, or nil.
-func (hc *heldCalls) take(callID string) *held {
+// take removes and returns a held call made for name (heldName; "": for
+// anything), or nil: one made for another is left held.
+func (hc *heldCalls) take(callID, name string) *held {
 	hc.mu.Lock()
 	defer hc.mu.Unlock()
 	h := hc.m[callID]
+	if h == nil || name != "" && h.name != name {
+		return nil
+	}
 	delete(hc.m, callID)
-	if h != nil && h.expire != nil {
+	if h.expire != nil {
 		h.expire.Stop()
 	}
 	return h
@@ -138,13 +142,8 @@ func (hc *heldCalls) resume(state, keyID, name string) (*held, error) {
 	if !ok || strings.HasSuffix(head, taskStatePrefix) || owner != keyID {
 		return nil, ErrBadState
 	}
-	hc.mu.Lock()
-	h := hc.m[callID]
-	hc.mu.Unlock()
-	if h == nil || h.name != name {
-		return nil, ErrBadState
-	}
-	if h = hc.take(callID); h == nil {
+	h := hc.take(callID, name)
+	if h == nil {
 		return nil, ErrBadState
 	}
 	return h, nil
