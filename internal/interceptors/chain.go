@@ -181,15 +181,13 @@ func (h hooked) name() string { return h.s.label + "/" + h.info.Name }
 // hookedOn returns the interceptors on event in phase: mutators in their
 // order, then validators. A server that cannot be listed and is not
 // failOpen yields an error that blocks the event; one that is failOpen is
-// skipped, and logged when logSkips.
-func (c *Chain) hookedOn(ctx context.Context, event, phase string, logSkips bool) (muts, vals []hooked, down *server, err error) {
+// skipped, and logged.
+func (c *Chain) hookedOn(ctx context.Context, event, phase string) (muts, vals []hooked, down *server, err error) {
 	for _, s := range c.servers {
 		infos, err := s.list(ctx, false)
 		if err != nil {
 			if s.entry.FailOpen || s.entry.Mode == policy.Audit {
-				if logSkips {
-					c.opts.Log.Warn("interceptor server not reachable; skipped (failOpen)", "server", s.label, "err", err)
-				}
+				c.opts.Log.Warn("interceptor server not reachable; skipped (failOpen)", "server", s.label, "err", err)
 				continue
 			}
 			return nil, nil, s, err

@@ -160,7 +160,7 @@ func TestChainAuditAndFailOpen(t *testing.T) {
 	}
 }
 
-// Hooks says whether an event needs its payload at all: when an
+// Hooked says whether an event needs its payload at all: when an
 // interceptor hooks it, or a server that cannot be listed would block it.
 func TestChainHooks(t *testing.T) {
 	ctx := context.Background()
@@ -179,16 +179,16 @@ func TestChainHooks(t *testing.T) {
 		{"none", nil, false, false},
 	} {
 		c := New(tc.entries, Options{})
-		if got := c.Hooks(ctx, "tools/call", PhaseRequest); got != tc.request {
-			t.Errorf("%s: Hooks(tools/call, request) = %v, want %v", tc.name, got, tc.request)
+		if got := c.Hooked(ctx, "tools/call", PhaseRequest) != nil; got != tc.request {
+			t.Errorf("%s: hooked on (tools/call, request) = %v, want %v", tc.name, got, tc.request)
 		}
-		if got := c.Hooks(ctx, "tools/call", PhaseResponse); got != tc.result {
-			t.Errorf("%s: Hooks(tools/call, response) = %v, want %v", tc.name, got, tc.result)
+		if got := c.Hooked(ctx, "tools/call", PhaseResponse) != nil; got != tc.result {
+			t.Errorf("%s: hooked on (tools/call, response) = %v, want %v", tc.name, got, tc.result)
 		}
 		c.Close()
 	}
 	var none *Chain
-	if none.Hooks(ctx, "tools/list", PhaseResponse) {
+	if none.Hooked(ctx, "tools/list", PhaseResponse) != nil {
 		t.Error("a nil chain hooks tools/list")
 	}
 }

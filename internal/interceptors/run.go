@@ -34,34 +34,53 @@ type Ran struct {
 	Err      error
 }
 
-// Hooks reports whether [Chain.Run] would do anything on event in phase:
-// an interceptor hooks it, or a server that cannot be listed would block
-// it (fail closed). A caller skips building the payload when it does not:
-// a result is not encoded for servers that hook only requests.
-func (c *Chain) Hooks(ctx context.Context, event, phase string) bool {
+// Hooked is what runs on one event of a chain: the interceptors that hook
+// it, or the server whose listing failed and so blocks it.
+type Hooked struct {
+	c            *Chain
+	event, phase string
+	muts, vals   []hooked
+	down         *server
+	err          error
+}
+
+// Hooked returns what would run on event in phase, or nil when nothing
+// would: then the caller need not build the payload (a result is not
+// encoded for servers that hook only requests). A server that cannot be
+// listed and does not fail open blocks the event (fail closed).
+func (c *Chain) Hooked(ctx context.Context, event, phase string) *Hooked {
 	if c == nil || len(c.servers) == 0 {
-		return false
+		return nil
 	}
-	muts, vals, _, err := c.hookedOn(ctx, event, phase, false)
-	return err != nil || len(muts)+len(vals) > 0
+	muts, vals, down, err := c.hookedOn(ctx, event, phase)
+	if err == nil && len(muts)+len(vals) == 0 {
+		return nil
+	}
+	return &Hooked{c: c, event: event, phase: phase, muts: muts, vals: vals, down: down, err: err}
 }
 
 // Run runs the interceptors hooked on event in phase over payload, and
 // returns the payload to send on (rewritten by mutators) and the outcome.
 // When the outcome is Blocked the payload must not be sent.
 func (c *Chain) Run(ctx context.Context, event, phase string, payload json.RawMessage, ic *InvokeContext) (json.RawMessage, Outcome) {
-	var out Outcome
-	if c == nil || len(c.servers) == 0 {
-		return payload, out
+	h := c.Hooked(ctx, event, phase)
+	if h == nil {
+		return payload, Outcome{}
 	}
-	muts, vals, down, err := c.hookedOn(ctx, event, phase, true)
-	if err != nil {
-		c.opts.Log.Warn("interceptor server not reachable; the event was refused", "server", down.label, "event", event, "err", err)
-		out.Blocked, out.By = true, down.label
-		out.Message = unreachableMessage(down, err)
+	return h.Run(ctx, payload, ic)
+}
+
+// Run runs the event's interceptors over payload: see [Chain.Run].
+func (hk *Hooked) Run(ctx context.Context, payload json.RawMessage, ic *InvokeContext) (json.RawMessage, Outcome) {
+	var out Outcome
+	c, event, phase, vals := hk.c, hk.event, hk.phase, hk.vals
+	if hk.err != nil {
+		c.opts.Log.Warn("interceptor server not reachable; the event was refused", "server", hk.down.label, "event", event, "err", hk.err)
+		out.Blocked, out.By = true, hk.down.label
+		out.Message = unreachableMessage(hk.down, hk.err)
 		return nil, out
 	}
-	for _, h := range muts {
+	for _, h := range hk.muts {
 		res, ran := c.invoke(ctx, h, event, phase, payload, ic)
 		out.Ran = append(out.Ran, ran)
 		if ran.Err != nil {

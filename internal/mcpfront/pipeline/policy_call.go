@@ -150,13 +150,10 @@ func (pc *callPolicy) String() string {
 
 // intercept runs the project's interceptors on event and phase over
 // payload, noting what they did; blocked is the message the caller reads.
-func (pc *callPolicy) intercept(ctx context.Context, event, phase string, payload json.RawMessage) (_ json.RawMessage, blocked string) {
-	if pc == nil || pc.chain == nil {
-		return payload, ""
-	}
+func (pc *callPolicy) intercept(ctx context.Context, hk *interceptors.Hooked, payload json.RawMessage) (_ json.RawMessage, blocked string) {
 	ic := *pc.ic
 	ic.Timestamp = time.Now().UTC().Format(time.RFC3339Nano)
-	out, o := pc.chain.Run(ctx, event, phase, payload, &ic)
+	out, o := hk.Run(ctx, payload, &ic)
 	if obs := pc.f.policy.opts.Observe; obs != nil {
 		for _, r := range o.Ran {
 			obs.ObserveInterceptor(pc.project, r.By, r.Duration, r.Err != nil)

@@ -16,7 +16,8 @@ import (
 // the tools/list answer of key's view under the project's controls c.
 func (f *Pipeline) InterceptList(ctx context.Context, key store.Key, c *access.Controls, lr *mcp.ListToolsResult) *mcp.ListToolsResult {
 	chain := f.policy.chain(key.ProjectID, c, f.Bridged(key.ProjectID))
-	if !chain.Hooks(ctx, "tools/list", interceptors.PhaseResponse) {
+	hk := chain.Hooked(ctx, "tools/list", interceptors.PhaseResponse)
+	if hk == nil {
 		return lr
 	}
 	raw, err := json.Marshal(lr)
@@ -29,7 +30,7 @@ func (f *Pipeline) InterceptList(ctx context.Context, key store.Key, c *access.C
 	}
 	ic := InvokeContext(caller)
 	ic.Timestamp = time.Now().UTC().Format(time.RFC3339Nano)
-	out, o := chain.Run(ctx, "tools/list", interceptors.PhaseResponse, raw, ic)
+	out, o := hk.Run(ctx, raw, ic)
 	if obs := f.policy.opts.Observe; obs != nil {
 		for _, r := range o.Ran {
 			obs.ObserveInterceptor(key.ProjectID, r.By, r.Duration, r.Err != nil)

@@ -109,14 +109,15 @@ func (pc *callPolicy) shape(ctx context.Context, out *mcp.CallToolResult) *mcp.C
 			out = access.ShapeResult(out, &d)
 		}
 	}
-	if !pc.chain.Hooks(ctx, "tools/call", interceptors.PhaseResponse) {
+	hk := pc.chain.Hooked(ctx, "tools/call", interceptors.PhaseResponse)
+	if hk == nil {
 		return out
 	}
 	raw, err := json.Marshal(out)
 	if err != nil {
 		return ErrorResult(msgUnreadable)
 	}
-	payload, blocked := pc.intercept(ctx, "tools/call", interceptors.PhaseResponse, raw)
+	payload, blocked := pc.intercept(ctx, hk, raw)
 	if blocked != "" {
 		return ErrorResult(blocked)
 	}
@@ -138,7 +139,8 @@ const msgUnreadable = "This call's result was refused: an interceptor of the pro
 // nil, or the refusal to answer. A rewrite of the arguments replaces
 // them, once validated against the tool's schema on c's replica.
 func (f *Pipeline) interceptRequest(ctx context.Context, c *Call, pc *callPolicy) *mcp.CallToolResult {
-	if !pc.chain.Hooks(ctx, "tools/call", interceptors.PhaseRequest) {
+	hk := pc.chain.Hooked(ctx, "tools/call", interceptors.PhaseRequest)
+	if hk == nil {
 		return nil
 	}
 	payload, err := json.Marshal(struct {
@@ -148,7 +150,7 @@ func (f *Pipeline) interceptRequest(ctx context.Context, c *Call, pc *callPolicy
 	if err != nil {
 		return f.refuse(c, msgRewritten)
 	}
-	out, blocked := pc.intercept(ctx, "tools/call", interceptors.PhaseRequest, payload)
+	out, blocked := pc.intercept(ctx, hk, payload)
 	if blocked != "" {
 		return f.refuse(c, blocked)
 	}
