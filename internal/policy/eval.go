@@ -267,6 +267,20 @@ func (a *activation) native(name string) (any, bool) {
 	return nil, false
 }
 
+// field is the value at path below variable root (caller, tool, args or
+// result), as Go has it; false when a step is absent or not a map.
+func (a *activation) field(root string, path []string) (any, bool) {
+	v, ok := a.native(root)
+	for _, f := range path {
+		m, isMap := v.(map[string]any)
+		if !ok || !isMap {
+			return nil, false
+		}
+		v, ok = m[f]
+	}
+	return v, ok
+}
+
 func (a *activation) Parent() interpreter.Activation { return nil }
 
 // decodeArgs decodes a call's arguments; absent arguments are {}.

@@ -114,18 +114,9 @@ func constOf(e celast.Expr) (any, bool) {
 // refutes reports whether g is certainly false for the call vars reads:
 // its field is there, of its constants' type, and the comparison fails.
 func (g *guard) refutes(vars *activation) bool {
-	v, ok := vars.native(g.root)
+	v, ok := vars.field(g.root, g.path)
 	if !ok {
 		return false
-	}
-	for _, f := range g.path {
-		m, isMap := v.(map[string]any)
-		if !isMap {
-			return false
-		}
-		if v, ok = m[f]; !ok {
-			return false
-		}
 	}
 	switch g.op {
 	case operators.Equals, operators.In:

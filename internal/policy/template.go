@@ -60,18 +60,9 @@ func expand(msg string, vars *activation) string {
 // any other value as JSON, "" when absent.
 func value(name string, vars *activation) string {
 	parts := strings.Split(name, ".")
-	v, ok := vars.ResolveName(parts[0])
+	v, ok := vars.field(parts[0], parts[1:])
 	if !ok {
 		return ""
-	}
-	for _, p := range parts[1:] {
-		m, isMap := v.(map[string]any)
-		if !isMap {
-			return ""
-		}
-		if v, ok = m[p]; !ok {
-			return ""
-		}
 	}
 	switch v := v.(type) {
 	case string:
